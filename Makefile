@@ -1,0 +1,47 @@
+# chargpt: `make` builds ./train and ./generate, `make test` builds and runs the tests,
+# `make bench` measures speed. MARCH picks the instruction set: the default uses every
+# extension of this machine; e.g. `make MARCH=-march=x86-64-v3` builds the AVX2 path and
+# `make MARCH=-march=x86-64` the portable one (use `make clean` when changing it).
+CC ?= cc
+MARCH ?= -march=native
+CFLAGS ?= -O3 $(MARCH) -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation
+CFLAGS += -std=c11 -D_GNU_SOURCE -fopenmp -MMD -MP
+LDLIBS = -fopenmp -lz -lm
+
+LIB_SRC := $(wildcard model/*.c) $(wildcard data/*.c) $(wildcard viewer/*.c)
+TEST_SRC := $(wildcard tests/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=build/%.o)
+TEST_OBJ := $(TEST_SRC:%.c=build/%.o)
+BENCH_SRC := $(wildcard scripts/*.c)
+
+.PHONY: all test bench clean
+
+all: train generate
+
+build/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+build/libchargpt.a: $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+train: build/train.o build/libchargpt.a
+	$(CC) $^ -o $@ $(LDLIBS)
+
+generate: build/generate.o build/libchargpt.a
+	$(CC) $^ -o $@ $(LDLIBS)
+
+tests/run_tests: $(TEST_OBJ) build/libchargpt.a
+	$(CC) $^ -o $@ $(LDLIBS)
+
+test: all tests/run_tests
+	./tests/run_tests
+
+bench: all
+	./scripts/bench.sh
+
+clean:
+	rm -rf build train generate tests/run_tests
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) build/train.d build/generate.d

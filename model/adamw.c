@@ -1,0 +1,84 @@
+// AdamW and gradient clipping.
+#include "adamw.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int adamw_init(AdamW *opt, const GPT *model, float beta1, float beta2, float eps,
+               float weight_decay, char err[ERR_LEN]) {
+    memset(opt, 0, sizeof(*opt));
+    size_t n = model->num_parameters;
+    opt->beta1 = beta1;
+    opt->beta2 = beta2;
+    opt->eps = eps;
+    opt->weight_decay = weight_decay;
+    opt->n = n;
+    opt->m = calloc(n ? n : 1, sizeof(float));
+    opt->v = calloc(n ? n : 1, sizeof(float));
+    opt->decay = calloc(n ? n : 1, 1);
+    if (!opt->m || !opt->v || !opt->decay) {
+        snprintf(err, ERR_LEN, "out of memory for the optimizer state of %zu parameters", n);
+        adamw_free(opt);
+        return -1;
+    }
+    int count = gpt_num_tensors(&model->config);
+    for (int i = 0; i < count; i++) {
+        TensorInfo info;
+        gpt_tensor_info(&model->config, i, &info);
+        memset(opt->decay + info.offset, info.decay, info.size);
+    }
+    return 0;
+}
+
+void adamw_free(AdamW *opt) {
+    free(opt->m);
+    free(opt->v);
+    free(opt->decay);
+    memset(opt, 0, sizeof(*opt));
+}
+
+// Sum of squares in double over fixed chunks, the chunk sums added in order: the result does
+// not depend on the number of threads.
+#define NORM_CHUNK 4096
+
+double grad_global_norm(const float *grads, size_t n) {
+    size_t chunks = (n + NORM_CHUNK - 1) / NORM_CHUNK;
+    double total = 0.0;
+#pragma omp parallel for ordered schedule(static)
+    for (size_t k = 0; k < chunks; k++) {
+        size_t end = (k + 1) * NORM_CHUNK < n ? (k + 1) * NORM_CHUNK : n;
+        double sum = 0.0;
+        for (size_t i = k * NORM_CHUNK; i < end; i++) sum += (double)grads[i] * grads[i];
+#pragma omp ordered
+        total += sum;
+    }
+    return sqrt(total);
+}
+
+void grad_clip(float *grads, size_t n, double norm, float max_norm) {
+    if (max_norm <= 0.0f || !(norm > max_norm)) return;
+    float scale = (float)(max_norm / (norm + 1e-6));
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) grads[i] *= scale;
+}
+
+void adamw_update(AdamW *opt, float *params, const float *grads, float lr) {
+    opt->step++;
+    const float b1 = opt->beta1, b2 = opt->beta2, eps = opt->eps, wd = opt->weight_decay;
+    const float bias1 = 1.0f - powf(b1, (float)opt->step);
+    const float bias2 = 1.0f - powf(b2, (float)opt->step);
+    float *m = opt->m, *v = opt->v;
+    const unsigned char *decay = opt->decay;
+#pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < opt->n; i++) {
+        float g = grads[i];
+        m[i] = b1 * m[i] + (1.0f - b1) * g;
+        v[i] = b2 * v[i] + (1.0f - b2) * g * g;
+        float mhat = m[i] / bias1;
+        float vhat = v[i] / bias2;
+        float p = params[i];
+        params[i] = p - lr * (mhat / (sqrtf(vhat) + eps) + (decay[i] ? wd * p : 0.0f));
+    }
+}

@@ -1,0 +1,244 @@
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CRC_KEY "crc32"
+#define NUM_CONFIG_KEYS 8
+
+// One metadata entry whose value lives in a fixed buffer.
+typedef struct {
+    char key[64];
+    char value[64];
+} MetaText;
+
+static void config_to_meta(const GPTConfig *c, MetaText out[NUM_CONFIG_KEYS]) {
+    snprintf(out[0].key, 64, "vocab_size"), snprintf(out[0].value, 64, "%d", c->vocab_size);
+    snprintf(out[1].key, 64, "block_size"), snprintf(out[1].value, 64, "%d", c->block_size);
+    snprintf(out[2].key, 64, "n_layer"), snprintf(out[2].value, 64, "%d", c->n_layer);
+    snprintf(out[3].key, 64, "n_head"), snprintf(out[3].value, 64, "%d", c->n_head);
+    snprintf(out[4].key, 64, "n_embd"), snprintf(out[4].value, 64, "%d", c->n_embd);
+    snprintf(out[5].key, 64, "head_size"), snprintf(out[5].value, 64, "%d", c->head_size);
+    snprintf(out[6].key, 64, "qkv_bias"), snprintf(out[6].value, 64, "%d", c->qkv_bias);
+    snprintf(out[7].key, 64, "dropout"), snprintf(out[7].value, 64, "%.9g", c->dropout);
+}
+
+// "[10,32,...]"; returns a malloc'ed string
+static char *vocab_to_json(const uint32_t *vocab, int n) {
+    char *s = malloc((size_t)n * 12 + 3);
+    if (!s) return NULL;
+    char *p = s;
+    *p++ = '[';
+    for (int i = 0; i < n; i++) p += sprintf(p, i ? ",%" PRIu32 : "%" PRIu32, vocab[i]);
+    *p++ = ']';
+    *p = '\0';
+    return s;
+}
+
+int checkpoint_save(const char *path, const GPT *model, const uint32_t *vocab, const AdamW *opt,
+                    const StMeta *extra, int num_extra, char err[ERR_LEN]) {
+    const GPTConfig *c = &model->config;
+    int count = gpt_num_tensors(c);
+    int num_tensors = count * (opt ? 3 : 1);
+    StWriteTensor *tensors = calloc((size_t)num_tensors, sizeof(StWriteTensor));
+    char (*names)[ST_MAX_NAME + 1] = calloc((size_t)num_tensors, ST_MAX_NAME + 1);
+    int num_meta = 3 + NUM_CONFIG_KEYS + num_extra;
+    StMeta *meta = calloc((size_t)num_meta, sizeof(StMeta));
+    char *vocab_json = vocab_to_json(vocab, c->vocab_size);
+    int rc = -1;
+    if (!tensors || !names || !meta || !vocab_json) {
+        snprintf(err, ERR_LEN, "%s: out of memory", path);
+        goto done;
+    }
+    // parameters, then the optimizer's moments under prefixed names
+    const char *prefixes[3] = {"", "optimizer.m.", "optimizer.v."};
+    const float *bases[3] = {model->params_memory, opt ? opt->m : NULL, opt ? opt->v : NULL};
+    for (int group = 0; group < (opt ? 3 : 1); group++) {
+        for (int i = 0; i < count; i++) {
+            TensorInfo info;
+            gpt_tensor_info(c, i, &info);
+            int k = group * count + i;
+            snprintf(names[k], ST_MAX_NAME + 1, "%s%s", prefixes[group], info.name);
+            tensors[k].name = names[k];
+            tensors[k].dtype = ST_F32;
+            tensors[k].ndim = info.ndim;
+            tensors[k].shape[0] = info.shape[0];
+            tensors[k].shape[1] = info.shape[1];
+            tensors[k].data = bases[group] + info.offset;
+        }
+    }
+    MetaText config_meta[NUM_CONFIG_KEYS];
+    config_to_meta(c, config_meta);
+    char opt_step[32];
+    snprintf(opt_step, sizeof(opt_step), "%ld", opt ? opt->step : 0L);
+    int m = 0;
+    meta[m++] = (StMeta){"format", CHECKPOINT_FORMAT};
+    meta[m++] = (StMeta){"vocab", vocab_json};
+    meta[m++] = (StMeta){"optimizer.step", opt_step};
+    for (int i = 0; i < NUM_CONFIG_KEYS; i++) meta[m++] = (StMeta){config_meta[i].key, config_meta[i].value};
+    for (int i = 0; i < num_extra; i++) meta[m++] = extra[i];
+    rc = safetensors_write(path, tensors, num_tensors, meta, m, CRC_KEY, err);
+done:
+    free(tensors);
+    free(names);
+    free(meta);
+    free(vocab_json);
+    return rc;
+}
+
+// Parses a whole decimal integer in [min, max]; returns 0 or -1.
+static int parse_int(const char *s, long min, long max, long *out) {
+    if (!s || !*s) return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < min || v > max) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_vocab(const char *s, uint32_t *vocab, int n) {
+    const char *p = s;
+    if (*p++ != '[') return -1;
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && *p++ != ',') return -1;
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || errno || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return -1;
+        if (i > 0 && v <= vocab[i - 1]) return -1;
+        vocab[i] = (uint32_t)v;
+        p = end;
+    }
+    return strcmp(p, "]") == 0 ? 0 : -1;
+}
+
+int checkpoint_open(const char *path, Checkpoint *ck, char err[ERR_LEN]) {
+    memset(ck, 0, sizeof(*ck));
+    snprintf(ck->path, sizeof(ck->path), "%s", path);
+    if (safetensors_read(path, &ck->file, err) != 0) return -1;
+    const char *format = safetensors_meta(&ck->file, "format");
+    if (!format) {
+        snprintf(err, ERR_LEN, "%s: not a chargpt checkpoint (no format in its metadata)", path);
+        goto fail;
+    }
+    if (strcmp(format, CHECKPOINT_FORMAT) != 0) {
+        snprintf(err, ERR_LEN, "%s: checkpoint format '%.64s' is not supported (this chargpt reads '%s')",
+                 path, format, CHECKPOINT_FORMAT);
+        goto fail;
+    }
+    const char *crc = safetensors_meta(&ck->file, CRC_KEY);
+    char actual[16];
+    snprintf(actual, sizeof(actual), "%08" PRIx32, safetensors_data_crc(&ck->file));
+    if (!crc) {
+        snprintf(err, ERR_LEN, "%s: checkpoint has no crc32 in its metadata", path);
+        goto fail;
+    }
+    if (strcmp(crc, actual) != 0) {
+        snprintf(err, ERR_LEN, "%s: checkpoint is corrupt: CRC-32 of its data is %s, the header says %.16s",
+                 path, actual, crc);
+        goto fail;
+    }
+    static const char *keys[] = {"vocab_size", "block_size", "n_layer", "n_head", "n_embd", "head_size", "qkv_bias"};
+    int *fields[] = {&ck->config.vocab_size, &ck->config.block_size, &ck->config.n_layer, &ck->config.n_head,
+                     &ck->config.n_embd, &ck->config.head_size, &ck->config.qkv_bias};
+    for (int i = 0; i < 7; i++) {
+        long v;
+        if (parse_int(safetensors_meta(&ck->file, keys[i]), 0, 1 << 30, &v) != 0) {
+            snprintf(err, ERR_LEN, "%s: checkpoint metadata '%s' is missing or not a whole number", path, keys[i]);
+            goto fail;
+        }
+        *fields[i] = (int)v;
+    }
+    const char *dropout = safetensors_meta(&ck->file, "dropout");
+    char *end = NULL;
+    ck->config.dropout = dropout ? strtof(dropout, &end) : -1.0f;
+    if (!dropout || *end) {
+        snprintf(err, ERR_LEN, "%s: checkpoint metadata 'dropout' is missing or not a number", path);
+        goto fail;
+    }
+    char why[ERR_LEN];
+    if (gpt_config_validate(&ck->config, why) != 0) {
+        snprintf(err, ERR_LEN, "%s: checkpoint config is invalid: %s", path, why);
+        goto fail;
+    }
+    ck->vocab = malloc((size_t)ck->config.vocab_size * sizeof(uint32_t));
+    const char *vocab = safetensors_meta(&ck->file, "vocab");
+    if (!ck->vocab || !vocab || parse_vocab(vocab, ck->vocab, ck->config.vocab_size) != 0) {
+        snprintf(err, ERR_LEN, "%s: checkpoint vocabulary is missing or invalid (want %d increasing code points)",
+                 path, ck->config.vocab_size);
+        goto fail;
+    }
+    return 0;
+fail:
+    checkpoint_close(ck);
+    return -1;
+}
+
+// Copies the tensor `name` into dst after checking dtype and shape against info.
+static int load_tensor(const Checkpoint *ck, const char *name, const TensorInfo *info, float *dst,
+                       char err[ERR_LEN]) {
+    const StTensor *t = safetensors_find(&ck->file, name);
+    if (!t) {
+        snprintf(err, ERR_LEN, "%s: checkpoint has no tensor %s", ck->path, name);
+        return -1;
+    }
+    int same = t->dtype == ST_F32 && t->ndim == info->ndim;
+    for (int d = 0; same && d < info->ndim; d++) same = t->shape[d] == info->shape[d];
+    if (!same) {
+        if (info->ndim == 2)
+            snprintf(err, ERR_LEN, "%s: checkpoint tensor %s is not F32 of shape [%d, %d] as its config says",
+                     ck->path, name, info->shape[0], info->shape[1]);
+        else
+            snprintf(err, ERR_LEN, "%s: checkpoint tensor %s is not F32 of shape [%d] as its config says",
+                     ck->path, name, info->shape[0]);
+        return -1;
+    }
+    memcpy(dst, safetensors_tensor_data(&ck->file, t), info->size * sizeof(float));
+    return 0;
+}
+
+int checkpoint_load_model(const Checkpoint *ck, GPT *model, char err[ERR_LEN]) {
+    if (gpt_build(model, &ck->config, err) != 0) return -1;
+    int count = gpt_num_tensors(&ck->config);
+    for (int i = 0; i < count; i++) {
+        TensorInfo info;
+        gpt_tensor_info(&ck->config, i, &info);
+        if (load_tensor(ck, info.name, &info, model->params_memory + info.offset, err) != 0) {
+            gpt_free(model);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int checkpoint_load_optimizer(const Checkpoint *ck, AdamW *opt, char err[ERR_LEN]) {
+    long step;
+    if (parse_int(safetensors_meta(&ck->file, "optimizer.step"), 0, 1L << 40, &step) != 0) {
+        snprintf(err, ERR_LEN, "%s: checkpoint metadata 'optimizer.step' is missing or invalid", ck->path);
+        return -1;
+    }
+    int count = gpt_num_tensors(&ck->config);
+    for (int i = 0; i < count; i++) {
+        TensorInfo info;
+        gpt_tensor_info(&ck->config, i, &info);
+        char name[ST_MAX_NAME + 1];
+        snprintf(name, sizeof(name), "optimizer.m.%s", info.name);
+        if (load_tensor(ck, name, &info, opt->m + info.offset, err) != 0) return -1;
+        snprintf(name, sizeof(name), "optimizer.v.%s", info.name);
+        if (load_tensor(ck, name, &info, opt->v + info.offset, err) != 0) return -1;
+    }
+    opt->step = step;
+    return 0;
+}
+
+const char *checkpoint_meta(const Checkpoint *ck, const char *key) { return safetensors_meta(&ck->file, key); }
+
+void checkpoint_close(Checkpoint *ck) {
+    safetensors_free(&ck->file);
+    free(ck->vocab);
+    memset(ck, 0, sizeof(*ck));
+}

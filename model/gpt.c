@@ -1,0 +1,418 @@
+// The GPT: memory layout, initialisation, and the forward and backward passes that chain
+// the layers of layers.c and matmul.c.
+#include "gpt.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layers.h"
+#include "matmul.h"
+#include "rng.h"
+
+#define ALIGNMENT 64
+
+static float *alloc_floats(size_t n) {
+    size_t bytes = (n * sizeof(float) + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
+    float *p = aligned_alloc(ALIGNMENT, bytes ? bytes : ALIGNMENT);
+    if (p) memset(p, 0, bytes);
+    return p;
+}
+
+int gpt_config_validate(const GPTConfig *c, char err[ERR_LEN]) {
+    struct { const char *name; int value, min, max; } fields[] = {
+        {"vocab_size", c->vocab_size, 1, 1 << 21},  {"block_size", c->block_size, 1, 1 << 16},
+        {"n_layer", c->n_layer, 1, 1024},           {"n_head", c->n_head, 1, 1024},
+        {"n_embd", c->n_embd, 1, 1 << 16},          {"head_size", c->head_size, 1, 1 << 16},
+    };
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        if (fields[i].value < fields[i].min || fields[i].value > fields[i].max) {
+            snprintf(err, ERR_LEN, "%s must be between %d and %d (got %d)", fields[i].name,
+                     fields[i].min, fields[i].max, fields[i].value);
+            return -1;
+        }
+    }
+    if ((long long)c->n_head * c->head_size > (1 << 16)) {
+        snprintf(err, ERR_LEN, "n_head * head_size must be at most %d (got %lld)", 1 << 16,
+                 (long long)c->n_head * c->head_size);
+        return -1;
+    }
+    if (c->qkv_bias != 0 && c->qkv_bias != 1) {
+        snprintf(err, ERR_LEN, "qkv_bias must be 0 or 1 (got %d)", c->qkv_bias);
+        return -1;
+    }
+    if (!(c->dropout >= 0.0f && c->dropout < 1.0f)) {
+        snprintf(err, ERR_LEN, "dropout must be in [0, 1) (got %g)", c->dropout);
+        return -1;
+    }
+    return 0;
+}
+
+// Sizes of the parameter tensors in ParameterTensors order.
+static void parameter_sizes(const GPTConfig *c, size_t sizes[NUM_PARAMETER_TENSORS]) {
+    size_t V = c->vocab_size, T = c->block_size, L = c->n_layer, C = c->n_embd;
+    size_t A = (size_t)c->n_head * c->head_size;
+    sizes[0] = V * C;                        // wte
+    sizes[1] = T * C;                        // wpe
+    sizes[2] = L * C;                        // ln1w
+    sizes[3] = L * C;                        // ln1b
+    sizes[4] = L * 3 * A * C;                // qkvw
+    sizes[5] = c->qkv_bias ? L * 3 * A : 0;  // qkvb
+    sizes[6] = L * C * A;                    // attprojw
+    sizes[7] = L * C;                        // attprojb
+    sizes[8] = L * C;                        // ln2w
+    sizes[9] = L * C;                        // ln2b
+    sizes[10] = L * 4 * C * C;               // fcw
+    sizes[11] = L * 4 * C;                   // fcb
+    sizes[12] = L * C * 4 * C;               // fcprojw
+    sizes[13] = L * C;                       // fcprojb
+    sizes[14] = C;                           // lnfw
+    sizes[15] = C;                           // lnfb
+}
+
+// Points the fields of a ParameterTensors (all float*, in order) into one block.
+static void point_tensors(float **fields, float *memory, const size_t *sizes, int count) {
+    for (int i = 0; i < count; i++) {
+        fields[i] = memory;
+        memory += sizes[i];
+    }
+}
+
+int gpt_build(GPT *model, const GPTConfig *config, char err[ERR_LEN]) {
+    memset(model, 0, sizeof(*model));
+    if (gpt_config_validate(config, err) != 0) return -1;
+    model->config = *config;
+    parameter_sizes(config, model->param_sizes);
+    size_t total = 0;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) total += model->param_sizes[i];
+    model->num_parameters = total;
+    model->params_memory = alloc_floats(total);
+    model->grads_memory = alloc_floats(total);
+    if (!model->params_memory || !model->grads_memory) {
+        snprintf(err, ERR_LEN, "out of memory for %zu parameters", total);
+        gpt_free(model);
+        return -1;
+    }
+    point_tensors((float **)&model->params, model->params_memory, model->param_sizes, NUM_PARAMETER_TENSORS);
+    point_tensors((float **)&model->grads, model->grads_memory, model->param_sizes, NUM_PARAMETER_TENSORS);
+    model->mean_loss = -1.0f;
+    return 0;
+}
+
+int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
+    const GPTConfig *c = &model->config;
+    if (B < 1) {
+        snprintf(err, ERR_LEN, "batch size must be at least 1 (got %d)", B);
+        return -1;
+    }
+    size_t T = c->block_size, L = c->n_layer, C = c->n_embd, V = c->vocab_size, H = c->n_head;
+    size_t A = H * c->head_size, N = (size_t)B * T;
+    size_t act_sizes[NUM_ACTIVATION_TENSORS] = {
+        N * C,                                  // encoded
+        L * N * C, L * N, L * N,                // ln1, ln1_mean, ln1_rstd
+        L * N * 3 * A,                          // qkv
+        L * N * A,                              // atty
+        L * B * H * T * T,                      // att
+        L * N * C,                              // residual2
+        L * N * C, L * N, L * N,                // ln2, ln2_mean, ln2_rstd
+        L * N * 4 * C,                          // fch
+        L * N * C,                              // residual3
+        N * C, N, N,                            // lnf, lnf_mean, lnf_rstd
+        N * V, N * V,                           // logits, probs
+        N,                                      // losses
+    };
+    size_t scratch_sizes[NUM_SCRATCH_TENSORS] = {
+        N * C, N * 4 * C, N * C, N * C, N * C, N * 3 * A, N * A, N * 4 * C, N * V,
+    };
+    free(model->acts_memory);
+    free(model->scratch_memory);
+    free(model->inputs);
+    free(model->targets);
+    size_t num_acts = 0, num_scratch = 0;
+    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) num_acts += act_sizes[i];
+    for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) num_scratch += scratch_sizes[i];
+    model->acts_memory = alloc_floats(num_acts);
+    model->scratch_memory = alloc_floats(num_scratch);
+    model->inputs = malloc(N * sizeof(int));
+    model->targets = malloc(N * sizeof(int));
+    if (!model->acts_memory || !model->scratch_memory || !model->inputs || !model->targets) {
+        snprintf(err, ERR_LEN, "out of memory for activations of batch %d x %zu", B, T);
+        free(model->acts_memory);
+        free(model->scratch_memory);
+        free(model->inputs);
+        free(model->targets);
+        model->acts_memory = model->scratch_memory = NULL;
+        model->inputs = model->targets = NULL;
+        model->batch_size = 0;
+        return -1;
+    }
+    model->num_activations = num_acts;
+    model->batch_size = B;
+    point_tensors((float **)&model->acts, model->acts_memory, act_sizes, NUM_ACTIVATION_TENSORS);
+    point_tensors((float **)&model->scratch, model->scratch_memory, scratch_sizes, NUM_SCRATCH_TENSORS);
+    return 0;
+}
+
+void gpt_free(GPT *model) {
+    free(model->params_memory);
+    free(model->grads_memory);
+    free(model->acts_memory);
+    free(model->scratch_memory);
+    free(model->inputs);
+    free(model->targets);
+    memset(model, 0, sizeof(*model));
+}
+
+// ----------------------------------------------------------------------------
+// tensors by name
+
+int gpt_num_tensors(const GPTConfig *config) {
+    int per_layer = config->qkv_bias ? 12 : 11;
+    return 2 + config->n_layer * per_layer + 2;
+}
+
+void gpt_tensor_info(const GPTConfig *config, int index, TensorInfo *info) {
+    size_t sizes[NUM_PARAMETER_TENSORS], starts[NUM_PARAMETER_TENSORS];
+    parameter_sizes(config, sizes);
+    size_t offset = 0;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+        starts[i] = offset;
+        offset += sizes[i];
+    }
+    int L = config->n_layer, C = config->n_embd, A = config->n_head * config->head_size;
+    int V = config->vocab_size, T = config->block_size;
+    memset(info, 0, sizeof(*info));
+    if (index < 2 || index >= 2 + L * (config->qkv_bias ? 12 : 11)) {
+        int last = index >= 2;
+        int field = index == 0 ? 0 : index == 1 ? 1 : index == gpt_num_tensors(config) - 2 ? 14 : 15;
+        snprintf(info->name, sizeof(info->name), "%s",
+                 field == 0 ? "transformer.wte.weight" : field == 1 ? "transformer.wpe.weight"
+                 : field == 14 ? "transformer.ln_f.weight" : "transformer.ln_f.bias");
+        info->ndim = last ? 1 : 2;
+        info->shape[0] = field == 0 ? V : field == 1 ? T : C;
+        info->shape[1] = last ? 0 : C;
+        info->offset = starts[field];
+        info->size = sizes[field];
+        info->decay = !last;
+        return;
+    }
+    // per-layer tensors, in nanoGPT's state_dict order
+    static const struct { int field; const char *suffix; int decay; } layer_tensors[] = {
+        {2, "ln_1.weight", 0},      {3, "ln_1.bias", 0},
+        {4, "attn.c_attn.weight", 1}, {5, "attn.c_attn.bias", 0},
+        {6, "attn.c_proj.weight", 1}, {7, "attn.c_proj.bias", 0},
+        {8, "ln_2.weight", 0},      {9, "ln_2.bias", 0},
+        {10, "mlp.c_fc.weight", 1}, {11, "mlp.c_fc.bias", 0},
+        {12, "mlp.c_proj.weight", 1}, {13, "mlp.c_proj.bias", 0},
+    };
+    int per_layer = config->qkv_bias ? 12 : 11;
+    int layer = (index - 2) / per_layer, k = (index - 2) % per_layer;
+    if (!config->qkv_bias && k >= 3) k++;  // skip c_attn.bias
+    int field = layer_tensors[k].field;
+    size_t layer_size = sizes[field] / L;
+    snprintf(info->name, sizeof(info->name), "transformer.h.%d.%s", layer, layer_tensors[k].suffix);
+    info->offset = starts[field] + layer * layer_size;
+    info->size = layer_size;
+    info->decay = layer_tensors[k].decay;
+    int rows[] = {0, 0, C, C, 3 * A, 3 * A, C, C, C, C, 4 * C, 4 * C, C, C};
+    int cols[] = {0, 0, 0, 0, C, 0, A, 0, 0, 0, C, 0, 4 * C, 0};
+    info->shape[0] = rows[field];
+    info->shape[1] = cols[field];
+    info->ndim = cols[field] ? 2 : 1;
+}
+
+// ----------------------------------------------------------------------------
+// initialisation
+
+void gpt_init_weights(GPT *model, uint64_t seed) {
+    const GPTConfig *c = &model->config;
+    Rng rng;
+    rng_seed(&rng, seed);
+    double proj_std = 0.02 / sqrt(2.0 * c->n_layer);
+    int count = gpt_num_tensors(c);
+    for (int i = 0; i < count; i++) {
+        TensorInfo info;
+        gpt_tensor_info(c, i, &info);
+        float *p = model->params_memory + info.offset;
+        const char *name = info.name;
+        size_t len = strlen(name);
+        int is_bias = len > 5 && strcmp(name + len - 5, ".bias") == 0;
+        int is_layernorm = strstr(name, "ln_") != NULL;
+        if (is_bias) {
+            for (size_t j = 0; j < info.size; j++) p[j] = 0.0f;
+        } else if (is_layernorm) {
+            for (size_t j = 0; j < info.size; j++) p[j] = 1.0f;
+        } else {
+            int residual_proj = strstr(name, "c_proj.weight") != NULL;
+            double std = residual_proj ? proj_std : 0.02;
+            for (size_t j = 0; j < info.size; j++) p[j] = (float)(std * rng_normal(&rng));
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------
+// forward and backward
+
+// Pointers to one layer's slice of the stacked parameters and activations.
+typedef struct {
+    float *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
+} LayerParams;
+
+typedef struct {
+    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att, *residual2, *ln2, *ln2_mean, *ln2_rstd, *fch, *residual3;
+} LayerActs;
+
+static LayerParams layer_params(const ParameterTensors *p, const GPTConfig *c, int l) {
+    size_t C = c->n_embd, A = (size_t)c->n_head * c->head_size;
+    LayerParams lp = {
+        p->ln1w + l * C, p->ln1b + l * C,
+        p->qkvw + l * 3 * A * C, c->qkv_bias ? p->qkvb + l * 3 * A : NULL,
+        p->attprojw + l * C * A, p->attprojb + l * C,
+        p->ln2w + l * C, p->ln2b + l * C,
+        p->fcw + l * 4 * C * C, p->fcb + l * 4 * C,
+        p->fcprojw + l * C * 4 * C, p->fcprojb + l * C,
+    };
+    return lp;
+}
+
+// Layer l's activations for the current call: layers are strided by the allocated size
+// (B_alloc * T rows), a call uses the leading N = B * t rows.
+static LayerActs layer_acts(const GPT *m, int l) {
+    const GPTConfig *c = &m->config;
+    size_t rows = (size_t)m->batch_size * c->block_size;
+    size_t C = c->n_embd, A = (size_t)c->n_head * c->head_size;
+    size_t att_size = (size_t)m->batch_size * c->n_head * c->block_size * c->block_size;
+    const ActivationTensors *a = &m->acts;
+    LayerActs la = {
+        a->ln1 + l * rows * C, a->ln1_mean + l * rows, a->ln1_rstd + l * rows,
+        a->qkv + l * rows * 3 * A, a->atty + l * rows * A, a->att + l * att_size,
+        a->residual2 + l * rows * C, a->ln2 + l * rows * C, a->ln2_mean + l * rows,
+        a->ln2_rstd + l * rows, a->fch + l * rows * 4 * C, a->residual3 + l * rows * C,
+    };
+    return la;
+}
+
+const float *gpt_attention_weights(const GPT *model, int layer) { return layer_acts(model, layer).att; }
+
+static Dropout layer_dropout(const GPT *m, int l, int site) {
+    Dropout d = {0.0f, 0};
+    if (m->training && m->config.dropout > 0.0f) {
+        d.p = m->config.dropout;
+        d.key = dropout_key(m->dropout_seed, l, site);
+    }
+    return d;
+}
+
+void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t) {
+    const GPTConfig *c = &model->config;
+    const int C = c->n_embd, V = c->vocab_size, H = c->n_head, hs = c->head_size, A = H * hs;
+    const int N = B * t;
+    ActivationTensors *a = &model->acts;
+    ScratchTensors *s = &model->scratch;
+    memcpy(model->inputs, inputs, (size_t)N * sizeof(int));
+    if (targets) memcpy(model->targets, targets, (size_t)N * sizeof(int));
+    model->cur_B = B;
+    model->cur_t = t;
+
+    encoder_forward(a->encoded, inputs, model->params.wte, model->params.wpe, B, t, C);
+    const float *residual = a->encoded;
+    for (int l = 0; l < c->n_layer; l++) {
+        LayerParams p = layer_params(&model->params, c, l);
+        LayerActs la = layer_acts(model, l);
+        Dropout drop_att = layer_dropout(model, l, DROPOUT_ATTN_WEIGHTS);
+        Dropout drop_res1 = layer_dropout(model, l, DROPOUT_ATTN_RESIDUAL);
+        Dropout drop_res2 = layer_dropout(model, l, DROPOUT_MLP_RESIDUAL);
+        // x + attn(ln_1(x))
+        layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, residual, p.ln1w, p.ln1b, N, C);
+        matmul_forward(la.qkv, la.ln1, p.qkvw, p.qkvb, N, C, 3 * A);
+        attention_forward(la.atty, la.att, la.qkv, B, t, H, hs, &drop_att);
+        matmul_forward(s->branch, la.atty, p.attprojw, p.attprojb, N, A, C);
+        dropout_forward(s->branch, s->branch, N * C, &drop_res1);
+        residual_forward(la.residual2, residual, s->branch, N * C);
+        // x + mlp(ln_2(x))
+        layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, p.ln2w, p.ln2b, N, C);
+        matmul_forward(la.fch, la.ln2, p.fcw, p.fcb, N, C, 4 * C);
+        gelu_forward(s->gelu, la.fch, N * 4 * C);
+        matmul_forward(s->branch, s->gelu, p.fcprojw, p.fcprojb, N, 4 * C, C);
+        dropout_forward(s->branch, s->branch, N * C, &drop_res2);
+        residual_forward(la.residual3, la.residual2, s->branch, N * C);
+        residual = la.residual3;
+    }
+    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, model->params.lnfw, model->params.lnfb, N, C);
+    matmul_forward(a->logits, a->lnf, model->params.wte, NULL, N, C, V);
+    if (targets) {
+        crossentropy_forward(a->losses, a->probs, a->logits, targets, N, V);
+        double sum = 0.0;
+        for (int n = 0; n < N; n++) sum += a->losses[n];
+        model->mean_loss = (float)(sum / N);
+    } else {
+        softmax_forward(a->probs, a->logits, N, V);
+        model->mean_loss = -1.0f;
+    }
+}
+
+static void zero_floats(float *p, size_t n) { memset(p, 0, n * sizeof(float)); }
+
+// Gradient of a residual branch's output: through its dropout, or dres itself without one.
+static const float *branch_gradient(float *dbranch, const float *dres, int n, const Dropout *drop) {
+    if (drop->p <= 0.0f) return dres;
+    zero_floats(dbranch, n);
+    dropout_backward(dbranch, dres, n, drop);
+    return dbranch;
+}
+
+void gpt_backward(GPT *model) {
+    const GPTConfig *c = &model->config;
+    const int C = c->n_embd, V = c->vocab_size, H = c->n_head, hs = c->head_size, A = H * hs;
+    const int B = model->cur_B, t = model->cur_t, N = B * t;
+    ActivationTensors *a = &model->acts;
+    ScratchTensors *s = &model->scratch;
+    ParameterTensors *g = &model->grads;
+    zero_floats(model->grads_memory, model->num_parameters);
+
+    // loss -> logits -> final LayerNorm; dres carries the residual stream's gradient
+    zero_floats(s->dlogits, (size_t)N * V);
+    crossentropy_backward(s->dlogits, a->probs, model->targets, 1.0f / N, N, V);
+    zero_floats(s->dln, (size_t)N * C);
+    matmul_backward(s->dln, g->wte, NULL, s->dlogits, a->lnf, model->params.wte, N, C, V);
+    zero_floats(s->dres, (size_t)N * C);
+    const float *last_residual = c->n_layer > 0 ? layer_acts(model, c->n_layer - 1).residual3 : a->encoded;
+    layernorm_backward(s->dres, g->lnfw, g->lnfb, s->dln, last_residual, model->params.lnfw,
+                       a->lnf_mean, a->lnf_rstd, N, C);
+
+    for (int l = c->n_layer - 1; l >= 0; l--) {
+        LayerParams p = layer_params(&model->params, c, l);
+        LayerParams dp = layer_params(g, c, l);
+        LayerActs la = layer_acts(model, l);
+        const float *residual_in = l == 0 ? a->encoded : layer_acts(model, l - 1).residual3;
+        Dropout drop_att = layer_dropout(model, l, DROPOUT_ATTN_WEIGHTS);
+        Dropout drop_res1 = layer_dropout(model, l, DROPOUT_ATTN_RESIDUAL);
+        Dropout drop_res2 = layer_dropout(model, l, DROPOUT_MLP_RESIDUAL);
+
+        // MLP branch: residual3 = residual2 + dropout(c_proj(gelu(c_fc(ln_2(residual2)))))
+        const float *dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res2);
+        gelu_forward(s->gelu, la.fch, N * 4 * C);  // recomputed rather than stored
+        zero_floats(s->dfch, (size_t)N * 4 * C);
+        matmul_backward(s->dfch, dp.fcprojw, dp.fcprojb, dbranch, s->gelu, p.fcprojw, N, 4 * C, C);
+        float *dfch_in = s->gelu;  // the GELU output is no longer needed: reuse for d(fch)
+        zero_floats(dfch_in, (size_t)N * 4 * C);
+        gelu_backward(dfch_in, la.fch, s->dfch, N * 4 * C);
+        zero_floats(s->dln, (size_t)N * C);
+        matmul_backward(s->dln, dp.fcw, dp.fcb, dfch_in, la.ln2, p.fcw, N, C, 4 * C);
+        layernorm_backward(s->dres, dp.ln2w, dp.ln2b, s->dln, la.residual2, p.ln2w, la.ln2_mean,
+                           la.ln2_rstd, N, C);
+
+        // attention branch: residual2 = residual_in + dropout(c_proj(attn(ln_1(residual_in))))
+        dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res1);
+        zero_floats(s->datty, (size_t)N * A);
+        matmul_backward(s->datty, dp.attprojw, dp.attprojb, dbranch, la.atty, p.attprojw, N, A, C);
+        zero_floats(s->dqkv, (size_t)N * 3 * A);
+        attention_backward(s->dqkv, s->datty, la.qkv, la.att, B, t, H, hs, &drop_att);
+        zero_floats(s->dln, (size_t)N * C);
+        matmul_backward(s->dln, dp.qkvw, dp.qkvb, s->dqkv, la.ln1, p.qkvw, N, C, 3 * A);
+        layernorm_backward(s->dres, dp.ln1w, dp.ln1b, s->dln, residual_in, p.ln1w, la.ln1_mean,
+                           la.ln1_rstd, N, C);
+    }
+    encoder_backward(g->wte, g->wpe, s->dres, model->inputs, B, t, C);
+}

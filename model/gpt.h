@@ -1,0 +1,149 @@
+// The GPT: configuration, parameter and activation layouts, forward and backward.
+//
+// Shapes use: B batch, T block size (max sequence), t the sequence length of the current
+// call (t <= T), C n_embd, L n_layer, H n_head, hs head_size, A = H*hs attention width,
+// V vocab_size, N = B*t rows.
+#ifndef CHARGPT_GPT_H
+#define CHARGPT_GPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ERR_LEN 512
+
+typedef struct {
+    int vocab_size;  // V
+    int block_size;  // T: longest sequence, rows of wpe
+    int n_layer;     // L
+    int n_head;      // H
+    int n_embd;      // C
+    int head_size;   // hs; A = H*hs may differ from C
+    int qkv_bias;    // 1: c_attn has a bias
+    float dropout;   // probability of zeroing, in [0, 1)
+} GPTConfig;
+
+// Checks a config for sizes that make sense; on failure writes a message naming the field.
+int gpt_config_validate(const GPTConfig *c, char err[ERR_LEN]);
+
+// Parameters, each [L, ...] stacked over layers, all in one allocation in this order.
+// nanoGPT names (per layer i) are given beside each.
+typedef struct {
+    float *wte;      // (V, C)       transformer.wte.weight (also the output head)
+    float *wpe;      // (T, C)       transformer.wpe.weight
+    float *ln1w;     // (L, C)       transformer.h.i.ln_1.weight
+    float *ln1b;     // (L, C)       transformer.h.i.ln_1.bias
+    float *qkvw;     // (L, 3A, C)   transformer.h.i.attn.c_attn.weight
+    float *qkvb;     // (L, 3A)      transformer.h.i.attn.c_attn.bias (size 0 without qkv_bias)
+    float *attprojw; // (L, C, A)    transformer.h.i.attn.c_proj.weight
+    float *attprojb; // (L, C)       transformer.h.i.attn.c_proj.bias
+    float *ln2w;     // (L, C)       transformer.h.i.ln_2.weight
+    float *ln2b;     // (L, C)       transformer.h.i.ln_2.bias
+    float *fcw;      // (L, 4C, C)   transformer.h.i.mlp.c_fc.weight
+    float *fcb;      // (L, 4C)      transformer.h.i.mlp.c_fc.bias
+    float *fcprojw;  // (L, C, 4C)   transformer.h.i.mlp.c_proj.weight
+    float *fcprojb;  // (L, C)       transformer.h.i.mlp.c_proj.bias
+    float *lnfw;     // (C)          transformer.ln_f.weight
+    float *lnfb;     // (C)          transformer.ln_f.bias
+} ParameterTensors;
+#define NUM_PARAMETER_TENSORS 16
+
+// Activations kept for the backward pass, sized for (B, T) once; a call with t < T uses
+// the leading B*t rows (and a (t, t) attention matrix per head).
+typedef struct {
+    float *encoded;   // (N, C)        token + position embedding
+    float *ln1;       // (L, N, C)
+    float *ln1_mean;  // (L, N)
+    float *ln1_rstd;  // (L, N)
+    float *qkv;       // (L, N, 3A)
+    float *atty;      // (L, N, A)     attention output before c_proj
+    float *att;       // (L, B, H, t, t) softmax weights (before dropout), 0 above the diagonal
+    float *residual2; // (L, N, C)     x + dropout(attn c_proj)
+    float *ln2;       // (L, N, C)
+    float *ln2_mean;  // (L, N)
+    float *ln2_rstd;  // (L, N)
+    float *fch;       // (L, N, 4C)    c_fc output before GELU (GELU is recomputed in backward)
+    float *residual3; // (L, N, C)     residual2 + dropout(mlp c_proj)
+    float *lnf;       // (N, C)
+    float *lnf_mean;  // (N)
+    float *lnf_rstd;  // (N)
+    float *logits;    // (N, V)
+    float *probs;     // (N, V)        softmax of logits
+    float *losses;    // (N)           -log p(target)
+} ActivationTensors;
+#define NUM_ACTIVATION_TENSORS 19
+
+// Per-call scratch shared by all layers (not kept across layers): forward temporaries and
+// the gradients of activations in backward.
+typedef struct {
+    float *branch;   // (N, C)   c_proj output before dropout / residual
+    float *gelu;     // (N, 4C)  GELU(fch) of the current layer
+    float *dres;     // (N, C)   gradient of the residual stream
+    float *dbranch;  // (N, C)   gradient of a residual branch after dropout backward
+    float *dln;      // (N, C)   gradient of a LayerNorm output
+    float *dqkv;     // (N, 3A)
+    float *datty;    // (N, A)
+    float *dfch;     // (N, 4C)  gradient of GELU output, then of its input
+    float *dlogits;  // (N, V)
+} ScratchTensors;
+#define NUM_SCRATCH_TENSORS 9
+
+typedef struct {
+    GPTConfig config;
+    ParameterTensors params;
+    float *params_memory;
+    size_t param_sizes[NUM_PARAMETER_TENSORS];
+    size_t num_parameters;
+    ParameterTensors grads;  // same layout as params
+    float *grads_memory;
+    // activations, allocated for batch B and block size T by gpt_alloc_activations
+    int batch_size;          // B the activations were sized for
+    ActivationTensors acts;
+    float *acts_memory;
+    size_t num_activations;
+    ScratchTensors scratch;
+    float *scratch_memory;
+    int *inputs;             // (B, T) tokens of the last forward
+    int *targets;            // (B, T) targets of the last forward, when given
+    int cur_B, cur_t;        // shape of the last forward
+    float mean_loss;         // mean cross-entropy of the last forward with targets, else -1
+    // dropout: active only when training is set; masks are a pure function of
+    // (dropout_seed, layer, site, element) so forward and backward agree.
+    int training;
+    uint64_t dropout_seed;
+} GPT;
+
+// Allocates parameters and gradients for a config (params zeroed). Returns 0 or -1 with err.
+int gpt_build(GPT *model, const GPTConfig *config, char err[ERR_LEN]);
+// Allocates activations and scratch for up to B sequences of block_size tokens.
+int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]);
+void gpt_free(GPT *model);
+
+// Initialises parameters from a seed: linear weights and embeddings N(0, 0.02), the two
+// residual projections N(0, 0.02/sqrt(2L)), biases 0, LayerNorm weight 1 and bias 0.
+void gpt_init_weights(GPT *model, uint64_t seed);
+
+// Forward over tokens (B, t), t <= block_size. With targets, computes the losses and
+// mean_loss; without (NULL), leaves logits and probs only.
+void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t);
+// Backward of the mean loss of the last forward (which must have had targets):
+// sets every gradient (no accumulation across calls).
+void gpt_backward(GPT *model);
+
+// Attention weights of one layer from the last forward: (B, H, t, t), row i holding the
+// softmax weights over keys 0..i (before dropout) and 0 above the diagonal.
+const float *gpt_attention_weights(const GPT *model, int layer);
+
+// Parameter tensors by index, in storage order, with nanoGPT's names.
+// Returns how many tensors the config has (qkv bias absent when qkv_bias is 0).
+int gpt_num_tensors(const GPTConfig *config);
+typedef struct {
+    char name[64];
+    int ndim;
+    int shape[2];
+    size_t offset;   // into params_memory (and grads_memory, optimizer state)
+    size_t size;     // number of floats
+    int decay;       // 1: matrices and embeddings get weight decay
+} TensorInfo;
+void gpt_tensor_info(const GPTConfig *config, int index, TensorInfo *info);
+
+#endif

@@ -1,0 +1,69 @@
+// A small JSON parser (RFC 8259) for safetensors headers, and a buffer for writing JSON.
+//
+// The parsed document is one flat array of nodes in document order: a container is followed
+// by its children, an object's children alternate key (a string node) and value. Each node
+// knows the size of its subtree, so the next sibling of node n is n + n->size. Strings are
+// decoded (escapes resolved, \uXXXX surrogate pairs joined) into UTF-8 and NUL-terminated.
+// Nesting deeper than JSON_MAX_DEPTH is refused, so hostile input cannot exhaust the stack.
+#ifndef CHARGPT_JSON_H
+#define CHARGPT_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpt.h"
+
+#define JSON_MAX_DEPTH 64
+
+typedef enum { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT } JsonType;
+
+typedef struct {
+    JsonType type;
+    int boolean;        // JSON_BOOL: 0 or 1
+    int is_integer;     // JSON_NUMBER: written without fraction or exponent and fits int64
+    int64_t integer;    // JSON_NUMBER with is_integer
+    double number;      // JSON_NUMBER (always set)
+    const char *string; // JSON_STRING: decoded UTF-8, NUL-terminated (may also hold \u0000)
+    size_t count;       // JSON_STRING: bytes; JSON_ARRAY: elements; JSON_OBJECT: members
+    size_t size;        // nodes in this value's subtree, itself included
+} JsonNode;
+
+typedef struct {
+    JsonNode *nodes;  // nodes[0] is the root value
+    size_t num_nodes;
+    char *strings;    // storage for every decoded string
+} JsonDoc;
+
+// Parses len bytes of text (no NUL terminator needed). Returns 0, or -1 with a message
+// "invalid JSON at line L column C: <problem>" (columns count bytes, from 1).
+int json_parse(const char *text, size_t len, JsonDoc *doc, char err[ERR_LEN]);
+void json_free(JsonDoc *doc);
+
+// First element of an array, or first key of an object (its value is key + 1);
+// only meaningful when count > 0.
+static inline const JsonNode *json_first(const JsonNode *container) { return container + 1; }
+// The node after n's subtree: n's next sibling when there is one.
+static inline const JsonNode *json_next(const JsonNode *n) { return n + n->size; }
+// The value of the first member of an object named key, or NULL.
+const JsonNode *json_object_get(const JsonNode *object, const char *key);
+
+// 1 when the n bytes at s are well-formed UTF-8 (no overlong forms, no surrogates).
+int json_utf8_valid(const char *s, size_t n);
+
+// A growing text buffer for writing JSON. Start from all zeros; on allocation failure
+// `failed` is set and later appends do nothing, so callers check once at the end.
+typedef struct {
+    char *data;  // NUL-terminated when len > 0
+    size_t len;
+    size_t cap;
+    int failed;
+} JsonBuf;
+
+void json_buf_append(JsonBuf *b, const char *s, size_t n);
+void json_buf_printf(JsonBuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// Appends s (n bytes of UTF-8) as a quoted JSON string, escaping quotes, backslashes and
+// control characters.
+void json_buf_string(JsonBuf *b, const char *s, size_t n);
+void json_buf_free(JsonBuf *b);
+
+#endif

@@ -1,0 +1,62 @@
+// The layers of the GPT, each a forward and a backward function side by side.
+//
+// Conventions: N rows of C channels, row-major. Every backward ACCUMULATES (+=) into its
+// input gradient and parameter gradients; callers zero what must start at zero.
+// Matrix multiply lives in matmul.h, dropout masks in rng.h.
+#ifndef CHARGPT_LAYERS_H
+#define CHARGPT_LAYERS_H
+
+#include <stdint.h>
+
+#define LAYERNORM_EPS 1e-5f
+
+// Dropout: element i of a tensor is kept when its hash under `key` clears p; kept values
+// are scaled by 1/(1-p). p == 0 (or key unused) means identity.
+typedef struct {
+    float p;
+    uint64_t key;    // derived from (seed, layer, site) with dropout_key()
+} Dropout;
+
+// out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]
+// out (B*t, C), tokens (B, t), wte (V, C), wpe (>=t, C)
+void encoder_forward(float *out, const int *tokens, const float *wte, const float *wpe, int B, int t, int C);
+void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *tokens, int B, int t, int C);
+
+// y = (x - mean) * rstd * weight + bias, rstd = 1/sqrt(var + 1e-5), biased variance.
+// out, inp (N, C); mean, rstd (N); weight, bias (C)
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                       const float *weight, const float *bias, int N, int C);
+void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                        const float *inp, const float *weight, const float *mean,
+                        const float *rstd, int N, int C);
+
+// Causal multi-head self-attention on a packed qkv (N, 3A), A = H*hs: q = [0,A), k = [A,2A),
+// v = [2A,3A), head h at [h*hs, (h+1)*hs) within each. For query position i:
+// w = softmax_j<=i (q_i . k_j / sqrt(hs)), out_i = sum_j dropout(w)_j v_j.
+// out (N, A); att (B, H, t, t) keeps w before dropout, 0 above the diagonal.
+void attention_forward(float *out, float *att, const float *qkv, int B, int t, int H, int hs,
+                       const Dropout *drop);
+// dqkv (N, 3A) += gradient through attention; needs qkv and att of the forward.
+void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
+                        int B, int t, int H, int hs, const Dropout *drop);
+
+// GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+void gelu_forward(float *out, const float *inp, int n);
+void gelu_backward(float *dinp, const float *inp, const float *dout, int n);
+
+// out = a + b
+void residual_forward(float *out, const float *a, const float *b, int n);
+
+// out = dropout(inp); dinp += dropout mask * scale * dout. Index i is the element's position.
+void dropout_forward(float *out, const float *inp, int n, const Dropout *drop);
+void dropout_backward(float *dinp, const float *dout, int n, const Dropout *drop);
+
+// Softmax over V logits per row, then -log p(target). probs, logits (N, V); losses, targets (N)
+void crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets, int N, int V);
+// dlogits += (probs - onehot(target)) * dloss, dloss the same for every row (1/N for a mean)
+void crossentropy_backward(float *dlogits, const float *probs, const int *targets, float dloss, int N, int V);
+
+// Softmax over V for each row (no targets), for sampling.
+void softmax_forward(float *probs, const float *logits, int N, int V);
+
+#endif

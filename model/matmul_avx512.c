@@ -1,0 +1,94 @@
+// AVX-512 kernels for matmul: a 14x32 register tile (28 of the 32 zmm registers hold
+// accumulators, two hold the row of B, the A values are broadcast from memory).
+#include "matmul_kernels.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+// The tile body with the layout of A fixed at compile time, so that the A addresses
+// become constant offsets from one or two advancing pointers.
+static inline __attribute__((always_inline)) void tile_body(
+    int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
+    float *c, long ldc, const float *start_row) {
+    __m512 acc0[MR], acc1[MR];  // row i of the tile: columns [0,16) and [16,32)
+    if (start_row) {
+        __m512 s0 = _mm512_loadu_ps(start_row), s1 = _mm512_loadu_ps(start_row + 16);
+#pragma GCC unroll 14
+        for (int i = 0; i < MR; i++) {
+            acc0[i] = s0;
+            acc1[i] = s1;
+        }
+    } else {
+#pragma GCC unroll 14
+        for (int i = 0; i < MR; i++) {
+            acc0[i] = _mm512_loadu_ps(c + i * ldc);
+            acc1[i] = _mm512_loadu_ps(c + i * ldc + 16);
+        }
+    }
+    for (int k = 0; k < kc; k++) {
+        __m512 b0 = _mm512_loadu_ps(b);
+        __m512 b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 14
+        for (int i = 0; i < MR; i++) {
+            __m512 ai = _mm512_set1_ps(a_kmajor ? a[i] : a[i * lda + k]);
+            acc0[i] = _mm512_fmadd_ps(ai, b0, acc0[i]);
+            acc1[i] = _mm512_fmadd_ps(ai, b1, acc1[i]);
+        }
+        if (a_kmajor) a += lda;
+        b += ldb;
+    }
+#pragma GCC unroll 14
+    for (int i = 0; i < MR; i++) {
+        _mm512_storeu_ps(c + i * ldc, acc0[i]);
+        _mm512_storeu_ps(c + i * ldc + 16, acc1[i]);
+    }
+}
+
+void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const float *b, long ldb,
+                 float *c, long ldc, const float *start_row) {
+    if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row);
+    else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row);
+}
+
+// R rows of w dotted with x. Each row's sum runs the same operations in the same order
+// whatever R is: two 16-lane partial sums over 32-column steps, a masked tail, then a
+// fixed horizontal reduction.
+static inline __attribute__((always_inline)) void dot_rows_body(
+    float *out, const float *x, const float *w, const float *bias, int C, const int R) {
+    __m512 acc0[4], acc1[4];
+    for (int r = 0; r < R; r++) acc0[r] = acc1[r] = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= C; i += 32) {
+        __m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
+        for (int r = 0; r < R; r++) {
+            acc0[r] = _mm512_fmadd_ps(_mm512_loadu_ps(w + (long)r * C + i), x0, acc0[r]);
+            acc1[r] = _mm512_fmadd_ps(_mm512_loadu_ps(w + (long)r * C + i + 16), x1, acc1[r]);
+        }
+    }
+    if (i < C) {  // up to 31 columns left: the first 16 (masked) into acc0, the rest into acc1
+        int left = C - i;
+        __mmask16 m0 = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1);
+        __mmask16 m1 = left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1);
+        __m512 x0 = _mm512_maskz_loadu_ps(m0, x + i), x1 = _mm512_maskz_loadu_ps(m1, x + i + 16);
+        for (int r = 0; r < R; r++) {
+            const float *wr = w + (long)r * C + i;
+            acc0[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m0, wr), x0, acc0[r]);
+            acc1[r] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m1, wr + 16), x1, acc1[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0[r], acc1[r]));
+        out[r] = bias ? bias[r] + sum : sum;
+    }
+}
+
+void matmul_dot_rows(float *out, const float *x, const float *w, const float *bias, int C,
+                     int o0, int o1) {
+    int o = o0;
+    for (; o + 4 <= o1; o += 4)
+        dot_rows_body(out + o, x, w + (long)o * C, bias ? bias + o : NULL, C, 4);
+    for (; o < o1; o++)
+        dot_rows_body(out + o, x, w + (long)o * C, bias ? bias + o : NULL, C, 1);
+}
+
+#endif

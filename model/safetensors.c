@@ -1,0 +1,510 @@
+#include "safetensors.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "atomic_file.h"
+#include "json.h"
+
+// Tensor bytes are written and read as they lie in memory; the format is little-endian.
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors I/O assumes a little-endian host");
+
+#define ST_DTYPE_BYTES 4  // both F32 and I32
+
+static const char *dtype_name(StDtype d) { return d == ST_F32 ? "F32" : "I32"; }
+
+// Writes "<path>: <message>" into err; returns -1.
+static int fail(char err[ERR_LEN], const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char err[ERR_LEN], const char *path, const char *fmt, ...) {
+    int n = snprintf(err, ERR_LEN, "%s: ", path);
+    if (n < 0 || n >= ERR_LEN) return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err + n, ERR_LEN - n, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+// A copy of the n bytes at s fit for an error message: control bytes become '?', and
+// long strings are cut (at a UTF-8 character boundary) and end in "...".
+static const char *printable(const char *s, size_t n, char out[64]) {
+    size_t keep = n;
+    if (keep > 48) {
+        keep = 48;
+        while (keep > 0 && ((unsigned char)s[keep] & 0xC0) == 0x80) keep--;
+    }
+    for (size_t i = 0; i < keep; i++) {
+        unsigned char c = (unsigned char)s[i];
+        out[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+    }
+    strcpy(out + keep, keep < n ? "..." : "");
+    return out;
+}
+
+static uint32_t crc32_update(uint32_t crc, const unsigned char *p, size_t n) {
+    // zlib's crc32 takes at most a uInt of bytes per call
+    while (n > 0) {
+        uInt chunk = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        crc = (uint32_t)crc32(crc, p, chunk);
+        p += chunk;
+        n -= chunk;
+    }
+    return crc;
+}
+
+// ---------------------------------------------------------------------------------------
+// reading
+
+// Reads the whole file into st->buffer, placed so that the data section (which starts after
+// the 8-byte length and the header) is 8-byte aligned in memory. Sets file, file_len and
+// *header_len after checking the length against the file size.
+static int read_whole_file(const char *path, SafeTensors *st, size_t *header_len, char err[ERR_LEN]) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return fail(err, path, "cannot open: %s", strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(fp), &sb) != 0) {
+        fail(err, path, "cannot stat: %s", strerror(errno));
+        fclose(fp);
+        return -1;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        fclose(fp);
+        return fail(err, path, "not a regular file");
+    }
+    size_t file_len = (size_t)sb.st_size;
+    unsigned char len_bytes[8];
+    if (file_len < 8 || fread(len_bytes, 1, 8, fp) != 8) {
+        fclose(fp);
+        return fail(err, path, "too short for a safetensors file (%zu bytes, the header length alone takes 8)",
+                    file_len);
+    }
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = (n << 8) | len_bytes[i];
+    if (n > ST_MAX_HEADER) {
+        fclose(fp);
+        return fail(err, path, "header length %llu is absurd (more than %u bytes)", (unsigned long long)n,
+                    ST_MAX_HEADER);
+    }
+    if (n > file_len - 8) {
+        fclose(fp);
+        return fail(err, path, "header length %llu is larger than the rest of the file (%zu bytes)",
+                    (unsigned long long)n, file_len - 8);
+    }
+    // malloc's result is 16-byte aligned; shift the file so that 8 + n lands on a multiple of 8
+    size_t shift = (8 - (8 + n) % 8) % 8;
+    st->buffer = malloc(file_len + shift);
+    if (!st->buffer) {
+        fclose(fp);
+        return fail(err, path, "out of memory for %zu bytes", file_len);
+    }
+    st->file = st->buffer + shift;
+    memcpy(st->file, len_bytes, 8);
+    size_t got = fread(st->file + 8, 1, file_len - 8, fp);
+    int read_error = ferror(fp);
+    fclose(fp);
+    if (got != file_len - 8) {
+        return fail(err, path, "read %zu of %zu bytes%s%s", got + 8, file_len, read_error ? ": " : "",
+                    read_error ? strerror(errno) : "");
+    }
+    st->file_len = file_len;
+    *header_len = (size_t)n;
+    return 0;
+}
+
+// A JSON integer >= 0, or -1.
+static int64_t non_negative_integer(const JsonNode *v) {
+    if (v->type != JSON_NUMBER || !v->is_integer || v->integer < 0) return -1;
+    return v->integer;
+}
+
+// 1 when the string node k is exactly word (no trailing NUL-separated bytes).
+static int key_is(const JsonNode *k, const char *word) {
+    return k->count == strlen(word) && memcmp(k->string, word, k->count) == 0;
+}
+
+// Fills t from the header entry `entry` of the tensor named by `key` (already checked to be
+// a short name without NUL bytes).
+static int parse_tensor_entry(const char *path, const JsonNode *key, const JsonNode *entry, size_t data_len,
+                              StTensor *t, char err[ERR_LEN]) {
+    char name[64];
+    printable(key->string, key->count, name);
+    memset(t, 0, sizeof(*t));
+    memcpy(t->name, key->string, key->count + 1);
+    if (entry->type != JSON_OBJECT)
+        return fail(err, path, "tensor '%s': entry is not an object", name);
+    const JsonNode *dtype = NULL, *shape = NULL, *offsets = NULL;
+    const JsonNode *k = json_first(entry);
+    for (size_t i = 0; i < entry->count; i++, k = json_next(k + 1)) {
+        const JsonNode **slot = NULL;
+        if (key_is(k, "dtype")) slot = &dtype;
+        else if (key_is(k, "shape")) slot = &shape;
+        else if (key_is(k, "data_offsets")) slot = &offsets;
+        else continue;  // unknown keys are ignored, as the reference reader does
+        if (*slot) return fail(err, path, "tensor '%s': duplicate key \"%s\"", name, k->string);
+        *slot = k + 1;
+    }
+    if (!dtype) return fail(err, path, "tensor '%s': missing \"dtype\"", name);
+    if (!shape) return fail(err, path, "tensor '%s': missing \"shape\"", name);
+    if (!offsets) return fail(err, path, "tensor '%s': missing \"data_offsets\"", name);
+
+    if (dtype->type != JSON_STRING) return fail(err, path, "tensor '%s': dtype is not a string", name);
+    if (strcmp(dtype->string, "F32") == 0) {
+        t->dtype = ST_F32;
+    } else if (strcmp(dtype->string, "I32") == 0) {
+        t->dtype = ST_I32;
+    } else {
+        char what[64];
+        return fail(err, path, "tensor '%s': unsupported dtype '%s' (only F32 and I32)", name,
+                    printable(dtype->string, dtype->count, what));
+    }
+
+    if (shape->type != JSON_ARRAY) return fail(err, path, "tensor '%s': shape is not an array", name);
+    if (shape->count > 4)
+        return fail(err, path, "tensor '%s': shape has %zu dimensions (at most 4)", name, shape->count);
+    t->ndim = (int)shape->count;
+    const JsonNode *d = json_first(shape);
+    for (int i = 0; i < t->ndim; i++, d = json_next(d)) {
+        if (d->type != JSON_NUMBER || !d->is_integer)
+            return fail(err, path, "tensor '%s': shape entry %d is not an integer", name, i);
+        if (d->integer < 0)
+            return fail(err, path, "tensor '%s': shape entry %d is negative (%lld)", name, i,
+                        (long long)d->integer);
+        t->shape[i] = d->integer;
+    }
+
+    if (offsets->type != JSON_ARRAY || offsets->count != 2)
+        return fail(err, path, "tensor '%s': data_offsets is not [begin, end]", name);
+    int64_t begin = non_negative_integer(json_first(offsets));
+    int64_t end = non_negative_integer(json_next(json_first(offsets)));
+    if (begin < 0 || end < 0)
+        return fail(err, path, "tensor '%s': data_offsets must be non-negative integers", name);
+    if (begin > end)
+        return fail(err, path, "tensor '%s': data_offsets begin %lld > end %lld", name, (long long)begin,
+                    (long long)end);
+    if ((uint64_t)end > data_len)
+        return fail(err, path, "tensor '%s': data_offsets end %lld is past the data section (%zu bytes)", name,
+                    (long long)end, data_len);
+    t->offset = (size_t)begin;
+    t->nbytes = (size_t)(end - begin);
+
+    // the byte count the shape needs, saturated at UINT64_MAX (which no span can match)
+    uint64_t need = ST_DTYPE_BYTES;
+    for (int i = 0; i < t->ndim; i++) {
+        uint64_t d = (uint64_t)t->shape[i];
+        need = (d != 0 && need > UINT64_MAX / d) ? UINT64_MAX : need * d;
+    }
+    if (need != t->nbytes) {
+        char dims[96] = "";
+        for (int i = 0, n = 0; i < t->ndim; i++)
+            n += snprintf(dims + n, sizeof(dims) - (size_t)n, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+        char needed[32] = "more than 2^64";
+        if (need != UINT64_MAX) snprintf(needed, sizeof(needed), "%llu", (unsigned long long)need);
+        return fail(err, path, "tensor '%s': size mismatch: data_offsets span %zu bytes but shape [%s] of %s needs %s bytes",
+                    name, t->nbytes, dims, dtype_name(t->dtype), needed);
+    }
+    return 0;
+}
+
+// Copies the "__metadata__" object's string members into st->meta.
+static int parse_metadata(const char *path, const JsonNode *obj, SafeTensors *st, char err[ERR_LEN]) {
+    if (obj->type != JSON_OBJECT) return fail(err, path, "__metadata__ is not an object");
+    st->meta = calloc(obj->count ? obj->count : 1, sizeof(StMeta));
+    if (!st->meta) return fail(err, path, "out of memory");
+    const JsonNode *k = json_first(obj);
+    for (size_t i = 0; i < obj->count; i++, k = json_next(k + 1)) {
+        const JsonNode *v = k + 1;
+        char key[64];
+        printable(k->string, k->count, key);
+        if (v->type != JSON_STRING) return fail(err, path, "metadata value for key '%s' is not a string", key);
+        if (strlen(k->string) != k->count) return fail(err, path, "metadata key '%s' contains a NUL byte", key);
+        if (strlen(v->string) != v->count)
+            return fail(err, path, "metadata value for key '%s' contains a NUL byte", key);
+        StMeta *m = &st->meta[st->num_meta];
+        m->key = malloc(k->count + 1);
+        m->value = malloc(v->count + 1);
+        if (!m->key || !m->value) {
+            free(m->key);
+            free(m->value);
+            return fail(err, path, "out of memory");
+        }
+        memcpy(m->key, k->string, k->count + 1);
+        memcpy(m->value, v->string, v->count + 1);
+        st->num_meta++;
+    }
+    return 0;
+}
+
+static int by_meta_key(const void *a, const void *b) {
+    return strcmp((*(const StMeta *const *)a)->key, (*(const StMeta *const *)b)->key);
+}
+static int by_tensor_name(const void *a, const void *b) {
+    return strcmp((*(const StTensor *const *)a)->name, (*(const StTensor *const *)b)->name);
+}
+static int by_tensor_offset(const void *a, const void *b) {
+    const StTensor *x = *(const StTensor *const *)a, *y = *(const StTensor *const *)b;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    if (x->nbytes != y->nbytes) return x->nbytes < y->nbytes ? -1 : 1;
+    return 0;
+}
+
+// Refuses repeated tensor names or metadata keys, and tensors that overlap, leave gaps or
+// leave bytes after the last one (the format requires the data section to be tiled exactly).
+static int check_layout(const char *path, const SafeTensors *st, char err[ERR_LEN]) {
+    size_t n = (size_t)(st->num_tensors > st->num_meta ? st->num_tensors : st->num_meta);
+    const void **order = malloc((n ? n : 1) * sizeof(void *));
+    if (!order) return fail(err, path, "out of memory");
+    int rc = 0;
+    char a[64], b[64];
+
+    for (int i = 0; i < st->num_meta; i++) order[i] = &st->meta[i];
+    qsort(order, (size_t)st->num_meta, sizeof(void *), by_meta_key);
+    for (int i = 1; i < st->num_meta && rc == 0; i++) {
+        const char *key = ((const StMeta *)order[i])->key;
+        if (strcmp(((const StMeta *)order[i - 1])->key, key) == 0)
+            rc = fail(err, path, "duplicate metadata key '%s'", printable(key, strlen(key), a));
+    }
+
+    for (int i = 0; i < st->num_tensors; i++) order[i] = &st->tensors[i];
+    qsort(order, (size_t)st->num_tensors, sizeof(void *), by_tensor_name);
+    for (int i = 1; i < st->num_tensors && rc == 0; i++) {
+        const char *name = ((const StTensor *)order[i])->name;
+        if (strcmp(((const StTensor *)order[i - 1])->name, name) == 0)
+            rc = fail(err, path, "duplicate tensor name '%s'", printable(name, strlen(name), a));
+    }
+
+    qsort(order, (size_t)st->num_tensors, sizeof(void *), by_tensor_offset);
+    size_t pos = 0;  // end of the tensors so far
+    for (int i = 0; i < st->num_tensors && rc == 0; i++) {
+        const StTensor *t = order[i];
+        if (t->offset < pos) {
+            const StTensor *prev = order[i - 1];
+            rc = fail(err, path, "tensors '%s' and '%s' overlap in the data section",
+                      printable(prev->name, strlen(prev->name), a), printable(t->name, strlen(t->name), b));
+        } else if (t->offset > pos) {
+            rc = fail(err, path, "data section has a gap: bytes %zu..%zu before tensor '%s' belong to no tensor", pos,
+                      t->offset, printable(t->name, strlen(t->name), a));
+        }
+        pos = t->offset + t->nbytes;
+    }
+    if (rc == 0 && pos != st->data_len)
+        rc = fail(err, path, "data section has %zu bytes after the last tensor", st->data_len - pos);
+    free(order);
+    return rc;
+}
+
+// Parses and checks the JSON header, filling tensors and meta.
+static int parse_header(const char *path, SafeTensors *st, const char *header, size_t header_len,
+                        char err[ERR_LEN]) {
+    JsonDoc doc;
+    char json_err[ERR_LEN];
+    if (json_parse(header, header_len, &doc, json_err) != 0) return fail(err, path, "header: %s", json_err);
+    int rc = 0;
+    const JsonNode *root = &doc.nodes[0];
+    if (root->type != JSON_OBJECT) {
+        rc = fail(err, path, "header is not a JSON object");
+        goto done;
+    }
+    st->tensors = calloc(root->count ? root->count : 1, sizeof(StTensor));
+    if (!st->tensors) {
+        rc = fail(err, path, "out of memory");
+        goto done;
+    }
+    int seen_metadata = 0;
+    const JsonNode *k = json_first(root);
+    for (size_t i = 0; i < root->count && rc == 0; i++, k = json_next(k + 1)) {
+        char name[64];
+        printable(k->string, k->count, name);
+        if (key_is(k, "__metadata__")) {
+            if (seen_metadata) rc = fail(err, path, "duplicate key '__metadata__'");
+            else rc = parse_metadata(path, k + 1, st, err);
+            seen_metadata = 1;
+        } else if (k->count > ST_MAX_NAME) {
+            rc = fail(err, path, "tensor name '%s' is %zu bytes long (at most %d)", name, k->count, ST_MAX_NAME);
+        } else if (strlen(k->string) != k->count) {
+            rc = fail(err, path, "tensor name '%s' contains a NUL byte", name);
+        } else {
+            rc = parse_tensor_entry(path, k, k + 1, st->data_len, &st->tensors[st->num_tensors], err);
+            if (rc == 0) st->num_tensors++;
+        }
+    }
+    if (rc == 0) rc = check_layout(path, st, err);
+done:
+    json_free(&doc);
+    return rc;
+}
+
+int safetensors_read(const char *path, SafeTensors *st, char err[ERR_LEN]) {
+    memset(st, 0, sizeof(*st));
+    size_t header_len = 0;
+    if (read_whole_file(path, st, &header_len, err) != 0) {
+        safetensors_free(st);
+        return -1;
+    }
+    st->data = st->file + 8 + header_len;
+    st->data_len = st->file_len - 8 - header_len;
+    if (parse_header(path, st, (const char *)st->file + 8, header_len, err) != 0) {
+        safetensors_free(st);
+        return -1;
+    }
+    return 0;
+}
+
+const StTensor *safetensors_find(const SafeTensors *st, const char *name) {
+    for (int i = 0; i < st->num_tensors; i++)
+        if (strcmp(st->tensors[i].name, name) == 0) return &st->tensors[i];
+    return NULL;
+}
+
+const void *safetensors_tensor_data(const SafeTensors *st, const StTensor *t) { return st->data + t->offset; }
+
+const char *safetensors_meta(const SafeTensors *st, const char *key) {
+    for (int i = 0; i < st->num_meta; i++)
+        if (strcmp(st->meta[i].key, key) == 0) return st->meta[i].value;
+    return NULL;
+}
+
+uint32_t safetensors_data_crc(const SafeTensors *st) { return crc32_update(0, st->data, st->data_len); }
+
+void safetensors_free(SafeTensors *st) {
+    for (int i = 0; i < st->num_meta; i++) {
+        free(st->meta[i].key);
+        free(st->meta[i].value);
+    }
+    free(st->meta);
+    free(st->tensors);
+    free(st->buffer);
+    memset(st, 0, sizeof(*st));
+}
+
+// ---------------------------------------------------------------------------------------
+// writing
+
+// Bytes of a tensor to write, or -1 for an invalid shape.
+static int64_t write_tensor_bytes(const StWriteTensor *t) {
+    if (t->ndim < 0 || t->ndim > 4) return -1;
+    uint64_t n = ST_DTYPE_BYTES;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] < 0) return -1;
+        if (t->shape[i] > 0 && n > (uint64_t)INT64_MAX / (uint64_t)t->shape[i]) return -1;
+        n *= (uint64_t)t->shape[i];
+    }
+    return (int64_t)n;
+}
+
+// Checks the arguments of safetensors_write.
+static int check_write_args(const char *path, const StWriteTensor *tensors, int num_tensors, const StMeta *meta,
+                            int num_meta, const char *crc_key, char err[ERR_LEN]) {
+    char a[64];
+    if (num_tensors < 0 || num_meta < 0) return fail(err, path, "negative tensor or metadata count");
+    for (int i = 0; i < num_tensors; i++) {
+        const StWriteTensor *t = &tensors[i];
+        if (!t->name) return fail(err, path, "tensor %d has no name", i);
+        size_t len = strlen(t->name);
+        printable(t->name, len, a);
+        if (len > ST_MAX_NAME)
+            return fail(err, path, "tensor name '%s' is %zu bytes long (at most %d)", a, len, ST_MAX_NAME);
+        if (!json_utf8_valid(t->name, len)) return fail(err, path, "tensor name '%s' is not valid UTF-8", a);
+        if (strcmp(t->name, "__metadata__") == 0) return fail(err, path, "'__metadata__' cannot name a tensor");
+        if (t->dtype != ST_F32 && t->dtype != ST_I32) return fail(err, path, "tensor '%s': unknown dtype", a);
+        int64_t nbytes = write_tensor_bytes(t);
+        if (nbytes < 0) return fail(err, path, "tensor '%s': invalid shape (ndim %d)", a, t->ndim);
+        if (nbytes > 0 && !t->data) return fail(err, path, "tensor '%s': no data", a);
+        for (int j = 0; j < i; j++)
+            if (strcmp(tensors[j].name, t->name) == 0) return fail(err, path, "duplicate tensor name '%s'", a);
+    }
+    for (int i = 0; i < num_meta; i++) {
+        const StMeta *m = &meta[i];
+        if (!m->key || !m->value) return fail(err, path, "metadata entry %d has no key or value", i);
+        printable(m->key, strlen(m->key), a);
+        if (!json_utf8_valid(m->key, strlen(m->key))) return fail(err, path, "metadata key '%s' is not valid UTF-8", a);
+        if (!json_utf8_valid(m->value, strlen(m->value)))
+            return fail(err, path, "metadata value for key '%s' is not valid UTF-8", a);
+        if (crc_key && strcmp(m->key, crc_key) == 0)
+            return fail(err, path, "metadata key '%s' is also the CRC key", a);
+        for (int j = 0; j < i; j++)
+            if (strcmp(meta[j].key, m->key) == 0) return fail(err, path, "duplicate metadata key '%s'", a);
+    }
+    if (crc_key && !json_utf8_valid(crc_key, strlen(crc_key)))
+        return fail(err, path, "CRC key '%s' is not valid UTF-8", printable(crc_key, strlen(crc_key), a));
+    return 0;
+}
+
+// Builds the header: metadata first, then tensors packed back to back in the order given;
+// padded with spaces so that 8 + its length is a multiple of 8.
+static void build_header(JsonBuf *h, const StWriteTensor *tensors, int num_tensors, const StMeta *meta,
+                         int num_meta, const char *crc_key, uint32_t crc) {
+    json_buf_append(h, "{", 1);
+    int members = 0;
+    if (num_meta > 0 || crc_key) {
+        json_buf_append(h, "\"__metadata__\":{", 16);
+        for (int i = 0; i < num_meta; i++) {
+            if (i > 0) json_buf_append(h, ",", 1);
+            json_buf_string(h, meta[i].key, strlen(meta[i].key));
+            json_buf_append(h, ":", 1);
+            json_buf_string(h, meta[i].value, strlen(meta[i].value));
+        }
+        if (crc_key) {
+            if (num_meta > 0) json_buf_append(h, ",", 1);
+            json_buf_string(h, crc_key, strlen(crc_key));
+            json_buf_printf(h, ":\"%08x\"", crc);
+        }
+        json_buf_append(h, "}", 1);
+        members++;
+    }
+    size_t offset = 0;
+    for (int i = 0; i < num_tensors; i++) {
+        const StWriteTensor *t = &tensors[i];
+        size_t nbytes = (size_t)write_tensor_bytes(t);
+        if (members++ > 0) json_buf_append(h, ",", 1);
+        json_buf_string(h, t->name, strlen(t->name));
+        json_buf_printf(h, ":{\"dtype\":\"%s\",\"shape\":[", dtype_name(t->dtype));
+        for (int d = 0; d < t->ndim; d++) json_buf_printf(h, "%s%lld", d ? "," : "", (long long)t->shape[d]);
+        json_buf_printf(h, "],\"data_offsets\":[%zu,%zu]}", offset, offset + nbytes);
+        offset += nbytes;
+    }
+    json_buf_append(h, "}", 1);
+    while (!h->failed && (8 + h->len) % 8 != 0) json_buf_append(h, " ", 1);
+}
+
+int safetensors_write(const char *path, const StWriteTensor *tensors, int num_tensors, const StMeta *meta,
+                      int num_meta, const char *crc_key, char err[ERR_LEN]) {
+    if (check_write_args(path, tensors, num_tensors, meta, num_meta, crc_key, err) != 0) return -1;
+    // the data section is the tensors back to back, so its crc runs over them in order
+    uint32_t crc = 0;
+    if (crc_key) {
+        for (int i = 0; i < num_tensors; i++)
+            crc = crc32_update(crc, tensors[i].data, (size_t)write_tensor_bytes(&tensors[i]));
+    }
+    JsonBuf header = {0};
+    build_header(&header, tensors, num_tensors, meta, num_meta, crc_key, crc);
+    if (header.failed) {
+        json_buf_free(&header);
+        return fail(err, path, "out of memory for the header");
+    }
+    if (header.len > ST_MAX_HEADER) {
+        json_buf_free(&header);
+        return fail(err, path, "header would be larger than %u bytes", ST_MAX_HEADER);
+    }
+    unsigned char len_bytes[8];
+    for (int i = 0; i < 8; i++) len_bytes[i] = (unsigned char)((uint64_t)header.len >> (8 * i));
+
+    AtomicFile f;
+    if (atomic_file_open(&f, path, err) != 0) {
+        json_buf_free(&header);
+        return -1;
+    }
+    // write errors are sticky in the FILE and reported by the commit
+    fwrite(len_bytes, 1, 8, f.fp);
+    fwrite(header.data, 1, header.len, f.fp);
+    json_buf_free(&header);
+    for (int i = 0; i < num_tensors; i++) {
+        size_t nbytes = (size_t)write_tensor_bytes(&tensors[i]);
+        if (nbytes > 0) fwrite(tensors[i].data, 1, nbytes, f.fp);
+    }
+    return atomic_file_commit(&f, err);
+}

@@ -1,0 +1,79 @@
+// Reading and writing safetensors files (https://github.com/huggingface/safetensors):
+//
+//   u64 little-endian N | N bytes of JSON header | data section
+//
+// The header maps each tensor name to {"dtype", "shape", "data_offsets": [begin, end]}
+// (offsets into the data section) and may hold "__metadata__", an object of strings.
+// Only F32 and I32 tensors of at most 4 dimensions are supported. The writer pads the header
+// with spaces so the data section starts 8-byte aligned; tensors are packed back to back.
+// The reader checks everything: a file it accepts has tensors that exactly tile the data
+// section, so every tensor's bytes lie inside the file.
+#ifndef CHARGPT_SAFETENSORS_H
+#define CHARGPT_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpt.h"
+
+#define ST_MAX_NAME 127                  // bytes in a tensor name
+#define ST_MAX_HEADER (100u * 1000 * 1000) // a longer header is refused as absurd
+
+typedef enum { ST_F32, ST_I32 } StDtype;
+
+typedef struct {
+    char name[ST_MAX_NAME + 1];
+    StDtype dtype;
+    int ndim;          // 0..4; a 0-dim tensor holds one element
+    int64_t shape[4];
+    size_t offset;     // into the data section
+    size_t nbytes;     // product(shape) * 4
+} StTensor;
+
+typedef struct {
+    char *key;
+    char *value;
+} StMeta;
+
+typedef struct {
+    StTensor *tensors;  // in header order
+    int num_tensors;
+    StMeta *meta;
+    int num_meta;
+    unsigned char *file;        // the whole file in memory
+    size_t file_len;
+    const unsigned char *data;  // the data section within file, 8-byte aligned in memory
+    size_t data_len;
+    unsigned char *buffer;      // the allocation holding file (file may start a few bytes in)
+} SafeTensors;
+
+// Reads and validates a whole file. Returns 0, or -1 with a message naming the file, the
+// problem and the tensor where there is one (st is then empty).
+int safetensors_read(const char *path, SafeTensors *st, char err[ERR_LEN]);
+// The tensor called name, or NULL.
+const StTensor *safetensors_find(const SafeTensors *st, const char *name);
+// The tensor's bytes: float or int32_t values in row-major order, 4-byte aligned.
+const void *safetensors_tensor_data(const SafeTensors *st, const StTensor *t);
+// The metadata value for key, or NULL if absent.
+const char *safetensors_meta(const SafeTensors *st, const char *key);
+// zlib crc32 of the data section.
+uint32_t safetensors_data_crc(const SafeTensors *st);
+void safetensors_free(SafeTensors *st);
+
+typedef struct {
+    const char *name;
+    StDtype dtype;
+    int ndim;
+    int64_t shape[4];
+    const void *data;  // product(shape) values of 4 bytes
+} StWriteTensor;
+
+// Writes atomically (AtomicFile: temp file in the same directory, fsync, rename). When crc_key
+// is not NULL, computes the zlib crc32 of the whole data section and stores it in the metadata
+// under crc_key as 8 lowercase hex digits. Tensors are written in the order given. Names,
+// metadata keys and values must be UTF-8; names at most ST_MAX_NAME bytes, unique, and not
+// "__metadata__". Returns 0, or -1 with err (an existing file at path is then untouched).
+int safetensors_write(const char *path, const StWriteTensor *tensors, int num_tensors,
+                      const StMeta *meta, int num_meta, const char *crc_key, char err[ERR_LEN]);
+
+#endif

@@ -1,0 +1,98 @@
+// A plain double-precision reference of every layer in model/layers.h and model/matmul.h,
+// and of the whole GPT forward and backward built from them. Written for clarity (simple
+// loops, nothing cached that can be recomputed) so the float kernels can be checked against
+// it and it can itself be checked against finite differences.
+//
+// Conventions follow the kernels: N rows of C channels, row-major; every backward
+// ACCUMULATES (+=) into its gradients. Dropout uses the same mask function as the kernels,
+// dropout_keep(key, index, p) from model/rng.h; a NULL Dropout or p == 0 is the identity.
+#ifndef CHARGPT_REF_OPS_H
+#define CHARGPT_REF_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../model/gpt.h"
+#include "../model/layers.h"
+
+// out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]; out (B*t, C)
+void ref_encoder_forward(double *out, const int *tokens, const double *wte, const double *wpe,
+                         int B, int t, int C);
+void ref_encoder_backward(double *dwte, double *dwpe, const double *dout, const int *tokens,
+                          int B, int t, int C);
+
+// y = (x - mean) / sqrt(var + LAYERNORM_EPS) * weight + bias; out, inp (N, C); mean, rstd (N)
+void ref_layernorm_forward(double *out, double *mean, double *rstd, const double *inp,
+                           const double *weight, const double *bias, int N, int C);
+// recomputes the statistics from inp
+void ref_layernorm_backward(double *dinp, double *dweight, double *dbias, const double *dout,
+                            const double *inp, const double *weight, int N, int C);
+
+// out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias (OC); bias may be NULL
+void ref_matmul_forward(double *out, const double *inp, const double *weight, const double *bias,
+                        int N, int C, int OC);
+// dinp, dbias may be NULL
+void ref_matmul_backward(double *dinp, double *dweight, double *dbias, const double *dout,
+                         const double *inp, const double *weight, int N, int C, int OC);
+
+// Causal attention on packed qkv (B*t, 3A), A = H*hs. out (B*t, A); att (B, H, t, t) the
+// softmax weights before dropout, 0 above the diagonal. Dropout on the weights uses the
+// flat (B, H, t, t) index of each weight.
+void ref_attention_forward(double *out, double *att, const double *qkv, int B, int t, int H,
+                           int hs, const Dropout *drop);
+// recomputes the weights from qkv
+void ref_attention_backward(double *dqkv, const double *dout, const double *qkv, int B, int t,
+                            int H, int hs, const Dropout *drop);
+
+// GELU, tanh form
+void ref_gelu_forward(double *out, const double *inp, size_t n);
+void ref_gelu_backward(double *dinp, const double *inp, const double *dout, size_t n);
+
+// out = a + b; da += dout, db += dout
+void ref_residual_forward(double *out, const double *a, const double *b, size_t n);
+void ref_residual_backward(double *da, double *db, const double *dout, size_t n);
+
+// out = inp * keep / (1 - p), keep = dropout_keep(key, i, p)
+void ref_dropout_forward(double *out, const double *inp, size_t n, const Dropout *drop);
+void ref_dropout_backward(double *dinp, const double *dout, size_t n, const Dropout *drop);
+
+// probs = softmax(logits) per row, losses = -log probs[target]; logits, probs (N, V)
+void ref_crossentropy_forward(double *losses, double *probs, const double *logits,
+                              const int *targets, int N, int V);
+// dlogits += (probs - onehot(target)) * dlosses[row]
+void ref_crossentropy_backward(double *dlogits, const double *probs, const int *targets,
+                               const double *dlosses, int N, int V);
+void ref_softmax_forward(double *probs, const double *logits, int N, int V);
+
+// Where each parameter tensor lives in the flat parameter vector, in the order of
+// ParameterTensors (derived from gpt.h's comments, independently of model/gpt.c).
+typedef struct {
+    size_t offset[NUM_PARAMETER_TENSORS];
+    size_t size[NUM_PARAMETER_TENSORS];
+    size_t total;
+} RefLayout;
+enum {
+    REF_WTE, REF_WPE, REF_LN1W, REF_LN1B, REF_QKVW, REF_QKVB, REF_ATTPROJW, REF_ATTPROJB,
+    REF_LN2W, REF_LN2B, REF_FCW, REF_FCB, REF_FCPROJW, REF_FCPROJB, REF_LNFW, REF_LNFB
+};
+extern const char *const ref_tensor_names[NUM_PARAMETER_TENSORS];
+void ref_gpt_layout(const GPTConfig *config, RefLayout *layout);
+
+// The whole GPT in double: returns the mean cross-entropy of tokens (B, t) against targets.
+// Dropout is active when training is set and config->dropout > 0, with the key of layer l and
+// site s being dropout_key(dropout_seed, l, s). logits (B*t, V) and att (L, B, H, t, t) receive
+// the logits and attention weights when non-NULL; grads (layout.total), when non-NULL, is
+// overwritten with the gradient of the mean loss for every parameter.
+double ref_gpt_forward_backward(const GPTConfig *config, const double *params, const int *inputs,
+                                const int *targets, int B, int t, int training,
+                                uint64_t dropout_seed, double *logits, double *att,
+                                double *grads);
+
+// Helpers for the tests built on this reference.
+void ref_to_double(double *dst, const float *src, size_t n);
+// objective of some parameters x that the function reads through ctx
+typedef double (*RefObjective)(void *ctx);
+// grad[i] = (f(x + h e_i) - f(x - h e_i)) / 2h for each of the n elements of x (restored after)
+void ref_finite_diff(RefObjective f, void *ctx, double *x, size_t n, double h, double *grad);
+
+#endif

@@ -1,0 +1,83 @@
+// Runs every registered test in name order and prints "N passed, N failed".
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <math.h>
+
+#include "test.h"
+
+#define MAX_TESTS 512
+
+typedef struct {
+    const char *name;
+    TestFn fn;
+} TestCase;
+
+static TestCase tests[MAX_TESTS];
+static int num_tests;
+static int current_failures;
+
+void test_register(const char *name, TestFn fn) {
+    if (num_tests == MAX_TESTS) {
+        fprintf(stderr, "too many tests: raise MAX_TESTS\n");
+        exit(2);
+    }
+    tests[num_tests].name = name;
+    tests[num_tests].fn = fn;
+    num_tests++;
+}
+
+int test_check(int ok, const char *file, int line, const char *fmt, ...) {
+    if (ok) return 1;
+    current_failures++;
+    fprintf(stdout, "    %s:%d: ", file, line);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stdout, fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    fflush(stdout);
+    return 0;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(((const TestCase *)a)->name, ((const TestCase *)b)->name);
+}
+
+int main(int argc, char **argv) {
+    const char *filter = argc > 1 ? argv[1] : NULL;
+    qsort(tests, num_tests, sizeof(TestCase), by_name);
+    int passed = 0, failed = 0;
+    for (int i = 0; i < num_tests; i++) {
+        if (filter && !strstr(tests[i].name, filter)) continue;
+        current_failures = 0;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        tests[i].fn();
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double secs = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+        if (current_failures == 0) passed++;
+        else failed++;
+        printf("%s %s (%.2fs)\n", current_failures ? "FAIL" : "ok  ", tests[i].name, secs);
+        fflush(stdout);
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
+
+#define REL_ERROR_BODY                                           \
+    double num = 0.0, den = 0.0;                                 \
+    for (size_t i = 0; i < n; i++) {                             \
+        double d = fabs((double)got[i] - (double)want[i]);       \
+        double w = fabs((double)want[i]);                        \
+        if (d > num || d != d) num = d != d ? INFINITY : d;      \
+        if (w > den) den = w;                                    \
+    }                                                            \
+    if (num == 0.0) return 0.0;                                  \
+    return den > 0.0 ? num / den : INFINITY;
+
+double rel_error_ff(const float *got, const float *want, size_t n) { REL_ERROR_BODY }
+double rel_error_fd(const float *got, const double *want, size_t n) { REL_ERROR_BODY }
+double rel_error_dd(const double *got, const double *want, size_t n) { REL_ERROR_BODY }

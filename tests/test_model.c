@@ -1,0 +1,545 @@
+// Tests of the whole model: float forward/backward against the double reference, the
+// reference's gradient against finite differences, causality, learning a short string,
+// determinism, dropout masks and initialisation.
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../model/adamw.h"
+#include "../model/gpt.h"
+#include "../model/layers.h"
+#include "../model/rng.h"
+#include "ref_ops.h"
+#include "test.h"
+
+#define FD_STEP 1e-5
+#define FD_TOL 1e-6      // reference gradient vs finite differences of the reference loss
+#define MODEL_TOL 1e-4   // float model vs double reference
+
+static double max2(double a, double b) { return a > b ? a : b; }
+
+static void report(const char *what, double err) { printf("    %-56s max rel err %.2e\n", what, err); }
+
+// Builds a model with activations for batch B; records a failed check on error.
+static int build_model(GPT *model, const GPTConfig *config, int B) {
+    char err[ERR_LEN];
+    if (!CHECK(gpt_build(model, config, err) == 0, "gpt_build: %s", err)) return -1;
+    if (!CHECK(gpt_alloc_activations(model, B, err) == 0, "gpt_alloc_activations: %s", err)) {
+        gpt_free(model);
+        return -1;
+    }
+    return 0;
+}
+
+// The initial weights plus uniform noise in [-amp, amp] on every parameter, so biases and
+// LayerNorm parameters are not trivially 0 and 1.
+static void randomize_params(GPT *model, uint64_t seed, float amp) {
+    gpt_init_weights(model, seed);
+    Rng rng;
+    rng_seed(&rng, seed ^ 0xABCDEFull);
+    for (size_t i = 0; i < model->num_parameters; i++)
+        model->params_memory[i] += amp * (2.0f * rng_uniform(&rng) - 1.0f);
+}
+
+static void random_tokens(int *tokens, int n, int V, Rng *rng) {
+    for (int i = 0; i < n; i++) tokens[i] = (int)rng_below(rng, V);
+}
+
+// Fills every activation with NaN, so a forward that leaves part of what it reports unwritten
+// or a backward that reads something the forward did not write shows up.
+static void poison_activations(GPT *model) {
+    memset(model->acts_memory, 0xff, model->num_activations * sizeof(float));
+}
+
+// attention weights of layer l, (B, H, t, t), inside the activations sized for batch_size
+static const float *layer_att(const GPT *model, int l) {
+    const GPTConfig *c = &model->config;
+    return model->acts.att + (size_t)l * model->batch_size * c->n_head * c->block_size * c->block_size;
+}
+
+// ---------------------------------------------------------------------------------------
+// layout
+
+TEST(model_param_layout) {
+    GPTConfig configs[2] = {{11, 8, 2, 3, 8, 5, 1, 0.0f}, {7, 5, 3, 2, 12, 4, 0, 0.1f}};
+    for (int k = 0; k < 2; k++) {
+        GPT model;
+        if (build_model(&model, &configs[k], 2) != 0) return;
+        RefLayout lay;
+        ref_gpt_layout(&configs[k], &lay);
+        CHECK(model.num_parameters == lay.total, "num_parameters %zu, expected %zu",
+              model.num_parameters, lay.total);
+        float **params = (float **)&model.params, **grads = (float **)&model.grads;
+        for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+            CHECK(model.param_sizes[i] == lay.size[i], "%s: size %zu, expected %zu",
+                  ref_tensor_names[i], model.param_sizes[i], lay.size[i]);
+            CHECK(params[i] == model.params_memory + lay.offset[i] &&
+                  grads[i] == model.grads_memory + lay.offset[i],
+                  "%s: not at offset %zu", ref_tensor_names[i], lay.offset[i]);
+        }
+        // the named tensors (per-layer slices, in nanoGPT's order) cover every parameter once
+        unsigned char *covered = calloc(lay.total, 1);
+        int count = gpt_num_tensors(&configs[k]), bad = 0;
+        for (int i = 0; i < count; i++) {
+            TensorInfo info;
+            gpt_tensor_info(&configs[k], i, &info);
+            size_t shape_size = info.ndim == 2 ? (size_t)info.shape[0] * info.shape[1] : (size_t)info.shape[0];
+            CHECK(info.size > 0 && info.size == shape_size && info.offset + info.size <= lay.total,
+                  "tensor %d (%s): offset %zu size %zu shape %dx%d", i, info.name, info.offset,
+                  info.size, info.shape[0], info.shape[1]);
+            for (size_t j = info.offset; j < info.offset + info.size && j < lay.total; j++) covered[j]++;
+        }
+        for (size_t j = 0; j < lay.total; j++) bad += covered[j] != 1;
+        CHECK(bad == 0, "%d parameters are covered by no or several named tensors", bad);
+        free(covered);
+        gpt_free(&model);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// (a) float model vs the double reference
+
+typedef struct {
+    GPTConfig config;
+    int B_alloc, B, t, training;
+} ModelCase;
+
+static const ModelCase model_cases[] = {
+    // V  T  L  H  C  hs bias dropout
+    {{11, 8, 2, 2, 8, 4, 1, 0.0f}, 3, 3, 7, 0},      // t < T, B*t = 21 odd
+    {{13, 8, 2, 3, 8, 5, 0, 0.0f}, 2, 2, 8, 0},      // no qkv bias, hs != C/H (A = 15)
+    {{11, 9, 3, 2, 12, 7, 1, 0.2f}, 4, 3, 5, 1},     // dropout 0.2 training, fewer rows than allocated
+    {{11, 9, 3, 2, 12, 7, 1, 0.2f}, 3, 3, 5, 0},     // same with dropout configured but eval
+    {{7, 4, 1, 1, 8, 8, 0, 0.2f}, 4, 4, 1, 1},       // t = 1
+    {{65, 32, 2, 4, 32, 8, 1, 0.1f}, 2, 2, 31, 1},   // a realistic small model
+};
+
+TEST(model_matches_reference) {
+    double worst_loss = 0.0, worst_logits = 0.0, worst_att = 0.0, worst_grad = 0.0;
+    for (size_t k = 0; k < sizeof(model_cases) / sizeof(model_cases[0]); k++) {
+        const ModelCase *mc = &model_cases[k];
+        const GPTConfig *c = &mc->config;
+        GPT model;
+        if (build_model(&model, c, mc->B_alloc) != 0) return;
+        randomize_params(&model, 10 + k, 0.2f);
+        model.training = mc->training;
+        model.dropout_seed = 1234 + k;
+        int B = mc->B, t = mc->t, N = B * t, L = c->n_layer, H = c->n_head;
+        int *inputs = malloc(N * sizeof(int)), *targets = malloc(N * sizeof(int));
+        Rng rng;
+        rng_seed(&rng, 50 + k);
+        random_tokens(inputs, N, c->vocab_size, &rng);
+        random_tokens(targets, N, c->vocab_size, &rng);
+
+        poison_activations(&model);
+        gpt_forward(&model, inputs, targets, B, t);
+        // junk in the gradients: gpt_backward must set, not accumulate
+        for (size_t i = 0; i < model.num_parameters; i++) model.grads_memory[i] = 1e3f;
+        gpt_backward(&model);
+
+        RefLayout lay;
+        ref_gpt_layout(c, &lay);
+        double *params = malloc(lay.total * sizeof(double)), *grads = malloc(lay.total * sizeof(double));
+        double *logits = malloc((size_t)N * c->vocab_size * sizeof(double));
+        size_t att_size = (size_t)B * H * t * t;
+        double *att = malloc(L * att_size * sizeof(double));
+        ref_to_double(params, model.params_memory, lay.total);
+        double loss = ref_gpt_forward_backward(c, params, inputs, targets, B, t, mc->training,
+                                               model.dropout_seed, logits, att, grads);
+
+        double e_loss = fabs(model.mean_loss - loss) / fabs(loss);
+        double e_logits = rel_error_fd(model.acts.logits, logits, (size_t)N * c->vocab_size);
+        double e_att = 0.0;
+        for (int l = 0; l < L; l++) e_att = max2(e_att, rel_error_fd(layer_att(&model, l), att + l * att_size, att_size));
+        CHECK(e_loss <= MODEL_TOL, "case %zu: loss %.9g, reference %.9g", k, model.mean_loss, loss);
+        CHECK(e_logits <= MODEL_TOL && e_att <= MODEL_TOL, "case %zu: logits err %.3g, att err %.3g",
+              k, e_logits, e_att);
+        for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+            double e = rel_error_fd(model.grads_memory + lay.offset[i], grads + lay.offset[i], lay.size[i]);
+            CHECK(e <= MODEL_TOL, "case %zu: gradient of %s err %.3g", k, ref_tensor_names[i], e);
+            worst_grad = max2(worst_grad, e);
+        }
+        worst_loss = max2(worst_loss, e_loss);
+        worst_logits = max2(worst_logits, e_logits);
+        worst_att = max2(worst_att, e_att);
+        free(inputs); free(targets); free(params); free(grads); free(logits); free(att);
+        gpt_free(&model);
+    }
+    report("model loss vs reference", worst_loss);
+    report("model logits vs reference", worst_logits);
+    report("model attention weights vs reference", worst_att);
+    report("model gradients vs reference (worst tensor)", worst_grad);
+}
+
+// the dropout masks are a function of the step seed: another seed gives another loss
+TEST(model_dropout_seed_matters) {
+    const ModelCase *mc = &model_cases[2];
+    GPT model;
+    if (build_model(&model, &mc->config, mc->B_alloc) != 0) return;
+    randomize_params(&model, 3, 0.2f);
+    int N = mc->B * mc->t, inputs[64], targets[64];
+    Rng rng;
+    rng_seed(&rng, 4);
+    random_tokens(inputs, N, mc->config.vocab_size, &rng);
+    random_tokens(targets, N, mc->config.vocab_size, &rng);
+    float losses[4];
+    for (int r = 0; r < 4; r++) {
+        model.training = r < 3;
+        model.dropout_seed = r == 1 ? 2 : 1;  // runs 0 and 2 use the same seed
+        gpt_forward(&model, inputs, targets, mc->B, mc->t);
+        losses[r] = model.mean_loss;
+    }
+    CHECK(losses[0] == losses[2], "same dropout seed, different loss: %.9g vs %.9g", losses[0], losses[2]);
+    CHECK(losses[0] != losses[1], "dropout seeds 1 and 2 give the same loss %.9g", losses[0]);
+    CHECK(losses[0] != losses[3], "training and eval give the same loss %.9g", losses[0]);
+    gpt_free(&model);
+}
+
+typedef struct {
+    const GPTConfig *config;
+    const int *inputs, *targets;
+    int B, t, training;
+    uint64_t seed;
+    double *params;
+} LossCase;
+
+static double reference_loss(void *p) {
+    LossCase *lc = p;
+    return ref_gpt_forward_backward(lc->config, lc->params, lc->inputs, lc->targets, lc->B, lc->t,
+                                    lc->training, lc->seed, NULL, NULL, NULL);
+}
+
+// The reference gradient against finite differences of the reference loss, with and without
+// dropout (fixed masks); and the float model's gradient against the same finite differences.
+TEST(model_reference_grad_fd) {
+    double worst_ref = 0.0, worst_float = 0.0;
+    for (int with_dropout = 0; with_dropout < 2; with_dropout++) {
+        for (int qkv_bias = 0; qkv_bias < 2; qkv_bias++) {
+            GPTConfig c = {5, 4, 2, 2, 4, 3, qkv_bias, with_dropout ? 0.3f : 0.0f};
+            GPT model;
+            if (build_model(&model, &c, 2) != 0) return;
+            randomize_params(&model, 20 + qkv_bias, 0.3f);
+            model.training = with_dropout;
+            model.dropout_seed = 99;
+            int B = 2, t = 3, inputs[6] = {0, 3, 1, 4, 4, 2}, targets[6] = {3, 1, 4, 2, 0, 0};
+            RefLayout lay;
+            ref_gpt_layout(&c, &lay);
+            double *params = malloc(lay.total * sizeof(double)), *grads = malloc(lay.total * sizeof(double));
+            double *fd = malloc(lay.total * sizeof(double));
+            ref_to_double(params, model.params_memory, lay.total);
+            LossCase lc = {&c, inputs, targets, B, t, with_dropout, model.dropout_seed, params};
+            double loss = ref_gpt_forward_backward(&c, params, inputs, targets, B, t, with_dropout,
+                                                   model.dropout_seed, NULL, NULL, grads);
+            if (with_dropout) {
+                lc.training = 0;
+                double eval_loss = reference_loss(&lc);
+                lc.training = 1;
+                CHECK(eval_loss != loss, "dropout changed nothing in the reference");
+            }
+            ref_finite_diff(reference_loss, &lc, params, lay.total, FD_STEP, fd);
+            gpt_forward(&model, inputs, targets, B, t);
+            gpt_backward(&model);
+            for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+                size_t o = lay.offset[i], n = lay.size[i];
+                double e_ref = rel_error_dd(grads + o, fd + o, n);
+                double e_float = rel_error_fd(model.grads_memory + o, fd + o, n);
+                CHECK(e_ref <= FD_TOL, "dropout %d bias %d: reference gradient of %s vs finite diff %.3g",
+                      with_dropout, qkv_bias, ref_tensor_names[i], e_ref);
+                CHECK(e_float <= MODEL_TOL, "dropout %d bias %d: float gradient of %s vs finite diff %.3g",
+                      with_dropout, qkv_bias, ref_tensor_names[i], e_float);
+                worst_ref = max2(worst_ref, e_ref);
+                worst_float = max2(worst_float, e_float);
+            }
+            free(params); free(grads); free(fd);
+            gpt_free(&model);
+        }
+    }
+    report("reference model gradient vs finite diff (worst tensor)", worst_ref);
+    report("float model gradient vs finite diff (worst tensor)", worst_float);
+}
+
+// ---------------------------------------------------------------------------------------
+// (b) causality
+
+// Checks every attention row of the last forward: weight 1 on itself at position 0, rows
+// summing to 1, exact zeros above the diagonal. Returns the worst row-sum error.
+static double check_attention_rows(const GPT *model, int B, int t) {
+    const GPTConfig *c = &model->config;
+    double worst = 0.0;
+    int first_is_one = 1, zeros_above = 1;
+    for (int l = 0; l < c->n_layer; l++) {
+        const float *att = layer_att(model, l);
+        for (int bh = 0; bh < B * c->n_head; bh++) {
+            const float *a = att + (size_t)bh * t * t;
+            first_is_one &= a[0] == 1.0f;
+            for (int i = 0; i < t; i++) {
+                double sum = 0.0;
+                for (int j = 0; j < t; j++) {
+                    sum += a[i * t + j];
+                    if (j > i) zeros_above &= a[i * t + j] == 0.0f;
+                }
+                worst = max2(worst, fabs(sum - 1.0));
+            }
+        }
+    }
+    CHECK(first_is_one, "position 0 does not put weight exactly 1.0f on itself");
+    CHECK(zeros_above, "attention weights above the diagonal are not exactly 0");
+    CHECK(worst <= 1e-5, "an attention row sums to 1 +- %.3g", worst);
+    return worst;
+}
+
+TEST(model_causality) {
+    GPTConfig c = {13, 8, 2, 3, 12, 5, 1, 0.2f};
+    int B = 2, t = 8, N = B * t, V = c.vocab_size;
+    GPT model;
+    if (build_model(&model, &c, B) != 0) return;
+    randomize_params(&model, 7, 0.2f);
+    model.dropout_seed = 5;
+    float *logits = malloc((size_t)N * V * sizeof(float));
+    int inputs[16], changed[16];
+    Rng rng;
+    rng_seed(&rng, 8);
+    random_tokens(inputs, N, V, &rng);
+    double worst_sum = 0.0;
+    for (int training = 0; training < 2; training++) {
+        model.training = training;
+        poison_activations(&model);
+        gpt_forward(&model, inputs, NULL, B, t);
+        worst_sum = max2(worst_sum, check_attention_rows(&model, B, t));
+        memcpy(logits, model.acts.logits, (size_t)N * V * sizeof(float));
+        for (int p = 0; p < t - 1; p++) {
+            // change every token after position p
+            memcpy(changed, inputs, sizeof(inputs));
+            for (int b = 0; b < B; b++)
+                for (int i = p + 1; i < t; i++) changed[b * t + i] = (inputs[b * t + i] + 1 + i) % V;
+            poison_activations(&model);
+            gpt_forward(&model, changed, NULL, B, t);
+            worst_sum = max2(worst_sum, check_attention_rows(&model, B, t));
+            for (int b = 0; b < B; b++) {
+                const float *before = logits + (size_t)b * t * V, *after = model.acts.logits + (size_t)b * t * V;
+                CHECK(memcmp(before, after, (size_t)(p + 1) * V * sizeof(float)) == 0,
+                      "training %d: changing tokens after %d changed logits at or before it", training, p);
+                CHECK(memcmp(before + (size_t)(p + 1) * V, after + (size_t)(p + 1) * V, V * sizeof(float)) != 0,
+                      "training %d: changing token %d left its logits unchanged", training, p + 1);
+            }
+        }
+    }
+    printf("    attention row sums: max |sum - 1| = %.2e\n", worst_sum);
+    free(logits);
+    gpt_free(&model);
+}
+
+// ---------------------------------------------------------------------------------------
+// (c) learning
+
+TEST(model_learns_string) {
+    const char *text = "hello world, hello chargpt! ";
+    int period = (int)strlen(text);
+    // vocabulary: the distinct characters
+    char vocab[64];
+    int V = 0, ids[64];
+    for (int i = 0; i < period; i++) {
+        int found = -1;
+        for (int v = 0; v < V; v++) if (vocab[v] == text[i]) found = v;
+        if (found < 0) { vocab[V] = text[i]; found = V++; }
+        ids[i] = found;
+    }
+    // rows start at different phases whose first characters differ ('h', 'w', 'c', 'p'),
+    // so the model must attend back to the first token to know where it is
+    const int B = 4, t = 32, offsets[4] = {0, 6, 19, 24};
+    int inputs[4 * 32], targets[4 * 32];
+    for (int b = 0; b < B; b++) {
+        for (int i = 0; i < t; i++) {
+            inputs[b * t + i] = ids[(offsets[b] + i) % period];
+            targets[b * t + i] = ids[(offsets[b] + i + 1) % period];
+        }
+    }
+    GPTConfig c = {V, t, 2, 4, 32, 8, 0, 0.0f};
+    GPT model;
+    if (build_model(&model, &c, B) != 0) return;
+    gpt_init_weights(&model, 1);
+    AdamW opt;
+    char err[ERR_LEN];
+    if (!CHECK(adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.0f, err) == 0, "adamw_init: %s", err)) return;
+    float first = 0.0f, last = 0.0f;
+    for (int step = 0; step < 300; step++) {
+        gpt_forward(&model, inputs, targets, B, t);
+        if (step == 0) first = model.mean_loss;
+        last = model.mean_loss;
+        gpt_backward(&model);
+        double norm = grad_global_norm(model.grads_memory, model.num_parameters);
+        grad_clip(model.grads_memory, model.num_parameters, norm, 1.0f);
+        adamw_update(&opt, model.params_memory, model.grads_memory, 1e-2f);
+    }
+    gpt_forward(&model, inputs, targets, B, t);
+    last = model.mean_loss;
+    printf("    loss %.4f -> %.4f after 300 steps (V=%d)\n", first, last, V);
+    CHECK(first > 2.0f, "initial loss %.4f, expected about log(%d) = %.2f", first, V, log(V));
+    CHECK(last < 0.05f, "loss after 300 steps %.4f, expected < 0.05", last);
+    adamw_free(&opt);
+    gpt_free(&model);
+}
+
+// ---------------------------------------------------------------------------------------
+// (d) determinism
+
+// Trains a small model for `steps` with dropout from an init seed and a dropout seed base,
+// on `threads` threads; returns the parameters (caller frees).
+static float *train_steps(uint64_t init_seed, uint64_t dropout_base, int steps, int threads, size_t *n) {
+    GPTConfig c = {13, 8, 2, 2, 16, 8, 1, 0.1f};
+    int B = 3, t = 8, inputs[24], targets[24];
+    Rng rng;
+    rng_seed(&rng, 77);
+    random_tokens(inputs, B * t, c.vocab_size, &rng);
+    random_tokens(targets, B * t, c.vocab_size, &rng);
+    GPT model;
+    if (build_model(&model, &c, B) != 0) return NULL;
+    gpt_init_weights(&model, init_seed);
+    AdamW opt;
+    char err[ERR_LEN];
+    if (!CHECK(adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0, "adamw_init: %s", err)) {
+        gpt_free(&model);
+        return NULL;
+    }
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    model.training = 1;
+    for (int step = 0; step < steps; step++) {
+        model.dropout_seed = dropout_base + step;
+        gpt_forward(&model, inputs, targets, B, t);
+        gpt_backward(&model);
+        double norm = grad_global_norm(model.grads_memory, model.num_parameters);
+        grad_clip(model.grads_memory, model.num_parameters, norm, 1.0f);
+        adamw_update(&opt, model.params_memory, model.grads_memory, 1e-2f);
+    }
+    omp_set_num_threads(saved);
+    *n = model.num_parameters;
+    float *params = malloc(*n * sizeof(float));
+    memcpy(params, model.params_memory, *n * sizeof(float));
+    adamw_free(&opt);
+    gpt_free(&model);
+    return params;
+}
+
+TEST(model_determinism) {
+    size_t n = 0;
+    float *a = train_steps(1, 100, 5, 2, &n);
+    float *b = train_steps(1, 100, 5, 2, &n);
+    float *other_init = train_steps(2, 100, 5, 2, &n);
+    float *other_dropout = train_steps(1, 200, 5, 2, &n);
+    // matmul.h and layers.c promise the same bits for any thread count
+    float *one_thread = train_steps(1, 100, 5, 1, &n);
+    if (!a || !b || !other_init || !other_dropout || !one_thread) return;
+    CHECK(memcmp(a, b, n * sizeof(float)) == 0, "two runs with the same seeds differ");
+    CHECK(memcmp(a, other_init, n * sizeof(float)) != 0, "another init seed gives the same weights");
+    CHECK(memcmp(a, other_dropout, n * sizeof(float)) != 0, "another dropout seed gives the same weights");
+    CHECK(memcmp(a, one_thread, n * sizeof(float)) == 0, "1 and 2 threads give different weights");
+    printf("    5 AdamW steps with dropout: same seeds and 1 vs 2 threads bit-identical\n");
+    free(a); free(b); free(other_init); free(other_dropout); free(one_thread);
+}
+
+// ---------------------------------------------------------------------------------------
+// (e) dropout masks
+
+TEST(model_dropout_mask) {
+    const int n = 1 << 20;
+    const float p = 0.3f, scale = 1.0f / (1.0f - p);
+    Rng rng;
+    rng_seed(&rng, 9);
+    float *inp = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    float *again = malloc(n * sizeof(float)), *other = malloc(n * sizeof(float));
+    float *dinp = calloc(n, sizeof(float));
+    for (int i = 0; i < n; i++) inp[i] = 0.5f + rng_uniform(&rng);  // never 0
+    Dropout drop = {p, dropout_key(42, 1, DROPOUT_ATTN_RESIDUAL)};
+    Dropout drop2 = {p, dropout_key(42, 1, DROPOUT_MLP_RESIDUAL)};
+    dropout_forward(out, inp, n, &drop);
+    dropout_forward(again, inp, n, &drop);
+    dropout_forward(other, inp, n, &drop2);
+    dropout_backward(dinp, inp, n, &drop);
+    long dropped = 0, wrong_value = 0, wrong_mask = 0, masks_differ = 0;
+    for (int i = 0; i < n; i++) {
+        int keep = dropout_keep(drop.key, (uint64_t)i, p);
+        dropped += out[i] == 0.0f;
+        wrong_mask += (out[i] != 0.0f) != keep;
+        if (out[i] != 0.0f) wrong_value += out[i] != inp[i] * scale;
+        masks_differ += (out[i] == 0.0f) != (other[i] == 0.0f);
+    }
+    double frac = (double)dropped / n, differ = (double)masks_differ / n;
+    printf("    dropped fraction %.4f (p = 0.3); other key's mask differs at %.4f (expect 0.42)\n", frac, differ);
+    CHECK(fabs(frac - 0.3) <= 0.01, "dropped fraction %.4f, expected 0.3 +- 0.01", frac);
+    CHECK(wrong_value == 0, "%ld kept values are not exactly x / (1 - p)", wrong_value);
+    CHECK(wrong_mask == 0, "%ld elements disagree with dropout_keep", wrong_mask);
+    CHECK(memcmp(out, again, n * sizeof(float)) == 0, "the same key gave another mask");
+    CHECK(fabs(differ - 0.42) <= 0.01, "another key's mask differs at %.4f of elements", differ);
+    CHECK(memcmp(dinp, out, n * sizeof(float)) == 0, "dropout_backward does not use the forward's mask");
+    // keys of different steps, layers and sites are all distinct
+    uint64_t keys[4 * 3 * 3];
+    int m = 0, distinct = 1;
+    for (uint64_t s = 0; s < 4; s++)
+        for (int l = 0; l < 3; l++)
+            for (int site = 0; site < 3; site++) keys[m++] = dropout_key(s, l, site);
+    for (int i = 0; i < m; i++)
+        for (int j = i + 1; j < m; j++) distinct &= keys[i] != keys[j];
+    CHECK(distinct, "dropout_key collides across steps, layers or sites");
+    free(inp); free(out); free(again); free(other); free(dinp);
+}
+
+// ---------------------------------------------------------------------------------------
+// (f) initialisation
+
+TEST(model_init_weights) {
+    GPTConfig c = {64, 64, 2, 4, 64, 16, 1, 0.0f};
+    GPT model;
+    if (build_model(&model, &c, 1) != 0) return;
+    RefLayout lay;
+    ref_gpt_layout(&c, &lay);
+    gpt_init_weights(&model, 42);
+    double proj_std = 0.02 / sqrt(2.0 * c.n_layer);
+    const struct { int tensor; double std; } normal[] = {
+        {REF_WTE, 0.02}, {REF_WPE, 0.02}, {REF_QKVW, 0.02}, {REF_ATTPROJW, proj_std},
+        {REF_FCW, 0.02}, {REF_FCPROJW, proj_std}};
+    double worst_std = 0.0;
+    for (size_t k = 0; k < sizeof(normal) / sizeof(normal[0]); k++) {
+        const float *p = model.params_memory + lay.offset[normal[k].tensor];
+        size_t n = lay.size[normal[k].tensor];
+        double sum = 0.0, sumsq = 0.0;
+        for (size_t i = 0; i < n; i++) sum += p[i];
+        double mean = sum / n;
+        for (size_t i = 0; i < n; i++) sumsq += (p[i] - mean) * (p[i] - mean);
+        double std = sqrt(sumsq / n), rel = fabs(std / normal[k].std - 1.0);
+        worst_std = max2(worst_std, rel);
+        CHECK(rel <= 0.05, "%s: std %.5f, expected %.5f", ref_tensor_names[normal[k].tensor], std, normal[k].std);
+        // the mean of n samples has std sigma/sqrt(n); allow 5 of those
+        CHECK(fabs(mean) <= 5.0 * normal[k].std / sqrt((double)n), "%s: mean %.3g",
+              ref_tensor_names[normal[k].tensor], mean);
+    }
+    printf("    init std: worst relative deviation %.3f over %zu tensors\n", worst_std,
+           sizeof(normal) / sizeof(normal[0]));
+    const int zeros[] = {REF_LN1B, REF_QKVB, REF_ATTPROJB, REF_LN2B, REF_FCB, REF_FCPROJB, REF_LNFB};
+    const int ones[] = {REF_LN1W, REF_LN2W, REF_LNFW};
+    for (size_t k = 0; k < sizeof(zeros) / sizeof(zeros[0]); k++) {
+        int exact = 1;
+        for (size_t i = 0; i < lay.size[zeros[k]]; i++) exact &= model.params_memory[lay.offset[zeros[k]] + i] == 0.0f;
+        CHECK(exact, "%s is not exactly 0", ref_tensor_names[zeros[k]]);
+    }
+    for (size_t k = 0; k < sizeof(ones) / sizeof(ones[0]); k++) {
+        int exact = 1;
+        for (size_t i = 0; i < lay.size[ones[k]]; i++) exact &= model.params_memory[lay.offset[ones[k]] + i] == 1.0f;
+        CHECK(exact, "%s is not exactly 1", ref_tensor_names[ones[k]]);
+    }
+    // same seed: same bits (even over garbage); another seed: other weights
+    size_t bytes = model.num_parameters * sizeof(float);
+    float *first = malloc(bytes);
+    memcpy(first, model.params_memory, bytes);
+    memset(model.params_memory, 0x7f, bytes);
+    gpt_init_weights(&model, 42);
+    CHECK(memcmp(first, model.params_memory, bytes) == 0, "the same seed gave other weights");
+    gpt_init_weights(&model, 43);
+    size_t same = 0;
+    for (size_t i = 0; i < lay.size[REF_WTE]; i++) same += first[i] == model.params_memory[i];
+    CHECK(same == 0, "seeds 42 and 43 share %zu of %zu wte values", same, lay.size[REF_WTE]);
+    free(first);
+    gpt_free(&model);
+}

@@ -1,0 +1,621 @@
+// Tests of the attention viewer outputs (viewer/attention_export.h): each format is read
+// back by a small independent reader here and compared with the weights written.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "../data/utf8.h"
+#include "../viewer/attention_export.h"
+#include "test.h"
+
+#define TMP_DIR "tests/tmp"
+
+// ---------------------------------------------------------------------------------------
+// synthetic attention
+
+// Decodes a UTF-8 literal into code points; returns t.
+static int text_chars(const char *text, uint32_t *chars) {
+    size_t bad;
+    return (int)utf8_decode((const unsigned char *)text, strlen(text), chars, &bad);
+}
+
+// Attention with recognisable patterns per head (previous character, first character,
+// a decaying local window, the same character, the last whitespace), plus a little
+// pseudo-random noise; each row is a softmax over keys 0..i, zeros above the diagonal.
+// att: (L, H, t, t)
+static void synthetic_attention(const uint32_t *chars, int t, int L, int H, float *att) {
+    uint32_t state = 12345;
+    double *logits = malloc((size_t)t * sizeof(double));
+    for (int l = 0; l < L; l++) {
+        for (int h = 0; h < H; h++) {
+            float *head = att + ((size_t)l * H + h) * t * t;
+            int pattern = (l * H + h) % 5;
+            double sharpness = 1.0 + 0.5 * l;
+            for (int i = 0; i < t; i++) {
+                double max = -1e30;
+                for (int j = 0; j <= i; j++) {
+                    double x = 0.0;
+                    if (pattern == 0) x = j == i - 1 ? 4.0 : 0.0;
+                    if (pattern == 1) x = j == 0 ? 3.0 : -0.3 * (i - j);
+                    if (pattern == 2) x = -0.6 * (i - j);
+                    if (pattern == 3) x = chars[j] == chars[i] ? 3.0 : 0.0;
+                    if (pattern == 4) x = (chars[j] == ' ' || chars[j] == '\n') ? 2.5 - 0.1 * (i - j) : 0.0;
+                    state = state * 1664525u + 1013904223u;
+                    x = sharpness * x + 0.5 * ((state >> 8) / 16777216.0);
+                    logits[j] = x;
+                    if (x > max) max = x;
+                }
+                double sum = 0.0;
+                for (int j = 0; j <= i; j++) sum += logits[j] = exp(logits[j] - max);
+                for (int j = 0; j < t; j++) head[(size_t)i * t + j] = j <= i ? (float)(logits[j] / sum) : 0.0f;
+            }
+        }
+    }
+    free(logits);
+}
+
+static char *read_whole_file(const char *path, size_t *len) {
+    *len = 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long size = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *buf = malloc((size_t)size + 1);
+    size_t got = fread(buf, 1, (size_t)size, fp);
+    fclose(fp);
+    buf[got] = '\0';
+    *len = got;
+    return buf;
+}
+
+static int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+// A text exercising every escape: quote, backslash, newline, tab, CR, a control character,
+// comma, '<', and 2-, 3- and 4-byte UTF-8.
+static const char TRICKY_TEXT[] = "a\"b\\c\nd\te,f\r\x01<g\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80 ";
+
+// ---------------------------------------------------------------------------------------
+// a minimal JSON reader: numbers and strings are collected in document order, and for
+// arrays the length at each nesting depth (-1 when arrays at one depth differ)
+
+typedef struct {
+    const char *p;
+    int ok;
+    double *nums;      // every number (null as NaN)
+    size_t n_nums, cap_nums;
+    char **strings;    // every string, decoded to UTF-8
+    size_t n_strings;
+    int shape[8];      // array length per depth, 0 not seen yet, -1 inconsistent
+} Json;
+
+static void json_ws(Json *j) {
+    while (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t') j->p++;
+}
+
+static char *json_string(Json *j) {
+    if (*j->p != '"') { j->ok = 0; return NULL; }
+    j->p++;
+    char *out = malloc(strlen(j->p) + 1);
+    size_t n = 0;
+    while (j->ok && *j->p != '"') {
+        unsigned char c = (unsigned char)*j->p++;
+        if (c == '\0' || c < 0x20) { j->ok = 0; break; }  // raw control characters are invalid
+        if (c != '\\') { out[n++] = (char)c; continue; }
+        char e = *j->p++;
+        switch (e) {
+        case '"': out[n++] = '"'; break;
+        case '\\': out[n++] = '\\'; break;
+        case '/': out[n++] = '/'; break;
+        case 'b': out[n++] = '\b'; break;
+        case 'f': out[n++] = '\f'; break;
+        case 'n': out[n++] = '\n'; break;
+        case 'r': out[n++] = '\r'; break;
+        case 't': out[n++] = '\t'; break;
+        case 'u': {
+            char hex[5] = {0};
+            memcpy(hex, j->p, 4);
+            j->p += 4;
+            n += (size_t)utf8_encode((uint32_t)strtoul(hex, NULL, 16), out + n);
+            break;
+        }
+        default: j->ok = 0;
+        }
+    }
+    if (j->ok) j->p++;
+    out[n] = '\0';
+    return out;
+}
+
+static void json_push_number(Json *j, double x) {
+    if (j->n_nums == j->cap_nums) {
+        j->cap_nums = j->cap_nums ? 2 * j->cap_nums : 1024;
+        j->nums = realloc(j->nums, j->cap_nums * sizeof(double));
+    }
+    j->nums[j->n_nums++] = x;
+}
+
+static void json_value(Json *j, int depth) {
+    json_ws(j);
+    if (!j->ok) return;
+    if (*j->p == '[') {
+        j->p++;
+        int count = 0;
+        json_ws(j);
+        if (*j->p == ']') j->p++;
+        else {
+            while (j->ok) {
+                json_value(j, depth + 1);
+                count++;
+                json_ws(j);
+                if (*j->p == ',') { j->p++; continue; }
+                if (*j->p == ']') { j->p++; break; }
+                j->ok = 0;
+            }
+        }
+        if (depth < 8) j->shape[depth] = j->shape[depth] == 0 || j->shape[depth] == count ? count : -1;
+    } else if (*j->p == '"') {
+        j->strings = realloc(j->strings, (j->n_strings + 1) * sizeof(char *));
+        j->strings[j->n_strings++] = json_string(j);
+    } else if (strncmp(j->p, "null", 4) == 0) {
+        j->p += 4;
+        json_push_number(j, NAN);
+    } else {
+        char *end;
+        double x = strtod(j->p, &end);
+        if (end == j->p) { j->ok = 0; return; }
+        j->p = end;
+        json_push_number(j, x);
+    }
+}
+
+static void json_free(Json *j) {
+    for (size_t i = 0; i < j->n_strings; i++) free(j->strings[i]);
+    free(j->strings);
+    free(j->nums);
+}
+
+// Reads the top-level object of an exported .json into tokens (a Json of the "tokens"
+// value), sizes, and attention (a Json of the "attention" value).
+static int json_read_export(const char *text, Json *tokens, int *n_layer, int *n_head, Json *attention) {
+    Json top = {.p = text, .ok = 1};
+    json_ws(&top);
+    if (*top.p++ != '{') return 0;
+    while (top.ok) {
+        json_ws(&top);
+        char *key = json_string(&top);
+        json_ws(&top);
+        if (!top.ok || *top.p++ != ':') { free(key); return 0; }
+        Json value = {.p = top.p, .ok = 1};
+        json_value(&value, 0);
+        top.p = value.p;
+        top.ok = value.ok;
+        if (strcmp(key, "tokens") == 0) *tokens = value;
+        else if (strcmp(key, "attention") == 0) *attention = value;
+        else {
+            if (value.n_nums == 1 && strcmp(key, "n_layer") == 0) *n_layer = (int)value.nums[0];
+            if (value.n_nums == 1 && strcmp(key, "n_head") == 0) *n_head = (int)value.nums[0];
+            json_free(&value);
+        }
+        free(key);
+        json_ws(&top);
+        if (*top.p == ',') { top.p++; continue; }
+        if (*top.p == '}') { top.p++; break; }
+        top.ok = 0;
+    }
+    json_ws(&top);
+    return top.ok && *top.p == '\0';
+}
+
+// tokens[i] must be the UTF-8 of chars[i]
+static int tokens_match(const Json *tokens, const uint32_t *chars, int t) {
+    if (!CHECK(tokens->ok && tokens->n_strings == (size_t)t, "tokens: %zu strings, want %d",
+               tokens->n_strings, t))
+        return 0;
+    for (int i = 0; i < t; i++) {
+        char want[5] = {0};
+        utf8_encode(chars[i], want);
+        if (!CHECK(strcmp(tokens->strings[i], want) == 0, "token %d is \"%s\", want \"%s\"", i,
+                   tokens->strings[i], want))
+            return 0;
+    }
+    return 1;
+}
+
+TEST(viewer_json_round_trip) {
+    uint32_t chars[64];
+    int t = text_chars(TRICKY_TEXT, chars), L = 2, H = 3;
+    float *att = malloc((size_t)L * H * t * t * sizeof(float));
+    synthetic_attention(chars, t, L, H, att);
+    mkdir(TMP_DIR, 0755);
+    const char *path = TMP_DIR "/viewer_test.json";
+    char err[ERR_LEN];
+    CHECK(attention_export(path, chars, t, L, H, att, err) == 0, "export: %s", err);
+    size_t len;
+    char *text = read_whole_file(path, &len);
+    if (!CHECK(text, "cannot read %s", path)) return;
+    // the escapes themselves, as text
+    CHECK(strstr(text, "\"\\\"\""), "no escaped quote \"\\\"\"");
+    CHECK(strstr(text, "\"\\\\\""), "no escaped backslash \"\\\\\"");
+    CHECK(strstr(text, "\"\\n\""), "no escaped newline \"\\n\"");
+    CHECK(strstr(text, "\"\\u0001\""), "no \\u0001 escape");
+    CHECK(strstr(text, "\"\xF0\x9F\x98\x80\""), "non-ASCII is not raw UTF-8");
+
+    Json tokens = {0}, attention = {0};
+    int n_layer = 0, n_head = 0;
+    CHECK(json_read_export(text, &tokens, &n_layer, &n_head, &attention), "not valid JSON");
+    tokens_match(&tokens, chars, t);
+    CHECK(n_layer == L && n_head == H, "n_layer %d n_head %d, want %d %d", n_layer, n_head, L, H);
+    CHECK(attention.shape[0] == L && attention.shape[1] == H && attention.shape[2] == t &&
+              attention.shape[3] == t,
+          "attention shape [%d][%d][%d][%d], want [%d][%d][%d][%d]", attention.shape[0],
+          attention.shape[1], attention.shape[2], attention.shape[3], L, H, t, t);
+    if (CHECK(attention.n_nums == (size_t)L * H * t * t, "%zu numbers", attention.n_nums)) {
+        // every weight parses back to the same float; count the lower triangle
+        size_t lower = 0, mismatches = 0, upper_nonzero = 0;
+        for (size_t k = 0; k < attention.n_nums; k++) {
+            int i = (int)(k / t % t), j = (int)(k % t);
+            if ((float)attention.nums[k] != att[k]) mismatches++;
+            if (j <= i) lower++;
+            else if (attention.nums[k] != 0.0) upper_nonzero++;
+        }
+        CHECK(mismatches == 0, "%zu weights do not round-trip", mismatches);
+        CHECK(lower == (size_t)L * H * t * (t + 1) / 2, "%zu lower-triangle weights", lower);
+        CHECK(upper_nonzero == 0, "%zu nonzero weights above the diagonal", upper_nonzero);
+    }
+    json_free(&tokens);
+    json_free(&attention);
+    free(text);
+    free(att);
+}
+
+// ---------------------------------------------------------------------------------------
+// CSV
+
+// Reads one RFC 4180 record starting at *p into fields (each malloc'd); returns the number
+// of fields, or -1 on a malformed quoted field. Moves *p past the record's newline.
+static int csv_record(const char **p, char **fields, int max_fields) {
+    int n = 0;
+    const char *s = *p;
+    for (;;) {
+        char *field = malloc(strlen(s) + 1);
+        size_t len = 0;
+        if (*s == '"') {
+            s++;
+            for (;;) {
+                if (*s == '\0') { free(field); return -1; }
+                if (*s == '"' && s[1] == '"') { field[len++] = '"'; s += 2; continue; }
+                if (*s == '"') { s++; break; }
+                field[len++] = *s++;
+            }
+        } else {
+            while (*s && *s != ',' && *s != '\n') field[len++] = *s++;
+        }
+        field[len] = '\0';
+        if (n < max_fields) fields[n++] = field;
+        else free(field);
+        if (*s == ',') { s++; continue; }
+        if (*s == '\n') s++;
+        else if (*s != '\0') return -1;
+        break;
+    }
+    *p = s;
+    return n;
+}
+
+TEST(viewer_csv_rows) {
+    uint32_t chars[64];
+    int t = text_chars(TRICKY_TEXT, chars), L = 2, H = 3;
+    float *att = malloc((size_t)L * H * t * t * sizeof(float));
+    synthetic_attention(chars, t, L, H, att);
+    mkdir(TMP_DIR, 0755);
+    const char *path = TMP_DIR "/viewer_test.csv";
+    char err[ERR_LEN];
+    CHECK(attention_export(path, chars, t, L, H, att, err) == 0, "export: %s", err);
+    size_t len;
+    char *text = read_whole_file(path, &len);
+    if (!CHECK(text, "cannot read %s", path)) return;
+    CHECK(strstr(text, ",\",\",") && strstr(text, ",\"\"\"\",") && strstr(text, ",\"\n\",") &&
+              strstr(text, ",\"\r\","),
+          "comma, quote, LF or CR not quoted per RFC 4180");
+    CHECK(strstr(text, ",\t,") && strstr(text, ",\xF0\x9F\x98\x80,"), "tab or UTF-8 not raw");
+
+    const char *p = text;
+    char *fields[8];
+    int n = csv_record(&p, fields, 8);
+    CHECK(n == 7 && strcmp(fields[0], "layer") == 0 && strcmp(fields[6], "weight") == 0, "bad header");
+    for (int k = 0; k < n; k++) free(fields[k]);
+    size_t rows = 0, bad = 0;
+    for (int l = 0; l < L; l++) {
+        for (int h = 0; h < H; h++) {
+            for (int i = 0; i < t; i++) {
+                for (int j = 0; j <= i; j++) {
+                    n = csv_record(&p, fields, 8);
+                    if (n != 7) { bad++; for (int k = 0; k < (n > 0 ? n : 0); k++) free(fields[k]); continue; }
+                    rows++;
+                    char qc[5] = {0}, kc[5] = {0};
+                    utf8_encode(chars[i], qc);
+                    utf8_encode(chars[j], kc);
+                    float w = strtof(fields[6], NULL);
+                    if (atoi(fields[0]) != l || atoi(fields[1]) != h || atoi(fields[2]) != i ||
+                        atoi(fields[3]) != j || strcmp(fields[4], qc) != 0 ||
+                        strcmp(fields[5], kc) != 0 || w != att[(((size_t)l * H + h) * t + i) * t + j])
+                        bad++;
+                    for (int k = 0; k < n; k++) free(fields[k]);
+                }
+            }
+        }
+    }
+    CHECK(rows == (size_t)L * H * t * (t + 1) / 2, "%zu data rows, want %d", rows, L * H * t * (t + 1) / 2);
+    CHECK(bad == 0, "%zu rows differ from the weights written", bad);
+    CHECK(*p == '\0', "data after the last expected row");
+    free(text);
+    free(att);
+}
+
+// ---------------------------------------------------------------------------------------
+// PNG
+
+static uint32_t be32(const unsigned char *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+// Decodes an exported PNG: checks the signature, each chunk's CRC and IHDR (8-bit RGB),
+// inflates the IDAT data, which must be exactly height * (1 + 3 * width) bytes with filter
+// byte 0 on every scanline. Returns the scanlines (malloc'd) or NULL.
+static unsigned char *png_decode(const char *path, int *width, int *height) {
+    size_t len;
+    unsigned char *png = (unsigned char *)read_whole_file(path, &len);
+    if (!CHECK(png && len > 8, "cannot read %s", path)) return NULL;
+    static const unsigned char signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+    CHECK(memcmp(png, signature, 8) == 0, "bad PNG signature");
+    unsigned char *idat = NULL;
+    size_t idat_len = 0, pos = 8;
+    int seen_ihdr = 0, seen_iend = 0;
+    while (pos + 12 <= len && !seen_iend) {
+        uint32_t n = be32(png + pos);
+        if (!CHECK(pos + 12 + n <= len, "chunk at %zu runs past the end", pos)) break;
+        const unsigned char *type = png + pos + 4, *data = png + pos + 8;
+        uLong crc = crc32(crc32(0L, Z_NULL, 0), type, 4 + n);
+        CHECK(crc == be32(data + n), "chunk %.4s: CRC mismatch", type);
+        if (memcmp(type, "IHDR", 4) == 0) {
+            seen_ihdr = CHECK(n == 13 && pos == 8, "IHDR is not the first 13-byte chunk");
+            *width = (int)be32(data);
+            *height = (int)be32(data + 4);
+            CHECK(data[8] == 8 && data[9] == 2 && data[10] == 0 && data[11] == 0 && data[12] == 0,
+                  "IHDR is not 8-bit RGB, deflate, filter 0, no interlace");
+        } else if (memcmp(type, "IDAT", 4) == 0) {
+            idat = realloc(idat, idat_len + n);
+            memcpy(idat + idat_len, data, n);
+            idat_len += n;
+        } else if (memcmp(type, "IEND", 4) == 0) {
+            seen_iend = CHECK(n == 0 && pos + 12 == len, "IEND is not an empty last chunk");
+        }
+        pos += 12 + n;
+    }
+    free(png);
+    if (!CHECK(seen_ihdr && idat && seen_iend, "missing IHDR, IDAT or IEND")) {
+        free(idat);
+        return NULL;
+    }
+    size_t want = (size_t)*height * (1 + 3 * (size_t)*width);
+    uLongf got = want + 1;  // room for one byte too many, to catch a longer stream
+    unsigned char *raw = malloc(got);
+    int rc = uncompress(raw, &got, idat, idat_len);
+    free(idat);
+    if (!CHECK(rc == Z_OK && got == want, "IDAT inflates to %lu bytes (zlib %d), want %zu",
+               (unsigned long)got, rc, want)) {
+        free(raw);
+        return NULL;
+    }
+    for (int y = 0; y < *height; y++) {
+        if (!CHECK(raw[(size_t)y * (1 + 3 * (size_t)*width)] == 0, "scanline %d: filter byte not 0", y)) {
+            free(raw);
+            return NULL;
+        }
+    }
+    return raw;
+}
+
+static int pixel_is(const unsigned char *raw, int width, int x, int y, int r, int g, int b) {
+    const unsigned char *p = raw + (size_t)y * (1 + 3 * (size_t)width) + 1 + 3 * (size_t)x;
+    return p[0] == r && p[1] == g && p[2] == b;
+}
+
+TEST(viewer_png_decodes) {
+    // 13 characters, 2 layers x 3 heads: cells of min(8, 512/13, 2048/(13*3)) = 8 pixels,
+    // 104-pixel panels, 3-pixel gaps
+    uint32_t chars[13];
+    int t = text_chars("To be, or not", chars), L = 2, H = 3;
+    float *att = malloc((size_t)L * H * t * t * sizeof(float));
+    synthetic_attention(chars, t, L, H, att);
+    // layer 1, head 2: every query puts all its weight on key 0
+    float *sink = att + ((size_t)1 * H + 2) * t * t;
+    for (int i = 0; i < t; i++)
+        for (int j = 0; j < t; j++) sink[i * t + j] = j == 0 ? 1.0f : 0.0f;
+    mkdir(TMP_DIR, 0755);
+    const char *path = TMP_DIR "/viewer_test.png";
+    char err[ERR_LEN];
+    CHECK(attention_export(path, chars, t, L, H, att, err) == 0, "export: %s", err);
+    int width = 0, height = 0;
+    unsigned char *raw = png_decode(path, &width, &height);
+    if (raw) {
+        int cell = 8, panel = 13 * 8, gap = 3;
+        CHECK(width == 3 * panel + 4 * gap && height == 2 * panel + 3 * gap, "image %d x %d", width, height);
+        // centre of cell (query i, key j) in the sink panel
+        int x0 = gap + 2 * (panel + gap) + cell / 2, y0 = gap + 1 * (panel + gap) + cell / 2;
+        CHECK(pixel_is(raw, width, 0, 0, 255, 255, 255), "the frame is not white");
+        CHECK(pixel_is(raw, width, x0 - cell / 2 - 1, y0, 255, 255, 255), "the gap is not white");
+        CHECK(pixel_is(raw, width, x0 + 0 * cell, y0 + 5 * cell, 253, 231, 37), "weight 1 is not the top colour");
+        CHECK(pixel_is(raw, width, x0 + 3 * cell, y0 + 5 * cell, 68, 1, 84), "weight 0 is not the bottom colour");
+        CHECK(pixel_is(raw, width, x0 + 7 * cell, y0 + 5 * cell, 215, 215, 215), "a masked cell is not grey");
+    }
+    free(raw);
+    free(att);
+}
+
+// ---------------------------------------------------------------------------------------
+// HTML
+
+static size_t count_occurrences(const char *text, const char *needle) {
+    size_t n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+TEST(viewer_html_self_contained) {
+    uint32_t chars[64];
+    int t = text_chars("a<\"", chars), L = 1, H = 1;
+    // row 0: 1; row 1: 0.25 0.75; row 2: 0.1 0.2 0.7
+    float att[9] = {1.0f, 0, 0, 0.25f, 0.75f, 0, 0.1f, 0.2f, 0.7f};
+    mkdir(TMP_DIR, 0755);
+    const char *path = TMP_DIR "/viewer_test.html";
+    char err[ERR_LEN];
+    CHECK(attention_export(path, chars, t, L, H, att, err) == 0, "export: %s", err);
+    size_t len;
+    char *page = read_whole_file(path, &len);
+    if (!CHECK(page, "cannot read %s", path)) return;
+    CHECK(!strstr(page, "http://") && !strstr(page, "https://") && !strstr(page, "src=\"") &&
+              !strstr(page, "href=\"") && !strstr(page, "@import"),
+          "the page refers to something outside itself");
+    CHECK(strstr(page, "<title>chargpt attention: 3 characters, 1 layer &times; 1 head</title>"),
+          "the title does not give the sizes");
+    CHECK(strstr(page, "{\"tokens\":[\"a\",\"\\u003c\",\"\\\"\"],\"n_layer\":1,\"n_head\":1,"
+                       "\"scale\":10000,\"attention\":[\n[[10000,2500,7500,1000,2000,7000]]]}"),
+          "the embedded data is missing or wrong");
+    CHECK(strstr(page, "id=\"errors\"") && strstr(page, "dataset.rendered = 'heatmap,lines'"),
+          "no error box or rendered marker");
+    CHECK(count_occurrences(page, "<script") == count_occurrences(page, "</script"), "unbalanced <script>");
+    free(page);
+
+    // a text that tries to end the data <script> early stays inside it
+    t = text_chars("</script><script>alert(1)</script>", chars);
+    float *att2 = malloc((size_t)t * t * sizeof(float));
+    synthetic_attention(chars, t, 1, 1, att2);
+    CHECK(attention_export(path, chars, t, 1, 1, att2, err) == 0, "export: %s", err);
+    page = read_whole_file(path, &len);
+    if (CHECK(page, "cannot read %s", path)) {
+        CHECK(!strstr(page, "alert(1)</script>") && !strstr(page, "\"<\""), "a raw < in the data");
+        CHECK(count_occurrences(page, "<script") == count_occurrences(page, "</script"), "unbalanced <script>");
+        free(page);
+    }
+    free(att2);
+}
+
+// ---------------------------------------------------------------------------------------
+// errors and edge cases
+
+TEST(viewer_unknown_extension) {
+    uint32_t chars[2] = {'a', 'b'};
+    float att[4] = {1, 0, 0.5f, 0.5f};
+    mkdir(TMP_DIR, 0755);
+    const char *paths[] = {TMP_DIR "/viewer_test.txt", TMP_DIR "/viewer_test",
+                           TMP_DIR "/viewer_test.json.bak", TMP_DIR "/viewer.json/x"};
+    for (int k = 0; k < 4; k++) {
+        char err[ERR_LEN] = "";
+        int rc = attention_export(paths[k], chars, 2, 1, 1, att, err);
+        CHECK(rc == -2 && strstr(err, paths[k]), "%s: rc %d, err \"%s\"", paths[k], rc, err);
+        CHECK(!file_exists(paths[k]), "%s was created", paths[k]);
+    }
+}
+
+TEST(viewer_missing_directory) {
+    uint32_t chars[2] = {'a', 'b'};
+    float att[4] = {1, 0, 0.5f, 0.5f};
+    const char *paths[] = {TMP_DIR "/no_such_dir/a.json", TMP_DIR "/no_such_dir/a.csv",
+                           TMP_DIR "/no_such_dir/a.png", TMP_DIR "/no_such_dir/a.html"};
+    for (int k = 0; k < 4; k++) {
+        char err[ERR_LEN] = "";
+        int rc = attention_export(paths[k], chars, 2, 1, 1, att, err);
+        CHECK(rc == -1 && strstr(err, paths[k]), "%s: rc %d, err \"%s\"", paths[k], rc, err);
+        CHECK(!file_exists(paths[k]), "%s exists", paths[k]);
+    }
+    CHECK(!file_exists(TMP_DIR "/no_such_dir"), "the directory was created");
+}
+
+TEST(viewer_single_character_and_bad_sizes) {
+    uint32_t chars[1] = {'\n'};
+    float att[1] = {1.0f};
+    mkdir(TMP_DIR, 0755);
+    const char *path = TMP_DIR "/viewer_one.json";
+    char err[ERR_LEN];
+    CHECK(attention_export(path, chars, 1, 1, 1, att, err) == 0, "export: %s", err);
+    size_t len;
+    char *text = read_whole_file(path, &len);
+    Json tokens = {0}, attention = {0};
+    int n_layer = 0, n_head = 0;
+    if (CHECK(text, "cannot read %s", path)) {
+        CHECK(json_read_export(text, &tokens, &n_layer, &n_head, &attention), "not valid JSON");
+        tokens_match(&tokens, chars, 1);
+        CHECK(attention.n_nums == 1 && attention.nums[0] == 1.0 && attention.shape[3] == 1, "bad attention");
+    }
+    json_free(&tokens);
+    json_free(&attention);
+    free(text);
+    const char *others[] = {TMP_DIR "/viewer_one.csv", TMP_DIR "/viewer_one.png", TMP_DIR "/viewer_one.html"};
+    for (int k = 0; k < 3; k++) CHECK(attention_export(others[k], chars, 1, 1, 1, att, err) == 0, "%s", err);
+    int width, height;
+    free(png_decode(TMP_DIR "/viewer_one.png", &width, &height));
+    CHECK(width == 8 + 6 && height == 8 + 6, "one 8-pixel cell: %d x %d", width, height);
+
+    const char *zero = TMP_DIR "/viewer_zero.json";
+    CHECK(attention_export(zero, chars, 0, 1, 1, att, err) == -1 && !file_exists(zero), "t = 0 accepted");
+    CHECK(attention_export(zero, chars, 1, 0, 1, att, err) == -1 && !file_exists(zero), "L = 0 accepted");
+}
+
+// All four formats at 256 characters and 8 layers x 8 heads: they are written, the PNG has
+// the documented size (1-pixel cells) and the files stay of a sensible size.
+TEST(viewer_large_all_formats) {
+    enum { T = 256, L = 8, H = 8 };
+    const char *line = "ROMEO:\nBut, soft! what light through yonder window breaks?\n"
+                       "It is the east, and Juliet is the sun.\n";
+    char text[4 * T];
+    text[0] = '\0';
+    while (strlen(text) < T) strncat(text, line, T - strlen(text));
+    uint32_t chars[T];
+    int t = text_chars(text, chars);
+    float *att = malloc((size_t)L * H * T * T * sizeof(float));
+    synthetic_attention(chars, t, L, H, att);
+    mkdir(TMP_DIR, 0755);
+    const char *paths[] = {TMP_DIR "/viewer_large.json", TMP_DIR "/viewer_large.csv",
+                           TMP_DIR "/viewer_large.png", TMP_DIR "/viewer_large.html"};
+    // generous bounds on the sizes, in MB
+    const double max_mb[] = {40, 80, 4, 12};
+    for (int k = 0; k < 4; k++) {
+        char err[ERR_LEN];
+        CHECK(attention_export(paths[k], chars, t, L, H, att, err) == 0, "%s", err);
+        struct stat st;
+        CHECK(stat(paths[k], &st) == 0 && st.st_size > 0 && st.st_size < max_mb[k] * 1e6,
+              "%s: %lld bytes", paths[k], (long long)st.st_size);
+    }
+    int width = 0, height = 0;
+    free(png_decode(paths[2], &width, &height));
+    CHECK(width == 8 * 256 + 9 * 3 && height == width, "image %d x %d", width, height);
+    for (int k = 0; k < 4; k++) unlink(paths[k]);
+    free(att);
+}
+
+// Writes tests/tmp/viewer_sample.html (and viewer_sample_heatmap.png) from synthetic attention for
+// scripts/check_viewer.sh and for looking at.
+TEST(viewer_sample_page) {
+    const char *text = "ROMEO:\nWhat light through yonder window breaks?\n"
+                       "It is the east, and Juliet is the sun.\n"
+                       "Arise, fair sun, and kill the envious moon,\n";
+    uint32_t chars[256];
+    int t = text_chars(text, chars), L = 4, H = 4;
+    float *att = malloc((size_t)L * H * t * t * sizeof(float));
+    synthetic_attention(chars, t, L, H, att);
+    mkdir(TMP_DIR, 0755);
+    char err[ERR_LEN];
+    CHECK(t > 100, "sample text of %d characters", t);
+    CHECK(attention_export(TMP_DIR "/viewer_sample.html", chars, t, L, H, att, err) == 0, "%s", err);
+    CHECK(attention_export(TMP_DIR "/viewer_sample_heatmap.png", chars, t, L, H, att, err) == 0, "%s", err);
+    free(att);
+}

@@ -1,0 +1,43 @@
+// Internal to viewer/: the attention data shared by the format writers, and the helpers
+// they share. Each writer streams one format to an open file; attention_export opens and
+// commits the file.
+#ifndef CHARGPT_ATTENTION_FORMATS_H
+#define CHARGPT_ATTENTION_FORMATS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../model/gpt.h"
+
+typedef struct {
+    const char *path;       // the target file, for error messages
+    const uint32_t *chars;  // (t) code points
+    int t;
+    int n_layer;            // L
+    int n_head;             // H
+    const float *att;       // (L, H, t, t) softmax weights, 0 above the diagonal
+} Attention;
+
+// Each returns 0, or -1 with err (out of memory, compression failure). Errors of the
+// stream itself are left for the caller to find with ferror when it commits the file.
+int attention_write_json(FILE *fp, const Attention *a, char err[ERR_LEN]);
+int attention_write_csv(FILE *fp, const Attention *a, char err[ERR_LEN]);
+int attention_write_png(FILE *fp, const Attention *a, char err[ERR_LEN]);
+int attention_write_html(FILE *fp, const Attention *a, char err[ERR_LEN]);
+
+// Longest output of the two appenders below.
+#define JSON_CHAR_MAX 16
+
+// Appends the UTF-8 bytes of cp (U+FFFD when cp is not a Unicode scalar value) to out;
+// returns the number of bytes (1..4).
+int append_utf8(char *out, uint32_t cp);
+// Appends cp as a quoted JSON string: " \ and control characters escaped, the rest raw
+// UTF-8. html_safe also escapes < (as \u003c, so the text cannot close a <script>) and
+// U+2028/U+2029. Returns the number of bytes (at most JSON_CHAR_MAX).
+int append_json_char(char *out, uint32_t cp, int html_safe);
+// Appends a float with %.9g, which parses back to the same float. Returns the length.
+int append_float(char *out, float x);
+// Appends a non-negative integer in decimal. Returns the length.
+int append_uint(char *out, uint32_t x);
+
+#endif
