@@ -263,7 +263,8 @@ static int parse_number(Parser *p) {
         integral = 0;
         i++;
         if (i < p->len && (t[i] == '+' || t[i] == '-')) i++;
-        if (i >= p->len || !is_digit(t[i])) return fail_at(p, start, "invalid number: no digit in the exponent");
+        if (i >= p->len || !is_digit(t[i]))
+            return fail_at(p, start, "invalid number: no digit in the exponent");
         while (i < p->len && is_digit(t[i])) i++;
     }
     // strtod needs a NUL-terminated copy

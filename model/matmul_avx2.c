@@ -1,0 +1,103 @@
+// AVX2 + FMA kernels for matmul: a 6x16 register tile (12 of the 16 ymm registers hold
+// accumulators, two hold the row of B, one the broadcast A value).
+#include "matmul_kernels.h"
+
+#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+// The tile body with the layout of A fixed at compile time, so that the A addresses
+// become constant offsets from one advancing pointer.
+static inline __attribute__((always_inline)) void tile_body(
+    int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
+    float *c, long ldc, const float *start_row) {
+    __m256 acc0[MR], acc1[MR];  // row i of the tile: columns [0,8) and [8,16)
+    if (start_row) {
+        __m256 s0 = _mm256_loadu_ps(start_row), s1 = _mm256_loadu_ps(start_row + 8);
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; i++) {
+            acc0[i] = s0;
+            acc1[i] = s1;
+        }
+    } else {
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; i++) {
+            acc0[i] = _mm256_loadu_ps(c + i * ldc);
+            acc1[i] = _mm256_loadu_ps(c + i * ldc + 8);
+        }
+    }
+    for (int k = 0; k < kc; k++) {
+        __m256 b0 = _mm256_loadu_ps(b);
+        __m256 b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; i++) {
+            __m256 ai = _mm256_broadcast_ss(a_kmajor ? a + i : a + i * lda + k);
+            acc0[i] = _mm256_fmadd_ps(ai, b0, acc0[i]);
+            acc1[i] = _mm256_fmadd_ps(ai, b1, acc1[i]);
+        }
+        if (a_kmajor) a += lda;
+        b += ldb;
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; i++) {
+        _mm256_storeu_ps(c + i * ldc, acc0[i]);
+        _mm256_storeu_ps(c + i * ldc + 8, acc1[i]);
+    }
+}
+
+void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const float *b, long ldb,
+                 float *c, long ldc, const float *start_row) {
+    if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row);
+    else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row);
+}
+
+// Sum of the 8 lanes in a fixed order.
+static inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// R rows of w dotted with x. Each row's sum runs the same operations in the same order
+// whatever R is: two 8-lane partial sums over 16-column steps, a masked tail, then a
+// fixed horizontal reduction.
+static inline __attribute__((always_inline)) void dot_rows_body(
+    float *out, const float *x, const float *w, const float *bias, int C, const int R) {
+    __m256 acc0[4], acc1[4];
+    for (int r = 0; r < R; r++) acc0[r] = acc1[r] = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= C; i += 16) {
+        __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
+        for (int r = 0; r < R; r++) {
+            acc0[r] = _mm256_fmadd_ps(_mm256_loadu_ps(w + (long)r * C + i), x0, acc0[r]);
+            acc1[r] = _mm256_fmadd_ps(_mm256_loadu_ps(w + (long)r * C + i + 8), x1, acc1[r]);
+        }
+    }
+    if (i < C) {  // up to 15 columns left: the first 8 (masked) into acc0, the rest into acc1
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        int left = C - i;
+        __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), lane);
+        __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32(left - 8), lane);
+        __m256 x0 = _mm256_maskload_ps(x + i, m0), x1 = _mm256_maskload_ps(x + i + 8, m1);
+        for (int r = 0; r < R; r++) {
+            const float *wr = w + (long)r * C + i;
+            acc0[r] = _mm256_fmadd_ps(_mm256_maskload_ps(wr, m0), x0, acc0[r]);
+            acc1[r] = _mm256_fmadd_ps(_mm256_maskload_ps(wr + 8, m1), x1, acc1[r]);
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        float sum = hsum(_mm256_add_ps(acc0[r], acc1[r]));
+        out[r] = bias ? bias[r] + sum : sum;
+    }
+}
+
+void matmul_dot_rows(float *out, const float *x, const float *w, const float *bias, int C,
+                     int o0, int o1) {
+    int o = o0;
+    for (; o + 4 <= o1; o += 4)
+        dot_rows_body(out + o, x, w + (long)o * C, bias ? bias + o : NULL, C, 4);
+    for (; o < o1; o++)
+        dot_rows_body(out + o, x, w + (long)o * C, bias ? bias + o : NULL, C, 1);
+}
+
+#endif

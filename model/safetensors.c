@@ -19,7 +19,8 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors I/O assum
 static const char *dtype_name(StDtype d) { return d == ST_F32 ? "F32" : "I32"; }
 
 // Writes "<path>: <message>" into err; returns -1.
-static int fail(char err[ERR_LEN], const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char err[ERR_LEN], const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int fail(char err[ERR_LEN], const char *path, const char *fmt, ...) {
     int n = snprintf(err, ERR_LEN, "%s: ", path);
     if (n < 0 || n >= ERR_LEN) return -1;
@@ -105,11 +106,11 @@ static int read_whole_file(const char *path, SafeTensors *st, size_t *header_len
     st->file = st->buffer + shift;
     memcpy(st->file, len_bytes, 8);
     size_t got = fread(st->file + 8, 1, file_len - 8, fp);
-    int read_error = ferror(fp);
+    int read_errno = ferror(fp) ? errno : 0;
     fclose(fp);
     if (got != file_len - 8) {
-        return fail(err, path, "read %zu of %zu bytes%s%s", got + 8, file_len, read_error ? ": " : "",
-                    read_error ? strerror(errno) : "");
+        return fail(err, path, "read %zu of %zu bytes%s%s", got + 8, file_len, read_errno ? ": " : "",
+                    read_errno ? strerror(read_errno) : "");
     }
     st->file_len = file_len;
     *header_len = (size_t)n;
@@ -201,10 +202,12 @@ static int parse_tensor_entry(const char *path, const JsonNode *key, const JsonN
     if (need != t->nbytes) {
         char dims[96] = "";
         for (int i = 0, n = 0; i < t->ndim; i++)
-            n += snprintf(dims + n, sizeof(dims) - (size_t)n, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+            n += snprintf(dims + n, sizeof(dims) - (size_t)n, "%s%lld", i ? ", " : "",
+                          (long long)t->shape[i]);
         char needed[32] = "more than 2^64";
         if (need != UINT64_MAX) snprintf(needed, sizeof(needed), "%llu", (unsigned long long)need);
-        return fail(err, path, "tensor '%s': size mismatch: data_offsets span %zu bytes but shape [%s] of %s needs %s bytes",
+        return fail(err, path,
+                    "tensor '%s': size mismatch: data_offsets span %zu bytes but shape [%s] of %s needs %s bytes",
                     name, t->nbytes, dims, dtype_name(t->dtype), needed);
     }
     return 0;
@@ -220,8 +223,10 @@ static int parse_metadata(const char *path, const JsonNode *obj, SafeTensors *st
         const JsonNode *v = k + 1;
         char key[64];
         printable(k->string, k->count, key);
-        if (v->type != JSON_STRING) return fail(err, path, "metadata value for key '%s' is not a string", key);
-        if (strlen(k->string) != k->count) return fail(err, path, "metadata key '%s' contains a NUL byte", key);
+        if (v->type != JSON_STRING)
+            return fail(err, path, "metadata value for key '%s' is not a string", key);
+        if (strlen(k->string) != k->count)
+            return fail(err, path, "metadata key '%s' contains a NUL byte", key);
         if (strlen(v->string) != v->count)
             return fail(err, path, "metadata value for key '%s' contains a NUL byte", key);
         StMeta *m = &st->meta[st->num_meta];
@@ -324,7 +329,8 @@ static int parse_header(const char *path, SafeTensors *st, const char *header, s
             else rc = parse_metadata(path, k + 1, st, err);
             seen_metadata = 1;
         } else if (k->count > ST_MAX_NAME) {
-            rc = fail(err, path, "tensor name '%s' is %zu bytes long (at most %d)", name, k->count, ST_MAX_NAME);
+            rc = fail(err, path, "tensor name '%s' is %zu bytes long (at most %d)", name, k->count,
+                      ST_MAX_NAME);
         } else if (strlen(k->string) != k->count) {
             rc = fail(err, path, "tensor name '%s' contains a NUL byte", name);
         } else {
@@ -409,19 +415,22 @@ static int check_write_args(const char *path, const StWriteTensor *tensors, int 
         if (len > ST_MAX_NAME)
             return fail(err, path, "tensor name '%s' is %zu bytes long (at most %d)", a, len, ST_MAX_NAME);
         if (!json_utf8_valid(t->name, len)) return fail(err, path, "tensor name '%s' is not valid UTF-8", a);
-        if (strcmp(t->name, "__metadata__") == 0) return fail(err, path, "'__metadata__' cannot name a tensor");
+        if (strcmp(t->name, "__metadata__") == 0)
+            return fail(err, path, "'__metadata__' cannot name a tensor");
         if (t->dtype != ST_F32 && t->dtype != ST_I32) return fail(err, path, "tensor '%s': unknown dtype", a);
         int64_t nbytes = write_tensor_bytes(t);
         if (nbytes < 0) return fail(err, path, "tensor '%s': invalid shape (ndim %d)", a, t->ndim);
         if (nbytes > 0 && !t->data) return fail(err, path, "tensor '%s': no data", a);
         for (int j = 0; j < i; j++)
-            if (strcmp(tensors[j].name, t->name) == 0) return fail(err, path, "duplicate tensor name '%s'", a);
+            if (strcmp(tensors[j].name, t->name) == 0)
+                return fail(err, path, "duplicate tensor name '%s'", a);
     }
     for (int i = 0; i < num_meta; i++) {
         const StMeta *m = &meta[i];
         if (!m->key || !m->value) return fail(err, path, "metadata entry %d has no key or value", i);
         printable(m->key, strlen(m->key), a);
-        if (!json_utf8_valid(m->key, strlen(m->key))) return fail(err, path, "metadata key '%s' is not valid UTF-8", a);
+        if (!json_utf8_valid(m->key, strlen(m->key)))
+            return fail(err, path, "metadata key '%s' is not valid UTF-8", a);
         if (!json_utf8_valid(m->value, strlen(m->value)))
             return fail(err, path, "metadata value for key '%s' is not valid UTF-8", a);
         if (crc_key && strcmp(m->key, crc_key) == 0)

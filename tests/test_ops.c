@@ -374,9 +374,12 @@ TEST(ops_layernorm_kernel) {
     report("layernorm kernel backward (accumulating)", worst_b);
 }
 
+// Shapes around the tiling of matmul.c (register tiles up to 14 x 32, k blocks of 256,
+// tasks of 16 x 8 tiles, a matrix-vector path for 1-2 rows), none a multiple of all of them.
 static const struct { int N, C, OC; } matmul_shapes[] = {
-    {1, 8, 3}, {21, 8, 24}, {21, 13, 45}, {7, 8, 8}, {37, 64, 33}, {64, 64, 64},
-    {3, 100, 1}, {130, 300, 270}, {17, 512, 96}};
+    {1, 8, 3}, {2, 300, 270}, {21, 8, 24}, {21, 13, 45}, {7, 8, 8}, {14, 32, 32},
+    {15, 33, 31}, {37, 64, 33}, {64, 64, 64}, {3, 100, 1}, {130, 300, 270}, {17, 512, 96},
+    {517, 40, 50}, {250, 600, 97}};
 #define NUM_MATMUL_SHAPES (sizeof(matmul_shapes) / sizeof(matmul_shapes[0]))
 
 TEST(ops_matmul_kernel) {
