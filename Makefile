@@ -38,10 +38,13 @@ tests/run_tests: $(TEST_OBJ) build/libchargpt.a
 test: all tests/run_tests
 	./tests/run_tests
 
-bench: all
+bench: all scripts/bench
 	./scripts/bench.sh
 
-clean:
-	rm -rf build train generate tests/run_tests
+scripts/bench: build/scripts/bench.o build/libchargpt.a
+	$(CC) $^ -o $@ $(LDLIBS)
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) build/train.d build/generate.d
+clean:
+	rm -rf build train generate tests/run_tests scripts/bench
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) build/train.d build/generate.d build/scripts/bench.d

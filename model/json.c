@@ -222,7 +222,7 @@ static int parse_string(Parser *p) {
     out[n] = '\0';
     p->strings_len += n + 1;
     p->nodes[idx].string = out;
-    p->nodes[idx].count = n;
+    p->nodes[idx].count = (uint32_t)n;
     return 0;
 }
 
@@ -339,8 +339,8 @@ static int parse_container(Parser *p, int depth) {
             if (c != ',') return fail_at(p, p->pos - 1, "expected ',' or '%c'", close);
         }
     }
-    p->nodes[idx].count = count;
-    p->nodes[idx].size = p->num_nodes - (size_t)idx;
+    p->nodes[idx].count = (uint32_t)count;
+    p->nodes[idx].size = (uint32_t)(p->num_nodes - (size_t)idx);
     return 0;
 }
 
@@ -365,6 +365,11 @@ static int parse_value(Parser *p, int depth) {
 
 int json_parse(const char *text, size_t len, JsonDoc *doc, char err[ERR_LEN]) {
     memset(doc, 0, sizeof(*doc));
+    // counts and sizes are 32-bit, which any shorter text respects
+    if (len > UINT32_MAX) {
+        snprintf(err, ERR_LEN, "invalid JSON: text of %zu bytes is longer than 4 GiB", len);
+        return -1;
+    }
     Parser p = {.text = text, .len = len, .err = err};
     p.strings = malloc(len + 1);
     if (!p.strings) {

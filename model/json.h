@@ -19,13 +19,17 @@ typedef enum { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_
 
 typedef struct {
     JsonType type;
-    int boolean;        // JSON_BOOL: 0 or 1
-    int is_integer;     // JSON_NUMBER: written without fraction or exponent and fits int64
-    int64_t integer;    // JSON_NUMBER with is_integer
-    double number;      // JSON_NUMBER (always set)
-    const char *string; // JSON_STRING: decoded UTF-8, NUL-terminated (may also hold \u0000)
-    size_t count;       // JSON_STRING: bytes; JSON_ARRAY: elements; JSON_OBJECT: members
-    size_t size;        // nodes in this value's subtree, itself included
+    uint32_t count;     // JSON_STRING: bytes; JSON_ARRAY: elements; JSON_OBJECT: members
+    uint32_t size;      // nodes in this value's subtree, itself included
+    uint8_t boolean;    // JSON_BOOL: 0 or 1
+    uint8_t is_integer; // JSON_NUMBER: written without fraction or exponent and fits int64
+    union {
+        struct {
+            double number;   // JSON_NUMBER (always set)
+            int64_t integer; // JSON_NUMBER with is_integer
+        };
+        const char *string;  // JSON_STRING: decoded UTF-8, NUL-terminated (may also hold \u0000)
+    };
 } JsonNode;
 
 typedef struct {
@@ -34,7 +38,7 @@ typedef struct {
     char *strings;    // storage for every decoded string
 } JsonDoc;
 
-// Parses len bytes of text (no NUL terminator needed). Returns 0, or -1 with a message
+// Parses len bytes of text (no NUL terminator needed; at most 4 GiB). Returns 0, or -1 with a message
 // "invalid JSON at line L column C: <problem>" (columns count bytes, from 1).
 int json_parse(const char *text, size_t len, JsonDoc *doc, char err[ERR_LEN]);
 void json_free(JsonDoc *doc);

@@ -1,10 +1,10 @@
-// Forward and backward of each layer except the matrix multiply (matmul.c).
+// Forward and backward of each layer except the matrix multiply (matmul.c) and attention
+// (attention.c).
 // Loops over rows run in parallel; reductions inside a row use `omp simd` so they vectorise
 // with a fixed order, giving the same bits on every run and for any thread count.
 #include "layers.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "fastmath.h"
@@ -115,147 +115,6 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
         for (int i = c0; i < c1; i++) {
             dweight[i] += dw[i - c0];
             dbias[i] += db[i - c0];
-        }
-    }
-}
-
-// ----------------------------------------------------------------------------
-// causal multi-head self-attention
-//
-// Each (batch, head) is independent and runs on one thread. Its keys (and, in backward, its
-// values) are first copied transposed into a (hs, t) panel so that the scores of one query
-// against all earlier keys are a vectorised loop over key positions.
-
-// A per-thread scratch buffer of at least n floats, grown on first use and then reused.
-static float *thread_scratch(size_t n) {
-    static _Thread_local float *buffer = NULL;
-    static _Thread_local size_t capacity = 0;
-    if (n > capacity) {
-        free(buffer);
-        buffer = malloc(n * sizeof(float));
-        capacity = buffer ? n : 0;
-    }
-    return buffer;
-}
-
-// panel (hs, t) = the hs-wide slice at `offset` of each of t rows of qkv (row stride 3A)
-static void transpose_slice(float *panel, const float *qkv, int t, int stride, int hs) {
-    for (int j = 0; j < t; j++) {
-        const float *row = qkv + (size_t)j * stride;
-        for (int d = 0; d < hs; d++) panel[(size_t)d * t + j] = row[d];
-    }
-}
-
-void attention_forward(float *out, float *att, const float *qkv, int B, int t, int H, int hs,
-                       const Dropout *drop) {
-    const int A = H * hs;
-    const float scale = 1.0f / sqrtf((float)hs);
-    const int use_dropout = drop && drop->p > 0.0f;
-    const float keep_scale = use_dropout ? 1.0f / (1.0f - drop->p) : 1.0f;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < H; h++) {
-            const float *qkv_b = qkv + (size_t)b * t * 3 * A;
-            float *keys_t = thread_scratch((size_t)hs * t);  // (hs, t)
-            transpose_slice(keys_t, qkv_b + A + h * hs, t, 3 * A, hs);
-            float *att_bh = att + ((size_t)b * H + h) * t * t;
-            for (int i = 0; i < t; i++) {
-                const float *q = qkv_b + (size_t)i * 3 * A + h * hs;
-                float *w = att_bh + (size_t)i * t;
-                // scores w_j = q . k_j / sqrt(hs) for j <= i
-                for (int j = 0; j <= i; j++) w[j] = 0.0f;
-                for (int d = 0; d < hs; d++) {
-                    float qd = q[d] * scale;
-                    const float *kd = keys_t + (size_t)d * t;
-#pragma omp simd
-                    for (int j = 0; j <= i; j++) w[j] += qd * kd[j];
-                }
-                float maxval = -INFINITY;
-                for (int j = 0; j <= i; j++) maxval = w[j] > maxval ? w[j] : maxval;
-                float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-                for (int j = 0; j <= i; j++) {
-                    w[j] = exp_fast(w[j] - maxval);
-                    sum += w[j];
-                }
-                float inv = 1.0f / sum;
-#pragma omp simd
-                for (int j = 0; j <= i; j++) w[j] *= inv;
-                for (int j = i + 1; j < t; j++) w[j] = 0.0f;
-                // out_i = sum_j dropout(w_j) v_j
-                float *o = out + ((size_t)b * t + i) * A + h * hs;
-                for (int d = 0; d < hs; d++) o[d] = 0.0f;
-                size_t row_index = (((size_t)b * H + h) * t + i) * t;
-                for (int j = 0; j <= i; j++) {
-                    float wj = w[j];
-                    if (use_dropout)
-                        wj = dropout_keep(drop->key, row_index + j, drop->p) ? wj * keep_scale : 0.0f;
-                    const float *v = qkv_b + (size_t)j * 3 * A + 2 * A + h * hs;
-#pragma omp simd
-                    for (int d = 0; d < hs; d++) o[d] += wj * v[d];
-                }
-            }
-        }
-    }
-}
-
-// With p = softmax weights, p' = dropout(p), dp' = dout . v:
-//   dv_j += p'_j dout,  dp = mask * dp',  ds_j = p_j (dp_j - sum_k p_k dp_k),
-//   dq += sum_j ds_j k_j / sqrt(hs),  dk_j += ds_j q / sqrt(hs)
-void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
-                        int B, int t, int H, int hs, const Dropout *drop) {
-    const int A = H * hs;
-    const float scale = 1.0f / sqrtf((float)hs);
-    const int use_dropout = drop && drop->p > 0.0f;
-    const float keep_scale = use_dropout ? 1.0f / (1.0f - drop->p) : 1.0f;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < H; h++) {
-            const float *qkv_b = qkv + (size_t)b * t * 3 * A;
-            float *dqkv_b = dqkv + (size_t)b * t * 3 * A;
-            float *scratch = thread_scratch((size_t)(hs + 2) * t);
-            float *values_t = scratch;                 // (hs, t)
-            float *dw = scratch + (size_t)hs * t;      // (t) gradient of the weights
-            float *mask = dw + t;                      // (t) dropout scale of each weight
-            transpose_slice(values_t, qkv_b + 2 * A + h * hs, t, 3 * A, hs);
-            const float *att_bh = att + ((size_t)b * H + h) * t * t;
-            for (int i = 0; i < t; i++) {
-                const float *w = att_bh + (size_t)i * t;
-                const float *q = qkv_b + (size_t)i * 3 * A + h * hs;
-                const float *g = dout + ((size_t)b * t + i) * A + h * hs;
-                float *dq = dqkv_b + (size_t)i * 3 * A + h * hs;
-                size_t row_index = (((size_t)b * H + h) * t + i) * t;
-                for (int j = 0; j <= i; j++)
-                    mask[j] = !use_dropout ? 1.0f
-                              : dropout_keep(drop->key, row_index + j, drop->p) ? keep_scale : 0.0f;
-                // dp'_j = dout . v_j, then through dropout
-                for (int j = 0; j <= i; j++) dw[j] = 0.0f;
-                for (int d = 0; d < hs; d++) {
-                    float gd = g[d];
-                    const float *vd = values_t + (size_t)d * t;
-#pragma omp simd
-                    for (int j = 0; j <= i; j++) dw[j] += gd * vd[j];
-                }
-                float dot_wdw = 0.0f;
-#pragma omp simd reduction(+ : dot_wdw)
-                for (int j = 0; j <= i; j++) {
-                    dw[j] *= mask[j];
-                    dot_wdw += w[j] * dw[j];
-                }
-                for (int j = 0; j <= i; j++) {
-                    float wj = w[j] * mask[j];
-                    float ds = w[j] * (dw[j] - dot_wdw) * scale;
-                    const float *k = qkv_b + (size_t)j * 3 * A + A + h * hs;
-                    float *dk = dqkv_b + (size_t)j * 3 * A + A + h * hs;
-                    float *dv = dqkv_b + (size_t)j * 3 * A + 2 * A + h * hs;
-#pragma omp simd
-                    for (int d = 0; d < hs; d++) {
-                        dq[d] += ds * k[d];
-                        dk[d] += ds * q[d];
-                        dv[d] += wj * g[d];
-                    }
-                }
-            }
         }
     }
 }

@@ -13,6 +13,7 @@ static inline __attribute__((always_inline)) void tile_body(
     for (int k = 0; k < kc; k++) {
         for (int i = 0; i < MR; i++) {
             float ai = a_kmajor ? a[i] : a[i * lda + k];
+#pragma omp simd
             for (int j = 0; j < NR; j++) acc[i][j] += ai * b[j];
         }
         if (a_kmajor) a += lda;

@@ -166,7 +166,7 @@ static int parse_tensor_entry(const char *path, const JsonNode *key, const JsonN
 
     if (shape->type != JSON_ARRAY) return fail(err, path, "tensor '%s': shape is not an array", name);
     if (shape->count > 4)
-        return fail(err, path, "tensor '%s': shape has %zu dimensions (at most 4)", name, shape->count);
+        return fail(err, path, "tensor '%s': shape has %u dimensions (at most 4)", name, (unsigned)shape->count);
     t->ndim = (int)shape->count;
     const JsonNode *d = json_first(shape);
     for (int i = 0; i < t->ndim; i++, d = json_next(d)) {
@@ -329,7 +329,7 @@ static int parse_header(const char *path, SafeTensors *st, const char *header, s
             else rc = parse_metadata(path, k + 1, st, err);
             seen_metadata = 1;
         } else if (k->count > ST_MAX_NAME) {
-            rc = fail(err, path, "tensor name '%s' is %zu bytes long (at most %d)", name, k->count,
+            rc = fail(err, path, "tensor name '%s' is %u bytes long (at most %d)", name, (unsigned)k->count,
                       ST_MAX_NAME);
         } else if (strlen(k->string) != k->count) {
             rc = fail(err, path, "tensor name '%s' contains a NUL byte", name);

@@ -512,8 +512,8 @@ TEST(safetensors_json_values) {
     const char *text = " { \"a\" : [1, -2, 3.5, 1e3, true, false, null, \"x\", [], {}] ,\"b\":{\"c\":[[7]]}, \"\":0}\n";
     if (!CHECK(parse(text, &doc, err) == 0, "parse: %s", err)) return;
     const JsonNode *root = &doc.nodes[0];
-    CHECK(root->type == JSON_OBJECT && root->count == 3 && root->size == doc.num_nodes, "root: type %d count %zu",
-          root->type, root->count);
+    CHECK(root->type == JSON_OBJECT && root->count == 3 && root->size == doc.num_nodes, "root: type %d count %u",
+          root->type, (unsigned)root->count);
     const JsonNode *a = json_object_get(root, "a");
     if (CHECK(a && a->type == JSON_ARRAY && a->count == 10, "a")) {
         const JsonNode *v = json_first(a);
@@ -590,7 +590,7 @@ TEST(safetensors_json_string_escapes) {
     // \u0000 stays in the string, counted
     if (CHECK(parse("\"a\\u0000b\"", &doc, err) == 0, "parse: %s", err)) {
         const JsonNode *s = &doc.nodes[0];
-        CHECK(s->count == 3 && memcmp(s->string, "a\0b", 4) == 0, "embedded NUL: count %zu", s->count);
+        CHECK(s->count == 3 && memcmp(s->string, "a\0b", 4) == 0, "embedded NUL: count %u", (unsigned)s->count);
         json_free(&doc);
     }
     // the writer's escaping round-trips every byte 1..127 and multi-byte UTF-8

@@ -10,6 +10,7 @@
 
 #include "../data/utf8.h"
 #include "../viewer/attention_export.h"
+#include "../viewer/attention_formats.h"
 #include "test.h"
 
 #define TMP_DIR "tests/tmp"
@@ -81,6 +82,62 @@ static int file_exists(const char *path) {
 // A text exercising every escape: quote, backslash, newline, tab, CR, a control character,
 // comma, '<', and 2-, 3- and 4-byte UTF-8.
 static const char TRICKY_TEXT[] = "a\"b\\c\nd\te,f\r\x01<g\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80 ";
+
+// ---------------------------------------------------------------------------------------
+// number text
+
+// append_float must write exactly what printf's %.9g writes: compares them on random bit
+// patterns across the whole float range, on runs of consecutive floats at the edges of
+// each decade (where the exponent and rounding carries change) and at the
+// fixed/scientific switch, and on every float from 0.0999 to 0.1001.
+static int float_text_matches(float x, size_t *bad) {
+    char got[32], want[32];
+    int n = append_float(got, x);
+    got[n] = '\0';
+    snprintf(want, sizeof(want), "%.9g", (double)x);
+    if (x == 0.0f) strcpy(want, "0");  // zero (and -0) is written as 0
+    if (strcmp(got, want) == 0) return 1;
+    if ((*bad)++ < 5) CHECK(0, "%a: \"%s\", printf gives \"%s\"", (double)x, got, want);
+    return 0;
+}
+
+TEST(viewer_float_text_matches_printf) {
+    size_t bad = 0, tested = 0;
+    uint32_t state = 7;
+    for (int k = 0; k < 1000000; k++) {
+        state = state * 1664525u + 1013904223u;
+        uint32_t bits = state & 0x7FFFFFFFu;
+        if ((bits >> 23) == 0xFF) continue;  // inf and NaN
+        float x;
+        memcpy(&x, &bits, 4);
+        float_text_matches(k & 1 ? -x : x, &bad);
+        tested++;
+    }
+    for (int e = -12; e <= 12; e++) {
+        float edges[2] = {(float)pow(10.0, e), 9.9999999e-5f};
+        for (int which = 0; which < 2; which++) {
+            uint32_t bits;
+            memcpy(&bits, &edges[which], 4);
+            for (uint32_t d = bits - 2000; d <= bits + 2000; d++) {
+                float x;
+                memcpy(&x, &d, 4);
+                float_text_matches(x, &bad);
+                tested++;
+            }
+        }
+    }
+    float lo = 0.0999f, hi = 0.1001f;
+    uint32_t b0, b1;
+    memcpy(&b0, &lo, 4);
+    memcpy(&b1, &hi, 4);
+    for (uint32_t d = b0; d <= b1; d++) {
+        float x;
+        memcpy(&x, &d, 4);
+        float_text_matches(x, &bad);
+        tested++;
+    }
+    CHECK(bad == 0, "%zu of %zu floats differ from %%.9g", bad, tested);
+}
 
 // ---------------------------------------------------------------------------------------
 // a minimal JSON reader: numbers and strings are collected in document order, and for

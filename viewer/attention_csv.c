@@ -1,5 +1,6 @@
-// .csv: one row per (layer, head, query, key <= query). A character field is the real
-// character in UTF-8, quoted per RFC 4180 when it is a comma, a double quote, CR or LF.
+// .csv: one row per (layer, head, query, key <= query), rows ending in LF. A character
+// field is the real character in UTF-8, quoted per RFC 4180 when it is a comma, a double
+// quote, CR or LF.
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,7 +9,7 @@
 // The longest character field: a quoted, doubled quote or a 4-byte UTF-8 sequence.
 #define CSV_CHAR_MAX 6
 // The longest data row: four integers, two characters, a weight, separators.
-#define CSV_ROW_MAX (4 * 11 + 2 * CSV_CHAR_MAX + 24 + 8)
+#define CSV_ROW_MAX (4 * 10 + 2 * CSV_CHAR_MAX + 16 + 7)
 
 static int append_csv_char(char *out, uint32_t cp) {
     if (cp == ',' || cp == '"' || cp == '\r' || cp == '\n') {
@@ -24,7 +25,7 @@ static int append_csv_char(char *out, uint32_t cp) {
 
 int attention_write_csv(FILE *fp, const Attention *a, char err[ERR_LEN]) {
     int t = a->t;
-    // all rows of one query at once: at most t rows
+    // the rows of one query: at most t
     char *rows = malloc((size_t)t * CSV_ROW_MAX);
     if (!rows) {
         snprintf(err, ERR_LEN, "%s: out of memory for %d rows", a->path, t);
@@ -35,9 +36,8 @@ int attention_write_csv(FILE *fp, const Attention *a, char err[ERR_LEN]) {
         for (int h = 0; h < a->n_head; h++) {
             const float *head = a->att + ((size_t)l * a->n_head + h) * t * t;
             for (int i = 0; i < t; i++) {
-                // the prefix "layer,head,query_pos," and the query character are the same
-                // for every key of this query
-                char prefix[4 * 11 + CSV_CHAR_MAX];
+                // "layer,head,query_pos," and the query character are the same for every key
+                char prefix[3 * 11];
                 int p = 0;
                 p += append_uint(prefix + p, (uint32_t)l);
                 prefix[p++] = ',';

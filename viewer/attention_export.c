@@ -2,6 +2,7 @@
 // small text helpers the writers share.
 #include "attention_export.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -84,12 +85,82 @@ int append_json_char(char *out, uint32_t cp, int html_safe) {
     return n;
 }
 
+// round(m * 10^k / 2^shift) for m < 2^24, 0 <= k <= 17, to nearest with ties to even, as
+// printf rounds; m * 5^k < 2^64 keeps it exact. Returns 0 when the result would not fit.
+static uint64_t scaled_round(uint32_t m, int k, int binary_exponent) {
+    uint64_t p = m;
+    for (int i = 0; i < k; i++) p *= 5;  // m * 10^k = m * 5^k * 2^k
+    int shift = -(binary_exponent + k);   // value = p / 2^shift
+    if (shift <= 0) return shift > -30 ? p << -shift : 0;
+    if (shift >= 64) return 0;
+    uint64_t q = p >> shift, rem = p & ((UINT64_C(1) << shift) - 1), half = UINT64_C(1) << (shift - 1);
+    if (rem > half || (rem == half && (q & 1))) q++;
+    return q;
+}
+
+// The 9 significant digits of |x| and its decimal exponent, exactly as printf's %.9g
+// rounds them, for 1e-9 <= |x| < 1e9 (k = 8 - exponent within 0..17); 0 outside.
+static int nine_digits(float x, uint32_t *digits, int *exponent) {
+    float ax = fabsf(x);
+    if (!(ax >= 1e-9f && ax < 1e9f)) return 0;
+    int e2;
+    float mantissa = frexpf(ax, &e2);                  // ax = mantissa * 2^e2, mantissa in [0.5, 1)
+    uint32_t m = (uint32_t)ldexpf(mantissa, 24);      // ax = m * 2^(e2 - 24), exactly
+    int e10 = (int)floor(log10((double)ax));
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int k = 8 - e10;
+        if (k < 0 || k > 17) return 0;
+        uint64_t d = scaled_round(m, k, e2 - 24);
+        if (d >= 1000000000u) e10++;       // log10 guessed low, or rounding carried
+        else if (d < 100000000u) e10--;    // log10 guessed high
+        else {
+            *digits = (uint32_t)d;
+            *exponent = e10;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int append_float(char *out, float x) {
     if (x == 0.0f) {
         out[0] = '0';
         return 1;
     }
-    return snprintf(out, 24, "%.9g", (double)x);
+    uint32_t d;
+    int e10;
+    if (!nine_digits(x, &d, &e10)) return snprintf(out, 24, "%.9g", (double)x);
+    // %g: fixed notation for exponents -4..8, otherwise d.dddddddde+XX; no trailing zeros
+    char digits[9];
+    for (int i = 8; i >= 0; i--, d /= 10) digits[i] = (char)('0' + d % 10);
+    int last = 8;
+    while (last > 0 && digits[last] == '0') last--;
+    int n = 0;
+    if (x < 0.0f) out[n++] = '-';
+    if (e10 < -4) {
+        out[n++] = digits[0];
+        if (last > 0) {
+            out[n++] = '.';
+            memcpy(out + n, digits + 1, (size_t)last);
+            n += last;
+        }
+        n += snprintf(out + n, 8, "e-%02d", -e10);
+    } else if (e10 < 0) {
+        out[n++] = '0';
+        out[n++] = '.';
+        for (int i = 0; i < -e10 - 1; i++) out[n++] = '0';
+        memcpy(out + n, digits, (size_t)last + 1);
+        n += last + 1;
+    } else {
+        memcpy(out + n, digits, (size_t)e10 + 1);
+        n += e10 + 1;
+        if (last > e10) {
+            out[n++] = '.';
+            memcpy(out + n, digits + e10 + 1, (size_t)(last - e10));
+            n += last - e10;
+        }
+    }
+    return n;
 }
 
 int append_uint(char *out, uint32_t x) {

@@ -35,7 +35,9 @@ int append_utf8(char *out, uint32_t cp);
 // UTF-8. html_safe also escapes < (as \u003c, so the text cannot close a <script>) and
 // U+2028/U+2029. Returns the number of bytes (at most JSON_CHAR_MAX).
 int append_json_char(char *out, uint32_t cp, int html_safe);
-// Appends a float with %.9g, which parses back to the same float. Returns the length.
+// Appends a float as printf's %.9g writes it (9 significant digits, which parse back to
+// the same float; 0 for zero), by exact integer arithmetic for 1e-9 <= |x| < 1e9 and by
+// snprintf otherwise. Returns the length (at most 16).
 int append_float(char *out, float x);
 // Appends a non-negative integer in decimal. Returns the length.
 int append_uint(char *out, uint32_t x);

@@ -2,14 +2,14 @@
 // per line, weights with %.9g (non-finite weights, which JSON cannot hold, as null).
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "attention_formats.h"
 
 int attention_write_json(FILE *fp, const Attention *a, char err[ERR_LEN]) {
     int t = a->t;
-    // one row: up to t numbers of at most 16 bytes each, plus separators and brackets
-    size_t row_cap = (size_t)t * 18 + 16;
-    char *row = malloc(row_cap > JSON_CHAR_MAX + 2 ? row_cap : JSON_CHAR_MAX + 2);
+    // one row: t numbers of at most 16 bytes and a comma each, brackets, comma, newline
+    char *row = malloc((size_t)t * 17 + JSON_CHAR_MAX + 4);
     if (!row) {
         snprintf(err, ERR_LEN, "%s: out of memory for a %d-character row", a->path, t);
         return -1;
@@ -33,7 +33,10 @@ int attention_write_json(FILE *fp, const Attention *a, char err[ERR_LEN]) {
                 for (int j = 0; j < t; j++) {
                     float w = head[(size_t)i * t + j];
                     if (isfinite(w)) n += append_float(row + n, w);
-                    else n += snprintf(row + n, 8, "null");
+                    else {
+                        memcpy(row + n, "null", 4);
+                        n += 4;
+                    }
                     if (j + 1 < t) row[n++] = ',';
                 }
                 row[n++] = ']';

@@ -114,7 +114,8 @@ int attention_write_png(FILE *fp, const Attention *a, char err[ERR_LEN]) {
         }
     }
 
-    int rc = compress2(packed, &packed_len, raw, (uLong)raw_len, 6);
+    // level 3: the panels are runs of few colours, so faster levels lose little size
+    int rc = compress2(packed, &packed_len, raw, (uLong)raw_len, 3);
     free(raw);
     if (rc != Z_OK) {
         free(packed);

@@ -1,0 +1,486 @@
+// ./scripts/bench: how fast chargpt trains and generates, and how close the training step
+// comes to the machine's floating-point peak. Dataset-free: batches are random tokens.
+//
+// For each model config it measures, each in a fresh child process (so peak RSS is per job):
+//   train:    the training step exactly as ./train does it (forward with targets, backward,
+//             global gradient norm, clipping, AdamW), a few warm-up steps then timed steps;
+//   generate: characters per second as ./generate makes them, with the key/value cache and
+//             with --no-cache (the whole window recomputed for every character).
+// A register-resident FMA loop, first on one thread then on every OpenMP thread, gives the
+// peak that the training step's GFLOP/s is compared to.
+//
+// Output: one line per result, "kind key=value ...", read by scripts/bench.sh. Progress
+// goes to stderr. Exit status: 0 done, 1 a measurement failed, 2 bad usage, 3 non-finite loss.
+//
+// FLOPs of one training step, counting a multiply-add as 2, over N = B*T tokens (A = H*hs):
+//   matmuls, forward:   2 * N * (L * (3A*C + A*C + 4C*C + 4C*C) + V*C)
+//                       (c_attn, attn c_proj, mlp c_fc, mlp c_proj, and the head tied to wte)
+//   attention, forward: L * 2 * 2 * B * H * (T*(T+1)/2) * hs
+//                       (q.k and att@v over the causal triangle of T*(T+1)/2 pairs per head)
+//   backward = 2 x forward (each matmul needs the gradient of its input and of its weight;
+//   attention's backward has four triangle-sized products to the forward's two), so
+//   step = 3 x forward. LayerNorm, GELU, softmax, cross-entropy and AdamW are O(N*C) or
+//   O(params) and are left out, as is the embedding lookup.
+// Independent estimate: 6 * params * N + L * 6 * C * T * N (all parameters, including wpe,
+// biases and LayerNorm, times 6 per token; attention as PaLM's 12*L*C*T per token, halved
+// for the causal mask). The two agree to within 2%:
+//   tiny:  3.8153 GFLOP/step by the formula above, 3.8841 by the estimate (+1.8%)
+//   small: 138.04 GFLOP/step by the formula above, 138.77 by the estimate (+0.5%)
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <omp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "../model/adamw.h"
+#include "../model/gpt.h"
+#include "../model/inference.h"
+#include "../model/matmul.h"
+#include "../model/rng.h"
+#include "../model/sampler.h"
+
+#define EXIT_FAILED 1
+#define EXIT_USAGE 2
+#define EXIT_NONFINITE 3
+
+// Training hyperparameters as ./train's defaults (a constant learning rate: the schedule
+// does not change the work).
+#define LEARNING_RATE 1e-3f
+#define GRAD_CLIP 1.0f
+#define PROMPT_LEN 8
+#define SEED 1337
+
+typedef struct {
+    const char *name;
+    int n_layer, n_head, n_embd, block_size, batch_size, vocab_size;
+} BenchConfig;
+
+static const BenchConfig configs[] = {
+    {"tiny", 4, 4, 128, 64, 12, 65},
+    {"small", 6, 6, 384, 256, 8, 65},
+};
+#define NUM_CONFIGS ((int)(sizeof(configs) / sizeof(configs[0])))
+
+typedef struct {
+    const char *config;   // a config's name, or "all"
+    double seconds;       // timed training seconds to aim for per config
+    long steps;           // timed training steps; 0 = chosen from seconds
+    int warmup;           // untimed training steps first
+    long gen_chars;       // characters per generation run
+} Options;
+
+// Peak FLOP/s measured by the child that ran the FMA loop, read by the training children.
+typedef struct {
+    double gflops_one;    // one thread
+    double gflops_all;    // every OpenMP thread
+    int threads;
+} Peak;
+
+static void die(int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fflush(stdout);
+    fputs("bench: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(status);
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static long peak_rss_kb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;  // kilobytes on Linux
+}
+
+// ----------------------------------------------------------------------------
+// the FMA peak: ACCUMULATORS independent chains of acc = acc * a + b, enough to cover the
+// FMA latency on every FMA port, all held in registers
+
+#if defined(__AVX512F__)
+#define FMA_PATH "avx512"
+#define ACCUMULATORS 16
+#define LANES 16
+typedef __m512 vec;
+static inline vec vec_set(float x) { return _mm512_set1_ps(x); }
+static inline vec vec_fma(vec acc, vec a, vec b) { return _mm512_fmadd_ps(acc, a, b); }
+static inline float vec_sum(vec x) { return _mm512_reduce_add_ps(x); }
+#define FLOPS_PER_OP 2
+#elif defined(__AVX2__) && defined(__FMA__)
+#define FMA_PATH "avx2"
+#define ACCUMULATORS 12
+#define LANES 8
+typedef __m256 vec;
+static inline vec vec_set(float x) { return _mm256_set1_ps(x); }
+static inline vec vec_fma(vec acc, vec a, vec b) { return _mm256_fmadd_ps(acc, a, b); }
+static inline float vec_sum(vec x) {
+    float lanes[8];
+    _mm256_storeu_ps(lanes, x);
+    float s = 0.0f;
+    for (int i = 0; i < 8; i++) s += lanes[i];
+    return s;
+}
+#define FLOPS_PER_OP 2
+#else
+#define FMA_PATH "scalar"
+#define ACCUMULATORS 8
+#define LANES 1
+typedef float vec;
+static inline vec vec_set(float x) { return x; }
+static inline vec vec_fma(vec acc, vec a, vec b) { return acc * a + b; }
+static inline float vec_sum(vec x) { return x; }
+#define FLOPS_PER_OP 2
+#endif
+
+#define FLOPS_PER_ITER ((double)ACCUMULATORS * LANES * FLOPS_PER_OP)
+
+// Runs iters rounds of ACCUMULATORS independent FMAs; returns their sum so none is dead.
+// The chains converge to b / (1 - a) = 1, far from overflow and denormals.
+static float fma_loop(long iters, float start) {
+    const vec a = vec_set(0.999f), b = vec_set(0.001f);
+    vec acc[ACCUMULATORS];
+    for (int k = 0; k < ACCUMULATORS; k++) acc[k] = vec_set(start + 0.01f * k);
+    for (long i = 0; i < iters; i++) {
+#pragma GCC unroll 16
+        for (int k = 0; k < ACCUMULATORS; k++) acc[k] = vec_fma(acc[k], a, b);
+    }
+    float sum = 0.0f;
+    for (int k = 0; k < ACCUMULATORS; k++) sum += vec_sum(acc[k]);
+    return sum;
+}
+
+static volatile float fma_sink;
+
+// GFLOP/s of fma_loop on `threads` threads at once, the best of a few runs of >= 0.2 s.
+static double fma_peak(int threads) {
+    long iters = 1 << 16;
+    double best = 0.0;
+    for (int run = 0; run < 8; run++) {
+        double t0 = now_seconds();
+        if (threads == 1) {
+            fma_sink = fma_loop(iters, 1.0f);
+        } else {
+            float total = 0.0f;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+            total += fma_loop(iters, 1.0f + omp_get_thread_num());
+            fma_sink = total;
+        }
+        double secs = now_seconds() - t0;
+        if (secs < 0.2) {  // too short to time: grow and do not count this run
+            iters *= 2;
+            run--;
+            continue;
+        }
+        double gflops = threads * iters * FLOPS_PER_ITER / secs / 1e9;
+        if (gflops > best) best = gflops;
+        if (run >= 2) break;
+    }
+    return best;
+}
+
+// ----------------------------------------------------------------------------
+// FLOP counts (see the formula at the top)
+
+static double flops_per_step(const BenchConfig *bc) {
+    double B = bc->batch_size, T = bc->block_size, L = bc->n_layer, C = bc->n_embd;
+    double V = bc->vocab_size, H = bc->n_head, hs = C / H, A = H * hs, N = B * T;
+    double matmul_params = L * (3 * A * C + A * C + 4 * C * C + 4 * C * C) + V * C;
+    double forward = 2.0 * N * matmul_params + L * 2.0 * 2.0 * B * H * (T * (T + 1) / 2) * hs;
+    return 3.0 * forward;
+}
+
+static double flops_estimate(const BenchConfig *bc, size_t num_parameters) {
+    double N = (double)bc->batch_size * bc->block_size;
+    return 6.0 * num_parameters * N + bc->n_layer * 6.0 * bc->n_embd * bc->block_size * N;
+}
+
+// ----------------------------------------------------------------------------
+// the jobs, each run in a child process
+
+static void build_model(GPT *model, const BenchConfig *bc) {
+    GPTConfig config = {bc->vocab_size, bc->block_size, bc->n_layer, bc->n_head,
+                        bc->n_embd, bc->n_embd / bc->n_head, 1, 0.0f};
+    char err[ERR_LEN];
+    if (gpt_build(model, &config, err) != 0) die(EXIT_FAILED, "%s: %s", bc->name, err);
+    gpt_init_weights(model, SEED);
+}
+
+// Random tokens (B, T+1) as inputs (B, T) and their next tokens as targets (B, T).
+static void random_batch(Rng *rng, int B, int T, int V, int *inputs, int *targets) {
+    for (int b = 0; b < B; b++) {
+        int prev = (int)rng_below(rng, (uint64_t)V);
+        for (int t = 0; t < T; t++) {
+            int next = (int)rng_below(rng, (uint64_t)V);
+            inputs[b * T + t] = prev;
+            targets[b * T + t] = next;
+            prev = next;
+        }
+    }
+}
+
+// One optimizer step as ./train does it. Returns the loss; exits 3 if it is not finite.
+static float train_step(GPT *model, AdamW *opt, Rng *rng, int *inputs, int *targets, int B, int T) {
+    random_batch(rng, B, T, model->config.vocab_size, inputs, targets);
+    model->training = 0;
+    gpt_forward(model, inputs, targets, B, T);
+    gpt_backward(model);
+    double norm = grad_global_norm(model->grads_memory, model->num_parameters);
+    if (!isfinite(model->mean_loss) || !isfinite(norm))
+        die(EXIT_NONFINITE, "training step: %s is not finite", isfinite(model->mean_loss) ? "the gradient norm" : "the loss");
+    grad_clip(model->grads_memory, model->num_parameters, norm, GRAD_CLIP);
+    adamw_update(opt, model->params_memory, model->grads_memory, LEARNING_RATE);
+    return model->mean_loss;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak) {
+    const int B = bc->batch_size, T = bc->block_size;
+    GPT model;
+    build_model(&model, bc);
+    char err[ERR_LEN];
+    if (gpt_alloc_activations(&model, B, err) != 0) die(EXIT_FAILED, "%s: %s", bc->name, err);
+    AdamW opt;
+    if (adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.1f, err) != 0) die(EXIT_FAILED, "%s: %s", bc->name, err);
+    int *inputs = malloc((size_t)B * T * sizeof(int)), *targets = malloc((size_t)B * T * sizeof(int));
+    if (!inputs || !targets) die(EXIT_FAILED, "out of memory");
+    Rng rng;
+    rng_seed(&rng, SEED);
+
+    // warm-up: page in every buffer, start the thread pool; the last one sizes the timed run
+    float first_loss = NAN;
+    double warm_secs = 0.0;
+    for (int i = 0; i < o->warmup; i++) {
+        double t0 = now_seconds();
+        float loss = train_step(&model, &opt, &rng, inputs, targets, B, T);
+        warm_secs = now_seconds() - t0;
+        if (i == 0) first_loss = loss;
+    }
+    long steps = o->steps;
+    if (steps == 0) {
+        steps = warm_secs > 0 ? (long)ceil(o->seconds / warm_secs) : 100;
+        if (steps < 3) steps = 3;
+        if (steps > 100000) steps = 100000;
+    }
+    fprintf(stderr, "bench: %s: training, %ld timed steps\n", bc->name, steps);
+
+    double *step_secs = malloc((size_t)steps * sizeof(double));
+    if (!step_secs) die(EXIT_FAILED, "out of memory");
+    float loss = NAN;
+    double start = now_seconds();
+    for (long i = 0; i < steps; i++) {
+        double t0 = now_seconds();
+        loss = train_step(&model, &opt, &rng, inputs, targets, B, T);
+        step_secs[i] = now_seconds() - t0;
+        if (isnan(first_loss)) first_loss = loss;
+    }
+    double total = now_seconds() - start;
+    long rss = peak_rss_kb();
+    qsort(step_secs, (size_t)steps, sizeof(double), compare_doubles);
+
+    double ms = 1000.0 * total / steps;
+    double flops = flops_per_step(bc);
+    double gflops = flops / (total / steps) / 1e9;
+    printf("train config=%s threads=%d kernel=%s layers=%d heads=%d n_embd=%d block=%d batch=%d vocab=%d "
+           "params=%zu warmup=%d steps=%ld ms_per_step=%.3f ms_median=%.3f ms_min=%.3f tok_per_s=%.1f "
+           "gflop_per_step=%.4f gflop_per_step_estimate=%.4f gflops=%.2f pct_peak=%.1f rss_kb=%ld "
+           "first_loss=%.4f last_loss=%.4f\n",
+           bc->name, omp_get_max_threads(), matmul_kernel_name(), bc->n_layer, bc->n_head, bc->n_embd, T, B,
+           bc->vocab_size, model.num_parameters, o->warmup, steps, ms, 1000.0 * step_secs[steps / 2],
+           1000.0 * step_secs[0], B * T / (total / steps), flops / 1e9,
+           flops_estimate(bc, model.num_parameters) / 1e9, gflops,
+           peak->gflops_all > 0 ? 100.0 * gflops / peak->gflops_all : 0.0, rss, first_loss, loss);
+    fflush(stdout);
+    free(step_secs);
+    free(inputs);
+    free(targets);
+    adamw_free(&opt);
+    gpt_free(&model);
+}
+
+// Generates n characters after the prompt with ./generate's window policy: the window
+// [start, len) holds at most T tokens; once full it moves on by half a block and is
+// prefilled again. use_cache 0 prefills the whole window for every character, as
+// --no-cache does. Returns characters per second.
+static double generate_chars(KVCache *cache, const int *prompt, int prompt_len, long n, int use_cache) {
+    const GPTConfig *c = &cache->model->config;
+    const int T = c->block_size, V = c->vocab_size;
+    int *text = malloc((size_t)(prompt_len + n + 1) * sizeof(int));
+    float *probs = malloc((size_t)V * sizeof(float));
+    int *order = malloc((size_t)V * sizeof(int));
+    if (!text || !probs || !order) die(EXIT_FAILED, "out of memory");
+    memcpy(text, prompt, (size_t)prompt_len * sizeof(int));
+    long len = prompt_len;
+    const SamplerConfig sampler = {0.8f, 0, 1.0f};  // ./generate's defaults
+    Rng rng;
+    rng_seed(&rng, SEED);
+    double t0 = now_seconds();
+    long start = len > T ? len - T : 0;
+    const float *logits = kvcache_prefill(cache, text + start, (int)(len - start));
+    for (long i = 0; i < n; i++) {
+        text[len++] = sample_token(logits, V, &sampler, &rng, probs, order);
+        if (i + 1 == n) break;
+        if (len - start > T) {
+            start = len - (T + 1) / 2;
+            logits = kvcache_prefill(cache, text + start, (int)(len - start));
+        } else if (use_cache) {
+            logits = kvcache_step(cache, text[len - 1]);
+        } else {
+            logits = kvcache_prefill(cache, text + start, (int)(len - start));
+        }
+    }
+    double secs = now_seconds() - t0;
+    free(text);
+    free(probs);
+    free(order);
+    return n / secs;
+}
+
+static void run_generate(const BenchConfig *bc, const Options *o) {
+    GPT model;
+    build_model(&model, bc);
+    char err[ERR_LEN];
+    KVCache cache;
+    if (kvcache_init(&cache, &model, err) != 0) die(EXIT_FAILED, "%s: %s", bc->name, err);
+    Rng rng;
+    rng_seed(&rng, SEED + 1);
+    int prompt[PROMPT_LEN];
+    for (int i = 0; i < PROMPT_LEN; i++) prompt[i] = (int)rng_below(&rng, (uint64_t)bc->vocab_size);
+    fprintf(stderr, "bench: %s: generating %ld characters with and without the cache\n", bc->name, o->gen_chars);
+    generate_chars(&cache, prompt, PROMPT_LEN, 8, 1);  // warm-up
+    double cached = generate_chars(&cache, prompt, PROMPT_LEN, o->gen_chars, 1);
+    double uncached = generate_chars(&cache, prompt, PROMPT_LEN, o->gen_chars, 0);
+    printf("generate config=%s threads=%d prompt=%d chars=%ld cache_chars_per_s=%.1f "
+           "nocache_chars_per_s=%.1f rss_kb=%ld\n",
+           bc->name, omp_get_max_threads(), PROMPT_LEN, o->gen_chars, cached, uncached, peak_rss_kb());
+    fflush(stdout);
+    kvcache_free(&cache);
+    gpt_free(&model);
+}
+
+static void run_peak(Peak *peak) {
+    fprintf(stderr, "bench: measuring the FMA peak (%s)\n", FMA_PATH);
+    peak->threads = omp_get_max_threads();
+    peak->gflops_one = fma_peak(1);
+    peak->gflops_all = fma_peak(peak->threads);
+    printf("peak path=%s threads=%d gflops_1t=%.2f gflops_all=%.2f\n", FMA_PATH, peak->threads,
+           peak->gflops_one, peak->gflops_all);
+    fflush(stdout);
+}
+
+// ----------------------------------------------------------------------------
+// children: GNU OpenMP's thread pool does not survive fork, so the parent itself never
+// enters a parallel region; every job runs in a child of its own.
+
+enum { JOB_PEAK, JOB_TRAIN, JOB_GENERATE };
+
+static int run_child(int job, const BenchConfig *bc, const Options *o, Peak *peak) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) die(EXIT_FAILED, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        if (job == JOB_PEAK) run_peak(peak);
+        else if (job == JOB_TRAIN) run_train(bc, o, peak);
+        else run_generate(bc, o);
+        exit(0);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) die(EXIT_FAILED, "waitpid: %s", strerror(errno));
+    }
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    fprintf(stderr, "bench: a child was killed by signal %d\n", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return EXIT_FAILED;
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: ./scripts/bench [options]\n"
+            "Times chargpt's training step and generation on random tokens, and the FMA peak.\n"
+            "Threads: OMP_NUM_THREADS (default: all cores).\n\n"
+            "  --config NAME      tiny, small or all (default all)\n"
+            "  --seconds S        timed training seconds to aim for per config (default 4)\n"
+            "  --steps N          timed training steps instead of --seconds\n"
+            "  --warmup N         untimed training steps first, at least 1 (default 3)\n"
+            "  --gen-chars N      characters per generation run (default 500)\n"
+            "  -h, --help         show this help\n");
+}
+
+static double parse_number(const char *flag, const char *s, double min, double max) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < min || v > max)
+        die(EXIT_USAGE, "%s expects a number in [%g, %g], got '%s'", flag, min, max, s);
+    return v;
+}
+
+static void parse_options(int argc, char **argv, Options *o) {
+    enum { OPT_CONFIG = 256, OPT_SECONDS, OPT_STEPS, OPT_WARMUP, OPT_GEN_CHARS };
+    static const struct option long_options[] = {
+        {"config", required_argument, 0, OPT_CONFIG},  {"seconds", required_argument, 0, OPT_SECONDS},
+        {"steps", required_argument, 0, OPT_STEPS},    {"warmup", required_argument, 0, OPT_WARMUP},
+        {"gen-chars", required_argument, 0, OPT_GEN_CHARS}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    *o = (Options){"all", 4.0, 0, 3, 500};
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+        const char *flag = argv[optind - 1];
+        switch (c) {
+            case OPT_CONFIG: o->config = optarg; break;
+            case OPT_SECONDS: o->seconds = parse_number("--seconds", optarg, 0.0, 3600.0); break;
+            case OPT_STEPS: o->steps = (long)parse_number("--steps", optarg, 1, 1e6); break;
+            case OPT_WARMUP: o->warmup = (int)parse_number("--warmup", optarg, 1, 1000); break;
+            case OPT_GEN_CHARS: o->gen_chars = (long)parse_number("--gen-chars", optarg, 1, 1e7); break;
+            case 'h': usage(stdout); exit(0);
+            case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", flag); break;
+            default: die(EXIT_USAGE, "unknown option '%s' (see --help)", flag);
+        }
+    }
+    if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
+    int known = strcmp(o->config, "all") == 0;
+    for (int i = 0; i < NUM_CONFIGS; i++) known |= strcmp(o->config, configs[i].name) == 0;
+    if (!known) die(EXIT_USAGE, "--config must be tiny, small or all, got '%s'", o->config);
+}
+
+int main(int argc, char **argv) {
+    Options o;
+    parse_options(argc, argv, &o);
+    // shared with the children: the peak child writes it, the training children read it
+    Peak *peak = mmap(NULL, sizeof(Peak), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (peak == MAP_FAILED) die(EXIT_FAILED, "mmap: %s", strerror(errno));
+    memset(peak, 0, sizeof(*peak));
+    int rc = run_child(JOB_PEAK, NULL, &o, peak);
+    if (rc != 0) return rc;
+    for (int i = 0; i < NUM_CONFIGS; i++) {
+        if (strcmp(o.config, "all") != 0 && strcmp(o.config, configs[i].name) != 0) continue;
+        if ((rc = run_child(JOB_TRAIN, &configs[i], &o, peak)) != 0) return rc;
+        if ((rc = run_child(JOB_GENERATE, &configs[i], &o, peak)) != 0) return rc;
+    }
+    munmap(peak, sizeof(Peak));
+    return 0;
+}

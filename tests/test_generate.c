@@ -1,0 +1,831 @@
+// Tests of generation: the key/value cache against the full forward pass as the window moves
+// past block_size (model/inference.h), the sampler's filters and draws (model/sampler.h), and
+// the ./generate program run on a small checkpoint built here: determinism, cache on and
+// off, seeds, the recorded attention in every format, and its errors and exit statuses.
+#include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../data/utf8.h"
+#include "../model/checkpoint.h"
+#include "../model/gpt.h"
+#include "../model/inference.h"
+#include "../model/rng.h"
+#include "../model/sampler.h"
+#include "test.h"
+
+#define TMP_DIR "tests/tmp"
+#define GENERATE "./generate"
+#define CKPT TMP_DIR "/gen_model.safetensors"
+#define OUT_PATH TMP_DIR "/gen_stdout.txt"
+#define ERR_PATH TMP_DIR "/gen_stderr.txt"
+#define CACHE_TOL 1e-5      // abs error of cached logits vs the full forward
+#define ATTENTION_TOL 1e-6  // recorded attention vs the training forward pass
+
+// The test checkpoint's vocabulary, in increasing code point order (the last one is é).
+static const char VOCAB_TEXT[] = "\n !\",.abcdefghijklmnopqrstuvwxyz\xc3\xa9";
+
+// The test checkpoint's model: head_size 10 != n_embd / n_head = 8, a qkv bias, and dropout
+// in the config, which generation must not apply.
+static const GPTConfig PROGRAM_CONFIG = {
+    .vocab_size = 33, .block_size = 16, .n_layer = 2, .n_head = 3, .n_embd = 24, .head_size = 10,
+    .qkv_bias = 1, .dropout = 0.1f,
+};
+
+// ---------------------------------------------------------------------------------------
+// helpers
+
+static int decode(const char *text, size_t len, uint32_t *chars) {
+    size_t bad;
+    return (int)utf8_decode((const unsigned char *)text, len, chars, &bad);
+}
+
+// vocab: room for sizeof(VOCAB_TEXT) code points; returns how many.
+static int test_vocab(uint32_t *vocab) { return decode(VOCAB_TEXT, strlen(VOCAB_TEXT), vocab); }
+
+// Token id of cp in the test vocabulary, or -1.
+static int token_of(uint32_t cp) {
+    uint32_t vocab[sizeof(VOCAB_TEXT)];
+    int V = test_vocab(vocab);
+    for (int i = 0; i < V; i++)
+        if (vocab[i] == cp) return i;
+    return -1;
+}
+
+// Builds a model whose output is far from uniform: the initial weights plus noise on every
+// parameter (so biases and LayerNorm parameters are not 0 and 1), then wte scaled up (it is
+// also the output head, so the logits spread over a few units).
+static int build_test_model(GPT *model, const GPTConfig *config, uint64_t seed) {
+    char err[ERR_LEN];
+    if (!CHECK(gpt_build(model, config, err) == 0, "gpt_build: %s", err)) return -1;
+    gpt_init_weights(model, seed);
+    Rng rng;
+    rng_seed(&rng, seed ^ 0x5EEDull);
+    for (size_t i = 0; i < model->num_parameters; i++)
+        model->params_memory[i] += 0.05f * (2.0f * rng_uniform(&rng) - 1.0f);
+    for (size_t i = 0; i < model->param_sizes[0]; i++) model->params.wte[i] *= 8.0f;
+    return 0;
+}
+
+static char *read_whole_file(const char *path, size_t *len) {
+    *len = 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long size = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *buf = malloc((size_t)size + 1);
+    size_t got = fread(buf, 1, (size_t)size, fp);
+    fclose(fp);
+    buf[got] = '\0';
+    *len = got;
+    return buf;
+}
+
+static int write_file(const char *path, const void *data, size_t len) {
+    FILE *fp = fopen(path, "wb");
+    if (!fp) return -1;
+    size_t put = fwrite(data, 1, len, fp);
+    return fclose(fp) == 0 && put == len ? 0 : -1;
+}
+
+static int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+// Saves the test checkpoint once per run (and checks ./generate is built); NULL on failure.
+static const char *test_checkpoint(void) {
+    static int state = 0;  // 0 not tried, 1 ready, -1 failed
+    if (state == 0) {
+        state = -1;
+        mkdir(TMP_DIR, 0777);
+        if (!CHECK(access(GENERATE, X_OK) == 0, "%s is not built: run make first", GENERATE)) return NULL;
+        uint32_t vocab[sizeof(VOCAB_TEXT)];
+        if (!CHECK(test_vocab(vocab) == PROGRAM_CONFIG.vocab_size, "test vocabulary size")) return NULL;
+        GPT model;
+        if (build_test_model(&model, &PROGRAM_CONFIG, 42) != 0) return NULL;
+        char err[ERR_LEN];
+        int rc = checkpoint_save(CKPT, &model, vocab, NULL, NULL, 0, err);
+        gpt_free(&model);
+        if (!CHECK(rc == 0, "checkpoint_save: %s", err)) return NULL;
+        state = 1;
+    }
+    CHECK(state == 1, "the test checkpoint could not be made (see the first failure)");
+    return state == 1 ? CKPT : NULL;
+}
+
+// Runs argv (argv[0] the program, NULL-terminated) with stdin from in_path (NULL:
+// /dev/null) and stdout and stderr into files. Returns the exit status, -1 if it did not exit.
+static int run_program(const char *const *argv, const char *in_path, const char *out_path,
+                       const char *err_path) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        int in = open(in_path ? in_path : "/dev/null", O_RDONLY);
+        int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+        int errfd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+        if (in < 0 || out < 0 || errfd < 0) _exit(127);
+        dup2(in, 0), dup2(out, 1), dup2(errfd, 2);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int status;
+    if (waitpid(pid, &status, 0) != pid) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+typedef struct {
+    int status;
+    char *out;  // stdout, NUL-terminated
+    size_t out_len;
+    char *err;  // stderr, NUL-terminated
+} Run;
+
+// Runs ./generate with args (NULL-terminated, without argv[0]) and stdin from in_path.
+static Run run_generate(const char *in_path, const char *const *args) {
+    const char *argv[32] = {GENERATE};
+    int n = 1;
+    while (args[n - 1] && n < 31) argv[n] = args[n - 1], n++;
+    argv[n] = NULL;
+    Run r;
+    r.status = run_program(argv, in_path, OUT_PATH, ERR_PATH);
+    size_t err_len;
+    r.out = read_whole_file(OUT_PATH, &r.out_len);
+    r.err = read_whole_file(ERR_PATH, &err_len);
+    if (!r.out) r.out = strdup(""), r.out_len = 0;
+    if (!r.err) r.err = strdup("");
+    return r;
+}
+#define ARGS(...) ((const char *[]){__VA_ARGS__, NULL})
+
+static void run_free(Run *r) {
+    free(r->out);
+    free(r->err);
+}
+
+// ---------------------------------------------------------------------------------------
+// key/value cache
+
+// Runs generate.c's loop with the cache: prefill the window [start, len) of at most T
+// tokens, then one step per token; when the window would exceed T, start = len - (T+1)/2 and
+// prefill again. At every position the cached logits are compared with a full forward over
+// the same window on an identical model. Returns the worst abs error; *prefills counts them.
+static double cache_vs_full_forward(const GPTConfig *config, int prompt_len, int steps, uint64_t seed,
+                                    int *prefills) {
+    const int T = config->block_size, V = config->vocab_size;
+    GPT model, ref;
+    char err[ERR_LEN];
+    if (build_test_model(&model, config, seed) != 0) return INFINITY;
+    if (build_test_model(&ref, config, seed) != 0) return INFINITY;
+    KVCache cache;
+    if (!CHECK(kvcache_init(&cache, &model, err) == 0, "kvcache_init: %s", err)) return INFINITY;
+    if (!CHECK(gpt_alloc_activations(&ref, 1, err) == 0, "gpt_alloc_activations: %s", err)) return INFINITY;
+    ref.training = 0;
+    int *text = malloc((size_t)(prompt_len + steps + 1) * sizeof(int));
+    float *got = malloc((size_t)V * sizeof(float)), *probs = malloc((size_t)V * sizeof(float));
+    int *order = malloc((size_t)V * sizeof(int));
+    Rng rng;
+    rng_seed(&rng, seed + 1);
+    for (int i = 0; i < prompt_len; i++) text[i] = (int)rng_below(&rng, (uint64_t)V);
+    SamplerConfig sampler = {1.0f, 0, 1.0f};
+    long len = prompt_len, start = len > T ? len - T : 0;
+    const float *logits = kvcache_prefill(&cache, text + start, (int)(len - start));
+    *prefills = 1;
+    double worst = 0.0;
+    for (int n = 0; n < steps; n++) {
+        memcpy(got, logits, (size_t)V * sizeof(float));
+        int t = (int)(len - start);
+        gpt_forward(&ref, text + start, NULL, 1, t);
+        const float *want = ref.acts.logits + (size_t)(t - 1) * V;
+        for (int v = 0; v < V; v++) {
+            double d = fabs((double)got[v] - (double)want[v]);
+            if (d > worst || d != d) worst = d != d ? INFINITY : d;
+        }
+        int next = sample_token(got, V, &sampler, &rng, probs, order);
+        text[len++] = next;
+        if (len - start > T) {
+            start = len - (T + 1) / 2;
+            logits = kvcache_prefill(&cache, text + start, (int)(len - start));
+            (*prefills)++;
+        } else {
+            logits = kvcache_step(&cache, next);
+        }
+    }
+    free(text), free(got), free(probs), free(order);
+    kvcache_free(&cache);
+    gpt_free(&model);
+    gpt_free(&ref);
+    return worst;
+}
+
+TEST(generate_kvcache_matches_full_forward) {
+    // qkv bias on, head_size 10 != 24/3; bias off, head_size 6 != 16/4, odd block size
+    const GPTConfig configs[2] = {
+        {.vocab_size = 33, .block_size = 16, .n_layer = 2, .n_head = 3, .n_embd = 24, .head_size = 10,
+         .qkv_bias = 1, .dropout = 0.1f},
+        {.vocab_size = 29, .block_size = 13, .n_layer = 3, .n_head = 4, .n_embd = 16, .head_size = 6,
+         .qkv_bias = 0, .dropout = 0.0f},
+    };
+    for (int c = 0; c < 2; c++) {
+        const int T = configs[c].block_size;
+        // a short prompt, and one longer than the block (the window starts at len - T)
+        const int prompt_lens[2] = {3, T + 5};
+        for (int p = 0; p < 2; p++) {
+            int prefills = 0;
+            double err = cache_vs_full_forward(&configs[c], prompt_lens[p], 3 * T + 7, 100 + c, &prefills);
+            printf("    qkv_bias=%d T=%d prompt %2d: %d prefills, worst abs logit error %.2e\n",
+                   configs[c].qkv_bias, T, prompt_lens[p], prefills, err);
+            CHECK(err <= CACHE_TOL, "config %d prompt %d: cached logits differ from the full forward by %.3e",
+                  c, prompt_lens[p], err);
+            CHECK(prefills >= 4, "config %d: the window moved only %d times", c, prefills - 1);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// sampler
+
+static const float FIVE[5] = {0.05f, 0.4f, 0.1f, 0.3f, 0.15f};
+
+// Filters a copy of probs and checks it against want (abs tolerance 1e-6).
+static void check_filter(const float *probs, int V, int top_k, float top_p, const float *want, const char *what) {
+    float got[8];
+    int order[8];
+    memcpy(got, probs, (size_t)V * sizeof(float));
+    sampler_filter(got, order, V, top_k, top_p);
+    for (int v = 0; v < V; v++)
+        CHECK(fabsf(got[v] - want[v]) <= 1e-6f, "%s: probs[%d] = %.7f, want %.7f", what, v, got[v], want[v]);
+}
+
+TEST(generate_sampler_filter) {
+    const float top_p_07[5] = {0, 0.4f / 0.7f, 0, 0.3f / 0.7f, 0};
+    const float top_p_071[5] = {0, 0.4f / 0.85f, 0, 0.3f / 0.85f, 0.15f / 0.85f};
+    const float top_1[5] = {0, 1, 0, 0, 0};
+    const float top_k3_p09[5] = {0, 0.4f / 0.85f, 0, 0.3f / 0.85f, 0.15f / 0.85f};
+    check_filter(FIVE, 5, 0, 0.7f, top_p_07, "top_p 0.7");
+    CHECK(fabsf(0.4f / 0.7f - 0.5714286f) < 1e-6f, "renormalised 0.4");
+    check_filter(FIVE, 5, 0, 0.71f, top_p_071, "top_p 0.71");
+    check_filter(FIVE, 5, 0, 1.0f, FIVE, "top_p 1");
+    check_filter(FIVE, 5, 5, 1.0f, FIVE, "top_k V");
+    check_filter(FIVE, 5, 2, 1.0f, top_p_07, "top_k 2");
+    check_filter(FIVE, 5, 2, 0.5f, top_1, "top_k 2 + top_p 0.5");
+    check_filter(FIVE, 5, 1, 1.0f, top_1, "top_k 1");
+    check_filter(FIVE, 5, 0, 0.01f, top_1, "top_p 0.01");
+    // top_p applies to the renormalised top_k: 0.9 of {0.4,0.3,0.15} needs all three
+    check_filter(FIVE, 5, 3, 0.9f, top_k3_p09, "top_k 3 + top_p 0.9");
+    // ties keep the lower index
+    const float ties[4] = {0.2f, 0.3f, 0.2f, 0.3f};
+    const float tie_k1[4] = {0, 1, 0, 0};
+    const float tie_k3[4] = {0.2f / 0.8f, 0.3f / 0.8f, 0, 0.3f / 0.8f};
+    const float tie_p05[4] = {0, 0.5f, 0, 0.5f};
+    check_filter(ties, 4, 1, 1.0f, tie_k1, "ties top_k 1");
+    check_filter(ties, 4, 3, 1.0f, tie_k3, "ties top_k 3");
+    check_filter(ties, 4, 0, 0.55f, tie_p05, "ties top_p 0.55");
+    check_filter(ties, 4, 0, 0.7f, tie_k3, "ties top_p 0.7");
+}
+
+TEST(generate_sample_token_greedy_and_frequencies) {
+    enum { V = 5, DRAWS = 20000 };
+    float logits[V], probs[V];
+    int order[V];
+    for (int v = 0; v < V; v++) logits[v] = logf(FIVE[v]);
+    Rng rng;
+    rng_seed(&rng, 2024);
+    // temperature 0 is argmax whatever the filters; ties go to the lower index
+    SamplerConfig greedy = {0.0f, 3, 0.5f};
+    CHECK(sample_token(logits, V, &greedy, &rng, probs, order) == 1, "temperature 0 is not argmax");
+    const float tied[V] = {1.0f, 3.0f, -2.0f, 3.0f, 0.5f};
+    CHECK(sample_token(tied, V, &greedy, &rng, probs, order) == 1, "argmax tie is not the lower index");
+    CHECK(sample_argmax(tied, V) == 1, "sample_argmax tie is not the lower index");
+    // temperature 1: the distribution itself; temperature 0.5: p^2 renormalised; top_p 0.7:
+    // {0.4, 0.3} renormalised and nothing else; top_k 1 at temperature 1: always the argmax
+    double sq = 0.0;
+    for (int v = 0; v < V; v++) sq += (double)FIVE[v] * FIVE[v];
+    struct { SamplerConfig config; double want[V]; } cases[4] = {
+        {{1.0f, 0, 1.0f}, {0.05, 0.4, 0.1, 0.3, 0.15}},
+        {{0.5f, 0, 1.0f}, {0.0025 / sq, 0.16 / sq, 0.01 / sq, 0.09 / sq, 0.0225 / sq}},
+        {{1.0f, 0, 0.7f}, {0, 0.4 / 0.7, 0, 0.3 / 0.7, 0}},
+        {{1.0f, 1, 1.0f}, {0, 1, 0, 0, 0}},
+    };
+    for (int c = 0; c < 4; c++) {
+        int counts[V] = {0};
+        for (int i = 0; i < DRAWS; i++) {
+            int v = sample_token(logits, V, &cases[c].config, &rng, probs, order);
+            if (!CHECK(v >= 0 && v < V, "sample_token returned %d", v)) return;
+            counts[v]++;
+        }
+        double worst = 0.0;
+        for (int v = 0; v < V; v++) {
+            double freq = (double)counts[v] / DRAWS;
+            if (fabs(freq - cases[c].want[v]) > worst) worst = fabs(freq - cases[c].want[v]);
+            CHECK(fabs(freq - cases[c].want[v]) <= 0.01, "case %d: token %d drawn %.4f of the time, want %.4f", c, v,
+                  freq, cases[c].want[v]);
+            if (cases[c].want[v] == 0.0) CHECK(counts[v] == 0, "case %d: filtered token %d drawn %d times", c, v, counts[v]);
+        }
+        printf("    case %d (t=%.1f k=%d p=%.1f): worst frequency error %.4f over %d draws\n", c,
+               cases[c].config.temperature, cases[c].config.top_k, cases[c].config.top_p, worst, DRAWS);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// ./generate: determinism, cache, seeds
+
+TEST(generate_greedy_deterministic) {
+    if (!test_checkpoint()) return;
+    const char *prompt = "the cat ";
+    Run a = run_generate(NULL, ARGS(CKPT, prompt, "-t", "0", "-n", "60"));
+    Run b = run_generate(NULL, ARGS(CKPT, prompt, "-t", "0", "-n", "60"));
+    CHECK(a.status == 0 && b.status == 0, "exit statuses %d %d: %s", a.status, b.status, a.err);
+    CHECK(strncmp(a.out, prompt, strlen(prompt)) == 0, "output does not start with the prompt: '%s'", a.out);
+    CHECK(a.out_len == b.out_len && memcmp(a.out, b.out, a.out_len) == 0, "greedy runs differ:\n%s\n%s", a.out, b.out);
+    CHECK(strstr(a.err, "chars/s") != NULL, "no chars/s line on stderr: '%s'", a.err);
+    uint32_t chars[256];
+    CHECK(a.out_len > 0 && decode(a.out, a.out_len, chars) == (int)strlen(prompt) + 60 + 1,
+          "want the prompt, 60 characters and a newline, got '%s'", a.out);
+    CHECK(a.out_len > 0 && a.out[a.out_len - 1] == '\n', "output does not end with a newline");
+    run_free(&a), run_free(&b);
+}
+
+TEST(generate_no_cache_matches_cache) {
+    if (!test_checkpoint()) return;
+    const int T = PROGRAM_CONFIG.block_size;
+    char n[16];
+    snprintf(n, sizeof(n), "%d", 3 * T + 5);
+    const char *prompt = "a";
+    // greedy, and sampled with a seed (the same draws see the same logits)
+    const char *temps[2] = {"0", "0.9"};
+    for (int i = 0; i < 2; i++) {
+        Run cached = run_generate(NULL, ARGS(CKPT, prompt, "-t", temps[i], "-s", "11", "-n", n));
+        Run full = run_generate(NULL, ARGS(CKPT, prompt, "-t", temps[i], "-s", "11", "-n", n, "--no-cache"));
+        CHECK(cached.status == 0 && full.status == 0, "exit statuses %d %d: %s", cached.status, full.status, full.err);
+        uint32_t chars[256];
+        int count = decode(cached.out, cached.out_len, chars);
+        CHECK(count > 2 * T, "only %d characters", count);
+        CHECK(cached.out_len == full.out_len && memcmp(cached.out, full.out, cached.out_len) == 0,
+              "-t %s: cached and --no-cache outputs differ:\n%s\n%s", temps[i], cached.out, full.out);
+        CHECK(strstr(full.err, "without the cache") != NULL, "--no-cache not reported: '%s'", full.err);
+        run_free(&cached), run_free(&full);
+    }
+}
+
+TEST(generate_seeds_and_top_k1) {
+    if (!test_checkpoint()) return;
+    const char *prompt = "once ";
+    Run a = run_generate(NULL, ARGS(CKPT, prompt, "-s", "7", "-n", "200"));
+    Run b = run_generate(NULL, ARGS(CKPT, prompt, "-s", "7", "-n", "200"));
+    Run c = run_generate(NULL, ARGS(CKPT, prompt, "-s", "8", "-n", "200"));
+    CHECK(a.status == 0 && b.status == 0 && c.status == 0, "exit statuses %d %d %d", a.status, b.status, c.status);
+    CHECK(a.out_len == b.out_len && memcmp(a.out, b.out, a.out_len) == 0, "same seed, different text");
+    CHECK(a.out_len != c.out_len || memcmp(a.out, c.out, a.out_len) != 0, "seeds 7 and 8 gave the same text");
+    // sampled text from this model is varied: many distinct characters
+    uint32_t chars[1024];
+    int count = decode(a.out, a.out_len, chars), distinct = 0;
+    for (int i = 0; i < count; i++) {
+        int seen = 0;
+        for (int j = 0; j < i; j++) seen |= chars[j] == chars[i];
+        distinct += !seen;
+    }
+    CHECK(distinct >= 10, "only %d distinct characters: the test model is degenerate", distinct);
+    Run k1 = run_generate(NULL, ARGS(CKPT, prompt, "-k", "1", "-s", "7", "-n", "200"));
+    Run greedy = run_generate(NULL, ARGS(CKPT, prompt, "-t", "0", "-n", "200"));
+    CHECK(k1.status == 0 && greedy.status == 0, "exit statuses %d %d", k1.status, greedy.status);
+    CHECK(k1.out_len == greedy.out_len && memcmp(k1.out, greedy.out, k1.out_len) == 0,
+          "-k 1 differs from greedy:\n%s\n%s", k1.out, greedy.out);
+    CHECK(a.out_len != greedy.out_len || memcmp(a.out, greedy.out, a.out_len) != 0, "sampling gave the greedy text");
+    run_free(&a), run_free(&b), run_free(&c), run_free(&k1), run_free(&greedy);
+}
+
+// ---------------------------------------------------------------------------------------
+// recorded attention
+
+// The attention JSON read back: token strings as code points, sizes, and every weight.
+typedef struct {
+    uint32_t chars[256];
+    int t;
+    int n_layer, n_head;
+    float *att;      // (L, H, t, t) in file order
+    size_t n_att;    // numbers read
+    int dims[4];     // length of the arrays at each nesting depth (-1: lengths differ)
+} AttentionJson;
+
+static const char *skip_ws(const char *p) {
+    while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r') p++;
+    return p;
+}
+
+static int hex4(const char *p, uint32_t *v) {
+    *v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0) return -1;
+        *v = *v * 16 + (uint32_t)d;
+    }
+    return 0;
+}
+
+// Reads a JSON string at p into UTF-8 bytes (out holds cap); returns the end or NULL.
+static const char *parse_string(const char *p, char *out, size_t cap, size_t *len) {
+    if (*p++ != '"') return NULL;
+    *len = 0;
+    while (*p != '"') {
+        if (!*p || *len + 4 >= cap) return NULL;
+        if (*p != '\\') {
+            out[(*len)++] = *p++;
+            continue;
+        }
+        p++;
+        char c = *p++;
+        const char *simple = "\"\\/bfnrt", *value = "\"\\/\b\f\n\r\t";
+        const char *s = c ? strchr(simple, c) : NULL;
+        if (s) {
+            out[(*len)++] = value[s - simple];
+        } else if (c == 'u') {
+            uint32_t cp, low;
+            if (hex4(p, &cp) != 0) return NULL;
+            p += 4;
+            if (cp >= 0xD800 && cp < 0xDC00) {
+                if (p[0] != '\\' || p[1] != 'u' || hex4(p + 2, &low) != 0) return NULL;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+                p += 6;
+            }
+            *len += (size_t)utf8_encode(cp, out + *len);
+        } else {
+            return NULL;
+        }
+    }
+    return p + 1;
+}
+
+// Reads nested arrays of numbers at p (depth d), appending the numbers to j->att and
+// recording each depth's array length. Returns the end or NULL.
+static const char *parse_weights(const char *p, int d, AttentionJson *j, size_t cap) {
+    if (d > 3 || *p != '[') return NULL;
+    p = skip_ws(p + 1);
+    int count = 0;
+    while (*p != ']') {
+        if (count > 0) {
+            if (*p != ',') return NULL;
+            p = skip_ws(p + 1);
+        }
+        if (d < 3) {
+            p = parse_weights(p, d + 1, j, cap);
+            if (!p) return NULL;
+        } else {
+            char *end;
+            float w = strtof(p, &end);
+            if (end == p || j->n_att == cap) return NULL;
+            j->att[j->n_att++] = w;
+            p = end;
+        }
+        p = skip_ws(p);
+        count++;
+    }
+    if (j->dims[d] == 0) j->dims[d] = count;
+    else if (j->dims[d] != count) j->dims[d] = -1;
+    return p + 1;
+}
+
+// Parses the whole document; returns 0 or -1 (j->att must be freed either way).
+static int parse_attention_json(const char *text, AttentionJson *j) {
+    memset(j, 0, sizeof(*j));
+    j->n_layer = j->n_head = -1;
+    size_t cap = strlen(text) / 2 + 1;  // a number takes at least "0," in the file
+    j->att = malloc(cap * sizeof(float));
+    char key[64], bytes[16];
+    size_t len;
+    const char *p = skip_ws(text);
+    if (*p++ != '{') return -1;
+    for (int first = 1;; first = 0) {
+        p = skip_ws(p);
+        if (*p == '}') return 0;
+        if (!first && *p++ != ',') return -1;
+        p = parse_string(skip_ws(p), key, sizeof(key), &len);
+        if (!p) return -1;
+        key[len] = '\0';
+        p = skip_ws(p);
+        if (*p++ != ':') return -1;
+        p = skip_ws(p);
+        if (strcmp(key, "tokens") == 0) {
+            if (*p++ != '[') return -1;
+            for (p = skip_ws(p); *p != ']'; p = skip_ws(p)) {
+                if (j->t > 0 && *p++ != ',') return -1;
+                p = parse_string(skip_ws(p), bytes, sizeof(bytes), &len);
+                uint32_t cps[16];
+                if (!p || j->t == 256 || decode(bytes, len, cps) != 1) return -1;
+                j->chars[j->t++] = cps[0];
+            }
+            p++;
+        } else if (strcmp(key, "attention") == 0) {
+            p = parse_weights(p, 0, j, cap);
+            if (!p) return -1;
+        } else if (strcmp(key, "n_layer") == 0 || strcmp(key, "n_head") == 0) {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p) return -1;
+            *(strcmp(key, "n_layer") == 0 ? &j->n_layer : &j->n_head) = (int)v;
+            p = end;
+        } else {
+            return -1;
+        }
+    }
+}
+
+// Loads the test checkpoint into a model with activations for batch 1.
+static int load_test_model(GPT *model) {
+    Checkpoint ck;
+    char err[ERR_LEN];
+    if (!CHECK(checkpoint_open(CKPT, &ck, err) == 0, "checkpoint_open: %s", err)) return -1;
+    int rc = checkpoint_load_model(&ck, model, err);
+    checkpoint_close(&ck);
+    if (!CHECK(rc == 0, "checkpoint_load_model: %s", err)) return -1;
+    if (!CHECK(gpt_alloc_activations(model, 1, err) == 0, "gpt_alloc_activations: %s", err)) {
+        gpt_free(model);
+        return -1;
+    }
+    model->training = 0;
+    return 0;
+}
+
+// Checks the recorded attention of j against its structure (rows sum to 1, causal) and
+// the training forward pass over its characters. Returns the worst abs difference.
+static double check_attention(const AttentionJson *j, GPT *model) {
+    const GPTConfig *c = &model->config;
+    const int L = c->n_layer, H = c->n_head, t = j->t;
+    CHECK(j->n_layer == L && j->n_head == H, "n_layer %d n_head %d, want %d %d", j->n_layer, j->n_head, L, H);
+    CHECK(j->dims[0] == L && j->dims[1] == H && j->dims[2] == t && j->dims[3] == t,
+          "attention arrays are [%d][%d][%d][%d], want [%d][%d][%d][%d]", j->dims[0], j->dims[1], j->dims[2],
+          j->dims[3], L, H, t, t);
+    if (!CHECK(j->n_att == (size_t)L * H * t * t, "%zu weights, want %d", j->n_att, L * H * t * t)) return INFINITY;
+    int tokens[256];
+    for (int i = 0; i < t; i++) {
+        tokens[i] = token_of(j->chars[i]);
+        if (!CHECK(tokens[i] >= 0, "recorded character U+%04X is not in the vocabulary", j->chars[i])) return INFINITY;
+    }
+    gpt_forward(model, tokens, NULL, 1, t);
+    size_t lower = 0;
+    double worst = 0.0, worst_sum = 0.0;
+    int above = 0;
+    for (int l = 0; l < L; l++) {
+        const float *want = gpt_attention_weights(model, l);
+        for (int h = 0; h < H; h++) {
+            const float *got = j->att + ((size_t)l * H + h) * t * t;
+            const float *ref = want + (size_t)h * t * t;
+            CHECK(fabsf(got[0] - 1.0f) <= 1e-6f, "layer %d head %d: the first character attends to itself %.7f", l, h,
+                  got[0]);
+            for (int q = 0; q < t; q++) {
+                double sum = 0.0;
+                for (int k = 0; k < t; k++) {
+                    float w = got[(size_t)q * t + k];
+                    if (k > q) {
+                        above += w != 0.0f;
+                        continue;
+                    }
+                    lower++;
+                    sum += w;
+                    double d = fabs((double)w - (double)ref[(size_t)q * t + k]);
+                    if (d > worst || d != d) worst = d != d ? INFINITY : d;
+                }
+                if (fabs(sum - 1.0) > worst_sum) worst_sum = fabs(sum - 1.0);
+            }
+        }
+    }
+    CHECK(lower == (size_t)L * H * t * (t + 1) / 2, "%zu lower-triangle weights", lower);
+    CHECK(above == 0, "%d weights above the diagonal are not 0", above);
+    CHECK(worst_sum <= 1e-5, "a row sums to 1 %+.2e", worst_sum);
+    CHECK(worst <= ATTENTION_TOL, "recorded weights differ from the training forward by %.3e", worst);
+    return worst;
+}
+
+// Splits CSV text into records (quotes respected) and checks the data rows: layer, head,
+// query, key <= query in order, weights equal to att (L, H, t, t). Returns the data rows.
+static long check_attention_csv(const char *text, const float *att, int L, int H, int t) {
+    long rows = 0;
+    int fields = 0, quoted = 0, l = 0, h = 0, q = 0, k = -1, bad = 0;
+    const char *field = text;
+    long expected_index = 0;
+    for (const char *p = text; *p; p++) {
+        if (*p == '"') quoted = !quoted;
+        if (quoted || (*p != ',' && *p != '\n')) continue;
+        // a field ends at p
+        if (rows > 0) {
+            if (fields == 0) l = atoi(field);
+            if (fields == 1) h = atoi(field);
+            if (fields == 2) q = atoi(field);
+            if (fields == 3) k = atoi(field);
+            if (fields == 6) {
+                // the expected (l, h, q, k) of this row in layer, head, query, key order
+                long r = expected_index, per_head = (long)t * (t + 1) / 2;
+                int el = (int)(r / (per_head * H)), eh = (int)(r / per_head % H), eq = 0;
+                long within = r % per_head;
+                while (within > eq) within -= ++eq;
+                if (l != el || h != eh || q != eq || k != (int)within) bad++;
+                else if (fabsf(strtof(field, NULL) - att[(((size_t)l * H + h) * t + q) * t + k]) > 1e-6f) bad++;
+                expected_index++;
+            }
+        }
+        fields++;
+        field = p + 1;
+        if (*p == '\n') {
+            if (rows > 0 && fields != 7) bad++;
+            rows++;
+            fields = 0;
+        }
+    }
+    const char *header = "layer,head,query_pos,key_pos,query_char,key_char,weight\n";
+    CHECK(strncmp(text, header, strlen(header)) == 0, "CSV header");
+    CHECK(bad == 0, "%d CSV rows out of order, with the wrong field count or weight", bad);
+    CHECK(expected_index == rows - 1, "%ld weights in %ld data rows", expected_index, rows - 1);
+    return rows - 1;
+}
+
+TEST(generate_attention_outputs) {
+    if (!test_checkpoint()) return;
+    GPT model;
+    if (load_test_model(&model) != 0) return;
+    const GPTConfig *c = &model.config;
+    const int L = c->n_layer, H = c->n_head;
+    // a prompt with characters the JSON and CSV writers must escape or quote
+    const char *prompt = "say \"hi\", now.";
+    const char *json_path = TMP_DIR "/gen_att.json", *csv_path = TMP_DIR "/gen_att.csv";
+    const char *png_path = TMP_DIR "/gen_att.png";
+    remove(json_path), remove(csv_path), remove(png_path);
+    Run r = run_generate(NULL, ARGS(CKPT, "-n", "0", "--attention", json_path, prompt));
+    CHECK(r.status == 0, "exit status %d: %s", r.status, r.err);
+    CHECK(strlen(r.out) == strlen(prompt) + 1 && strncmp(r.out, prompt, strlen(prompt)) == 0,
+          "-n 0 should print the prompt and a newline, got '%s'", r.out);
+    run_free(&r);
+    size_t len;
+    char *json = read_whole_file(json_path, &len);
+    AttentionJson j;
+    j.att = NULL;
+    if (CHECK(json != NULL, "%s not written", json_path) && CHECK(parse_attention_json(json, &j) == 0, "cannot parse %s", json_path)) {
+        uint32_t want[64];
+        int t = decode(prompt, strlen(prompt), want);
+        CHECK(j.t == t && memcmp(j.chars, want, (size_t)t * sizeof(uint32_t)) == 0, "recorded %d characters, not the prompt", j.t);
+        double worst = check_attention(&j, &model);
+        printf("    %d layers x %d heads over %d characters: worst abs diff from gpt_forward %.2e\n", L, H, j.t, worst);
+
+        r = run_generate(NULL, ARGS(CKPT, "-n", "0", "--attention", csv_path, prompt));
+        CHECK(r.status == 0, "csv: exit status %d: %s", r.status, r.err);
+        run_free(&r);
+        char *csv = read_whole_file(csv_path, &len);
+        if (CHECK(csv != NULL, "%s not written", csv_path)) {
+            long rows = check_attention_csv(csv, j.att, L, H, j.t);
+            CHECK(rows == (long)L * H * j.t * (j.t + 1) / 2, "%ld CSV rows, want %d", rows, L * H * j.t * (j.t + 1) / 2);
+        }
+        free(csv);
+    }
+    free(j.att);
+    free(json);
+
+    r = run_generate(NULL, ARGS(CKPT, "-n", "0", "--attention", png_path, prompt));
+    CHECK(r.status == 0, "png: exit status %d: %s", r.status, r.err);
+    run_free(&r);
+    char *png = read_whole_file(png_path, &len);
+    CHECK(png && len > 8 && memcmp(png, "\x89PNG\r\n\x1a\n", 8) == 0, "%s is not a PNG", png_path);
+    free(png);
+    gpt_free(&model);
+}
+
+TEST(generate_attention_last_block) {
+    if (!test_checkpoint()) return;
+    GPT model;
+    if (load_test_model(&model) != 0) return;
+    const int T = model.config.block_size;
+    const char *prompt = "the quick brown fox jumps over the lazy dog, again and again.";
+    const char *json_path = TMP_DIR "/gen_att_long.json";
+    remove(json_path);
+    Run r = run_generate(NULL, ARGS(CKPT, "-n", "20", "-s", "5", "--attention", json_path, prompt));
+    CHECK(r.status == 0, "exit status %d: %s", r.status, r.err);
+    uint32_t text[256];
+    int n = r.out_len > 0 ? decode(r.out, r.out_len - 1, text) : 0;  // without the final newline
+    CHECK(n == (int)strlen(prompt) + 20, "output has %d characters, want the prompt and 20", n);
+    size_t len;
+    char *json = read_whole_file(json_path, &len);
+    AttentionJson j;
+    j.att = NULL;
+    if (CHECK(json != NULL, "%s not written", json_path) && CHECK(parse_attention_json(json, &j) == 0, "cannot parse %s", json_path)) {
+        CHECK(j.t == T && n >= T && memcmp(j.chars, text + n - T, (size_t)T * sizeof(uint32_t)) == 0,
+              "recorded %d characters, not the last %d of the text", j.t, T);
+        check_attention(&j, &model);
+    }
+    free(j.att);
+    free(json);
+    run_free(&r);
+    gpt_free(&model);
+}
+
+// ---------------------------------------------------------------------------------------
+// ./generate: prompts and errors
+
+TEST(generate_unknown_prompt_character) {
+    if (!test_checkpoint()) return;
+    const char *prompt = "a\xc3\xa9\xe2\x82\xac b";  // "aé€ b": € is not in the vocabulary
+    Run r = run_generate(NULL, ARGS(CKPT, prompt, "-n", "5"));
+    CHECK(r.status == 2, "exit status %d, want 2", r.status);
+    CHECK(strstr(r.err, "\xe2\x82\xac") && strstr(r.err, "U+20AC") && strstr(r.err, "position 2"),
+          "the message should name the character, its code and position: '%s'", r.err);
+    CHECK(r.out_len == 0, "wrote '%s' before failing", r.out);
+    run_free(&r);
+    r = run_generate(NULL, ARGS(CKPT, prompt, "-n", "5", "--skip-unknown"));
+    CHECK(r.status == 0, "--skip-unknown: exit status %d: %s", r.status, r.err);
+    CHECK(strstr(r.err, "warning") && strstr(r.err, "U+20AC"), "no warning on stderr: '%s'", r.err);
+    CHECK(strncmp(r.out, "a\xc3\xa9 b", 5) == 0, "the output should start with the prompt without the €: '%s'", r.out);
+    run_free(&r);
+}
+
+TEST(generate_invalid_utf8_prompt_file) {
+    if (!test_checkpoint()) return;
+    const char *path = TMP_DIR "/gen_bad_prompt.txt";
+    CHECK(write_file(path, "ab\xff cd", 6) == 0, "cannot write %s", path);
+    Run r = run_generate(NULL, ARGS(CKPT, "-f", path, "-n", "5"));
+    CHECK(r.status == 2, "exit status %d, want 2", r.status);
+    CHECK(strstr(r.err, "UTF-8") != NULL, "message does not say UTF-8: '%s'", r.err);
+    run_free(&r);
+}
+
+TEST(generate_bad_checkpoints) {
+    if (!test_checkpoint()) return;
+    const char *missing = TMP_DIR "/gen_no_such.safetensors";
+    const char *truncated = TMP_DIR "/gen_truncated.safetensors", *garbage = TMP_DIR "/gen_garbage.safetensors";
+    remove(missing);
+    size_t len;
+    char *bytes = read_whole_file(CKPT, &len);
+    if (!CHECK(bytes != NULL && len > 100, "cannot read %s", CKPT)) return;
+    CHECK(write_file(truncated, bytes, len / 2) == 0, "cannot write %s", truncated);
+    Rng rng;
+    rng_seed(&rng, 9);
+    for (size_t i = 0; i < len; i++) bytes[i] = (char)rng_below(&rng, 256);
+    CHECK(write_file(garbage, bytes, len) == 0, "cannot write %s", garbage);
+    free(bytes);
+    const char *paths[3] = {missing, truncated, garbage};
+    for (int i = 0; i < 3; i++) {
+        Run r = run_generate(NULL, ARGS(paths[i], "-n", "5"));
+        CHECK(r.status == 1, "%s: exit status %d, want 1", paths[i], r.status);
+        CHECK(strstr(r.err, paths[i]) != NULL, "the message does not name the file: '%s'", r.err);
+        run_free(&r);
+    }
+}
+
+TEST(generate_usage_errors) {
+    if (!test_checkpoint()) return;
+    const char *txt = TMP_DIR "/gen_att.txt";
+    remove(txt);
+    const char *const *cases[] = {
+        ARGS(CKPT, "--bogus"),
+        ARGS(CKPT, "-x"),
+        ARGS(CKPT, "--top-p", "0"),
+        ARGS(CKPT, "--top-p", "1.5"),
+        ARGS(CKPT, "-n", "-1"),
+        ARGS(CKPT, "-t", "abc"),
+        ARGS(CKPT, "-n"),
+        ARGS(CKPT, "--attention", txt, "-n", "3", "ab"),
+        ARGS("-n", "3"),
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        Run r = run_generate(NULL, cases[i]);
+        CHECK(r.status == 2, "case %zu (%s): exit status %d, want 2", i, cases[i][1] ? cases[i][1] : "", r.status);
+        CHECK(strncmp(r.err, "generate: ", 10) == 0 || strstr(r.err, "\ngenerate: "), "case %zu: no message: '%s'", i, r.err);
+        run_free(&r);
+    }
+    CHECK(!file_exists(txt), "%s was written", txt);
+}
+
+TEST(generate_prompt_from_stdin_and_empty_prompt) {
+    if (!test_checkpoint()) return;
+    const char *prompt = "the cat";
+    const char *path = TMP_DIR "/gen_stdin.txt";
+    CHECK(write_file(path, prompt, strlen(prompt)) == 0, "cannot write %s", path);
+    Run from_stdin = run_generate(path, ARGS(CKPT, "-f", "-", "-t", "0", "-n", "30"));
+    Run from_arg = run_generate(NULL, ARGS(CKPT, prompt, "-t", "0", "-n", "30"));
+    CHECK(from_stdin.status == 0, "-f -: exit status %d: %s", from_stdin.status, from_stdin.err);
+    CHECK(strncmp(from_stdin.out, prompt, strlen(prompt)) == 0, "-f - did not read the prompt: '%s'", from_stdin.out);
+    CHECK(strcmp(from_stdin.out, from_arg.out) == 0, "stdin and argument prompts differ:\n%s\n%s", from_stdin.out,
+          from_arg.out);
+    run_free(&from_stdin), run_free(&from_arg);
+
+    // an empty prompt starts from a newline that is not printed
+    Run empty = run_generate(NULL, ARGS(CKPT, "", "-t", "0", "-n", "30"));
+    Run newline = run_generate(NULL, ARGS(CKPT, "\n", "-t", "0", "-n", "30"));
+    CHECK(empty.status == 0 && newline.status == 0, "exit statuses %d %d: %s", empty.status, newline.status, empty.err);
+    CHECK(newline.out[0] == '\n' && strcmp(empty.out, newline.out + 1) == 0,
+          "the empty prompt's output should be the text generated after a newline:\n'%s'\n'%s'", empty.out, newline.out);
+    uint32_t chars[128];
+    CHECK(decode(empty.out, empty.out_len, chars) == 31, "want 30 characters and a newline: '%s'", empty.out);
+    CHECK(strstr(empty.err, "chars/s") != NULL, "no chars/s line on stderr: '%s'", empty.err);
+    run_free(&empty), run_free(&newline);
+    // -n 0 with no prompt: nothing to do, nothing printed
+    Run nothing = run_generate(NULL, ARGS(CKPT, "-n", "0"));
+    CHECK(nothing.status == 0 && nothing.out_len == 0, "-n 0 without a prompt: status %d output '%s'", nothing.status,
+          nothing.out);
+    run_free(&nothing);
+}
