@@ -181,9 +181,8 @@ static void parse_options(int argc, char **argv, Options *o, GivenOptions *given
     *o = default_options;
     memset(given, 0, sizeof(*given));
     opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
-        const char *flag = optind > 1 ? argv[optind - 1] : "";
+    int c, index = -1;
+    while ((c = getopt_long(argc, argv, ":h", long_options, &index)) != -1) {
         switch (c) {
             case 'h': usage(stdout); exit(0);
             case '?':
@@ -194,11 +193,8 @@ static void parse_options(int argc, char **argv, Options *o, GivenOptions *given
             default: break;
         }
         given->given[c] = 1;
-        // for "--flag=value" the flag is argv[optind-1] itself; name it without the value
         char name[64];
-        snprintf(name, sizeof(name), "%s", flag);
-        char *eq = strchr(name, '=');
-        if (eq) *eq = '\0';
+        snprintf(name, sizeof(name), "--%s", long_options[index].name);
         switch (c) {
             case OPT_DATA: copy_path(o->data, name, optarg); break;
             case OPT_OUT: copy_path(o->out, name, optarg); break;
@@ -231,7 +227,7 @@ static void parse_options(int argc, char **argv, Options *o, GivenOptions *given
 }
 
 // Options the model and schedule need that depend on others.
-static void check_options(Options *o, const GivenOptions *given) {
+static void check_options(Options *o) {
     if (o->head_size == 0) {
         if (o->n_embd % o->n_head != 0)
             die(EXIT_USAGE, "--n-embd %d is not divisible by --n-head %d: give --head-size", o->n_embd, o->n_head);
@@ -239,7 +235,6 @@ static void check_options(Options *o, const GivenOptions *given) {
     }
     if (o->decay_steps == 0) o->decay_steps = o->steps > 0 ? o->steps : 1;
     if (o->min_lr > o->lr) die(EXIT_USAGE, "--min-lr %g is larger than --lr %g", o->min_lr, o->lr);
-    (void)given;
 }
 
 // ----------------------------------------------------------------------------
@@ -350,6 +345,13 @@ static void resume_options(const Checkpoint *ck, Options *o, const GivenOptions 
     if (o->batch_size < 1 || o->eval_every < 1 || o->eval_batches < 1 || o->save_every < 1 || o->log_every < 1)
         die(EXIT_DATA, "%s: checkpoint holds invalid training options", ck->path);
     if (given->given[OPT_STEPS]) o->steps = saved.steps;
+    if (!given->given[OPT_OUT]) {
+        // by default a resumed run goes on writing beside its checkpoint
+        const char *slash = strrchr(ck->path, '/');
+        if (!slash) strcpy(o->out, ".");
+        else snprintf(o->out, sizeof(o->out), "%.*s", (int)(slash - ck->path), ck->path);
+        if (!o->out[0]) strcpy(o->out, "/");
+    }
     if (given->given[OPT_SAVE_EVERY]) o->save_every = saved.save_every;
     if (given->given[OPT_EVAL_EVERY]) o->eval_every = saved.eval_every;
     o->n_layer = ck->config.n_layer;
@@ -360,6 +362,8 @@ static void resume_options(const Checkpoint *ck, Options *o, const GivenOptions 
     o->qkv_bias = ck->config.qkv_bias;
     o->dropout = ck->config.dropout;
     s->step = (long)meta_number(ck, "state.step");
+    if (given->given[OPT_STEPS] && o->steps < s->step)
+        die(EXIT_USAGE, "--steps %ld is before the checkpoint's step %ld", o->steps, s->step);
     s->rng.state = strtoull(require_meta(ck, "state.rng"), NULL, 10);
     s->best_val_loss = meta_number(ck, "state.best_val_loss");
     s->last_val_loss = meta_number(ck, "state.last_val_loss");
@@ -448,7 +452,7 @@ int main(int argc, char **argv) {
         if (checkpoint_open(o.resume, &ck, err) != 0) die(EXIT_DATA, "%s", err);
         resume_options(&ck, &o, &given, &state);
     }
-    check_options(&o, &given);
+    check_options(&o);
     if (o.threads > 0) omp_set_num_threads(o.threads);
 
     // corpus -> vocabulary -> tokens -> train/val split
@@ -587,8 +591,9 @@ int main(int argc, char **argv) {
     if (tty) printf("\n");
     printf("done: %ld steps in %.1f s (%.0f tok/s); final train loss %.4f", state.step - start_step, wall,
            (state.step - start_step) * (double)B * T / (wall > 0 ? wall : 1), train_loss);
-    if (have_val) printf(", val loss %.4f, best val loss %.4f", state.last_val_loss, state.best_val_loss);
-    printf("\ncheckpoints: %s%s%s; log: %s\n", ckpt_path, have_val ? ", " : "", have_val ? best_path : "", log_path);
+    int have_best = isfinite(state.best_val_loss);
+    if (have_best) printf(", val loss %.4f, best val loss %.4f", state.last_val_loss, state.best_val_loss);
+    printf("\ncheckpoints: %s%s%s; log: %s\n", ckpt_path, have_best ? ", " : "", have_best ? best_path : "", log_path);
     fclose(log);
     adamw_free(&opt);
     gpt_free(&model);

@@ -26,7 +26,6 @@
 #define GEMV_MAX_ROWS 2      // forwards with at most this many rows use matmul_dot_rows
 #define DOT_ROWS_CHUNK 32    // rows of W per parallel chunk of a matrix-vector product
 #define PARALLEL_MIN_MACS 65536L  // smaller products run on one thread
-#define BIAS_COLS 64         // columns of dout summed together by one thread
 
 typedef struct {
     int M, Nc, K;
@@ -40,6 +39,7 @@ typedef struct {
     long ldc;
     int accumulate;     // 1: C += A B; 0: C = bias + A B
     const float *bias;  // (Nc) or NULL, when !accumulate
+    float *a_row_sums;  // (M) or NULL: a_row_sums[i] += A(i, k) for every k (k-major A)
 } Gemm;
 
 static const float zero_row[NR] __attribute__((aligned(64)));
@@ -149,16 +149,24 @@ static void gemm_task(const Gemm *g, int i0, int i1, int j0, int j1) {
                 }
                 float *c = g->c + (long)i * g->ldc + j;
                 if (mr == MR && nr == NR) {
-                    matmul_tile(kc, a, lda, g->a_kmajor, b, ldb, c, g->ldc, start);
+                    matmul_tile(kc, a, lda, g->a_kmajor, b, ldb, c, g->ldc, start, 0);
                     continue;
                 }
                 if (!start)
                     for (int ii = 0; ii < MR; ii++)
                         for (int jj = 0; jj < NR; jj++)
                             ctile[ii * NR + jj] = ii < mr && jj < nr ? c[(long)ii * g->ldc + jj] : 0.0f;
-                matmul_tile(kc, a, lda, g->a_kmajor, b, ldb, ctile, NR, start);
+                matmul_tile(kc, a, lda, g->a_kmajor, b, ldb, ctile, NR, start, nr <= NR / 2);
                 for (int ii = 0; ii < mr; ii++)
                     memcpy(c + (long)ii * g->ldc, ctile + ii * NR, (size_t)nr * sizeof(float));
+            }
+        }
+        // The row sums, while this k block of A is in cache: one task per row block.
+        if (g->a_row_sums && j0 == 0) {
+            float *sums = g->a_row_sums;
+            for (int k = k0; k < k0 + kc; k++) {
+                const float *ak = g->a + (long)k * g->lda;
+                for (int i = i0; i < i1; i++) sums[i] += ak[i];
             }
         }
     }
@@ -225,21 +233,6 @@ void matmul_forward(float *out, const float *inp, const float *weight, const flo
     gemm_run(&g, weight);
 }
 
-// dbias (OC) += sum over rows of dout (N, OC); each column summed in row order.
-static void bias_backward(float *dbias, const float *dout, int N, int OC) {
-    int blocks = (OC + BIAS_COLS - 1) / BIAS_COLS;
-#pragma omp parallel for schedule(static) if ((long)N * OC >= PARALLEL_MIN_MACS)
-    for (int bl = 0; bl < blocks; bl++) {
-        int j0 = bl * BIAS_COLS, w = min_int(BIAS_COLS, OC - j0);
-        float sum[BIAS_COLS] = {0};
-        for (int n = 0; n < N; n++) {
-            const float *row = dout + (long)n * OC + j0;
-            for (int j = 0; j < w; j++) sum[j] += row[j];
-        }
-        for (int j = 0; j < w; j++) dbias[j0 + j] += sum[j];
-    }
-}
-
 void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                      const float *inp, const float *weight, int N, int C, int OC) {
     if (N <= 0 || C <= 0 || OC <= 0) return;
@@ -248,10 +241,10 @@ void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dou
                   .ldb = C, .c = dinp, .ldc = C, .accumulate = 1};
         gemm_run(&g, NULL);
     }
+    // dbias[o] += dout[0, o] + dout[1, o] + ... is the row sum of A = dout^T
     Gemm g = {.M = OC, .Nc = C, .K = N, .a = dout, .lda = OC, .a_kmajor = 1, .b = inp,
-              .ldb = C, .c = dweight, .ldc = C, .accumulate = 1};
+              .ldb = C, .c = dweight, .ldc = C, .accumulate = 1, .a_row_sums = dbias};
     gemm_run(&g, NULL);
-    if (dbias) bias_backward(dbias, dout, N, OC);
 }
 
 const char *matmul_kernel_name(void) { return MATMUL_KERNEL_NAME; }

@@ -5,49 +5,47 @@
 #if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
-// The tile body with the layout of A fixed at compile time, so that the A addresses
-// become constant offsets from one advancing pointer.
+// The tile body with the layout of A and the number of 8-column vectors (nv, 1 or 2)
+// fixed at compile time, so that the A addresses become constant offsets from one
+// advancing pointer and the accumulators stay in registers.
 static inline __attribute__((always_inline)) void tile_body(
     int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
-    float *c, long ldc, const float *start_row) {
-    __m256 acc0[MR], acc1[MR];  // row i of the tile: columns [0,8) and [8,16)
+    float *c, long ldc, const float *start_row, const int nv) {
+    __m256 acc[MR][2];  // row i of the tile: columns [0,8) and [8,16)
     if (start_row) {
-        __m256 s0 = _mm256_loadu_ps(start_row), s1 = _mm256_loadu_ps(start_row + 8);
 #pragma GCC unroll 6
-        for (int i = 0; i < MR; i++) {
-            acc0[i] = s0;
-            acc1[i] = s1;
-        }
+        for (int i = 0; i < MR; i++)
+            for (int v = 0; v < nv; v++) acc[i][v] = _mm256_loadu_ps(start_row + 8 * v);
     } else {
 #pragma GCC unroll 6
-        for (int i = 0; i < MR; i++) {
-            acc0[i] = _mm256_loadu_ps(c + i * ldc);
-            acc1[i] = _mm256_loadu_ps(c + i * ldc + 8);
-        }
+        for (int i = 0; i < MR; i++)
+            for (int v = 0; v < nv; v++) acc[i][v] = _mm256_loadu_ps(c + i * ldc + 8 * v);
     }
     for (int k = 0; k < kc; k++) {
-        __m256 b0 = _mm256_loadu_ps(b);
-        __m256 b1 = _mm256_loadu_ps(b + 8);
+        __m256 bk[2];
+        for (int v = 0; v < nv; v++) bk[v] = _mm256_loadu_ps(b + 8 * v);
 #pragma GCC unroll 6
         for (int i = 0; i < MR; i++) {
             __m256 ai = _mm256_broadcast_ss(a_kmajor ? a + i : a + i * lda + k);
-            acc0[i] = _mm256_fmadd_ps(ai, b0, acc0[i]);
-            acc1[i] = _mm256_fmadd_ps(ai, b1, acc1[i]);
+            for (int v = 0; v < nv; v++) acc[i][v] = _mm256_fmadd_ps(ai, bk[v], acc[i][v]);
         }
         if (a_kmajor) a += lda;
         b += ldb;
     }
 #pragma GCC unroll 6
-    for (int i = 0; i < MR; i++) {
-        _mm256_storeu_ps(c + i * ldc, acc0[i]);
-        _mm256_storeu_ps(c + i * ldc + 8, acc1[i]);
-    }
+    for (int i = 0; i < MR; i++)
+        for (int v = 0; v < nv; v++) _mm256_storeu_ps(c + i * ldc + 8 * v, acc[i][v]);
 }
 
 void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const float *b, long ldb,
-                 float *c, long ldc, const float *start_row) {
-    if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row);
-    else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row);
+                 float *c, long ldc, const float *start_row, int half) {
+    if (half) {
+        if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row, 1);
+        else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row, 1);
+    } else {
+        if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row, 2);
+        else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row, 2);
+    }
 }
 
 // Sum of the 8 lanes in a fixed order.

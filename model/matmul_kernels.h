@@ -23,10 +23,12 @@
 //   A(i, k) = a[k*lda + i] when a_kmajor is 1 (the MR values of one k contiguous),
 //   B(k, j) = b[k*ldb + j],
 //   start is c's own values when start_row is NULL, else start_row (NR) on every row.
+// With half set only columns [0, NR/2) are computed, read and written.
 // Every c[i][j] is one chain start + A(i,0)B(0,j) + A(i,1)B(1,j) + ... in k order
-// (fused multiply-adds where the instruction set has them), whatever the tile's position.
+// (fused multiply-adds where the instruction set has them), whatever the tile's position
+// and whether half is set.
 void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const float *b, long ldb,
-                 float *c, long ldc, const float *start_row);
+                 float *c, long ldc, const float *start_row, int half);
 
 // out[o] = (bias ? bias[o] : 0) + w[o, :] . x for o in [o0, o1); w (OC, C), x (C).
 void matmul_dot_rows(float *out, const float *x, const float *w, const float *bias, int C,

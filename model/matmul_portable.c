@@ -6,27 +6,32 @@
 
 static inline __attribute__((always_inline)) void tile_body(
     int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
-    float *c, long ldc, const float *start_row) {
+    float *c, long ldc, const float *start_row, const int ncols) {
     float acc[MR][NR];
     for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NR; j++) acc[i][j] = start_row ? start_row[j] : c[i * ldc + j];
+        for (int j = 0; j < ncols; j++) acc[i][j] = start_row ? start_row[j] : c[i * ldc + j];
     for (int k = 0; k < kc; k++) {
         for (int i = 0; i < MR; i++) {
             float ai = a_kmajor ? a[i] : a[i * lda + k];
 #pragma omp simd
-            for (int j = 0; j < NR; j++) acc[i][j] += ai * b[j];
+            for (int j = 0; j < ncols; j++) acc[i][j] += ai * b[j];
         }
         if (a_kmajor) a += lda;
         b += ldb;
     }
     for (int i = 0; i < MR; i++)
-        for (int j = 0; j < NR; j++) c[i * ldc + j] = acc[i][j];
+        for (int j = 0; j < ncols; j++) c[i * ldc + j] = acc[i][j];
 }
 
 void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const float *b, long ldb,
-                 float *c, long ldc, const float *start_row) {
-    if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row);
-    else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row);
+                 float *c, long ldc, const float *start_row, int half) {
+    if (half) {
+        if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row, NR / 2);
+        else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row, NR / 2);
+    } else {
+        if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row, NR);
+        else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row, NR);
+    }
 }
 
 // Each row: 8 partial sums over 8-column steps (lane l takes columns l, l+8, ...),

@@ -60,6 +60,8 @@
 #define LEARNING_RATE 1e-3f
 #define GRAD_CLIP 1.0f
 #define PROMPT_LEN 8
+#define MIN_TIMED_STEPS 3
+#define PEAK_RUNS 5
 #define SEED 1337
 
 typedef struct {
@@ -79,6 +81,7 @@ typedef struct {
     long steps;           // timed training steps; 0 = chosen from seconds
     int warmup;           // untimed training steps first
     long gen_chars;       // characters per generation run
+    double gen_seconds;   // a generation run stops early after this long
 } Options;
 
 // Peak FLOP/s measured by the child that ran the FMA loop, read by the training children.
@@ -109,6 +112,13 @@ static long peak_rss_kb(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_maxrss;  // kilobytes on Linux
+}
+
+// CPU seconds (user + system) this process has used, all threads together.
+static double cpu_seconds(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + 1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
 // ----------------------------------------------------------------------------
@@ -167,31 +177,33 @@ static float fma_loop(long iters, float start) {
     return sum;
 }
 
-static volatile float fma_sink;
+// Read before and written after every timed loop, so the compiler can neither hoist a loop
+// out of the timing nor drop it.
+static volatile float fma_start = 1.0f, fma_sink;
 
-// GFLOP/s of fma_loop on `threads` threads at once, the best of a few runs of >= 0.2 s.
+// Seconds for fma_loop(iters) on `threads` threads at once.
+static double time_fma(int threads, long iters) {
+    double t0 = now_seconds();
+    if (threads == 1) {
+        fma_sink = fma_loop(iters, fma_start);
+    } else {
+        float total = 0.0f;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+        total += fma_loop(iters, fma_start + omp_get_thread_num());
+        fma_sink = total;
+    }
+    return now_seconds() - t0;
+}
+
+// GFLOP/s of fma_loop on `threads` threads at once: the best of PEAK_RUNS runs of at least
+// 0.2 s (the best, since other processes can only slow a run down).
 static double fma_peak(int threads) {
     long iters = 1 << 16;
+    while (time_fma(threads, iters) < 0.2) iters *= 2;
     double best = 0.0;
-    for (int run = 0; run < 8; run++) {
-        double t0 = now_seconds();
-        if (threads == 1) {
-            fma_sink = fma_loop(iters, 1.0f);
-        } else {
-            float total = 0.0f;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-            total += fma_loop(iters, 1.0f + omp_get_thread_num());
-            fma_sink = total;
-        }
-        double secs = now_seconds() - t0;
-        if (secs < 0.2) {  // too short to time: grow and do not count this run
-            iters *= 2;
-            run--;
-            continue;
-        }
-        double gflops = threads * iters * FLOPS_PER_ITER / secs / 1e9;
+    for (int run = 0; run < PEAK_RUNS; run++) {
+        double gflops = threads * iters * FLOPS_PER_ITER / time_fma(threads, iters) / 1e9;
         if (gflops > best) best = gflops;
-        if (run >= 2) break;
     }
     return best;
 }
@@ -268,34 +280,28 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
     Rng rng;
     rng_seed(&rng, SEED);
 
-    // warm-up: page in every buffer, start the thread pool; the last one sizes the timed run
-    float first_loss = NAN;
-    double warm_secs = 0.0;
-    for (int i = 0; i < o->warmup; i++) {
-        double t0 = now_seconds();
-        float loss = train_step(&model, &opt, &rng, inputs, targets, B, T);
-        warm_secs = now_seconds() - t0;
-        if (i == 0) first_loss = loss;
-    }
-    long steps = o->steps;
-    if (steps == 0) {
-        steps = warm_secs > 0 ? (long)ceil(o->seconds / warm_secs) : 100;
-        if (steps < 3) steps = 3;
-        if (steps > 100000) steps = 100000;
-    }
-    fprintf(stderr, "bench: %s: training, %ld timed steps\n", bc->name, steps);
+    // warm-up: page in every buffer and start the thread pool
+    float first_loss = train_step(&model, &opt, &rng, inputs, targets, B, T);
+    for (int i = 1; i < o->warmup; i++) train_step(&model, &opt, &rng, inputs, targets, B, T);
+    fprintf(stderr, "bench: %s: training\n", bc->name);
 
-    double *step_secs = malloc((size_t)steps * sizeof(double));
+    // timed: --steps steps, or else at least MIN_TIMED_STEPS and --seconds
+    long steps = 0, capacity = 64;
+    double *step_secs = malloc((size_t)capacity * sizeof(double));
     if (!step_secs) die(EXIT_FAILED, "out of memory");
     float loss = NAN;
-    double start = now_seconds();
-    for (long i = 0; i < steps; i++) {
+    double start = now_seconds(), cpu_start = cpu_seconds(), total = 0.0;
+    while (o->steps ? steps < o->steps : steps < MIN_TIMED_STEPS || total < o->seconds) {
+        if (steps == capacity) {
+            step_secs = realloc(step_secs, (size_t)(capacity *= 2) * sizeof(double));
+            if (!step_secs) die(EXIT_FAILED, "out of memory");
+        }
         double t0 = now_seconds();
         loss = train_step(&model, &opt, &rng, inputs, targets, B, T);
-        step_secs[i] = now_seconds() - t0;
-        if (isnan(first_loss)) first_loss = loss;
+        step_secs[steps++] = now_seconds() - t0;
+        total = now_seconds() - start;
     }
-    double total = now_seconds() - start;
+    double cpu = cpu_seconds() - cpu_start;
     long rss = peak_rss_kb();
     qsort(step_secs, (size_t)steps, sizeof(double), compare_doubles);
 
@@ -305,12 +311,13 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
     printf("train config=%s threads=%d kernel=%s layers=%d heads=%d n_embd=%d block=%d batch=%d vocab=%d "
            "params=%zu warmup=%d steps=%ld ms_per_step=%.3f ms_median=%.3f ms_min=%.3f tok_per_s=%.1f "
            "gflop_per_step=%.4f gflop_per_step_estimate=%.4f gflops=%.2f pct_peak=%.1f rss_kb=%ld "
-           "first_loss=%.4f last_loss=%.4f\n",
+           "cpu_pct=%.0f first_loss=%.4f last_loss=%.4f\n",
            bc->name, omp_get_max_threads(), matmul_kernel_name(), bc->n_layer, bc->n_head, bc->n_embd, T, B,
            bc->vocab_size, model.num_parameters, o->warmup, steps, ms, 1000.0 * step_secs[steps / 2],
            1000.0 * step_secs[0], B * T / (total / steps), flops / 1e9,
            flops_estimate(bc, model.num_parameters) / 1e9, gflops,
-           peak->gflops_all > 0 ? 100.0 * gflops / peak->gflops_all : 0.0, rss, first_loss, loss);
+           peak->gflops_all > 0 ? 100.0 * gflops / peak->gflops_all : 0.0, rss,
+           100.0 * cpu / (total * omp_get_max_threads()), first_loss, loss);
     fflush(stdout);
     free(step_secs);
     free(inputs);
@@ -319,11 +326,17 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
     gpt_free(&model);
 }
 
-// Generates n characters after the prompt with ./generate's window policy: the window
+typedef struct {
+    long chars;  // characters generated
+    double secs;
+} GenRun;
+
+// Generates up to n characters after the prompt with ./generate's window policy: the window
 // [start, len) holds at most T tokens; once full it moves on by half a block and is
 // prefilled again. use_cache 0 prefills the whole window for every character, as
-// --no-cache does. Returns characters per second.
-static double generate_chars(KVCache *cache, const int *prompt, int prompt_len, long n, int use_cache) {
+// --no-cache does. Stops early, after the character that passes max_secs.
+static GenRun generate_chars(KVCache *cache, const int *prompt, int prompt_len, long n, int use_cache,
+                             double max_secs) {
     const GPTConfig *c = &cache->model->config;
     const int T = c->block_size, V = c->vocab_size;
     int *text = malloc((size_t)(prompt_len + n + 1) * sizeof(int));
@@ -338,9 +351,11 @@ static double generate_chars(KVCache *cache, const int *prompt, int prompt_len, 
     double t0 = now_seconds();
     long start = len > T ? len - T : 0;
     const float *logits = kvcache_prefill(cache, text + start, (int)(len - start));
-    for (long i = 0; i < n; i++) {
+    long made = 0;
+    while (made < n) {
         text[len++] = sample_token(logits, V, &sampler, &rng, probs, order);
-        if (i + 1 == n) break;
+        made++;
+        if (made == n || now_seconds() - t0 > max_secs) break;
         if (len - start > T) {
             start = len - (T + 1) / 2;
             logits = kvcache_prefill(cache, text + start, (int)(len - start));
@@ -350,11 +365,11 @@ static double generate_chars(KVCache *cache, const int *prompt, int prompt_len, 
             logits = kvcache_prefill(cache, text + start, (int)(len - start));
         }
     }
-    double secs = now_seconds() - t0;
+    GenRun run = {made, now_seconds() - t0};
     free(text);
     free(probs);
     free(order);
-    return n / secs;
+    return run;
 }
 
 static void run_generate(const BenchConfig *bc, const Options *o) {
@@ -368,12 +383,13 @@ static void run_generate(const BenchConfig *bc, const Options *o) {
     int prompt[PROMPT_LEN];
     for (int i = 0; i < PROMPT_LEN; i++) prompt[i] = (int)rng_below(&rng, (uint64_t)bc->vocab_size);
     fprintf(stderr, "bench: %s: generating %ld characters with and without the cache\n", bc->name, o->gen_chars);
-    generate_chars(&cache, prompt, PROMPT_LEN, 8, 1);  // warm-up
-    double cached = generate_chars(&cache, prompt, PROMPT_LEN, o->gen_chars, 1);
-    double uncached = generate_chars(&cache, prompt, PROMPT_LEN, o->gen_chars, 0);
-    printf("generate config=%s threads=%d prompt=%d chars=%ld cache_chars_per_s=%.1f "
-           "nocache_chars_per_s=%.1f rss_kb=%ld\n",
-           bc->name, omp_get_max_threads(), PROMPT_LEN, o->gen_chars, cached, uncached, peak_rss_kb());
+    generate_chars(&cache, prompt, PROMPT_LEN, 8, 1, o->gen_seconds);  // warm-up
+    GenRun cached = generate_chars(&cache, prompt, PROMPT_LEN, o->gen_chars, 1, o->gen_seconds);
+    GenRun uncached = generate_chars(&cache, prompt, PROMPT_LEN, o->gen_chars, 0, o->gen_seconds);
+    printf("generate config=%s threads=%d prompt=%d block=%d cache_chars=%ld cache_chars_per_s=%.1f "
+           "nocache_chars=%ld nocache_chars_per_s=%.1f rss_kb=%ld\n",
+           bc->name, omp_get_max_threads(), PROMPT_LEN, bc->block_size, cached.chars,
+           cached.chars / cached.secs, uncached.chars, uncached.chars / uncached.secs, peak_rss_kb());
     fflush(stdout);
     kvcache_free(&cache);
     gpt_free(&model);
@@ -421,11 +437,13 @@ static void usage(FILE *f) {
             "Times chargpt's training step and generation on random tokens, and the FMA peak.\n"
             "Threads: OMP_NUM_THREADS (default: all cores).\n\n"
             "  --config NAME      tiny, small or all (default all)\n"
-            "  --seconds S        timed training seconds to aim for per config (default 4)\n"
-            "  --steps N          timed training steps instead of --seconds\n"
-            "  --warmup N         untimed training steps first, at least 1 (default 3)\n"
+            "  --seconds S        time training steps for at least S seconds, and at least %d\n"
+            "                     steps, per config (default 4)\n"
+            "  --steps N          exactly N timed training steps instead\n"
+            "  --warmup N         untimed training steps first, at least 1 (default 2)\n"
             "  --gen-chars N      characters per generation run (default 500)\n"
-            "  -h, --help         show this help\n");
+            "  --gen-seconds S    end a generation run early after S seconds (default 20)\n"
+            "  -h, --help         show this help\n", MIN_TIMED_STEPS);
 }
 
 static double parse_number(const char *flag, const char *s, double min, double max) {
@@ -438,14 +456,15 @@ static double parse_number(const char *flag, const char *s, double min, double m
 }
 
 static void parse_options(int argc, char **argv, Options *o) {
-    enum { OPT_CONFIG = 256, OPT_SECONDS, OPT_STEPS, OPT_WARMUP, OPT_GEN_CHARS };
+    enum { OPT_CONFIG = 256, OPT_SECONDS, OPT_STEPS, OPT_WARMUP, OPT_GEN_CHARS, OPT_GEN_SECONDS };
     static const struct option long_options[] = {
         {"config", required_argument, 0, OPT_CONFIG},  {"seconds", required_argument, 0, OPT_SECONDS},
         {"steps", required_argument, 0, OPT_STEPS},    {"warmup", required_argument, 0, OPT_WARMUP},
-        {"gen-chars", required_argument, 0, OPT_GEN_CHARS}, {"help", no_argument, 0, 'h'},
+        {"gen-chars", required_argument, 0, OPT_GEN_CHARS}, {"gen-seconds", required_argument, 0, OPT_GEN_SECONDS},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    *o = (Options){"all", 4.0, 0, 3, 500};
+    *o = (Options){"all", 4.0, 0, 2, 500, 20.0};
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
@@ -456,6 +475,7 @@ static void parse_options(int argc, char **argv, Options *o) {
             case OPT_STEPS: o->steps = (long)parse_number("--steps", optarg, 1, 1e6); break;
             case OPT_WARMUP: o->warmup = (int)parse_number("--warmup", optarg, 1, 1000); break;
             case OPT_GEN_CHARS: o->gen_chars = (long)parse_number("--gen-chars", optarg, 1, 1e7); break;
+            case OPT_GEN_SECONDS: o->gen_seconds = parse_number("--gen-seconds", optarg, 0.0, 3600.0); break;
             case 'h': usage(stdout); exit(0);
             case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", flag); break;
             default: die(EXIT_USAGE, "unknown option '%s' (see --help)", flag);

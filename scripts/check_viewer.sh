@@ -40,7 +40,7 @@ if ! grep -q 'data-rendered="heatmap,lines"' "$work/dom.html"; then
 fi
 if grep -q 'data-failed=' "$work/dom.html"; then
     echo "check_viewer: $page: the page reported script errors:" >&2
-    sed -n 's/.*<div id="errors"[^>]*>\([^<]*\)<.*/\1/p' "$work/dom.html" >&2
+    tr '\n' ' ' <"$work/dom.html" | sed -n 's/.*<div id="errors"[^>]*>\([^<]*\)<.*/  \1\n/p' >&2
     status=1
 fi
 if grep -E 'Uncaught|CONSOLE\(.*(Error|error)' "$work/console.log" >&2; then
@@ -60,6 +60,7 @@ if [ "$size" -lt 20000 ]; then
 fi
 
 if [ $status -eq 0 ]; then
-    echo "check_viewer: $page rendered without errors; screenshot $shot ($size bytes)"
+    ms=$(grep -o 'data-render-ms="[0-9]*"' "$work/dom.html" | grep -o '[0-9]\+')
+    echo "check_viewer: $page drawn without errors in ${ms:-?} ms; screenshot $shot ($size bytes)"
 fi
 exit $status

@@ -281,6 +281,12 @@ TEST(generate_sampler_filter) {
     check_filter(FIVE, 5, 0, 0.01f, top_1, "top_p 0.01");
     // top_p applies to the renormalised top_k: 0.9 of {0.4,0.3,0.15} needs all three
     check_filter(FIVE, 5, 3, 0.9f, top_k3_p09, "top_k 3 + top_p 0.9");
+    // a mass exactly reaching top_p stops there (the smallest set whose mass reaches p)
+    const float exact[3] = {0.25f, 0.5f, 0.25f};
+    const float exact_p05[3] = {0, 1, 0};
+    const float exact_p075[3] = {1.0f / 3, 2.0f / 3, 0};
+    check_filter(exact, 3, 0, 0.5f, exact_p05, "exact top_p 0.5");
+    check_filter(exact, 3, 0, 0.75f, exact_p075, "exact top_p 0.75");
     // ties keep the lower index
     const float ties[4] = {0.2f, 0.3f, 0.2f, 0.3f};
     const float tie_k1[4] = {0, 1, 0, 0};

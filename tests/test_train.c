@@ -40,22 +40,32 @@ static void make_dir(const char *path) {
     if (mkdir(path, 0755) != 0 && errno != EEXIST) CHECK(0, "cannot create %s: %s", path, strerror(errno));
 }
 
-// tests/tmp/train/<name>, created empty (the files a previous run left there are removed).
-static void fresh_dir(char *path, size_t n, const char *name) {
-    make_dir("tests/tmp");
-    make_dir(TRAIN_TMP);
-    snprintf(path, n, "%s/%s", TRAIN_TMP, name);
-    make_dir(path);
+// Removes what is inside path: files, and directories up to `depth` levels down.
+static void empty_dir(const char *path, int depth) {
     DIR *dir = opendir(path);
     if (!dir) return;
     struct dirent *e;
     char file[1024];
     while ((e = readdir(dir)) != NULL) {
-        if (e->d_name[0] == '.') continue;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
-        unlink(file);
+        struct stat st;
+        if (lstat(file, &st) == 0 && S_ISDIR(st.st_mode)) {
+            if (depth > 0) empty_dir(file, depth - 1), rmdir(file);
+        } else {
+            unlink(file);
+        }
     }
     closedir(dir);
+}
+
+// tests/tmp/train/<name>, created empty (what a previous run left there is removed).
+static void fresh_dir(char *path, size_t n, const char *name) {
+    make_dir("tests/tmp");
+    make_dir(TRAIN_TMP);
+    snprintf(path, n, "%s/%s", TRAIN_TMP, name);
+    make_dir(path);
+    empty_dir(path, 2);
 }
 
 static void write_file(const char *path, const void *bytes, size_t len) {
@@ -87,27 +97,6 @@ static char *read_file(const char *path, size_t *len) {
     }
     fclose(fp);
     return buf;
-}
-
-static int copy_file(const char *from, const char *to) {
-    size_t n;
-    char *bytes = read_file(from, &n);
-    if (!CHECK(bytes != NULL, "cannot read %s", from)) return -1;
-    write_file(to, bytes, n);
-    free(bytes);
-    return 0;
-}
-
-// Bytes [0, keep) of from, written to to.
-static void write_prefix(const char *from, const char *to, size_t keep) {
-    size_t n;
-    char *bytes = read_file(from, &n);
-    if (!CHECK(bytes != NULL && keep <= n, "cannot read %zu bytes of %s", keep, from)) {
-        free(bytes);
-        return;
-    }
-    write_file(to, bytes, keep);
-    free(bytes);
 }
 
 // Offset of the data section of a safetensors file held in memory (8 + header length).
@@ -157,9 +146,11 @@ static int have_train(void) {
                  "after make");
 }
 
-// Starts ./train with the given arguments (NULL-terminated), stdout and stderr into log.
-// Returns the child's pid, or -1.
-static pid_t start_train(const char *log, char *const *args) {
+// Starts ./train with the given arguments (NULL-terminated), stdout and stderr into log,
+// in the working directory cwd (NULL: this one). Returns the child's pid, or -1.
+static pid_t start_train_in(const char *cwd, const char *log, char *const *args) {
+    char program[4096];
+    if (!realpath("./train", program)) return -1;
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
@@ -168,16 +159,19 @@ static pid_t start_train(const char *log, char *const *args) {
         dup2(fd, STDOUT_FILENO);
         dup2(fd, STDERR_FILENO);
         close(fd);
+        if (cwd && chdir(cwd) != 0) _exit(126);
         char *argv[MAX_ARGS + 2];
-        argv[0] = "./train";
+        argv[0] = "train";
         int n = 0;
         while (args[n] && n < MAX_ARGS) argv[n + 1] = args[n], n++;
         argv[n + 1] = NULL;
-        execv("./train", argv);
+        execv(program, argv);
         _exit(127);
     }
     return pid;
 }
+
+static pid_t start_train(const char *log, char *const *args) { return start_train_in(NULL, log, args); }
 
 // Runs ./train with the NULL-terminated arguments that follow log; returns the wait status.
 static int run_train(const char *log, ...) {
@@ -247,8 +241,8 @@ static int same_tensors(const char *a, const char *b, char why[ERR_LEN]) {
     }
     for (int i = 0; !differ && i < sa.num_tensors; i++) {
         const StTensor *ta = &sa.tensors[i], *tb = &sb.tensors[i];
-        int same_shape = strcmp(ta->name, tb->name) == 0 && ta->dtype == tb->dtype && ta->ndim == tb->ndim &&
-                         memcmp(ta->shape, tb->shape, sizeof(ta->shape)) == 0;
+        int same_shape = strcmp(ta->name, tb->name) == 0 && ta->dtype == tb->dtype && ta->ndim == tb->ndim;
+        for (int d = 0; same_shape && d < ta->ndim; d++) same_shape = ta->shape[d] == tb->shape[d];
         if (!same_shape) {
             snprintf(why, ERR_LEN, "tensor %d is %s in one and %s in the other (or its shape differs)", i,
                      ta->name, tb->name);
@@ -412,7 +406,7 @@ TEST(train_plain_and_gzip_corpus_train_identically) {
 
 typedef struct {
     const char *what;
-    const char *args[24];  // NULL-terminated; --out is added
+    const char *args[24];  // NULL-terminated; --out goes before them
     int status;
     const char *messages[3];  // each must appear in the output
 } BadCase;
@@ -423,11 +417,9 @@ static void run_cases(const BadCase *cases, int n, const char *dir) {
         char log[300], out[300];
         snprintf(log, sizeof(log), "%s/case%02d.log", dir, i);
         snprintf(out, sizeof(out), "%s/out%02d", dir, i);
-        char *args[MAX_ARGS + 1];
-        int k = 0;
-        for (; c->args[k]; k++) args[k] = (char *)c->args[k];
-        args[k++] = "--out";
-        args[k++] = out;
+        char *args[MAX_ARGS + 1] = {"--out", out};
+        int k = 2;
+        for (int a = 0; c->args[a]; a++) args[k++] = (char *)c->args[a];
         args[k] = NULL;
         pid_t pid = start_train(log, args);
         int status = -1;
@@ -539,7 +531,9 @@ TEST(train_bad_resume_exit_codes) {
     rewrite_meta(ck, format, "format", "chargpt-0");
     rewrite_meta(ck, shape, "n_embd", "32");
     rewrite_meta(ck, no_step, "state.step", NULL);
-    write_file(other_corpus, "abc abc abc\n", 12);
+    char other_text[401];
+    for (int i = 0; i < 400; i++) other_text[i] = "abc \n"[i % 5];
+    write_file(other_corpus, other_text, 400);
     rewrite_meta(ck, other_vocab, "train.data", other_corpus);
 
     const BadCase cases[] = {
@@ -550,7 +544,7 @@ TEST(train_bad_resume_exit_codes) {
         {"resume from a config that disagrees with a tensor", {"--resume", shape}, 1, {"shape", "shape.safetensors"}},
         {"resume from a checkpoint without state.step", {"--resume", no_step}, 1, {"state.step"}},
         {"resume on a corpus with another vocabulary", {"--resume", other_vocab}, 1, {"vocabulary"}},
-        {"resume with --lr", {"--resume", ck, "--lr", "0.01"}, 2, {"--lr"}},
+        {"resume with --lr", {"--resume", ck, "--lr", "0.01"}, 2, {"--lr", "cannot be changed"}},
         {"resume with --data", {"--resume", ck, "--data", corpus}, 2, {"--data"}},
         {"resume with --n-layer", {"--resume", ck, "--n-layer", "2"}, 2, {"--n-layer"}},
         // control: the undamaged checkpoint resumes, with the options resume allows
@@ -696,14 +690,10 @@ TEST(train_resume_is_bit_identical) {
         if (!train_into(dir, full, corpus, full_args) || !train_into(dir, half, corpus, half_args)) return;
         snprintf(ck, sizeof(ck), "%s/%s/ckpt.safetensors", dir, half);
         CHECK(meta_long(ck, "state.step") == 10, "the half run saved step %ld", meta_long(ck, "state.step"));
-        const char *resume_args[] = {"--resume", ck, "--steps", "20", NULL};
-        char log[300];
+        char log[300], out[300];
         snprintf(log, sizeof(log), "%s/%s_resumed.log", dir, half);
-        char *args[8];
-        for (int i = 0; i < 5; i++) args[i] = (char *)resume_args[i];
-        pid_t pid = start_train(log, args);
-        int status = -1;
-        if (pid > 0) waitpid(pid, &status, 0);
+        snprintf(out, sizeof(out), "%s/%s", dir, half);
+        int status = run_train(log, "--resume", ck, "--steps", "20", "--out", out, "--threads", "1", NULL);
         if (!exited_with(status, 0, "resume", log)) return;
         check_same_ckpt(dir, full, half, with_dropout ? "20 steps vs 10 + 10 resumed, dropout 0.1"
                                                       : "20 steps vs 10 + 10 resumed");
@@ -722,31 +712,34 @@ TEST(train_resume_is_bit_identical) {
 
 TEST(train_evaluation_and_threads_do_not_change_training) {
     if (!have_train()) return;
-    char dir[256], ck[300], log[300];
+    char dir[256], ck[300], log[300], out[300];
     fresh_dir(dir, sizeof(dir), "eval_every");
     const char *corpus = shared_corpus();
     const char *every3[] = {"--steps", "20", "--eval-every", "3", "--dropout", "0.1", NULL};
     const char *every7[] = {"--steps", "20", "--eval-every", "7", "--dropout", "0.1", NULL};
-    const char *threads2[] = {"--steps", "20", "--eval-every", "3", "--dropout", "0.1", "--threads", "2", NULL};
+    const char *threads1[] = {"--steps", "6", "--eval-every", "3", "--dropout", "0.1", NULL};
+    const char *threads2[] = {"--steps", "6", "--eval-every", "3", "--dropout", "0.1", "--threads", "2", NULL};
     if (!train_into(dir, "every3", corpus, every3) || !train_into(dir, "every7", corpus, every7) ||
-        !train_into(dir, "threads2", corpus, threads2))
+        !train_into(dir, "threads1", corpus, threads1) || !train_into(dir, "threads2", corpus, threads2))
         return;
     check_same_ckpt(dir, "every3", "every7", "--eval-every 3 vs 7");
-    check_same_ckpt(dir, "every3", "threads2", "--threads 1 vs 2");
+    check_same_ckpt(dir, "threads1", "threads2", "--threads 1 vs 2");
     snprintf(log, sizeof(log), "%s/every3/log.csv", dir);
     output_has(log, "\n3,", "log.csv of --eval-every 3 (a row at the evaluation of step 3)");
 
-    // resuming with another --eval-every and --threads (both allowed) changes nothing either
-    const char *half[] = {"--steps", "9", "--decay-steps", "20", "--eval-every", "3", "--dropout", "0.1", NULL};
-    const char *whole[] = {"--steps", "20", "--decay-steps", "20", "--eval-every", "3", "--dropout", "0.1", NULL};
-    if (!train_into(dir, "half", corpus, half) || !train_into(dir, "whole", corpus, whole)) return;
+    // resuming with another --eval-every and --threads (both allowed) changes nothing either;
+    // every3 ran 20 steps with the decay ending at step 20, as half does
+    const char *half[] = {"--steps", "14", "--decay-steps", "20", "--eval-every", "3", "--dropout", "0.1", NULL};
+    if (!train_into(dir, "half", corpus, half)) return;
     snprintf(ck, sizeof(ck), "%s/half/ckpt.safetensors", dir);
     snprintf(log, sizeof(log), "%s/half_resumed.log", dir);
-    int status = run_train(log, "--resume", ck, "--steps", "20", "--eval-every", "4", "--threads", "2", NULL);
+    snprintf(out, sizeof(out), "%s/half", dir);
+    int status = run_train(log, "--resume", ck, "--steps", "20", "--eval-every", "4", "--threads", "2", "--out", out,
+                           NULL);
     if (!exited_with(status, 0, "resume with --eval-every 4 --threads 2", log)) return;
     CHECK(meta_long(ck, "train.eval_every") == 4, "the resumed run saved train.eval_every %ld, want 4",
           meta_long(ck, "train.eval_every"));
-    check_same_ckpt(dir, "whole", "half", "20 steps vs 9 + 11 resumed with --eval-every 4 --threads 2");
+    check_same_ckpt(dir, "every3", "half", "20 steps vs 14 + 6 resumed with --eval-every 4 --threads 2");
 }
 
 // ----------------------------------------------------------------------------
@@ -813,7 +806,6 @@ TEST(train_checkpoint_corruption_detected) {
 // ----------------------------------------------------------------------------
 // 6. log.csv
 
-// Parses log.csv: the header and up to max rows; returns the number of rows or -1.
 typedef struct {
     long step;
     double train_loss, val_loss;  // val_loss NAN when the field is empty
@@ -822,6 +814,8 @@ typedef struct {
     double elapsed;
 } LogRow;
 
+// Parses log.csv: the header and up to max rows; returns the number of rows (max + 1 when
+// there are more) or -1.
 static int read_log(const char *path, LogRow *rows, int max, char *header, size_t header_len) {
     size_t n;
     char *text = read_file(path, &n);
@@ -835,23 +829,16 @@ static int read_log(const char *path, LogRow *rows, int max, char *header, size_
             break;
         }
         LogRow *r = &rows[count++];
-        char val[64] = "";
         // step,train_loss,val_loss,lr,tokens_seen,elapsed_s with val_loss possibly empty
         char *c1 = strchr(line, ','), *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
-        if (!c1 || !c2) {
-            free(text);
-            return -1;
-        }
-        snprintf(val, sizeof(val), "%.*s", (int)(c2 - c1 - 1), c1 + 1);
-        r->step = strtol(line, NULL, 10);
-        r->train_loss = strtod(c1 + 1, NULL);
-        char *v_end = c2 + 1, *end;
-        r->val_loss = *v_end == ',' ? NAN : strtod(v_end, &end);
-        char *c3 = strchr(c2 + 1, ',');
+        char *c3 = c2 ? strchr(c2 + 1, ',') : NULL;
         if (!c3 || sscanf(c3 + 1, "%lf,%ld,%lf", &r->lr, &r->tokens_seen, &r->elapsed) != 3) {
             free(text);
             return -1;
         }
+        r->step = strtol(line, NULL, 10);
+        r->train_loss = strtod(c1 + 1, NULL);
+        r->val_loss = c3 == c2 + 1 ? NAN : strtod(c2 + 1, NULL);
     }
     free(text);
     return count;
@@ -898,7 +885,7 @@ TEST(train_log_csv_rows) {
 
     // resuming appends rows and no second header
     snprintf(log, sizeof(log), "%s/resumed.log", dir);
-    status = run_train(log, "--resume", ck, "--steps", "30", NULL);
+    status = run_train(log, "--resume", ck, "--steps", "30", "--out", out, "--threads", "1", NULL);
     if (!exited_with(status, 0, "resume", log)) return;
     n = read_log(csv, rows, 16, header, sizeof(header));
     if (!CHECK(n == 6, "after resuming to step 30 %s has %d rows, want 6", csv, n)) return;
@@ -907,6 +894,54 @@ TEST(train_log_csv_rows) {
           rows[4].val_loss, rows[5].val_loss);
     CHECK(rows[5].elapsed >= rows[3].elapsed, "elapsed went back from %g to %g on resume", rows[3].elapsed,
           rows[5].elapsed);
+
+    // without a validation split: no val_loss anywhere and no best.safetensors
+    snprintf(out, sizeof(out), "%s/no_val", dir);
+    snprintf(log, sizeof(log), "%s/no_val.log", dir);
+    snprintf(csv, sizeof(csv), "%s/log.csv", out);
+    snprintf(best, sizeof(best), "%s/best.safetensors", out);
+    status = run_train(log, SMALL_MODEL, BLOCK_16, "--data", corpus, "--steps", "10", "--log-every", "5",
+                       "--eval-every", "5", "--val-fraction", "0", "--out", out, NULL);
+    if (!exited_with(status, 0, "--val-fraction 0", log)) return;
+    n = read_log(csv, rows, 16, header, sizeof(header));
+    CHECK(n == 2 && isnan(rows[0].val_loss) && isnan(rows[1].val_loss), "--val-fraction 0: %d rows, val_loss %g %g",
+          n, rows[0].val_loss, rows[1].val_loss);
+    CHECK(access(best, F_OK) != 0, "--val-fraction 0 wrote %s", best);
+}
+
+// --resume without --out continues in the checkpoint's directory: its log.csv gets the new
+// rows and its ckpt.safetensors the new state, and nothing is written to the default out/.
+TEST(train_resume_defaults_out_to_checkpoint_dir) {
+    if (!have_train()) return;
+    char dir[256], corpus[300], log[300], ck[300], csv[300], default_out[300], header[256];
+    fresh_dir(dir, sizeof(dir), "default_out");
+    size_t len;
+    char *text = make_text(6000, 42, &len);
+    snprintf(corpus, sizeof(corpus), "%s/corpus.txt", dir);
+    write_file(corpus, text, len);
+    free(text);
+    snprintf(log, sizeof(log), "%s/first.log", dir);
+    char *first[] = {SMALL_MODEL, BLOCK_16, "--data", "corpus.txt", "--steps", "10", "--log-every", "5", "--out", "run",
+                     NULL};
+    pid_t pid = start_train_in(dir, log, first);
+    int status = -1;
+    if (pid > 0) waitpid(pid, &status, 0);
+    if (!exited_with(status, 0, "training in run/", log)) return;
+    snprintf(log, sizeof(log), "%s/resumed.log", dir);
+    char *resume[] = {"--resume", "run/ckpt.safetensors", "--steps", "20", "--threads", "1", NULL};
+    pid = start_train_in(dir, log, resume);
+    status = -1;
+    if (pid > 0) waitpid(pid, &status, 0);
+    if (!exited_with(status, 0, "--resume run/ckpt.safetensors", log)) return;
+    snprintf(ck, sizeof(ck), "%s/run/ckpt.safetensors", dir);
+    snprintf(csv, sizeof(csv), "%s/run/log.csv", dir);
+    snprintf(default_out, sizeof(default_out), "%s/out", dir);
+    CHECK(access(default_out, F_OK) != 0, "--resume run/ckpt.safetensors without --out wrote to out/ instead of run/");
+    CHECK(meta_long(ck, "state.step") == 20, "run/ckpt.safetensors holds step %ld after resuming to 20",
+          meta_long(ck, "state.step"));
+    LogRow rows[8];
+    int n = read_log(csv, rows, 8, header, sizeof(header));
+    CHECK(n == 4, "run/log.csv has %d rows after resuming to step 20, want 4", n);
 }
 
 // ----------------------------------------------------------------------------
@@ -1039,7 +1074,8 @@ TEST(train_nonfinite_loss_stops) {
     size_t before_len, after_len;
     char *before = read_file(other_ck, &before_len);
     snprintf(log, sizeof(log), "%s/resumed.log", dir);
-    status = run_train(log, "--resume", other_ck, "--steps", "1000", "--save-every", "1000", NULL);
+    status = run_train(log, "--resume", other_ck, "--steps", "1000", "--save-every", "1000", "--out", other,
+                       "--threads", "1", NULL);
     exited_with(status, 3, "resuming into the failure", log);
     snprintf(msg, sizeof(msg), "train: step %ld:", bad_step);
     output_has(log, msg, "resumed run fails at the same step");
@@ -1123,7 +1159,7 @@ static void check_stopped_by(int sig, const char *name, const char *dir, const c
     char steps[32], resumed_log[300];
     snprintf(steps, sizeof(steps), "%ld", step + 3);
     snprintf(resumed_log, sizeof(resumed_log), "%s/%s_resumed.log", dir, name);
-    status = run_train(resumed_log, "--resume", ck, "--steps", steps, NULL);
+    status = run_train(resumed_log, "--resume", ck, "--steps", steps, "--out", out, "--threads", "1", NULL);
     if (exited_with(status, 0, "resuming the stopped run", resumed_log))
         CHECK(meta_long(ck, "state.step") == step + 3, "%s: resumed to step %ld, want %ld", name,
               meta_long(ck, "state.step"), step + 3);

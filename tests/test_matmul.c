@@ -1,0 +1,246 @@
+// Tests for model/matmul: the fast kernels against a plain double-precision triple loop on
+// awkward and model shapes, accumulation, NULL gradients, and bit-identical results for
+// any thread count.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+
+#include "../model/matmul.h"
+#include "test.h"
+
+typedef struct {
+    int N, C, OC;
+} Shape;
+
+// Sizes that are multiples of no tile or vector width, rows of one, tiny channel counts,
+// more than one k block, and two model shapes (tiny fcproj, small output head).
+static const Shape awkward_shapes[] = {
+    {1, 8, 1},     {1, 7, 13},    {1, 384, 65},   {2, 17, 33},    {3, 8, 5},
+    {7, 13, 129},  {13, 129, 17}, {17, 33, 383},  {33, 383, 65},  {65, 1, 7},
+    {127, 65, 33}, {129, 127, 1}, {383, 17, 127}, {300, 300, 31}, {14, 32, 32},
+    {768, 512, 128}, {2048, 384, 65},
+};
+#define NUM_SHAPES ((int)(sizeof(awkward_shapes) / sizeof(awkward_shapes[0])))
+
+// Uniform values in [-1, 1) from a fixed linear congruential sequence.
+static void fill_uniform(float *p, size_t n, unsigned seed) {
+    unsigned s = seed * 2654435761u + 1u;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        p[i] = (float)(s >> 8) / 8388608.0f - 1.0f;
+    }
+}
+
+// out (N, OC) = inp (N, C) @ w (OC, C)^T + bias, in double.
+static void ref_forward(double *out, const float *inp, const float *w, const float *bias,
+                        int N, int C, int OC) {
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++) {
+            double acc = bias ? bias[o] : 0.0;
+            for (int i = 0; i < C; i++) acc += (double)inp[(size_t)n * C + i] * w[(size_t)o * C + i];
+            out[(size_t)n * OC + o] = acc;
+        }
+}
+
+// dinp += dout @ w, dweight += dout^T @ inp, dbias += column sums of dout, in double,
+// starting from the float values already there.
+static void ref_backward(double *dinp, double *dweight, double *dbias, const float *dout,
+                         const float *inp, const float *w, int N, int C, int OC) {
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < C; i++) {
+            double acc = 0.0;
+            for (int o = 0; o < OC; o++) acc += (double)dout[(size_t)n * OC + o] * w[(size_t)o * C + i];
+            dinp[(size_t)n * C + i] += acc;
+        }
+    for (int o = 0; o < OC; o++) {
+        for (int i = 0; i < C; i++) {
+            double acc = 0.0;
+            for (int n = 0; n < N; n++) acc += (double)dout[(size_t)n * OC + o] * inp[(size_t)n * C + i];
+            dweight[(size_t)o * C + i] += acc;
+        }
+        double acc = 0.0;
+        for (int n = 0; n < N; n++) acc += dout[(size_t)n * OC + o];
+        dbias[o] += acc;
+    }
+}
+
+static double *to_double(const float *p, size_t n) {
+    double *d = malloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++) d[i] = p[i];
+    return d;
+}
+
+// Inputs and (non-zero) starting gradients for one shape.
+typedef struct {
+    int N, C, OC;
+    float *inp, *w, *bias, *dout, *dinp, *dweight, *dbias;
+} Problem;
+
+static Problem problem_new(Shape s, unsigned seed) {
+    Problem p = {.N = s.N, .C = s.C, .OC = s.OC};
+    size_t nc = (size_t)s.N * s.C, oc = (size_t)s.OC * s.C, no = (size_t)s.N * s.OC;
+    p.inp = malloc(nc * sizeof(float));
+    p.w = malloc(oc * sizeof(float));
+    p.bias = malloc((size_t)s.OC * sizeof(float));
+    p.dout = malloc(no * sizeof(float));
+    p.dinp = malloc(nc * sizeof(float));
+    p.dweight = malloc(oc * sizeof(float));
+    p.dbias = malloc((size_t)s.OC * sizeof(float));
+    fill_uniform(p.inp, nc, seed);
+    fill_uniform(p.w, oc, seed + 1);
+    fill_uniform(p.bias, (size_t)s.OC, seed + 2);
+    fill_uniform(p.dout, no, seed + 3);
+    fill_uniform(p.dinp, nc, seed + 4);
+    fill_uniform(p.dweight, oc, seed + 5);
+    fill_uniform(p.dbias, (size_t)s.OC, seed + 6);
+    return p;
+}
+
+static void problem_free(Problem *p) {
+    free(p->inp);
+    free(p->w);
+    free(p->bias);
+    free(p->dout);
+    free(p->dinp);
+    free(p->dweight);
+    free(p->dbias);
+}
+
+TEST(matmul_forward_matches_reference) {
+    for (int s = 0; s < NUM_SHAPES; s++) {
+        Shape sh = awkward_shapes[s];
+        Problem p = problem_new(sh, 10 + s);
+        size_t no = (size_t)sh.N * sh.OC;
+        float *out = malloc(no * sizeof(float));
+        double *want = malloc(no * sizeof(double));
+        for (int with_bias = 0; with_bias <= 1; with_bias++) {
+            const float *bias = with_bias ? p.bias : NULL;
+            memset(out, 0xff, no * sizeof(float));  // NaN: every element must be written
+            matmul_forward(out, p.inp, p.w, bias, sh.N, sh.C, sh.OC);
+            ref_forward(want, p.inp, p.w, bias, sh.N, sh.C, sh.OC);
+            double err = rel_error_fd(out, want, no);
+            CHECK(err <= 1e-5, "forward N=%d C=%d OC=%d bias=%d: rel error %g", sh.N, sh.C,
+                  sh.OC, with_bias, err);
+        }
+        free(out);
+        free(want);
+        problem_free(&p);
+    }
+}
+
+TEST(matmul_backward_accumulates_like_reference) {
+    for (int s = 0; s < NUM_SHAPES; s++) {
+        Shape sh = awkward_shapes[s];
+        Problem p = problem_new(sh, 50 + s);
+        size_t nc = (size_t)sh.N * sh.C, oc = (size_t)sh.OC * sh.C;
+        double *want_dinp = to_double(p.dinp, nc);
+        double *want_dweight = to_double(p.dweight, oc);
+        double *want_dbias = to_double(p.dbias, (size_t)sh.OC);
+        ref_backward(want_dinp, want_dweight, want_dbias, p.dout, p.inp, p.w, sh.N, sh.C, sh.OC);
+        matmul_backward(p.dinp, p.dweight, p.dbias, p.dout, p.inp, p.w, sh.N, sh.C, sh.OC);
+        double e_inp = rel_error_fd(p.dinp, want_dinp, nc);
+        double e_w = rel_error_fd(p.dweight, want_dweight, oc);
+        double e_b = rel_error_fd(p.dbias, want_dbias, (size_t)sh.OC);
+        CHECK(e_inp <= 1e-4 && e_w <= 1e-4 && e_b <= 1e-4,
+              "backward N=%d C=%d OC=%d: rel error dinp %g dweight %g dbias %g", sh.N, sh.C,
+              sh.OC, e_inp, e_w, e_b);
+        free(want_dinp);
+        free(want_dweight);
+        free(want_dbias);
+        problem_free(&p);
+    }
+}
+
+// With dinp and dbias NULL only dweight changes, and it matches the full call's.
+TEST(matmul_backward_null_dinp_dbias) {
+    static const Shape shapes[] = {{1, 8, 1}, {17, 33, 65}, {129, 383, 13}};
+    for (int s = 0; s < 3; s++) {
+        Shape sh = shapes[s];
+        Problem p = problem_new(sh, 90 + s);
+        size_t nc = (size_t)sh.N * sh.C, oc = (size_t)sh.OC * sh.C;
+        double *want_dweight = to_double(p.dweight, oc);
+        double *want_dinp = to_double(p.dinp, nc);
+        double *want_dbias = to_double(p.dbias, (size_t)sh.OC);
+        ref_backward(want_dinp, want_dweight, want_dbias, p.dout, p.inp, p.w, sh.N, sh.C, sh.OC);
+        matmul_backward(NULL, p.dweight, NULL, p.dout, p.inp, p.w, sh.N, sh.C, sh.OC);
+        double err = rel_error_fd(p.dweight, want_dweight, oc);
+        CHECK(err <= 1e-4, "dweight with NULL dinp/dbias N=%d C=%d OC=%d: rel error %g", sh.N,
+              sh.C, sh.OC, err);
+        free(want_dweight);
+        free(want_dinp);
+        free(want_dbias);
+        problem_free(&p);
+    }
+}
+
+// Forward and backward outputs of one problem, run from fresh copies of its gradients.
+typedef struct {
+    float *out, *dinp, *dweight, *dbias;
+} Results;
+
+static Results run_all(const Problem *p) {
+    size_t nc = (size_t)p->N * p->C, oc = (size_t)p->OC * p->C, no = (size_t)p->N * p->OC;
+    Results r = {malloc(no * sizeof(float)), malloc(nc * sizeof(float)),
+                 malloc(oc * sizeof(float)), malloc((size_t)p->OC * sizeof(float))};
+    memcpy(r.dinp, p->dinp, nc * sizeof(float));
+    memcpy(r.dweight, p->dweight, oc * sizeof(float));
+    memcpy(r.dbias, p->dbias, (size_t)p->OC * sizeof(float));
+    matmul_forward(r.out, p->inp, p->w, p->bias, p->N, p->C, p->OC);
+    matmul_backward(r.dinp, r.dweight, r.dbias, p->dout, p->inp, p->w, p->N, p->C, p->OC);
+    return r;
+}
+
+static int same_bits(const Results *a, const Results *b, const Problem *p) {
+    size_t nc = (size_t)p->N * p->C, oc = (size_t)p->OC * p->C, no = (size_t)p->N * p->OC;
+    return memcmp(a->out, b->out, no * sizeof(float)) == 0 &&
+           memcmp(a->dinp, b->dinp, nc * sizeof(float)) == 0 &&
+           memcmp(a->dweight, b->dweight, oc * sizeof(float)) == 0 &&
+           memcmp(a->dbias, b->dbias, (size_t)p->OC * sizeof(float)) == 0;
+}
+
+static void results_free(Results *r) {
+    free(r->out);
+    free(r->dinp);
+    free(r->dweight);
+    free(r->dbias);
+}
+
+// 1, 2 and 3 threads and a repeated call give the same bits, on shapes that take the
+// matrix-vector path, partial tiles, several k blocks and enough work to run in parallel.
+TEST(matmul_same_bits_for_any_thread_count) {
+    static const Shape shapes[] = {{1, 1536, 384}, {2, 300, 700}, {129, 383, 65}, {768, 128, 512},
+                                   {300, 1536, 127}};
+    int saved = omp_get_max_threads();
+    for (int s = 0; s < 5; s++) {
+        Problem p = problem_new(shapes[s], 200 + s);
+        omp_set_num_threads(1);
+        Results one = run_all(&p);
+        omp_set_num_threads(2);
+        Results two = run_all(&p);
+        Results again = run_all(&p);
+        omp_set_num_threads(3);
+        Results three = run_all(&p);
+        CHECK(same_bits(&one, &two, &p), "N=%d C=%d OC=%d: 1 and 2 threads differ", p.N, p.C, p.OC);
+        CHECK(same_bits(&two, &again, &p), "N=%d C=%d OC=%d: repeated call differs", p.N, p.C, p.OC);
+        CHECK(same_bits(&one, &three, &p), "N=%d C=%d OC=%d: 1 and 3 threads differ", p.N, p.C, p.OC);
+        results_free(&one);
+        results_free(&two);
+        results_free(&again);
+        results_free(&three);
+        problem_free(&p);
+    }
+    omp_set_num_threads(saved);
+}
+
+TEST(matmul_kernel_name_matches_target) {
+#if defined(__AVX512F__)
+    const char *want = "avx512";
+#elif defined(__AVX2__) && defined(__FMA__)
+    const char *want = "avx2";
+#else
+    const char *want = "portable";
+#endif
+    CHECK(strcmp(matmul_kernel_name(), want) == 0, "kernel %s, compiled for %s",
+          matmul_kernel_name(), want);
+}
