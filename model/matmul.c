@@ -22,7 +22,8 @@
 
 #define KC_MAX 256           // k steps per pass: a (KC_MAX, NR) panel of B stays in L1
 #define TASK_ROW_PANELS 16   // a task covers at most this many MR-row panels ...
-#define TASK_COL_PANELS 8    // ... and this many NR-column panels
+#define TASK_COL_PANELS 8    // ... and this many NR-column panels ...
+#define TASKS_PER_THREAD 4   // ... and is made smaller until each thread has this many
 #define GEMV_MAX_ROWS 2      // forwards with at most this many rows use matmul_dot_rows
 #define DOT_ROWS_CHUNK 32    // rows of W per parallel chunk of a matrix-vector product
 #define PARALLEL_MIN_MACS 65536L  // smaller products run on one thread
@@ -65,18 +66,18 @@ static float *bpack_buffer(size_t n) {
 __attribute__((destructor)) static void free_bpack_buffer(void) { free(bpack_buf); }
 
 // Column panel p of B = W^T: dst (K, NR) with dst[k*NR + j] = W[p*NR + j, k], zero for
-// rows of W past OC. W (OC, K). Done in strips of 64 k so the strip of dst stays in cache.
+// rows of W past OC. W (OC, K). Each step k reads one column of the panel's NR rows; those
+// rows' cache lines serve the next steps too.
 static void pack_wt_panel(float *dst, const float *w, int p, int K, int OC) {
     int j0 = p * NR, nr = min_int(NR, OC - j0);
-    for (int k0 = 0; k0 < K; k0 += 64) {
-        int k1 = min_int(K, k0 + 64);
-        for (int j = 0; j < NR; j++) {
-            if (j < nr) {
-                const float *row = w + (long)(j0 + j) * K;
-                for (int k = k0; k < k1; k++) dst[(long)k * NR + j] = row[k];
-            } else {
-                for (int k = k0; k < k1; k++) dst[(long)k * NR + j] = 0.0f;
-            }
+    const float *src = w + (long)j0 * K;
+    for (int k = 0; k < K; k++) {
+        float *d = dst + (long)k * NR;
+        if (nr == NR) {
+#pragma omp simd
+            for (int j = 0; j < NR; j++) d[j] = src[(long)j * K + k];
+        } else {
+            for (int j = 0; j < NR; j++) d[j] = j < nr ? src[(long)j * K + k] : 0.0f;
         }
     }
 }
@@ -172,15 +173,23 @@ static void gemm_task(const Gemm *g, int i0, int i1, int j0, int j1) {
     }
 }
 
-// Splits n panels into parts of at most max_per_part, as evenly as possible; returns the
-// number of parts. Part p covers panels [p*n/parts, (p+1)*n/parts).
-static int split_panels(int n, int max_per_part) { return (n + max_per_part - 1) / max_per_part; }
-
 // C = start + A B over all tasks. When wt is given, B = wt^T is packed first (wt (Nc, K)).
+// Tasks are a grid of row parts x column parts; part p of n panels in `parts` parts covers
+// panels [p*n/parts, (p+1)*n/parts).
 static void gemm_run(Gemm *g, const float *wt) {
     int row_panels = (g->M + MR - 1) / MR, col_panels = (g->Nc + NR - 1) / NR;
-    int row_parts = split_panels(row_panels, TASK_ROW_PANELS);
-    int col_parts = split_panels(col_panels, TASK_COL_PANELS);
+    int rows_per_part = min_int(TASK_ROW_PANELS, row_panels);
+    int cols_per_part = min_int(TASK_COL_PANELS, col_panels);
+    int want_tasks = omp_get_max_threads() > 1 ? TASKS_PER_THREAD * omp_get_max_threads() : 1;
+    for (;;) {  // halve the longer side of a task until there are enough tasks
+        int tasks = ((row_panels + rows_per_part - 1) / rows_per_part) *
+                    ((col_panels + cols_per_part - 1) / cols_per_part);
+        if (tasks >= want_tasks || (rows_per_part == 1 && cols_per_part == 1)) break;
+        if (rows_per_part >= cols_per_part) rows_per_part = (rows_per_part + 1) / 2;
+        else cols_per_part = (cols_per_part + 1) / 2;
+    }
+    int row_parts = (row_panels + rows_per_part - 1) / rows_per_part;
+    int col_parts = (col_panels + cols_per_part - 1) / cols_per_part;
     int tasks = row_parts * col_parts;
     long macs = (long)g->M * g->Nc * g->K;
 #pragma omp parallel if (macs >= PARALLEL_MIN_MACS)

@@ -58,9 +58,12 @@ static int token_of(uint32_t cp) {
     return -1;
 }
 
-// Builds a model whose output is far from uniform: the initial weights plus noise on every
-// parameter (so biases and LayerNorm parameters are not 0 and 1), then wte scaled up (it is
-// also the output head, so the logits spread over a few units).
+// Builds a model whose output is far from uniform and not a copy of its input: the initial
+// weights plus noise on every parameter (so biases and LayerNorm parameters are not 0 and 1),
+// then wte scaled up (it is also the output head, so the logits spread over a few units), the
+// blocks' matrices scaled up more (so attention and MLP, not only the tied embedding, decide
+// the next character) and wpe scaled up (so the position matters: greedy text does not
+// settle on one repeated character).
 static int build_test_model(GPT *model, const GPTConfig *config, uint64_t seed) {
     char err[ERR_LEN];
     if (!CHECK(gpt_build(model, config, err) == 0, "gpt_build: %s", err)) return -1;
@@ -69,7 +72,14 @@ static int build_test_model(GPT *model, const GPTConfig *config, uint64_t seed) 
     rng_seed(&rng, seed ^ 0x5EEDull);
     for (size_t i = 0; i < model->num_parameters; i++)
         model->params_memory[i] += 0.05f * (2.0f * rng_uniform(&rng) - 1.0f);
-    for (size_t i = 0; i < model->param_sizes[0]; i++) model->params.wte[i] *= 8.0f;
+    ParameterTensors *p = &model->params;
+    const struct { float *tensor; size_t size; float scale; } scalings[] = {
+        {p->wte, model->param_sizes[0], 3.0f},     {p->wpe, model->param_sizes[1], 20.0f},
+        {p->qkvw, model->param_sizes[4], 5.0f},    {p->attprojw, model->param_sizes[6], 5.0f},
+        {p->fcw, model->param_sizes[10], 5.0f},    {p->fcprojw, model->param_sizes[12], 5.0f},
+    };
+    for (size_t s = 0; s < sizeof(scalings) / sizeof(scalings[0]); s++)
+        for (size_t i = 0; i < scalings[s].size; i++) scalings[s].tensor[i] *= scalings[s].scale;
     return 0;
 }
 

@@ -86,13 +86,13 @@ static const char TRICKY_TEXT[] = "a\"b\\c\nd\te,f\r\x01<g\xC3\xA9\xE2\x82\xAC\x
 // ---------------------------------------------------------------------------------------
 // number text
 
-// append_float must write exactly what printf's %.9g writes: compares them on random bit
+// viewer_append_float must write exactly what printf's %.9g writes: compares them on random bit
 // patterns across the whole float range, on runs of consecutive floats at the edges of
 // each decade (where the exponent and rounding carries change) and at the
 // fixed/scientific switch, and on every float from 0.0999 to 0.1001.
 static int float_text_matches(float x, size_t *bad) {
     char got[32], want[32];
-    int n = append_float(got, x);
+    int n = viewer_append_float(got, x);
     got[n] = '\0';
     snprintf(want, sizeof(want), "%.9g", (double)x);
     if (x == 0.0f) strcpy(want, "0");  // zero (and -0) is written as 0

@@ -20,7 +20,7 @@ static int append_csv_char(char *out, uint32_t cp) {
         out[n++] = '"';
         return n;
     }
-    return append_utf8(out, cp);
+    return viewer_append_utf8(out, cp);
 }
 
 int attention_write_csv(FILE *fp, const Attention *a, char err[ERR_LEN]) {
@@ -39,11 +39,11 @@ int attention_write_csv(FILE *fp, const Attention *a, char err[ERR_LEN]) {
                 // "layer,head,query_pos," and the query character are the same for every key
                 char prefix[3 * 11];
                 int p = 0;
-                p += append_uint(prefix + p, (uint32_t)l);
+                p += viewer_append_uint(prefix + p, (uint32_t)l);
                 prefix[p++] = ',';
-                p += append_uint(prefix + p, (uint32_t)h);
+                p += viewer_append_uint(prefix + p, (uint32_t)h);
                 prefix[p++] = ',';
-                p += append_uint(prefix + p, (uint32_t)i);
+                p += viewer_append_uint(prefix + p, (uint32_t)i);
                 prefix[p++] = ',';
                 char query_char[CSV_CHAR_MAX];
                 int q = append_csv_char(query_char, a->chars[i]);
@@ -51,14 +51,14 @@ int attention_write_csv(FILE *fp, const Attention *a, char err[ERR_LEN]) {
                 for (int j = 0; j <= i; j++) {
                     memcpy(rows + n, prefix, (size_t)p);
                     n += (size_t)p;
-                    n += append_uint(rows + n, (uint32_t)j);
+                    n += viewer_append_uint(rows + n, (uint32_t)j);
                     rows[n++] = ',';
                     memcpy(rows + n, query_char, (size_t)q);
                     n += (size_t)q;
                     rows[n++] = ',';
                     n += append_csv_char(rows + n, a->chars[j]);
                     rows[n++] = ',';
-                    n += append_float(rows + n, head[(size_t)i * t + j]);
+                    n += viewer_append_float(rows + n, head[(size_t)i * t + j]);
                     rows[n++] = '\n';
                 }
                 fwrite(rows, 1, n, fp);

@@ -52,12 +52,12 @@ int attention_export(const char *path, const uint32_t *chars, int t, int n_layer
     return atomic_file_commit(&f, err);
 }
 
-int append_utf8(char *out, uint32_t cp) {
+int viewer_append_utf8(char *out, uint32_t cp) {
     if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;
     return utf8_encode(cp, out);
 }
 
-int append_json_char(char *out, uint32_t cp, int html_safe) {
+int viewer_append_json_char(char *out, uint32_t cp, int html_safe) {
     static const char hex[] = "0123456789abcdef";
     int n = 0;
     out[n++] = '"';
@@ -79,7 +79,7 @@ int append_json_char(char *out, uint32_t cp, int html_safe) {
         n += 2;
         for (int shift = 12; shift >= 0; shift -= 4) out[n++] = hex[(cp >> shift) & 0xF];
     } else {
-        n += append_utf8(out + n, cp);
+        n += viewer_append_utf8(out + n, cp);
     }
     out[n++] = '"';
     return n;
@@ -122,7 +122,7 @@ static int nine_digits(float x, uint32_t *digits, int *exponent) {
     return 0;
 }
 
-int append_float(char *out, float x) {
+int viewer_append_float(char *out, float x) {
     if (x == 0.0f) {
         out[0] = '0';
         return 1;
@@ -163,7 +163,7 @@ int append_float(char *out, float x) {
     return n;
 }
 
-int append_uint(char *out, uint32_t x) {
+int viewer_append_uint(char *out, uint32_t x) {
     char digits[10];
     int n = 0;
     do {

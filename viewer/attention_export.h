@@ -6,9 +6,10 @@
 //           with %.9g so parsing them back gives the same floats. Strings are JSON-escaped
 //           (\" \\ \n \t ..., other control characters as \u00XX, the rest raw UTF-8).
 //   .csv   header layer,head,query_pos,key_pos,query_char,key_char,weight, then one row per
-//           (layer, head, query, key <= query) in that order, weight with %.9g. A character
-//           field holds the real character (raw UTF-8); a comma, double quote, CR or LF is
-//           quoted per RFC 4180 ("," """" and a quoted real newline).
+//           (layer, head, query, key <= query) in that order, rows ending in LF, weight
+//           with %.9g. A character field holds the real character (raw UTF-8); a comma,
+//           double quote, CR or LF is quoted per RFC 4180 ("," """" and a quoted real
+//           newline), so a CSV reader gets the character back unchanged.
 //   .png   an RGB image: a grid of t x t heatmaps, rows = layers (0 at the top), columns =
 //           heads (0 at the left), query positions down and key positions across. Each
 //           cell is s x s pixels, s = clamp(min(512 / t, 2048 / (t * max(L, H))), 1, 8);

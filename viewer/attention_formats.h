@@ -25,21 +25,21 @@ int attention_write_csv(FILE *fp, const Attention *a, char err[ERR_LEN]);
 int attention_write_png(FILE *fp, const Attention *a, char err[ERR_LEN]);
 int attention_write_html(FILE *fp, const Attention *a, char err[ERR_LEN]);
 
-// Longest output of the two appenders below.
+// Longest output of viewer_append_json_char.
 #define JSON_CHAR_MAX 16
 
 // Appends the UTF-8 bytes of cp (U+FFFD when cp is not a Unicode scalar value) to out;
 // returns the number of bytes (1..4).
-int append_utf8(char *out, uint32_t cp);
+int viewer_append_utf8(char *out, uint32_t cp);
 // Appends cp as a quoted JSON string: " \ and control characters escaped, the rest raw
 // UTF-8. html_safe also escapes < (as \u003c, so the text cannot close a <script>) and
 // U+2028/U+2029. Returns the number of bytes (at most JSON_CHAR_MAX).
-int append_json_char(char *out, uint32_t cp, int html_safe);
+int viewer_append_json_char(char *out, uint32_t cp, int html_safe);
 // Appends a float as printf's %.9g writes it (9 significant digits, which parse back to
 // the same float; 0 for zero), by exact integer arithmetic for 1e-9 <= |x| < 1e9 and by
 // snprintf otherwise. Returns the length (at most 16).
-int append_float(char *out, float x);
+int viewer_append_float(char *out, float x);
 // Appends a non-negative integer in decimal. Returns the length.
-int append_uint(char *out, uint32_t x);
+int viewer_append_uint(char *out, uint32_t x);
 
 #endif

@@ -503,7 +503,7 @@ static int write_data(FILE *fp, const Attention *a, char err[ERR_LEN]) {
     }
     fputs("{\"tokens\":[", fp);
     for (int i = 0; i < t; i++) {
-        int n = append_json_char(row, a->chars[i], 1);
+        int n = viewer_append_json_char(row, a->chars[i], 1);
         if (i + 1 < t) row[n++] = ',';
         fwrite(row, 1, (size_t)n, fp);
     }
@@ -517,7 +517,7 @@ static int write_data(FILE *fp, const Attention *a, char err[ERR_LEN]) {
             for (int i = 0; i < t; i++) {
                 size_t n = 0;
                 for (int j = 0; j <= i; j++) {
-                    n += append_uint(row + n, quantize(head[(size_t)i * t + j]));
+                    n += viewer_append_uint(row + n, quantize(head[(size_t)i * t + j]));
                     row[n++] = ',';
                 }
                 if (i + 1 == t) n--;  // no comma after the last weight

@@ -16,7 +16,7 @@ int attention_write_json(FILE *fp, const Attention *a, char err[ERR_LEN]) {
     }
     fputs("{\"tokens\": [", fp);
     for (int i = 0; i < t; i++) {
-        int n = append_json_char(row, a->chars[i], 0);
+        int n = viewer_append_json_char(row, a->chars[i], 0);
         if (i + 1 < t) row[n++] = ',';
         fwrite(row, 1, (size_t)n, fp);
     }
@@ -32,7 +32,7 @@ int attention_write_json(FILE *fp, const Attention *a, char err[ERR_LEN]) {
                 row[n++] = '[';
                 for (int j = 0; j < t; j++) {
                     float w = head[(size_t)i * t + j];
-                    if (isfinite(w)) n += append_float(row + n, w);
+                    if (isfinite(w)) n += viewer_append_float(row + n, w);
                     else {
                         memcpy(row + n, "null", 4);
                         n += 4;
