@@ -137,6 +137,8 @@ static void parse_options(int argc, char **argv, Options *o) {
     if (optind < argc) o->prompt = argv[optind++];
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (quote a prompt with spaces)", argv[optind]);
     if (o->prompt && o->prompt_file) die(EXIT_USAGE, "give a prompt or --prompt-file, not both");
+    char err[ERR_LEN];
+    if (o->attention && attention_check_path(o->attention, err) != 0) die(EXIT_USAGE, "%s", err);
 }
 
 // Reads the whole prompt file (or stdin) into a NUL-terminated buffer; *len its size.

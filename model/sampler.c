@@ -32,7 +32,9 @@ void sampler_filter(float *probs, int *order, int V, int top_k, float top_p) {
         int r = 0;
         while (r < keep) {
             mass += probs[order[r++]];
-            if (mass >= top_p * total) break;
+            // a relative tolerance so that float rounding of the probabilities does not
+            // push an exact boundary (e.g. 0.3 + 0.3 against 0.6) past the next token
+            if (mass >= top_p * total * (1.0 - 1e-6)) break;
         }
         keep = r;
     }

@@ -29,14 +29,16 @@ static AttentionWriter writer_for_extension(const char *ext) {
     return NULL;
 }
 
+int attention_check_path(const char *path, char err[ERR_LEN]) {
+    if (writer_for_extension(path_extension(path))) return 0;
+    snprintf(err, ERR_LEN, "%s: unknown attention file extension (use .json, .csv, .png or .html)", path);
+    return -2;
+}
+
 int attention_export(const char *path, const uint32_t *chars, int t, int n_layer, int n_head,
                      const float *att, char err[ERR_LEN]) {
+    if (attention_check_path(path, err) != 0) return -2;
     AttentionWriter writer = writer_for_extension(path_extension(path));
-    if (!writer) {
-        snprintf(err, ERR_LEN, "%s: unknown attention file extension (use .json, .csv, .png or .html)",
-                 path);
-        return -2;
-    }
     if (t < 1 || n_layer < 1 || n_head < 1) {
         snprintf(err, ERR_LEN, "%s: nothing to export (t=%d, n_layer=%d, n_head=%d)", path, t,
                  n_layer, n_head);

@@ -31,6 +31,9 @@
 // the weights of keys 0..i and 0 above the diagonal. Writes `path` atomically.
 // Returns 0; -1 with err when writing fails or the sizes are not positive (no file is
 // left behind); -2 with err when the extension is not .json .csv .png or .html.
+// Returns 0 when the extension names a format, else -2 with err (checked before any work).
+int attention_check_path(const char *path, char err[ERR_LEN]);
+
 int attention_export(const char *path, const uint32_t *chars, int t, int n_layer, int n_head,
                      const float *att, char err[ERR_LEN]);
 
