@@ -24,7 +24,7 @@
 #define TASK_ROW_PANELS 16   // a task covers at most this many MR-row panels ...
 #define TASK_COL_PANELS 8    // ... and this many NR-column panels ...
 #define TASKS_PER_THREAD 4   // ... and is made smaller until each thread has this many
-#define GEMV_MAX_ROWS 2      // forwards with at most this many rows use matmul_dot_rows
+#define GEMV_MAX_ROWS 10     // forwards with at most this many rows use matmul_dot_rows
 #define DOT_ROWS_CHUNK 32    // rows of W per parallel chunk of a matrix-vector product
 #define PARALLEL_MIN_MACS 65536L  // smaller products run on one thread
 
@@ -35,7 +35,7 @@ typedef struct {
     int a_kmajor;
     const float *b;     // B(k, j) = b[k*ldb + j] when bpack is NULL
     long ldb;
-    const float *bpack; // else B in column panels: B(k, p*NR + j) at bpack[(p*K + k)*NR + j]
+    float *bpack;       // else B in column panels: B(k, p*NR + j) at bpack[(p*K + k)*NR + j]
     float *c;           // C(i, j) = c[i*ldc + j]
     long ldc;
     int accumulate;     // 1: C += A B; 0: C = bias + A B
@@ -66,20 +66,16 @@ static float *bpack_buffer(size_t n) {
 __attribute__((destructor)) static void free_bpack_buffer(void) { free(bpack_buf); }
 
 // Column panel p of B = W^T: dst (K, NR) with dst[k*NR + j] = W[p*NR + j, k], zero for
-// rows of W past OC. W (OC, K). Each step k reads one column of the panel's NR rows; those
-// rows' cache lines serve the next steps too.
+// rows of W past OC. W (OC, K).
 static void pack_wt_panel(float *dst, const float *w, int p, int K, int OC) {
     int j0 = p * NR, nr = min_int(NR, OC - j0);
     const float *src = w + (long)j0 * K;
-    for (int k = 0; k < K; k++) {
-        float *d = dst + (long)k * NR;
-        if (nr == NR) {
-#pragma omp simd
-            for (int j = 0; j < NR; j++) d[j] = src[(long)j * K + k];
-        } else {
-            for (int j = 0; j < NR; j++) d[j] = j < nr ? src[(long)j * K + k] : 0.0f;
-        }
+    if (nr == NR) {
+        matmul_transpose_panel(dst, src, K, K);
+        return;
     }
+    for (int k = 0; k < K; k++)
+        for (int j = 0; j < NR; j++) dst[(long)k * NR + j] = j < nr ? src[(long)j * K + k] : 0.0f;
 }
 
 // ----------------------------------------------------------------------------
@@ -176,7 +172,7 @@ static void gemm_task(const Gemm *g, int i0, int i1, int j0, int j1) {
 // C = start + A B over all tasks. When wt is given, B = wt^T is packed first (wt (Nc, K)).
 // Tasks are a grid of row parts x column parts; part p of n panels in `parts` parts covers
 // panels [p*n/parts, (p+1)*n/parts).
-static void gemm_run(Gemm *g, const float *wt) {
+static void gemm_run(const Gemm *g, const float *wt) {
     int row_panels = (g->M + MR - 1) / MR, col_panels = (g->Nc + NR - 1) / NR;
     int rows_per_part = min_int(TASK_ROW_PANELS, row_panels);
     int cols_per_part = min_int(TASK_COL_PANELS, col_panels);
@@ -197,7 +193,7 @@ static void gemm_run(Gemm *g, const float *wt) {
         if (wt) {
 #pragma omp for schedule(static)
             for (int p = 0; p < col_panels; p++)
-                pack_wt_panel((float *)g->bpack + (long)p * g->K * NR, wt, p, g->K, g->Nc);
+                pack_wt_panel(g->bpack + (long)p * g->K * NR, wt, p, g->K, g->Nc);
         }
 #pragma omp for schedule(dynamic, 1)
         for (int t = 0; t < tasks; t++) {

@@ -48,6 +48,39 @@ void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const float *b,
     }
 }
 
+// Transposes the 8x8 block r in registers: afterwards r[k] holds element k of every input row.
+static inline __attribute__((always_inline)) void transpose8(__m256 r[8]) {
+    __m256 t[8];
+    for (int i = 0; i < 8; i += 2) {  // interleave single floats of row pairs
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {  // then pairs of floats
+        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {  // then 128-bit halves of rows four apart
+        t[i] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x20);
+        t[i + 4] = _mm256_permute2f128_ps(r[i], r[i + 4], 0x31);
+    }
+    for (int i = 0; i < 8; i++) r[i] = t[i];
+}
+
+void matmul_transpose_panel(float *dst, const float *w, long ldw, int K) {
+    int k0 = 0;
+    for (; k0 + 8 <= K; k0 += 8)
+        for (int h = 0; h < NR; h += 8) {  // the two 8-row halves of the panel
+            __m256 r[8];
+            for (int j = 0; j < 8; j++) r[j] = _mm256_loadu_ps(w + (h + j) * ldw + k0);
+            transpose8(r);
+            for (int k = 0; k < 8; k++) _mm256_storeu_ps(dst + (long)(k0 + k) * NR + h, r[k]);
+        }
+    for (int k = k0; k < K; k++)
+        for (int j = 0; j < NR; j++) dst[(long)k * NR + j] = w[j * ldw + k];
+}
+
 // Sum of the 8 lanes in a fixed order.
 static inline float hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -1,5 +1,5 @@
 // AVX-512 kernels for matmul: a 14x32 register tile (28 of the 32 zmm registers hold
-// accumulators, two hold the row of B, the A values are broadcast from memory).
+// accumulators, two hold the row of B, one the broadcast A value).
 #include "matmul_kernels.h"
 
 #if defined(__AVX512F__)
@@ -46,6 +46,44 @@ void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const float *b,
         if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row, 2);
         else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row, 2);
     }
+}
+
+// Transposes the 16x16 block r in registers: afterwards r[k] holds element k of every input row.
+static inline __attribute__((always_inline)) void transpose16(__m512 r[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {  // interleave single floats of row pairs
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {  // then pairs of floats
+        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 8; i++) {  // then 128-bit lanes of rows four apart
+        int a = (i / 4) * 8 + i % 4;
+        t[a] = _mm512_shuffle_f32x4(r[a], r[a + 4], 0x88);
+        t[a + 4] = _mm512_shuffle_f32x4(r[a], r[a + 4], 0xDD);
+    }
+    for (int i = 0; i < 8; i++) {  // then of rows eight apart
+        int a = (i / 4) * 4 + i % 4;
+        r[a] = _mm512_shuffle_f32x4(t[a], t[a + 8], 0x88);
+        r[a + 8] = _mm512_shuffle_f32x4(t[a], t[a + 8], 0xDD);
+    }
+}
+
+void matmul_transpose_panel(float *dst, const float *w, long ldw, int K) {
+    int k0 = 0;
+    for (; k0 + 16 <= K; k0 += 16)
+        for (int h = 0; h < NR; h += 16) {  // the two 16-row halves of the panel
+            __m512 r[16];
+            for (int j = 0; j < 16; j++) r[j] = _mm512_loadu_ps(w + (h + j) * ldw + k0);
+            transpose16(r);
+            for (int k = 0; k < 16; k++) _mm512_storeu_ps(dst + (long)(k0 + k) * NR + h, r[k]);
+        }
+    for (int k = k0; k < K; k++)
+        for (int j = 0; j < NR; j++) dst[(long)k * NR + j] = w[j * ldw + k];
 }
 
 // R rows of w dotted with x. Each row's sum runs the same operations in the same order

@@ -30,6 +30,10 @@
 void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const float *b, long ldb,
                  float *c, long ldc, const float *start_row, int half);
 
+// A full column panel of B = W^T for matmul_tile: dst (K, NR) with dst[k*NR + j] = w[j*ldw + k],
+// for the NR rows of W starting at w.
+void matmul_transpose_panel(float *dst, const float *w, long ldw, int K);
+
 // out[o] = (bias ? bias[o] : 0) + w[o, :] . x for o in [o0, o1); w (OC, C), x (C).
 void matmul_dot_rows(float *out, const float *x, const float *w, const float *bias, int C,
                      int o0, int o1);

@@ -1,5 +1,5 @@
-// Portable C kernels for matmul, for machines without AVX2: a 4x8 tile in local arrays
-// that the compiler keeps in vector registers.
+// Portable C kernels for matmul, for machines without AVX2: a 4x8 tile in local arrays;
+// `omp simd` on the column loops lets the compiler keep it in vector registers.
 #include "matmul_kernels.h"
 
 #if !defined(__AVX512F__) && !(defined(__AVX2__) && defined(__FMA__))
@@ -32,6 +32,11 @@ void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const float *b,
         if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row, NR);
         else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row, NR);
     }
+}
+
+void matmul_transpose_panel(float *dst, const float *w, long ldw, int K) {
+    for (int k = 0; k < K; k++)
+        for (int j = 0; j < NR; j++) dst[(long)k * NR + j] = w[j * ldw + k];
 }
 
 // Each row: 8 partial sums over 8-column steps (lane l takes columns l, l+8, ...),

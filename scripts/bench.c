@@ -23,9 +23,10 @@
 //   O(params) and are left out, as is the embedding lookup.
 // Independent estimate: 6 * params * N + L * 6 * C * T * N (all parameters, including wpe,
 // biases and LayerNorm, times 6 per token; attention as PaLM's 12*L*C*T per token, halved
-// for the causal mask). The two agree to within 2%:
-//   tiny:  3.8153 GFLOP/step by the formula above, 3.8841 by the estimate (+1.8%)
-//   small: 138.04 GFLOP/step by the formula above, 138.77 by the estimate (+0.5%)
+// for the causal mask). The two agree to within 2% (the estimate also counts wpe, biases and
+// LayerNorm as 6 FLOPs per token each, and T where the formula has T+1):
+//   tiny:  3.8156 GFLOP/step by the formula above, 3.8828 by the estimate (+1.8%)
+//   small: 138.04 GFLOP/step by the formula above, 139.60 by the estimate (+1.1%)
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -78,7 +79,7 @@ static const BenchConfig configs[] = {
 typedef struct {
     const char *config;   // a config's name, or "all"
     double seconds;       // timed training seconds to aim for per config
-    long steps;           // timed training steps; 0 = chosen from seconds
+    long steps;           // timed training steps; 0: as many as `seconds` takes
     int warmup;           // untimed training steps first
     long gen_chars;       // characters per generation run
     double gen_seconds;   // a generation run stops early after this long
@@ -133,7 +134,6 @@ typedef __m512 vec;
 static inline vec vec_set(float x) { return _mm512_set1_ps(x); }
 static inline vec vec_fma(vec acc, vec a, vec b) { return _mm512_fmadd_ps(acc, a, b); }
 static inline float vec_sum(vec x) { return _mm512_reduce_add_ps(x); }
-#define FLOPS_PER_OP 2
 #elif defined(__AVX2__) && defined(__FMA__)
 #define FMA_PATH "avx2"
 #define ACCUMULATORS 12
@@ -148,19 +148,19 @@ static inline float vec_sum(vec x) {
     for (int i = 0; i < 8; i++) s += lanes[i];
     return s;
 }
-#define FLOPS_PER_OP 2
 #else
-#define FMA_PATH "scalar"
+// plain C multiply-adds (the compiler may pack them into SSE vectors): the portable peak
+#define FMA_PATH "portable"
 #define ACCUMULATORS 8
 #define LANES 1
 typedef float vec;
 static inline vec vec_set(float x) { return x; }
 static inline vec vec_fma(vec acc, vec a, vec b) { return acc * a + b; }
 static inline float vec_sum(vec x) { return x; }
-#define FLOPS_PER_OP 2
 #endif
 
-#define FLOPS_PER_ITER ((double)ACCUMULATORS * LANES * FLOPS_PER_OP)
+// a multiply and an add per lane of every accumulator
+#define FLOPS_PER_ITER (2.0 * ACCUMULATORS * LANES)
 
 // Runs iters rounds of ACCUMULATORS independent FMAs; returns their sum so none is dead.
 // The chains converge to b / (1 - a) = 1, far from overflow and denormals.
@@ -291,7 +291,7 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
     if (!step_secs) die(EXIT_FAILED, "out of memory");
     float loss = NAN;
     double start = now_seconds(), cpu_start = cpu_seconds(), total = 0.0;
-    while (o->steps ? steps < o->steps : steps < MIN_TIMED_STEPS || total < o->seconds) {
+    while (o->steps ? steps < o->steps : (steps < MIN_TIMED_STEPS || total < o->seconds)) {
         if (steps == capacity) {
             step_secs = realloc(step_secs, (size_t)(capacity *= 2) * sizeof(double));
             if (!step_secs) die(EXIT_FAILED, "out of memory");
@@ -305,18 +305,23 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
     long rss = peak_rss_kb();
     qsort(step_secs, (size_t)steps, sizeof(double), compare_doubles);
 
-    double ms = 1000.0 * total / steps;
+    // the median step is the headline: on a shared machine a few steps can be slowed many
+    // times over by other processes; the mean (throughput over the whole run) is printed too
+    double median = steps % 2 ? step_secs[steps / 2] : 0.5 * (step_secs[steps / 2 - 1] + step_secs[steps / 2]);
+    double mean = total / steps;
     double flops = flops_per_step(bc);
-    double gflops = flops / (total / steps) / 1e9;
+    double gflops = flops / median / 1e9;
+    // every thread together can do at least what one does: on a busy machine the all-thread
+    // run may have come out lower
+    double peak_gflops = fmax(peak->gflops_all, peak->gflops_one);
     printf("train config=%s threads=%d kernel=%s layers=%d heads=%d n_embd=%d block=%d batch=%d vocab=%d "
-           "params=%zu warmup=%d steps=%ld ms_per_step=%.3f ms_median=%.3f ms_min=%.3f tok_per_s=%.1f "
-           "gflop_per_step=%.4f gflop_per_step_estimate=%.4f gflops=%.2f pct_peak=%.1f rss_kb=%ld "
-           "cpu_pct=%.0f first_loss=%.4f last_loss=%.4f\n",
+           "params=%zu warmup=%d steps=%ld ms_median=%.3f ms_mean=%.3f ms_min=%.3f tok_per_s=%.1f "
+           "tok_per_s_mean=%.1f gflop_per_step=%.4f gflop_per_step_estimate=%.4f gflops=%.2f pct_peak=%.1f "
+           "rss_kb=%ld cpu_pct=%.0f first_loss=%.4f last_loss=%.4f\n",
            bc->name, omp_get_max_threads(), matmul_kernel_name(), bc->n_layer, bc->n_head, bc->n_embd, T, B,
-           bc->vocab_size, model.num_parameters, o->warmup, steps, ms, 1000.0 * step_secs[steps / 2],
-           1000.0 * step_secs[0], B * T / (total / steps), flops / 1e9,
-           flops_estimate(bc, model.num_parameters) / 1e9, gflops,
-           peak->gflops_all > 0 ? 100.0 * gflops / peak->gflops_all : 0.0, rss,
+           bc->vocab_size, model.num_parameters, o->warmup, steps, 1000.0 * median, 1000.0 * mean,
+           1000.0 * step_secs[0], B * T / median, B * T / mean, flops / 1e9,
+           flops_estimate(bc, model.num_parameters) / 1e9, gflops, 100.0 * gflops / peak_gflops, rss,
            100.0 * cpu / (total * omp_get_max_threads()), first_loss, loss);
     fflush(stdout);
     free(step_secs);

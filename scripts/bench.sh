@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# `make bench`: builds chargpt, times its training step and generation for the tiny and small
+# configs (scripts/bench), times the same model in PyTorch when it is installed
+# (scripts/bench_torch.py), and prints both side by side.
+#
+# Environment: OMP_NUM_THREADS (default: all cores; PyTorch gets the same count),
+# BENCH_SECONDS (timed training seconds per config, default 4), BENCH_GEN_CHARS (characters
+# per generation run, default 500), BENCH_GEN_SECONDS (a generation run ends early after
+# this long, default 20). PyTorch runs with OMP_WAIT_POLICY=passive; chargpt with whatever
+# the environment says.
+# Exit status: 0 done, else the status of the step that failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(nproc)}"
+seconds="${BENCH_SECONDS:-4}"
+gen_chars="${BENCH_GEN_CHARS:-500}"
+gen_seconds="${BENCH_GEN_SECONDS:-20}"
+python=/usr/bin/python3
+configs="tiny small"
+
+make --no-print-directory -s all scripts/bench
+
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+
+cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
+echo "machine: ${cpu_model:-unknown CPU}, $(nproc) threads online; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "compiler: $(${CC:-cc} --version | head -n 1); benchmark threads: OMP_NUM_THREADS=$OMP_NUM_THREADS"
+echo "OMP_WAIT_POLICY: chargpt ${OMP_WAIT_POLICY:-unset, the libgomp default}, PyTorch passive"
+echo
+
+./scripts/bench --seconds "$seconds" --gen-chars "$gen_chars" --gen-seconds "$gen_seconds" >"$out/chargpt.txt"
+
+have_torch=0
+torch_failed=0
+if [ -x "$python" ] && "$python" -c "import torch" 2>/dev/null; then
+    have_torch=1
+    for config in $configs; do
+        # generation is compared on tiny only
+        chars=0
+        [ "$config" = tiny ] && chars="$gen_chars"
+        echo "bench_torch: $config" >&2
+        if ! OMP_WAIT_POLICY=passive "$python" scripts/bench_torch.py --config "$config" \
+            --threads "$OMP_NUM_THREADS" --seconds "$seconds" --gen-chars "$chars" \
+            --gen-seconds "$gen_seconds" >>"$out/torch.txt"; then
+            echo "bench.sh: scripts/bench_torch.py --config $config failed" >&2
+            torch_failed=1
+        fi
+    done
+fi
+touch "$out/torch.txt"
+
+# field FILE KIND CONFIG KEY: the value of KEY on FILE's line "KIND config=CONFIG ..."
+field() {
+    awk -v kind="$2" -v config="$3" -v key="$4" '
+        $1 == kind {
+            delete f
+            for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+            if (f["config"] == config && (key in f)) print f[key]
+        }' "$1"
+}
+# number formatting: fmt FORMAT VALUE, or "-" when there is no value
+fmt() { if [ -n "$2" ]; then awk -v v="$2" -v f="$1" 'BEGIN { printf f, v }'; else printf -- "-"; fi; }
+mib() { if [ -n "$1" ]; then awk -v v="$1" 'BEGIN { printf "%.0f MiB", v / 1024 }'; else printf -- "-"; fi; }
+ratio() { if [ -n "$1" ] && [ -n "$2" ]; then awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; else printf -- "-"; fi; }
+
+peak_path="$(awk '$1 == "peak" { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "path") print kv[2] } }' "$out/chargpt.txt")"
+peak_1t="$(awk '$1 == "peak" { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "gflops_1t") print kv[2] } }' "$out/chargpt.txt")"
+peak_all="$(awk '$1 == "peak" { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "gflops_all") print kv[2] } }' "$out/chargpt.txt")"
+kernel="$(field "$out/chargpt.txt" train tiny kernel)"
+echo
+echo "FMA peak ($peak_path loop): $(fmt %.1f "$peak_1t") GFLOP/s on 1 thread, $(fmt %.1f "$peak_all") GFLOP/s on $OMP_NUM_THREADS threads; matmul kernels: $kernel"
+echo
+
+echo "training (random tokens; ms/step is the median of the timed steps, tok/s and GFLOP/s follow from it)"
+echo "| config | chargpt ms/step | tok/s | GFLOP/s | % of FMA peak | peak RSS | PyTorch tok/s | ratio | PyTorch RSS |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for config in $configs; do
+    c="$out/chargpt.txt" t="$out/torch.txt"
+    tok="$(field "$c" train "$config" tok_per_s)"
+    torch_tok="$(field "$t" torch_train "$config" tok_per_s)"
+    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$config" \
+        "$(fmt %.1f "$(field "$c" train "$config" ms_median)")" "$(fmt %.0f "$tok")" \
+        "$(fmt %.1f "$(field "$c" train "$config" gflops)")" "$(fmt %.1f%% "$(field "$c" train "$config" pct_peak)")" \
+        "$(mib "$(field "$c" train "$config" rss_kb)")" "$(fmt %.0f "$torch_tok")" "$(ratio "$tok" "$torch_tok")" \
+        "$(mib "$(field "$t" torch_train "$config" rss_kb)")"
+done
+echo "reference (from the issue): llm.c ~5,800 tok/s (tiny), ~380 tok/s (small); target: chargpt >= 1.5x PyTorch tok/s"
+for config in $configs; do
+    printf "%s: %s GFLOP/step (6*params*tokens + attention estimate: %s); %s timed steps, mean %s ms, min %s ms; " \
+        "$config" "$(field "$out/chargpt.txt" train "$config" gflop_per_step)" \
+        "$(field "$out/chargpt.txt" train "$config" gflop_per_step_estimate)" \
+        "$(field "$out/chargpt.txt" train "$config" steps)" "$(field "$out/chargpt.txt" train "$config" ms_mean)" \
+        "$(field "$out/chargpt.txt" train "$config" ms_min)"
+    printf "CPU share chargpt %s%%, PyTorch %s\n" "$(field "$out/chargpt.txt" train "$config" cpu_pct)" \
+        "$(fmt %s%% "$(field "$out/torch.txt" torch_train "$config" cpu_pct)")"
+done
+echo "(CPU share: CPU time / (wall time x threads) over the timed steps; well below 100% means other"
+echo " processes took the cores and the figures are low)"
+echo
+
+echo "generation (chars/s after an 8-token prompt; the window moves on by half a block when full)"
+echo "| config | chargpt cache | chargpt no cache | PyTorch full recompute | ratio cache/PyTorch | ratio no cache/PyTorch |"
+echo "|---|---|---|---|---|---|"
+for config in $configs; do
+    c="$out/chargpt.txt" t="$out/torch.txt"
+    cache="$(field "$c" generate "$config" cache_chars_per_s)"
+    nocache="$(field "$c" generate "$config" nocache_chars_per_s)"
+    torch_gen="$(field "$t" torch_generate "$config" nocache_chars_per_s)"
+    printf "| %s | %s | %s | %s | %s | %s |\n" "$config" "$(fmt %.0f "$cache")" "$(fmt %.0f "$nocache")" \
+        "$(fmt %.0f "$torch_gen")" "$(ratio "$cache" "$torch_gen")" "$(ratio "$nocache" "$torch_gen")"
+done
+for config in $configs; do
+    counts="$(field "$out/chargpt.txt" generate "$config" cache_chars) $(field "$out/chargpt.txt" generate "$config" nocache_chars) $(field "$out/torch.txt" torch_generate "$config" nocache_chars)"
+    for n in $counts; do
+        if [ "$n" -lt "$gen_chars" ]; then
+            echo "$config: a run stopped at BENCH_GEN_SECONDS=$gen_seconds; characters generated (cache, no cache, PyTorch): $counts"
+            break
+        fi
+    done
+done
+echo
+
+if [ "$have_torch" = 0 ]; then
+    echo "PyTorch is not installed for $python (import torch failed): chargpt's figures only."
+    echo
+fi
+echo "raw results:"
+cat "$out/chargpt.txt" "$out/torch.txt"
+exit "$torch_failed"
