@@ -10,11 +10,15 @@
 #include "fastmath.h"
 #include "rng.h"
 
+// Loops over fewer elements than this run on the calling thread: waking the thread team
+// costs more than the work (this matters for generation, one position at a time).
+#define PARALLEL_MIN_WORK 16384
+
 // ----------------------------------------------------------------------------
 // token + position embedding
 
 void encoder_forward(float *out, const int *tokens, const float *wte, const float *wpe, int B, int t, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)B * t * C >= PARALLEL_MIN_WORK)
     for (int n = 0; n < B * t; n++) {
         const float *we = wte + (size_t)tokens[n] * C;
         const float *pe = wpe + (size_t)(n % t) * C;
@@ -27,7 +31,7 @@ void encoder_forward(float *out, const int *tokens, const float *wte, const floa
 void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *tokens, int B, int t, int C) {
     // Rows with the same token or position add into the same gradient row, so threads split
     // the channels instead: each thread owns a slice of columns and visits rows in order.
-#pragma omp parallel
+#pragma omp parallel if ((long)B * t * C >= PARALLEL_MIN_WORK)
     {
 #pragma omp for schedule(static)
         for (int c0 = 0; c0 < C; c0 += 16) {
@@ -50,7 +54,7 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *to
 
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                        const float *weight, const float *bias, int N, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)N * C >= PARALLEL_MIN_WORK)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
         float *y = out + (size_t)n * C;
@@ -77,7 +81,7 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
 void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                         const float *inp, const float *weight, const float *mean,
                         const float *rstd, int N, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)N * C >= PARALLEL_MIN_WORK)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
         const float *dy = dout + (size_t)n * C;
@@ -99,7 +103,7 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
         }
     }
     // parameter gradients: sum over rows, threads own channel slices
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)N * C >= PARALLEL_MIN_WORK)
     for (int c0 = 0; c0 < C; c0 += 16) {
         int c1 = c0 + 16 < C ? c0 + 16 : C;
         float dw[16] = {0}, db[16] = {0};
@@ -125,7 +129,7 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
 #define GELU_SCALE 0.7978845608028654f  // sqrt(2/pi)
 
 void gelu_forward(float *out, const float *inp, int n) {
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (n >= PARALLEL_MIN_WORK)
     for (int i = 0; i < n; i++) {
         float x = inp[i];
         float u = GELU_SCALE * (x + 0.044715f * x * x * x);
@@ -135,7 +139,7 @@ void gelu_forward(float *out, const float *inp, int n) {
 
 // d/dx = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n) {
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (n >= PARALLEL_MIN_WORK)
     for (int i = 0; i < n; i++) {
         float x = inp[i];
         float u = GELU_SCALE * (x + 0.044715f * x * x * x);
@@ -150,7 +154,7 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, int n) {
 // residual and dropout
 
 void residual_forward(float *out, const float *a, const float *b, int n) {
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (n >= PARALLEL_MIN_WORK)
     for (int i = 0; i < n; i++) out[i] = a[i] + b[i];
 }
 
@@ -160,19 +164,19 @@ void dropout_forward(float *out, const float *inp, int n, const Dropout *drop) {
         return;
     }
     const float keep_scale = 1.0f / (1.0f - drop->p);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_WORK)
     for (int i = 0; i < n; i++)
         out[i] = dropout_keep(drop->key, (uint64_t)i, drop->p) ? inp[i] * keep_scale : 0.0f;
 }
 
 void dropout_backward(float *dinp, const float *dout, int n, const Dropout *drop) {
     if (!drop || drop->p <= 0.0f) {
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if (n >= PARALLEL_MIN_WORK)
         for (int i = 0; i < n; i++) dinp[i] += dout[i];
         return;
     }
     const float keep_scale = 1.0f / (1.0f - drop->p);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_WORK)
     for (int i = 0; i < n; i++)
         if (dropout_keep(drop->key, (uint64_t)i, drop->p)) dinp[i] += dout[i] * keep_scale;
 }
@@ -197,7 +201,7 @@ static void softmax_row(float *probs, const float *logits, int V, float *maxval,
 }
 
 void crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets, int N, int V) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)N * V >= PARALLEL_MIN_WORK)
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * V;
         float m, logsum;
@@ -208,7 +212,7 @@ void crossentropy_forward(float *losses, float *probs, const float *logits, cons
 }
 
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, float dloss, int N, int V) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)N * V >= PARALLEL_MIN_WORK)
     for (int n = 0; n < N; n++) {
         const float *p = probs + (size_t)n * V;
         float *dz = dlogits + (size_t)n * V;
@@ -217,7 +221,7 @@ void crossentropy_backward(float *dlogits, const float *probs, const int *target
 }
 
 void softmax_forward(float *probs, const float *logits, int N, int V) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)N * V >= PARALLEL_MIN_WORK)
     for (int n = 0; n < N; n++) {
         float m, logsum;
         softmax_row(probs + (size_t)n * V, logits + (size_t)n * V, V, &m, &logsum);
