@@ -26,4 +26,7 @@ int test_check(int ok, const char *file, int line, const char *fmt, ...)
 double rel_error_ff(const float *got, const float *want, size_t n);
 double rel_error_fd(const float *got, const double *want, size_t n);
 double rel_error_dd(const double *got, const double *want, size_t n);
+
+// The whole file, malloc'd and NUL-terminated (*len excludes the NUL), or NULL.
+char *test_read_file(const char *path, size_t *len);
 #endif

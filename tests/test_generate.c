@@ -83,21 +83,6 @@ static int build_test_model(GPT *model, const GPTConfig *config, uint64_t seed) 
     return 0;
 }
 
-static char *read_whole_file(const char *path, size_t *len) {
-    *len = 0;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long size = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *buf = malloc((size_t)size + 1);
-    size_t got = fread(buf, 1, (size_t)size, fp);
-    fclose(fp);
-    buf[got] = '\0';
-    *len = got;
-    return buf;
-}
-
 static int write_file(const char *path, const void *data, size_t len) {
     FILE *fp = fopen(path, "wb");
     if (!fp) return -1;
@@ -168,8 +153,8 @@ static Run run_generate(const char *in_path, const char *const *args) {
     Run r;
     r.status = run_program(argv, in_path, OUT_PATH, ERR_PATH);
     size_t err_len;
-    r.out = read_whole_file(OUT_PATH, &r.out_len);
-    r.err = read_whole_file(ERR_PATH, &err_len);
+    r.out = test_read_file(OUT_PATH, &r.out_len);
+    r.err = test_read_file(ERR_PATH, &err_len);
     if (!r.out) r.out = strdup(""), r.out_len = 0;
     if (!r.err) r.err = strdup("");
     return r;
@@ -680,7 +665,7 @@ TEST(generate_attention_outputs) {
           "-n 0 should print the prompt and a newline, got '%s'", r.out);
     run_free(&r);
     size_t len;
-    char *json = read_whole_file(json_path, &len);
+    char *json = test_read_file(json_path, &len);
     AttentionJson j;
     j.att = NULL;
     if (CHECK(json != NULL, "%s not written", json_path) && CHECK(parse_attention_json(json, &j) == 0, "cannot parse %s", json_path)) {
@@ -693,7 +678,7 @@ TEST(generate_attention_outputs) {
         r = run_generate(NULL, ARGS(CKPT, "-n", "0", "--attention", csv_path, prompt));
         CHECK(r.status == 0, "csv: exit status %d: %s", r.status, r.err);
         run_free(&r);
-        char *csv = read_whole_file(csv_path, &len);
+        char *csv = test_read_file(csv_path, &len);
         if (CHECK(csv != NULL, "%s not written", csv_path)) {
             long rows = check_attention_csv(csv, j.att, L, H, j.t);
             CHECK(rows == (long)L * H * j.t * (j.t + 1) / 2, "%ld CSV rows, want %d", rows, L * H * j.t * (j.t + 1) / 2);
@@ -706,7 +691,7 @@ TEST(generate_attention_outputs) {
     r = run_generate(NULL, ARGS(CKPT, "-n", "0", "--attention", png_path, prompt));
     CHECK(r.status == 0, "png: exit status %d: %s", r.status, r.err);
     run_free(&r);
-    char *png = read_whole_file(png_path, &len);
+    char *png = test_read_file(png_path, &len);
     CHECK(png && len > 8 && memcmp(png, "\x89PNG\r\n\x1a\n", 8) == 0, "%s is not a PNG", png_path);
     free(png);
     gpt_free(&model);
@@ -726,7 +711,7 @@ TEST(generate_attention_last_block) {
     int n = r.out_len > 0 ? decode(r.out, r.out_len - 1, text) : 0;  // without the final newline
     CHECK(n == (int)strlen(prompt) + 20, "output has %d characters, want the prompt and 20", n);
     size_t len;
-    char *json = read_whole_file(json_path, &len);
+    char *json = test_read_file(json_path, &len);
     AttentionJson j;
     j.att = NULL;
     if (CHECK(json != NULL, "%s not written", json_path) && CHECK(parse_attention_json(json, &j) == 0, "cannot parse %s", json_path)) {
@@ -775,7 +760,7 @@ TEST(generate_bad_checkpoints) {
     const char *truncated = TMP_DIR "/gen_truncated.safetensors", *garbage = TMP_DIR "/gen_garbage.safetensors";
     remove(missing);
     size_t len;
-    char *bytes = read_whole_file(CKPT, &len);
+    char *bytes = test_read_file(CKPT, &len);
     if (!CHECK(bytes != NULL && len > 100, "cannot read %s", CKPT)) return;
     CHECK(write_file(truncated, bytes, len / 2) == 0, "cannot write %s", truncated);
     Rng rng;

@@ -81,3 +81,19 @@ int main(int argc, char **argv) {
 double rel_error_ff(const float *got, const float *want, size_t n) { REL_ERROR_BODY }
 double rel_error_fd(const float *got, const double *want, size_t n) { REL_ERROR_BODY }
 double rel_error_dd(const double *got, const double *want, size_t n) { REL_ERROR_BODY }
+
+char *test_read_file(const char *path, size_t *len) {
+    *len = 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long size = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *buf = size >= 0 ? malloc((size_t)size + 1) : NULL;
+    if (buf) {
+        *len = fread(buf, 1, (size_t)size, fp);
+        buf[*len] = '\0';
+    }
+    fclose(fp);
+    return buf;
+}

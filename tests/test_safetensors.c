@@ -36,24 +36,6 @@ static void write_bytes(const char *path, const unsigned char *bytes, size_t n) 
     fclose(fp);
 }
 
-// The whole file, malloc'd, or NULL.
-static unsigned char *slurp(const char *path, size_t *len) {
-    *len = 0;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    unsigned char *buf = malloc((size_t)n + 1);
-    if (!buf) {
-        fclose(fp);
-        return NULL;
-    }
-    *len = fread(buf, 1, (size_t)n, fp);
-    fclose(fp);
-    return buf;
-}
-
 // Files in TMP_DIR whose names start with prefix and contain ".tmp." (AtomicFile's temp files).
 static int count_temp_files(const char *prefix) {
     DIR *dir = opendir(TMP_DIR);
@@ -138,7 +120,7 @@ TEST(safetensors_header_aligned_and_padded) {
         StWriteTensor t = {name, ST_F32, 1, {2}, f23};
         if (!CHECK(safetensors_write(path, &t, 1, NULL, 0, NULL, err) == 0, "write: %s", err)) return;
         size_t n;
-        unsigned char *bytes = slurp(path, &n);
+        unsigned char *bytes = (unsigned char *)test_read_file(path, &n);
         if (!CHECK(bytes && n > 8, "cannot read back %s", path)) return;
         uint64_t header_len = 0;
         for (int i = 7; i >= 0; i--) header_len = (header_len << 8) | bytes[i];
@@ -200,7 +182,7 @@ TEST(safetensors_crc_stored) {
 
     // the crc moves when one data byte does
     size_t n;
-    unsigned char *bytes = slurp(path, &n);
+    unsigned char *bytes = (unsigned char *)test_read_file(path, &n);
     bytes[n - 1] ^= 1;
     write_bytes(path, bytes, n);
     free(bytes);
@@ -335,7 +317,7 @@ TEST(safetensors_rejects_every_truncation) {
     char err[ERR_LEN];
     if (!CHECK(safetensors_write(path, sample, NUM_SAMPLE, sample_meta, 2, "crc", err) == 0, "write: %s", err)) return;
     size_t n;
-    unsigned char *bytes = slurp(path, &n);
+    unsigned char *bytes = (unsigned char *)test_read_file(path, &n);
     SafeTensors st;
     int accepted = 0;
     for (size_t len = 0; len < n; len++) {
@@ -364,7 +346,7 @@ TEST(safetensors_survives_header_mutations) {
     char err[ERR_LEN];
     if (!CHECK(safetensors_write(path, sample, NUM_SAMPLE, sample_meta, 2, NULL, err) == 0, "write: %s", err)) return;
     size_t n;
-    unsigned char *bytes = slurp(path, &n);
+    unsigned char *bytes = (unsigned char *)test_read_file(path, &n);
     uint64_t header_len = 0;
     for (int i = 7; i >= 0; i--) header_len = (header_len << 8) | bytes[i];
     size_t header_end = 8 + (size_t)header_len;
@@ -440,15 +422,15 @@ TEST(safetensors_write_failure_leaves_no_trace) {
     const char *path = TMP_DIR "/st_existing.safetensors";
     if (!CHECK(safetensors_write(path, sample, 2, NULL, 0, NULL, err) == 0, "write: %s", err)) return;
     size_t n0, n1;
-    unsigned char *before = slurp(path, &n0);
+    unsigned char *before = (unsigned char *)test_read_file(path, &n0);
     StWriteTensor dup[2] = {sample[0], sample[0]};
     CHECK(safetensors_write(path, dup, 2, NULL, 0, NULL, err) == -1 && strstr(err, "duplicate"), "duplicate: %s", err);
-    unsigned char *after = slurp(path, &n1);
+    unsigned char *after = (unsigned char *)test_read_file(path, &n1);
     CHECK(n0 == n1 && memcmp(before, after, n0) == 0, "existing file changed by a refused write");
     free(after);
     CHECK(count_temp_files("st_existing") == 0, "temp file left behind");
     CHECK(safetensors_write(path, sample, NUM_SAMPLE, NULL, 0, NULL, err) == 0, "overwrite: %s", err);
-    after = slurp(path, &n1);
+    after = (unsigned char *)test_read_file(path, &n1);
     CHECK(n1 > n0, "file not replaced (%zu -> %zu bytes)", n0, n1);
     CHECK(count_temp_files("st_existing") == 0, "temp file left behind after a good write");
     free(before);

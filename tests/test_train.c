@@ -82,23 +82,6 @@ static void write_gzip(const char *path, const void *bytes, size_t len) {
     CHECK(gzclose(gz) == Z_OK, "gzclose %s failed", path);
 }
 
-// The whole file, malloc'd and NUL-terminated, or NULL.
-static char *read_file(const char *path, size_t *len) {
-    *len = 0;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf) {
-        *len = fread(buf, 1, (size_t)n, fp);
-        buf[*len] = '\0';
-    }
-    fclose(fp);
-    return buf;
-}
-
 // Offset of the data section of a safetensors file held in memory (8 + header length).
 static size_t data_start(const char *file) {
     uint64_t header_len = 0;
@@ -194,7 +177,7 @@ static int run_train(const char *log, ...) {
 // its output.
 static int exited_with(int status, int want, const char *what, const char *log) {
     size_t n;
-    char *out = read_file(log, &n);
+    char *out = test_read_file(log, &n);
     int ok = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == want;
     if (status != -1 && WIFSIGNALED(status))
         CHECK(0, "%s: ./train was killed by signal %d (want exit status %d); output:\n%s", what,
@@ -209,7 +192,7 @@ static int exited_with(int status, int want, const char *what, const char *log) 
 // 1 when the file contains text; otherwise records a failure that quotes it.
 static int output_has(const char *log, const char *text, const char *what) {
     size_t n;
-    char *out = read_file(log, &n);
+    char *out = test_read_file(log, &n);
     int ok = out && strstr(out, text) != NULL;
     CHECK(ok, "%s: the output lacks \"%s\"; it is:\n%s", what, text, out ? out : "(missing)");
     free(out);
@@ -448,7 +431,7 @@ TEST(train_bad_data_and_usage_exit_codes) {
     size_t len, gz_len;
     char *text = make_text(6000, 3, &len);
     write_gzip(gz, text, len);
-    char *gz_bytes = read_file(gz, &gz_len);
+    char *gz_bytes = test_read_file(gz, &gz_len);
     if (!CHECK(gz_bytes && gz_len > 100, "cannot read back %s", gz)) return;
     write_file(trunc_gz, gz_bytes, gz_len / 2);
     gz_bytes[2] = 7;  // compression method: only 8 (deflate) exists
@@ -521,7 +504,7 @@ TEST(train_bad_resume_exit_codes) {
     snprintf(other_corpus, sizeof(other_corpus), "%s/other.txt", dir);
 
     size_t n;
-    char *bytes = read_file(ck, &n);
+    char *bytes = test_read_file(ck, &n);
     if (!CHECK(bytes != NULL, "cannot read %s", ck)) return;
     size_t data = data_start(bytes);
     write_file(truncated, bytes, n / 2);
@@ -757,7 +740,7 @@ TEST(train_checkpoint_corruption_detected) {
     snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
     snprintf(bad, sizeof(bad), "%s/bad.safetensors", dir);
     size_t n;
-    char *bytes = read_file(ck, &n);
+    char *bytes = test_read_file(ck, &n);
     if (!CHECK(bytes != NULL && n > 64, "cannot read %s", ck)) return;
     size_t data = data_start(bytes);
     if (!CHECK(data < n, "data section of %s starts at %zu of %zu", ck, data, n)) return;
@@ -818,7 +801,7 @@ typedef struct {
 // there are more) or -1.
 static int read_log(const char *path, LogRow *rows, int max, char *header, size_t header_len) {
     size_t n;
-    char *text = read_file(path, &n);
+    char *text = test_read_file(path, &n);
     if (!text) return -1;
     char *save = NULL, *line = strtok_r(text, "\n", &save);
     snprintf(header, header_len, "%s", line ? line : "");
@@ -1044,7 +1027,7 @@ TEST(train_nonfinite_loss_stops) {
                            "--save-every", "3", "--out", out, NULL);
     if (!exited_with(status, 3, "--lr 10 --weight-decay 10", log)) return;
     size_t n;
-    char *text = read_file(log, &n);
+    char *text = test_read_file(log, &n);
     const char *at = text ? strstr(text, "train: step ") : NULL;
     long bad_step = at ? strtol(at + strlen("train: step "), NULL, 10) : -1;
     CHECK(at && strstr(at, "not finite"), "no 'train: step N: ... not finite' message in:\n%s", text ? text : "");
@@ -1072,14 +1055,14 @@ TEST(train_nonfinite_loss_stops) {
 
     // resuming into the failure leaves the checkpoint byte for byte as it was
     size_t before_len, after_len;
-    char *before = read_file(other_ck, &before_len);
+    char *before = test_read_file(other_ck, &before_len);
     snprintf(log, sizeof(log), "%s/resumed.log", dir);
     status = run_train(log, "--resume", other_ck, "--steps", "1000", "--save-every", "1000", "--out", other,
                        "--threads", "1", NULL);
     exited_with(status, 3, "resuming into the failure", log);
     snprintf(msg, sizeof(msg), "train: step %ld:", bad_step);
     output_has(log, msg, "resumed run fails at the same step");
-    char *after = read_file(other_ck, &after_len);
+    char *after = test_read_file(other_ck, &after_len);
     CHECK(before && after && before_len == after_len && memcmp(before, after, before_len) == 0,
           "the checkpoint changed when the resumed run failed (%zu -> %zu bytes)", before_len, after_len);
     free(before);
@@ -1109,7 +1092,7 @@ static void check_stopped_by(int sig, const char *name, const char *dir, const c
     double start = now_s(), reported = -1.0;
     size_t n;
     while (now_s() - start < 20.0) {
-        char *text = read_file(log, &n);
+        char *text = test_read_file(log, &n);
         int seen = text && strstr(text, "step 200/");
         free(text);
         if (seen) {
@@ -1151,7 +1134,7 @@ static void check_stopped_by(int sig, const char *name, const char *dir, const c
     checkpoint_close(&c);
     // the saved step is the one the message names, and the run continues from it
     size_t len;
-    char *text = read_file(log, &len);
+    char *text = test_read_file(log, &len);
     char *at = text ? strstr(text, "after step ") : NULL;
     CHECK(at && strtol(at + strlen("after step "), NULL, 10) == step, "%s: message and checkpoint disagree on the step",
           name);

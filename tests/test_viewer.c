@@ -59,21 +59,6 @@ static void synthetic_attention(const uint32_t *chars, int t, int L, int H, floa
     free(logits);
 }
 
-static char *read_whole_file(const char *path, size_t *len) {
-    *len = 0;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long size = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *buf = malloc((size_t)size + 1);
-    size_t got = fread(buf, 1, (size_t)size, fp);
-    fclose(fp);
-    buf[got] = '\0';
-    *len = got;
-    return buf;
-}
-
 static int file_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
@@ -296,7 +281,7 @@ TEST(viewer_json_round_trip) {
     char err[ERR_LEN];
     CHECK(attention_export(path, chars, t, L, H, att, err) == 0, "export: %s", err);
     size_t len;
-    char *text = read_whole_file(path, &len);
+    char *text = test_read_file(path, &len);
     if (!CHECK(text, "cannot read %s", path)) return;
     // the escapes themselves, as text
     CHECK(strstr(text, "\"\\\"\""), "no escaped quote \"\\\"\"");
@@ -377,7 +362,7 @@ TEST(viewer_csv_rows) {
     char err[ERR_LEN];
     CHECK(attention_export(path, chars, t, L, H, att, err) == 0, "export: %s", err);
     size_t len;
-    char *text = read_whole_file(path, &len);
+    char *text = test_read_file(path, &len);
     if (!CHECK(text, "cannot read %s", path)) return;
     CHECK(strstr(text, ",\",\",") && strstr(text, ",\"\"\"\",") && strstr(text, ",\"\n\",") &&
               strstr(text, ",\"\r\","),
@@ -429,7 +414,7 @@ static uint32_t be32(const unsigned char *p) {
 // byte 0 on every scanline. Returns the scanlines (malloc'd) or NULL.
 static unsigned char *png_decode(const char *path, int *width, int *height) {
     size_t len;
-    unsigned char *png = (unsigned char *)read_whole_file(path, &len);
+    unsigned char *png = (unsigned char *)test_read_file(path, &len);
     if (!CHECK(png && len > 8, "cannot read %s", path)) return NULL;
     static const unsigned char signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
     CHECK(memcmp(png, signature, 8) == 0, "bad PNG signature");
@@ -537,7 +522,7 @@ TEST(viewer_html_self_contained) {
     char err[ERR_LEN];
     CHECK(attention_export(path, chars, t, L, H, att, err) == 0, "export: %s", err);
     size_t len;
-    char *page = read_whole_file(path, &len);
+    char *page = test_read_file(path, &len);
     if (!CHECK(page, "cannot read %s", path)) return;
     CHECK(!strstr(page, "http://") && !strstr(page, "https://") && !strstr(page, "src=\"") &&
               !strstr(page, "href=\"") && !strstr(page, "@import"),
@@ -557,7 +542,7 @@ TEST(viewer_html_self_contained) {
     float *att2 = malloc((size_t)t * t * sizeof(float));
     synthetic_attention(chars, t, 1, 1, att2);
     CHECK(attention_export(path, chars, t, 1, 1, att2, err) == 0, "export: %s", err);
-    page = read_whole_file(path, &len);
+    page = test_read_file(path, &len);
     if (CHECK(page, "cannot read %s", path)) {
         CHECK(!strstr(page, "alert(1)</script>") && !strstr(page, "\"<\""), "a raw < in the data");
         CHECK(count_occurrences(page, "<script") == count_occurrences(page, "</script"), "unbalanced <script>");
@@ -605,7 +590,7 @@ TEST(viewer_single_character_and_bad_sizes) {
     char err[ERR_LEN];
     CHECK(attention_export(path, chars, 1, 1, 1, att, err) == 0, "export: %s", err);
     size_t len;
-    char *text = read_whole_file(path, &len);
+    char *text = test_read_file(path, &len);
     Json tokens = {0}, attention = {0};
     int n_layer = 0, n_head = 0;
     if (CHECK(text, "cannot read %s", path)) {
