@@ -172,54 +172,60 @@ int gpt_num_tensors(const GPTConfig *config) {
     return 2 + config->n_layer * per_layer + 2;
 }
 
+// The fields of ParameterTensors in order: nanoGPT's name (for per-layer fields, the part
+// after "transformer.h.<i>."), whether the field is stacked over layers, and whether weight
+// decay applies (matrices and embeddings).
+static const struct {
+    const char *name;
+    int per_layer;
+    int decay;
+} parameter_fields[NUM_PARAMETER_TENSORS] = {
+    {"transformer.wte.weight", 0, 1}, {"transformer.wpe.weight", 0, 1},
+    {"ln_1.weight", 1, 0},            {"ln_1.bias", 1, 0},
+    {"attn.c_attn.weight", 1, 1},     {"attn.c_attn.bias", 1, 0},
+    {"attn.c_proj.weight", 1, 1},     {"attn.c_proj.bias", 1, 0},
+    {"ln_2.weight", 1, 0},            {"ln_2.bias", 1, 0},
+    {"mlp.c_fc.weight", 1, 1},        {"mlp.c_fc.bias", 1, 0},
+    {"mlp.c_proj.weight", 1, 1},      {"mlp.c_proj.bias", 1, 0},
+    {"transformer.ln_f.weight", 0, 0}, {"transformer.ln_f.bias", 0, 0},
+};
+
+// Tensors are numbered as in nanoGPT's state_dict: wte, wpe, each layer's tensors in turn
+// (without c_attn.bias when qkv_bias is 0), then ln_f.
 void gpt_tensor_info(const GPTConfig *config, int index, TensorInfo *info) {
-    size_t sizes[NUM_PARAMETER_TENSORS], starts[NUM_PARAMETER_TENSORS];
+    size_t sizes[NUM_PARAMETER_TENSORS];
     parameter_sizes(config, sizes);
-    size_t offset = 0;
-    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
-        starts[i] = offset;
-        offset += sizes[i];
-    }
     int L = config->n_layer, C = config->n_embd, A = config->n_head * config->head_size;
     int V = config->vocab_size, T = config->block_size;
-    memset(info, 0, sizeof(*info));
-    if (index < 2 || index >= 2 + L * (config->qkv_bias ? 12 : 11)) {
-        int last = index >= 2;
-        int field = index == 0 ? 0 : index == 1 ? 1 : index == gpt_num_tensors(config) - 2 ? 14 : 15;
-        snprintf(info->name, sizeof(info->name), "%s",
-                 field == 0 ? "transformer.wte.weight" : field == 1 ? "transformer.wpe.weight"
-                 : field == 14 ? "transformer.ln_f.weight" : "transformer.ln_f.bias");
-        info->ndim = last ? 1 : 2;
-        info->shape[0] = field == 0 ? V : field == 1 ? T : C;
-        info->shape[1] = last ? 0 : C;
-        info->offset = starts[field];
-        info->size = sizes[field];
-        info->decay = !last;
-        return;
-    }
-    // per-layer tensors, in nanoGPT's state_dict order
-    static const struct { int field; const char *suffix; int decay; } layer_tensors[] = {
-        {2, "ln_1.weight", 0},      {3, "ln_1.bias", 0},
-        {4, "attn.c_attn.weight", 1}, {5, "attn.c_attn.bias", 0},
-        {6, "attn.c_proj.weight", 1}, {7, "attn.c_proj.bias", 0},
-        {8, "ln_2.weight", 0},      {9, "ln_2.bias", 0},
-        {10, "mlp.c_fc.weight", 1}, {11, "mlp.c_fc.bias", 0},
-        {12, "mlp.c_proj.weight", 1}, {13, "mlp.c_proj.bias", 0},
-    };
     int per_layer = config->qkv_bias ? 12 : 11;
-    int layer = (index - 2) / per_layer, k = (index - 2) % per_layer;
-    if (!config->qkv_bias && k >= 3) k++;  // skip c_attn.bias
-    int field = layer_tensors[k].field;
-    size_t layer_size = sizes[field] / L;
-    snprintf(info->name, sizeof(info->name), "transformer.h.%d.%s", layer, layer_tensors[k].suffix);
-    info->offset = starts[field] + layer * layer_size;
-    info->size = layer_size;
-    info->decay = layer_tensors[k].decay;
-    int rows[] = {0, 0, C, C, 3 * A, 3 * A, C, C, C, C, 4 * C, 4 * C, C, C};
-    int cols[] = {0, 0, 0, 0, C, 0, A, 0, 0, 0, C, 0, 4 * C, 0};
+    int field, layer = 0;
+    if (index < 2) {
+        field = index;
+    } else if (index < 2 + L * per_layer) {
+        layer = (index - 2) / per_layer;
+        field = 2 + (index - 2) % per_layer;
+        if (!config->qkv_bias && field >= 5) field++;  // skip c_attn.bias
+    } else {
+        field = 14 + (index - 2 - L * per_layer);
+    }
+    size_t offset = 0;
+    for (int f = 0; f < field; f++) offset += sizes[f];
+    int rows[NUM_PARAMETER_TENSORS] = {V, T, C, C, 3 * A, 3 * A, C, C, C, C, 4 * C, 4 * C, C, C, C, C};
+    int cols[NUM_PARAMETER_TENSORS] = {C, C, 0, 0, C, 0, A, 0, 0, 0, C, 0, 4 * C, 0, 0, 0};
+    memset(info, 0, sizeof(*info));
+    if (parameter_fields[field].per_layer) {
+        snprintf(info->name, sizeof(info->name), "transformer.h.%d.%s", layer, parameter_fields[field].name);
+        info->size = sizes[field] / L;
+        info->offset = offset + layer * info->size;
+    } else {
+        snprintf(info->name, sizeof(info->name), "%s", parameter_fields[field].name);
+        info->size = sizes[field];
+        info->offset = offset;
+    }
     info->shape[0] = rows[field];
     info->shape[1] = cols[field];
     info->ndim = cols[field] ? 2 : 1;
+    info->decay = parameter_fields[field].decay;
 }
 
 // ----------------------------------------------------------------------------
