@@ -15,10 +15,10 @@
 
 #include "data/utf8.h"
 #include "data/vocab.h"
-#include "model/checkpoint.h"
+#include "format/checkpoint.h"
 #include "model/gpt.h"
-#include "model/inference.h"
-#include "model/sampler.h"
+#include "generation/inference.h"
+#include "generation/sampler.h"
 #include "viewer/attention_export.h"
 
 #define EXIT_DATA 1

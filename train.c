@@ -21,7 +21,7 @@
 #include "data/corpus.h"
 #include "data/vocab.h"
 #include "model/adamw.h"
-#include "model/checkpoint.h"
+#include "format/checkpoint.h"
 #include "model/gpt.h"
 #include "model/rng.h"
 

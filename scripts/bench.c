@@ -47,10 +47,10 @@
 
 #include "../model/adamw.h"
 #include "../model/gpt.h"
-#include "../model/inference.h"
+#include "../generation/inference.h"
 #include "../model/matmul.h"
 #include "../model/rng.h"
-#include "../model/sampler.h"
+#include "../generation/sampler.h"
 
 #define EXIT_FAILED 1
 #define EXIT_USAGE 2

@@ -1,5 +1,5 @@
 // Tests of generation: the key/value cache against the full forward pass as the window moves
-// past block_size (model/inference.h), the sampler's filters and draws (model/sampler.h), and
+// past block_size (generation/inference.h), the sampler's filters and draws (generation/sampler.h), and
 // the ./generate program run on a small checkpoint built here: determinism, cache on and
 // off, seeds, the recorded attention in every format, and its errors and exit statuses.
 #include <fcntl.h>
@@ -13,11 +13,11 @@
 #include <unistd.h>
 
 #include "../data/utf8.h"
-#include "../model/checkpoint.h"
+#include "../format/checkpoint.h"
 #include "../model/gpt.h"
-#include "../model/inference.h"
+#include "../generation/inference.h"
 #include "../model/rng.h"
-#include "../model/sampler.h"
+#include "../generation/sampler.h"
 #include "test.h"
 
 #define TMP_DIR "tests/tmp"

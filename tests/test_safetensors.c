@@ -8,9 +8,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../model/json.h"
+#include "../format/json.h"
 #include "../model/rng.h"
-#include "../model/safetensors.h"
+#include "../format/safetensors.h"
 #include "test.h"
 
 #define TMP_DIR "tests/tmp"

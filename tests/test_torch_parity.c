@@ -11,7 +11,7 @@
 
 #include "../model/adamw.h"
 #include "../model/gpt.h"
-#include "../model/safetensors.h"
+#include "../format/safetensors.h"
 #include "test.h"
 
 #define TORCH_TOL 1e-4

@@ -19,10 +19,10 @@
 #include <zlib.h>
 
 #include "../model/adamw.h"
-#include "../model/checkpoint.h"
+#include "../format/checkpoint.h"
 #include "../model/gpt.h"
 #include "../model/rng.h"
-#include "../model/safetensors.h"
+#include "../format/safetensors.h"
 #include "test.h"
 
 #define TRAIN_TMP "tests/tmp/train"

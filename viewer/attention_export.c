@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "../data/utf8.h"
-#include "../model/atomic_file.h"
+#include "../format/atomic_file.h"
 #include "attention_formats.h"
 
 typedef int (*AttentionWriter)(FILE *fp, const Attention *a, char err[ERR_LEN]);

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpt.h"
+#include "../model/gpt.h"
 
 #define JSON_MAX_DEPTH 64
 

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fastmath.h"
-#include "layers.h"
-#include "matmul.h"
+#include "../model/fastmath.h"
+#include "../model/layers.h"
+#include "../model/matmul.h"
 
 int kvcache_init(KVCache *cache, GPT *model, char err[ERR_LEN]) {
     memset(cache, 0, sizeof(*cache));

@@ -4,7 +4,7 @@
 #ifndef CHARGPT_INFERENCE_H
 #define CHARGPT_INFERENCE_H
 
-#include "gpt.h"
+#include "../model/gpt.h"
 
 typedef struct {
     GPT *model;   // activations allocated for batch 1

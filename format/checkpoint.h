@@ -8,8 +8,8 @@
 
 #include <stdint.h>
 
-#include "adamw.h"
-#include "gpt.h"
+#include "../model/adamw.h"
+#include "../model/gpt.h"
 #include "safetensors.h"
 
 #define CHECKPOINT_FORMAT "chargpt-1"

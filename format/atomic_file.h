@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "gpt.h"
+#include "../model/gpt.h"
 
 typedef struct {
     FILE *fp;
