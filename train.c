@@ -24,6 +24,7 @@
 #include "format/checkpoint.h"
 #include "model/gpt.h"
 #include "model/rng.h"
+#include "model/train_step.h"
 
 #define EXIT_DATA 1
 #define EXIT_USAGE 2
@@ -522,17 +523,13 @@ int main(int argc, char **argv) {
         dataset_train_batch(&ds, &state.rng, B, T, inputs, targets);
         model.training = o.dropout > 0.0f;
         model.dropout_seed = hash_mix64(o.seed ^ hash_mix64((uint64_t)state.step + 1));
-        gpt_forward(&model, inputs, targets, B, T);
-        gpt_backward(&model);
-        double norm = grad_global_norm(model.grads_memory, model.num_parameters);
+        lr = learning_rate(&o, state.step);
+        double norm = train_step(&model, &opt, inputs, targets, B, T, lr, o.grad_clip);
         if (!isfinite(model.mean_loss) || !isfinite(norm)) {
             fprintf(stderr, "%strain: step %ld: %s is not finite; stopping (the last saved checkpoint is unchanged)\n",
                     tty ? "\n" : "", state.step + 1, isfinite(model.mean_loss) ? "the gradient norm" : "the loss");
             return EXIT_NONFINITE;
         }
-        grad_clip(model.grads_memory, model.num_parameters, norm, o.grad_clip);
-        lr = learning_rate(&o, state.step);
-        adamw_update(&opt, model.params_memory, model.grads_memory, lr);
         state.step++;
         state.tokens_seen += (long)B * T;
         train_loss = model.mean_loss;

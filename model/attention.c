@@ -1,16 +1,17 @@
 // Causal multi-head self-attention, forward and backward (declared in layers.h).
 //
-// Each (batch, head) pair is independent and runs on one thread. Within it, the products
-// S = Q K^T, O = P V and their gradients are small matrix products computed over the
-// causal triangle only, by one register-tiled kernel (tile_product) on row blocks of
-// TILE_ROWS queries. Every output element is summed in a fixed order, so results do not
-// depend on the thread count.
+// Team functions (parallel.h): each (batch, head) pair is independent and runs on one
+// thread. Within it, the products S = Q K^T, O = P V and their gradients are small matrix
+// products computed over the causal triangle only, by one register-tiled kernel
+// (tile_product) on row blocks of TILE_ROWS queries. Every output element is summed in a
+// fixed order, so results do not depend on the thread count.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fastmath.h"
 #include "layers.h"
+#include "parallel.h"
 #include "rng.h"
 
 #define TILE_ROWS 8
@@ -126,7 +127,7 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int t, i
     const int A = H * hs;
     const float scale = 1.0f / sqrtf((float)hs);
     const int use_dropout = drop && drop->p > 0.0f;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp for collapse(2) schedule(dynamic, 1) nowait
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
             const float *q = qkv + (size_t)b * t * 3 * A + h * hs;  // rows of stride 3A
@@ -163,6 +164,7 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int t, i
             causal_weighted_sum(out + (size_t)b * t * A + h * hs, A, weights, t, v, 3 * A, t, hs, 0);
         }
     }
+    team_barrier();
 }
 
 // With W the softmax weights, W' = dropout(W), O = W' V:
@@ -174,7 +176,7 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
     const float scale = 1.0f / sqrtf((float)hs);
     const int use_dropout = drop && drop->p > 0.0f;
     const float keep_scale = use_dropout ? 1.0f / (1.0f - drop->p) : 1.0f;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp for collapse(2) schedule(dynamic, 1) nowait
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
             const float *q = qkv + (size_t)b * t * 3 * A + h * hs;
@@ -220,4 +222,5 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
             causal_weighted_sum_transposed(dk, 3 * A, transposed, t, q, 3 * A, t, hs);
         }
     }
+    team_barrier();
 }

@@ -1,6 +1,8 @@
 // Matrix multiply for linear layers, PyTorch layout: weight is (OC, C), out = inp @ weight^T + bias.
 // Cache-blocked and register-tiled, vectorised for AVX-512 or AVX2 (chosen at compile time)
-// with a portable C path, parallel with OpenMP. Results do not depend on the thread count.
+// with a portable C path. Team functions (parallel.h): called by every thread of a team they
+// share the work; called from serial code they start a team of their own for a large
+// product. Results do not depend on the thread count.
 #ifndef CHARGPT_MATMUL_H
 #define CHARGPT_MATMUL_H
 

@@ -50,6 +50,7 @@
 #include "../generation/inference.h"
 #include "../model/matmul.h"
 #include "../model/rng.h"
+#include "../model/train_step.h"
 #include "../generation/sampler.h"
 
 #define EXIT_FAILED 1
@@ -249,16 +250,12 @@ static void random_batch(Rng *rng, int B, int T, int V, int *inputs, int *target
 }
 
 // One optimizer step as ./train does it. Returns the loss; exits 3 if it is not finite.
-static float train_step(GPT *model, AdamW *opt, Rng *rng, int *inputs, int *targets, int B, int T) {
+static float bench_step(GPT *model, AdamW *opt, Rng *rng, int *inputs, int *targets, int B, int T) {
     random_batch(rng, B, T, model->config.vocab_size, inputs, targets);
     model->training = 0;
-    gpt_forward(model, inputs, targets, B, T);
-    gpt_backward(model);
-    double norm = grad_global_norm(model->grads_memory, model->num_parameters);
+    double norm = train_step(model, opt, inputs, targets, B, T, LEARNING_RATE, GRAD_CLIP);
     if (!isfinite(model->mean_loss) || !isfinite(norm))
         die(EXIT_NONFINITE, "training step: %s is not finite", isfinite(model->mean_loss) ? "the gradient norm" : "the loss");
-    grad_clip(model->grads_memory, model->num_parameters, norm, GRAD_CLIP);
-    adamw_update(opt, model->params_memory, model->grads_memory, LEARNING_RATE);
     return model->mean_loss;
 }
 
@@ -281,8 +278,8 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
     rng_seed(&rng, SEED);
 
     // warm-up: page in every buffer and start the thread pool
-    float first_loss = train_step(&model, &opt, &rng, inputs, targets, B, T);
-    for (int i = 1; i < o->warmup; i++) train_step(&model, &opt, &rng, inputs, targets, B, T);
+    float first_loss = bench_step(&model, &opt, &rng, inputs, targets, B, T);
+    for (int i = 1; i < o->warmup; i++) bench_step(&model, &opt, &rng, inputs, targets, B, T);
     fprintf(stderr, "bench: %s: training\n", bc->name);
 
     // timed: --steps steps, or else at least MIN_TIMED_STEPS and --seconds
@@ -297,7 +294,7 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
             if (!step_secs) die(EXIT_FAILED, "out of memory");
         }
         double t0 = now_seconds();
-        loss = train_step(&model, &opt, &rng, inputs, targets, B, T);
+        loss = bench_step(&model, &opt, &rng, inputs, targets, B, T);
         step_secs[steps++] = now_seconds() - t0;
         total = now_seconds() - start;
     }

@@ -1,0 +1,22 @@
+#include "train_step.h"
+
+#include <math.h>
+#include <omp.h>
+
+double train_step(GPT *model, AdamW *opt, const int *inputs, const int *targets, int B, int t,
+                  float lr, float max_norm) {
+    double norm = 0.0;
+#pragma omp parallel
+    {
+        gpt_forward(model, inputs, targets, B, t);
+        gpt_backward(model);
+        // every thread gets the same loss and norm, so all take the same branch
+        double team_norm = grad_global_norm(model->grads_memory, model->num_parameters);
+        if (isfinite(model->mean_loss) && isfinite(team_norm)) {
+            grad_clip(model->grads_memory, model->num_parameters, team_norm, max_norm);
+            adamw_update(opt, model->params_memory, model->grads_memory, lr);
+        }
+        if (omp_get_thread_num() == 0) norm = team_norm;
+    }
+    return norm;
+}
