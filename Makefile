@@ -5,7 +5,9 @@
 CC ?= cc
 MARCH ?= -march=native
 CFLAGS ?= -O3 $(MARCH) -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation
-CFLAGS += -std=c11 -D_GNU_SOURCE -fopenmp -MMD -MP
+# -fno-math-errno: nothing reads errno after a math function, and without it sqrtf cannot
+# be vectorised (it would have to be able to set errno)
+CFLAGS += -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -MMD -MP
 LDLIBS = -fopenmp -lz -lm
 
 LIB_SRC := $(wildcard model/*.c) $(wildcard format/*.c) $(wildcard generation/*.c) $(wildcard data/*.c) $(wildcard viewer/*.c)

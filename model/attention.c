@@ -19,7 +19,7 @@
 
 // out[r][c] (+)= sum_k a[r*lda + k] * b[k*ldb + c] for r < rows <= TILE_ROWS and
 // c < cols <= TILE_COLS. The accumulators stay in registers; with full tiles the compiler
-// turns the c loop into one vector FMA per row.
+// turns the c loop into one vector FMA per row (MUL_ADD, fastmath.h).
 static inline void tile_product(float *out, int ldo, const float *a, int lda, const float *b, int ldb,
                                 int depth, int rows, int cols, int accumulate) {
     float acc[TILE_ROWS][TILE_COLS] = {{0}};
@@ -29,7 +29,7 @@ static inline void tile_product(float *out, int ldo, const float *a, int lda, co
             for (int r = 0; r < TILE_ROWS; r++) {
                 float ar = a[(size_t)r * lda + k];
 #pragma omp simd
-                for (int c = 0; c < TILE_COLS; c++) acc[r][c] += ar * bk[c];
+                for (int c = 0; c < TILE_COLS; c++) acc[r][c] = MUL_ADD(ar, bk[c], acc[r][c]);
             }
         }
     } else {
@@ -37,7 +37,7 @@ static inline void tile_product(float *out, int ldo, const float *a, int lda, co
             const float *bk = b + (size_t)k * ldb;
             for (int r = 0; r < rows; r++) {
                 float ar = a[(size_t)r * lda + k];
-                for (int c = 0; c < cols; c++) acc[r][c] += ar * bk[c];
+                for (int c = 0; c < cols; c++) acc[r][c] = MUL_ADD(ar, bk[c], acc[r][c]);
             }
         }
     }
@@ -50,15 +50,16 @@ static inline void tile_product(float *out, int ldo, const float *a, int lda, co
     }
 }
 
-// Causal version for query-by-key products: row i only needs keys j <= i, so each row block
-// [r0, r0 + TILE_ROWS) stops at column r0 + TILE_ROWS.
+// Causal version for query-by-key products, out (t, t) from b (depth, t): row i only needs
+// keys j <= i, so each row block [r0, r0 + TILE_ROWS) stops after the column chunk that
+// holds column r0 + TILE_ROWS - 1. Chunks are full width where the t columns allow, so
+// some entries above the diagonal are computed too (the callers overwrite them).
 static void causal_scores(float *out, int ldo, const float *a, int lda, const float *b, int ldb, int t, int depth) {
     for (int r0 = 0; r0 < t; r0 += TILE_ROWS) {
         int rows = t - r0 < TILE_ROWS ? t - r0 : TILE_ROWS;
-        int cols = r0 + rows;
-        for (int c0 = 0; c0 < cols; c0 += TILE_COLS)
+        for (int c0 = 0; c0 < r0 + rows; c0 += TILE_COLS)
             tile_product(out + (size_t)r0 * ldo + c0, ldo, a + (size_t)r0 * lda, lda, b + c0, ldb, depth, rows,
-                         cols - c0 < TILE_COLS ? cols - c0 : TILE_COLS, 0);
+                         t - c0 < TILE_COLS ? t - c0 : TILE_COLS, 0);
     }
 }
 
@@ -142,6 +143,7 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int t, i
             for (int i = 0; i < t; i++) {
                 float *row = w + (size_t)i * t;
                 float maxval = -INFINITY;
+#pragma omp simd reduction(max : maxval)
                 for (int j = 0; j <= i; j++) maxval = row[j] > maxval ? row[j] : maxval;
                 float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)

@@ -123,30 +123,33 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
 }
 
 // ----------------------------------------------------------------------------
-// GELU, tanh approximation
+// GELU, tanh approximation, computed through the sigmoid: 0.5 (1 + tanh u) = s(2u) with
+// s(z) = 1 / (1 + exp(-z)), one exp and one division (and no cancellation near u = 0)
 
 #define GELU_SCALE 0.7978845608028654f  // sqrt(2/pi)
 
+// 0.5 (1 + tanh u) for u = sqrt(2/pi) (x + 0.044715 x^3)
+#pragma omp declare simd notinbranch
+static inline float gelu_gate(float x) {
+    float u = GELU_SCALE * (x + 0.044715f * x * x * x);
+    return 1.0f / (1.0f + exp_fast(-2.0f * u));
+}
+
 void gelu_forward(float *out, const float *inp, int n) {
 #pragma omp for simd schedule(static) nowait
-    for (int i = 0; i < n; i++) {
-        float x = inp[i];
-        float u = GELU_SCALE * (x + 0.044715f * x * x * x);
-        out[i] = 0.5f * x * (1.0f + tanh_fast(u));
-    }
+    for (int i = 0; i < n; i++) out[i] = inp[i] * gelu_gate(inp[i]);
     team_barrier();
 }
 
-// d/dx = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+// With g = 0.5 (1 + tanh u): d/dx [x g] = g + x g (1 - g) 2 du/dx,
+// du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n) {
 #pragma omp for simd schedule(static) nowait
     for (int i = 0; i < n; i++) {
         float x = inp[i];
-        float u = GELU_SCALE * (x + 0.044715f * x * x * x);
-        float th = tanh_fast(u);
+        float g = gelu_gate(x);
         float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-        float grad = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
-        dinp[i] += grad * dout[i];
+        dinp[i] += (g + 2.0f * x * g * (1.0f - g) * du) * dout[i];
     }
     team_barrier();
 }
