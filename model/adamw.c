@@ -82,7 +82,7 @@ static double norm_team(const float *grads, size_t n) {
 }
 
 double grad_global_norm(const float *grads, size_t n) {
-    if (omp_in_parallel()) return norm_team(grads, n);
+    if (in_team()) return norm_team(grads, n);
     double norm = 0.0;
 #pragma omp parallel
     {
@@ -101,7 +101,7 @@ static void clip_team(float *grads, size_t n, float scale) {
 void grad_clip(float *grads, size_t n, double norm, float max_norm) {
     if (max_norm <= 0.0f || !(norm > max_norm)) return;
     float scale = (float)(max_norm / (norm + 1e-6));
-    if (omp_in_parallel()) {
+    if (in_team()) {
         clip_team(grads, n, scale);
         return;
     }
@@ -130,7 +130,7 @@ static void update_team(const AdamW *opt, float *params, const float *grads, flo
 
 void adamw_update(AdamW *opt, float *params, const float *grads, float lr) {
     long step = opt->step + 1;
-    if (omp_in_parallel()) {
+    if (in_team()) {
         update_team(opt, params, grads, lr, step);  // ends when every thread has read opt->step
         if (omp_get_thread_num() == 0) opt->step = step;
         team_barrier();

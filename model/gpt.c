@@ -312,9 +312,9 @@ static Dropout layer_dropout(const GPT *m, int l, int site) {
     return d;
 }
 
-// Passes over fewer rows x channels than this run on the calling thread (generation's
-// prefill of a short prompt); their large matrix products still start teams of their own.
-#define PARALLEL_MIN_WORK 16384
+// Passes of fewer multiply-adds than this (about N x parameters) run on the calling thread:
+// for a token or two of generation's prefill, starting a team costs more than it saves.
+#define PARALLEL_MIN_MACS (1L << 22)
 
 static void forward_team(GPT *model, const int *inputs, const int *targets, int B, int t) {
     const GPTConfig *c = &model->config;
@@ -370,11 +370,11 @@ static void forward_team(GPT *model, const int *inputs, const int *targets, int 
 }
 
 void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t) {
-    if (omp_in_parallel()) {
+    if (in_team()) {
         forward_team(model, inputs, targets, B, t);
         return;
     }
-#pragma omp parallel if ((long)B * t * model->config.n_embd >= PARALLEL_MIN_WORK)
+#pragma omp parallel if ((long)B * t * (long)model->num_parameters >= PARALLEL_MIN_MACS)
     forward_team(model, inputs, targets, B, t);
 }
 
@@ -454,10 +454,10 @@ static void backward_team(GPT *model) {
 }
 
 void gpt_backward(GPT *model) {
-    if (omp_in_parallel()) {
+    if (in_team()) {
         backward_team(model);
         return;
     }
-#pragma omp parallel if ((long)model->cur_B * model->cur_t * model->config.n_embd >= PARALLEL_MIN_WORK)
+#pragma omp parallel if ((long)model->cur_B * model->cur_t * (long)model->num_parameters >= PARALLEL_MIN_MACS)
     backward_team(model);
 }

@@ -223,7 +223,7 @@ void matmul_forward(float *out, const float *inp, const float *weight, const flo
     Gemm g = {.M = N, .Nc = OC, .K = C, .a = inp, .lda = C, .a_kmajor = 0, .wt = weight,
               .c = out, .ldc = OC, .accumulate = 0, .bias = bias};
     int by_rows = N <= GEMV_MAX_ROWS || C == 0;
-    if (omp_in_parallel()) {
+    if (in_team()) {
         if (by_rows) forward_by_rows(out, inp, weight, bias, N, C, OC);
         else gemm_team(&g, 1);
         return;
@@ -246,7 +246,7 @@ void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dou
          .c = dinp, .ldc = C, .accumulate = 1},
     };
     int count = dinp ? 2 : 1;
-    if (omp_in_parallel()) {
+    if (in_team()) {
         gemm_team(g, count);
         return;
     }

@@ -1,7 +1,9 @@
 // The team barrier (parallel.h): a counter and a generation number, a short spin on the
 // generation, then a sleep on a condition variable that the last thread to arrive signals.
+// And the thread tuner, which picks a team size from the times of the passes it ran.
 #include "parallel.h"
 
+#include <math.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -45,6 +47,8 @@ static int spin_until_released(unsigned gen) {
     }
 }
 
+int in_team(void) { return omp_get_level() > 0; }
+
 void team_barrier(void) {
     int team = omp_get_num_threads();
     if (team == 1) return;
@@ -69,4 +73,83 @@ void team_barrier(void) {
     while (atomic_load(&barrier.generation) == gen) pthread_cond_wait(&barrier.wake, &barrier.lock);
     atomic_fetch_sub(&barrier.sleepers, 1);
     pthread_mutex_unlock(&barrier.lock);
+}
+
+// ----------------------------------------------------------------------------
+// the thread tuner
+
+#define FIRST_TRIAL 8      // passes before a count is first tried, and after a change
+#define MAX_INTERVAL 128   // a count that keeps losing is tried every this many passes
+#define WIN 0.97           // a count replaces the one in use if 3% faster ...
+#define SLOWDOWN 1.25      // ... and the others are tried at once when the one in use
+                           // is this much slower than its best (other work has started)
+
+static void count_reset(TunerCount *c, long pass) {
+    c->samples = 0;
+    c->best = INFINITY;
+    c->interval = FIRST_TRIAL;
+    c->next_trial = pass + FIRST_TRIAL;
+}
+
+static double count_median(const TunerCount *c) {
+    double a = c->secs[0], b = c->secs[1], m = c->secs[2];
+    if (c->samples == 1) return a;
+    if (c->samples == 2) return 0.5 * (a + b);
+    return fmax(fmin(a, b), fmin(fmax(a, b), m));
+}
+
+static void count_add(TunerCount *c, double secs) {
+    for (int i = TUNER_SAMPLES - 1; i > 0; i--) c->secs[i] = c->secs[i - 1];
+    c->secs[0] = secs;
+    if (c->samples < TUNER_SAMPLES) c->samples++;
+}
+
+void tuner_init(ThreadTuner *t, int max_threads) {
+    t->max_threads = max_threads > 1 ? max_threads : 1;
+    t->threads = t->max_threads;
+    t->trial = 0;
+    t->pass = 0;
+    for (int i = 0; i < 3; i++) count_reset(&t->count[i], 0);
+}
+
+int tuner_next(ThreadTuner *t) {
+    t->pass++;
+    t->trial = 0;
+    if (t->count[1].samples == TUNER_SAMPLES) {  // the count in use is known: try a neighbour?
+        if (t->threads > 1 && t->pass >= t->count[0].next_trial) t->trial = -1;
+        else if (t->threads < t->max_threads && t->pass >= t->count[2].next_trial) t->trial = 1;
+    }
+    return t->threads + t->trial;
+}
+
+void tuner_record(ThreadTuner *t, double seconds) {
+    TunerCount *cur = &t->count[1], *tried = &t->count[1 + t->trial];
+    count_add(tried, seconds);
+    if (t->trial == 0) {
+        if (cur->samples < TUNER_SAMPLES) return;
+        double m = count_median(cur);
+        if (m < cur->best) {
+            cur->best = m;
+        } else if (m > SLOWDOWN * cur->best) {
+            cur->best = m;
+            for (int i = 0; i < 3; i += 2) {
+                t->count[i].interval = FIRST_TRIAL;
+                t->count[i].next_trial = t->pass + 1;
+            }
+        }
+        return;
+    }
+    if (seconds < WIN * count_median(cur)) {  // the neighbour wins: it becomes the count in use
+        TunerCount old = *cur;
+        old.interval = FIRST_TRIAL;
+        old.next_trial = t->pass + FIRST_TRIAL;
+        *cur = *tried;
+        cur->best = seconds;
+        t->count[1 - t->trial] = old;
+        count_reset(&t->count[1 + t->trial], t->pass);
+        t->threads += t->trial;
+    } else {  // it loses: try it half as often
+        tried->interval = tried->interval * 2 < MAX_INTERVAL ? tried->interval * 2 : MAX_INTERVAL;
+        tried->next_trial = t->pass + tried->interval;
+    }
 }

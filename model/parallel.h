@@ -16,4 +16,35 @@
 // One team at a time: parallel regions that call it must not be nested or concurrent.
 void team_barrier(void);
 
+// Whether the caller is inside a parallel region, that is, in a team (perhaps of one
+// thread): team functions then share the work with it rather than start a team.
+int in_team(void);
+
+// How many threads a pass that is repeated many times (a training step) should get. With
+// the cores to itself a team of every thread is fastest; with other work on them fewer can
+// be, because a thread kept waiting at a barrier for a partner that the scheduler has
+// preempted loses its turn too. The tuner times the passes and now and then tries one
+// thread fewer or more, keeping whichever count recent passes found faster. Results do not
+// depend on the count, so it changes only the speed.
+#define TUNER_SAMPLES 3
+typedef struct {
+    double secs[TUNER_SAMPLES];  // the latest pass times with this count, newest first
+    int samples;
+    double best;                 // the lowest median of them seen while the count was in use
+    long interval;               // passes between trials of this count
+    long next_trial;             // pass from which it is tried again
+} TunerCount;
+typedef struct {
+    int max_threads;
+    int threads;        // the count in use
+    int trial;          // -1, 0 or +1: the count of the pass being timed is threads + trial
+    long pass;          // passes started so far
+    TunerCount count[3];  // threads - 1, threads, threads + 1
+} ThreadTuner;
+
+void tuner_init(ThreadTuner *t, int max_threads);
+// The thread count for the next pass, then, once it has run, its wall time.
+int tuner_next(ThreadTuner *t);
+void tuner_record(ThreadTuner *t, double seconds);
+
 #endif
