@@ -36,12 +36,14 @@ typedef struct {
     int a_kmajor;
     const float *b;     // B(k, j) = b[k*ldb + j] when wt is NULL
     long ldb;
-    const float *wt;    // else B = wt^T: B(k, j) = wt[j*K + k]
+    const float *wt;    // else B = wt^T: B(k, j) = wt[j*ldwt + k]
+    long ldwt;
     float *c;           // C(i, j) = c[i*ldc + j]
     long ldc;
     int accumulate;     // 1: C += A B; 0: C = bias + A B
     const float *bias;  // (Nc) or NULL, when !accumulate
     float *a_row_sums;  // (M) or NULL: a_row_sums[i] += A(i, k) for every k (k-major A)
+    int triangle;       // MATMUL_LOWER, MATMUL_A_ZERO_ABOVE, MATMUL_A_ZERO_BELOW (matmul.h)
 } Gemm;
 
 static const float zero_row[NR] __attribute__((aligned(64)));
@@ -49,15 +51,15 @@ static const float zero_row[NR] __attribute__((aligned(64)));
 static int min_int(int a, int b) { return a < b ? a : b; }
 
 // The (kc, NR) panel of B = W^T for columns [j, j + nr) and k steps [k0, k0 + kc):
-// dst[k*NR + jj] = W[j + jj, k0 + k], zero for jj >= nr. W (Nc, K).
-static void pack_wt_panel(float *dst, const float *w, int K, int j, int nr, int k0, int kc) {
-    const float *src = w + (long)j * K + k0;
+// dst[k*NR + jj] = W[j + jj, k0 + k], zero for jj >= nr. W (Nc, >= K), rows ldw apart.
+static void pack_wt_panel(float *dst, const float *w, long ldw, int j, int nr, int k0, int kc) {
+    const float *src = w + (long)j * ldw + k0;
     if (nr == NR) {
-        matmul_transpose_panel(dst, src, K, kc);
+        matmul_transpose_panel(dst, src, ldw, kc);
         return;
     }
     for (int k = 0; k < kc; k++)
-        for (int jj = 0; jj < NR; jj++) dst[k * NR + jj] = jj < nr ? src[(long)jj * K + k] : 0.0f;
+        for (int jj = 0; jj < NR; jj++) dst[k * NR + jj] = jj < nr ? src[(long)jj * ldw + k] : 0.0f;
 }
 
 // ----------------------------------------------------------------------------
@@ -95,7 +97,7 @@ static void gemm_task(const Gemm *g, int i0, int i1, int j0, int j1) {
             const float *b = bpanel;
             long ldb = NR;
             if (g->wt) {
-                pack_wt_panel(bpanel, g->wt, K, j, nr, k0, kc);
+                pack_wt_panel(bpanel, g->wt, g->ldwt, j, nr, k0, kc);
             } else if (nr == NR) {
                 b = g->b + (long)k0 * g->ldb + j;
                 ldb = g->ldb;
@@ -114,25 +116,32 @@ static void gemm_task(const Gemm *g, int i0, int i1, int j0, int j1) {
             }
             for (int i = i0; i < i1; i += MR) {
                 int mr = min_int(MR, M - i);
+                // the k steps [klo, khi) of this block that can be non-zero for these rows
+                int klo = k0, khi = k0 + kc;
+                if (g->triangle == MATMUL_LOWER && j > i + mr - 1) continue;
+                if (g->triangle == MATMUL_A_ZERO_ABOVE && khi > i + mr) khi = i + mr;
+                if (g->triangle == MATMUL_A_ZERO_BELOW && klo < i) klo = i;
+                if (klo >= khi) continue;
                 const float *a;
                 long lda;
                 if (i == i_edge) {
-                    a = apad;
+                    a = g->a_kmajor ? apad + (long)(klo - k0) * MR : apad + (klo - k0);
                     lda = lda_edge;
                 } else {
-                    a = g->a_kmajor ? g->a + (long)k0 * g->lda + i : g->a + (long)i * g->lda + k0;
+                    a = g->a_kmajor ? g->a + (long)klo * g->lda + i : g->a + (long)i * g->lda + klo;
                     lda = g->lda;
                 }
+                const float *bk = b + (long)(klo - k0) * ldb;
                 float *c = g->c + (long)i * g->ldc + j;
                 if (mr == MR && nr == NR) {
-                    matmul_tile(kc, a, lda, g->a_kmajor, b, ldb, c, g->ldc, start, 0);
+                    matmul_tile(khi - klo, a, lda, g->a_kmajor, bk, ldb, c, g->ldc, start, 0);
                     continue;
                 }
                 if (!start)
                     for (int ii = 0; ii < MR; ii++)
                         for (int jj = 0; jj < NR; jj++)
                             ctile[ii * NR + jj] = ii < mr && jj < nr ? c[(long)ii * g->ldc + jj] : 0.0f;
-                matmul_tile(kc, a, lda, g->a_kmajor, b, ldb, ctile, NR, start, nr <= NR / 2);
+                matmul_tile(khi - klo, a, lda, g->a_kmajor, bk, ldb, ctile, NR, start, nr <= NR / 2);
                 for (int ii = 0; ii < mr; ii++)
                     memcpy(c + (long)ii * g->ldc, ctile + ii * NR, (size_t)nr * sizeof(float));
             }
@@ -221,7 +230,7 @@ void matmul_forward(float *out, const float *inp, const float *weight, const flo
     if (N <= 0 || OC <= 0) return;
     long macs = (long)N * C * OC;
     Gemm g = {.M = N, .Nc = OC, .K = C, .a = inp, .lda = C, .a_kmajor = 0, .wt = weight,
-              .c = out, .ldc = OC, .accumulate = 0, .bias = bias};
+              .ldwt = C, .c = out, .ldc = OC, .accumulate = 0, .bias = bias};
     int by_rows = N <= GEMV_MAX_ROWS || C == 0;
     if (in_team()) {
         if (by_rows) forward_by_rows(out, inp, weight, bias, N, C, OC);
@@ -252,6 +261,22 @@ void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dou
     }
 #pragma omp parallel if ((long)N * C * OC >= PARALLEL_MIN_MACS)
     gemm_team(g, count);
+}
+
+void matmul_small(float *c, long ldc, const float *a, long lda, const float *b, long ldb,
+                  int M, int N, int K, int flags) {
+    if (M <= 0 || N <= 0 || K <= 0) return;
+    int triangle = flags & (MATMUL_LOWER | MATMUL_A_ZERO_ABOVE | MATMUL_A_ZERO_BELOW);
+    Gemm g = {.M = M, .Nc = N, .K = K, .a = a, .lda = lda, .a_kmajor = (flags & MATMUL_A_T) != 0,
+              .c = c, .ldc = ldc, .accumulate = (flags & MATMUL_ADD) != 0, .triangle = triangle};
+    if (flags & MATMUL_B_T) {
+        g.wt = b;
+        g.ldwt = ldb;
+    } else {
+        g.b = b;
+        g.ldb = ldb;
+    }
+    gemm_task(&g, 0, M, 0, N);
 }
 
 const char *matmul_kernel_name(void) { return MATMUL_KERNEL_NAME; }
