@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../model/fastmath.h"
 #include "../model/layers.h"
@@ -142,32 +141,13 @@ static void step_team(KVCache *cache, int token) {
     matmul_forward(cache->logits, cache->ln, p->wte, NULL, 1, C, V);
 }
 
-// The team size of the steps (parallel.h), kept for one cache at a time.
+// the team size of the steps of the current generation
 static ThreadTuner tuner;
-static struct {
-    const KVCache *cache;
-    const GPT *model;
-    int max_threads;
-} tuned;
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 const float *kvcache_step(KVCache *cache, int token) {
-    int max_threads = omp_get_max_threads();
-    if (tuned.cache != cache || tuned.model != cache->model || tuned.max_threads != max_threads) {
-        tuner_init(&tuner, max_threads);
-        tuned.cache = cache;
-        tuned.model = cache->model;
-        tuned.max_threads = max_threads;
-    }
-    double start = now_seconds();
-#pragma omp parallel num_threads(tuner_next(&tuner))
+#pragma omp parallel num_threads(tuner_start(&tuner, cache, 0))
     step_team(cache, token);
-    tuner_record(&tuner, now_seconds() - start);
+    tuner_stop(&tuner);
     cache->len++;
     return cache->logits;
 }

@@ -105,6 +105,8 @@ static void count_add(TunerCount *c, double secs) {
 }
 
 void tuner_init(ThreadTuner *t, int max_threads) {
+    t->pass_kind = NULL;
+    t->pass_shape = 0;
     t->max_threads = max_threads > 1 ? max_threads : 1;
     t->threads = t->max_threads;
     t->trial = 0;
@@ -153,3 +155,23 @@ void tuner_record(ThreadTuner *t, double seconds) {
         tried->next_trial = t->pass + tried->interval;
     }
 }
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+int tuner_start(ThreadTuner *t, const void *pass_kind, long pass_shape) {
+    int max_threads = omp_get_max_threads();
+    if (t->pass_kind != pass_kind || t->pass_shape != pass_shape || t->max_threads != max_threads) {
+        tuner_init(t, max_threads);
+        t->pass_kind = pass_kind;
+        t->pass_shape = pass_shape;
+    }
+    int threads = tuner_next(t);
+    t->started = now_seconds();
+    return threads;
+}
+
+void tuner_stop(ThreadTuner *t) { tuner_record(t, now_seconds() - t->started); }

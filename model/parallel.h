@@ -35,15 +35,26 @@ typedef struct {
     long next_trial;             // pass from which it is tried again
 } TunerCount;
 typedef struct {
+    const void *pass_kind;  // what the passes are (see tuner_start)
+    long pass_shape;
     int max_threads;
-    int threads;        // the count in use
-    int trial;          // -1, 0 or +1: the count of the pass being timed is threads + trial
-    long pass;          // passes started so far
-    TunerCount count[3];  // threads - 1, threads, threads + 1
+    int threads;            // the count in use
+    int trial;              // -1, 0 or +1: the count of the pass being timed is threads + trial
+    long pass;              // passes started so far
+    double started;         // when the pass being timed started (seconds)
+    TunerCount count[3];    // threads - 1, threads, threads + 1
 } ThreadTuner;
 
+// The thread count for the next pass, whose clock starts now; passes are compared only
+// with passes of the same kind and shape (say, the model and the batch size): another
+// kind, or another omp_get_max_threads(), starts the tuner afresh. tuner_stop stops the
+// clock once the pass has run.
+int tuner_start(ThreadTuner *t, const void *pass_kind, long pass_shape);
+void tuner_stop(ThreadTuner *t);
+
+// The same, with the pass times given (for tests): tuner_init(t, max_threads), then for
+// each pass tuner_next(t) and tuner_record(t, seconds).
 void tuner_init(ThreadTuner *t, int max_threads);
-// The thread count for the next pass, then, once it has run, its wall time.
 int tuner_next(ThreadTuner *t);
 void tuner_record(ThreadTuner *t, double seconds);
 

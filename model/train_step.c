@@ -2,36 +2,16 @@
 
 #include <math.h>
 #include <omp.h>
-#include <time.h>
 
 #include "parallel.h"
 
-// The team size of the steps of the current run (parallel.h), kept for one model and
-// batch shape at a time.
+// the team size of the steps of the current run
 static ThreadTuner tuner;
-static struct {
-    const GPT *model;
-    int B, t, max_threads;
-} tuned;
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 double train_step(GPT *model, AdamW *opt, const int *inputs, const int *targets, int B, int t,
                   float lr, float max_norm) {
-    int max_threads = omp_get_max_threads();
-    if (tuned.model != model || tuned.B != B || tuned.t != t || tuned.max_threads != max_threads) {
-        tuner_init(&tuner, max_threads);
-        tuned.model = model;
-        tuned.B = B;
-        tuned.t = t;
-        tuned.max_threads = max_threads;
-    }
-    double norm = 0.0, start = now_seconds();
-#pragma omp parallel num_threads(tuner_next(&tuner))
+    double norm = 0.0;
+#pragma omp parallel num_threads(tuner_start(&tuner, model, (long)B * t))
     {
         gpt_forward(model, inputs, targets, B, t);
         gpt_backward(model);
@@ -43,6 +23,6 @@ double train_step(GPT *model, AdamW *opt, const int *inputs, const int *targets,
         }
         if (omp_get_thread_num() == 0) norm = team_norm;
     }
-    tuner_record(&tuner, now_seconds() - start);
+    tuner_stop(&tuner);
     return norm;
 }
