@@ -369,13 +369,18 @@ static void forward_team(GPT *model, const int *inputs, const int *targets, int 
     team_barrier();
 }
 
+// the team size of forwards called from serial code (evaluation, generation's prefill),
+// for the model and shape of the latest
+static ThreadTuner forward_tuner;
+
 void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t) {
-    if (in_team()) {
+    if (in_team() || (long)B * t * (long)model->num_parameters < PARALLEL_MIN_MACS) {
         forward_team(model, inputs, targets, B, t);
         return;
     }
-#pragma omp parallel if ((long)B * t * (long)model->num_parameters >= PARALLEL_MIN_MACS)
+#pragma omp parallel num_threads(tuner_start(&forward_tuner, model, (long)B * t))
     forward_team(model, inputs, targets, B, t);
+    tuner_stop(&forward_tuner);
 }
 
 // p[0, n) = 0; a team function.
