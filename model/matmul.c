@@ -24,6 +24,7 @@
 #define TASK_ROW_PANELS 16   // a task covers at most this many MR-row panels ...
 #define TASK_COL_PANELS 8    // ... and this many NR-column panels ...
 #define TASKS_PER_THREAD 4   // ... and is made smaller until each thread has this many
+#define TASK_A_BYTES (512L * 1024)  // a forward's task may cover this much of a k block of A
 #define GEMV_MAX_ROWS 10     // forwards with at most this many rows use matmul_dot_rows
 #define DOT_ROWS_CHUNK 32    // rows of W per parallel chunk of a matrix-vector product
 #define PARALLEL_MIN_MACS 65536L  // smaller products called from serial code run on one thread
@@ -164,17 +165,25 @@ typedef struct {
 } TaskGrid;
 
 // Tasks of at most TASK_ROW_PANELS x TASK_COL_PANELS tiles, halved along their longer side
-// until there are TASKS_PER_THREAD per thread of the team.
+// until there are TASKS_PER_THREAD per thread of the team. A task packs the panels of W^T
+// it needs, so those of a forward span as many rows as TASK_A_BYTES of A allow and are
+// cut along the columns first: each panel is then packed once or a few times.
 static TaskGrid task_grid(const Gemm *g, int threads) {
     TaskGrid t = {(g->M + MR - 1) / MR, (g->Nc + NR - 1) / NR, 0, 0};
     int rows_per_part = min_int(TASK_ROW_PANELS, t.row_panels);
+    if (g->wt) {
+        long panel_bytes = (long)MR * min_int(g->K, KC_MAX) * sizeof(float);
+        int fit = (int)(TASK_A_BYTES / panel_bytes);
+        if (fit > rows_per_part) rows_per_part = min_int(fit, t.row_panels);
+    }
     int cols_per_part = min_int(TASK_COL_PANELS, t.col_panels);
     int want_tasks = threads > 1 ? TASKS_PER_THREAD * threads : 1;
     for (;;) {
         int tasks = ((t.row_panels + rows_per_part - 1) / rows_per_part) *
                     ((t.col_panels + cols_per_part - 1) / cols_per_part);
         if (tasks >= want_tasks || (rows_per_part == 1 && cols_per_part == 1)) break;
-        if (rows_per_part >= cols_per_part) rows_per_part = (rows_per_part + 1) / 2;
+        int halve_rows = g->wt ? cols_per_part == 1 : rows_per_part >= cols_per_part;
+        if (halve_rows) rows_per_part = (rows_per_part + 1) / 2;
         else cols_per_part = (cols_per_part + 1) / 2;
     }
     t.row_parts = (t.row_panels + rows_per_part - 1) / rows_per_part;
