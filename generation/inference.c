@@ -147,7 +147,7 @@ static ThreadTuner tuner;
 const float *kvcache_step(KVCache *cache, int token) {
 #pragma omp parallel num_threads(tuner_start(&tuner, cache, 0))
     step_team(cache, token);
-    tuner_stop(&tuner);
+    tuner_stop(&tuner, 1.0);
     cache->len++;
     return cache->logits;
 }

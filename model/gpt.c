@@ -370,7 +370,7 @@ static void forward_team(GPT *model, const int *inputs, const int *targets, int 
 }
 
 // the team size of forwards called from serial code (evaluation, generation's prefill),
-// for the model and shape of the latest
+// for the model and batch size of the latest, from their time per token
 static ThreadTuner forward_tuner;
 
 void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t) {
@@ -378,9 +378,9 @@ void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t
         forward_team(model, inputs, targets, B, t);
         return;
     }
-#pragma omp parallel num_threads(tuner_start(&forward_tuner, model, (long)B * t))
+#pragma omp parallel num_threads(tuner_start(&forward_tuner, model, B))
     forward_team(model, inputs, targets, B, t);
-    tuner_stop(&forward_tuner);
+    tuner_stop(&forward_tuner, (double)B * t);
 }
 
 // p[0, n) = 0; a team function.

@@ -78,17 +78,17 @@ void team_barrier(void) {
 // ----------------------------------------------------------------------------
 // the thread tuner
 
-#define FIRST_TRIAL 8      // passes before a count is first tried, and after a change
-#define MAX_INTERVAL 128   // a count that keeps losing is tried every this many passes
+#define FIRST_TRIAL 8      // samples before a count is first tried, and after a change
+#define MAX_INTERVAL 128   // a count that keeps losing is tried every this many samples
 #define WIN 0.97           // a count replaces the one in use if 3% faster ...
 #define SLOWDOWN 1.25      // ... and the others are tried at once when the one in use
                            // is this much slower than its best (other work has started)
 
-static void count_reset(TunerCount *c, long pass) {
+static void count_reset(TunerCount *c, long sample) {
     c->samples = 0;
     c->best = INFINITY;
     c->interval = FIRST_TRIAL;
-    c->next_trial = pass + FIRST_TRIAL;
+    c->next_trial = sample + FIRST_TRIAL;
 }
 
 static double count_median(const TunerCount *c) {
@@ -110,16 +110,17 @@ void tuner_init(ThreadTuner *t, int max_threads) {
     t->max_threads = max_threads > 1 ? max_threads : 1;
     t->threads = t->max_threads;
     t->trial = 0;
-    t->pass = 0;
+    t->samples = 0;
+    t->sample_secs = t->sample_work = 0.0;
     for (int i = 0; i < 3; i++) count_reset(&t->count[i], 0);
 }
 
 int tuner_next(ThreadTuner *t) {
-    t->pass++;
+    t->samples++;
     t->trial = 0;
     if (t->count[1].samples == TUNER_SAMPLES) {  // the count in use is known: try a neighbour?
-        if (t->threads > 1 && t->pass >= t->count[0].next_trial) t->trial = -1;
-        else if (t->threads < t->max_threads && t->pass >= t->count[2].next_trial) t->trial = 1;
+        if (t->threads > 1 && t->samples >= t->count[0].next_trial) t->trial = -1;
+        else if (t->threads < t->max_threads && t->samples >= t->count[2].next_trial) t->trial = 1;
     }
     return t->threads + t->trial;
 }
@@ -136,7 +137,7 @@ void tuner_record(ThreadTuner *t, double seconds) {
             cur->best = m;
             for (int i = 0; i < 3; i += 2) {
                 t->count[i].interval = FIRST_TRIAL;
-                t->count[i].next_trial = t->pass + 1;
+                t->count[i].next_trial = t->samples + 1;
             }
         }
         return;
@@ -144,15 +145,15 @@ void tuner_record(ThreadTuner *t, double seconds) {
     if (seconds < WIN * count_median(cur)) {  // the neighbour wins: it becomes the count in use
         TunerCount old = *cur;
         old.interval = FIRST_TRIAL;
-        old.next_trial = t->pass + FIRST_TRIAL;
+        old.next_trial = t->samples + FIRST_TRIAL;
         *cur = *tried;
         cur->best = seconds;
         t->count[1 - t->trial] = old;
-        count_reset(&t->count[1 + t->trial], t->pass);
+        count_reset(&t->count[1 + t->trial], t->samples);
         t->threads += t->trial;
     } else {  // it loses: try it half as often
         tried->interval = tried->interval * 2 < MAX_INTERVAL ? tried->interval * 2 : MAX_INTERVAL;
-        tried->next_trial = t->pass + tried->interval;
+        tried->next_trial = t->samples + tried->interval;
     }
 }
 
@@ -169,9 +170,15 @@ int tuner_start(ThreadTuner *t, const void *pass_kind, long pass_shape) {
         t->pass_kind = pass_kind;
         t->pass_shape = pass_shape;
     }
-    int threads = tuner_next(t);
+    int threads = t->sample_work > 0.0 ? t->threads + t->trial : tuner_next(t);
     t->started = now_seconds();
     return threads;
 }
 
-void tuner_stop(ThreadTuner *t) { tuner_record(t, now_seconds() - t->started); }
+void tuner_stop(ThreadTuner *t, double work) {
+    t->sample_secs += now_seconds() - t->started;
+    t->sample_work += work;
+    if (t->sample_secs < TUNER_SAMPLE_SECONDS) return;
+    tuner_record(t, t->sample_secs / t->sample_work);
+    t->sample_secs = t->sample_work = 0.0;
+}

@@ -28,32 +28,38 @@ int in_team(void);
 // depend on the count, so it changes only the speed.
 #define TUNER_SAMPLES 3
 typedef struct {
-    double secs[TUNER_SAMPLES];  // the latest pass times with this count, newest first
+    double secs[TUNER_SAMPLES];  // the latest sample times with this count, newest first
     int samples;
     double best;                 // the lowest median of them seen while the count was in use
-    long interval;               // passes between trials of this count
-    long next_trial;             // pass from which it is tried again
+    long interval;               // samples between trials of this count
+    long next_trial;             // sample from which it is tried again
 } TunerCount;
 typedef struct {
     const void *pass_kind;  // what the passes are (see tuner_start)
     long pass_shape;
     int max_threads;
     int threads;            // the count in use
-    int trial;              // -1, 0 or +1: the count of the pass being timed is threads + trial
-    long pass;              // passes started so far
+    int trial;              // -1, 0 or +1: the count of the sample being taken is threads + trial
+    long samples;           // samples started so far
     double started;         // when the pass being timed started (seconds)
+    double sample_secs;     // time and work of the passes of the sample being taken
+    double sample_work;
     TunerCount count[3];    // threads - 1, threads, threads + 1
 } ThreadTuner;
 
 // The thread count for the next pass, whose clock starts now; passes are compared only
 // with passes of the same kind and shape (say, the model and the batch size): another
-// kind, or another omp_get_max_threads(), starts the tuner afresh. tuner_stop stops the
-// clock once the pass has run.
+// kind or shape, or another omp_get_max_threads(), starts the tuner afresh. tuner_stop
+// stops the clock once the pass has run, with the pass's work (tokens, say, when passes
+// of one kind differ in length). The tuner compares the time per unit of work of samples
+// of consecutive passes lasting at least TUNER_SAMPLE_SECONDS, so that a sample of short
+// passes (generation's) also holds the rare long ones in which a thread was preempted.
+#define TUNER_SAMPLE_SECONDS 0.02
 int tuner_start(ThreadTuner *t, const void *pass_kind, long pass_shape);
-void tuner_stop(ThreadTuner *t);
+void tuner_stop(ThreadTuner *t, double work);
 
-// The same, with the pass times given (for tests): tuner_init(t, max_threads), then for
-// each pass tuner_next(t) and tuner_record(t, seconds).
+// The same sample by sample, with the times given (for tests): tuner_init(t, max_threads),
+// then for each sample tuner_next(t) and tuner_record(t, seconds per unit of work).
 void tuner_init(ThreadTuner *t, int max_threads);
 int tuner_next(ThreadTuner *t);
 void tuner_record(ThreadTuner *t, double seconds);

@@ -23,6 +23,6 @@ double train_step(GPT *model, AdamW *opt, const int *inputs, const int *targets,
         }
         if (omp_get_thread_num() == 0) norm = team_norm;
     }
-    tuner_stop(&tuner);
+    tuner_stop(&tuner, 1.0);
     return norm;
 }

@@ -502,21 +502,21 @@ TEST(model_train_step_same_bits) {
     free(calls); free(one); free(two); free(three);
 }
 
-// The tuner against made-up pass times: it keeps the fastest count, tries the others only
+// The tuner against made-up sample times: it keeps the fastest count, tries the others only
 // now and then, and follows a change of conditions.
-static double tuner_share_at(ThreadTuner *t, const double *secs_of_count, int passes, int want, int *last) {
+static double tuner_share_at(ThreadTuner *t, const double *secs_of_count, int samples, int want, int *last) {
     int at_want = 0;
-    for (int p = 0; p < passes; p++) {
+    for (int p = 0; p < samples; p++) {
         int threads = tuner_next(t);
         at_want += threads == want;
         tuner_record(t, secs_of_count[threads]);
         *last = threads;
     }
-    return (double)at_want / passes;
+    return (double)at_want / samples;
 }
 
 TEST(model_thread_tuner) {
-    // seconds a pass takes on 1 or 2 threads: another process beside it slows the team of
+    // seconds a sample takes on 1 or 2 threads: another process beside it slows the team of
     // two (each thread waits for its preempted partner), not the single thread
     const double idle[3] = {0, 2.0, 1.1}, shared[3] = {0, 2.0, 2.6};
     const double four_cores[5] = {0, 4.0, 2.2, 1.5, 1.7};  // best with 3 of 4 threads
@@ -525,22 +525,22 @@ TEST(model_thread_tuner) {
     double shares[4] = {0};
     tuner_init(&t, 2);
     shares[0] = tuner_share_at(&t, idle, 1000, 2, &last);
-    CHECK(shares[0] >= 0.98 && last == 2, "cores to itself: %.1f%% of passes on 2 threads, last on %d",
+    CHECK(shares[0] >= 0.98 && last == 2, "cores to itself: %.1f%% of samples on 2 threads, last on %d",
           100 * shares[0], last);
     shares[1] = tuner_share_at(&t, shared, 1000, 1, &last);
-    CHECK(shares[1] >= 0.95 && last == 1, "shared cores: %.1f%% of passes on 1 thread, last on %d",
+    CHECK(shares[1] >= 0.95 && last == 1, "shared cores: %.1f%% of samples on 1 thread, last on %d",
           100 * shares[1], last);
     shares[2] = tuner_share_at(&t, idle, 1000, 2, &last);
-    CHECK(shares[2] >= 0.8 && last == 2, "cores free again: %.1f%% of passes on 2 threads, last on %d",
+    CHECK(shares[2] >= 0.8 && last == 2, "cores free again: %.1f%% of samples on 2 threads, last on %d",
           100 * shares[2], last);
     tuner_init(&t, 4);
     shares[3] = tuner_share_at(&t, four_cores, 1000, 3, &last);
-    CHECK(shares[3] >= 0.9 && last == 3, "4 cores, best with 3 threads: %.1f%% of passes on 3, last on %d",
+    CHECK(shares[3] >= 0.9 && last == 3, "4 cores, best with 3 threads: %.1f%% of samples on 3, last on %d",
           100 * shares[3], last);
     tuner_init(&t, 1);
     double one = tuner_share_at(&t, idle, 100, 1, &last);
-    CHECK(one == 1.0, "one thread allowed: %.1f%% of passes on 1", 100 * one);
-    printf("    passes on the fastest count: idle %.1f%%, shared %.1f%%, idle again %.1f%%, 4 cores %.1f%%\n",
+    CHECK(one == 1.0, "one thread allowed: %.1f%% of samples on 1", 100 * one);
+    printf("    samples on the fastest count: idle %.1f%%, shared %.1f%%, idle again %.1f%%, 4 cores %.1f%%\n",
            100 * shares[0], 100 * shares[1], 100 * shares[2], 100 * shares[3]);
 }
 
