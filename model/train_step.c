@@ -5,8 +5,11 @@
 
 #include "parallel.h"
 
-// the team size of the steps of the current run
+// the team size of the steps of the current run, and that of the latest
 static ThreadTuner tuner;
+static int latest_threads;
+
+int train_step_threads(void) { return latest_threads; }
 
 double train_step(GPT *model, AdamW *opt, const int *inputs, const int *targets, int B, int t,
                   float lr, float max_norm) {
@@ -21,7 +24,10 @@ double train_step(GPT *model, AdamW *opt, const int *inputs, const int *targets,
             grad_clip(model->grads_memory, model->num_parameters, team_norm, max_norm);
             adamw_update(opt, model->params_memory, model->grads_memory, lr);
         }
-        if (omp_get_thread_num() == 0) norm = team_norm;
+        if (omp_get_thread_num() == 0) {
+            norm = team_norm;
+            latest_threads = omp_get_num_threads();
+        }
     }
     tuner_stop(&tuner, 1.0);
     return norm;

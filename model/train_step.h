@@ -16,4 +16,7 @@
 double train_step(GPT *model, AdamW *opt, const int *inputs, const int *targets, int B, int t,
                   float lr, float max_norm);
 
+// The number of threads the latest step ran on.
+int train_step_threads(void);
+
 #endif

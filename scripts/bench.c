@@ -288,6 +288,7 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
     double *step_secs = malloc((size_t)capacity * sizeof(double));
     if (!step_secs) die(EXIT_FAILED, "out of memory");
     float loss = NAN;
+    long thread_steps = 0;  // sum over the timed steps of the threads each ran on
     double start = now_seconds(), cpu_start = cpu_seconds(), total = 0.0;
     while (o->steps ? steps < o->steps : (steps < MIN_TIMED_STEPS || total < o->seconds)) {
         if (steps == capacity) {
@@ -297,6 +298,7 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
         double t0 = now_seconds();
         loss = bench_step(&model, &opt, &rng, inputs, targets, B, T);
         step_secs[steps++] = now_seconds() - t0;
+        thread_steps += train_step_threads();
         total = now_seconds() - start;
     }
     double cpu = cpu_seconds() - cpu_start;
@@ -320,8 +322,8 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
     // run may have come out lower
     double peak_gflops = fmax(peak->gflops_all, peak->gflops_one);
     if (peak_gflops > 0.0) printf("pct_peak=%.1f ", 100.0 * gflops / peak_gflops);
-    printf("rss_kb=%ld cpu_pct=%.0f first_loss=%.4f last_loss=%.4f\n", rss,
-           100.0 * cpu / (total * omp_get_max_threads()), first_loss, loss);
+    printf("rss_kb=%ld cpu_pct=%.0f threads_mean=%.2f first_loss=%.4f last_loss=%.4f\n", rss,
+           100.0 * cpu / (total * omp_get_max_threads()), (double)thread_steps / steps, first_loss, loss);
     fflush(stdout);
     free(step_secs);
     free(inputs);

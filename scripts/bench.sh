@@ -154,15 +154,16 @@ echo
 
 echo "shared machine (training as above, with one busy process that this benchmark starts beside"
 echo "each run, as when a build runs beside training; tok/s over the whole timed run, chargpt with"
-echo "its defaults)"
-echo "| config | chargpt tok/s | CPU share | of its idle tok/s | PyTorch tok/s | CPU share | ratio |"
-echo "|---|---|---|---|---|---|---|"
+echo "its defaults, which pick its number of threads step by step)"
+echo "| config | chargpt tok/s | threads (mean) | CPU share | of its idle tok/s | PyTorch tok/s | CPU share | ratio |"
+echo "|---|---|---|---|---|---|---|---|"
 for config in $configs; do
     c="$out/shared_chargpt.txt" t="$out/shared_torch.txt"
     tok="$(field "$c" train "$config" tok_per_s_mean)"
     idle_tok="$(field "$out/chargpt.txt" train "$config" tok_per_s_mean)"
     torch_tok="$(field "$t" torch_train "$config" tok_per_s_mean)"
-    printf "| %s | %s | %s | %s | %s | %s | %s |\n" "$config" "$(fmt %.0f "$tok")" \
+    printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n" "$config" "$(fmt %.0f "$tok")" \
+        "$(fmt %.1f "$(field "$c" train "$config" threads_mean)")" \
         "$(fmt %s%% "$(field "$c" train "$config" cpu_pct)")" "$(ratio "$tok" "$idle_tok")" \
         "$(fmt %.0f "$torch_tok")" "$(fmt %s%% "$(field "$t" torch_train "$config" cpu_pct)")" \
         "$(ratio "$tok" "$torch_tok")"
