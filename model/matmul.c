@@ -23,7 +23,7 @@
 #define KC_MAX 256           // k steps per pass: a (KC_MAX, NR) panel of B stays in L1
 #define TASK_ROW_PANELS 16   // a task covers at most this many MR-row panels ...
 #define TASK_COL_PANELS 8    // ... and this many NR-column panels ...
-#define TASKS_PER_THREAD 4   // ... and is made smaller until each thread has this many
+#define TASKS_PER_THREAD 8   // ... and is made smaller until each thread has this many
 #define TASK_A_BYTES (512L * 1024)  // a forward's task may cover this much of a k block of A
 #define GEMV_MAX_ROWS 10     // forwards with at most this many rows use matmul_dot_rows
 #define DOT_ROWS_CHUNK 32    // rows of W per parallel chunk of a matrix-vector product
