@@ -11,7 +11,7 @@
 
 // How long a thread spins before it sleeps: a barrier reached by running threads within
 // this much of each other costs no system call.
-#define SPIN_NS 20000L
+#define SPIN_NS 50000L
 #define SPINS_PER_CLOCK_READ 64
 
 static struct {
