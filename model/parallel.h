@@ -9,7 +9,7 @@
 // to GOMP_SPINCOUNT spins (300,000 unless the environment says otherwise, about 12 ms on an
 // AMD EPYC), read once when the program starts. On a machine whose cores are shared with
 // other work, a thread whose partner was preempted then holds the core the partner needs.
-// team_barrier spins for a few microseconds, enough for partners that are running, then
+// team_barrier spins for up to 50 us, enough for partners that are running, then
 // sleeps and gives the core away.
 #ifndef CHARGPT_PARALLEL_H
 #define CHARGPT_PARALLEL_H
