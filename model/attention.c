@@ -42,7 +42,7 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int t, i
     const int A = H * hs;
     const float scale = 1.0f / sqrtf((float)hs);
     const int use_dropout = drop && drop->p > 0.0f;
-#pragma omp for collapse(2) schedule(dynamic, 1) nowait
+#pragma omp for collapse(2) schedule(monotonic: dynamic, 1) nowait
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
             const float *q = qkv + (size_t)b * t * 3 * A + h * hs;  // rows of stride 3A
@@ -91,7 +91,7 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
     const float scale = 1.0f / sqrtf((float)hs);
     const int use_dropout = drop && drop->p > 0.0f;
     const float keep_scale = use_dropout ? 1.0f / (1.0f - drop->p) : 1.0f;
-#pragma omp for collapse(2) schedule(dynamic, 1) nowait
+#pragma omp for collapse(2) schedule(monotonic: dynamic, 1) nowait
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
             const float *q = qkv + (size_t)b * t * 3 * A + h * hs;

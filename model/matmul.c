@@ -208,7 +208,7 @@ static void gemm_team(const Gemm *g, int count) {
         grids[p] = task_grid(&g[p], omp_get_num_threads());
         first[p + 1] = first[p] + grids[p].row_parts * grids[p].col_parts;
     }
-#pragma omp for schedule(dynamic, 1) nowait
+#pragma omp for schedule(monotonic: dynamic, 1) nowait
     for (int task = 0; task < first[count]; task++) {
         int p = 0;
         while (task >= first[p + 1]) p++;
