@@ -8,7 +8,8 @@ CFLAGS ?= -O3 $(MARCH) -Wall -Wextra -Wno-unused-parameter -Wno-format-truncatio
 CFLAGS += -std=c11 -D_GNU_SOURCE -fopenmp -MMD -MP
 LDLIBS = -fopenmp -lz -lm
 
-LIB_SRC := $(wildcard model/*.c) $(wildcard format/*.c) $(wildcard generation/*.c) $(wildcard data/*.c) $(wildcard viewer/*.c)
+LIB_SRC := $(wildcard model/*.c) $(wildcard format/*.c) $(wildcard generation/*.c) $(wildcard data/*.c) \
+           $(wildcard viewer/*.c) $(wildcard training/*.c)
 TEST_SRC := $(wildcard tests/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=build/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=build/%.o)

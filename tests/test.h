@@ -29,4 +29,8 @@ double rel_error_dd(const double *got, const double *want, size_t n);
 
 // The whole file, malloc'd and NUL-terminated (*len excludes the NUL), or NULL.
 char *test_read_file(const char *path, size_t *len);
+
+// Path of a built program ("train", "generate"): in the directory $CHARGPT_BIN names (as
+// `make sanitize` sets it), else in the working directory, the repository root.
+const char *test_program(const char *name);
 #endif

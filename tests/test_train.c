@@ -125,15 +125,15 @@ static const char *shared_corpus(void) {
 // running ./train
 
 static int have_train(void) {
-    return CHECK(access("./train", X_OK) == 0, "./train is missing: run the tests from the repository root "
-                 "after make");
+    return CHECK(access(test_program("train"), X_OK) == 0, "%s is missing: run the tests from the repository root "
+                 "after make", test_program("train"));
 }
 
 // Starts ./train with the given arguments (NULL-terminated), stdout and stderr into log,
 // in the working directory cwd (NULL: this one). Returns the child's pid, or -1.
 static pid_t start_train_in(const char *cwd, const char *log, char *const *args) {
     char program[4096];
-    if (!realpath("./train", program)) return -1;
+    if (!realpath(test_program("train"), program)) return -1;
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
@@ -540,11 +540,14 @@ TEST(train_bad_resume_exit_codes) {
 // ----------------------------------------------------------------------------
 // 3. checkpoint_save -> checkpoint_open / load reproduces everything bit for bit
 
-// Random bits in every float (NaN payloads, infinities, subnormals and -0 included).
-static void fill_bits(float *x, size_t n, Rng *rng) {
+// Random bits in every float: any finite value (subnormals and -0 included; a checkpoint
+// holding NaN or infinity is refused). nonnegative: clear the sign bit (second moments).
+static void fill_bits(float *x, size_t n, int nonnegative, Rng *rng) {
     for (size_t i = 0; i < n; i++) {
-        uint32_t bits = (uint32_t)rng_next_u64(rng);
-        memcpy(&x[i], &bits, 4);
+        do {
+            uint32_t bits = (uint32_t)rng_next_u64(rng) & (nonnegative ? 0x7FFFFFFFu : 0xFFFFFFFFu);
+            memcpy(&x[i], &bits, 4);
+        } while (!isfinite(x[i]));
     }
 }
 
@@ -559,13 +562,13 @@ TEST(train_checkpoint_round_trip_exact) {
     for (int c = 0; c < 2; c++) {
         GPT model;
         AdamW opt;
-        if (!CHECK(gpt_build(&model, &configs[c], err) == 0, "%s", err)) return;
+        if (!CHECK(gpt_build(&model, &configs[c], 1, err) == 0, "%s", err)) return;
         if (!CHECK(adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0, "%s", err)) return;
         Rng rng;
         rng_seed(&rng, 100 + c);
-        fill_bits(model.params_memory, model.num_parameters, &rng);
-        fill_bits(opt.m, opt.n, &rng);
-        fill_bits(opt.v, opt.n, &rng);
+        fill_bits(model.params_memory, model.num_parameters, 0, &rng);
+        fill_bits(opt.m, opt.n, 0, &rng);
+        fill_bits(opt.v, opt.n, 1, &rng);
         opt.step = 123456789012L;
         StMeta extra[2] = {{"train.note", "h\xc3\xa9llo \xe2\x9c\x93 \"quoted\" \\ back"}, {"state.step", "42"}};
         snprintf(path, sizeof(path), "%s/round_trip%d.safetensors", dir, c);
@@ -585,7 +588,7 @@ TEST(train_checkpoint_round_trip_exact) {
               "config %d: format is not %s", c, CHECKPOINT_FORMAT);
 
         GPT loaded;
-        if (!CHECK(checkpoint_load_model(&ck, &loaded, err) == 0, "%s", err)) return;
+        if (!CHECK(checkpoint_load_model(&ck, &loaded, 0, err) == 0, "%s", err)) return;
         CHECK(loaded.num_parameters == model.num_parameters &&
               memcmp(loaded.params_memory, model.params_memory, model.num_parameters * 4) == 0,
               "config %d: parameters differ after the round trip", c);
@@ -604,7 +607,7 @@ TEST(train_checkpoint_round_trip_exact) {
         snprintf(path, sizeof(path), "%s/no_optimizer%d.safetensors", dir, c);
         if (!CHECK(checkpoint_save(path, &model, vocab, NULL, NULL, 0, err) == 0, "%s", err)) return;
         if (CHECK(checkpoint_open(path, &ck, err) == 0, "%s", err)) {
-            if (CHECK(checkpoint_load_model(&ck, &loaded, err) == 0, "%s", err)) {
+            if (CHECK(checkpoint_load_model(&ck, &loaded, 0, err) == 0, "%s", err)) {
                 CHECK(memcmp(loaded.params_memory, model.params_memory, model.num_parameters * 4) == 0,
                       "config %d: parameters differ without optimizer", c);
                 adamw_init(&opt2, &loaded, 0.9f, 0.99f, 1e-8f, 0.1f, err);
