@@ -375,6 +375,7 @@ int main(int argc, char **argv) {
     }
     double secs = now_seconds() - t0;
     if (prompt->len > 0 || o.max_new > 0) printf("\n");
+    fflush(stdout);  // the text ends before the messages on stderr
     if (o.max_new > 0) {
         fprintf(stderr, "generated %ld characters in %.3f s (%.0f chars/s%s)\n", o.max_new, secs,
                 secs > 0 ? o.max_new / secs : 0.0, o.use_cache ? "" : ", without the cache");

@@ -432,6 +432,7 @@ int main(int argc, char **argv) {
     snprintf(best_path, sizeof(best_path), "%s/best.safetensors", o.out);
     snprintf(log_path, sizeof(log_path), "%s/log.csv", o.out);
     prepare_out_dir(o.out, (const char *const[3]){ckpt_path, best_path, log_path});
+    if (run_log_open(&run.log, log_path, resuming, state.step, err) != 0) die(EXIT_DATA, "%s", err);
 
     // corpus -> vocabulary -> tokens -> train/val split
     if (corpus_load(o.data, &run.corpus, err) != 0) die(EXIT_DATA, "%s", err);
@@ -482,7 +483,6 @@ int main(int argc, char **argv) {
     run.inputs = malloc((size_t)B * T * sizeof(int));
     run.targets = malloc((size_t)B * T * sizeof(int));
     if (!run.inputs || !run.targets) die(EXIT_USAGE, "out of memory for batches of %d x %d tokens", B, T);
-    if (run_log_open(&run.log, log_path, resuming, state.step, err) != 0) die(EXIT_DATA, "%s", err);
     if (resuming) printf("resuming %s at step %ld of %ld\n", o.resume, state.step, o.steps);
     fflush(stdout);
 

@@ -274,34 +274,9 @@ static long meta_long(const char *path, const char *key) {
 }
 
 // Writes to dst the checkpoint src with metadata key set to value (removed when value is
-// NULL), a valid file with the CRC recomputed under "crc32" as checkpoint_save does.
+// NULL), a valid file with the CRC recomputed as checkpoint_save does.
 static void rewrite_meta(const char *src, const char *dst, const char *key, const char *value) {
-    SafeTensors st;
-    char err[ERR_LEN];
-    if (!CHECK(safetensors_read(src, &st, err) == 0, "%s", err)) return;
-    StWriteTensor *tensors = calloc((size_t)st.num_tensors, sizeof(StWriteTensor));
-    StMeta *meta = calloc((size_t)st.num_meta, sizeof(StMeta));
-    for (int i = 0; i < st.num_tensors; i++) {
-        const StTensor *t = &st.tensors[i];
-        tensors[i] = (StWriteTensor){t->name, t->dtype, t->ndim, {0}, safetensors_tensor_data(&st, t)};
-        memcpy(tensors[i].shape, t->shape, sizeof(t->shape));
-    }
-    int m = 0, found = 0;
-    for (int i = 0; i < st.num_meta; i++) {
-        if (strcmp(st.meta[i].key, "crc32") == 0) continue;
-        if (strcmp(st.meta[i].key, key) == 0) {
-            found = 1;
-            if (!value) continue;
-            meta[m++] = (StMeta){st.meta[i].key, (char *)value};
-        } else {
-            meta[m++] = st.meta[i];
-        }
-    }
-    CHECK(found, "%s has no metadata '%s' to rewrite", src, key);
-    CHECK(safetensors_write(dst, tensors, st.num_tensors, meta, m, "crc32", err) == 0, "%s", err);
-    free(tensors);
-    free(meta);
-    safetensors_free(&st);
+    test_edit_checkpoint(src, dst, &(CheckpointEdit){.key = key, .value = value});
 }
 
 // 1 when every value of every F32 tensor in the file is finite.

@@ -84,8 +84,8 @@ void run_meta_write(RunMeta *m, const TrainOptions *o, const TrainState *s) {
 }
 
 static int outside(const Checkpoint *ck, const Field *f, const char *text, char err[ERR_LEN]) {
-    snprintf(err, ERR_LEN, "%s: checkpoint metadata '%s' is %.40s, outside [%g, %g%c", ck->path, f->key, text, f->min,
-             f->max, f->flags & OPEN_MAX ? ')' : ']');
+    snprintf(err, ERR_LEN, "%s: checkpoint metadata '%s' is %.40s, outside [%.10g, %.10g%c", ck->path, f->key, text,
+             f->min, f->max, f->flags & OPEN_MAX ? ')' : ']');
     return -1;
 }
 
