@@ -457,7 +457,7 @@ int main(int argc, char **argv) {
 
     // corpus -> vocabulary -> tokens -> train/val split
     Corpus corpus;
-    if (corpus_load(o.data, &corpus, err) != 0) die(EXIT_DATA, "%s", err);
+    if (corpus_load(o.data, 0, &corpus, err) != 0) die(EXIT_DATA, "%s", err);
     Vocab vocab;
     if (vocab_build(&vocab, corpus.text, corpus.len, err) != 0) die(EXIT_DATA, "%s: %s", o.data, err);
     int *tokens = malloc(corpus.len * sizeof(int));

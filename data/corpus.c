@@ -144,9 +144,39 @@ done:
     return status;
 }
 
-int corpus_load(const char *path, Corpus *corpus, char err[ERR_LEN]) {
-    corpus->text = NULL;
-    corpus->len = 0;
+// Drops a leading byte-order mark and, unless keep_cr, turns CR LF and lone CR into LF, in
+// place; returns the new length.
+static size_t clean_text(uint32_t *text, size_t len, int keep_cr, TextCleanup *cleanup) {
+    size_t from = 0, to = 0;
+    if (len > 0 && text[0] == 0xFEFF) {
+        cleanup->bom = 1;
+        from = 1;
+    }
+    for (; from < len; from++) {
+        uint32_t c = text[from];
+        if (c == '\r' && !keep_cr) {
+            c = '\n';
+            if (from + 1 < len && text[from + 1] == '\n') {
+                cleanup->crlf++;
+                from++;
+            } else {
+                cleanup->lone_cr++;
+            }
+        }
+        text[to++] = c;
+    }
+    return to;
+}
+
+void text_cleanup_describe(const TextCleanup *cleanup, char *buf, size_t size) {
+    int n = snprintf(buf, size, "%s", cleanup->bom ? "dropped a leading byte-order mark" : "");
+    if ((cleanup->crlf || cleanup->lone_cr) && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, "%sturned %zu CR LF and %zu lone CR line endings into LF",
+                 cleanup->bom ? "; " : "", cleanup->crlf, cleanup->lone_cr);
+}
+
+int corpus_load(const char *path, int keep_cr, Corpus *corpus, char err[ERR_LEN]) {
+    memset(corpus, 0, sizeof(*corpus));
     FILE *fp = fopen(path, "rb");
     if (!fp) {
         snprintf(err, ERR_LEN, "cannot open corpus %s: %s", path, strerror(errno));
@@ -184,10 +214,18 @@ int corpus_load(const char *path, Corpus *corpus, char err[ERR_LEN]) {
                  gzip ? " of the decompressed text" : "", raw.data[bad]);
         goto done;
     }
-    uint32_t *shrunk = realloc(text, (size_t)n * sizeof(uint32_t));
+    TextCleanup cleanup = {0};
+    size_t len = clean_text(text, (size_t)n, keep_cr, &cleanup);
+    if (len == 0) {
+        snprintf(err, ERR_LEN, "%s: the corpus is empty (0 characters after its byte-order mark)",
+                 path);
+        goto done;
+    }
+    uint32_t *shrunk = realloc(text, len * sizeof(uint32_t));
     if (shrunk) text = shrunk;
     corpus->text = text;
-    corpus->len = (size_t)n;
+    corpus->len = len;
+    corpus->cleanup = cleanup;
     text = NULL;
     status = 0;
 done:
@@ -200,6 +238,5 @@ done:
 
 void corpus_free(Corpus *corpus) {
     free(corpus->text);
-    corpus->text = NULL;
-    corpus->len = 0;
+    memset(corpus, 0, sizeof(*corpus));
 }
