@@ -181,7 +181,7 @@ def main():
                         help="text to continue (default: start from a newline)")
     parser.add_argument("-n", "--max-new", type=int, default=500, metavar="N",
                         help="characters to generate (default 500)")
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
     if args.max_new < 0:
         parser.error(f"-n must be 0 or more, got {args.max_new}")
     try:
