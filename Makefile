@@ -1,9 +1,11 @@
-# chargpt: `make` builds ./train and ./generate, `make test` builds and runs the tests,
-# `make bench` measures speed. MARCH picks the instruction set: the default uses every
+# chargpt: `make` builds ./train and ./generate (and their man pages), `make test` builds and
+# runs the tests, `make bench` measures speed, `make install` installs them as chargpt-train
+# and chargpt-generate under PREFIX (default /usr/local; DESTDIR is honoured). MARCH picks the instruction set: the default uses every
 # extension of this machine; e.g. `make MARCH=-march=x86-64-v3` builds the AVX2 path and
 # `make MARCH=-march=x86-64` the portable one (use `make clean` when changing it).
 CC ?= cc
 MARCH ?= -march=native
+PREFIX ?= /usr/local
 # gcc's -Wformat-truncation flags every snprintf into a fixed buffer; clang has no such option
 # and warns about it, so it is turned off only where the compiler knows it.
 NO_FORMAT_TRUNCATION := $(shell $(CC) -Werror -Wformat-truncation -fsyntax-only -x c /dev/null \
@@ -19,10 +21,12 @@ TEST_SRC := $(wildcard tests/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=build/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=build/%.o)
 BENCH_SRC := $(wildcard scripts/*.c)
+PROGRAMS := train generate
+MAN_PAGES := $(PROGRAMS:%=build/man/chargpt-%.1)
 
-.PHONY: all test bench clean
+.PHONY: all test bench clean install uninstall
 
-all: train generate
+all: $(PROGRAMS) $(MAN_PAGES)
 
 build/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -38,6 +42,12 @@ train: build/train.o build/libchargpt.a
 generate: build/generate.o build/libchargpt.a
 	$(CC) $^ -o $@ $(LDLIBS)
 
+# man pages from each program's --help, under its installed name
+build/man/chargpt-%.1: % scripts/make_man.sh
+	@mkdir -p $(dir $@)
+	scripts/make_man.sh chargpt-$* ./$* $(filter-out chargpt-$*,$(PROGRAMS:%=chargpt-%)) > $@.tmp
+	mv $@.tmp $@
+
 tests/run_tests: $(TEST_OBJ) build/libchargpt.a
 	$(CC) $^ -o $@ $(LDLIBS)
 
@@ -49,6 +59,19 @@ bench: all scripts/bench
 
 scripts/bench: build/scripts/bench.o build/libchargpt.a
 	$(CC) $^ -o $@ $(LDLIBS)
+
+# The programs find the corpus in ../share/chargpt/ relative to themselves, so installing
+# under another PREFIX needs no rebuild.
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/chargpt $(DESTDIR)$(PREFIX)/share/man/man1
+	for p in $(PROGRAMS); do install -m 755 $$p $(DESTDIR)$(PREFIX)/bin/chargpt-$$p || exit 1; done
+	install -m 644 data/tinyshakespeare.txt.gz $(DESTDIR)$(PREFIX)/share/chargpt/
+	install -m 644 $(MAN_PAGES) $(DESTDIR)$(PREFIX)/share/man/man1/
+
+uninstall:
+	rm -f $(PROGRAMS:%=$(DESTDIR)$(PREFIX)/bin/chargpt-%) $(DESTDIR)$(PREFIX)/share/chargpt/tinyshakespeare.txt.gz \
+	      $(MAN_PAGES:build/man/%=$(DESTDIR)$(PREFIX)/share/man/man1/%)
+	if [ -d $(DESTDIR)$(PREFIX)/share/chargpt ]; then rmdir $(DESTDIR)$(PREFIX)/share/chargpt; fi
 
 clean:
 	rm -rf build train generate tests/run_tests scripts/bench

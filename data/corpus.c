@@ -1,9 +1,11 @@
 #include "corpus.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "utf8.h"
@@ -234,6 +236,31 @@ done:
     free(chunk);
     fclose(fp);
     return status;
+}
+
+int corpus_default_path(char *out, size_t size, char err[ERR_LEN]) {
+    static const char *name = "tinyshakespeare.txt.gz";
+    static const char *places[2] = {"/../share/chargpt/", "/data/"};  // installed, build tree
+    char dir[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+    if (n <= 0) {
+        snprintf(err, ERR_LEN, "cannot find the default corpus %s: /proc/self/exe: %s", name,
+                 n < 0 ? strerror(errno) : "empty");
+        return -1;
+    }
+    dir[n] = '\0';
+    *strrchr(dir, '/') = '\0';  // the link is an absolute path: keep its directory
+    for (int i = 0; i < 2; i++) {
+        char path[PATH_MAX + 64], resolved[PATH_MAX];
+        snprintf(path, sizeof(path), "%s%s%s", dir, places[i], name);
+        if (access(path, R_OK) == 0 && realpath(path, resolved) && strlen(resolved) < size) {
+            strcpy(out, resolved);
+            return 0;
+        }
+    }
+    snprintf(err, ERR_LEN, "the default corpus %s is neither in %s%s nor in %s%s", name, dir, places[0], dir,
+             places[1]);
+    return -1;
 }
 
 void corpus_free(Corpus *corpus) {

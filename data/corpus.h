@@ -31,6 +31,12 @@ typedef struct {
 int corpus_load(const char *path, int keep_cr, Corpus *corpus, char err[ERR_LEN]);
 void corpus_free(Corpus *corpus);
 
+// Finds the corpus shipped with chargpt (tinyshakespeare.txt.gz) relative to the running
+// program (/proc/self/exe): installed, in <prefix>/share/chargpt/ beside <prefix>/bin/; in
+// the build tree, in data/ beside the binary. Returns 0 with its absolute path in out, or -1
+// with err naming the places looked in.
+int corpus_default_path(char *out, size_t size, char err[ERR_LEN]);
+
 // Describes the cleanup in a phrase such as "dropped a leading byte-order mark; turned 3 CR
 // LF and 1 lone CR line endings into LF"; "" when nothing changed.
 void text_cleanup_describe(const TextCleanup *cleanup, char *buf, size_t size);
