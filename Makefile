@@ -1,8 +1,9 @@
 # chargpt: `make` builds ./train and ./generate (and their man pages), `make test` builds and
-# runs the tests, `make bench` measures speed, `make install` installs them as chargpt-train
-# and chargpt-generate under PREFIX (default /usr/local; DESTDIR is honoured). MARCH picks the instruction set: the default uses every
-# extension of this machine; e.g. `make MARCH=-march=x86-64-v3` builds the AVX2 path and
-# `make MARCH=-march=x86-64` the portable one (use `make clean` when changing it).
+# runs the tests, `make bench` measures speed, `make install` installs the programs as
+# chargpt-train and chargpt-generate under PREFIX (default /usr/local; DESTDIR is honoured).
+# MARCH picks the instruction set: the default uses every extension of this machine; e.g.
+# `make MARCH=-march=x86-64-v3` builds the AVX2 path and `make MARCH=-march=x86-64` the
+# portable one (use `make clean` when changing it).
 CC ?= cc
 MARCH ?= -march=native
 PREFIX ?= /usr/local

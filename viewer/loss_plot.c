@@ -97,6 +97,12 @@ static double series_value(const LossPoint *p, int series) {
     return series == SERIES_TRAIN ? p->train_loss : series == SERIES_VAL ? p->val_loss : p->lr;
 }
 
+// Where a point of a series is drawn.
+static void point_position(const LossPoint *p, double v, const Axis *x, const Axis *y, double *px, double *py) {
+    *px = axis_position(x, (double)p->step, PLOT_LEFT, PLOT_RIGHT);
+    *py = axis_position(y, v, PLOT_BOTTOM, PLOT_TOP);
+}
+
 // One series as a path through its finite values (none when it has none), and a dot at each
 // of them when `dots` (or when there is only one, which a path would not show).
 static void write_series(FILE *fp, const LossPoint *points, size_t n, int series, const Axis *x,
@@ -106,46 +112,54 @@ static void write_series(FILE *fp, const LossPoint *points, size_t n, int series
     for (size_t i = 0; i < n; i++) finite += isfinite(series_value(&points[i], series)) != 0;
     if (finite == 0) return;
     fprintf(fp, "<path class=\"%s\" fill=\"none\" stroke=\"%s\" %s d=\"", cls, color, style);
-    int first = 1;
+    const char *command = "M";
     for (size_t i = 0; i < n; i++) {
-        double v = series_value(&points[i], series);
+        double v = series_value(&points[i], series), px, py;
         if (!isfinite(v)) continue;
-        fprintf(fp, "%s%.1f %.1f", first ? "M" : " L", axis_position(x, (double)points[i].step, PLOT_LEFT, PLOT_RIGHT),
-                axis_position(y, v, PLOT_BOTTOM, PLOT_TOP));
-        first = 0;
+        point_position(&points[i], v, x, y, &px, &py);
+        fprintf(fp, "%s%.1f %.1f", command, px, py);
+        command = " L";
     }
     fputs("\"/>\n", fp);
     if (!dots && finite != 1) return;
     fprintf(fp, "<g class=\"%s\" fill=\"%s\">", series == SERIES_VAL ? "val-points" : "points", color);
     for (size_t i = 0; i < n; i++) {
-        double v = series_value(&points[i], series);
-        if (isfinite(v))
-            fprintf(fp, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\"/>", axis_position(x, (double)points[i].step, PLOT_LEFT, PLOT_RIGHT),
-                    axis_position(y, v, PLOT_BOTTOM, PLOT_TOP));
+        double v = series_value(&points[i], series), px, py;
+        if (!isfinite(v)) continue;
+        point_position(&points[i], v, x, y, &px, &py);
+        fprintf(fp, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\"/>", px, py);
     }
     fputs("</g>\n", fp);
 }
 
-// Number of ticks from lo to hi (both included).
-static int tick_count(const Axis *a) { return (int)lround((a->hi - a->lo) / a->step) + 1; }
+static void write_line(FILE *fp, double x1, double y1, double x2, double y2, const char *color) {
+    fprintf(fp, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>", x1, y1, x2, y2, color);
+}
 
-// Ticks of a vertical axis at x_line, labelled in `color` to its left (or right), with grid
-// lines across the plot when `grid`.
-static void write_vertical_ticks(FILE *fp, const Axis *a, const char *cls, const char *color, double x_line,
-                                 int left, int grid) {
-    fprintf(fp, "<g class=\"%s\" font-size=\"12\" fill=\"%s\" text-anchor=\"%s\">\n", cls, color,
-            left ? "end" : "start");
-    for (int i = 0; i < tick_count(a); i++) {
+enum { SIDE_BOTTOM, SIDE_LEFT, SIDE_RIGHT };
+
+// An axis's ticks and labels on one side of the plot, with grid lines across the plot from
+// the bottom and left axes (the right axis's ticks fall between the left one's).
+static void write_ticks(FILE *fp, const Axis *a, int side, const char *cls, const char *color) {
+    static const char *anchor[] = {"middle", "end", "start"};
+    fprintf(fp, "<g class=\"%s\" font-size=\"12\" fill=\"%s\" text-anchor=\"%s\">\n", cls, color, anchor[side]);
+    int ticks = (int)lround((a->hi - a->lo) / a->step) + 1;
+    for (int i = 0; i < ticks; i++) {
         double v = a->lo + i * a->step;
-        double y = axis_position(a, v, PLOT_BOTTOM, PLOT_TOP);
         char label[48];
         format_tick(label, sizeof(label), v, a->step);
-        if (grid)
-            fprintf(fp, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>", PLOT_LEFT, y,
-                    PLOT_RIGHT, y, GRID_COLOR);
-        fprintf(fp, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>", x_line, y,
-                x_line + (left ? -5 : 5), y, AXIS_COLOR);
-        fprintf(fp, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x_line + (left ? -8 : 8), y + 4, label);
+        if (side == SIDE_BOTTOM) {
+            double x = axis_position(a, v, PLOT_LEFT, PLOT_RIGHT);
+            write_line(fp, x, PLOT_TOP, x, PLOT_BOTTOM, GRID_COLOR);
+            write_line(fp, x, PLOT_BOTTOM, x, PLOT_BOTTOM + 5, AXIS_COLOR);
+            fprintf(fp, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", x, PLOT_BOTTOM + 19, label);
+        } else {
+            double y = axis_position(a, v, PLOT_BOTTOM, PLOT_TOP);
+            double edge = side == SIDE_LEFT ? PLOT_LEFT : PLOT_RIGHT, outward = side == SIDE_LEFT ? -1 : 1;
+            if (side == SIDE_LEFT) write_line(fp, PLOT_LEFT, y, PLOT_RIGHT, y, GRID_COLOR);
+            write_line(fp, edge, y, edge + 5 * outward, y, AXIS_COLOR);
+            fprintf(fp, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", edge + 8 * outward, y + 4, label);
+        }
     }
     fputs("</g>\n", fp);
 }
@@ -177,22 +191,9 @@ void loss_plot_svg(FILE *fp, const LossPoint *points, size_t n, const char *titl
     write_escaped(fp, title ? title : "training loss");
     fputs("</text>\n", fp);
 
-    // step axis: grid, ticks, labels
-    fprintf(fp, "<g class=\"x-ticks\" font-size=\"12\" fill=\"%s\" text-anchor=\"middle\">\n", AXIS_COLOR);
-    for (int i = 0; i < tick_count(&x); i++) {
-        double v = x.lo + i * x.step;
-        double px = axis_position(&x, v, PLOT_LEFT, PLOT_RIGHT);
-        char label[48];
-        format_tick(label, sizeof(label), v, x.step);
-        fprintf(fp, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>", px, PLOT_TOP, px,
-                PLOT_BOTTOM, GRID_COLOR);
-        fprintf(fp, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>", px, PLOT_BOTTOM, px,
-                PLOT_BOTTOM + 5, AXIS_COLOR);
-        fprintf(fp, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", px, PLOT_BOTTOM + 19, label);
-    }
-    fputs("</g>\n", fp);
-    write_vertical_ticks(fp, &y, "y-ticks", AXIS_COLOR, PLOT_LEFT, 1, 1);
-    write_vertical_ticks(fp, &lr, "lr-ticks", LR_COLOR, PLOT_RIGHT, 0, 0);
+    write_ticks(fp, &x, SIDE_BOTTOM, "x-ticks", AXIS_COLOR);
+    write_ticks(fp, &y, SIDE_LEFT, "y-ticks", AXIS_COLOR);
+    write_ticks(fp, &lr, SIDE_RIGHT, "lr-ticks", LR_COLOR);
 
     // frame and axis titles
     fprintf(fp, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"%s\"/>\n",
@@ -205,7 +206,8 @@ void loss_plot_svg(FILE *fp, const LossPoint *points, size_t n, const char *titl
             (PLOT_TOP + PLOT_BOTTOM) / 2, LR_COLOR);
 
     // the lines: learning rate underneath, validation on top
-    write_series(fp, points, n, SERIES_LR, &x, &lr, "lr", LR_COLOR, "stroke-width=\"1.5\" stroke-dasharray=\"6 4\" stroke-opacity=\"0.8\"", 0);
+    write_series(fp, points, n, SERIES_LR, &x, &lr, "lr", LR_COLOR,
+                 "stroke-width=\"1.5\" stroke-dasharray=\"6 4\" stroke-opacity=\"0.8\"", 0);
     write_series(fp, points, n, SERIES_TRAIN, &x, &y, "train-loss", TRAIN_COLOR,
                  "stroke-width=\"1.8\" stroke-linejoin=\"round\"", 0);
     write_series(fp, points, n, SERIES_VAL, &x, &y, "val-loss", VAL_COLOR,
