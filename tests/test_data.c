@@ -69,22 +69,31 @@ static char *make_text(size_t len) {
     return text;
 }
 
-// Loads path expecting success and the code points of want (a UTF-8 string).
-static void check_loads_as(const char *path, const char *want) {
+// Loads path with keep_cr expecting the code points of want (a UTF-8 string) and the given
+// cleanup counts.
+static void check_cleanup(const char *path, int keep_cr, const char *want, TextCleanup want_cleanup) {
     size_t want_len = strlen(want);
     uint32_t *want_cps = malloc((want_len + 1) * sizeof(uint32_t));
     size_t bad;
     long n = utf8_decode((const unsigned char *)want, want_len, want_cps, &bad);
     Corpus c;
     char err[ERR_LEN];
-    int rc = corpus_load(path, 0, &c, err);
-    if (CHECK(rc == 0, "%s should load: %s", path, err)) {
-        CHECK(c.len == (size_t)n, "%s: %zu code points, want %ld", path, c.len, n);
+    if (CHECK(corpus_load(path, keep_cr, &c, err) == 0, "%s should load: %s", path, err)) {
         CHECK(c.len == (size_t)n && memcmp(c.text, want_cps, c.len * sizeof(uint32_t)) == 0,
-              "%s: code points differ from the source text", path);
+              "%s (keep_cr %d): %zu code points, want %ld, or they differ", path, keep_cr, c.len, n);
+        CHECK(c.cleanup.bom == want_cleanup.bom && c.cleanup.crlf == want_cleanup.crlf &&
+                  c.cleanup.lone_cr == want_cleanup.lone_cr,
+              "%s (keep_cr %d): cleanup bom %d crlf %zu lone_cr %zu, want %d %zu %zu", path, keep_cr,
+              c.cleanup.bom, c.cleanup.crlf, c.cleanup.lone_cr, want_cleanup.bom,
+              want_cleanup.crlf, want_cleanup.lone_cr);
         corpus_free(&c);
     }
     free(want_cps);
+}
+
+// Loads path expecting success, the code points of want and nothing cleaned up.
+static void check_loads_as(const char *path, const char *want) {
+    check_cleanup(path, 0, want, (TextCleanup){0, 0, 0});
 }
 
 // Loads path expecting -1, an empty corpus and a message naming the file and holding what.
@@ -320,27 +329,6 @@ TEST(data_corpus_empty) {
     write_file(TMP_DIR "/data_empty.gz", gz, gz_len);
     check_load_fails(TMP_DIR "/data_empty.gz", "empty (0 characters)");
     free(gz);
-}
-
-// Loads path with keep_cr expecting the code points of want and the given cleanup counts.
-static void check_cleanup(const char *path, int keep_cr, const char *want, TextCleanup want_cleanup) {
-    size_t want_len = strlen(want);
-    uint32_t *want_cps = malloc((want_len + 1) * sizeof(uint32_t));
-    size_t bad;
-    long n = utf8_decode((const unsigned char *)want, want_len, want_cps, &bad);
-    Corpus c;
-    char err[ERR_LEN];
-    if (CHECK(corpus_load(path, keep_cr, &c, err) == 0, "%s should load: %s", path, err)) {
-        CHECK(c.len == (size_t)n && memcmp(c.text, want_cps, c.len * sizeof(uint32_t)) == 0,
-              "%s (keep_cr %d): %zu code points, want %ld, or they differ", path, keep_cr, c.len, n);
-        CHECK(c.cleanup.bom == want_cleanup.bom && c.cleanup.crlf == want_cleanup.crlf &&
-                  c.cleanup.lone_cr == want_cleanup.lone_cr,
-              "%s (keep_cr %d): cleanup bom %d crlf %zu lone_cr %zu, want %d %zu %zu", path, keep_cr,
-              c.cleanup.bom, c.cleanup.crlf, c.cleanup.lone_cr, want_cleanup.bom,
-              want_cleanup.crlf, want_cleanup.lone_cr);
-        corpus_free(&c);
-    }
-    free(want_cps);
 }
 
 TEST(data_corpus_bom_and_line_endings) {
