@@ -44,7 +44,7 @@ static const Options default_options = {
 static void usage(FILE *f) {
     const Options *d = &default_options;
     fprintf(f,
-            "usage: ./generate CKPT [PROMPT] [options]\n"
+            "usage: %s CKPT [PROMPT] [options]\n"
             "Streams text sampled from a checkpoint written by ./train.\n\n"
             "  -n, --max-new N        characters to generate; 0 only reads the prompt (default %ld)\n"
             "  -t, --temperature F    sampling temperature; 0 = greedy argmax (default %g)\n"
@@ -61,14 +61,14 @@ static void usage(FILE *f) {
             "  -h, --help             show this help\n"
             "An empty prompt starts from a newline (if the vocabulary has one). Once the text fills\n"
             "block_size characters, the window moves on by half a block and is prefilled again.\n",
-            d->max_new, d->sampler.temperature, d->sampler.top_k, d->sampler.top_p, d->seed, d->threads);
+            program_invocation_name, d->max_new, d->sampler.temperature, d->sampler.top_k, d->sampler.top_p, d->seed, d->threads);
 }
 
 static void die(int status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fflush(stdout);
-    fputs("generate: ", stderr);
+    fprintf(stderr, "%s: ", program_invocation_short_name);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -132,7 +132,8 @@ static void parse_options(int argc, char **argv, Options *o) {
                 die(EXIT_USAGE, "unknown option '%s' (see --help)", flag);
         }
     }
-    if (optind >= argc) die(EXIT_USAGE, "no checkpoint given (usage: ./generate CKPT [PROMPT]; see --help)");
+    if (optind >= argc)
+        die(EXIT_USAGE, "no checkpoint given (usage: %s CKPT [PROMPT]; see --help)", program_invocation_name);
     o->checkpoint = argv[optind++];
     if (optind < argc) o->prompt = argv[optind++];
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (quote a prompt with spaces)", argv[optind]);
@@ -234,8 +235,8 @@ int main(int argc, char **argv) {
             if (!o.skip_unknown)
                 die(EXIT_USAGE, "prompt character '%s' (U+%04" PRIX32 ") at position %ld is not in the checkpoint's "
                     "vocabulary (use --skip-unknown to drop such characters)", shown, cp, i);
-            fprintf(stderr, "generate: warning: dropping prompt character '%s' (U+%04" PRIX32 ") at position %ld: "
-                    "not in the vocabulary\n", shown, cp, i);
+            fprintf(stderr, "%s: warning: dropping prompt character '%s' (U+%04" PRIX32 ") at position %ld: "
+                    "not in the vocabulary\n", program_invocation_short_name, shown, cp, i);
             continue;
         }
         kept_chars[len] = prompt_chars[i];
