@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../model/gpt.h"
+#include "attention_export.h"
 
 typedef struct {
     const char *path;       // the target file, for error messages
@@ -16,6 +16,7 @@ typedef struct {
     int n_layer;            // L
     int n_head;             // H
     const float *att;       // (L, H, t, t) softmax weights, 0 above the diagonal
+    const AttentionPrediction *pred;  // (t), or NULL when none were given
 } Attention;
 
 // Each returns 0, or -1 with err (out of memory, compression failure). Errors of the
