@@ -608,14 +608,20 @@ static unsigned char *png_decode(const char *path, int *width, int *height) {
     return raw;
 }
 
-static int pixel_is(const unsigned char *raw, int width, int x, int y, int r, int g, int b) {
+static int pixel_is(const unsigned char *raw, int width, long x, long y, int r, int g, int b) {
     const unsigned char *p = raw + (size_t)y * (1 + 3 * (size_t)width) + 1 + 3 * (size_t)x;
     return p[0] == r && p[1] == g && p[2] == b;
 }
 
+// An Attention as attention_export makes it, for the .png layout and raster functions.
+static Attention png_attention(const uint32_t *chars, int t, int L, int H, const float *att) {
+    Attention a = {TMP_DIR "/viewer_test.png", chars, t, L, H, att, NULL};
+    return a;
+}
+
 TEST(viewer_png_decodes) {
     // 13 characters, 2 layers x 3 heads: cells of min(8, 512/13, 2048/(13*3)) = 8 pixels,
-    // 104-pixel panels, 3-pixel gaps
+    // 104-pixel panels, with room for a character per cell along both axes
     uint32_t chars[13];
     int t = text_chars("To be, or not", chars), L = 2, H = 3;
     float *att = malloc((size_t)L * H * t * t * sizeof(float));
@@ -628,21 +634,124 @@ TEST(viewer_png_decodes) {
     const char *path = TMP_DIR "/viewer_test.png";
     char err[ERR_LEN];
     CHECK(attention_export(path, chars, t, L, H, att, NULL, err) == 0, "export: %s", err);
+    Attention a = png_attention(chars, t, L, H, att);
+    PngLayout p;
+    attention_png_layout(&a, &p);
+    CHECK(p.cell == 8 && p.panel == 104 && p.axis_left > 0 && p.axis_top > 0, "cell %d panel %ld axes %d %d",
+          p.cell, p.panel, p.axis_left, p.axis_top);
+    CHECK(p.step_x >= p.axis_left + p.panel && p.step_y >= p.axis_top + p.panel, "panels overlap");
     int width = 0, height = 0;
     unsigned char *raw = png_decode(path, &width, &height);
     if (raw) {
-        int cell = 8, panel = 13 * 8, gap = 3;
-        CHECK(width == 3 * panel + 4 * gap && height == 2 * panel + 3 * gap, "image %d x %d", width, height);
+        CHECK(width == p.width && height == p.height, "image %d x %d, layout %ld x %ld", width, height,
+              p.width, p.height);
         // centre of cell (query i, key j) in the sink panel
-        int x0 = gap + 2 * (panel + gap) + cell / 2, y0 = gap + 1 * (panel + gap) + cell / 2;
+        long x0 = p.x0 + 2 * p.step_x + p.cell / 2, y0 = p.y0 + 1 * p.step_y + p.cell / 2;
         CHECK(pixel_is(raw, width, 0, 0, 255, 255, 255), "the frame is not white");
-        CHECK(pixel_is(raw, width, x0 - cell / 2 - 1, y0, 255, 255, 255), "the gap is not white");
-        CHECK(pixel_is(raw, width, x0 + 0 * cell, y0 + 5 * cell, 253, 231, 37), "weight 1 is not the top colour");
-        CHECK(pixel_is(raw, width, x0 + 3 * cell, y0 + 5 * cell, 68, 1, 84), "weight 0 is not the bottom colour");
-        CHECK(pixel_is(raw, width, x0 + 7 * cell, y0 + 5 * cell, 215, 215, 215), "a masked cell is not grey");
+        CHECK(pixel_is(raw, width, x0 - p.cell / 2 - p.axis_left - 1, y0, 255, 255, 255), "the gap is not white");
+        CHECK(pixel_is(raw, width, x0 + 0 * p.cell, y0 + 5 * p.cell, 253, 231, 37), "weight 1 is not the top colour");
+        CHECK(pixel_is(raw, width, x0 + 3 * p.cell, y0 + 5 * p.cell, 68, 1, 84), "weight 0 is not the bottom colour");
+        CHECK(pixel_is(raw, width, x0 + 7 * p.cell, y0 + 5 * p.cell, 215, 215, 215), "a masked cell is not grey");
+        // the file holds the labelled raster
+        unsigned char *rgb = attention_png_pixels(&a, &p, 1);
+        size_t differing = 0;
+        for (long y = 0; rgb && y < p.height; y++)
+            differing += memcmp(raw + y * (1 + 3 * p.width) + 1, rgb + y * 3 * p.width, 3 * p.width) != 0;
+        CHECK(rgb && differing == 0, "%zu rows of the file differ from the labelled raster", differing);
+        free(rgb);
     }
     free(raw);
     free(att);
+}
+
+// Pixels of the w x h box at (x, y) that are not white.
+static long ink_in(const unsigned char *rgb, const PngLayout *p, long x, long y, long w, long h) {
+    long n = 0;
+    for (long yy = y; yy < y + h; yy++)
+        for (long xx = x; xx < x + w; xx++) {
+            const unsigned char *px = rgb + 3 * (yy * p->width + xx);
+            n += px[0] != 255 || px[1] != 255 || px[2] != 255;
+        }
+    return n;
+}
+
+// The w x h boxes at (x1, y1) and (x2, y2) hold the same pixels.
+static int same_box(const unsigned char *rgb, const PngLayout *p, long x1, long y1, long x2, long y2, long w, long h) {
+    for (long y = 0; y < h; y++)
+        if (memcmp(rgb + 3 * ((y1 + y) * p->width + x1), rgb + 3 * ((y2 + y) * p->width + x2), 3 * (size_t)w) != 0)
+            return 0;
+    return 1;
+}
+
+// Labels, characters and legend against an unlabelled render of the same layout: the
+// panels are the same pixels; every place a label goes is white without labels and has
+// ink with them; labels differ where their text does (head 0 / head 1, 'o' / 'b').
+static void check_png_labels(const char *text, int L, int H, int want_axes) {
+    uint32_t chars[256];
+    int t = text_chars(text, chars);
+    float *att = malloc((size_t)L * H * t * t * sizeof(float));
+    synthetic_attention(chars, t, L, H, att);
+    Attention a = png_attention(chars, t, L, H, att);
+    PngLayout p;
+    attention_png_layout(&a, &p);
+    unsigned char *bare = attention_png_pixels(&a, &p, 0), *labelled = attention_png_pixels(&a, &p, 1);
+    if (!CHECK(bare && labelled, "out of memory")) return;
+    CHECK((p.axis_left > 0) == want_axes && (p.axis_top > 0) == want_axes, "t=%d, cell %d: axes %d %d", t,
+          p.cell, p.axis_left, p.axis_top);
+    long label_h = 7L * p.text_scale, panels_differ = 0, missing = 0;
+    for (int l = 0; l < L; l++) {
+        long y = p.y0 + l * p.step_y;
+        for (int h = 0; h < H; h++) {
+            long x = p.x0 + h * p.step_x;
+            for (long yy = y; yy < y + p.panel; yy++)
+                panels_differ += memcmp(bare + 3 * (yy * p.width + x), labelled + 3 * (yy * p.width + x), 3 * (size_t)p.panel) != 0;
+            if (want_axes) {
+                // keys above, queries to the left
+                missing += ink_in(bare, &p, x, y - p.axis_top, p.panel, p.axis_top) != 0 ||
+                           ink_in(labelled, &p, x, y - p.axis_top, p.panel, p.axis_top) == 0;
+                missing += ink_in(bare, &p, x - p.axis_left, y, p.axis_left, p.panel) != 0 ||
+                           ink_in(labelled, &p, x - p.axis_left, y, p.axis_left, p.panel) == 0;
+            }
+        }
+        // "layer l" left of the row
+        missing += ink_in(bare, &p, 0, y, p.x0 - p.axis_left, p.panel) != 0 ||
+                   ink_in(labelled, &p, 0, y, p.x0 - p.axis_left, p.panel) == 0;
+    }
+    for (int h = 0; h < H; h++) {
+        // "head h" above the column
+        long x = p.x0 + h * p.step_x;
+        missing += ink_in(bare, &p, x, p.head_label_y, p.panel, label_h) != 0 ||
+                   ink_in(labelled, &p, x, p.head_label_y, p.panel, label_h) == 0;
+    }
+    // the legend
+    missing += ink_in(bare, &p, 0, p.legend_y, p.width, p.height - p.legend_y) != 0 ||
+               ink_in(labelled, &p, 0, p.legend_y, p.width, p.height - p.legend_y) < 256 * 10;
+    CHECK(panels_differ == 0, "%ld panel rows differ between the labelled and unlabelled renders", panels_differ);
+    CHECK(missing == 0, "%ld label places are not white unlabelled and inked labelled", missing);
+    CHECK(!same_box(labelled, &p, p.x0, p.head_label_y, p.x0 + p.step_x, p.head_label_y, p.panel, label_h),
+          "\"head 0\" and \"head 1\" are drawn the same");
+    if (want_axes) {
+        // text "To be, ...": positions 1 'o' and 3 'b' differ, and 'o' at 1 and 7 are the same
+        long key_y = p.y0 - p.axis_top;
+        CHECK(!same_box(labelled, &p, p.x0 + 1 * p.cell, key_y, p.x0 + 3 * p.cell, key_y, p.cell, p.axis_top),
+              "keys 'o' and 'b' are drawn the same");
+        CHECK(same_box(labelled, &p, p.x0 + 1 * p.cell, key_y, p.x0 + 7 * p.cell, key_y, p.cell, p.axis_top),
+              "the two keys 'o' are drawn differently");
+        CHECK(!same_box(labelled, &p, p.x0 - p.axis_left, p.y0 + 1 * p.cell, p.x0 - p.axis_left, p.y0 + 3 * p.cell,
+                        p.axis_left, p.cell),
+              "queries 'o' and 'b' are drawn the same");
+    }
+    free(bare);
+    free(labelled);
+    free(att);
+}
+
+TEST(viewer_png_labels) {
+    // 8-pixel cells: characters along both axes
+    check_png_labels("To be, or not", 2, 3, 1);
+    // 99 characters: 5-pixel cells, too small for characters; labels and legend still
+    check_png_labels("To be, or not to be, that is the question: whether 'tis nobler in the mind "
+                     "to suffer the slings and", 3, 2, 0);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -743,9 +852,13 @@ TEST(viewer_single_character_and_bad_sizes) {
     free(text);
     const char *others[] = {TMP_DIR "/viewer_one.csv", TMP_DIR "/viewer_one.png", TMP_DIR "/viewer_one.html"};
     for (int k = 0; k < 3; k++) CHECK(attention_export(others[k], chars, 1, 1, 1, att, NULL, err) == 0, "%s", err);
-    int width, height;
+    int width = 0, height = 0;
     free(png_decode(TMP_DIR "/viewer_one.png", &width, &height));
-    CHECK(width == 8 + 6 && height == 8 + 6, "one 8-pixel cell: %d x %d", width, height);
+    Attention a = png_attention(chars, 1, 1, 1, att);
+    PngLayout p;
+    attention_png_layout(&a, &p);
+    CHECK(p.cell == 8 && width == p.width && height == p.height, "one %d-pixel cell: %d x %d, layout %ld x %ld",
+          p.cell, width, height, p.width, p.height);
 
     const char *zero = TMP_DIR "/viewer_zero.json";
     CHECK(attention_export(zero, chars, 0, 1, 1, att, NULL, err) == -1 && !file_exists(zero), "t = 0 accepted");
@@ -779,7 +892,11 @@ TEST(viewer_large_all_formats) {
     }
     int width = 0, height = 0;
     free(png_decode(paths[2], &width, &height));
-    CHECK(width == 8 * 256 + 9 * 3 && height == width, "image %d x %d", width, height);
+    Attention a = png_attention(chars, t, L, H, att);
+    PngLayout p;
+    attention_png_layout(&a, &p);
+    CHECK(p.cell == 1 && width == p.width && height == p.height && width >= 8 * 256 && height >= 8 * 256,
+          "%d-pixel cells, image %d x %d, layout %ld x %ld", p.cell, width, height, p.width, p.height);
     for (int k = 0; k < 4; k++) unlink(paths[k]);
     free(att);
 }

@@ -16,11 +16,13 @@
 //           newline), so a CSV reader gets the character back unchanged. Predictions
 //           are not written to it.
 //   .png   an RGB image: a grid of t x t heatmaps, rows = layers (0 at the top), columns =
-//           heads (0 at the left), query positions down and key positions across. Each
-//           cell is s x s pixels, s = clamp(min(512 / t, 2048 / (t * max(L, H))), 1, 8);
-//           panels are separated by, and framed with, 3 white pixels. Colour: a
-//           viridis-like map of sqrt(weight) (sqrt makes weights of a few percent visible);
-//           cells above the diagonal (masked) are light grey.
+//           heads (0 at the left), query positions down and key positions across, labelled
+//           "layer l" and "head h" in a built-in bitmap font, with the characters along
+//           both axes of every panel when cells are 8 pixels, and a colour legend below.
+//           Each cell is s x s pixels, s = clamp(min(512 / t, 2048 / (t * max(L, H))), 1,
+//           8). Colour: a viridis-like map of sqrt(weight) (sqrt makes weights of a few
+//           percent visible), as the legend states; cells above the diagonal (masked) are
+//           light grey. Layout in attention_formats.h (PngLayout).
 //   .html  one self-contained page (inline CSS and JavaScript, no network): a layer/head
 //           picker with an "all heads" mean, a heatmap with characters along both axes and
 //           a lines view (queries left, keys right, a line per pair with opacity = weight).
