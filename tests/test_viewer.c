@@ -783,10 +783,26 @@ TEST(viewer_html_self_contained) {
     CHECK(strstr(page, "{\"tokens\":[\"a\",\"\\u003c\",\"\\\"\"],\"n_layer\":1,\"n_head\":1,"
                        "\"scale\":10000,\"attention\":[\n[[10000,2500,7500,1000,2000,7000]]]}"),
           "the embedded data is missing or wrong");
-    CHECK(strstr(page, "id=\"errors\"") && strstr(page, "dataset.rendered = 'heatmap,lines'"),
+    CHECK(strstr(page, "id=\"errors\"") && strstr(page, "dataset.rendered = 'model,text,heatmap,lines'"),
           "no error box or rendered marker");
     CHECK(count_occurrences(page, "<script") == count_occurrences(page, "</script"), "unbalanced <script>");
     free(page);
+
+    // with predictions: surprisal to 3 decimals (the last null), probabilities in 1e-4
+    AttentionPrediction pred[3] = {
+        {1.5f, 2, {'<', 'a'}, {0.75f, 0.25f}},
+        {0.25f, 2, {'"', '<'}, {0.5f, 0.5f}},
+        {NAN, 2, {'a', '"'}, {1.0f, 0.0f}},
+    };
+    CHECK(attention_export(path, chars, t, L, H, att, pred, err) == 0, "export: %s", err);
+    page = test_read_file(path, &len);
+    if (CHECK(page, "cannot read %s", path)) {
+        CHECK(strstr(page, "[[10000,2500,7500,1000,2000,7000]]],\n\"surprisal\":[1.500,0.250,null],\n"
+                           "\"predictions\":[[[\"\\u003c\",7500],[\"a\",2500]],[[\"\\\"\",5000],[\"\\u003c\",5000]],"
+                           "[[\"a\",10000],[\"\\\"\",0]]]}</script>"),
+              "the embedded predictions are missing or wrong");
+        free(page);
+    }
 
     // a text that tries to end the data <script> early stays inside it
     t = text_chars("</script><script>alert(1)</script>", chars);
@@ -901,20 +917,23 @@ TEST(viewer_large_all_formats) {
     free(att);
 }
 
-// Writes tests/tmp/viewer_sample.html (and viewer_sample_heatmap.png) from synthetic attention for
-// scripts/check_viewer.sh and for looking at.
+// Writes tests/tmp/viewer_sample.html (and viewer_sample_heatmap.png) from synthetic attention
+// and predictions for scripts/check_viewer.sh and for looking at. The text has characters
+// the page's fonts may lack (an emoji, CJK), a tab and an accent.
 TEST(viewer_sample_page) {
     const char *text = "ROMEO:\nWhat light through yonder window breaks?\n"
-                       "It is the east, and Juliet is the sun.\n"
-                       "Arise, fair sun, and kill the envious moon,\n";
+                       "It is the east, and Juliet is the sun \xF0\x9F\x8C\x9E.\n"
+                       "\tArise, fair sun, and kill the envious moon \xE6\x9C\x88, caf\xC3\xA9\n";
     uint32_t chars[256];
+    AttentionPrediction pred[256];
     int t = text_chars(text, chars), L = 4, H = 4;
     float *att = malloc((size_t)L * H * t * t * sizeof(float));
     synthetic_attention(chars, t, L, H, att);
+    synthetic_predictions(chars, t, pred);
     mkdir(TMP_DIR, 0755);
     char err[ERR_LEN];
     CHECK(t > 100, "sample text of %d characters", t);
-    CHECK(attention_export(TMP_DIR "/viewer_sample.html", chars, t, L, H, att, NULL, err) == 0, "%s", err);
-    CHECK(attention_export(TMP_DIR "/viewer_sample_heatmap.png", chars, t, L, H, att, NULL, err) == 0, "%s", err);
+    CHECK(attention_export(TMP_DIR "/viewer_sample.html", chars, t, L, H, att, pred, err) == 0, "%s", err);
+    CHECK(attention_export(TMP_DIR "/viewer_sample_heatmap.png", chars, t, L, H, att, pred, err) == 0, "%s", err);
     free(att);
 }

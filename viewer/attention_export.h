@@ -23,10 +23,13 @@
 //           8). Colour: a viridis-like map of sqrt(weight) (sqrt makes weights of a few
 //           percent visible), as the legend states; cells above the diagonal (masked) are
 //           light grey. Layout in attention_formats.h (PngLayout).
-//   .html  one self-contained page (inline CSS and JavaScript, no network): a layer/head
-//           picker with an "all heads" mean, a heatmap with characters along both axes and
-//           a lines view (queries left, keys right, a line per pair with opacity = weight).
-//           The data is embedded as JSON with weights rounded to 1e-4.
+//   .html  one self-contained page (inline CSS and JavaScript, no network): a model view
+//           (every layer x head as a small heatmap; click one to open it), the text
+//           coloured by surprisal with the top predictions on hover, a layer/head picker
+//           with an "all heads" mean, a heatmap with characters along both axes and a
+//           lines view (queries left, keys right, a line per pair with opacity = weight).
+//           The URL's fragment holds the view (#layer=1&head=3&query=12). The data is
+//           embedded as JSON with weights and probabilities rounded to 1e-4.
 #ifndef CHARGPT_ATTENTION_EXPORT_H
 #define CHARGPT_ATTENTION_EXPORT_H
 
