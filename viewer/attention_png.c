@@ -85,7 +85,7 @@ void attention_png_layout(const Attention *a, PngLayout *p) {
     memset(p, 0, sizeof(*p));
     p->cell = cell_size(t, L, H);
     p->panel = (long)t * p->cell;
-    p->text_scale = p->panel >= 160 ? 2 : 1;
+    p->text_scale = p->panel >= 160 ? 2 : 1;  // labels twice as large beside large panels
     int k = p->text_scale;
     // one character per cell along each axis when a glyph and a pixel of space fit
     if (p->cell >= FONT_HEIGHT + 1) {
