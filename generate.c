@@ -173,7 +173,8 @@ static double now_seconds(void) {
 }
 
 // Runs the last window of text through the training forward pass and writes the attention
-// weights of every layer and head, (L, H, t, t), in the format the file's extension names.
+// weights of every layer and head, (L, H, t, t), and what the model predicted at each
+// position, in the format the file's extension names.
 static void record_attention(GPT *model, const Vocab *vocab, const int *text, long len, const char *path) {
     const GPTConfig *c = &model->config;
     int t = len < c->block_size ? (int)len : c->block_size;
@@ -183,18 +184,21 @@ static void record_attention(GPT *model, const Vocab *vocab, const int *text, lo
     size_t per_layer = (size_t)c->n_head * t * t;
     float *att = malloc((size_t)c->n_layer * per_layer * sizeof(float));
     uint32_t *chars = malloc((size_t)t * sizeof(uint32_t));
-    if (!att || !chars) die(EXIT_DATA, "out of memory for the attention weights");
+    AttentionPrediction *pred = malloc((size_t)t * sizeof(AttentionPrediction));
+    if (!att || !chars || !pred) die(EXIT_DATA, "out of memory for the attention weights");
     for (int l = 0; l < c->n_layer; l++)
         memcpy(att + l * per_layer, gpt_attention_weights(model, l), per_layer * sizeof(float));
     for (int i = 0; i < t; i++) chars[i] = vocab->chars[window[i]];
+    attention_predictions(model->acts.logits, window, t, c->vocab_size, vocab->chars, pred);
     char err[ERR_LEN];
-    int rc = attention_export(path, chars, t, c->n_layer, c->n_head, att, err);
+    int rc = attention_export(path, chars, t, c->n_layer, c->n_head, att, pred, err);
     if (rc == -2) die(EXIT_USAGE, "%s", err);
     if (rc != 0) die(EXIT_DATA, "%s", err);
     fprintf(stderr, "attention of %d layers x %d heads over %d characters written to %s\n", c->n_layer,
             c->n_head, t, path);
     free(att);
     free(chars);
+    free(pred);
 }
 
 int main(int argc, char **argv) {
