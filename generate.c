@@ -55,7 +55,7 @@ static const Options default_options = {
 static void usage(FILE *f) {
     const Options *d = &default_options;
     fprintf(f,
-            "usage: ./generate CKPT [PROMPT] [options]\n"
+            "usage: %s CKPT [PROMPT] [options]\n"
             "Streams text sampled from a checkpoint written by ./train.\n\n"
             "  -n, --max-new N        characters to generate; 0 only reads the prompt (default %ld)\n"
             "  -t, --temperature F    sampling temperature; 0 = greedy argmax (default %g)\n"
@@ -76,15 +76,15 @@ static void usage(FILE *f) {
             "An empty prompt starts from a newline (if the vocabulary has one). Once the text fills\n"
             "block_size characters, the window moves on by half a block and is prefilled again.\n"
             "A prompt file may hold at most %d bytes.\n",
-            d->max_new, d->sampler.temperature, d->sampler.top_k, d->sampler.top_p, d->seed, THREADS_PER_CORE,
-            d->threads, PROMPT_MAX_BYTES);
+            program_invocation_name, d->max_new, d->sampler.temperature, d->sampler.top_k, d->sampler.top_p, d->seed,
+            THREADS_PER_CORE, d->threads, PROMPT_MAX_BYTES);
 }
 
 static void die(int status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fflush(stdout);
-    fputs("generate: ", stderr);
+    fprintf(stderr, "%s: ", program_invocation_short_name);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -152,7 +152,8 @@ static void parse_options(int argc, char **argv, Options *o) {
                 die(EXIT_USAGE, "unknown option '%s' (see --help)", flag);
         }
     }
-    if (optind >= argc) die(EXIT_USAGE, "no checkpoint given (usage: ./generate CKPT [PROMPT]; see --help)");
+    if (optind >= argc)
+        die(EXIT_USAGE, "no checkpoint given (usage: %s CKPT [PROMPT]; see --help)", program_invocation_name);
     o->checkpoint = argv[optind++];
     if (optind < argc) o->prompt = argv[optind++];
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (quote a prompt with spaces)", argv[optind]);
@@ -263,7 +264,8 @@ static void check_memory(const GPTConfig *c, const Options *o, long text_len) {
 }
 
 // Runs the last window of text through the training forward pass and writes the attention
-// weights of every layer and head, (L, H, t, t), in the format the file's extension names.
+// weights of every layer and head, (L, H, t, t), and what the model predicted at each
+// position, in the format the file's extension names.
 static void record_attention(GPT *model, const Vocab *vocab, const int *text, long len, const char *path) {
     const GPTConfig *c = &model->config;
     int t = len < c->block_size ? (int)len : c->block_size;
@@ -273,17 +275,20 @@ static void record_attention(GPT *model, const Vocab *vocab, const int *text, lo
     size_t per_layer = (size_t)c->n_head * t * t;
     float *att = malloc((size_t)c->n_layer * per_layer * sizeof(float));
     uint32_t *chars = malloc((size_t)t * sizeof(uint32_t));
+    AttentionPrediction *pred = malloc((size_t)t * sizeof(AttentionPrediction));
     char err[ERR_LEN];
     int rc = -1;
     snprintf(err, ERR_LEN, "out of memory for the attention weights");
-    if (att && chars) {
+    if (att && chars && pred) {
         for (int l = 0; l < c->n_layer; l++)
             memcpy(att + l * per_layer, gpt_attention_weights(model, l), per_layer * sizeof(float));
         for (int i = 0; i < t; i++) chars[i] = vocab->chars[window[i]];
-        rc = attention_export(path, chars, t, c->n_layer, c->n_head, att, err);
+        attention_predictions(model->acts.logits, window, t, c->vocab_size, vocab->chars, pred);
+        rc = attention_export(path, chars, t, c->n_layer, c->n_head, att, pred, err);
     }
     free(att);
     free(chars);
+    free(pred);
     if (rc == -2) die(EXIT_USAGE, "%s", err);
     if (rc != 0) die(EXIT_DATA, "%s", err);
     fprintf(stderr, "attention of %d layers x %d heads over %d characters written to %s\n", c->n_layer,
@@ -319,9 +324,9 @@ int main(int argc, char **argv) {
     if (prompt->dropped > 0) {
         char shown[5];
         prompt_printable_char(prompt->first_dropped, shown);
-        fprintf(stderr, "generate: warning: dropped %ld prompt character%s not in the vocabulary, the first '%s' "
-                "(U+%04" PRIX32 ") at position %ld\n", prompt->dropped, prompt->dropped == 1 ? "" : "s", shown,
-                prompt->first_dropped, prompt->first_dropped_at);
+        fprintf(stderr, "%s: warning: dropped %ld prompt character%s not in the vocabulary, the first '%s' "
+                "(U+%04" PRIX32 ") at position %ld\n", program_invocation_short_name, prompt->dropped,
+                prompt->dropped == 1 ? "" : "s", shown, prompt->first_dropped, prompt->first_dropped_at);
     }
     if (prompt->len == 0 && o.max_new == 0 && !o.attention) return 0;  // nothing to do
 

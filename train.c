@@ -35,7 +35,7 @@
 #define MIB (1024.0 * 1024.0)
 
 static const TrainOptions default_options = {
-    .data = "data/tinyshakespeare.txt.gz", .out = "out", .resume = "",
+    .data = "", .out = "out", .resume = "",  // data "": the corpus shipped with chargpt
     .n_layer = 4, .n_head = 4, .n_embd = 128, .head_size = 0, .block_size = 64, .batch_size = 12,
     .qkv_bias = 1, .dropout = 0.0f,
     .steps = 2000, .decay_steps = 0, .warmup = 100,
@@ -48,10 +48,11 @@ static const TrainOptions default_options = {
 static void usage(FILE *f) {
     const TrainOptions *d = &default_options;
     fprintf(f,
-            "usage: ./train [options]\n"
+            "usage: %s [options]\n"
             "Trains a character-level GPT on a UTF-8 text corpus (plain or gzip).\n\n"
             "data and output:\n"
-            "  --data FILE          corpus, plain text or gzip (default %s)\n"
+            "  --data FILE          corpus, plain text or gzip (default: Tiny Shakespeare, shipped\n"
+            "                       with chargpt as tinyshakespeare.txt.gz)\n"
             "  --val-fraction F     last fraction of the corpus held out for validation (default %g)\n"
             "  --out DIR            checkpoints and log.csv go here (default %s/)\n"
             "  --resume CKPT        continue the run saved in CKPT with its options; only --steps,\n"
@@ -83,7 +84,7 @@ static void usage(FILE *f) {
             "  --max-memory MIB     refuse a run that needs more memory than MIB mebibytes (default:\n"
             "                       the memory available now, MemAvailable in /proc/meminfo)\n"
             "  -h, --help           show this help\n",
-            d->data, d->val_fraction, d->out, d->n_layer, d->n_head, d->n_embd, d->block_size,
+            program_invocation_name, d->val_fraction, d->out, d->n_layer, d->n_head, d->n_embd, d->block_size,
             d->dropout, d->batch_size, d->steps, d->lr, d->min_lr, d->warmup, d->weight_decay,
             d->grad_clip, d->eval_every, d->eval_batches, d->save_every, d->log_every, d->seed,
             THREADS_PER_CORE, d->threads);
@@ -92,7 +93,7 @@ static void usage(FILE *f) {
 static void die(int status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fputs("train: ", stderr);
+    fprintf(stderr, "%s: ", program_invocation_short_name);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -435,7 +436,9 @@ int main(int argc, char **argv) {
     if (run_log_open(&run.log, log_path, resuming, state.step, err) != 0) die(EXIT_DATA, "%s", err);
 
     // corpus -> vocabulary -> tokens -> train/val split
-    if (corpus_load(o.data, &run.corpus, err) != 0) die(EXIT_DATA, "%s", err);
+    if (!o.data[0] && corpus_default_path(o.data, sizeof(o.data), err) != 0)
+        die(EXIT_DATA, "%s; give --data FILE", err);
+    if (corpus_load(o.data, 0, &run.corpus, err) != 0) die(EXIT_DATA, "%s", err);
     if (vocab_build(&run.vocab, run.corpus.text, run.corpus.len, err) != 0) die(EXIT_DATA, "%s: %s", o.data, err);
     run.tokens = malloc(run.corpus.len * sizeof(int));
     size_t bad_pos;
@@ -500,8 +503,9 @@ int main(int argc, char **argv) {
         gpt_backward(model);
         double norm = grad_global_norm(model->grads_memory, model->num_parameters);
         if (!isfinite(model->mean_loss) || !isfinite(norm)) {
-            fprintf(stderr, "%strain: step %ld: %s is not finite; stopping (the last saved checkpoint is unchanged)\n",
-                    tty ? "\n" : "", state.step + 1, isfinite(model->mean_loss) ? "the gradient norm" : "the loss");
+            fprintf(stderr, "%s%s: step %ld: %s is not finite; stopping (the last saved checkpoint is unchanged)\n",
+                    tty ? "\n" : "", program_invocation_short_name, state.step + 1,
+                    isfinite(model->mean_loss) ? "the gradient norm" : "the loss");
             return EXIT_NONFINITE;
         }
         grad_clip(model->grads_memory, model->num_parameters, norm, o.grad_clip);

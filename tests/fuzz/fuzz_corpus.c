@@ -14,7 +14,7 @@ int fuzz_corpus(const uint8_t *data, size_t size) {
     if (!fp) return 0;
     Corpus corpus;
     char err[ERR_LEN];
-    int rc = corpus_read(fp, "fuzz", &corpus, err);
+    int rc = corpus_read(fp, "fuzz", (int)(size % 2), &corpus, err);
     fclose(fp);
     if (rc != 0) {
         if (strncmp(err, "fuzz: ", 6) != 0 || corpus.text || corpus.len) abort();
