@@ -95,6 +95,7 @@ SAN_ENV := CHARGPT_BIN=$(SAN) \
 
 sanitize:
 	@mkdir -p $(SAN)
+	ln -sfn ../data $(SAN)/data  # where the programs look for the shipped corpus, beside themselves
 	$(MAKE) BUILD=$(SAN) BIN=$(SAN) TEST_RUNNER=$(SAN)/run_tests LDFLAGS="$(SAN_FLAGS)" \
 		CFLAGS="-O1 -g -fno-omit-frame-pointer $(MARCH) -Wall -Wextra -Wno-unused-parameter \
 		$(NO_FORMAT_TRUNCATION) $(SAN_FLAGS)" $(SAN)/train $(SAN)/generate $(SAN)/run_tests

@@ -118,7 +118,7 @@ static int parse_vocab(const char *s, uint32_t *vocab, int n) {
 }
 
 // Checks the stored CRC-32 as the checkpoint's format version defines it.
-static int check_crc(Checkpoint *ck, int v1, char err[ERR_LEN]) {
+static int check_crc(const Checkpoint *ck, int v1, char err[ERR_LEN]) {
     const char *stored = safetensors_meta(&ck->file, CRC_KEY);
     if (!stored) {
         snprintf(err, ERR_LEN, "%s: checkpoint has no crc32 in its metadata", ck->path);

@@ -67,7 +67,7 @@ static int same_file(const char *a, const char *b) {
     return same;
 }
 
-// Names in dir containing `part` (how many; the first is copied into first when not NULL).
+// How many names in dir contain `part`.
 static int count_names(const char *dir, const char *part) {
     DIR *d = opendir(dir);
     if (!d) return 0;
@@ -78,24 +78,20 @@ static int count_names(const char *dir, const char *part) {
     return n;
 }
 
-// A fresh, empty directory DIR/name (files of an earlier run removed).
-static const char *fresh_dir(const char *name) {
-    static char path[4][256];
-    static int next;
-    char *p = path[next++ % 4];
+// Makes path WORK_DIR/name a fresh, empty directory (files of an earlier run removed).
+static void fresh_dir(const char *name, char path[256]) {
     make_dir("tests/tmp");
     make_dir(WORK_DIR);
-    snprintf(p, sizeof(path[0]), "%s/%s", WORK_DIR, name);
-    make_dir(p);
-    DIR *d = opendir(p);
+    snprintf(path, 256, "%s/%s", WORK_DIR, name);
+    make_dir(path);
+    DIR *d = opendir(path);
     struct dirent *e;
     char file[600];
     while (d && (e = readdir(d)) != NULL) {
-        snprintf(file, sizeof(file), "%s/%s", p, e->d_name);
+        snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
         if (e->d_name[0] != '.') unlink(file);
     }
     if (d) closedir(d);
-    return p;
 }
 
 // DIR/corpus.txt: about 6 KB of lowercase words, the characters of every prompt used here.
@@ -119,7 +115,8 @@ static const char *base_checkpoint(void) {
     static const char *path = WORK_DIR "/base/ckpt.safetensors";
     if (state == 0) {
         state = -1;
-        fresh_dir("base");
+        char dir[256];
+        fresh_dir("base", dir);
         TestRun r = TRAIN(SMALL_MODEL, "--data", corpus(), "--steps", "4", "--save-every", "2", "--out", WORK_DIR "/base");
         if (test_exit_status(&r, 0, "training the base checkpoint")) state = 1;
         test_run_free(&r);
@@ -132,8 +129,8 @@ static const char *base_checkpoint(void) {
 static const char *copy_of_base(const char *name, char ckpt[256]) {
     const char *base = base_checkpoint();
     if (!base) return NULL;
-    const char *dir = fresh_dir(name);
-    char log[256];
+    char dir[256], log[256];
+    fresh_dir(name, dir);
     snprintf(ckpt, 256, "%s/ckpt.safetensors", dir);
     snprintf(log, sizeof(log), "%s/log.csv", dir);
     if (copy_file(base, ckpt) != 0 || copy_file(WORK_DIR "/base/log.csv", log) != 0) return NULL;
@@ -175,7 +172,8 @@ static int write_claiming_checkpoint(const char *path, int v1) {
 }
 
 TEST(hardening_01_checkpoint_claiming_more_than_it_holds) {
-    fresh_dir("claims");
+    char dir[256];
+    fresh_dir("claims", dir);
     for (int v1 = 0; v1 < 2; v1++) {
         char path[256], err[ERR_LEN];
         snprintf(path, sizeof(path), WORK_DIR "/claims/claims_v%d.safetensors", v1 ? 1 : 2);
@@ -263,7 +261,8 @@ TEST(hardening_02_memory_plan_refuses_what_does_not_fit) {
     CHECK(plan.gradients == 0.0 && plan.optimizer == 0.0 && plan.generation > 0.0, "generation's plan");
 
     // training: the issue's --block-size 65536 on the default corpus
-    fresh_dir("memory");
+    char dir[256];
+    fresh_dir("memory", dir);
     TestRun r = TRAIN("--block-size", "65536", "--out", WORK_DIR "/memory");
     if (test_exit_status(&r, 2, "--block-size 65536")) {
         test_output_has(&r, "memory: ", "--block-size 65536");
@@ -314,7 +313,8 @@ TEST(hardening_02_memory_plan_refuses_what_does_not_fit) {
 TEST(hardening_03_resume_metadata_range_checked) {
     const char *base = base_checkpoint();
     if (!base) return;
-    const char *dir = fresh_dir("metadata");
+    char dir[256];
+    fresh_dir("metadata", dir);
     static const struct { const char *key, *value, *words; } cases[] = {
         {"train.steps", "1e+10", "not a whole number"},
         {"train.warmup", "nan", "not a whole number"},
@@ -370,7 +370,8 @@ TEST(hardening_03_resume_metadata_range_checked) {
 TEST(hardening_04_nonfinite_weights_refused) {
     const char *base = base_checkpoint();
     if (!base) return;
-    const char *dir = fresh_dir("nonfinite");
+    char dir[256];
+    fresh_dir("nonfinite", dir);
     static const struct { const char *tensor; float x; int status_generate; } cases[] = {
         {"transformer.h.0.attn.c_attn.weight", NAN, 1},
         {"transformer.wte.weight", INFINITY, 1},
@@ -401,7 +402,8 @@ TEST(hardening_04_nonfinite_weights_refused) {
 TEST(hardening_05_crc_covers_header) {
     const char *base = base_checkpoint();
     if (!base) return;
-    const char *dir = fresh_dir("crc");
+    char dir[256];
+    fresh_dir("crc", dir);
     size_t n;
     char *bytes = test_read_file(base, &n);
     if (!CHECK(bytes != NULL, "cannot read %s", base)) return;
@@ -569,14 +571,16 @@ TEST(hardening_07_output_checked_before_training) {
     }
     test_run_free(&r);
     if (geteuid() != 0) {
-        const char *ro = fresh_dir("read_only");
+        char ro[256];
+        fresh_dir("read_only", ro);
         chmod(ro, 0555);
         r = TRAIN(SMALL_MODEL, "--data", corpus(), "--steps", "2", "--out", ro);
         if (test_exit_status(&r, 1, "a read-only --out")) CHECK(!strstr(r.output, "step "), "it trained first");
         test_run_free(&r);
         chmod(ro, 0755);
     }
-    const char *dir = fresh_dir("log_dir");
+    char dir[256];
+    fresh_dir("log_dir", dir);
     char log[300];
     snprintf(log, sizeof(log), "%s/log.csv", dir);
     make_dir(log);
@@ -628,7 +632,8 @@ TEST(hardening_07_output_checked_before_training) {
 TEST(hardening_08_special_files_refused) {
     const char *base = base_checkpoint();
     if (!base) return;
-    const char *dir = fresh_dir("special");
+    char dir[256];
+    fresh_dir("special", dir);
     char fifo[256], big[256], exact[256];
     snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
     snprintf(big, sizeof(big), "%s/big_prompt.txt", dir);
@@ -696,7 +701,8 @@ TEST(hardening_09_threads_capped) {
 TEST(hardening_10_early_exits) {
     const char *base = base_checkpoint();
     if (!base) return;
-    const char *dir = fresh_dir("early_exits");
+    char dir[256];
+    fresh_dir("early_exits", dir);
     // a non-finite loss (exit 3)
     TestRun r = TRAIN(SMALL_MODEL, "--data", corpus(), "--lr", "10", "--min-lr", "10", "--weight-decay", "10",
                       "--warmup", "0", "--steps", "1000", "--eval-every", "1000", "--out", dir);
