@@ -89,16 +89,16 @@ uninstall:
 # ---- sanitizers: reports go to files in build-sanitize/reports/, which are counted
 SAN := build-sanitize
 SAN_FLAGS := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
-SAN_ENV := CHARGPT_BIN=$(SAN) \
+SAN_ENV := CHARGPT_BIN=$(SAN)/bin \
 	ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:log_path=$(CURDIR)/$(SAN)/reports/asan \
 	UBSAN_OPTIONS=abort_on_error=1:print_stacktrace=1:log_path=$(CURDIR)/$(SAN)/reports/ubsan
 
 sanitize:
-	@mkdir -p $(SAN)
-	ln -sfn ../data $(SAN)/data  # where the programs look for the shipped corpus, beside themselves
-	$(MAKE) BUILD=$(SAN) BIN=$(SAN) TEST_RUNNER=$(SAN)/run_tests LDFLAGS="$(SAN_FLAGS)" \
+	@mkdir -p $(SAN)/bin
+	ln -sfn ../../data $(SAN)/bin/data  # the programs look for the shipped corpus in data/ beside them
+	$(MAKE) BUILD=$(SAN) BIN=$(SAN)/bin TEST_RUNNER=$(SAN)/run_tests LDFLAGS="$(SAN_FLAGS)" \
 		CFLAGS="-O1 -g -fno-omit-frame-pointer $(MARCH) -Wall -Wextra -Wno-unused-parameter \
-		$(NO_FORMAT_TRUNCATION) $(SAN_FLAGS)" $(SAN)/train $(SAN)/generate $(SAN)/run_tests
+		$(NO_FORMAT_TRUNCATION) $(SAN_FLAGS)" $(SAN)/bin/train $(SAN)/bin/generate $(SAN)/run_tests
 	rm -rf $(SAN)/reports
 	mkdir -p $(SAN)/reports
 	$(SAN_ENV) ./$(SAN)/run_tests; status=$$?; \
