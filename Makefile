@@ -115,6 +115,7 @@ FUZZ_TARGETS := checkpoint safetensors json corpus prompt
 FUZZ_CFLAGS := -O1 -g $(MARCH) -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -MMD -MP -Wno-pass-failed \
 	-fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o)
+.SECONDARY: $(FUZZ_LIB_OBJ)  # kept between runs, though only the pattern rule below names them
 
 $(FUZZ)/%.o: %.c
 	@mkdir -p $(dir $@)
