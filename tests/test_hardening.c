@@ -149,15 +149,17 @@ static pid_t dead_pid(void) {
 // row 1: a checkpoint that claims more than it holds
 
 // Writes a checkpoint of exactly 232 bytes with a valid CRC (format chargpt-1 or -2) whose
-// metadata claims 1024 layers of n_embd 65536 and a block of 65536, and that holds no tensor.
-static int write_claiming_checkpoint(const char *path, int v1) {
+// metadata claims 1024 layers of the given width, and that holds no tensor.
+static int write_claiming_checkpoint(const char *path, int v1, const char *n_embd, const char *n_head,
+                                     const char *head_size, const char *block_size) {
     char note[64];
     for (int pad = 0; pad < 40; pad++) {
         snprintf(note, sizeof(note), "%.*s", pad, "........................................");
         StMeta meta[] = {
             {"format", v1 ? CHECKPOINT_FORMAT_V1 : CHECKPOINT_FORMAT}, {"vocab", "[10]"}, {"vocab_size", "1"},
-            {"block_size", "65536"}, {"n_layer", "1024"}, {"n_head", "1024"}, {"n_embd", "65536"},
-            {"head_size", "64"}, {"qkv_bias", "1"}, {"dropout", "0"}, {"n", note},
+            {"block_size", (char *)block_size}, {"n_layer", "1024"}, {"n_head", (char *)n_head},
+            {"n_embd", (char *)n_embd}, {"head_size", (char *)head_size}, {"qkv_bias", "1"}, {"dropout", "0"},
+            {"n", note},
             {"crc32", "00000000"},  // chargpt-1: the CRC-32 of an empty data section
         };
         char err[ERR_LEN];
@@ -174,10 +176,17 @@ static int write_claiming_checkpoint(const char *path, int v1) {
 TEST(hardening_01_checkpoint_claiming_more_than_it_holds) {
     char dir[256];
     fresh_dir("claims", dir);
-    for (int v1 = 0; v1 < 2; v1++) {
+    // n_embd 65536 (beyond any memory), and n_embd 256 (6.3 GB of parameters and gradients,
+    // which the previous version allocated and zero-filled before looking for a tensor)
+    static const struct { const char *n_embd, *n_head, *head_size, *block_size; } claims[2] = {
+        {"65536", "1024", "64", "65536"}, {"256", "8", "32", "1024"}};
+    for (int i = 0; i < 4; i++) {
+        int v1 = i % 2;
         char path[256], err[ERR_LEN];
-        snprintf(path, sizeof(path), WORK_DIR "/claims/claims_v%d.safetensors", v1 ? 1 : 2);
-        if (write_claiming_checkpoint(path, v1) != 0) return;
+        snprintf(path, sizeof(path), "%s/claims_n_embd_%s_v%d.safetensors", dir, claims[i / 2].n_embd, v1 ? 1 : 2);
+        if (write_claiming_checkpoint(path, v1, claims[i / 2].n_embd, claims[i / 2].n_head, claims[i / 2].head_size,
+                                      claims[i / 2].block_size) != 0)
+            return;
         Checkpoint ck;
         CHECK(checkpoint_open(path, &ck, err) == -1 && strstr(err, "no tensor transformer.wte.weight"),
               "checkpoint_open of %s: '%s'", path, err);
@@ -194,7 +203,7 @@ TEST(hardening_01_checkpoint_claiming_more_than_it_holds) {
         }
         test_run_free(&r);
         test_run_free(&missing);
-        r = TRAIN("--resume", path, "--out", WORK_DIR "/claims");
+        r = TRAIN("--resume", path, "--out", dir);
         if (test_exit_status(&r, 1, "--resume")) test_output_has(&r, "no tensor transformer.wte.weight", "--resume");
         test_run_free(&r);
     }
