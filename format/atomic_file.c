@@ -54,21 +54,29 @@ int atomic_file_open(AtomicFile *f, const char *path, char err[ERR_LEN]) {
     return 0;
 }
 
-// Removes the temporary file and frees its slot.
-static void remove_temp(AtomicFile *f) {
-    unlink(f->tmp_path);
+static void release_slot(AtomicFile *f) {
     if (f->slot >= 0) open_used[f->slot] = 0;
     f->slot = -1;
+}
+
+static void remove_temp(AtomicFile *f) {
+    unlink(f->tmp_path);
+    release_slot(f);
+}
+
+// Writes the directory holding path into dir; returns path's last component.
+static const char *split_path(const char *path, char dir[4096]) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) strcpy(dir, ".");
+    else if (slash == path) strcpy(dir, "/");
+    else snprintf(dir, 4096, "%.*s", (int)(slash - path), path);
+    return slash ? slash + 1 : path;
 }
 
 // fsync the directory holding `path` so the rename itself is durable
 static void fsync_parent_dir(const char *path) {
     char dir[4096];
-    strcpy(dir, path);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir) dir[1] = '\0';
-    else if (slash) *slash = '\0';
-    else strcpy(dir, ".");
+    split_path(path, dir);
     int fd = open(dir, O_RDONLY | O_DIRECTORY);
     if (fd >= 0) {
         fsync(fd);
@@ -95,8 +103,7 @@ int atomic_file_commit(AtomicFile *f, char err[ERR_LEN]) {
         remove_temp(f);
         return -1;
     }
-    open_used[f->slot] = 0;
-    f->slot = -1;
+    release_slot(f);
     fsync_parent_dir(f->path);
     return 0;
 }
@@ -133,16 +140,7 @@ static int is_open_here(const char *tmp_path) {
 
 int atomic_file_remove_stale(const char *path, char err[ERR_LEN]) {
     char dir[4096], prefix[4200], tmp_path[8192];
-    snprintf(dir, sizeof(dir), "%s", path);
-    char *slash = strrchr(dir, '/');
-    const char *base = path;
-    if (!slash) {
-        strcpy(dir, ".");
-    } else {
-        base = path + (slash - dir) + 1;
-        if (slash == dir) dir[1] = '\0';
-        else *slash = '\0';
-    }
+    const char *base = split_path(path, dir);
     snprintf(prefix, sizeof(prefix), "%s.tmp.", base);
     size_t prefix_len = strlen(prefix);
     DIR *d = opendir(dir);
