@@ -4,6 +4,12 @@
 # MARCH picks the instruction set: the default uses every extension of this machine; e.g.
 # `make MARCH=-march=x86-64-v3` builds the AVX2 path and `make MARCH=-march=x86-64` the
 # portable one (use `make clean` when changing it).
+#
+# `make sanitize` builds everything with AddressSanitizer (and LeakSanitizer) and
+# UndefinedBehaviorSanitizer into build-sanitize/ and runs the whole test suite there; the
+# first report stops the program that made it, and any report fails the target.
+# `make fuzz FUZZ_SECONDS=N` builds the libFuzzer targets of tests/fuzz/ with clang into
+# build-fuzz/ and runs each for N seconds.
 CC ?= cc
 MARCH ?= -march=native
 PREFIX ?= /usr/local
@@ -14,34 +20,40 @@ NO_FORMAT_TRUNCATION := $(shell $(CC) -Werror -Wformat-truncation -fsyntax-only 
 CFLAGS ?= -O3 $(MARCH) -Wall -Wextra -Wno-unused-parameter $(NO_FORMAT_TRUNCATION)
 # -fno-math-errno: sqrtf need not set errno (nothing reads it), so loops that call it can be
 # vectorised as their `omp simd` asks; the values computed are the same.
-CFLAGS += -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -MMD -MP
+override CFLAGS += -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -MMD -MP
+LDFLAGS ?=
 LDLIBS = -fopenmp -lz -lm
+# where objects go and where the programs are made (`make sanitize` sets these)
+BUILD ?= build
+BIN ?= .
+TEST_RUNNER ?= tests/run_tests
 
-LIB_SRC := $(wildcard model/*.c) $(wildcard format/*.c) $(wildcard generation/*.c) $(wildcard data/*.c) $(wildcard viewer/*.c)
-TEST_SRC := $(wildcard tests/*.c)
-LIB_OBJ := $(LIB_SRC:%.c=build/%.o)
-TEST_OBJ := $(TEST_SRC:%.c=build/%.o)
+LIB_SRC := $(wildcard model/*.c) $(wildcard format/*.c) $(wildcard generation/*.c) $(wildcard data/*.c) \
+           $(wildcard viewer/*.c) $(wildcard training/*.c)
+TEST_SRC := $(wildcard tests/*.c) $(wildcard tests/fuzz/fuzz_*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC := $(wildcard scripts/*.c)
 PROGRAMS := train generate
 MAN_PAGES := $(PROGRAMS:%=build/man/chargpt-%.1)
 
-.PHONY: all test bench clean install uninstall
+.PHONY: all test bench clean install uninstall sanitize fuzz
 
 all: $(PROGRAMS) $(MAN_PAGES)
 
-build/%.o: %.c
+$(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-build/libchargpt.a: $(LIB_OBJ)
+$(BUILD)/libchargpt.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-train: build/train.o build/libchargpt.a
-	$(CC) $^ -o $@ $(LDLIBS)
+$(BIN)/train: $(BUILD)/train.o $(BUILD)/libchargpt.a
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-generate: build/generate.o build/libchargpt.a
-	$(CC) $^ -o $@ $(LDLIBS)
+$(BIN)/generate: $(BUILD)/generate.o $(BUILD)/libchargpt.a
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 # man pages from each program's --help, under its installed name
 build/man/chargpt-%.1: % scripts/make_man.sh
@@ -49,11 +61,11 @@ build/man/chargpt-%.1: % scripts/make_man.sh
 	scripts/make_man.sh chargpt-$* ./$* $(filter-out chargpt-$*,$(PROGRAMS:%=chargpt-%)) > $@.tmp
 	mv $@.tmp $@
 
-tests/run_tests: $(TEST_OBJ) build/libchargpt.a
-	$(CC) $^ -o $@ $(LDLIBS)
+$(TEST_RUNNER): $(TEST_OBJ) $(BUILD)/libchargpt.a
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-test: all tests/run_tests
-	./tests/run_tests
+test: all $(TEST_RUNNER)
+	./$(TEST_RUNNER)
 
 bench: all scripts/bench
 	./scripts/bench.sh
@@ -74,7 +86,57 @@ uninstall:
 	      $(MAN_PAGES:build/man/%=$(DESTDIR)$(PREFIX)/share/man/man1/%)
 	if [ -d $(DESTDIR)$(PREFIX)/share/chargpt ]; then rmdir $(DESTDIR)$(PREFIX)/share/chargpt; fi
 
-clean:
-	rm -rf build train generate tests/run_tests scripts/bench
+# ---- sanitizers: reports go to files in build-sanitize/reports/, which are counted
+SAN := build-sanitize
+SAN_FLAGS := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
+SAN_ENV := CHARGPT_BIN=$(SAN)/bin \
+	ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:log_path=$(CURDIR)/$(SAN)/reports/asan \
+	UBSAN_OPTIONS=abort_on_error=1:print_stacktrace=1:log_path=$(CURDIR)/$(SAN)/reports/ubsan
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) build/train.d build/generate.d build/scripts/bench.d
+sanitize:
+	@mkdir -p $(SAN)/bin
+	ln -sfn ../../data $(SAN)/bin/data  # the programs look for the shipped corpus in data/ beside them
+	$(MAKE) BUILD=$(SAN) BIN=$(SAN)/bin TEST_RUNNER=$(SAN)/run_tests LDFLAGS="$(SAN_FLAGS)" \
+		CFLAGS="-O1 -g -fno-omit-frame-pointer $(MARCH) -Wall -Wextra -Wno-unused-parameter \
+		$(NO_FORMAT_TRUNCATION) $(SAN_FLAGS)" $(SAN)/bin/train $(SAN)/bin/generate $(SAN)/run_tests
+	rm -rf $(SAN)/reports
+	mkdir -p $(SAN)/reports
+	$(SAN_ENV) ./$(SAN)/run_tests; status=$$?; \
+	reports=$$(ls $(SAN)/reports | wc -l); \
+	for f in $(SAN)/reports/*; do [ -f "$$f" ] && cat "$$f"; done; \
+	echo "sanitizer reports: $$reports"; \
+	[ $$status -eq 0 ] && [ $$reports -eq 0 ]
+
+# ---- fuzzing: tests/fuzz/fuzz_<name>.c defines fuzz_<name>(data, size)
+FUZZ := build-fuzz
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := checkpoint safetensors json corpus prompt
+FUZZ_CFLAGS := -O1 -g $(MARCH) -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -MMD -MP -Wno-pass-failed \
+	-fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o)
+.SECONDARY: $(FUZZ_LIB_OBJ)  # kept between runs, though only the pattern rule below names them
+
+$(FUZZ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/libfuzzer_main.c $(FUZZ_LIB_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -DFUZZ_TARGET=fuzz_$* $(filter %.c %.o,$^) -o $@ -lz -lm
+
+fuzz: $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%)
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ)/corpus/$$t $(FUZZ)/crashes; \
+		echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
+		./$(FUZZ)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-dict=tests/fuzz/$$t.dict -artifact_prefix=$(FUZZ)/crashes/$$t- \
+			$(FUZZ)/corpus/$$t tests/fuzz/seeds/$$t 2> $(FUZZ)/fuzz_$$t.log \
+			|| { tail -n 60 $(FUZZ)/fuzz_$$t.log; echo "fuzz_$$t found a crash: see $(FUZZ)/crashes/"; exit 1; }; \
+		grep -E "stat::number_of_executed_units|stat::peak_rss_mb" $(FUZZ)/fuzz_$$t.log; \
+	done
+
+clean:
+	rm -rf build $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/train.d $(BUILD)/generate.d build/scripts/bench.d \
+	$(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%.d)

@@ -1,10 +1,12 @@
 #include "corpus.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -179,11 +181,33 @@ void text_cleanup_describe(const TextCleanup *cleanup, char *buf, size_t size) {
 
 int corpus_load(const char *path, int keep_cr, Corpus *corpus, char err[ERR_LEN]) {
     memset(corpus, 0, sizeof(*corpus));
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
+    // O_NONBLOCK: opening a FIFO must not wait for a writer before it is refused
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
         snprintf(err, ERR_LEN, "cannot open corpus %s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
         return -1;
     }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, ERR_LEN, "%s: not a regular file (the corpus must be a file, not a directory, FIFO or device)",
+                 path);
+        close(fd);
+        return -1;
+    }
+    FILE *fp = fdopen(fd, "rb");
+    if (!fp) {
+        snprintf(err, ERR_LEN, "cannot open corpus %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    int status = corpus_read(fp, path, keep_cr, corpus, err);
+    fclose(fp);
+    return status;
+}
+
+int corpus_read(FILE *fp, const char *path, int keep_cr, Corpus *corpus, char err[ERR_LEN]) {
+    memset(corpus, 0, sizeof(*corpus));
     int status = -1;
     ByteBuf raw = {0};
     uint32_t *text = NULL;
@@ -234,7 +258,6 @@ done:
     free(text);
     free(raw.data);
     free(chunk);
-    fclose(fp);
     return status;
 }
 

@@ -4,6 +4,7 @@
 #define CHARGPT_CORPUS_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "../model/gpt.h"
@@ -27,8 +28,11 @@ typedef struct {
 // '\r' a character the model learns and prints); corpus->cleanup counts both. Fails, with err
 // naming the file, when the file cannot be read, the gzip stream is truncated or corrupt, the
 // text is not valid UTF-8 (err gives the byte offset in the decompressed text) or it holds no
-// characters. On failure nothing is returned: corpus is left empty.
+// characters. On failure nothing is returned: corpus is left empty. The path must name a
+// regular file: a FIFO, device or directory is refused at once.
 int corpus_load(const char *path, int keep_cr, Corpus *corpus, char err[ERR_LEN]);
+// The same from an open stream, read to its end; path is used in messages.
+int corpus_read(FILE *fp, const char *path, int keep_cr, Corpus *corpus, char err[ERR_LEN]);
 void corpus_free(Corpus *corpus);
 
 // Finds the corpus shipped with chargpt (tinyshakespeare.txt.gz) relative to the running

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "../data/batch.h"
@@ -236,8 +237,34 @@ TEST(data_corpus_utf8_code_points_and_sorted_vocab) {
 
 TEST(data_corpus_missing_file) {
     check_load_fails(TMP_DIR "/data_no_such_file.txt", strerror(ENOENT));
+}
+
+// A directory, a FIFO with no writer (opening it for reading would wait forever) and a
+// device are refused at once, before anything is read.
+TEST(data_corpus_special_files_refused) {
     make_tmp_dir();
-    check_load_fails(TMP_DIR, strerror(EISDIR));
+    check_load_fails(TMP_DIR, "not a regular file");
+    const char *fifo = TMP_DIR "/data_fifo";
+    unlink(fifo);
+    if (CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s: %s", fifo, strerror(errno))) {
+        check_load_fails(fifo, "not a regular file");
+        unlink(fifo);
+    }
+    check_load_fails("/dev/zero", "not a regular file");
+}
+
+// corpus_read takes any stream: the fuzz target feeds it bytes from memory.
+TEST(data_corpus_read_from_stream) {
+    static const char text[] = "caf\xc3\xa9 \xe2\x98\x83\n";
+    FILE *fp = fmemopen((void *)text, sizeof(text) - 1, "rb");
+    if (!CHECK(fp != NULL, "fmemopen: %s", strerror(errno))) return;
+    Corpus c;
+    char err[ERR_LEN];
+    if (CHECK(corpus_read(fp, "memory", 0, &c, err) == 0, "%s", err)) {
+        CHECK(c.len == 7 && c.text[3] == 0xE9 && c.text[5] == 0x2603, "read %zu code points", c.len);
+        corpus_free(&c);
+    }
+    fclose(fp);
 }
 
 TEST(data_corpus_truncated_gzip) {

@@ -21,7 +21,7 @@
 #include "test.h"
 
 #define TMP_DIR "tests/tmp"
-#define GENERATE "./generate"
+#define GENERATE test_program("generate")
 #define CKPT TMP_DIR "/gen_model.safetensors"
 #define OUT_PATH TMP_DIR "/gen_stdout.txt"
 #define ERR_PATH TMP_DIR "/gen_stderr.txt"
@@ -66,7 +66,7 @@ static int token_of(uint32_t cp) {
 // settle on one repeated character).
 static int build_test_model(GPT *model, const GPTConfig *config, uint64_t seed) {
     char err[ERR_LEN];
-    if (!CHECK(gpt_build(model, config, err) == 0, "gpt_build: %s", err)) return -1;
+    if (!CHECK(gpt_build(model, config, 0, err) == 0, "gpt_build: %s", err)) return -1;
     gpt_init_weights(model, seed);
     Rng rng;
     rng_seed(&rng, seed ^ 0x5EEDull);
@@ -612,7 +612,7 @@ static int load_test_model(GPT *model) {
     Checkpoint ck;
     char err[ERR_LEN];
     if (!CHECK(checkpoint_open(CKPT, &ck, err) == 0, "checkpoint_open: %s", err)) return -1;
-    int rc = checkpoint_load_model(&ck, model, err);
+    int rc = checkpoint_load_model(&ck, model, 0, err);
     checkpoint_close(&ck);
     if (!CHECK(rc == 0, "checkpoint_load_model: %s", err)) return -1;
     if (!CHECK(gpt_alloc_activations(model, 1, err) == 0, "gpt_alloc_activations: %s", err)) {
