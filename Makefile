@@ -1,44 +1,71 @@
-# chargpt: `make` builds ./train and ./generate, `make test` builds and runs the tests,
-# `make bench` measures speed. MARCH picks the instruction set: the default uses every
-# extension of this machine; e.g. `make MARCH=-march=x86-64-v3` builds the AVX2 path and
-# `make MARCH=-march=x86-64` the portable one (use `make clean` when changing it).
+# chargpt: `make` builds ./train and ./generate (and their man pages), `make test` builds and
+# runs the tests, `make bench` measures speed, `make install` installs the programs as
+# chargpt-train and chargpt-generate under PREFIX (default /usr/local; DESTDIR is honoured).
+# MARCH picks the instruction set: the default uses every extension of this machine; e.g.
+# `make MARCH=-march=x86-64-v3` builds the AVX2 path and `make MARCH=-march=x86-64` the
+# portable one (use `make clean` when changing it).
+#
+# `make sanitize` builds everything with AddressSanitizer (and LeakSanitizer) and
+# UndefinedBehaviorSanitizer into build-sanitize/ and runs the whole test suite there; the
+# first report stops the program that made it, and any report fails the target.
+# `make fuzz FUZZ_SECONDS=N` builds the libFuzzer targets of tests/fuzz/ with clang into
+# build-fuzz/ and runs each for N seconds.
 CC ?= cc
 MARCH ?= -march=native
-CFLAGS ?= -O3 $(MARCH) -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation
-# -fno-math-errno: nothing reads errno after a math function, and without it sqrtf cannot
-# be vectorised (it would have to be able to set errno)
-CFLAGS += -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -MMD -MP
+PREFIX ?= /usr/local
+# gcc's -Wformat-truncation flags every snprintf into a fixed buffer; clang has no such option
+# and warns about it, so it is turned off only where the compiler knows it.
+NO_FORMAT_TRUNCATION := $(shell $(CC) -Werror -Wformat-truncation -fsyntax-only -x c /dev/null \
+                          2>/dev/null && echo -Wno-format-truncation)
+CFLAGS ?= -O3 $(MARCH) -Wall -Wextra -Wno-unused-parameter $(NO_FORMAT_TRUNCATION)
+# -fno-math-errno: sqrtf need not set errno (nothing reads it), so loops that call it can be
+# vectorised as their `omp simd` asks; the values computed are the same.
+override CFLAGS += -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -MMD -MP
+LDFLAGS ?=
 LDLIBS = -fopenmp -lz -lm
+# where objects go and where the programs are made (`make sanitize` sets these)
+BUILD ?= build
+BIN ?= .
+TEST_RUNNER ?= tests/run_tests
 
-LIB_SRC := $(wildcard model/*.c) $(wildcard format/*.c) $(wildcard generation/*.c) $(wildcard data/*.c) $(wildcard viewer/*.c)
-TEST_SRC := $(wildcard tests/*.c)
-LIB_OBJ := $(LIB_SRC:%.c=build/%.o)
-TEST_OBJ := $(TEST_SRC:%.c=build/%.o)
+LIB_SRC := $(wildcard model/*.c) $(wildcard format/*.c) $(wildcard generation/*.c) $(wildcard data/*.c) \
+           $(wildcard viewer/*.c) $(wildcard training/*.c)
+TEST_SRC := $(wildcard tests/*.c) $(wildcard tests/fuzz/fuzz_*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC := $(wildcard scripts/*.c)
+PROGRAMS := train generate
+MAN_PAGES := $(PROGRAMS:%=build/man/chargpt-%.1)
 
-.PHONY: all test bench clean
+.PHONY: all test bench clean install uninstall sanitize fuzz
 
-all: train generate
+all: $(PROGRAMS) $(MAN_PAGES)
 
-build/%.o: %.c
+$(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-build/libchargpt.a: $(LIB_OBJ)
+$(BUILD)/libchargpt.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-train: build/train.o build/libchargpt.a
-	$(CC) $^ -o $@ $(LDLIBS)
+$(BIN)/train: $(BUILD)/train.o $(BUILD)/libchargpt.a
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-generate: build/generate.o build/libchargpt.a
-	$(CC) $^ -o $@ $(LDLIBS)
+$(BIN)/generate: $(BUILD)/generate.o $(BUILD)/libchargpt.a
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-tests/run_tests: $(TEST_OBJ) build/libchargpt.a
-	$(CC) $^ -o $@ $(LDLIBS)
+# man pages from each program's --help, under its installed name
+build/man/chargpt-%.1: % scripts/make_man.sh
+	@mkdir -p $(dir $@)
+	scripts/make_man.sh chargpt-$* ./$* $(filter-out chargpt-$*,$(PROGRAMS:%=chargpt-%)) > $@.tmp
+	mv $@.tmp $@
 
-test: all tests/run_tests
-	./tests/run_tests
+$(TEST_RUNNER): $(TEST_OBJ) $(BUILD)/libchargpt.a
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+test: all $(TEST_RUNNER)
+	./$(TEST_RUNNER)
 
 bench: all scripts/bench
 	./scripts/bench.sh
@@ -46,7 +73,70 @@ bench: all scripts/bench
 scripts/bench: build/scripts/bench.o build/libchargpt.a
 	$(CC) $^ -o $@ $(LDLIBS)
 
-clean:
-	rm -rf build train generate tests/run_tests scripts/bench
+# The programs find the corpus in ../share/chargpt/ relative to themselves, so installing
+# under another PREFIX needs no rebuild.
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/chargpt $(DESTDIR)$(PREFIX)/share/man/man1
+	for p in $(PROGRAMS); do install -m 755 $$p $(DESTDIR)$(PREFIX)/bin/chargpt-$$p || exit 1; done
+	install -m 644 data/tinyshakespeare.txt.gz $(DESTDIR)$(PREFIX)/share/chargpt/
+	install -m 644 $(MAN_PAGES) $(DESTDIR)$(PREFIX)/share/man/man1/
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) build/train.d build/generate.d build/scripts/bench.d
+uninstall:
+	rm -f $(PROGRAMS:%=$(DESTDIR)$(PREFIX)/bin/chargpt-%) $(DESTDIR)$(PREFIX)/share/chargpt/tinyshakespeare.txt.gz \
+	      $(MAN_PAGES:build/man/%=$(DESTDIR)$(PREFIX)/share/man/man1/%)
+	if [ -d $(DESTDIR)$(PREFIX)/share/chargpt ]; then rmdir $(DESTDIR)$(PREFIX)/share/chargpt; fi
+
+# ---- sanitizers: reports go to files in build-sanitize/reports/, which are counted
+SAN := build-sanitize
+SAN_FLAGS := -fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=all
+SAN_ENV := CHARGPT_BIN=$(SAN)/bin \
+	ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:log_path=$(CURDIR)/$(SAN)/reports/asan \
+	UBSAN_OPTIONS=abort_on_error=1:print_stacktrace=1:log_path=$(CURDIR)/$(SAN)/reports/ubsan
+
+sanitize:
+	@mkdir -p $(SAN)/bin
+	ln -sfn ../../data $(SAN)/bin/data  # the programs look for the shipped corpus in data/ beside them
+	$(MAKE) BUILD=$(SAN) BIN=$(SAN)/bin TEST_RUNNER=$(SAN)/run_tests LDFLAGS="$(SAN_FLAGS)" \
+		CFLAGS="-O1 -g -fno-omit-frame-pointer $(MARCH) -Wall -Wextra -Wno-unused-parameter \
+		$(NO_FORMAT_TRUNCATION) $(SAN_FLAGS)" $(SAN)/bin/train $(SAN)/bin/generate $(SAN)/run_tests
+	rm -rf $(SAN)/reports
+	mkdir -p $(SAN)/reports
+	$(SAN_ENV) ./$(SAN)/run_tests; status=$$?; \
+	reports=$$(ls $(SAN)/reports | wc -l); \
+	for f in $(SAN)/reports/*; do [ -f "$$f" ] && cat "$$f"; done; \
+	echo "sanitizer reports: $$reports"; \
+	[ $$status -eq 0 ] && [ $$reports -eq 0 ]
+
+# ---- fuzzing: tests/fuzz/fuzz_<name>.c defines fuzz_<name>(data, size)
+FUZZ := build-fuzz
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := checkpoint safetensors json corpus prompt
+FUZZ_CFLAGS := -O1 -g $(MARCH) -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -MMD -MP -Wno-pass-failed \
+	-fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o)
+.SECONDARY: $(FUZZ_LIB_OBJ)  # kept between runs, though only the pattern rule below names them
+
+$(FUZZ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/libfuzzer_main.c $(FUZZ_LIB_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -DFUZZ_TARGET=fuzz_$* $(filter %.c %.o,$^) -o $@ -lz -lm
+
+fuzz: $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%)
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ)/corpus/$$t $(FUZZ)/crashes; \
+		echo "fuzz_$$t: $(FUZZ_SECONDS) s"; \
+		./$(FUZZ)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-dict=tests/fuzz/$$t.dict -artifact_prefix=$(FUZZ)/crashes/$$t- \
+			$(FUZZ)/corpus/$$t tests/fuzz/seeds/$$t 2> $(FUZZ)/fuzz_$$t.log \
+			|| { tail -n 60 $(FUZZ)/fuzz_$$t.log; echo "fuzz_$$t found a crash: see $(FUZZ)/crashes/"; exit 1; }; \
+		grep -E "stat::number_of_executed_units|stat::peak_rss_mb" $(FUZZ)/fuzz_$$t.log; \
+	done
+
+clean:
+	rm -rf build $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/train.d $(BUILD)/generate.d build/scripts/bench.d \
+	$(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%.d)

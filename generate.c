@@ -1,28 +1,38 @@
 // ./generate: samples text from a checkpoint written by ./train, streaming it to stdout, and
 // optionally records the attention weights of every layer and head for a viewer.
-// Exit status: 0 done, 1 bad checkpoint or I/O, 2 bad usage or prompt.
+// Exit status: 0 done, 1 bad checkpoint or I/O, 2 bad usage or prompt, or a checkpoint too
+// large for the memory.
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "data/utf8.h"
 #include "data/vocab.h"
+#include "format/atomic_file.h"
 #include "format/checkpoint.h"
 #include "model/gpt.h"
 #include "generation/inference.h"
+#include "generation/prompt.h"
 #include "generation/sampler.h"
 #include "viewer/attention_export.h"
 
 #define EXIT_DATA 1
 #define EXIT_USAGE 2
+#define THREADS_PER_CORE 4           // --threads may ask for at most this many per core
+#define PROMPT_MAX_BYTES (1 << 20)   // a longer prompt file is refused
+#define MIB (1024.0 * 1024.0)
 
 typedef struct {
     const char *checkpoint;
@@ -35,16 +45,17 @@ typedef struct {
     int threads;
     int use_cache;
     int skip_unknown;
+    double max_memory;        // bytes generation may plan to use; 0: the machine's available memory
 } Options;
 
 static const Options default_options = {
-    .max_new = 500, .sampler = {0.8f, 0, 1.0f}, .seed = 1337, .threads = 0, .use_cache = 1,
+    .max_new = 500, .sampler = {0.8f, 0, 1.0f}, .seed = 1337, .threads = 0, .use_cache = 1, .max_memory = 0.0,
 };
 
 static void usage(FILE *f) {
     const Options *d = &default_options;
     fprintf(f,
-            "usage: ./generate CKPT [PROMPT] [options]\n"
+            "usage: %s CKPT [PROMPT] [options]\n"
             "Streams text sampled from a checkpoint written by ./train.\n\n"
             "  -n, --max-new N        characters to generate; 0 only reads the prompt (default %ld)\n"
             "  -t, --temperature F    sampling temperature; 0 = greedy argmax (default %g)\n"
@@ -57,18 +68,23 @@ static void usage(FILE *f) {
             "      --attention FILE   record the attention weights of every layer and head over the\n"
             "                         processed text (its last block_size characters): .json, .csv,\n"
             "                         .png or .html (an interactive viewer)\n"
-            "      --threads N        OpenMP threads; 0 = all cores (default %d)\n"
+            "      --threads N        OpenMP threads; 0 = all cores; at most %d per core (default %d)\n"
+            "      --max-memory MIB   refuse a checkpoint whose generation needs more memory than MIB\n"
+            "                         mebibytes (default: the memory available now, MemAvailable in\n"
+            "                         /proc/meminfo)\n"
             "  -h, --help             show this help\n"
             "An empty prompt starts from a newline (if the vocabulary has one). Once the text fills\n"
-            "block_size characters, the window moves on by half a block and is prefilled again.\n",
-            d->max_new, d->sampler.temperature, d->sampler.top_k, d->sampler.top_p, d->seed, d->threads);
+            "block_size characters, the window moves on by half a block and is prefilled again.\n"
+            "A prompt file may hold at most %d bytes.\n",
+            program_invocation_name, d->max_new, d->sampler.temperature, d->sampler.top_k, d->sampler.top_p, d->seed,
+            THREADS_PER_CORE, d->threads, PROMPT_MAX_BYTES);
 }
 
 static void die(int status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fflush(stdout);
-    fputs("generate: ", stderr);
+    fprintf(stderr, "%s: ", program_invocation_short_name);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
@@ -93,7 +109,7 @@ static long parse_whole(const char *flag, const char *s, long min, long max) {
     return v;
 }
 
-enum { OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN };
+enum { OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY };
 
 static void parse_options(int argc, char **argv, Options *o) {
     static const struct option long_options[] = {
@@ -102,7 +118,8 @@ static void parse_options(int argc, char **argv, Options *o) {
         {"seed", required_argument, 0, 's'},        {"prompt-file", required_argument, 0, 'f'},
         {"no-cache", no_argument, 0, OPT_NO_CACHE}, {"attention", required_argument, 0, OPT_ATTENTION},
         {"threads", required_argument, 0, OPT_THREADS}, {"skip-unknown", no_argument, 0, OPT_SKIP_UNKNOWN},
-        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0},
+        {"max-memory", required_argument, 0, OPT_MAX_MEMORY}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     *o = default_options;
     opterr = 0;
@@ -123,8 +140,11 @@ static void parse_options(int argc, char **argv, Options *o) {
             case 'f': o->prompt_file = optarg; break;
             case OPT_NO_CACHE: o->use_cache = 0; break;
             case OPT_ATTENTION: o->attention = optarg; break;
-            case OPT_THREADS: o->threads = (int)parse_whole("--threads", optarg, 0, 4096); break;
+            case OPT_THREADS:
+                o->threads = (int)parse_whole("--threads", optarg, 0, THREADS_PER_CORE * (long)omp_get_num_procs());
+                break;
             case OPT_SKIP_UNKNOWN: o->skip_unknown = 1; break;
+            case OPT_MAX_MEMORY: o->max_memory = parse_number("--max-memory", optarg, 1.0, 1e12) * MIB; break;
             case 'h': usage(stdout); exit(0);
             case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", flag); break;
             default:
@@ -132,7 +152,8 @@ static void parse_options(int argc, char **argv, Options *o) {
                 die(EXIT_USAGE, "unknown option '%s' (see --help)", flag);
         }
     }
-    if (optind >= argc) die(EXIT_USAGE, "no checkpoint given (usage: ./generate CKPT [PROMPT]; see --help)");
+    if (optind >= argc)
+        die(EXIT_USAGE, "no checkpoint given (usage: %s CKPT [PROMPT]; see --help)", program_invocation_name);
     o->checkpoint = argv[optind++];
     if (optind < argc) o->prompt = argv[optind++];
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (quote a prompt with spaces)", argv[optind]);
@@ -141,20 +162,33 @@ static void parse_options(int argc, char **argv, Options *o) {
     if (o->attention && attention_check_path(o->attention, err) != 0) die(EXIT_USAGE, "%s", err);
 }
 
-// Reads the whole prompt file (or stdin) into a NUL-terminated buffer; *len its size.
+// Reads the whole prompt file (or stdin for "-"), at most PROMPT_MAX_BYTES, into a
+// NUL-terminated buffer; *len its size. Anything but a regular file or stdin is refused.
 static char *read_prompt_file(const char *path, size_t *len) {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) die(EXIT_DATA, "cannot open prompt file %s: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    size_t got;
-    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-        n += got;
-        if (n + 1 == cap) buf = realloc(buf, cap *= 2);
+    FILE *f = stdin;
+    if (strcmp(path, "-") != 0) {
+        int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a FIFO must not block the open
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0) die(EXIT_DATA, "cannot open prompt file %s: %s", path, strerror(errno));
+        if (!S_ISREG(st.st_mode))
+            die(EXIT_DATA, "prompt file %s is not a regular file (use -f - to read the prompt from stdin)", path);
+        f = fdopen(fd, "rb");
+        if (!f) die(EXIT_DATA, "cannot open prompt file %s: %s", path, strerror(errno));
     }
+    char *buf = malloc(PROMPT_MAX_BYTES + 2);
     if (!buf) die(EXIT_DATA, "out of memory reading %s", path);
-    if (ferror(f)) die(EXIT_DATA, "cannot read prompt file %s: %s", path, strerror(errno));
+    // one byte more than the limit tells a file at the limit from a longer one
+    size_t n = fread(buf, 1, PROMPT_MAX_BYTES + 1, f);
+    int read_failed = ferror(f);
     if (f != stdin) fclose(f);
+    if (read_failed) {
+        free(buf);
+        die(EXIT_DATA, "cannot read prompt file %s: %s", path, strerror(errno));
+    }
+    if (n > PROMPT_MAX_BYTES) {
+        free(buf);
+        die(EXIT_DATA, "prompt file %s is longer than %d bytes, the limit", path, PROMPT_MAX_BYTES);
+    }
     buf[n] = '\0';
     *len = n;
     return buf;
@@ -171,8 +205,67 @@ static double now_seconds(void) {
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
+// What main allocates, freed by an exit handler whichever way the program ends.
+static struct {
+    Checkpoint ck;
+    Vocab vocab;
+    char *prompt_text;
+    Prompt prompt;
+    GPT model;
+    KVCache cache;
+    int *text;
+    float *probs;
+    int *order;
+} run;
+
+static void free_run(void) {
+    atomic_file_remove_open();
+    checkpoint_close(&run.ck);
+    vocab_free(&run.vocab);
+    free(run.prompt_text);
+    prompt_free(&run.prompt);
+    kvcache_free(&run.cache);
+    gpt_free(&run.model);
+    free(run.text);
+    free(run.probs);
+    free(run.order);
+}
+
+// A signal that ends the program removes the temporary file of an attention file being written.
+static void on_fatal_signal(int sig) {
+    atomic_file_remove_open();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void install_signal_handlers(void) {
+    static const int fatal[] = {SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGALRM, SIGTERM, SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++) signal(fatal[i], on_fatal_signal);
+    // a file-size limit makes the write fail with EFBIG, reported, instead of killing the program
+    signal(SIGXFSZ, SIG_IGN);
+}
+
+// Refuses (exit 2) a checkpoint whose generation needs more memory than the limit: the model
+// without gradients, its activations for one sequence, the generation buffers, the text and,
+// with --attention, the copy of the attention weights.
+static void check_memory(const GPTConfig *c, const Options *o, long text_len) {
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, 1, 0, &plan);
+    plan.generation += (double)text_len * sizeof(int);
+    if (o->attention) plan.generation += (double)c->n_layer * c->n_head * c->block_size * c->block_size * sizeof(float);
+    double limit = o->max_memory > 0 ? o->max_memory : gpt_memory_available();
+    if (limit <= 0 || gpt_memory_total(&plan) <= limit) return;
+    char needed[512], limit_text[32];
+    gpt_memory_describe(&plan, needed, sizeof(needed));
+    gpt_format_bytes(limit, limit_text, sizeof(limit_text));
+    die(EXIT_USAGE, "%s: generating %ld characters with this checkpoint (block size %d, %d layers, %d heads) needs "
+        "%s, more than the %s %s", o->checkpoint, o->max_new, c->block_size, c->n_layer, c->n_head, needed,
+        limit_text, o->max_memory > 0 ? "--max-memory" : "available (MemAvailable)");
+}
+
 // Runs the last window of text through the training forward pass and writes the attention
-// weights of every layer and head, (L, H, t, t), in the format the file's extension names.
+// weights of every layer and head, (L, H, t, t), and what the model predicted at each
+// position, in the format the file's extension names.
 static void record_attention(GPT *model, const Vocab *vocab, const int *text, long len, const char *path) {
     const GPTConfig *c = &model->config;
     int t = len < c->block_size ? (int)len : c->block_size;
@@ -182,80 +275,85 @@ static void record_attention(GPT *model, const Vocab *vocab, const int *text, lo
     size_t per_layer = (size_t)c->n_head * t * t;
     float *att = malloc((size_t)c->n_layer * per_layer * sizeof(float));
     uint32_t *chars = malloc((size_t)t * sizeof(uint32_t));
-    if (!att || !chars) die(EXIT_DATA, "out of memory for the attention weights");
-    for (int l = 0; l < c->n_layer; l++)
-        memcpy(att + l * per_layer, gpt_attention_weights(model, l), per_layer * sizeof(float));
-    for (int i = 0; i < t; i++) chars[i] = vocab->chars[window[i]];
+    AttentionPrediction *pred = malloc((size_t)t * sizeof(AttentionPrediction));
     char err[ERR_LEN];
-    int rc = attention_export(path, chars, t, c->n_layer, c->n_head, att, err);
+    int rc = -1;
+    snprintf(err, ERR_LEN, "out of memory for the attention weights");
+    if (att && chars && pred) {
+        for (int l = 0; l < c->n_layer; l++)
+            memcpy(att + l * per_layer, gpt_attention_weights(model, l), per_layer * sizeof(float));
+        for (int i = 0; i < t; i++) chars[i] = vocab->chars[window[i]];
+        attention_predictions(model->acts.logits, window, t, c->vocab_size, vocab->chars, pred);
+        rc = attention_export(path, chars, t, c->n_layer, c->n_head, att, pred, err);
+    }
+    free(att);
+    free(chars);
+    free(pred);
     if (rc == -2) die(EXIT_USAGE, "%s", err);
     if (rc != 0) die(EXIT_DATA, "%s", err);
     fprintf(stderr, "attention of %d layers x %d heads over %d characters written to %s\n", c->n_layer,
             c->n_head, t, path);
-    free(att);
-    free(chars);
 }
 
 int main(int argc, char **argv) {
     Options o;
     parse_options(argc, argv, &o);
+    atexit(free_run);
+    install_signal_handlers();
     if (o.threads > 0) omp_set_num_threads(o.threads);
     char err[ERR_LEN];
 
-    Checkpoint ck;
-    if (checkpoint_open(o.checkpoint, &ck, err) != 0) die(EXIT_DATA, "%s", err);
-    GPT model;
-    if (checkpoint_load_model(&ck, &model, err) != 0) die(EXIT_DATA, "%s", err);
-    Vocab vocab;
-    if (vocab_from_chars(&vocab, ck.vocab, ck.config.vocab_size, err) != 0) die(EXIT_DATA, "%s: %s", o.checkpoint, err);
-    checkpoint_close(&ck);
-    const GPTConfig *c = &model.config;
+    // the checkpoint is checked whole before anything sized by its config is allocated
+    if (checkpoint_open(o.checkpoint, &run.ck, err) != 0) die(EXIT_DATA, "%s", err);
+    const GPTConfig *c = &run.ck.config;
     const int T = c->block_size, V = c->vocab_size;
+    if (vocab_from_chars(&run.vocab, run.ck.vocab, V, err) != 0) die(EXIT_DATA, "%s: %s", o.checkpoint, err);
 
-    // prompt: UTF-8 -> code points -> tokens
+    // prompt: UTF-8 -> tokens
     size_t prompt_bytes = 0;
-    char *prompt = o.prompt_file ? read_prompt_file(o.prompt_file, &prompt_bytes) : strdup(o.prompt ? o.prompt : "");
-    if (!o.prompt_file) prompt_bytes = strlen(prompt);
-    uint32_t *prompt_chars = malloc((prompt_bytes + 1) * sizeof(uint32_t));
-    size_t bad_offset;
-    long prompt_len = utf8_decode((const unsigned char *)prompt, prompt_bytes, prompt_chars, &bad_offset);
-    if (prompt_len < 0) die(EXIT_USAGE, "the prompt is not valid UTF-8 (byte offset %zu)", bad_offset);
-    long capacity = prompt_len + o.max_new + 1;
-    int *text = malloc((size_t)capacity * sizeof(int));
-    uint32_t *kept_chars = malloc((size_t)(prompt_len + 1) * sizeof(uint32_t));
-    if (!text || !kept_chars) die(EXIT_DATA, "out of memory");
-    long len = 0;
-    for (long i = 0; i < prompt_len; i++) {
-        int id = vocab_index(&vocab, prompt_chars[i]);
-        if (id < 0) {
-            uint32_t cp = prompt_chars[i];
-            char shown[5] = {0};
-            if (cp >= 0x20 && cp != 0x7F) utf8_encode(cp, shown);
-            if (!o.skip_unknown)
-                die(EXIT_USAGE, "prompt character '%s' (U+%04" PRIX32 ") at position %ld is not in the checkpoint's "
-                    "vocabulary (use --skip-unknown to drop such characters)", shown, cp, i);
-            fprintf(stderr, "generate: warning: dropping prompt character '%s' (U+%04" PRIX32 ") at position %ld: "
-                    "not in the vocabulary\n", shown, cp, i);
-            continue;
-        }
-        kept_chars[len] = prompt_chars[i];
-        text[len++] = id;
+    if (o.prompt_file) {
+        run.prompt_text = read_prompt_file(o.prompt_file, &prompt_bytes);
+    } else {
+        run.prompt_text = strdup(o.prompt ? o.prompt : "");
+        if (!run.prompt_text) die(EXIT_DATA, "out of memory for the prompt");
+        prompt_bytes = strlen(run.prompt_text);
     }
+    int rc = prompt_encode(&run.prompt, &run.vocab, run.prompt_text, prompt_bytes, o.skip_unknown, err);
+    if (rc != 0) die(rc == -1 ? EXIT_USAGE : EXIT_DATA, "%s", err);
+    const Prompt *prompt = &run.prompt;
+    if (prompt->dropped > 0) {
+        char shown[5];
+        prompt_printable_char(prompt->first_dropped, shown);
+        fprintf(stderr, "%s: warning: dropped %ld prompt character%s not in the vocabulary, the first '%s' "
+                "(U+%04" PRIX32 ") at position %ld\n", program_invocation_short_name, prompt->dropped,
+                prompt->dropped == 1 ? "" : "s", shown, prompt->first_dropped, prompt->first_dropped_at);
+    }
+    if (prompt->len == 0 && o.max_new == 0 && !o.attention) return 0;  // nothing to do
+
+    // the model, after its memory was found to fit
+    long capacity = prompt->len + o.max_new + 1;
+    check_memory(c, &o, capacity);
+    GPT *model = &run.model;
+    if (checkpoint_load_model(&run.ck, model, 0, err) != 0) die(EXIT_USAGE, "%s", err);
+    checkpoint_close(&run.ck);
+    c = &model->config;
+    if (kvcache_init(&run.cache, model, err) != 0) die(EXIT_USAGE, "%s", err);
+    run.text = malloc((size_t)capacity * sizeof(int));
+    run.probs = malloc((size_t)V * sizeof(float));
+    run.order = malloc((size_t)V * sizeof(int));
+    if (!run.text || !run.probs || !run.order) die(EXIT_USAGE, "out of memory for %ld characters of text", capacity);
+    int *text = run.text;
+    long len = prompt->len;
+    memcpy(text, prompt->tokens, (size_t)len * sizeof(int));
     if (len == 0) {
-        if (o.max_new == 0 && !o.attention) return 0;
-        int newline = vocab_index(&vocab, '\n');
+        int newline = vocab_index(&run.vocab, '\n');
         text[len++] = newline >= 0 ? newline : 0;
     } else {
-        for (long i = 0; i < len; i++) write_char(stdout, kept_chars[i]);
+        for (long i = 0; i < len; i++) write_char(stdout, prompt->chars[i]);
         fflush(stdout);
     }
 
     // the window [start, len) of at most T tokens is what the model sees
-    KVCache cache;
-    if (kvcache_init(&cache, &model, err) != 0) die(EXIT_DATA, "%s", err);
-    float *probs = malloc((size_t)V * sizeof(float));
-    int *order = malloc((size_t)V * sizeof(int));
-    if (!probs || !order) die(EXIT_DATA, "out of memory");
     Rng rng;
     rng_seed(&rng, o.seed);
     double t0 = now_seconds();
@@ -263,38 +361,30 @@ int main(int argc, char **argv) {
     const float *logits = NULL;
     for (long n = 0; n < o.max_new; n++) {
         if (!logits) {
-            logits = kvcache_prefill(&cache, text + start, (int)(len - start));
+            logits = kvcache_prefill(&run.cache, text + start, (int)(len - start));
         }
-        int next = sample_token(logits, V, &o.sampler, &rng, probs, order);
+        int next = sample_token(logits, V, &o.sampler, &rng, run.probs, run.order);
         text[len++] = next;
-        write_char(stdout, vocab.chars[next]);
+        write_char(stdout, run.vocab.chars[next]);
         fflush(stdout);
         if (n + 1 == o.max_new) break;
         if (len - start > T) {
             // the window is full: move it on by half a block and prefill again
             start = len - (T + 1) / 2;
-            logits = kvcache_prefill(&cache, text + start, (int)(len - start));
+            logits = kvcache_prefill(&run.cache, text + start, (int)(len - start));
         } else if (o.use_cache) {
-            logits = kvcache_step(&cache, next);
+            logits = kvcache_step(&run.cache, next);
         } else {
-            logits = kvcache_prefill(&cache, text + start, (int)(len - start));
+            logits = kvcache_prefill(&run.cache, text + start, (int)(len - start));
         }
     }
     double secs = now_seconds() - t0;
-    if (prompt_len > 0 || o.max_new > 0) printf("\n");
+    if (prompt->len > 0 || o.max_new > 0) printf("\n");
+    fflush(stdout);  // the text ends before the messages on stderr
     if (o.max_new > 0) {
         fprintf(stderr, "generated %ld characters in %.3f s (%.0f chars/s%s)\n", o.max_new, secs,
                 secs > 0 ? o.max_new / secs : 0.0, o.use_cache ? "" : ", without the cache");
     }
-    if (o.attention) record_attention(&model, &vocab, text, len, o.attention);
-    kvcache_free(&cache);
-    gpt_free(&model);
-    vocab_free(&vocab);
-    free(text);
-    free(kept_chars);
-    free(prompt_chars);
-    free(prompt);
-    free(probs);
-    free(order);
+    if (o.attention) record_attention(model, &run.vocab, text, len, o.attention);
     return 0;
 }

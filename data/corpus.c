@@ -1,9 +1,13 @@
 #include "corpus.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "utf8.h"
@@ -144,14 +148,66 @@ done:
     return status;
 }
 
-int corpus_load(const char *path, Corpus *corpus, char err[ERR_LEN]) {
-    corpus->text = NULL;
-    corpus->len = 0;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
+// Drops a leading byte-order mark and, unless keep_cr, turns CR LF and lone CR into LF, in
+// place; returns the new length.
+static size_t clean_text(uint32_t *text, size_t len, int keep_cr, TextCleanup *cleanup) {
+    size_t from = 0, to = 0;
+    if (len > 0 && text[0] == 0xFEFF) {
+        cleanup->bom = 1;
+        from = 1;
+    }
+    for (; from < len; from++) {
+        uint32_t c = text[from];
+        if (c == '\r' && !keep_cr) {
+            c = '\n';
+            if (from + 1 < len && text[from + 1] == '\n') {
+                cleanup->crlf++;
+                from++;
+            } else {
+                cleanup->lone_cr++;
+            }
+        }
+        text[to++] = c;
+    }
+    return to;
+}
+
+void text_cleanup_describe(const TextCleanup *cleanup, char *buf, size_t size) {
+    int n = snprintf(buf, size, "%s", cleanup->bom ? "dropped a leading byte-order mark" : "");
+    if ((cleanup->crlf || cleanup->lone_cr) && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, "%sturned %zu CR LF and %zu lone CR line endings into LF",
+                 cleanup->bom ? "; " : "", cleanup->crlf, cleanup->lone_cr);
+}
+
+int corpus_load(const char *path, int keep_cr, Corpus *corpus, char err[ERR_LEN]) {
+    memset(corpus, 0, sizeof(*corpus));
+    // O_NONBLOCK: opening a FIFO must not wait for a writer before it is refused
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
         snprintf(err, ERR_LEN, "cannot open corpus %s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
         return -1;
     }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, ERR_LEN, "%s: not a regular file (the corpus must be a file, not a directory, FIFO or device)",
+                 path);
+        close(fd);
+        return -1;
+    }
+    FILE *fp = fdopen(fd, "rb");
+    if (!fp) {
+        snprintf(err, ERR_LEN, "cannot open corpus %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    int status = corpus_read(fp, path, keep_cr, corpus, err);
+    fclose(fp);
+    return status;
+}
+
+int corpus_read(FILE *fp, const char *path, int keep_cr, Corpus *corpus, char err[ERR_LEN]) {
+    memset(corpus, 0, sizeof(*corpus));
     int status = -1;
     ByteBuf raw = {0};
     uint32_t *text = NULL;
@@ -184,22 +240,53 @@ int corpus_load(const char *path, Corpus *corpus, char err[ERR_LEN]) {
                  gzip ? " of the decompressed text" : "", raw.data[bad]);
         goto done;
     }
-    uint32_t *shrunk = realloc(text, (size_t)n * sizeof(uint32_t));
+    TextCleanup cleanup = {0};
+    size_t len = clean_text(text, (size_t)n, keep_cr, &cleanup);
+    if (len == 0) {
+        snprintf(err, ERR_LEN, "%s: the corpus is empty (0 characters after its byte-order mark)",
+                 path);
+        goto done;
+    }
+    uint32_t *shrunk = realloc(text, len * sizeof(uint32_t));
     if (shrunk) text = shrunk;
     corpus->text = text;
-    corpus->len = (size_t)n;
+    corpus->len = len;
+    corpus->cleanup = cleanup;
     text = NULL;
     status = 0;
 done:
     free(text);
     free(raw.data);
     free(chunk);
-    fclose(fp);
     return status;
+}
+
+int corpus_default_path(char *out, size_t size, char err[ERR_LEN]) {
+    static const char *name = "tinyshakespeare.txt.gz";
+    static const char *places[2] = {"/../share/chargpt/", "/data/"};  // installed, build tree
+    char dir[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+    if (n <= 0) {
+        snprintf(err, ERR_LEN, "cannot find the default corpus %s: /proc/self/exe: %s", name,
+                 n < 0 ? strerror(errno) : "empty");
+        return -1;
+    }
+    dir[n] = '\0';
+    *strrchr(dir, '/') = '\0';  // the link is an absolute path: keep its directory
+    for (int i = 0; i < 2; i++) {
+        char path[PATH_MAX + 64], resolved[PATH_MAX];
+        snprintf(path, sizeof(path), "%s%s%s", dir, places[i], name);
+        if (access(path, R_OK) == 0 && realpath(path, resolved) && strlen(resolved) < size) {
+            strcpy(out, resolved);
+            return 0;
+        }
+    }
+    snprintf(err, ERR_LEN, "the default corpus %s is neither in %s%s nor in %s%s", name, dir, places[0], dir,
+             places[1]);
+    return -1;
 }
 
 void corpus_free(Corpus *corpus) {
     free(corpus->text);
-    corpus->text = NULL;
-    corpus->len = 0;
+    memset(corpus, 0, sizeof(*corpus));
 }

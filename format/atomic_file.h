@@ -1,5 +1,9 @@
-// Writing a file so that readers see the old file or the new one, never a torn one:
-// write a temporary file in the same directory, fsync it, rename it over the target.
+// Writing a file so that readers see the old file or the new one, never a torn one: write a
+// temporary file in the same directory, fsync it, rename it over the target.
+//
+// The temporary file is called <target>.tmp.<pid>.<n>: the process id says whose it is, so a
+// later run can remove those a killed run left (atomic_file_remove_stale), and a process can
+// remove its own when it exits early (atomic_file_remove_open).
 #ifndef CHARGPT_ATOMIC_FILE_H
 #define CHARGPT_ATOMIC_FILE_H
 
@@ -11,6 +15,7 @@ typedef struct {
     FILE *fp;
     char path[4096];
     char tmp_path[4096];
+    int slot;  // in this process's table of open temporary files
 } AtomicFile;
 
 // Opens a temporary file beside `path` for writing. Returns 0, or -1 with err.
@@ -20,5 +25,12 @@ int atomic_file_open(AtomicFile *f, const char *path, char err[ERR_LEN]);
 int atomic_file_commit(AtomicFile *f, char err[ERR_LEN]);
 // Gives up: closes and removes the temporary file.
 void atomic_file_abort(AtomicFile *f);
+
+// Removes the temporary files of `path` whose process no longer runs. Returns how many were
+// removed, or -1 with err when the directory cannot be read.
+int atomic_file_remove_stale(const char *path, char err[ERR_LEN]);
+// Removes the temporary files this process has open. Async-signal-safe: meant for exit
+// handlers and handlers of fatal signals.
+void atomic_file_remove_open(void);
 
 #endif

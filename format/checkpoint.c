@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,74 +117,66 @@ static int parse_vocab(const char *s, uint32_t *vocab, int n) {
     return strcmp(p, "]") == 0 ? 0 : -1;
 }
 
-int checkpoint_open(const char *path, Checkpoint *ck, char err[ERR_LEN]) {
-    memset(ck, 0, sizeof(*ck));
-    snprintf(ck->path, sizeof(ck->path), "%s", path);
-    if (safetensors_read(path, &ck->file, err) != 0) return -1;
-    const char *format = safetensors_meta(&ck->file, "format");
-    if (!format) {
-        snprintf(err, ERR_LEN, "%s: not a chargpt checkpoint (no format in its metadata)", path);
-        goto fail;
+// Checks the stored CRC-32 as the checkpoint's format version defines it.
+static int check_crc(const Checkpoint *ck, int v1, char err[ERR_LEN]) {
+    const char *stored = safetensors_meta(&ck->file, CRC_KEY);
+    if (!stored) {
+        snprintf(err, ERR_LEN, "%s: checkpoint has no crc32 in its metadata", ck->path);
+        return -1;
     }
-    if (strcmp(format, CHECKPOINT_FORMAT) != 0) {
-        snprintf(err, ERR_LEN, "%s: checkpoint format '%.64s' is not supported (this chargpt reads '%s')",
-                 path, format, CHECKPOINT_FORMAT);
-        goto fail;
+    uint32_t crc;
+    if (v1) {
+        crc = safetensors_data_crc(&ck->file);
+    } else if (safetensors_file_crc(&ck->file, CRC_KEY, &crc) != 0) {
+        snprintf(err, ERR_LEN, "%s: checkpoint is corrupt: its crc32 '%.16s' is not 8 lowercase hex digits", ck->path,
+                 stored);
+        return -1;
     }
-    const char *crc = safetensors_meta(&ck->file, CRC_KEY);
     char actual[16];
-    snprintf(actual, sizeof(actual), "%08" PRIx32, safetensors_data_crc(&ck->file));
-    if (!crc) {
-        snprintf(err, ERR_LEN, "%s: checkpoint has no crc32 in its metadata", path);
-        goto fail;
+    snprintf(actual, sizeof(actual), "%08" PRIx32, crc);
+    if (strcmp(stored, actual) != 0) {
+        snprintf(err, ERR_LEN, "%s: checkpoint is corrupt: CRC-32 of its %s is %s, the header says %.16s", ck->path,
+                 v1 ? "data" : "header and data", actual, stored);
+        return -1;
     }
-    if (strcmp(crc, actual) != 0) {
-        snprintf(err, ERR_LEN, "%s: checkpoint is corrupt: CRC-32 of its data is %s, the header says %.16s",
-                 path, actual, crc);
-        goto fail;
-    }
+    return 0;
+}
+
+static int parse_config(Checkpoint *ck, char err[ERR_LEN]) {
     static const char *keys[] = {"vocab_size", "block_size", "n_layer", "n_head", "n_embd", "head_size", "qkv_bias"};
     int *fields[] = {&ck->config.vocab_size, &ck->config.block_size, &ck->config.n_layer, &ck->config.n_head,
                      &ck->config.n_embd, &ck->config.head_size, &ck->config.qkv_bias};
     for (int i = 0; i < 7; i++) {
         long v;
         if (parse_int(safetensors_meta(&ck->file, keys[i]), 0, 1 << 30, &v) != 0) {
-            snprintf(err, ERR_LEN, "%s: checkpoint metadata '%s' is missing or not a whole number", path, keys[i]);
-            goto fail;
+            snprintf(err, ERR_LEN, "%s: checkpoint metadata '%s' is missing or not a whole number", ck->path, keys[i]);
+            return -1;
         }
         *fields[i] = (int)v;
     }
     const char *dropout = safetensors_meta(&ck->file, "dropout");
     char *end = NULL;
     ck->config.dropout = dropout ? strtof(dropout, &end) : -1.0f;
-    if (!dropout || *end) {
-        snprintf(err, ERR_LEN, "%s: checkpoint metadata 'dropout' is missing or not a number", path);
-        goto fail;
+    if (!dropout || end == dropout || *end) {
+        snprintf(err, ERR_LEN, "%s: checkpoint metadata 'dropout' is missing or not a number", ck->path);
+        return -1;
     }
     char why[ERR_LEN];
     if (gpt_config_validate(&ck->config, why) != 0) {
-        snprintf(err, ERR_LEN, "%s: checkpoint config is invalid: %s", path, why);
-        goto fail;
-    }
-    ck->vocab = malloc((size_t)ck->config.vocab_size * sizeof(uint32_t));
-    const char *vocab = safetensors_meta(&ck->file, "vocab");
-    if (!ck->vocab || !vocab || parse_vocab(vocab, ck->vocab, ck->config.vocab_size) != 0) {
-        snprintf(err, ERR_LEN, "%s: checkpoint vocabulary is missing or invalid (want %d increasing code points)",
-                 path, ck->config.vocab_size);
-        goto fail;
+        snprintf(err, ERR_LEN, "%s: checkpoint config is invalid: %s", ck->path, why);
+        return -1;
     }
     return 0;
-fail:
-    checkpoint_close(ck);
-    return -1;
 }
 
-// Copies the tensor `name` into dst after checking dtype and shape against info.
-static int load_tensor(const Checkpoint *ck, const char *name, const TensorInfo *info, float *dst,
-                       char err[ERR_LEN]) {
+// Checks the tensor `name` against info: present, F32, the shape the config gives, finite
+// values (and, for second moments, none below 0).
+static int check_tensor(const Checkpoint *ck, const char *name, const TensorInfo *info, int second_moment,
+                        char err[ERR_LEN]) {
     const StTensor *t = safetensors_find(&ck->file, name);
     if (!t) {
-        snprintf(err, ERR_LEN, "%s: checkpoint has no tensor %s", ck->path, name);
+        snprintf(err, ERR_LEN, "%s: checkpoint has no tensor %s (its config has %d layers, n_embd %d, vocabulary %d)",
+                 ck->path, name, ck->config.n_layer, ck->config.n_embd, ck->config.vocab_size);
         return -1;
     }
     int same = t->dtype == ST_F32 && t->ndim == info->ndim;
@@ -197,41 +190,126 @@ static int load_tensor(const Checkpoint *ck, const char *name, const TensorInfo 
                      ck->path, name, info->shape[0]);
         return -1;
     }
-    memcpy(dst, safetensors_tensor_data(&ck->file, t), info->size * sizeof(float));
-    return 0;
-}
-
-int checkpoint_load_model(const Checkpoint *ck, GPT *model, char err[ERR_LEN]) {
-    if (gpt_build(model, &ck->config, err) != 0) return -1;
-    int count = gpt_num_tensors(&ck->config);
-    for (int i = 0; i < count; i++) {
-        TensorInfo info;
-        gpt_tensor_info(&ck->config, i, &info);
-        if (load_tensor(ck, info.name, &info, model->params_memory + info.offset, err) != 0) {
-            gpt_free(model);
+    const float *x = safetensors_tensor_data(&ck->file, t);
+    for (size_t i = 0; i < info->size; i++) {
+        if (!isfinite(x[i]) || (second_moment && x[i] < 0.0f)) {
+            snprintf(err, ERR_LEN, "%s: checkpoint tensor %s holds %g at element %zu (%s)", ck->path, name, x[i], i,
+                     isfinite(x[i]) ? "a second moment cannot be negative" : "weights must be finite");
             return -1;
         }
     }
     return 0;
 }
 
+// The optimizer tensor names of a parameter: optimizer.m.<name> and optimizer.v.<name>.
+static void moment_names(const TensorInfo *info, char m[ST_MAX_NAME + 1], char v[ST_MAX_NAME + 1]) {
+    snprintf(m, ST_MAX_NAME + 1, "optimizer.m.%s", info->name);
+    snprintf(v, ST_MAX_NAME + 1, "optimizer.v.%s", info->name);
+}
+
+// Checks every parameter tensor, and every optimizer moment when the first is there.
+static int check_tensors(Checkpoint *ck, char err[ERR_LEN]) {
+    int count = gpt_num_tensors(&ck->config);
+    char m[ST_MAX_NAME + 1], v[ST_MAX_NAME + 1];
+    TensorInfo info;
+    gpt_tensor_info(&ck->config, 0, &info);
+    moment_names(&info, m, v);
+    ck->has_optimizer = safetensors_find(&ck->file, m) != NULL;
+    for (int i = 0; i < count; i++) {
+        gpt_tensor_info(&ck->config, i, &info);
+        if (check_tensor(ck, info.name, &info, 0, err) != 0) return -1;
+        if (!ck->has_optimizer) continue;
+        moment_names(&info, m, v);
+        if (check_tensor(ck, m, &info, 0, err) != 0 || check_tensor(ck, v, &info, 1, err) != 0) return -1;
+    }
+    if (ck->has_optimizer &&
+        parse_int(safetensors_meta(&ck->file, "optimizer.step"), 0, 1L << 40, &ck->optimizer_step) != 0) {
+        snprintf(err, ERR_LEN, "%s: checkpoint metadata 'optimizer.step' is missing or not a whole number in [0, 2^40]",
+                 ck->path);
+        return -1;
+    }
+    return 0;
+}
+
+// Checks everything in ck->file (see checkpoint_open) and reads the config and vocabulary.
+static int check_checkpoint(Checkpoint *ck, char err[ERR_LEN]) {
+    const char *format = safetensors_meta(&ck->file, "format");
+    if (!format) {
+        snprintf(err, ERR_LEN, "%s: not a chargpt checkpoint (no format in its metadata)", ck->path);
+        return -1;
+    }
+    int v1 = strcmp(format, CHECKPOINT_FORMAT_V1) == 0;
+    if (!v1 && strcmp(format, CHECKPOINT_FORMAT) != 0) {
+        snprintf(err, ERR_LEN, "%s: checkpoint format '%.64s' is not supported (this chargpt reads '%s' and '%s')",
+                 ck->path, format, CHECKPOINT_FORMAT, CHECKPOINT_FORMAT_V1);
+        return -1;
+    }
+    if (check_crc(ck, v1, err) != 0 || parse_config(ck, err) != 0 || check_tensors(ck, err) != 0) return -1;
+    // the vocabulary's size is now known to fit the file (wte holds vocab_size rows)
+    ck->vocab = malloc((size_t)ck->config.vocab_size * sizeof(uint32_t));
+    const char *vocab = safetensors_meta(&ck->file, "vocab");
+    if (!ck->vocab || !vocab || parse_vocab(vocab, ck->vocab, ck->config.vocab_size) != 0) {
+        snprintf(err, ERR_LEN, "%s: checkpoint vocabulary is missing or invalid (want %d increasing code points)",
+                 ck->path, ck->config.vocab_size);
+        return -1;
+    }
+    return 0;
+}
+
+int checkpoint_open(const char *path, Checkpoint *ck, char err[ERR_LEN]) {
+    memset(ck, 0, sizeof(*ck));
+    snprintf(ck->path, sizeof(ck->path), "%s", path);
+    if (safetensors_read(path, &ck->file, err) != 0) return -1;
+    if (check_checkpoint(ck, err) != 0) {
+        checkpoint_close(ck);
+        return -1;
+    }
+    return 0;
+}
+
+int checkpoint_parse(const void *bytes, size_t len, const char *name, Checkpoint *ck, char err[ERR_LEN]) {
+    memset(ck, 0, sizeof(*ck));
+    snprintf(ck->path, sizeof(ck->path), "%s", name);
+    if (safetensors_parse(bytes, len, name, &ck->file, err) != 0) return -1;
+    if (check_checkpoint(ck, err) != 0) {
+        checkpoint_close(ck);
+        return -1;
+    }
+    return 0;
+}
+
+// Copies the checked tensor `name` into dst.
+static void copy_tensor(const Checkpoint *ck, const char *name, float *dst) {
+    const StTensor *t = safetensors_find(&ck->file, name);
+    memcpy(dst, safetensors_tensor_data(&ck->file, t), t->nbytes);
+}
+
+int checkpoint_load_model(const Checkpoint *ck, GPT *model, int with_gradients, char err[ERR_LEN]) {
+    if (gpt_build(model, &ck->config, with_gradients, err) != 0) return -1;
+    int count = gpt_num_tensors(&ck->config);
+    for (int i = 0; i < count; i++) {
+        TensorInfo info;
+        gpt_tensor_info(&ck->config, i, &info);
+        copy_tensor(ck, info.name, model->params_memory + info.offset);
+    }
+    return 0;
+}
+
 int checkpoint_load_optimizer(const Checkpoint *ck, AdamW *opt, char err[ERR_LEN]) {
-    long step;
-    if (parse_int(safetensors_meta(&ck->file, "optimizer.step"), 0, 1L << 40, &step) != 0) {
-        snprintf(err, ERR_LEN, "%s: checkpoint metadata 'optimizer.step' is missing or invalid", ck->path);
+    if (!ck->has_optimizer) {
+        snprintf(err, ERR_LEN, "%s: checkpoint has no optimizer state (no optimizer.m.* tensors)", ck->path);
         return -1;
     }
     int count = gpt_num_tensors(&ck->config);
     for (int i = 0; i < count; i++) {
         TensorInfo info;
+        char m[ST_MAX_NAME + 1], v[ST_MAX_NAME + 1];
         gpt_tensor_info(&ck->config, i, &info);
-        char name[ST_MAX_NAME + 1];
-        snprintf(name, sizeof(name), "optimizer.m.%s", info.name);
-        if (load_tensor(ck, name, &info, opt->m + info.offset, err) != 0) return -1;
-        snprintf(name, sizeof(name), "optimizer.v.%s", info.name);
-        if (load_tensor(ck, name, &info, opt->v + info.offset, err) != 0) return -1;
+        moment_names(&info, m, v);
+        copy_tensor(ck, m, opt->m + info.offset);
+        copy_tensor(ck, v, opt->v + info.offset);
     }
-    opt->step = step;
+    opt->step = ck->optimizer_step;
     return 0;
 }
 

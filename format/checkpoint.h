@@ -1,8 +1,12 @@
 // The checkpoint: a safetensors file with nanoGPT's tensor names, readable by PyTorch and
 // the Hugging Face tools. The header's metadata holds the format version, the model config,
-// the vocabulary (a JSON array of code points), a CRC-32 of the data section, and whatever
-// the caller adds (training options and state). With an optimizer, its moments are stored
-// as tensors optimizer.m.<name> and optimizer.v.<name>.
+// the vocabulary (a JSON array of code points), a CRC-32 and whatever the caller adds
+// (training options and state). With an optimizer, its moments are stored as tensors
+// optimizer.m.<name> and optimizer.v.<name>.
+//
+// Format "chargpt-2" (written): "crc32" is the CRC-32 of the whole file, computed with its own
+// value as "00000000" (safetensors_file_crc), so an edit to the header is detected as well as
+// one to the data. Format "chargpt-1" (still read): "crc32" covers the data section only.
 #ifndef CHARGPT_CHECKPOINT_H
 #define CHARGPT_CHECKPOINT_H
 
@@ -12,7 +16,8 @@
 #include "../model/gpt.h"
 #include "safetensors.h"
 
-#define CHECKPOINT_FORMAT "chargpt-1"
+#define CHECKPOINT_FORMAT "chargpt-2"
+#define CHECKPOINT_FORMAT_V1 "chargpt-1"
 
 // Writes a checkpoint atomically. vocab: config.vocab_size code points, increasing.
 // opt may be NULL (no optimizer state). extra: caller's metadata (keys must not clash).
@@ -20,18 +25,26 @@ int checkpoint_save(const char *path, const GPT *model, const uint32_t *vocab, c
                     const StMeta *extra, int num_extra, char err[ERR_LEN]);
 
 typedef struct {
-    char path[1024];  // for messages
+    char path[1024];     // for messages
     SafeTensors file;
     GPTConfig config;
-    uint32_t *vocab;  // config.vocab_size code points
+    uint32_t *vocab;     // config.vocab_size code points
+    int has_optimizer;   // 1: every optimizer.m.* and optimizer.v.* tensor is present
+    long optimizer_step;
 } Checkpoint;
 
-// Reads a checkpoint and checks its format version, CRC, config and vocabulary.
-// Returns 0, or -1 with a message naming the file and the problem.
+// Reads a checkpoint and checks all of it before anything sized by its config is allocated:
+// format version, CRC, config, vocabulary, and every parameter tensor (and optimizer moment,
+// when there are any): present, F32, of the shape the config gives, finite. Returns 0, or -1
+// with a message naming the file, the problem and the tensor or metadata key.
 int checkpoint_open(const char *path, Checkpoint *ck, char err[ERR_LEN]);
-// Builds the model from the checkpoint (gpt_build, then every tensor, shapes checked).
-int checkpoint_load_model(const Checkpoint *ck, GPT *model, char err[ERR_LEN]);
-// Restores the optimizer moments and step (opt already initialised for the model).
+// The same for a checkpoint held in memory (len bytes, copied); name is used in messages.
+int checkpoint_parse(const void *bytes, size_t len, const char *name, Checkpoint *ck, char err[ERR_LEN]);
+// Builds the model (gpt_build, with gradients or not) and copies the parameters in.
+// The checkpoint was checked when opened: this fails only when memory runs out.
+int checkpoint_load_model(const Checkpoint *ck, GPT *model, int with_gradients, char err[ERR_LEN]);
+// Restores the optimizer moments and step (opt already initialised for the model); fails
+// when the checkpoint has no optimizer state.
 int checkpoint_load_optimizer(const Checkpoint *ck, AdamW *opt, char err[ERR_LEN]);
 // A metadata value, or NULL.
 const char *checkpoint_meta(const Checkpoint *ck, const char *key);

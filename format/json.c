@@ -64,8 +64,9 @@ static long new_node(Parser *p, JsonType type) {
     }
     JsonNode *n = &p->nodes[p->num_nodes];
     memset(n, 0, sizeof(*n));
-    n->type = type;
+    n->type = (uint8_t)type;
     n->size = 1;
+    n->offset = (uint32_t)p->pos;
     return (long)p->num_nodes++;
 }
 

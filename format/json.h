@@ -18,11 +18,12 @@
 typedef enum { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT } JsonType;
 
 typedef struct {
-    JsonType type;
-    uint32_t count;     // JSON_STRING: bytes; JSON_ARRAY: elements; JSON_OBJECT: members
-    uint32_t size;      // nodes in this value's subtree, itself included
+    uint8_t type;       // a JsonType
     uint8_t boolean;    // JSON_BOOL: 0 or 1
     uint8_t is_integer; // JSON_NUMBER: written without fraction or exponent and fits int64
+    uint32_t count;     // JSON_STRING: bytes; JSON_ARRAY: elements; JSON_OBJECT: members
+    uint32_t size;      // nodes in this value's subtree, itself included
+    uint32_t offset;    // where the value starts in the text (a string: its opening quote)
     union {
         struct {
             double number;   // JSON_NUMBER (always set)

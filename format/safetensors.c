@@ -1,11 +1,14 @@
 #include "safetensors.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "atomic_file.h"
@@ -15,6 +18,8 @@
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors I/O assumes a little-endian host");
 
 #define ST_DTYPE_BYTES 4  // both F32 and I32
+#define CRC_DIGITS 8      // a crc32 in metadata: 8 lowercase hex digits
+static const char BLANK_CRC[CRC_DIGITS + 1] = "00000000";  // its value while the crc is computed
 
 static const char *dtype_name(StDtype d) { return d == ST_F32 ? "F32" : "I32"; }
 
@@ -61,60 +66,72 @@ static uint32_t crc32_update(uint32_t crc, const unsigned char *p, size_t n) {
 // ---------------------------------------------------------------------------------------
 // reading
 
-// Reads the whole file into st->buffer, placed so that the data section (which starts after
-// the 8-byte length and the header) is 8-byte aligned in memory. Sets file, file_len and
-// *header_len after checking the length against the file size.
+// Checks the header length in the file's first 8 bytes against the file's size.
+static int check_header_length(const char *path, const unsigned char len_bytes[8], size_t file_len,
+                               size_t *header_len, char err[ERR_LEN]) {
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = (n << 8) | len_bytes[i];
+    if (n > ST_MAX_HEADER)
+        return fail(err, path, "header length %llu is absurd (more than %u bytes)", (unsigned long long)n,
+                    ST_MAX_HEADER);
+    if (n > file_len - 8)
+        return fail(err, path, "header length %llu is larger than the rest of the file (%zu bytes)",
+                    (unsigned long long)n, file_len - 8);
+    *header_len = (size_t)n;
+    return 0;
+}
+
+// Allocates st->buffer for a file of file_len bytes, placed so that its data section (after
+// the 8-byte length and the header) is 8-byte aligned in memory; sets file and file_len.
+static int alloc_file(const char *path, SafeTensors *st, size_t header_len, size_t file_len, char err[ERR_LEN]) {
+    // malloc's result is 16-byte aligned; shift the file so that 8 + header_len lands on a multiple of 8
+    size_t shift = (8 - (8 + header_len) % 8) % 8;
+    st->buffer = malloc(file_len + shift);
+    if (!st->buffer) return fail(err, path, "out of memory for %zu bytes", file_len);
+    st->file = st->buffer + shift;
+    st->file_len = file_len;
+    return 0;
+}
+
+static int too_short(const char *path, size_t file_len, char err[ERR_LEN]) {
+    return fail(err, path, "too short for a safetensors file (%zu bytes, the header length alone takes 8)", file_len);
+}
+
+// Reads the whole file into st (see alloc_file); *header_len is checked against its size.
+// Opening does not wait on a FIFO: anything but a regular file is refused.
 static int read_whole_file(const char *path, SafeTensors *st, size_t *header_len, char err[ERR_LEN]) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return fail(err, path, "cannot open: %s", strerror(errno));
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return fail(err, path, "cannot open: %s", strerror(errno));
     struct stat sb;
-    if (fstat(fileno(fp), &sb) != 0) {
-        fail(err, path, "cannot stat: %s", strerror(errno));
-        fclose(fp);
-        return -1;
+    if (fstat(fd, &sb) != 0) {
+        int stat_errno = errno;
+        close(fd);
+        return fail(err, path, "cannot stat: %s", strerror(stat_errno));
     }
     if (!S_ISREG(sb.st_mode)) {
-        fclose(fp);
+        close(fd);
         return fail(err, path, "not a regular file");
+    }
+    FILE *fp = fdopen(fd, "rb");
+    if (!fp) {
+        close(fd);
+        return fail(err, path, "cannot open: %s", strerror(errno));
     }
     size_t file_len = (size_t)sb.st_size;
     unsigned char len_bytes[8];
+    int rc = -1;
     if (file_len < 8 || fread(len_bytes, 1, 8, fp) != 8) {
-        fclose(fp);
-        return fail(err, path, "too short for a safetensors file (%zu bytes, the header length alone takes 8)",
-                    file_len);
+        too_short(path, file_len, err);
+    } else if (check_header_length(path, len_bytes, file_len, header_len, err) == 0 &&
+               alloc_file(path, st, *header_len, file_len, err) == 0) {
+        memcpy(st->file, len_bytes, 8);
+        size_t got = fread(st->file + 8, 1, file_len - 8, fp);
+        if (got == file_len - 8) rc = 0;
+        else if (ferror(fp)) fail(err, path, "read %zu of %zu bytes: %s", got + 8, file_len, strerror(errno));
+        else fail(err, path, "read %zu of %zu bytes: the file shrank while being read", got + 8, file_len);
     }
-    uint64_t n = 0;
-    for (int i = 7; i >= 0; i--) n = (n << 8) | len_bytes[i];
-    if (n > ST_MAX_HEADER) {
-        fclose(fp);
-        return fail(err, path, "header length %llu is absurd (more than %u bytes)", (unsigned long long)n,
-                    ST_MAX_HEADER);
-    }
-    if (n > file_len - 8) {
-        fclose(fp);
-        return fail(err, path, "header length %llu is larger than the rest of the file (%zu bytes)",
-                    (unsigned long long)n, file_len - 8);
-    }
-    // malloc's result is 16-byte aligned; shift the file so that 8 + n lands on a multiple of 8
-    size_t shift = (8 - (8 + n) % 8) % 8;
-    st->buffer = malloc(file_len + shift);
-    if (!st->buffer) {
-        fclose(fp);
-        return fail(err, path, "out of memory for %zu bytes", file_len);
-    }
-    st->file = st->buffer + shift;
-    memcpy(st->file, len_bytes, 8);
-    size_t got = fread(st->file + 8, 1, file_len - 8, fp);
-    int read_errno = ferror(fp) ? errno : 0;
     fclose(fp);
-    if (got != file_len - 8) {
-        return fail(err, path, "read %zu of %zu bytes%s%s", got + 8, file_len, read_errno ? ": " : "",
-                    read_errno ? strerror(read_errno) : "");
-    }
-    st->file_len = file_len;
-    *header_len = (size_t)n;
-    return 0;
+    return rc;
 }
 
 // A JSON integer >= 0, or -1.
@@ -217,7 +234,8 @@ static int parse_tensor_entry(const char *path, const JsonNode *key, const JsonN
 static int parse_metadata(const char *path, const JsonNode *obj, SafeTensors *st, char err[ERR_LEN]) {
     if (obj->type != JSON_OBJECT) return fail(err, path, "__metadata__ is not an object");
     st->meta = calloc(obj->count ? obj->count : 1, sizeof(StMeta));
-    if (!st->meta) return fail(err, path, "out of memory");
+    st->meta_at = calloc(obj->count ? obj->count : 1, sizeof(size_t));
+    if (!st->meta || !st->meta_at) return fail(err, path, "out of memory");
     const JsonNode *k = json_first(obj);
     for (size_t i = 0; i < obj->count; i++, k = json_next(k + 1)) {
         const JsonNode *v = k + 1;
@@ -239,55 +257,64 @@ static int parse_metadata(const char *path, const JsonNode *obj, SafeTensors *st
         }
         memcpy(m->key, k->string, k->count + 1);
         memcpy(m->value, v->string, v->count + 1);
+        st->meta_at[st->num_meta] = 8 + v->offset;
         st->num_meta++;
     }
     return 0;
 }
 
-static int by_meta_key(const void *a, const void *b) {
-    return strcmp((*(const StMeta *const *)a)->key, (*(const StMeta *const *)b)->key);
+// qsort_r comparators of indices into st->meta and st->tensors
+static int by_meta_key(const void *a, const void *b, void *arg) {
+    const SafeTensors *st = arg;
+    return strcmp(st->meta[*(const int *)a].key, st->meta[*(const int *)b].key);
 }
-static int by_tensor_name(const void *a, const void *b) {
-    return strcmp((*(const StTensor *const *)a)->name, (*(const StTensor *const *)b)->name);
+static int by_tensor_name(const void *a, const void *b, void *arg) {
+    const SafeTensors *st = arg;
+    return strcmp(st->tensors[*(const int *)a].name, st->tensors[*(const int *)b].name);
 }
-static int by_tensor_offset(const void *a, const void *b) {
-    const StTensor *x = *(const StTensor *const *)a, *y = *(const StTensor *const *)b;
+static int by_tensor_offset(const void *a, const void *b, void *arg) {
+    const SafeTensors *st = arg;
+    const StTensor *x = &st->tensors[*(const int *)a], *y = &st->tensors[*(const int *)b];
     if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
     if (x->nbytes != y->nbytes) return x->nbytes < y->nbytes ? -1 : 1;
     return 0;
 }
 
-// Refuses repeated tensor names or metadata keys, and tensors that overlap, leave gaps or
-// leave bytes after the last one (the format requires the data section to be tiled exactly).
-static int check_layout(const char *path, const SafeTensors *st, char err[ERR_LEN]) {
-    size_t n = (size_t)(st->num_tensors > st->num_meta ? st->num_tensors : st->num_meta);
-    const void **order = malloc((n ? n : 1) * sizeof(void *));
-    if (!order) return fail(err, path, "out of memory");
+// Sorts the tensor names and metadata keys (kept in tensor_order and meta_order for lookups)
+// and refuses repeated ones, and refuses tensors that overlap, leave gaps or leave bytes after
+// the last one (the format requires the data section to be tiled exactly).
+static int check_layout(const char *path, SafeTensors *st, char err[ERR_LEN]) {
+    st->meta_order = malloc((size_t)(st->num_meta ? st->num_meta : 1) * sizeof(int));
+    st->tensor_order = malloc((size_t)(st->num_tensors ? st->num_tensors : 1) * sizeof(int));
+    int *by_offset = malloc((size_t)(st->num_tensors ? st->num_tensors : 1) * sizeof(int));
     int rc = 0;
+    if (!st->meta_order || !st->tensor_order || !by_offset) {
+        free(by_offset);
+        return fail(err, path, "out of memory");
+    }
     char a[64], b[64];
-
-    for (int i = 0; i < st->num_meta; i++) order[i] = &st->meta[i];
-    qsort(order, (size_t)st->num_meta, sizeof(void *), by_meta_key);
+    for (int i = 0; i < st->num_meta; i++) st->meta_order[i] = i;
+    qsort_r(st->meta_order, (size_t)st->num_meta, sizeof(int), by_meta_key, st);
     for (int i = 1; i < st->num_meta && rc == 0; i++) {
-        const char *key = ((const StMeta *)order[i])->key;
-        if (strcmp(((const StMeta *)order[i - 1])->key, key) == 0)
+        const char *key = st->meta[st->meta_order[i]].key;
+        if (strcmp(st->meta[st->meta_order[i - 1]].key, key) == 0)
             rc = fail(err, path, "duplicate metadata key '%s'", printable(key, strlen(key), a));
     }
 
-    for (int i = 0; i < st->num_tensors; i++) order[i] = &st->tensors[i];
-    qsort(order, (size_t)st->num_tensors, sizeof(void *), by_tensor_name);
+    for (int i = 0; i < st->num_tensors; i++) st->tensor_order[i] = by_offset[i] = i;
+    qsort_r(st->tensor_order, (size_t)st->num_tensors, sizeof(int), by_tensor_name, st);
     for (int i = 1; i < st->num_tensors && rc == 0; i++) {
-        const char *name = ((const StTensor *)order[i])->name;
-        if (strcmp(((const StTensor *)order[i - 1])->name, name) == 0)
+        const char *name = st->tensors[st->tensor_order[i]].name;
+        if (strcmp(st->tensors[st->tensor_order[i - 1]].name, name) == 0)
             rc = fail(err, path, "duplicate tensor name '%s'", printable(name, strlen(name), a));
     }
 
-    qsort(order, (size_t)st->num_tensors, sizeof(void *), by_tensor_offset);
+    qsort_r(by_offset, (size_t)st->num_tensors, sizeof(int), by_tensor_offset, st);
     size_t pos = 0;  // end of the tensors so far
     for (int i = 0; i < st->num_tensors && rc == 0; i++) {
-        const StTensor *t = order[i];
+        const StTensor *t = &st->tensors[by_offset[i]];
         if (t->offset < pos) {
-            const StTensor *prev = order[i - 1];
+            const StTensor *prev = &st->tensors[by_offset[i - 1]];
             rc = fail(err, path, "tensors '%s' and '%s' overlap in the data section",
                       printable(prev->name, strlen(prev->name), a), printable(t->name, strlen(t->name), b));
         } else if (t->offset > pos) {
@@ -298,7 +325,7 @@ static int check_layout(const char *path, const SafeTensors *st, char err[ERR_LE
     }
     if (rc == 0 && pos != st->data_len)
         rc = fail(err, path, "data section has %zu bytes after the last tensor", st->data_len - pos);
-    free(order);
+    free(by_offset);
     return rc;
 }
 
@@ -344,16 +371,34 @@ done:
     return rc;
 }
 
+// Parses st->file (file_len bytes whose header length was checked: header_len).
+static int parse_file(const char *path, SafeTensors *st, size_t header_len, char err[ERR_LEN]) {
+    st->data = st->file + 8 + header_len;
+    st->data_len = st->file_len - 8 - header_len;
+    return parse_header(path, st, (const char *)st->file + 8, header_len, err);
+}
+
 int safetensors_read(const char *path, SafeTensors *st, char err[ERR_LEN]) {
     memset(st, 0, sizeof(*st));
     size_t header_len = 0;
-    if (read_whole_file(path, st, &header_len, err) != 0) {
+    if (read_whole_file(path, st, &header_len, err) != 0 || parse_file(path, st, header_len, err) != 0) {
         safetensors_free(st);
         return -1;
     }
-    st->data = st->file + 8 + header_len;
-    st->data_len = st->file_len - 8 - header_len;
-    if (parse_header(path, st, (const char *)st->file + 8, header_len, err) != 0) {
+    return 0;
+}
+
+int safetensors_parse(const void *bytes, size_t len, const char *name, SafeTensors *st, char err[ERR_LEN]) {
+    memset(st, 0, sizeof(*st));
+    if (len < 8) return too_short(name, len, err);
+    size_t header_len = 0;
+    if (check_header_length(name, bytes, len, &header_len, err) != 0 ||
+        alloc_file(name, st, header_len, len, err) != 0) {
+        safetensors_free(st);
+        return -1;
+    }
+    memcpy(st->file, bytes, len);
+    if (parse_file(name, st, header_len, err) != 0) {
         safetensors_free(st);
         return -1;
     }
@@ -361,20 +406,54 @@ int safetensors_read(const char *path, SafeTensors *st, char err[ERR_LEN]) {
 }
 
 const StTensor *safetensors_find(const SafeTensors *st, const char *name) {
-    for (int i = 0; i < st->num_tensors; i++)
-        if (strcmp(st->tensors[i].name, name) == 0) return &st->tensors[i];
+    int lo = 0, hi = st->num_tensors;  // binary search of tensor_order
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        const StTensor *t = &st->tensors[st->tensor_order[mid]];
+        int c = strcmp(t->name, name);
+        if (c == 0) return t;
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return NULL;
 }
 
 const void *safetensors_tensor_data(const SafeTensors *st, const StTensor *t) { return st->data + t->offset; }
 
+// The index in st->meta of key, or -1.
+static int find_meta(const SafeTensors *st, const char *key) {
+    int lo = 0, hi = st->num_meta;  // binary search of meta_order
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        int c = strcmp(st->meta[st->meta_order[mid]].key, key);
+        if (c == 0) return st->meta_order[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return -1;
+}
+
 const char *safetensors_meta(const SafeTensors *st, const char *key) {
-    for (int i = 0; i < st->num_meta; i++)
-        if (strcmp(st->meta[i].key, key) == 0) return st->meta[i].value;
-    return NULL;
+    int i = find_meta(st, key);
+    return i >= 0 ? st->meta[i].value : NULL;
 }
 
 uint32_t safetensors_data_crc(const SafeTensors *st) { return crc32_update(0, st->data, st->data_len); }
+
+int safetensors_file_crc(const SafeTensors *st, const char *key, uint32_t *crc) {
+    int i = find_meta(st, key);
+    if (i < 0) return -1;
+    // the value as written must be a quote, 8 digits and a quote: no escapes
+    const char *value = st->meta[i].value;
+    size_t digits = st->meta_at[i] + 1;
+    if (strlen(value) != CRC_DIGITS || strspn(value, "0123456789abcdef") != CRC_DIGITS ||
+        memcmp(st->file + digits, value, CRC_DIGITS) != 0)
+        return -1;
+    uint32_t c = crc32_update(0, st->file, digits);
+    c = crc32_update(c, (const unsigned char *)BLANK_CRC, CRC_DIGITS);
+    *crc = crc32_update(c, st->file + digits + CRC_DIGITS, st->file_len - digits - CRC_DIGITS);
+    return 0;
+}
 
 void safetensors_free(SafeTensors *st) {
     for (int i = 0; i < st->num_meta; i++) {
@@ -382,7 +461,10 @@ void safetensors_free(SafeTensors *st) {
         free(st->meta[i].value);
     }
     free(st->meta);
+    free(st->meta_at);
+    free(st->meta_order);
     free(st->tensors);
+    free(st->tensor_order);
     free(st->buffer);
     memset(st, 0, sizeof(*st));
 }
@@ -444,9 +526,10 @@ static int check_write_args(const char *path, const StWriteTensor *tensors, int 
 }
 
 // Builds the header: metadata first, then tensors packed back to back in the order given;
-// padded with spaces so that 8 + its length is a multiple of 8.
+// padded with spaces so that 8 + its length is a multiple of 8. With a crc_key, its value is
+// BLANK_CRC, at *crc_at in the header.
 static void build_header(JsonBuf *h, const StWriteTensor *tensors, int num_tensors, const StMeta *meta,
-                         int num_meta, const char *crc_key, uint32_t crc) {
+                         int num_meta, const char *crc_key, size_t *crc_at) {
     json_buf_append(h, "{", 1);
     int members = 0;
     if (num_meta > 0 || crc_key) {
@@ -460,7 +543,10 @@ static void build_header(JsonBuf *h, const StWriteTensor *tensors, int num_tenso
         if (crc_key) {
             if (num_meta > 0) json_buf_append(h, ",", 1);
             json_buf_string(h, crc_key, strlen(crc_key));
-            json_buf_printf(h, ":\"%08x\"", crc);
+            json_buf_append(h, ":\"", 2);
+            *crc_at = h->len;
+            json_buf_append(h, BLANK_CRC, CRC_DIGITS);
+            json_buf_append(h, "\"", 1);
         }
         json_buf_append(h, "}", 1);
         members++;
@@ -483,14 +569,9 @@ static void build_header(JsonBuf *h, const StWriteTensor *tensors, int num_tenso
 int safetensors_write(const char *path, const StWriteTensor *tensors, int num_tensors, const StMeta *meta,
                       int num_meta, const char *crc_key, char err[ERR_LEN]) {
     if (check_write_args(path, tensors, num_tensors, meta, num_meta, crc_key, err) != 0) return -1;
-    // the data section is the tensors back to back, so its crc runs over them in order
-    uint32_t crc = 0;
-    if (crc_key) {
-        for (int i = 0; i < num_tensors; i++)
-            crc = crc32_update(crc, tensors[i].data, (size_t)write_tensor_bytes(&tensors[i]));
-    }
     JsonBuf header = {0};
-    build_header(&header, tensors, num_tensors, meta, num_meta, crc_key, crc);
+    size_t crc_at = 0;
+    build_header(&header, tensors, num_tensors, meta, num_meta, crc_key, &crc_at);
     if (header.failed) {
         json_buf_free(&header);
         return fail(err, path, "out of memory for the header");
@@ -501,6 +582,16 @@ int safetensors_write(const char *path, const StWriteTensor *tensors, int num_te
     }
     unsigned char len_bytes[8];
     for (int i = 0; i < 8; i++) len_bytes[i] = (unsigned char)((uint64_t)header.len >> (8 * i));
+    if (crc_key) {
+        // the file's bytes in order, the crc value still blank; then the value filled in
+        uint32_t crc = crc32_update(0, len_bytes, 8);
+        crc = crc32_update(crc, (const unsigned char *)header.data, header.len);
+        for (int i = 0; i < num_tensors; i++)
+            crc = crc32_update(crc, tensors[i].data, (size_t)write_tensor_bytes(&tensors[i]));
+        char digits[CRC_DIGITS + 1];
+        snprintf(digits, sizeof(digits), "%08" PRIx32, crc);
+        memcpy(header.data + crc_at, digits, CRC_DIGITS);
+    }
 
     AtomicFile f;
     if (atomic_file_open(&f, path, err) != 0) {

@@ -38,8 +38,11 @@ typedef struct {
 typedef struct {
     StTensor *tensors;  // in header order
     int num_tensors;
+    int *tensor_order;  // indices into tensors, sorted by name (for lookups)
     StMeta *meta;
+    size_t *meta_at;    // where each meta value is in the file (its opening quote)
     int num_meta;
+    int *meta_order;    // indices into meta, sorted by key
     unsigned char *file;        // the whole file in memory
     size_t file_len;
     const unsigned char *data;  // the data section within file, 8-byte aligned in memory
@@ -47,9 +50,12 @@ typedef struct {
     unsigned char *buffer;      // the allocation holding file (file may start a few bytes in)
 } SafeTensors;
 
-// Reads and validates a whole file. Returns 0, or -1 with a message naming the file, the
-// problem and the tensor where there is one (st is then empty).
+// Reads and validates a whole file, which must be a regular file (a FIFO or device is refused
+// without blocking on it). Returns 0, or -1 with a message naming the file, the problem and
+// the tensor where there is one (st is then empty).
 int safetensors_read(const char *path, SafeTensors *st, char err[ERR_LEN]);
+// The same for len bytes in memory (copied); name is used in messages.
+int safetensors_parse(const void *bytes, size_t len, const char *name, SafeTensors *st, char err[ERR_LEN]);
 // The tensor called name, or NULL.
 const StTensor *safetensors_find(const SafeTensors *st, const char *name);
 // The tensor's bytes: float or int32_t values in row-major order, 4-byte aligned.
@@ -58,6 +64,10 @@ const void *safetensors_tensor_data(const SafeTensors *st, const StTensor *t);
 const char *safetensors_meta(const SafeTensors *st, const char *key);
 // zlib crc32 of the data section.
 uint32_t safetensors_data_crc(const SafeTensors *st);
+// zlib crc32 of the whole file (length, header, data) with the value of metadata `key` counted
+// as "00000000": what safetensors_write stores under its crc_key. Returns 0, or -1 when the
+// key is absent or its value is not written as exactly 8 lowercase hex digits.
+int safetensors_file_crc(const SafeTensors *st, const char *key, uint32_t *crc);
 void safetensors_free(SafeTensors *st);
 
 typedef struct {
@@ -69,8 +79,9 @@ typedef struct {
 } StWriteTensor;
 
 // Writes atomically (AtomicFile: temp file in the same directory, fsync, rename). When crc_key
-// is not NULL, computes the zlib crc32 of the whole data section and stores it in the metadata
-// under crc_key as 8 lowercase hex digits. Tensors are written in the order given. Names,
+// is not NULL, stores under it in the metadata the zlib crc32 of the whole file, computed with
+// that value as "00000000" (see safetensors_file_crc), as 8 lowercase hex digits, so that a
+// change to any byte of the header or the data is detected. Tensors are written in the order given. Names,
 // metadata keys and values must be UTF-8; names at most ST_MAX_NAME bytes, unique, and not
 // "__metadata__". Returns 0, or -1 with err (an existing file at path is then untouched).
 int safetensors_write(const char *path, const StWriteTensor *tensors, int num_tensors,

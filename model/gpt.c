@@ -81,7 +81,7 @@ static void point_tensors(float **fields, float *memory, const size_t *sizes, in
     }
 }
 
-int gpt_build(GPT *model, const GPTConfig *config, char err[ERR_LEN]) {
+int gpt_build(GPT *model, const GPTConfig *config, int with_gradients, char err[ERR_LEN]) {
     memset(model, 0, sizeof(*model));
     if (gpt_config_validate(config, err) != 0) return -1;
     model->config = *config;
@@ -90,27 +90,25 @@ int gpt_build(GPT *model, const GPTConfig *config, char err[ERR_LEN]) {
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) total += model->param_sizes[i];
     model->num_parameters = total;
     model->params_memory = alloc_floats(total);
-    model->grads_memory = alloc_floats(total);
-    if (!model->params_memory || !model->grads_memory) {
+    if (with_gradients) model->grads_memory = alloc_floats(total);
+    if (!model->params_memory || (with_gradients && !model->grads_memory)) {
         snprintf(err, ERR_LEN, "out of memory for %zu parameters", total);
         gpt_free(model);
         return -1;
     }
     point_tensors((float **)&model->params, model->params_memory, model->param_sizes, NUM_PARAMETER_TENSORS);
-    point_tensors((float **)&model->grads, model->grads_memory, model->param_sizes, NUM_PARAMETER_TENSORS);
+    if (with_gradients)
+        point_tensors((float **)&model->grads, model->grads_memory, model->param_sizes, NUM_PARAMETER_TENSORS);
     model->mean_loss = -1.0f;
     return 0;
 }
 
-int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
-    const GPTConfig *c = &model->config;
-    if (B < 1) {
-        snprintf(err, ERR_LEN, "batch size must be at least 1 (got %d)", B);
-        return -1;
-    }
-    size_t T = c->block_size, L = c->n_layer, C = c->n_embd, V = c->vocab_size, H = c->n_head;
-    size_t A = H * c->head_size, N = (size_t)B * T;
-    size_t act_sizes[NUM_ACTIVATION_TENSORS] = {
+// Floats of each activation and scratch tensor for batch B (doubles: see GPTMemoryPlan).
+static void activation_sizes(const GPTConfig *c, int B, double act[NUM_ACTIVATION_TENSORS],
+                             double scratch[NUM_SCRATCH_TENSORS]) {
+    double T = c->block_size, L = c->n_layer, C = c->n_embd, V = c->vocab_size, H = c->n_head;
+    double A = H * c->head_size, N = (double)B * T;
+    const double act_sizes[NUM_ACTIVATION_TENSORS] = {
         N * C,                                  // encoded
         L * N * C, L * N, L * N,                // ln1, ln1_mean, ln1_rstd
         L * N * 3 * A,                          // qkv
@@ -124,16 +122,39 @@ int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
         N * V, N * V,                           // logits, probs
         N,                                      // losses
     };
-    size_t scratch_sizes[NUM_SCRATCH_TENSORS] = {
+    const double scratch_sizes[NUM_SCRATCH_TENSORS] = {
         N * C, N * 4 * C, N * C, N * C, N * C, N * 3 * A, N * A, N * 4 * C, N * V,
     };
+    memcpy(act, act_sizes, sizeof(act_sizes));
+    memcpy(scratch, scratch_sizes, sizeof(scratch_sizes));
+}
+
+int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
+    const GPTConfig *c = &model->config;
+    if (B < 1) {
+        snprintf(err, ERR_LEN, "batch size must be at least 1 (got %d)", B);
+        return -1;
+    }
+    size_t T = c->block_size, N = (size_t)B * T;
+    double act_floats[NUM_ACTIVATION_TENSORS], scratch_floats[NUM_SCRATCH_TENSORS], floats = 0.0;
+    activation_sizes(c, B, act_floats, scratch_floats);
+    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) floats += act_floats[i];
+    for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) floats += scratch_floats[i];
     free(model->acts_memory);
     free(model->scratch_memory);
     free(model->inputs);
     free(model->targets);
-    size_t num_acts = 0, num_scratch = 0;
-    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) num_acts += act_sizes[i];
-    for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) num_scratch += scratch_sizes[i];
+    model->acts_memory = model->scratch_memory = NULL;
+    model->inputs = model->targets = NULL;
+    model->batch_size = 0;
+    // sizes no machine has are refused before they are converted to size_t
+    if (floats * sizeof(float) > 0x1p60) {
+        snprintf(err, ERR_LEN, "out of memory for activations of batch %d x %zu", B, T);
+        return -1;
+    }
+    size_t act_sizes[NUM_ACTIVATION_TENSORS], scratch_sizes[NUM_SCRATCH_TENSORS], num_acts = 0, num_scratch = 0;
+    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) num_acts += act_sizes[i] = (size_t)act_floats[i];
+    for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) num_scratch += scratch_sizes[i] = (size_t)scratch_floats[i];
     model->acts_memory = alloc_floats(num_acts);
     model->scratch_memory = alloc_floats(num_scratch);
     model->inputs = malloc(N * sizeof(int));
@@ -146,7 +167,6 @@ int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
         free(model->targets);
         model->acts_memory = model->scratch_memory = NULL;
         model->inputs = model->targets = NULL;
-        model->batch_size = 0;
         return -1;
     }
     model->num_activations = num_acts;
@@ -154,6 +174,74 @@ int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
     point_tensors((float **)&model->acts, model->acts_memory, act_sizes, NUM_ACTIVATION_TENSORS);
     point_tensors((float **)&model->scratch, model->scratch_memory, scratch_sizes, NUM_SCRATCH_TENSORS);
     return 0;
+}
+
+// Bytes AdamW allocates per parameter: two float moments and a weight-decay byte (adamw_init).
+#define OPTIMIZER_BYTES_PER_PARAMETER (2 * sizeof(float) + 1)
+
+void gpt_memory_plan(const GPTConfig *c, int B, int training, GPTMemoryPlan *plan) {
+    memset(plan, 0, sizeof(*plan));
+    size_t sizes[NUM_PARAMETER_TENSORS];
+    parameter_sizes(c, sizes);
+    double params = 0.0;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) params += (double)sizes[i];
+    if (!training) B = 1;
+    double act[NUM_ACTIVATION_TENSORS], scratch[NUM_SCRATCH_TENSORS];
+    activation_sizes(c, B, act, scratch);
+    plan->parameters = params * sizeof(float);
+    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) plan->activations += act[i] * sizeof(float);
+    for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) plan->scratch += scratch[i] * sizeof(float);
+    plan->scratch += 2.0 * B * c->block_size * sizeof(int);  // inputs and targets
+    if (training) {
+        plan->gradients = params * sizeof(float);
+        plan->optimizer = params * OPTIMIZER_BYTES_PER_PARAMETER;
+    } else {
+        // generation/inference.c's KVCache: keys and values (L, T, A) and one position's
+        // x, ln, qkv, atty, branch, fch, att and logits
+        double L = c->n_layer, T = c->block_size, C = c->n_embd, A = (double)c->n_head * c->head_size;
+        plan->generation = (2 * L * T * A + 7 * C + 4 * A + T + c->vocab_size) * sizeof(float);
+    }
+}
+
+double gpt_memory_total(const GPTMemoryPlan *p) {
+    return p->parameters + p->gradients + p->optimizer + p->activations + p->scratch + p->generation;
+}
+
+void gpt_format_bytes(double bytes, char *text, size_t n) {
+    static const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int u = 0;
+    while (bytes >= 1024.0 && u < 6) bytes /= 1024.0, u++;
+    if (u == 0) snprintf(text, n, "%.0f bytes", bytes);
+    else snprintf(text, n, bytes < 10.0 ? "%.2f %s" : bytes < 100.0 ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+}
+
+void gpt_memory_describe(const GPTMemoryPlan *p, char *text, size_t n) {
+    const struct { const char *name; double bytes; } parts[] = {
+        {"parameters", p->parameters}, {"gradients", p->gradients}, {"optimizer", p->optimizer},
+        {"activations", p->activations}, {"scratch", p->scratch}, {"generation buffers", p->generation},
+    };
+    char amount[32];
+    gpt_format_bytes(gpt_memory_total(p), amount, sizeof(amount));
+    size_t used = (size_t)snprintf(text, n, "%s (", amount);
+    const char *sep = "";
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]) && used < n; i++) {
+        if (parts[i].bytes <= 0.0) continue;
+        gpt_format_bytes(parts[i].bytes, amount, sizeof(amount));
+        used += (size_t)snprintf(text + used, n - used, "%s%s %s", sep, parts[i].name, amount);
+        sep = ", ";
+    }
+    if (used < n) snprintf(text + used, n - used, ")");
+}
+
+double gpt_memory_available(void) {
+    FILE *fp = fopen("/proc/meminfo", "r");
+    if (!fp) return 0.0;
+    char line[256];
+    double kib = 0.0;
+    while (fgets(line, sizeof(line), fp))
+        if (sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
+    fclose(fp);
+    return kib * 1024.0;
 }
 
 void gpt_free(GPT *model) {

@@ -112,11 +112,34 @@ typedef struct {
     uint64_t dropout_seed;
 } GPT;
 
-// Allocates parameters and gradients for a config (params zeroed). Returns 0 or -1 with err.
-int gpt_build(GPT *model, const GPTConfig *config, char err[ERR_LEN]);
+// Allocates parameters (zeroed) for a config, and their gradients when with_gradients is 1
+// (training; generation needs none: grads_memory stays NULL). Returns 0 or -1 with err.
+int gpt_build(GPT *model, const GPTConfig *config, int with_gradients, char err[ERR_LEN]);
 // Allocates activations and scratch for up to B sequences of block_size tokens.
 int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]);
 void gpt_free(GPT *model);
+
+// The memory a run needs, in bytes, computed from a valid config before anything is
+// allocated. Doubles, because the products of an absurd config overflow 64-bit integers.
+typedef struct {
+    double parameters;   // the weights
+    double gradients;    // training: one per parameter
+    double optimizer;    // training: AdamW's two moments and weight-decay mask
+    double activations;  // kept for backward, for B sequences of block_size tokens
+    double scratch;      // per-call temporaries, inputs and targets
+    double generation;   // generation: the key/value cache and one position's buffers
+} GPTMemoryPlan;
+// Training: parameters, gradients, optimizer, activations and scratch for batch B.
+// Generation: parameters, activations and scratch for B = 1, and the generation buffers.
+void gpt_memory_plan(const GPTConfig *config, int B, int training, GPTMemoryPlan *plan);
+double gpt_memory_total(const GPTMemoryPlan *plan);
+// "40.5 MiB (parameters 832 KiB, gradients 832 KiB, ...)", naming the parts that are not 0.
+void gpt_memory_describe(const GPTMemoryPlan *plan, char *text, size_t n);
+// Writes bytes as "832 KiB", "40.5 MiB", "3.2 TiB".
+void gpt_format_bytes(double bytes, char *text, size_t n);
+// The memory this machine has available now, in bytes (MemAvailable in /proc/meminfo:
+// free memory and what the kernel can reclaim without swapping), or 0 when unknown.
+double gpt_memory_available(void);
 
 // Initialises parameters from a seed: linear weights and embeddings N(0, 0.02), the two
 // residual projections N(0, 0.02/sqrt(2L)), biases 0, LayerNorm weight 1 and bias 0.

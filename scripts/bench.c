@@ -233,7 +233,7 @@ static void build_model(GPT *model, const BenchConfig *bc) {
     GPTConfig config = {bc->vocab_size, bc->block_size, bc->n_layer, bc->n_head,
                         bc->n_embd, bc->n_embd / bc->n_head, 1, 0.0f};
     char err[ERR_LEN];
-    if (gpt_build(model, &config, err) != 0) die(EXIT_FAILED, "%s: %s", bc->name, err);
+    if (gpt_build(model, &config, 1, err) != 0) die(EXIT_FAILED, "%s: %s", bc->name, err);
     gpt_init_weights(model, SEED);
 }
 

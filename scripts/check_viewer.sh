@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
-# Checks an attention page written by attention_export (.html) in headless Chromium:
-# the page's script must have drawn both views (it sets data-rendered="heatmap,lines" on
-# <body>) without any script error (window.onerror sets data-failed and fills #errors,
-# and the console must show no uncaught error), and a screenshot must come out.
+# Checks an attention page written by attention_export (.html) in headless Chromium, in
+# three views, each loaded once to read the DOM and once for a screenshot into OUT_DIR:
+#   model_view.png     the page as it opens (1400 x 1000)
+#   chosen_head.png    the last layer's last head with query 12 pinned, from the address
+#                      (#layer=L-1&head=H-1&query=12)
+#   narrow_800x600.png an 800 x 600 window
+# The page must draw every view without a script error (window.onerror sets data-failed,
+# and the console must show no uncaught error). With #selftest in the address the page
+# reads back what it drew (see viewer/attention_html.c); the counts must match the sizes
+# the page's title states ("N characters, L layers x H heads"): L x H model-view heatmaps
+# and N x N heatmap cells showing their weights' colours, N characters coloured by
+# surprisal with their code points in the hover text; the chosen view must be the
+# address's; at 800 x 600 the panels must stack, the heatmap keep cells of at least 10
+# pixels, and the page not be wider than the window.
 #
-# usage: scripts/check_viewer.sh PAGE.html OUT.png
-# e.g. after `make test`: scripts/check_viewer.sh tests/tmp/viewer_sample.html tests/tmp/viewer_sample.png
+# usage: scripts/check_viewer.sh PAGE.html OUT_DIR
+# e.g. after `make test`: scripts/check_viewer.sh tests/tmp/viewer_sample.html tests/tmp/viewer_shots
 set -u
 
 if [ $# -ne 2 ]; then
-    echo "usage: $0 PAGE.html OUT.png" >&2
+    echo "usage: $0 PAGE.html OUT_DIR" >&2
     exit 2
 fi
 page=$1
-shot=$2
+out=$2
 if [ ! -f "$page" ]; then
     echo "$page: no such file (run \`make test\` to write tests/tmp/viewer_sample.html)" >&2
     exit 2
@@ -23,44 +33,97 @@ if [ -z "$browser" ]; then
     echo "check_viewer: no chromium found" >&2
     exit 2
 fi
+title=$(grep -o '<title>[^<]*</title>' "$page" | head -n 1)
+read -r chars layers heads < <(echo "$title" |
+    sed -n 's/.*: \([0-9]*\) characters\?, \([0-9]*\) layers\? &times; \([0-9]*\) heads\?<.*/\1 \2 \3/p')
+if [ -z "${heads:-}" ]; then
+    echo "check_viewer: $page: no sizes in the title ($title)" >&2
+    exit 1
+fi
+mkdir -p "$out"
 
 url="file://$(cd "$(dirname "$page")" && pwd)/$(basename "$page")"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run
        --disable-background-networking --disable-component-update --disable-sync)
-
-# 1. the DOM after the page's script ran, with the console on stderr
-timeout 120 "$browser" "${flags[@]}" --user-data-dir="$work/profile-dom" \
-    --enable-logging=stderr --v=0 --dump-dom "$url" >"$work/dom.html" 2>"$work/console.log"
 status=0
-if ! grep -q 'data-rendered="heatmap,lines"' "$work/dom.html"; then
-    echo "check_viewer: $page: the page did not finish drawing (no data-rendered=\"heatmap,lines\")" >&2
+fail() {
+    echo "check_viewer: $page: $*" >&2
     status=1
-fi
-if grep -q 'data-failed=' "$work/dom.html"; then
-    echo "check_viewer: $page: the page reported script errors:" >&2
-    tr '\n' ' ' <"$work/dom.html" | sed -n 's/.*<div id="errors"[^>]*>\([^<]*\)<.*/  \1\n/p' >&2
-    status=1
-fi
-if grep -E 'Uncaught|CONSOLE\(.*(Error|error)' "$work/console.log" >&2; then
-    echo "check_viewer: $page: errors on the console (above)" >&2
-    status=1
-fi
+}
 
-# 2. a screenshot
-rm -f "$shot"
-timeout 120 "$browser" "${flags[@]}" --user-data-dir="$work/profile-shot" \
-    --screenshot="$shot" --window-size=1400,1000 "$url" \
-    >"$work/shot.log" 2>&1
-size=$(stat -c %s "$shot" 2>/dev/null || echo 0)
-if [ "$size" -lt 20000 ]; then
-    echo "check_viewer: $shot: no screenshot or a near-empty one ($size bytes)" >&2
-    status=1
+# view NAME SIZE FRAGMENT: loads the page at the window size with the fragment plus
+# selftest, leaves the <body> tag's attributes in $body, and takes the screenshot
+view() {
+    local name=$1 size=$2 fragment=$3
+    timeout 120 "$browser" "${flags[@]}" --user-data-dir="$work/profile-$name-dom" \
+        --window-size="$size" --enable-logging=stderr --v=0 \
+        --dump-dom "$url#$fragment${fragment:+&}selftest" >"$work/$name.html" 2>"$work/$name.log"
+    body=$(grep -o '<body[^>]*>' "$work/$name.html" | head -n 1)
+    if ! echo "$body" | grep -q 'data-rendered="model,text,heatmap,lines"'; then
+        fail "$name: the page did not finish drawing (no data-rendered on <body>)"
+    fi
+    if echo "$body" | grep -q 'data-failed='; then
+        fail "$name: the page reported script errors:"
+        tr '\n' ' ' <"$work/$name.html" | sed -n 's/.*<div id="errors"[^>]*>\([^<]*\)<.*/  \1\n/p' >&2
+    fi
+    if grep -E 'Uncaught|CONSOLE\(.*(Error|error)' "$work/$name.log" >&2; then
+        fail "$name: errors on the console (above)"
+    fi
+    rm -f "$out/$name.png"
+    timeout 120 "$browser" "${flags[@]}" --user-data-dir="$work/profile-$name-shot" \
+        --window-size="$size" --screenshot="$out/$name.png" "$url${fragment:+#}$fragment" \
+        >"$work/$name-shot.log" 2>&1
+    local bytes
+    bytes=$(stat -c %s "$out/$name.png" 2>/dev/null || echo 0)
+    if [ "$bytes" -lt 20000 ]; then
+        fail "$name: no screenshot or a near-empty one ($bytes bytes)"
+    fi
+}
+
+# attribute NAME: the value of data-NAME in $body
+attribute() {
+    echo "$body" | grep -o "data-$1=\"[^\"]*\"" | sed 's/.*="\(.*\)"/\1/'
+}
+
+# expect VIEW NAME WANT: data-NAME must be WANT
+expect() {
+    local got
+    got=$(attribute "$2")
+    if [ "$got" != "$3" ]; then
+        fail "$1: data-$2 is '$got', want '$3'"
+    fi
+}
+
+# the counts every view must show
+expect_cells() {
+    expect "$1" model-heatmaps $((layers * heads))
+    expect "$1" heatmap-cells $((chars * chars))
+    expect "$1" text-cells "$chars"
+}
+
+view model_view 1400,1000 ""
+expect_cells model_view
+expect model_view view "0,0,"
+expect model_view stacked 0
+
+query=$((chars > 12 ? 12 : chars - 1))
+view chosen_head 1400,1000 "layer=$((layers - 1))&head=$((heads - 1))&query=$query"
+expect_cells chosen_head
+expect chosen_head view "$((layers - 1)),$((heads - 1)),query=$query"
+
+view narrow_800x600 800,600 ""
+expect_cells narrow_800x600
+expect narrow_800x600 stacked 1
+expect narrow_800x600 page-overflow 0
+cell=$(attribute cell-px)
+if [ "${cell:-0}" -lt 10 ]; then
+    fail "narrow_800x600: heatmap cells of ${cell:-?} pixels, want at least 10"
 fi
 
 if [ $status -eq 0 ]; then
-    ms=$(grep -o 'data-render-ms="[0-9]*"' "$work/dom.html" | grep -o '[0-9]\+')
-    echo "check_viewer: $page drawn without errors in ${ms:-?} ms; screenshot $shot ($size bytes)"
+    echo "check_viewer: $page ($chars characters, $layers x $heads heads) drawn and checked in 3 views;" \
+        "screenshots in $out: model_view.png chosen_head.png narrow_800x600.png"
 fi
 exit $status

@@ -29,4 +29,41 @@ double rel_error_dd(const double *got, const double *want, size_t n);
 
 // The whole file, malloc'd and NUL-terminated (*len excludes the NUL), or NULL.
 char *test_read_file(const char *path, size_t *len);
+
+// Path of a built program ("train", "generate"): in the directory $CHARGPT_BIN names (as
+// `make sanitize` sets it), else in the working directory, the repository root.
+const char *test_program(const char *name);
+
+// ---- tests/test_helpers.c
+
+// A finished child process.
+typedef struct {
+    int status;        // wait status; -1 when it could not be started
+    double seconds;    // wall time
+    long max_rss_kib;  // its peak resident memory
+    char *output;      // its stdout and stderr, NUL-terminated
+} TestRun;
+
+// Runs argv (argv[0] a path, NULL-terminated) with stdin from in_path (NULL: /dev/null) and
+// stdout and stderr into out_path. file_size_limit > 0 sets RLIMIT_FSIZE in the child. A child
+// still running after timeout_s seconds is killed and recorded as a failure.
+TestRun test_run(const char *const *argv, const char *in_path, const char *out_path, long file_size_limit,
+                 double timeout_s);
+// 1 when the run exited normally with status want; otherwise a failure quoting its output.
+int test_exit_status(const TestRun *r, int want, const char *what);
+// 1 when the output contains text; otherwise a failure quoting it.
+int test_output_has(const TestRun *r, const char *text, const char *what);
+void test_run_free(TestRun *r);
+
+// A change to a checkpoint, made by test_edit_checkpoint.
+typedef struct {
+    const char *key, *value;  // metadata key set to value (NULL: removed), or no key
+    const char *tensor;       // a tensor whose element gets the value x, or NULL
+    size_t element;
+    float x;
+    int v1;                   // write format chargpt-1, whose crc32 covers the data alone
+} CheckpointEdit;
+// Writes dst: the checkpoint src with the edit, as a valid file with its CRC recomputed (so
+// only the checks after the CRC can refuse it). Returns 0 or -1 (recorded as a failure).
+int test_edit_checkpoint(const char *src, const char *dst, const CheckpointEdit *edit);
 #endif

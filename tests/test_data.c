@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "../data/batch.h"
@@ -69,29 +70,38 @@ static char *make_text(size_t len) {
     return text;
 }
 
-// Loads path expecting success and the code points of want (a UTF-8 string).
-static void check_loads_as(const char *path, const char *want) {
+// Loads path with keep_cr expecting the code points of want (a UTF-8 string) and the given
+// cleanup counts.
+static void check_cleanup(const char *path, int keep_cr, const char *want, TextCleanup want_cleanup) {
     size_t want_len = strlen(want);
     uint32_t *want_cps = malloc((want_len + 1) * sizeof(uint32_t));
     size_t bad;
     long n = utf8_decode((const unsigned char *)want, want_len, want_cps, &bad);
     Corpus c;
     char err[ERR_LEN];
-    int rc = corpus_load(path, &c, err);
-    if (CHECK(rc == 0, "%s should load: %s", path, err)) {
-        CHECK(c.len == (size_t)n, "%s: %zu code points, want %ld", path, c.len, n);
+    if (CHECK(corpus_load(path, keep_cr, &c, err) == 0, "%s should load: %s", path, err)) {
         CHECK(c.len == (size_t)n && memcmp(c.text, want_cps, c.len * sizeof(uint32_t)) == 0,
-              "%s: code points differ from the source text", path);
+              "%s (keep_cr %d): %zu code points, want %ld, or they differ", path, keep_cr, c.len, n);
+        CHECK(c.cleanup.bom == want_cleanup.bom && c.cleanup.crlf == want_cleanup.crlf &&
+                  c.cleanup.lone_cr == want_cleanup.lone_cr,
+              "%s (keep_cr %d): cleanup bom %d crlf %zu lone_cr %zu, want %d %zu %zu", path, keep_cr,
+              c.cleanup.bom, c.cleanup.crlf, c.cleanup.lone_cr, want_cleanup.bom,
+              want_cleanup.crlf, want_cleanup.lone_cr);
         corpus_free(&c);
     }
     free(want_cps);
 }
 
+// Loads path expecting success, the code points of want and nothing cleaned up.
+static void check_loads_as(const char *path, const char *want) {
+    check_cleanup(path, 0, want, (TextCleanup){0, 0, 0});
+}
+
 // Loads path expecting -1, an empty corpus and a message naming the file and holding what.
 static void check_load_fails(const char *path, const char *what) {
-    Corpus c = {(uint32_t *)&c, 123};
+    Corpus c = {(uint32_t *)&c, 123, {1, 1, 1}};
     char err[ERR_LEN] = "";
-    int rc = corpus_load(path, &c, err);
+    int rc = corpus_load(path, 0, &c, err);
     CHECK(rc == -1, "%s should fail with \"%s\"", path, what);
     CHECK(c.text == NULL && c.len == 0, "%s: a failed load must return no text", path);
     CHECK(strstr(err, path) != NULL, "message does not name the file: %s", err);
@@ -107,8 +117,8 @@ TEST(data_corpus_plain_and_gzip_identical) {
     write_file(TMP_DIR "/data_same.txt.gz", gz, gz_len);
     Corpus plain, packed;
     char err[ERR_LEN];
-    CHECK(corpus_load(TMP_DIR "/data_same.txt", &plain, err) == 0, "%s", err);
-    CHECK(corpus_load(TMP_DIR "/data_same.txt.gz", &packed, err) == 0, "%s", err);
+    CHECK(corpus_load(TMP_DIR "/data_same.txt", 0, &plain, err) == 0, "%s", err);
+    CHECK(corpus_load(TMP_DIR "/data_same.txt.gz", 0, &packed, err) == 0, "%s", err);
     CHECK(plain.len == packed.len, "plain %zu vs gzip %zu code points", plain.len, packed.len);
     CHECK(plain.len == packed.len &&
               memcmp(plain.text, packed.text, plain.len * sizeof(uint32_t)) == 0,
@@ -212,7 +222,7 @@ TEST(data_corpus_utf8_code_points_and_sorted_vocab) {
     write_file(TMP_DIR "/data_utf8.txt", text, strlen(text));
     Corpus c;
     char err[ERR_LEN];
-    if (!CHECK(corpus_load(TMP_DIR "/data_utf8.txt", &c, err) == 0, "%s", err)) return;
+    if (!CHECK(corpus_load(TMP_DIR "/data_utf8.txt", 0, &c, err) == 0, "%s", err)) return;
     const uint32_t want[] = {0x1F600, 'a', 0xE9, 0x2014, 0x4E2D, 'a', 0xE9};
     CHECK(c.len == 7, "%zu code points, want 7", c.len);
     CHECK(c.len == 7 && memcmp(c.text, want, sizeof(want)) == 0, "wrong code points");
@@ -227,8 +237,34 @@ TEST(data_corpus_utf8_code_points_and_sorted_vocab) {
 
 TEST(data_corpus_missing_file) {
     check_load_fails(TMP_DIR "/data_no_such_file.txt", strerror(ENOENT));
+}
+
+// A directory, a FIFO with no writer (opening it for reading would wait forever) and a
+// device are refused at once, before anything is read.
+TEST(data_corpus_special_files_refused) {
     make_tmp_dir();
-    check_load_fails(TMP_DIR, strerror(EISDIR));
+    check_load_fails(TMP_DIR, "not a regular file");
+    const char *fifo = TMP_DIR "/data_fifo";
+    unlink(fifo);
+    if (CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s: %s", fifo, strerror(errno))) {
+        check_load_fails(fifo, "not a regular file");
+        unlink(fifo);
+    }
+    check_load_fails("/dev/zero", "not a regular file");
+}
+
+// corpus_read takes any stream: the fuzz target feeds it bytes from memory.
+TEST(data_corpus_read_from_stream) {
+    static const char text[] = "caf\xc3\xa9 \xe2\x98\x83\n";
+    FILE *fp = fmemopen((void *)text, sizeof(text) - 1, "rb");
+    if (!CHECK(fp != NULL, "fmemopen: %s", strerror(errno))) return;
+    Corpus c;
+    char err[ERR_LEN];
+    if (CHECK(corpus_read(fp, "memory", 0, &c, err) == 0, "%s", err)) {
+        CHECK(c.len == 7 && c.text[3] == 0xE9 && c.text[5] == 0x2603, "read %zu code points", c.len);
+        corpus_free(&c);
+    }
+    fclose(fp);
 }
 
 TEST(data_corpus_truncated_gzip) {
@@ -245,7 +281,7 @@ TEST(data_corpus_truncated_gzip) {
     Corpus c;
     char err[ERR_LEN];
     char want[64];
-    CHECK(corpus_load(TMP_DIR "/data_no_isize.gz", &c, err) == -1, "should fail");
+    CHECK(corpus_load(TMP_DIR "/data_no_isize.gz", 0, &c, err) == -1, "should fail");
     snprintf(want, sizeof(want), "ended after %zu bytes", gz_len - 4);
     CHECK(strstr(err, want) != NULL, "message lacks \"%s\": %s", want, err);
     // only the magic bytes
@@ -297,7 +333,7 @@ TEST(data_corpus_invalid_utf8_offset) {
     write_file(TMP_DIR "/data_bad_utf8.gz", gz, gz_len);
     Corpus c;
     char err[ERR_LEN];
-    CHECK(corpus_load(TMP_DIR "/data_bad_utf8.gz", &c, err) == -1, "should fail");
+    CHECK(corpus_load(TMP_DIR "/data_bad_utf8.gz", 0, &c, err) == -1, "should fail");
     // 20000 is a lone continuation byte unless it cut a multi-byte character, in which case
     // the character it cut starts the invalid sequence: find that start the same way
     size_t want_off = 20000;
@@ -320,6 +356,62 @@ TEST(data_corpus_empty) {
     write_file(TMP_DIR "/data_empty.gz", gz, gz_len);
     check_load_fails(TMP_DIR "/data_empty.gz", "empty (0 characters)");
     free(gz);
+}
+
+TEST(data_corpus_bom_and_line_endings) {
+    // BOM, CR LF, lone CR, CR CR LF, a final lone CR, CRs beside multi-byte characters, and
+    // a U+FEFF inside the text (a zero-width no-break space there, so it stays)
+    const char *raw = "\xEF\xBB\xBF" "a\r\nb\rc\r\r\n\xC3\xA9\r\xE2\x80\x94\r\n\xEF\xBB\xBF" "d\r";
+    const char *clean = "a\nb\nc\n\n\xC3\xA9\n\xE2\x80\x94\n\xEF\xBB\xBF" "d\n";
+    const char *kept = raw + 3;
+    size_t gz_len;
+    unsigned char *gz = gzip_member(raw, strlen(raw), &gz_len);
+    write_file(TMP_DIR "/data_crlf.txt", raw, strlen(raw));
+    write_file(TMP_DIR "/data_crlf.gz", gz, gz_len);
+    const char *paths[2] = {TMP_DIR "/data_crlf.txt", TMP_DIR "/data_crlf.gz"};
+    for (int i = 0; i < 2; i++) {
+        check_cleanup(paths[i], 0, clean, (TextCleanup){1, 3, 4});
+        check_cleanup(paths[i], 1, kept, (TextCleanup){1, 0, 0});
+    }
+    // text without a BOM or CR comes back untouched, with nothing reported
+    write_file(TMP_DIR "/data_lf.txt", clean, strlen(clean));
+    check_cleanup(TMP_DIR "/data_lf.txt", 0, clean, (TextCleanup){0, 0, 0});
+    // a long CR LF text across the gzip reader's chunks: every line ending is counted once
+    size_t lines = 40000;
+    char *big = malloc(lines * 8 + 1), *big_lf = malloc(lines * 8 + 1);
+    size_t n = 0, m = 0;
+    for (size_t k = 0; k < lines; k++) {
+        n += (size_t)sprintf(big + n, "%05zu\r\n", k);
+        m += (size_t)sprintf(big_lf + m, "%05zu\n", k);
+    }
+    free(gz);
+    gz = gzip_member(big, n, &gz_len);
+    write_file(TMP_DIR "/data_crlf_big.gz", gz, gz_len);
+    check_cleanup(TMP_DIR "/data_crlf_big.gz", 0, big_lf, (TextCleanup){0, lines, 0});
+    free(big);
+    free(big_lf);
+    free(gz);
+}
+
+TEST(data_corpus_only_a_bom_is_empty) {
+    write_file(TMP_DIR "/data_bom_only.txt", "\xEF\xBB\xBF", 3);
+    check_load_fails(TMP_DIR "/data_bom_only.txt", "the corpus is empty");
+}
+
+TEST(data_text_cleanup_describe) {
+    char buf[160];
+    text_cleanup_describe(&(TextCleanup){0, 0, 0}, buf, sizeof(buf));
+    CHECK(strcmp(buf, "") == 0, "nothing changed: '%s'", buf);
+    text_cleanup_describe(&(TextCleanup){1, 0, 0}, buf, sizeof(buf));
+    CHECK(strcmp(buf, "dropped a leading byte-order mark") == 0, "BOM only: '%s'", buf);
+    text_cleanup_describe(&(TextCleanup){0, 12, 0}, buf, sizeof(buf));
+    CHECK(strcmp(buf, "turned 12 CR LF and 0 lone CR line endings into LF") == 0, "CR LF: '%s'", buf);
+    text_cleanup_describe(&(TextCleanup){1, 2, 3}, buf, sizeof(buf));
+    CHECK(strcmp(buf, "dropped a leading byte-order mark; turned 2 CR LF and 3 lone CR line endings "
+                      "into LF") == 0, "all: '%s'", buf);
+    // a buffer too small is cut, still terminated
+    text_cleanup_describe(&(TextCleanup){1, 2, 3}, buf, 10);
+    CHECK(strlen(buf) == 9, "small buffer: '%s'", buf);
 }
 
 static int cmp_u32(const void *a, const void *b) {
@@ -567,7 +659,7 @@ TEST(data_tinyshakespeare_default_corpus) {
     const char *path = "data/tinyshakespeare.txt.gz";
     Corpus c;
     char err[ERR_LEN];
-    if (!CHECK(corpus_load(path, &c, err) == 0, "%s", err)) return;
+    if (!CHECK(corpus_load(path, 0, &c, err) == 0, "%s", err)) return;
     CHECK(c.len == 1115394, "%zu characters, want 1115394", c.len);
     CHECK(c.len > 14 && c.text[0] == 'F' && c.text[13] == ':' && c.text[14] == '\n',
           "does not start \"First Citizen:\"");

@@ -21,7 +21,7 @@
 #include "test.h"
 
 #define TMP_DIR "tests/tmp"
-#define GENERATE "./generate"
+#define GENERATE test_program("generate")
 #define CKPT TMP_DIR "/gen_model.safetensors"
 #define OUT_PATH TMP_DIR "/gen_stdout.txt"
 #define ERR_PATH TMP_DIR "/gen_stderr.txt"
@@ -66,7 +66,7 @@ static int token_of(uint32_t cp) {
 // settle on one repeated character).
 static int build_test_model(GPT *model, const GPTConfig *config, uint64_t seed) {
     char err[ERR_LEN];
-    if (!CHECK(gpt_build(model, config, err) == 0, "gpt_build: %s", err)) return -1;
+    if (!CHECK(gpt_build(model, config, 0, err) == 0, "gpt_build: %s", err)) return -1;
     gpt_init_weights(model, seed);
     Rng rng;
     rng_seed(&rng, seed ^ 0x5EEDull);
@@ -407,7 +407,8 @@ TEST(generate_seeds_and_top_k1) {
 // ---------------------------------------------------------------------------------------
 // recorded attention
 
-// The attention JSON read back: token strings as code points, sizes, and every weight.
+// The attention JSON read back: token strings as code points, sizes, every weight, and the
+// predictions at each position.
 typedef struct {
     uint32_t chars[256];
     int t;
@@ -415,6 +416,12 @@ typedef struct {
     float *att;      // (L, H, t, t) in file order
     size_t n_att;    // numbers read
     int dims[4];     // length of the arrays at each nesting depth (-1: lengths differ)
+    float surprisal[256];  // bits, NaN for null
+    int n_surprisal;
+    uint32_t top_char[256][5];
+    float top_prob[256][5];
+    int n_predictions;     // positions read
+    int top_k;             // predictions per position (-1: the counts differ)
 } AttentionJson;
 
 static const char *skip_ws(const char *p) {
@@ -495,6 +502,60 @@ static const char *parse_weights(const char *p, int d, AttentionJson *j, size_t 
     return p + 1;
 }
 
+// Reads "surprisal": numbers or null into j. Returns the end or NULL.
+static const char *parse_surprisal(const char *p, AttentionJson *j) {
+    if (*p++ != '[') return NULL;
+    for (p = skip_ws(p); *p != ']'; p = skip_ws(p)) {
+        if (j->n_surprisal > 0 && *p++ != ',') return NULL;
+        p = skip_ws(p);
+        if (j->n_surprisal == 256) return NULL;
+        if (strncmp(p, "null", 4) == 0) {
+            j->surprisal[j->n_surprisal++] = NAN;
+            p += 4;
+            continue;
+        }
+        char *end;
+        float s = strtof(p, &end);
+        if (end == p) return NULL;
+        j->surprisal[j->n_surprisal++] = s;
+        p = end;
+    }
+    return p + 1;
+}
+
+// Reads "predictions": [t][k] of [character, probability] into j. Returns the end or NULL.
+static const char *parse_predictions(const char *p, AttentionJson *j) {
+    if (*p++ != '[') return NULL;
+    for (p = skip_ws(p); *p != ']'; p = skip_ws(p)) {
+        if (j->n_predictions > 0 && *p++ != ',') return NULL;
+        p = skip_ws(p);
+        if (j->n_predictions == 256 || *p++ != '[') return NULL;
+        int i = j->n_predictions++, k = 0;
+        for (p = skip_ws(p); *p != ']'; p = skip_ws(p)) {
+            if (k > 0 && *p++ != ',') return NULL;
+            p = skip_ws(p);
+            if (k == 5 || *p++ != '[') return NULL;
+            char bytes[16];
+            size_t len;
+            uint32_t cps[16];
+            p = parse_string(skip_ws(p), bytes, sizeof(bytes), &len);
+            if (!p || decode(bytes, len, cps) != 1) return NULL;
+            p = skip_ws(p);
+            if (*p++ != ',') return NULL;
+            char *end;
+            float prob = strtof(p, &end);
+            if (end == p) return NULL;
+            p = skip_ws(end);
+            if (*p++ != ']') return NULL;
+            j->top_char[i][k] = cps[0];
+            j->top_prob[i][k++] = prob;
+        }
+        p++;
+        j->top_k = i == 0 || j->top_k == k ? k : -1;
+    }
+    return p + 1;
+}
+
 // Parses the whole document; returns 0 or -1 (j->att must be freed either way).
 static int parse_attention_json(const char *text, AttentionJson *j) {
     memset(j, 0, sizeof(*j));
@@ -528,6 +589,12 @@ static int parse_attention_json(const char *text, AttentionJson *j) {
         } else if (strcmp(key, "attention") == 0) {
             p = parse_weights(p, 0, j, cap);
             if (!p) return -1;
+        } else if (strcmp(key, "surprisal") == 0) {
+            p = parse_surprisal(p, j);
+            if (!p) return -1;
+        } else if (strcmp(key, "predictions") == 0) {
+            p = parse_predictions(p, j);
+            if (!p) return -1;
         } else if (strcmp(key, "n_layer") == 0 || strcmp(key, "n_head") == 0) {
             char *end;
             long v = strtol(p, &end, 10);
@@ -545,7 +612,7 @@ static int load_test_model(GPT *model) {
     Checkpoint ck;
     char err[ERR_LEN];
     if (!CHECK(checkpoint_open(CKPT, &ck, err) == 0, "checkpoint_open: %s", err)) return -1;
-    int rc = checkpoint_load_model(&ck, model, err);
+    int rc = checkpoint_load_model(&ck, model, 0, err);
     checkpoint_close(&ck);
     if (!CHECK(rc == 0, "checkpoint_load_model: %s", err)) return -1;
     if (!CHECK(gpt_alloc_activations(model, 1, err) == 0, "gpt_alloc_activations: %s", err)) {
@@ -604,6 +671,36 @@ static double check_attention(const AttentionJson *j, GPT *model) {
     CHECK(worst_sum <= 1e-5, "a row sums to 1 %+.2e", worst_sum);
     CHECK(worst <= ATTENTION_TOL, "recorded weights differ from the training forward by %.3e", worst);
     return worst;
+}
+
+// Checks the recorded predictions of j against the probabilities of the forward pass that
+// check_attention ran over its characters: at each position the surprisal of the next
+// character in bits (null at the last) and the 5 most likely characters, most likely first.
+static void check_predictions(const AttentionJson *j, const GPT *model) {
+    const int V = model->config.vocab_size, t = j->t;
+    if (!CHECK(j->n_surprisal == t && j->n_predictions == t && j->top_k == 5,
+               "%d surprisals and %d positions of %d predictions, want %d and %d of 5", j->n_surprisal,
+               j->n_predictions, j->top_k, t, t))
+        return;
+    double worst_bits = 0.0, worst_prob = 0.0;
+    int misranked = 0;
+    for (int i = 0; i < t; i++) {
+        const float *probs = model->acts.probs + (size_t)i * V;
+        if (i + 1 < t) worst_bits = fmax(worst_bits, fabs(j->surprisal[i] + log2(probs[token_of(j->chars[i + 1])])));
+        else CHECK(isnan(j->surprisal[i]), "the last surprisal is %g, not null", j->surprisal[i]);
+        for (int r = 0; r < 5; r++) {
+            int v = token_of(j->top_char[i][r]);
+            if (!CHECK(v >= 0, "predicted U+%04X is not in the vocabulary", j->top_char[i][r])) return;
+            worst_prob = fmax(worst_prob, fabs(j->top_prob[i][r] - probs[v]));
+            // rank r: at most r characters are clearly more likely
+            int above = 0;
+            for (int u = 0; u < V; u++) above += probs[u] > probs[v] + 1e-6f;
+            misranked += above > r;
+        }
+    }
+    CHECK(worst_bits <= 1e-5, "surprisal differs from -log2 of the forward pass's probability by %.2e bits", worst_bits);
+    CHECK(worst_prob <= 1e-6, "predicted probabilities differ from the forward pass's by %.2e", worst_prob);
+    CHECK(misranked == 0, "%d predictions out of rank", misranked);
 }
 
 // Splits CSV text into records (quotes respected) and checks the data rows: layer, head,
@@ -673,6 +770,7 @@ TEST(generate_attention_outputs) {
         int t = decode(prompt, strlen(prompt), want);
         CHECK(j.t == t && memcmp(j.chars, want, (size_t)t * sizeof(uint32_t)) == 0, "recorded %d characters, not the prompt", j.t);
         double worst = check_attention(&j, &model);
+        check_predictions(&j, &model);
         printf("    %d layers x %d heads over %d characters: worst abs diff from gpt_forward %.2e\n", L, H, j.t, worst);
 
         r = run_generate(NULL, ARGS(CKPT, "-n", "0", "--attention", csv_path, prompt));
@@ -718,6 +816,7 @@ TEST(generate_attention_last_block) {
         CHECK(j.t == T && n >= T && memcmp(j.chars, text + n - T, (size_t)T * sizeof(uint32_t)) == 0,
               "recorded %d characters, not the last %d of the text", j.t, T);
         check_attention(&j, &model);
+        check_predictions(&j, &model);
     }
     free(j.att);
     free(json);

@@ -28,7 +28,7 @@ static void report(const char *what, double err) { printf("    %-56s max rel err
 // Builds a model with activations for batch B; records a failed check on error.
 static int build_model(GPT *model, const GPTConfig *config, int B) {
     char err[ERR_LEN];
-    if (!CHECK(gpt_build(model, config, err) == 0, "gpt_build: %s", err)) return -1;
+    if (!CHECK(gpt_build(model, config, 1, err) == 0, "gpt_build: %s", err)) return -1;
     if (!CHECK(gpt_alloc_activations(model, B, err) == 0, "gpt_alloc_activations: %s", err)) {
         gpt_free(model);
         return -1;

@@ -154,6 +154,8 @@ TEST(safetensors_reads_unaligned_header) {
     safetensors_free(&st);
 }
 
+// The CRC stored under the crc key covers the whole file: length, header (with its own value
+// counted as "00000000") and data.
 TEST(safetensors_crc_stored) {
     make_tmp_dir();
     const char *path = TMP_DIR "/st_crc.safetensors";
@@ -168,28 +170,59 @@ TEST(safetensors_crc_stored) {
         return;
     }
     CHECK(strlen(stored) == 8 && strspn(stored, "0123456789abcdef") == 8, "crc '%s' is not 8 lowercase hex", stored);
-    uint32_t crc = safetensors_data_crc(&st);
+    uint32_t crc = 0;
+    CHECK(safetensors_file_crc(&st, "crc32", &crc) == 0, "safetensors_file_crc refused the file it wrote");
     CHECK(strtoul(stored, NULL, 16) == crc, "stored %s, computed %08x", stored, crc);
-    // independently: zlib's crc32 over the tensors' bytes back to back
-    uLong want = crc32(0L, Z_NULL, 0);
-    for (int i = 0; i < NUM_SAMPLE; i++) {
-        const StTensor *t = safetensors_find(&st, sample[i].name);
-        if (t->nbytes) want = crc32(want, sample[i].data, (uInt)t->nbytes);
-    }
-    CHECK(crc == want, "crc %08x, zlib over the tensors %08lx", crc, want);
+    CHECK(safetensors_file_crc(&st, "format", &crc) == -1, "a value that is not 8 hex digits gave a CRC");
+    CHECK(safetensors_file_crc(&st, "absent", &crc) == -1, "an absent key gave a CRC");
     CHECK(safetensors_meta(&st, "format") && st.num_meta == 3, "other metadata kept (%d entries)", st.num_meta);
     safetensors_free(&st);
 
-    // the crc moves when one data byte does
+    // independently: zlib's crc32 over the file's bytes with the stored digits as zeros
     size_t n;
     unsigned char *bytes = (unsigned char *)test_read_file(path, &n);
-    bytes[n - 1] ^= 1;
-    write_bytes(path, bytes, n);
-    free(bytes);
-    if (CHECK(safetensors_read(path, &st, err) == 0, "read: %s", err)) {
-        CHECK(safetensors_data_crc(&st) != crc, "crc did not change with the data");
-        safetensors_free(&st);
+    char *at = strstr((char *)bytes + 8, "\"crc32\":\"");
+    if (!CHECK(at != NULL, "no \"crc32\":\" in the header")) return;
+    unsigned char *digits = (unsigned char *)at + 9;
+    unsigned char kept[8];
+    memcpy(kept, digits, 8);
+    memcpy(digits, "00000000", 8);
+    uLong want = crc32(crc32(0L, Z_NULL, 0), bytes, (uInt)n);
+    CHECK(want == crc, "crc %08x, zlib over the file with a blank crc %08lx", crc, want);
+    memcpy(digits, kept, 8);
+
+    // the crc moves when one byte of the data, of a metadata value or of the length does
+    size_t flips[] = {n - 1, (size_t)((unsigned char *)strstr((char *)bytes + 8, "chargpt") - bytes), 0};
+    for (int i = 0; i < 3; i++) {
+        bytes[flips[i]] ^= 1;
+        write_bytes(path, bytes, n);
+        bytes[flips[i]] ^= 1;
+        uint32_t moved = crc;
+        if (safetensors_read(path, &st, err) == 0) {
+            CHECK(safetensors_file_crc(&st, "crc32", &moved) == 0 && moved != crc,
+                  "crc did not change with byte %zu", flips[i]);
+            safetensors_free(&st);
+        } else {
+            CHECK(i == 2, "byte %zu flipped: %s", flips[i], err);  // a changed length breaks the file itself
+        }
     }
+    free(bytes);
+}
+
+// The CRC must be written as 8 plain hex digits where the header says: escapes are refused.
+TEST(safetensors_file_crc_needs_plain_digits) {
+    make_tmp_dir();
+    const char *path = TMP_DIR "/st_crc_escaped.safetensors";
+    const char *header = "{\"__metadata__\":{\"crc32\":\"\\u0030000000a\",\"other\":\"0000000a\"}}";
+    write_raw(path, header, strlen(header), NULL, 0);
+    SafeTensors st;
+    char err[ERR_LEN];
+    uint32_t crc;
+    if (!CHECK(safetensors_read(path, &st, err) == 0, "%s", err)) return;
+    CHECK(strcmp(safetensors_meta(&st, "crc32"), "0000000a") == 0, "the escape decodes to 0000000a");
+    CHECK(safetensors_file_crc(&st, "crc32", &crc) == -1, "an escaped crc value was accepted");
+    CHECK(safetensors_file_crc(&st, "other", &crc) == 0, "a plain 8-digit value was refused");
+    safetensors_free(&st);
 }
 
 // A header with its data section (zeros), and the words the error must contain.
@@ -321,9 +354,8 @@ TEST(safetensors_rejects_every_truncation) {
     SafeTensors st;
     int accepted = 0;
     for (size_t len = 0; len < n; len++) {
-        write_bytes(cut, bytes, len);
         err[0] = '\0';
-        if (safetensors_read(cut, &st, err) == 0) {
+        if (safetensors_parse(bytes, len, cut, &st, err) == 0) {
             accepted++;
             safetensors_free(&st);
         } else {
@@ -340,9 +372,10 @@ TEST(safetensors_survives_header_mutations) {
     // every header byte replaced by JSON-significant and odd bytes, every bit of the length
     // flipped, then random multi-byte damage: the reader returns 0 or -1, never crashes, and
     // what it accepts is self-consistent (run under ASan/valgrind for the full guarantee)
+    // (in memory: safetensors_parse is what safetensors_read runs on the file's bytes)
     make_tmp_dir();
     const char *path = TMP_DIR "/st_mutate_src.safetensors";
-    const char *mutated = TMP_DIR "/st_mutated.safetensors";
+    const char *mutated = "mutated.safetensors";
     char err[ERR_LEN];
     if (!CHECK(safetensors_write(path, sample, NUM_SAMPLE, sample_meta, 2, NULL, err) == 0, "write: %s", err)) return;
     size_t n;
@@ -362,9 +395,8 @@ TEST(safetensors_survives_header_mutations) {
             if (pos < 8) copy[pos] ^= (unsigned char)(1u << r);
             else copy[pos] = replacements[r];
             if (copy[pos] == bytes[pos]) continue;
-            write_bytes(mutated, copy, n);
             err[0] = '\0';
-            if (safetensors_read(mutated, &st, err) == 0) {
+            if (safetensors_parse(copy, n, mutated, &st, err) == 0) {
                 accepted++;
                 inconsistent += !tensors_consistent(&st);
                 safetensors_free(&st);
@@ -381,9 +413,8 @@ TEST(safetensors_survives_header_mutations) {
         int flips = 1 + (int)rng_below(&rng, 4);
         for (int f = 0; f < flips; f++) copy[rng_below(&rng, header_end)] = (unsigned char)rng_below(&rng, 256);
         size_t len = rng_below(&rng, 4) == 0 ? (size_t)rng_below(&rng, n + 1) : n;
-        write_bytes(mutated, copy, len);
         err[0] = '\0';
-        if (safetensors_read(mutated, &st, err) == 0) {
+        if (safetensors_parse(copy, len, mutated, &st, err) == 0) {
             accepted++;
             inconsistent += !tensors_consistent(&st);
             safetensors_free(&st);

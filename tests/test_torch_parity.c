@@ -139,7 +139,7 @@ static int torch_load(TorchFixture *f, const char *path) {
     if (!CHECK(f->t >= 1 && f->t <= c.block_size, "%s: seq_len %d outside [1, block_size %d]",
                path, f->t, c.block_size))
         goto fail;
-    if (!CHECK(gpt_build(&f->model, &c, err) == 0, "%s: %s", path, err)) goto fail;
+    if (!CHECK(gpt_build(&f->model, &c, 1, err) == 0, "%s: %s", path, err)) goto fail;
     if (!CHECK(gpt_alloc_activations(&f->model, f->B, err) == 0, "%s: %s", path, err)) goto fail;
 
     int count = gpt_num_tensors(&c);

@@ -125,15 +125,15 @@ static const char *shared_corpus(void) {
 // running ./train
 
 static int have_train(void) {
-    return CHECK(access("./train", X_OK) == 0, "./train is missing: run the tests from the repository root "
-                 "after make");
+    return CHECK(access(test_program("train"), X_OK) == 0, "%s is missing: run the tests from the repository root "
+                 "after make", test_program("train"));
 }
 
 // Starts ./train with the given arguments (NULL-terminated), stdout and stderr into log,
 // in the working directory cwd (NULL: this one). Returns the child's pid, or -1.
 static pid_t start_train_in(const char *cwd, const char *log, char *const *args) {
     char program[4096];
-    if (!realpath("./train", program)) return -1;
+    if (!realpath(test_program("train"), program)) return -1;
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
@@ -274,34 +274,9 @@ static long meta_long(const char *path, const char *key) {
 }
 
 // Writes to dst the checkpoint src with metadata key set to value (removed when value is
-// NULL), a valid file with the CRC recomputed under "crc32" as checkpoint_save does.
+// NULL), a valid file with the CRC recomputed as checkpoint_save does.
 static void rewrite_meta(const char *src, const char *dst, const char *key, const char *value) {
-    SafeTensors st;
-    char err[ERR_LEN];
-    if (!CHECK(safetensors_read(src, &st, err) == 0, "%s", err)) return;
-    StWriteTensor *tensors = calloc((size_t)st.num_tensors, sizeof(StWriteTensor));
-    StMeta *meta = calloc((size_t)st.num_meta, sizeof(StMeta));
-    for (int i = 0; i < st.num_tensors; i++) {
-        const StTensor *t = &st.tensors[i];
-        tensors[i] = (StWriteTensor){t->name, t->dtype, t->ndim, {0}, safetensors_tensor_data(&st, t)};
-        memcpy(tensors[i].shape, t->shape, sizeof(t->shape));
-    }
-    int m = 0, found = 0;
-    for (int i = 0; i < st.num_meta; i++) {
-        if (strcmp(st.meta[i].key, "crc32") == 0) continue;
-        if (strcmp(st.meta[i].key, key) == 0) {
-            found = 1;
-            if (!value) continue;
-            meta[m++] = (StMeta){st.meta[i].key, (char *)value};
-        } else {
-            meta[m++] = st.meta[i];
-        }
-    }
-    CHECK(found, "%s has no metadata '%s' to rewrite", src, key);
-    CHECK(safetensors_write(dst, tensors, st.num_tensors, meta, m, "crc32", err) == 0, "%s", err);
-    free(tensors);
-    free(meta);
-    safetensors_free(&st);
+    test_edit_checkpoint(src, dst, &(CheckpointEdit){.key = key, .value = value});
 }
 
 // 1 when every value of every F32 tensor in the file is finite.
@@ -540,11 +515,14 @@ TEST(train_bad_resume_exit_codes) {
 // ----------------------------------------------------------------------------
 // 3. checkpoint_save -> checkpoint_open / load reproduces everything bit for bit
 
-// Random bits in every float (NaN payloads, infinities, subnormals and -0 included).
-static void fill_bits(float *x, size_t n, Rng *rng) {
+// Random bits in every float: any finite value (subnormals and -0 included; a checkpoint
+// holding NaN or infinity is refused). nonnegative: clear the sign bit (second moments).
+static void fill_bits(float *x, size_t n, int nonnegative, Rng *rng) {
     for (size_t i = 0; i < n; i++) {
-        uint32_t bits = (uint32_t)rng_next_u64(rng);
-        memcpy(&x[i], &bits, 4);
+        do {
+            uint32_t bits = (uint32_t)rng_next_u64(rng) & (nonnegative ? 0x7FFFFFFFu : 0xFFFFFFFFu);
+            memcpy(&x[i], &bits, 4);
+        } while (!isfinite(x[i]));
     }
 }
 
@@ -559,13 +537,13 @@ TEST(train_checkpoint_round_trip_exact) {
     for (int c = 0; c < 2; c++) {
         GPT model;
         AdamW opt;
-        if (!CHECK(gpt_build(&model, &configs[c], err) == 0, "%s", err)) return;
+        if (!CHECK(gpt_build(&model, &configs[c], 1, err) == 0, "%s", err)) return;
         if (!CHECK(adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0, "%s", err)) return;
         Rng rng;
         rng_seed(&rng, 100 + c);
-        fill_bits(model.params_memory, model.num_parameters, &rng);
-        fill_bits(opt.m, opt.n, &rng);
-        fill_bits(opt.v, opt.n, &rng);
+        fill_bits(model.params_memory, model.num_parameters, 0, &rng);
+        fill_bits(opt.m, opt.n, 0, &rng);
+        fill_bits(opt.v, opt.n, 1, &rng);
         opt.step = 123456789012L;
         StMeta extra[2] = {{"train.note", "h\xc3\xa9llo \xe2\x9c\x93 \"quoted\" \\ back"}, {"state.step", "42"}};
         snprintf(path, sizeof(path), "%s/round_trip%d.safetensors", dir, c);
@@ -585,7 +563,7 @@ TEST(train_checkpoint_round_trip_exact) {
               "config %d: format is not %s", c, CHECKPOINT_FORMAT);
 
         GPT loaded;
-        if (!CHECK(checkpoint_load_model(&ck, &loaded, err) == 0, "%s", err)) return;
+        if (!CHECK(checkpoint_load_model(&ck, &loaded, 0, err) == 0, "%s", err)) return;
         CHECK(loaded.num_parameters == model.num_parameters &&
               memcmp(loaded.params_memory, model.params_memory, model.num_parameters * 4) == 0,
               "config %d: parameters differ after the round trip", c);
@@ -604,7 +582,7 @@ TEST(train_checkpoint_round_trip_exact) {
         snprintf(path, sizeof(path), "%s/no_optimizer%d.safetensors", dir, c);
         if (!CHECK(checkpoint_save(path, &model, vocab, NULL, NULL, 0, err) == 0, "%s", err)) return;
         if (CHECK(checkpoint_open(path, &ck, err) == 0, "%s", err)) {
-            if (CHECK(checkpoint_load_model(&ck, &loaded, err) == 0, "%s", err)) {
+            if (CHECK(checkpoint_load_model(&ck, &loaded, 0, err) == 0, "%s", err)) {
                 CHECK(memcmp(loaded.params_memory, model.params_memory, model.num_parameters * 4) == 0,
                       "config %d: parameters differ without optimizer", c);
                 adamw_init(&opt2, &loaded, 0.9f, 0.99f, 1e-8f, 0.1f, err);

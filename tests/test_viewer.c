@@ -224,9 +224,23 @@ static void json_free(Json *j) {
     free(j->nums);
 }
 
-// Reads the top-level object of an exported .json into tokens (a Json of the "tokens"
-// value), sizes, and attention (a Json of the "attention" value).
-static int json_read_export(const char *text, Json *tokens, int *n_layer, int *n_head, Json *attention) {
+// The top-level object of an exported .json: each field's value read as a Json.
+typedef struct {
+    Json tokens, attention, surprisal, predictions;
+    int n_layer, n_head;
+    int fields;  // how many fields were read
+} JsonExport;
+
+static void json_export_free(JsonExport *e) {
+    json_free(&e->tokens);
+    json_free(&e->attention);
+    json_free(&e->surprisal);
+    json_free(&e->predictions);
+}
+
+// Reads an exported .json into e (zeroed first); returns 1 when it is one valid object.
+static int json_read_export(const char *text, JsonExport *e) {
+    memset(e, 0, sizeof(*e));
     Json top = {.p = text, .ok = 1};
     json_ws(&top);
     if (*top.p++ != '{') return 0;
@@ -239,11 +253,16 @@ static int json_read_export(const char *text, Json *tokens, int *n_layer, int *n
         json_value(&value, 0);
         top.p = value.p;
         top.ok = value.ok;
-        if (strcmp(key, "tokens") == 0) *tokens = value;
-        else if (strcmp(key, "attention") == 0) *attention = value;
+        e->fields++;
+        Json *slot = strcmp(key, "tokens") == 0        ? &e->tokens
+                     : strcmp(key, "attention") == 0   ? &e->attention
+                     : strcmp(key, "surprisal") == 0   ? &e->surprisal
+                     : strcmp(key, "predictions") == 0 ? &e->predictions
+                                                       : NULL;
+        if (slot) *slot = value;
         else {
-            if (value.n_nums == 1 && strcmp(key, "n_layer") == 0) *n_layer = (int)value.nums[0];
-            if (value.n_nums == 1 && strcmp(key, "n_head") == 0) *n_head = (int)value.nums[0];
+            if (value.n_nums == 1 && strcmp(key, "n_layer") == 0) e->n_layer = (int)value.nums[0];
+            if (value.n_nums == 1 && strcmp(key, "n_head") == 0) e->n_head = (int)value.nums[0];
             json_free(&value);
         }
         free(key);
@@ -279,7 +298,7 @@ TEST(viewer_json_round_trip) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_test.json";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, L, H, att, NULL, err) == 0, "export: %s", err);
     size_t len;
     char *text = test_read_file(path, &len);
     if (!CHECK(text, "cannot read %s", path)) return;
@@ -290,11 +309,12 @@ TEST(viewer_json_round_trip) {
     CHECK(strstr(text, "\"\\u0001\""), "no \\u0001 escape");
     CHECK(strstr(text, "\"\xF0\x9F\x98\x80\""), "non-ASCII is not raw UTF-8");
 
-    Json tokens = {0}, attention = {0};
-    int n_layer = 0, n_head = 0;
-    CHECK(json_read_export(text, &tokens, &n_layer, &n_head, &attention), "not valid JSON");
-    tokens_match(&tokens, chars, t);
-    CHECK(n_layer == L && n_head == H, "n_layer %d n_head %d, want %d %d", n_layer, n_head, L, H);
+    JsonExport e;
+    CHECK(json_read_export(text, &e), "not valid JSON");
+    CHECK(e.fields == 4, "%d fields without predictions, want tokens, n_layer, n_head, attention", e.fields);
+    Json attention = e.attention;
+    tokens_match(&e.tokens, chars, t);
+    CHECK(e.n_layer == L && e.n_head == H, "n_layer %d n_head %d, want %d %d", e.n_layer, e.n_head, L, H);
     CHECK(attention.shape[0] == L && attention.shape[1] == H && attention.shape[2] == t &&
               attention.shape[3] == t,
           "attention shape [%d][%d][%d][%d], want [%d][%d][%d][%d]", attention.shape[0],
@@ -312,8 +332,130 @@ TEST(viewer_json_round_trip) {
         CHECK(lower == (size_t)L * H * t * (t + 1) / 2, "%zu lower-triangle weights", lower);
         CHECK(upper_nonzero == 0, "%zu nonzero weights above the diagonal", upper_nonzero);
     }
-    json_free(&tokens);
-    json_free(&attention);
+    json_export_free(&e);
+    free(text);
+    free(att);
+}
+
+// ---------------------------------------------------------------------------------------
+// predictions
+
+// softmax(z)[v] in long double, from the definition (no largest logit taken out)
+static long double reference_prob(const float *z, int V, int v) {
+    long double sum = 0.0L;
+    for (int u = 0; u < V; u++) sum += expl((long double)z[u]);
+    return expl((long double)z[v]) / sum;
+}
+
+TEST(viewer_predictions_from_logits) {
+    enum { V = 7, T = 4 };
+    const uint32_t vocab[V] = {'a', 'b', 'c', 'd', 'e', 'f', 0x1F600};
+    const float logits[T][V] = {
+        {0, 1, 2, 3, 4, 5, 6},            // increasing
+        {1, 3, 3, 0, 3, -1, 2},           // a three-way tie for the top: lower ids first
+        {200, -200, 0, 0, 0, 0, 0},       // p(b) = e^-400 is 0 as a float
+        {0.5f, -2, 1, 0.25f, 3, 0, -1},   // the last position: no next character
+    };
+    const int tokens[T] = {2, 1, 1, 1};  // so each row's surprisal is of b
+    const int want_top[T][5] = {{6, 5, 4, 3, 2}, {1, 2, 4, 6, 0}, {0, 2, 3, 4, 5}, {4, 2, 0, 3, 5}};
+    AttentionPrediction pred[T];
+    attention_predictions(&logits[0][0], tokens, T, V, vocab, pred);
+    for (int i = 0; i < T; i++) {
+        CHECK(pred[i].k == 5, "position %d: k = %d", i, pred[i].k);
+        for (int r = 0; r < 5; r++) {
+            long double want = reference_prob(logits[i], V, want_top[i][r]);
+            CHECK(pred[i].top_char[r] == vocab[want_top[i][r]], "position %d, rank %d: U+%04X, want U+%04X", i, r,
+                  pred[i].top_char[r], vocab[want_top[i][r]]);
+            CHECK(fabsl(pred[i].top_prob[r] - want) <= 1e-7L, "position %d, rank %d: p %.9g, want %.9Lg", i, r,
+                  (double)pred[i].top_prob[r], want);
+        }
+        if (i + 1 < T) {
+            long double want = -log2l(reference_prob(logits[i], V, tokens[i + 1]));
+            CHECK(fabsl(pred[i].surprisal - want) <= 1e-6L * (1.0L + want), "position %d: surprisal %.9g bits, want %.9Lg",
+                  i, (double)pred[i].surprisal, want);
+        }
+    }
+    CHECK(isfinite(pred[2].surprisal) && pred[2].surprisal > 577.0f, "e^-400: %g bits", (double)pred[2].surprisal);
+    CHECK(isnan(pred[T - 1].surprisal), "the last position's surprisal is %g, not NaN", (double)pred[T - 1].surprisal);
+
+    // fewer characters than ATTENTION_TOP_K
+    AttentionPrediction small;
+    const float z[2] = {0.0f, 1.0f};
+    const int token[1] = {1};
+    attention_predictions(z, token, 1, 2, vocab, &small);
+    CHECK(small.k == 2 && small.top_char[0] == 'b' && small.top_char[1] == 'a' && isnan(small.surprisal),
+          "two characters: k %d, top U+%04X U+%04X", small.k, small.top_char[0], small.top_char[1]);
+}
+
+// Predictions over the distinct characters of chars from pseudo-random logits that favour
+// the character that comes next.
+static void synthetic_predictions(const uint32_t *chars, int t, AttentionPrediction *pred) {
+    uint32_t vocab[256];
+    int V = 0, *tokens = malloc((size_t)t * sizeof(int));
+    for (int i = 0; i < t; i++) {
+        int v = 0;
+        while (v < V && vocab[v] != chars[i]) v++;
+        if (v == V) vocab[V++] = chars[i];
+        tokens[i] = v;
+    }
+    float *logits = malloc((size_t)t * V * sizeof(float));
+    uint32_t state = 99;
+    for (int i = 0; i < t; i++) {
+        for (int v = 0; v < V; v++) {
+            state = state * 1664525u + 1013904223u;
+            logits[(size_t)i * V + v] = 4.0f * (float)(state >> 8) / 16777216.0f;
+        }
+        if (i + 1 < t) logits[(size_t)i * V + tokens[i + 1]] += 2.0f;
+    }
+    attention_predictions(logits, tokens, t, V, vocab, pred);
+    free(logits);
+    free(tokens);
+}
+
+TEST(viewer_json_predictions) {
+    uint32_t chars[64];
+    int t = text_chars(TRICKY_TEXT, chars), L = 1, H = 2;
+    float *att = malloc((size_t)L * H * t * t * sizeof(float));
+    AttentionPrediction pred[64];
+    synthetic_attention(chars, t, L, H, att);
+    synthetic_predictions(chars, t, pred);
+    mkdir(TMP_DIR, 0755);
+    const char *path = TMP_DIR "/viewer_predictions.json";
+    char err[ERR_LEN];
+    CHECK(attention_export(path, chars, t, L, H, att, pred, err) == 0, "export: %s", err);
+    size_t len;
+    char *text = test_read_file(path, &len);
+    if (!CHECK(text, "cannot read %s", path)) return;
+    JsonExport e;
+    CHECK(json_read_export(text, &e), "not valid JSON");
+    CHECK(e.fields == 6, "%d fields, want tokens, n_layer, n_head, attention, surprisal, predictions", e.fields);
+    tokens_match(&e.tokens, chars, t);
+    CHECK(e.attention.n_nums == (size_t)L * H * t * t, "%zu weights", e.attention.n_nums);
+    // surprisal: t numbers, the last null, each the float written
+    if (CHECK(e.surprisal.n_nums == (size_t)t && e.surprisal.shape[0] == t, "%zu surprisals", e.surprisal.n_nums)) {
+        int bad = 0;
+        for (int i = 0; i + 1 < t; i++) bad += (float)e.surprisal.nums[i] != pred[i].surprisal;
+        CHECK(bad == 0, "%d surprisals differ from those written", bad);
+        CHECK(isnan(e.surprisal.nums[t - 1]), "the last surprisal is not null");
+    }
+    // predictions: [t][5][character, probability]
+    CHECK(e.predictions.shape[0] == t && e.predictions.shape[1] == 5 && e.predictions.shape[2] == 2,
+          "predictions are [%d][%d][%d], want [%d][5][2]", e.predictions.shape[0], e.predictions.shape[1],
+          e.predictions.shape[2], t);
+    if (CHECK(e.predictions.n_strings == (size_t)t * 5 && e.predictions.n_nums == (size_t)t * 5,
+              "%zu characters and %zu probabilities", e.predictions.n_strings, e.predictions.n_nums)) {
+        int bad = 0;
+        for (int i = 0; i < t; i++) {
+            for (int r = 0; r < 5; r++) {
+                char want[5] = {0};
+                utf8_encode(pred[i].top_char[r], want);
+                bad += strcmp(e.predictions.strings[i * 5 + r], want) != 0;
+                bad += (float)e.predictions.nums[i * 5 + r] != pred[i].top_prob[r];
+            }
+        }
+        CHECK(bad == 0, "%d predicted characters or probabilities differ from those written", bad);
+    }
+    json_export_free(&e);
     free(text);
     free(att);
 }
@@ -360,7 +502,7 @@ TEST(viewer_csv_rows) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_test.csv";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, L, H, att, NULL, err) == 0, "export: %s", err);
     size_t len;
     char *text = test_read_file(path, &len);
     if (!CHECK(text, "cannot read %s", path)) return;
@@ -466,14 +608,20 @@ static unsigned char *png_decode(const char *path, int *width, int *height) {
     return raw;
 }
 
-static int pixel_is(const unsigned char *raw, int width, int x, int y, int r, int g, int b) {
+static int pixel_is(const unsigned char *raw, int width, long x, long y, int r, int g, int b) {
     const unsigned char *p = raw + (size_t)y * (1 + 3 * (size_t)width) + 1 + 3 * (size_t)x;
     return p[0] == r && p[1] == g && p[2] == b;
 }
 
+// An Attention as attention_export makes it, for the .png layout and raster functions.
+static Attention png_attention(const uint32_t *chars, int t, int L, int H, const float *att) {
+    Attention a = {TMP_DIR "/viewer_test.png", chars, t, L, H, att, NULL};
+    return a;
+}
+
 TEST(viewer_png_decodes) {
     // 13 characters, 2 layers x 3 heads: cells of min(8, 512/13, 2048/(13*3)) = 8 pixels,
-    // 104-pixel panels, 3-pixel gaps
+    // 104-pixel panels, with room for a character per cell along both axes
     uint32_t chars[13];
     int t = text_chars("To be, or not", chars), L = 2, H = 3;
     float *att = malloc((size_t)L * H * t * t * sizeof(float));
@@ -485,22 +633,125 @@ TEST(viewer_png_decodes) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_test.png";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, L, H, att, NULL, err) == 0, "export: %s", err);
+    Attention a = png_attention(chars, t, L, H, att);
+    PngLayout p;
+    attention_png_layout(&a, &p);
+    CHECK(p.cell == 8 && p.panel == 104 && p.axis_left > 0 && p.axis_top > 0, "cell %d panel %ld axes %d %d",
+          p.cell, p.panel, p.axis_left, p.axis_top);
+    CHECK(p.step_x >= p.axis_left + p.panel && p.step_y >= p.axis_top + p.panel, "panels overlap");
     int width = 0, height = 0;
     unsigned char *raw = png_decode(path, &width, &height);
     if (raw) {
-        int cell = 8, panel = 13 * 8, gap = 3;
-        CHECK(width == 3 * panel + 4 * gap && height == 2 * panel + 3 * gap, "image %d x %d", width, height);
+        CHECK(width == p.width && height == p.height, "image %d x %d, layout %ld x %ld", width, height,
+              p.width, p.height);
         // centre of cell (query i, key j) in the sink panel
-        int x0 = gap + 2 * (panel + gap) + cell / 2, y0 = gap + 1 * (panel + gap) + cell / 2;
+        long x0 = p.x0 + 2 * p.step_x + p.cell / 2, y0 = p.y0 + 1 * p.step_y + p.cell / 2;
         CHECK(pixel_is(raw, width, 0, 0, 255, 255, 255), "the frame is not white");
-        CHECK(pixel_is(raw, width, x0 - cell / 2 - 1, y0, 255, 255, 255), "the gap is not white");
-        CHECK(pixel_is(raw, width, x0 + 0 * cell, y0 + 5 * cell, 253, 231, 37), "weight 1 is not the top colour");
-        CHECK(pixel_is(raw, width, x0 + 3 * cell, y0 + 5 * cell, 68, 1, 84), "weight 0 is not the bottom colour");
-        CHECK(pixel_is(raw, width, x0 + 7 * cell, y0 + 5 * cell, 215, 215, 215), "a masked cell is not grey");
+        CHECK(pixel_is(raw, width, x0 - p.cell / 2 - p.axis_left - 1, y0, 255, 255, 255), "the gap is not white");
+        CHECK(pixel_is(raw, width, x0 + 0 * p.cell, y0 + 5 * p.cell, 253, 231, 37), "weight 1 is not the top colour");
+        CHECK(pixel_is(raw, width, x0 + 3 * p.cell, y0 + 5 * p.cell, 68, 1, 84), "weight 0 is not the bottom colour");
+        CHECK(pixel_is(raw, width, x0 + 7 * p.cell, y0 + 5 * p.cell, 215, 215, 215), "a masked cell is not grey");
+        // the file holds the labelled raster
+        unsigned char *rgb = attention_png_pixels(&a, &p, 1);
+        size_t differing = 0;
+        for (long y = 0; rgb && y < p.height; y++)
+            differing += memcmp(raw + y * (1 + 3 * p.width) + 1, rgb + y * 3 * p.width, 3 * p.width) != 0;
+        CHECK(rgb && differing == 0, "%zu rows of the file differ from the labelled raster", differing);
+        free(rgb);
     }
     free(raw);
     free(att);
+}
+
+// Pixels of the w x h box at (x, y) that are not white.
+static long ink_in(const unsigned char *rgb, const PngLayout *p, long x, long y, long w, long h) {
+    long n = 0;
+    for (long yy = y; yy < y + h; yy++)
+        for (long xx = x; xx < x + w; xx++) {
+            const unsigned char *px = rgb + 3 * (yy * p->width + xx);
+            n += px[0] != 255 || px[1] != 255 || px[2] != 255;
+        }
+    return n;
+}
+
+// The w x h boxes at (x1, y1) and (x2, y2) hold the same pixels.
+static int same_box(const unsigned char *rgb, const PngLayout *p, long x1, long y1, long x2, long y2, long w, long h) {
+    for (long y = 0; y < h; y++)
+        if (memcmp(rgb + 3 * ((y1 + y) * p->width + x1), rgb + 3 * ((y2 + y) * p->width + x2), 3 * (size_t)w) != 0)
+            return 0;
+    return 1;
+}
+
+// Labels, characters and legend against an unlabelled render of the same layout: the
+// panels are the same pixels; every place a label goes is white without labels and has
+// ink with them; labels differ where their text does (head 0 / head 1, 'o' / 'b').
+static void check_png_labels(const char *text, int L, int H, int want_axes) {
+    uint32_t chars[256];
+    int t = text_chars(text, chars);
+    float *att = malloc((size_t)L * H * t * t * sizeof(float));
+    synthetic_attention(chars, t, L, H, att);
+    Attention a = png_attention(chars, t, L, H, att);
+    PngLayout p;
+    attention_png_layout(&a, &p);
+    unsigned char *bare = attention_png_pixels(&a, &p, 0), *labelled = attention_png_pixels(&a, &p, 1);
+    if (!CHECK(bare && labelled, "out of memory")) return;
+    CHECK((p.axis_left > 0) == want_axes && (p.axis_top > 0) == want_axes, "t=%d, cell %d: axes %d %d", t,
+          p.cell, p.axis_left, p.axis_top);
+    long label_h = 7L * p.text_scale, panels_differ = 0, missing = 0;
+    for (int l = 0; l < L; l++) {
+        long y = p.y0 + l * p.step_y;
+        for (int h = 0; h < H; h++) {
+            long x = p.x0 + h * p.step_x;
+            for (long yy = y; yy < y + p.panel; yy++)
+                panels_differ += memcmp(bare + 3 * (yy * p.width + x), labelled + 3 * (yy * p.width + x), 3 * (size_t)p.panel) != 0;
+            if (want_axes) {
+                // keys above, queries to the left
+                missing += ink_in(bare, &p, x, y - p.axis_top, p.panel, p.axis_top) != 0 ||
+                           ink_in(labelled, &p, x, y - p.axis_top, p.panel, p.axis_top) == 0;
+                missing += ink_in(bare, &p, x - p.axis_left, y, p.axis_left, p.panel) != 0 ||
+                           ink_in(labelled, &p, x - p.axis_left, y, p.axis_left, p.panel) == 0;
+            }
+        }
+        // "layer l" left of the row
+        missing += ink_in(bare, &p, 0, y, p.x0 - p.axis_left, p.panel) != 0 ||
+                   ink_in(labelled, &p, 0, y, p.x0 - p.axis_left, p.panel) == 0;
+    }
+    for (int h = 0; h < H; h++) {
+        // "head h" above the column
+        long x = p.x0 + h * p.step_x;
+        missing += ink_in(bare, &p, x, p.head_label_y, p.panel, label_h) != 0 ||
+                   ink_in(labelled, &p, x, p.head_label_y, p.panel, label_h) == 0;
+    }
+    // the legend
+    missing += ink_in(bare, &p, 0, p.legend_y, p.width, p.height - p.legend_y) != 0 ||
+               ink_in(labelled, &p, 0, p.legend_y, p.width, p.height - p.legend_y) < 256 * 10;
+    CHECK(panels_differ == 0, "%ld panel rows differ between the labelled and unlabelled renders", panels_differ);
+    CHECK(missing == 0, "%ld label places are not white unlabelled and inked labelled", missing);
+    CHECK(!same_box(labelled, &p, p.x0, p.head_label_y, p.x0 + p.step_x, p.head_label_y, p.panel, label_h),
+          "\"head 0\" and \"head 1\" are drawn the same");
+    if (want_axes) {
+        // text "To be, ...": positions 1 'o' and 3 'b' differ, and 'o' at 1 and 7 are the same
+        long key_y = p.y0 - p.axis_top;
+        CHECK(!same_box(labelled, &p, p.x0 + 1 * p.cell, key_y, p.x0 + 3 * p.cell, key_y, p.cell, p.axis_top),
+              "keys 'o' and 'b' are drawn the same");
+        CHECK(same_box(labelled, &p, p.x0 + 1 * p.cell, key_y, p.x0 + 7 * p.cell, key_y, p.cell, p.axis_top),
+              "the two keys 'o' are drawn differently");
+        CHECK(!same_box(labelled, &p, p.x0 - p.axis_left, p.y0 + 1 * p.cell, p.x0 - p.axis_left, p.y0 + 3 * p.cell,
+                        p.axis_left, p.cell),
+              "queries 'o' and 'b' are drawn the same");
+    }
+    free(bare);
+    free(labelled);
+    free(att);
+}
+
+TEST(viewer_png_labels) {
+    // 8-pixel cells: characters along both axes
+    check_png_labels("To be, or not", 2, 3, 1);
+    // 99 characters: 5-pixel cells, too small for characters; labels and legend still
+    check_png_labels("To be, or not to be, that is the question: whether 'tis nobler in the mind "
+                     "to suffer the slings and", 3, 2, 0);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -520,7 +771,7 @@ TEST(viewer_html_self_contained) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_test.html";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, L, H, att, NULL, err) == 0, "export: %s", err);
     size_t len;
     char *page = test_read_file(path, &len);
     if (!CHECK(page, "cannot read %s", path)) return;
@@ -532,16 +783,32 @@ TEST(viewer_html_self_contained) {
     CHECK(strstr(page, "{\"tokens\":[\"a\",\"\\u003c\",\"\\\"\"],\"n_layer\":1,\"n_head\":1,"
                        "\"scale\":10000,\"attention\":[\n[[10000,2500,7500,1000,2000,7000]]]}"),
           "the embedded data is missing or wrong");
-    CHECK(strstr(page, "id=\"errors\"") && strstr(page, "dataset.rendered = 'heatmap,lines'"),
+    CHECK(strstr(page, "id=\"errors\"") && strstr(page, "dataset.rendered = 'model,text,heatmap,lines'"),
           "no error box or rendered marker");
     CHECK(count_occurrences(page, "<script") == count_occurrences(page, "</script"), "unbalanced <script>");
     free(page);
+
+    // with predictions: surprisal to 3 decimals (the last null), probabilities in 1e-4
+    AttentionPrediction pred[3] = {
+        {1.5f, 2, {'<', 'a'}, {0.75f, 0.25f}},
+        {0.25f, 2, {'"', '<'}, {0.5f, 0.5f}},
+        {NAN, 2, {'a', '"'}, {1.0f, 0.0f}},
+    };
+    CHECK(attention_export(path, chars, t, L, H, att, pred, err) == 0, "export: %s", err);
+    page = test_read_file(path, &len);
+    if (CHECK(page, "cannot read %s", path)) {
+        CHECK(strstr(page, "[[10000,2500,7500,1000,2000,7000]]],\n\"surprisal\":[1.500,0.250,null],\n"
+                           "\"predictions\":[[[\"\\u003c\",7500],[\"a\",2500]],[[\"\\\"\",5000],[\"\\u003c\",5000]],"
+                           "[[\"a\",10000],[\"\\\"\",0]]]}</script>"),
+              "the embedded predictions are missing or wrong");
+        free(page);
+    }
 
     // a text that tries to end the data <script> early stays inside it
     t = text_chars("</script><script>alert(1)</script>", chars);
     float *att2 = malloc((size_t)t * t * sizeof(float));
     synthetic_attention(chars, t, 1, 1, att2);
-    CHECK(attention_export(path, chars, t, 1, 1, att2, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, 1, 1, att2, NULL, err) == 0, "export: %s", err);
     page = test_read_file(path, &len);
     if (CHECK(page, "cannot read %s", path)) {
         CHECK(!strstr(page, "alert(1)</script>") && !strstr(page, "\"<\""), "a raw < in the data");
@@ -562,7 +829,7 @@ TEST(viewer_unknown_extension) {
                            TMP_DIR "/viewer_test.json.bak", TMP_DIR "/viewer.json/x"};
     for (int k = 0; k < 4; k++) {
         char err[ERR_LEN] = "";
-        int rc = attention_export(paths[k], chars, 2, 1, 1, att, err);
+        int rc = attention_export(paths[k], chars, 2, 1, 1, att, NULL, err);
         CHECK(rc == -2 && strstr(err, paths[k]), "%s: rc %d, err \"%s\"", paths[k], rc, err);
         CHECK(!file_exists(paths[k]), "%s was created", paths[k]);
     }
@@ -575,7 +842,7 @@ TEST(viewer_missing_directory) {
                            TMP_DIR "/no_such_dir/a.png", TMP_DIR "/no_such_dir/a.html"};
     for (int k = 0; k < 4; k++) {
         char err[ERR_LEN] = "";
-        int rc = attention_export(paths[k], chars, 2, 1, 1, att, err);
+        int rc = attention_export(paths[k], chars, 2, 1, 1, att, NULL, err);
         CHECK(rc == -1 && strstr(err, paths[k]), "%s: rc %d, err \"%s\"", paths[k], rc, err);
         CHECK(!file_exists(paths[k]), "%s exists", paths[k]);
     }
@@ -588,28 +855,30 @@ TEST(viewer_single_character_and_bad_sizes) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_one.json";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, 1, 1, 1, att, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, 1, 1, 1, att, NULL, err) == 0, "export: %s", err);
     size_t len;
     char *text = test_read_file(path, &len);
-    Json tokens = {0}, attention = {0};
-    int n_layer = 0, n_head = 0;
+    JsonExport e;
     if (CHECK(text, "cannot read %s", path)) {
-        CHECK(json_read_export(text, &tokens, &n_layer, &n_head, &attention), "not valid JSON");
-        tokens_match(&tokens, chars, 1);
-        CHECK(attention.n_nums == 1 && attention.nums[0] == 1.0 && attention.shape[3] == 1, "bad attention");
+        CHECK(json_read_export(text, &e), "not valid JSON");
+        tokens_match(&e.tokens, chars, 1);
+        CHECK(e.attention.n_nums == 1 && e.attention.nums[0] == 1.0 && e.attention.shape[3] == 1, "bad attention");
+        json_export_free(&e);
     }
-    json_free(&tokens);
-    json_free(&attention);
     free(text);
     const char *others[] = {TMP_DIR "/viewer_one.csv", TMP_DIR "/viewer_one.png", TMP_DIR "/viewer_one.html"};
-    for (int k = 0; k < 3; k++) CHECK(attention_export(others[k], chars, 1, 1, 1, att, err) == 0, "%s", err);
-    int width, height;
+    for (int k = 0; k < 3; k++) CHECK(attention_export(others[k], chars, 1, 1, 1, att, NULL, err) == 0, "%s", err);
+    int width = 0, height = 0;
     free(png_decode(TMP_DIR "/viewer_one.png", &width, &height));
-    CHECK(width == 8 + 6 && height == 8 + 6, "one 8-pixel cell: %d x %d", width, height);
+    Attention a = png_attention(chars, 1, 1, 1, att);
+    PngLayout p;
+    attention_png_layout(&a, &p);
+    CHECK(p.cell == 8 && width == p.width && height == p.height, "one %d-pixel cell: %d x %d, layout %ld x %ld",
+          p.cell, width, height, p.width, p.height);
 
     const char *zero = TMP_DIR "/viewer_zero.json";
-    CHECK(attention_export(zero, chars, 0, 1, 1, att, err) == -1 && !file_exists(zero), "t = 0 accepted");
-    CHECK(attention_export(zero, chars, 1, 0, 1, att, err) == -1 && !file_exists(zero), "L = 0 accepted");
+    CHECK(attention_export(zero, chars, 0, 1, 1, att, NULL, err) == -1 && !file_exists(zero), "t = 0 accepted");
+    CHECK(attention_export(zero, chars, 1, 0, 1, att, NULL, err) == -1 && !file_exists(zero), "L = 0 accepted");
 }
 
 // All four formats at 256 characters and 8 layers x 8 heads: they are written, the PNG has
@@ -632,32 +901,39 @@ TEST(viewer_large_all_formats) {
     const double max_mb[] = {40, 80, 4, 12};
     for (int k = 0; k < 4; k++) {
         char err[ERR_LEN];
-        CHECK(attention_export(paths[k], chars, t, L, H, att, err) == 0, "%s", err);
+        CHECK(attention_export(paths[k], chars, t, L, H, att, NULL, err) == 0, "%s", err);
         struct stat st;
         CHECK(stat(paths[k], &st) == 0 && st.st_size > 0 && st.st_size < max_mb[k] * 1e6,
               "%s: %lld bytes", paths[k], (long long)st.st_size);
     }
     int width = 0, height = 0;
     free(png_decode(paths[2], &width, &height));
-    CHECK(width == 8 * 256 + 9 * 3 && height == width, "image %d x %d", width, height);
+    Attention a = png_attention(chars, t, L, H, att);
+    PngLayout p;
+    attention_png_layout(&a, &p);
+    CHECK(p.cell == 1 && width == p.width && height == p.height && width >= 8 * 256 && height >= 8 * 256,
+          "%d-pixel cells, image %d x %d, layout %ld x %ld", p.cell, width, height, p.width, p.height);
     for (int k = 0; k < 4; k++) unlink(paths[k]);
     free(att);
 }
 
-// Writes tests/tmp/viewer_sample.html (and viewer_sample_heatmap.png) from synthetic attention for
-// scripts/check_viewer.sh and for looking at.
+// Writes tests/tmp/viewer_sample.html (and viewer_sample_heatmap.png) from synthetic attention
+// and predictions for scripts/check_viewer.sh and for looking at. The text has characters
+// the page's fonts may lack (an emoji, CJK), a tab and an accent.
 TEST(viewer_sample_page) {
     const char *text = "ROMEO:\nWhat light through yonder window breaks?\n"
-                       "It is the east, and Juliet is the sun.\n"
-                       "Arise, fair sun, and kill the envious moon,\n";
+                       "It is the east, and Juliet is the sun \xF0\x9F\x8C\x9E.\n"
+                       "\tArise, fair sun, and kill the envious moon \xE6\x9C\x88, caf\xC3\xA9\n";
     uint32_t chars[256];
+    AttentionPrediction pred[256];
     int t = text_chars(text, chars), L = 4, H = 4;
     float *att = malloc((size_t)L * H * t * t * sizeof(float));
     synthetic_attention(chars, t, L, H, att);
+    synthetic_predictions(chars, t, pred);
     mkdir(TMP_DIR, 0755);
     char err[ERR_LEN];
     CHECK(t > 100, "sample text of %d characters", t);
-    CHECK(attention_export(TMP_DIR "/viewer_sample.html", chars, t, L, H, att, err) == 0, "%s", err);
-    CHECK(attention_export(TMP_DIR "/viewer_sample_heatmap.png", chars, t, L, H, att, err) == 0, "%s", err);
+    CHECK(attention_export(TMP_DIR "/viewer_sample.html", chars, t, L, H, att, pred, err) == 0, "%s", err);
+    CHECK(attention_export(TMP_DIR "/viewer_sample_heatmap.png", chars, t, L, H, att, pred, err) == 0, "%s", err);
     free(att);
 }

@@ -1,25 +1,35 @@
 // Attention viewer outputs: writes the attention weights of every layer and head for a
-// processed text in a format picked by the file's extension.
+// processed text, and optionally what the model predicted at each position, in a format
+// picked by the file's extension.
 //
 //   .json  {"tokens": [one string per character], "n_layer": L, "n_head": H,
 //           "attention": [L][H][t][t]}: full rows (0 above the diagonal), weights printed
 //           with %.9g so parsing them back gives the same floats. Strings are JSON-escaped
 //           (\" \\ \n \t ..., other control characters as \u00XX, the rest raw UTF-8).
+//           With predictions, two more fields: "surprisal": [t] in bits, the last null
+//           (its next character is not in the text), and "predictions": [t][k] of
+//           [character, probability] pairs, most likely first (both %.9g).
 //   .csv   header layer,head,query_pos,key_pos,query_char,key_char,weight, then one row per
 //           (layer, head, query, key <= query) in that order, rows ending in LF, weight
 //           with %.9g. A character field holds the real character (raw UTF-8); a comma,
 //           double quote, CR or LF is quoted per RFC 4180 ("," """" and a quoted real
-//           newline), so a CSV reader gets the character back unchanged.
+//           newline), so a CSV reader gets the character back unchanged. Predictions
+//           are not written to it.
 //   .png   an RGB image: a grid of t x t heatmaps, rows = layers (0 at the top), columns =
-//           heads (0 at the left), query positions down and key positions across. Each
-//           cell is s x s pixels, s = clamp(min(512 / t, 2048 / (t * max(L, H))), 1, 8);
-//           panels are separated by, and framed with, 3 white pixels. Colour: a
-//           viridis-like map of sqrt(weight) (sqrt makes weights of a few percent visible);
-//           cells above the diagonal (masked) are light grey.
-//   .html  one self-contained page (inline CSS and JavaScript, no network): a layer/head
-//           picker with an "all heads" mean, a heatmap with characters along both axes and
-//           a lines view (queries left, keys right, a line per pair with opacity = weight).
-//           The data is embedded as JSON with weights rounded to 1e-4.
+//           heads (0 at the left), query positions down and key positions across, labelled
+//           "layer l" and "head h" in a built-in bitmap font, with the characters along
+//           both axes of every panel when cells are 8 pixels, and a colour legend below.
+//           Each cell is s x s pixels, s = clamp(min(512 / t, 2048 / (t * max(L, H))), 1,
+//           8). Colour: a viridis-like map of sqrt(weight) (sqrt makes weights of a few
+//           percent visible), as the legend states; cells above the diagonal (masked) are
+//           light grey. Layout in attention_formats.h (PngLayout).
+//   .html  one self-contained page (inline CSS and JavaScript, no network): a model view
+//           (every layer x head as a small heatmap; click one to open it), the text
+//           coloured by surprisal with the top predictions on hover, a layer/head picker
+//           with an "all heads" mean, a heatmap with characters along both axes and a
+//           lines view (queries left, keys right, a line per pair with opacity = weight).
+//           The URL's fragment holds the view (#layer=1&head=3&query=12). The data is
+//           embedded as JSON with weights and probabilities rounded to 1e-4.
 #ifndef CHARGPT_ATTENTION_EXPORT_H
 #define CHARGPT_ATTENTION_EXPORT_H
 
@@ -27,14 +37,32 @@
 
 #include "../model/gpt.h"
 
-// chars: t Unicode code points; att: (L, H, t, t) row-major softmax weights, row i holds
-// the weights of keys 0..i and 0 above the diagonal. Writes `path` atomically.
-// Returns 0; -1 with err when writing fails or the sizes are not positive (no file is
-// left behind); -2 with err when the extension is not .json .csv .png or .html.
+#define ATTENTION_TOP_K 5
+
+// What the model predicted after reading the text up to and including one position.
+typedef struct {
+    float surprisal;                     // -log2 p(the text's next character) in bits; NaN
+                                         // at the last position, whose next is unknown
+    int k;                               // predictions held: min(ATTENTION_TOP_K, V)
+    uint32_t top_char[ATTENTION_TOP_K];  // the k most likely next characters, most likely
+    float top_prob[ATTENTION_TOP_K];     // first (ties: lower token id first)
+} AttentionPrediction;
+
+// Fills pred[0..t) from the model's output over tokens (t): logits (t, V) unnormalised
+// log-probabilities, vocab_chars (V) the code point of each token id. Probabilities are a
+// softmax in double precision, so a surprisal is finite even where a float p would be 0.
+void attention_predictions(const float *logits, const int *tokens, int t, int V,
+                           const uint32_t *vocab_chars, AttentionPrediction *pred);
+
 // Returns 0 when the extension names a format, else -2 with err (checked before any work).
 int attention_check_path(const char *path, char err[ERR_LEN]);
 
+// chars: t Unicode code points; att: (L, H, t, t) row-major softmax weights, row i holds
+// the weights of keys 0..i and 0 above the diagonal; pred: (t) predictions, or NULL.
+// Writes `path` atomically. Returns 0; -1 with err when writing fails or the sizes are
+// not positive (no file is left behind); -2 with err when the extension is not .json
+// .csv .png or .html.
 int attention_export(const char *path, const uint32_t *chars, int t, int n_layer, int n_head,
-                     const float *att, char err[ERR_LEN]);
+                     const float *att, const AttentionPrediction *pred, char err[ERR_LEN]);
 
 #endif

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../model/gpt.h"
+#include "attention_export.h"
 
 typedef struct {
     const char *path;       // the target file, for error messages
@@ -16,6 +16,7 @@ typedef struct {
     int n_layer;            // L
     int n_head;             // H
     const float *att;       // (L, H, t, t) softmax weights, 0 above the diagonal
+    const AttentionPrediction *pred;  // (t), or NULL when none were given
 } Attention;
 
 // Each returns 0, or -1 with err (out of memory, compression failure). Errors of the
@@ -24,6 +25,27 @@ int attention_write_json(FILE *fp, const Attention *a, char err[ERR_LEN]);
 int attention_write_csv(FILE *fp, const Attention *a, char err[ERR_LEN]);
 int attention_write_png(FILE *fp, const Attention *a, char err[ERR_LEN]);
 int attention_write_html(FILE *fp, const Attention *a, char err[ERR_LEN]);
+
+// Where the parts of the .png go, in pixels (x across, y down). Panel (layer l, head h)
+// has its top-left corner at (x0 + h * step_x, y0 + l * step_y); the characters of the
+// keys sit in the axis_top pixels above it, those of the queries in the axis_left pixels
+// to its left (both 0 when cells are too small for them); "head h" labels in the row at
+// head_label_y above the grid, "layer l" labels left of the panels, the legend from
+// legend_y down. Labels are drawn text_scale pixels per font pixel.
+typedef struct {
+    int cell;                // s: pixels per cell
+    long panel;              // t * s
+    int axis_left, axis_top;
+    int text_scale;
+    long x0, y0, step_x, step_y;
+    long head_label_y, legend_y;
+    long width, height;
+} PngLayout;
+
+void attention_png_layout(const Attention *a, PngLayout *layout);
+// The image, (height, width, 3) RGB, with or without the labels, characters and legend
+// (the layout is the same: without them their places stay white); NULL when out of memory.
+unsigned char *attention_png_pixels(const Attention *a, const PngLayout *layout, int labelled);
 
 // Longest output of viewer_append_json_char.
 #define JSON_CHAR_MAX 16

@@ -1,10 +1,49 @@
 // .json: tokens, sizes and the full (L, H, t, t) attention as nested arrays, one query row
-// per line, weights with %.9g (non-finite weights, which JSON cannot hold, as null).
+// per line, weights with %.9g (non-finite numbers, which JSON cannot hold, as null); then,
+// when given, the surprisal and top predictions at each position, one position per line.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attention_formats.h"
+
+// Appends x as %.9g, or null when it is not finite. Returns the length (at most 16).
+static int append_number(char *out, float x) {
+    if (isfinite(x)) return viewer_append_float(out, x);
+    memcpy(out, "null", 4);
+    return 4;
+}
+
+// "surprisal": [t] and "predictions": [t][k] of [character, probability].
+static void write_predictions(FILE *fp, const Attention *a) {
+    // one position: k pairs of a character, a number and punctuation
+    char line[ATTENTION_TOP_K * (JSON_CHAR_MAX + 16 + 4) + 4];
+    fputs(",\n\"surprisal\": [", fp);
+    for (int i = 0; i < a->t; i++) {
+        int n = append_number(line, a->pred[i].surprisal);
+        if (i + 1 < a->t) line[n++] = ',';
+        fwrite(line, 1, (size_t)n, fp);
+    }
+    fputs("],\n\"predictions\": [\n", fp);
+    for (int i = 0; i < a->t; i++) {
+        const AttentionPrediction *p = &a->pred[i];
+        int n = 0;
+        line[n++] = '[';
+        for (int r = 0; r < p->k; r++) {
+            line[n++] = '[';
+            n += viewer_append_json_char(line + n, p->top_char[r], 0);
+            line[n++] = ',';
+            n += append_number(line + n, p->top_prob[r]);
+            line[n++] = ']';
+            if (r + 1 < p->k) line[n++] = ',';
+        }
+        line[n++] = ']';
+        if (i + 1 < a->t) line[n++] = ',';
+        line[n++] = '\n';
+        fwrite(line, 1, (size_t)n, fp);
+    }
+    fputc(']', fp);
+}
 
 int attention_write_json(FILE *fp, const Attention *a, char err[ERR_LEN]) {
     int t = a->t;
@@ -31,12 +70,7 @@ int attention_write_json(FILE *fp, const Attention *a, char err[ERR_LEN]) {
                 size_t n = 0;
                 row[n++] = '[';
                 for (int j = 0; j < t; j++) {
-                    float w = head[(size_t)i * t + j];
-                    if (isfinite(w)) n += viewer_append_float(row + n, w);
-                    else {
-                        memcpy(row + n, "null", 4);
-                        n += 4;
-                    }
+                    n += append_number(row + n, head[(size_t)i * t + j]);
                     if (j + 1 < t) row[n++] = ',';
                 }
                 row[n++] = ']';
@@ -48,7 +82,9 @@ int attention_write_json(FILE *fp, const Attention *a, char err[ERR_LEN]) {
         }
         fputs(l + 1 < a->n_layer ? "],\n" : "]\n", fp);
     }
-    fputs("]}\n", fp);
+    fputc(']', fp);
+    if (a->pred) write_predictions(fp, a);
+    fputs("}\n", fp);
     free(row);
     return 0;
 }

@@ -1,0 +1,28 @@
+// A prompt: UTF-8 text turned into the model's tokens.
+#ifndef CHARGPT_PROMPT_H
+#define CHARGPT_PROMPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../data/vocab.h"
+
+typedef struct {
+    int *tokens;             // (len) token ids of the characters kept
+    uint32_t *chars;         // (len) their code points
+    long len;
+    long dropped;            // characters dropped as not in the vocabulary (skip_unknown)
+    uint32_t first_dropped;  // the first of them, and its position among the prompt's characters
+    long first_dropped_at;
+} Prompt;
+
+// Decodes n bytes of UTF-8 into tokens of vocab. A character the vocabulary lacks is an error
+// naming it, its code and its position, unless skip_unknown: then it is dropped and counted.
+// Returns 0; -1 with err when the text is not valid UTF-8 or has an unknown character; -2
+// with err when memory runs out. On failure p is empty.
+int prompt_encode(Prompt *p, const Vocab *vocab, const char *bytes, size_t n, int skip_unknown, char err[ERR_LEN]);
+// Writes cp for a message: its UTF-8 when printable, else nothing.
+void prompt_printable_char(uint32_t cp, char out[5]);
+void prompt_free(Prompt *p);
+
+#endif

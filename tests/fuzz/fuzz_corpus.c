@@ -1,0 +1,40 @@
+// Fuzz target: the corpus reader, plain text or gzip.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../data/batch.h"
+#include "../../data/corpus.h"
+#include "../../data/vocab.h"
+#include "fuzz.h"
+
+int fuzz_corpus(const uint8_t *data, size_t size) {
+    if (size == 0) return 0;  // fmemopen needs a buffer; the empty corpus has its own test
+    FILE *fp = fmemopen((void *)data, size, "rb");
+    if (!fp) return 0;
+    Corpus corpus;
+    char err[ERR_LEN];
+    int rc = corpus_read(fp, "fuzz", (int)(size % 2), &corpus, err);
+    fclose(fp);
+    if (rc != 0) {
+        if (strncmp(err, "fuzz: ", 6) != 0 || corpus.text || corpus.len) abort();
+        return 0;
+    }
+    // every character of an accepted corpus has a token in its vocabulary
+    Vocab vocab;
+    if (vocab_build(&vocab, corpus.text, corpus.len, err) != 0) abort();
+    int *tokens = malloc(corpus.len * sizeof(int));
+    size_t bad;
+    if (vocab_encode(&vocab, corpus.text, corpus.len, tokens, &bad) != 0) abort();
+    Dataset ds;
+    if (dataset_split(&ds, tokens, corpus.len, 0.1f, 4, err) == 0 && ds.train_len != 0) {
+        Rng rng;
+        int inputs[2 * 4], targets[2 * 4];
+        rng_seed(&rng, size);
+        dataset_train_batch(&ds, &rng, 2, 4, inputs, targets);
+    }
+    free(tokens);
+    vocab_free(&vocab);
+    corpus_free(&corpus);
+    return 0;
+}

@@ -1,0 +1,753 @@
+// The bad-input table of issue 9, one test per row: what an untrusted checkpoint, a damaged
+// resume, special files, a size limit, SIGKILL, an unwritable directory or absurd sizes do to
+// ./train and ./generate. Each row gets one clear message and its exit status, never a
+// crash, hang or gigabytes of memory. The programs run as child processes on a small model
+// trained here under tests/tmp/hardening/.
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../format/atomic_file.h"
+#include "../format/checkpoint.h"
+#include "../model/adamw.h"
+#include "../model/gpt.h"
+#include "../model/rng.h"
+#include "test.h"
+
+#define WORK_DIR "tests/tmp/hardening"
+#define LOG WORK_DIR "/run.log"
+#define TIMEOUT_S 120.0  // generous: the sanitizer build is several times slower
+#define SMALL_MODEL "--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "4", \
+                    "--eval-batches", "2", "--threads", "1"
+
+// ---------------------------------------------------------------------------------------
+// helpers
+
+static TestRun run_args(const char *program, const char *in_path, long file_size_limit, const char *const *args) {
+    const char *argv[48] = {test_program(program)};
+    int n = 1;
+    while (args[n - 1] && n < 47) argv[n] = args[n - 1], n++;
+    argv[n] = NULL;
+    return test_run(argv, in_path, LOG, file_size_limit, TIMEOUT_S);
+}
+#define TRAIN(...) run_args("train", NULL, 0, (const char *[]){__VA_ARGS__, NULL})
+#define GENERATE(...) run_args("generate", NULL, 0, (const char *[]){__VA_ARGS__, NULL})
+
+static void make_dir(const char *path) { mkdir(path, 0777); }
+
+static int write_file(const char *path, const void *bytes, size_t len) {
+    FILE *fp = fopen(path, "wb");
+    if (!CHECK(fp != NULL, "cannot write %s: %s", path, strerror(errno))) return -1;
+    size_t put = fwrite(bytes, 1, len, fp);
+    return CHECK(fclose(fp) == 0 && put == len, "short write to %s", path) ? 0 : -1;
+}
+
+static int copy_file(const char *from, const char *to) {
+    size_t n;
+    char *bytes = test_read_file(from, &n);
+    int rc = CHECK(bytes != NULL, "cannot read %s", from) ? write_file(to, bytes, n) : -1;
+    free(bytes);
+    return rc;
+}
+
+static int same_file(const char *a, const char *b) {
+    size_t na, nb;
+    char *x = test_read_file(a, &na), *y = test_read_file(b, &nb);
+    int same = x && y && na == nb && memcmp(x, y, na) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+// How many names in dir contain `part`.
+static int count_names(const char *dir, const char *part) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) n += strstr(e->d_name, part) != NULL;
+    closedir(d);
+    return n;
+}
+
+// Makes path WORK_DIR/name a fresh, empty directory (files of an earlier run removed).
+static void fresh_dir(const char *name, char path[256]) {
+    make_dir("tests/tmp");
+    make_dir(WORK_DIR);
+    snprintf(path, 256, "%s/%s", WORK_DIR, name);
+    make_dir(path);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    char file[600];
+    while (d && (e = readdir(d)) != NULL) {
+        snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
+        if (e->d_name[0] != '.') unlink(file);
+    }
+    if (d) closedir(d);
+}
+
+// DIR/corpus.txt: about 6 KB of lowercase words, the characters of every prompt used here.
+static const char *corpus(void) {
+    static const char *path = WORK_DIR "/corpus.txt";
+    static const char *words[] = {"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "and", "cat"};
+    make_dir("tests/tmp");
+    make_dir(WORK_DIR);
+    char text[6100];
+    size_t n = 0;
+    Rng rng;
+    rng_seed(&rng, 5);
+    while (n < 6000) n += (size_t)sprintf(text + n, "%s%s", words[rng_below(&rng, 10)], rng_below(&rng, 8) ? " " : ".\n");
+    write_file(path, text, n);
+    return path;
+}
+
+// A checkpoint of a small model trained 4 steps (once per run of the tests); NULL on failure.
+static const char *base_checkpoint(void) {
+    static int state;  // 0 not tried, 1 ready, -1 failed
+    static const char *path = WORK_DIR "/base/ckpt.safetensors";
+    if (state == 0) {
+        state = -1;
+        char dir[256];
+        fresh_dir("base", dir);
+        TestRun r = TRAIN(SMALL_MODEL, "--data", corpus(), "--steps", "4", "--save-every", "2", "--out", WORK_DIR "/base");
+        if (test_exit_status(&r, 0, "training the base checkpoint")) state = 1;
+        test_run_free(&r);
+    }
+    CHECK(state == 1, "no base checkpoint (see the first failure)");
+    return state == 1 ? path : NULL;
+}
+
+// A copy of the base run (checkpoint and log.csv) in DIR/name; returns the checkpoint's path.
+static const char *copy_of_base(const char *name, char ckpt[256]) {
+    const char *base = base_checkpoint();
+    if (!base) return NULL;
+    char dir[256], log[256];
+    fresh_dir(name, dir);
+    snprintf(ckpt, 256, "%s/ckpt.safetensors", dir);
+    snprintf(log, sizeof(log), "%s/log.csv", dir);
+    if (copy_file(base, ckpt) != 0 || copy_file(WORK_DIR "/base/log.csv", log) != 0) return NULL;
+    return ckpt;
+}
+
+// A process id that no process has: a child's, after it was reaped.
+static pid_t dead_pid(void) {
+    pid_t pid = fork();
+    if (pid == 0) _exit(0);
+    waitpid(pid, NULL, 0);
+    return pid;
+}
+
+// ---------------------------------------------------------------------------------------
+// row 1: a checkpoint that claims more than it holds
+
+// Writes a checkpoint of exactly 232 bytes with a valid CRC (format chargpt-1 or -2) whose
+// metadata claims 1024 layers of the given width, and that holds no tensor.
+static int write_claiming_checkpoint(const char *path, int v1, const char *n_embd, const char *n_head,
+                                     const char *head_size, const char *block_size) {
+    char note[64];
+    for (int pad = 0; pad < 40; pad++) {
+        snprintf(note, sizeof(note), "%.*s", pad, "........................................");
+        StMeta meta[] = {
+            {"format", v1 ? CHECKPOINT_FORMAT_V1 : CHECKPOINT_FORMAT}, {"vocab", "[10]"}, {"vocab_size", "1"},
+            {"block_size", (char *)block_size}, {"n_layer", "1024"}, {"n_head", (char *)n_head},
+            {"n_embd", (char *)n_embd}, {"head_size", (char *)head_size}, {"qkv_bias", "1"}, {"dropout", "0"},
+            {"n", note},
+            {"crc32", "00000000"},  // chargpt-1: the CRC-32 of an empty data section
+        };
+        char err[ERR_LEN];
+        int num_meta = v1 ? 12 : 11;
+        if (!CHECK(safetensors_write(path, NULL, 0, meta, num_meta, v1 ? NULL : "crc32", err) == 0, "%s", err))
+            return -1;
+        struct stat st;
+        if (stat(path, &st) == 0 && st.st_size == 232) return 0;
+    }
+    CHECK(0, "could not make a 232-byte checkpoint");
+    return -1;
+}
+
+TEST(hardening_01_checkpoint_claiming_more_than_it_holds) {
+    char dir[256];
+    fresh_dir("claims", dir);
+    // n_embd 65536 (beyond any memory), and n_embd 256 (6.3 GB of parameters and gradients,
+    // which the previous version allocated and zero-filled before looking for a tensor)
+    static const struct { const char *n_embd, *n_head, *head_size, *block_size; } claims[2] = {
+        {"65536", "1024", "64", "65536"}, {"256", "8", "32", "1024"}};
+    for (int i = 0; i < 4; i++) {
+        int v1 = i % 2;
+        char path[256], err[ERR_LEN];
+        snprintf(path, sizeof(path), "%s/claims_n_embd_%s_v%d.safetensors", dir, claims[i / 2].n_embd, v1 ? 1 : 2);
+        if (write_claiming_checkpoint(path, v1, claims[i / 2].n_embd, claims[i / 2].n_head, claims[i / 2].head_size,
+                                      claims[i / 2].block_size) != 0)
+            return;
+        Checkpoint ck;
+        CHECK(checkpoint_open(path, &ck, err) == -1 && strstr(err, "no tensor transformer.wte.weight"),
+              "checkpoint_open of %s: '%s'", path, err);
+        // the memory it takes is that of refusing a file that does not exist, give or take
+        TestRun missing = GENERATE(WORK_DIR "/claims/no_such.safetensors", "the");
+        TestRun r = GENERATE(path, "the");
+        if (test_exit_status(&r, 1, path) && test_exit_status(&missing, 1, "a missing checkpoint")) {
+            test_output_has(&r, "no tensor transformer.wte.weight", path);
+            printf("    %s (232 bytes): refused in %.3f s, peak RSS %ld KiB (a missing file: %ld KiB)\n", path,
+                   r.seconds, r.max_rss_kib, missing.max_rss_kib);
+            CHECK(r.max_rss_kib < missing.max_rss_kib + 16 * 1024,
+                  "%s: ./generate used %ld KiB to refuse a 232-byte file, %ld KiB for a missing one", path,
+                  r.max_rss_kib, missing.max_rss_kib);
+        }
+        test_run_free(&r);
+        test_run_free(&missing);
+        r = TRAIN("--resume", path, "--out", dir);
+        if (test_exit_status(&r, 1, "--resume")) test_output_has(&r, "no tensor transformer.wte.weight", "--resume");
+        test_run_free(&r);
+    }
+    // a tensor cut from a real checkpoint: present in the config, absent from the file
+    const char *base = base_checkpoint();
+    if (!base) return;
+    const char *cut = WORK_DIR "/claims/no_fc.safetensors";
+    SafeTensors st;
+    char err[ERR_LEN];
+    if (!CHECK(safetensors_read(base, &st, err) == 0, "%s", err)) return;
+    StWriteTensor *kept = calloc((size_t)st.num_tensors, sizeof(StWriteTensor));
+    int n = 0;
+    for (int i = 0; i < st.num_tensors; i++) {
+        const StTensor *t = &st.tensors[i];
+        if (strcmp(t->name, "transformer.h.0.mlp.c_fc.weight") == 0) continue;
+        kept[n] = (StWriteTensor){t->name, t->dtype, t->ndim, {0}, safetensors_tensor_data(&st, t)};
+        memcpy(kept[n++].shape, t->shape, sizeof(t->shape));
+    }
+    StMeta *meta = calloc((size_t)st.num_meta, sizeof(StMeta));
+    int m = 0;
+    for (int i = 0; i < st.num_meta; i++)
+        if (strcmp(st.meta[i].key, "crc32") != 0) meta[m++] = st.meta[i];
+    CHECK(safetensors_write(cut, kept, n, meta, m, "crc32", err) == 0, "%s", err);
+    free(kept);
+    free(meta);
+    safetensors_free(&st);
+    TestRun r = GENERATE(cut, "the");
+    if (test_exit_status(&r, 1, "a checkpoint without one tensor"))
+        test_output_has(&r, "no tensor transformer.h.0.mlp.c_fc.weight", "a checkpoint without one tensor");
+    test_run_free(&r);
+
+    // generation allocates no gradients
+    Checkpoint ck;
+    GPT model;
+    if (CHECK(checkpoint_open(base, &ck, err) == 0, "%s", err)) {
+        if (CHECK(checkpoint_load_model(&ck, &model, 0, err) == 0, "%s", err)) {
+            CHECK(model.grads_memory == NULL && model.params_memory != NULL, "a model for generation has gradients");
+            gpt_free(&model);
+        }
+        checkpoint_close(&ck);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// row 2: sizes beyond the memory are refused before anything is allocated
+
+TEST(hardening_02_memory_plan_refuses_what_does_not_fit) {
+    const char *base = base_checkpoint();
+    if (!base) return;
+    // the plan is what gpt_build, gpt_alloc_activations and adamw_init allocate
+    const GPTConfig config = {40, 16, 2, 3, 24, 10, 1, 0.0f};
+    GPT model;
+    AdamW opt;
+    char err[ERR_LEN];
+    GPTMemoryPlan plan;
+    gpt_memory_plan(&config, 3, 1, &plan);
+    if (CHECK(gpt_build(&model, &config, 1, err) == 0 && gpt_alloc_activations(&model, 3, err) == 0 &&
+              adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0, "%s", err)) {
+        CHECK(plan.parameters == model.num_parameters * 4.0 && plan.gradients == plan.parameters,
+              "plan: parameters %.0f bytes, the model has %zu floats", plan.parameters, model.num_parameters);
+        CHECK(plan.activations == model.num_activations * 4.0, "plan: activations %.0f bytes, allocated %zu floats",
+              plan.activations, model.num_activations);
+        CHECK(plan.optimizer == opt.n * 9.0 && plan.generation == 0.0, "plan: optimizer %.0f bytes for %zu parameters",
+              plan.optimizer, opt.n);
+        adamw_free(&opt);
+        gpt_free(&model);
+    }
+    gpt_memory_plan(&config, 3, 0, &plan);
+    CHECK(plan.gradients == 0.0 && plan.optimizer == 0.0 && plan.generation > 0.0, "generation's plan");
+
+    // training: the issue's --block-size 65536 on the default corpus
+    char dir[256];
+    fresh_dir("memory", dir);
+    TestRun r = TRAIN("--block-size", "65536", "--out", WORK_DIR "/memory");
+    if (test_exit_status(&r, 2, "--block-size 65536")) {
+        test_output_has(&r, "memory: ", "--block-size 65536");
+        test_output_has(&r, "MemAvailable", "--block-size 65536");
+        test_output_has(&r, "needs", "--block-size 65536");
+        printf("    --block-size 65536: refused in %.2f s, peak RSS %ld KiB\n", r.seconds, r.max_rss_kib);
+        CHECK(r.max_rss_kib < 500 * 1024, "refusing --block-size 65536 took %ld KiB", r.max_rss_kib);
+    }
+    test_run_free(&r);
+    r = TRAIN("--n-layer", "2", "--n-embd", "64", "--block-size", "64", "--batch-size", "8", "--data", corpus(),
+              "--steps", "1", "--max-memory", "1", "--out", WORK_DIR "/memory");
+    if (test_exit_status(&r, 2, "--max-memory 1")) {
+        test_output_has(&r, "more than the 1.00 MiB --max-memory", "--max-memory 1");
+        CHECK(!strstr(r.output, "step "), "--max-memory 1: it trained:\n%s", r.output);
+    }
+    test_run_free(&r);
+    r = TRAIN(SMALL_MODEL, "--data", corpus(), "--steps", "1", "--max-memory", "64", "--out", WORK_DIR "/memory");
+    if (test_exit_status(&r, 0, "--max-memory 64 (enough)")) test_output_has(&r, "64.0 MiB --max-memory", "memory line");
+    test_run_free(&r);
+
+    // generation: attention over a block of 65536 for 1024 heads cannot fit anywhere
+    const GPTConfig huge = {2, 65536, 1, 1024, 1, 1, 1, 0.0f};
+    static const uint32_t vocab[2] = {10, 'a'};
+    const char *huge_path = WORK_DIR "/memory/huge_block.safetensors";
+    if (CHECK(gpt_build(&model, &huge, 0, err) == 0, "%s", err)) {
+        CHECK(checkpoint_save(huge_path, &model, vocab, NULL, NULL, 0, err) == 0, "%s", err);
+        gpt_free(&model);
+        r = GENERATE(huge_path, "a", "-n", "3");
+        if (test_exit_status(&r, 2, "a block of 65536 with 1024 heads")) {
+            test_output_has(&r, "block size 65536", "a block of 65536 with 1024 heads");
+            test_output_has(&r, "MemAvailable", "a block of 65536 with 1024 heads");
+        }
+        test_run_free(&r);
+    }
+    // the text of a million characters takes 4 MiB
+    r = GENERATE(base, "the", "-n", "1000000", "--max-memory", "1");
+    if (test_exit_status(&r, 2, "./generate -n 1000000 --max-memory 1"))
+        test_output_has(&r, "generating 1000000 characters", "--max-memory 1");
+    test_run_free(&r);
+    r = GENERATE(base, "the", "-n", "3", "--max-memory", "64");
+    test_exit_status(&r, 0, "./generate --max-memory 64 (enough)");
+    test_run_free(&r);
+}
+
+// ---------------------------------------------------------------------------------------
+// row 3: the saved options and state are range-checked on resume
+
+TEST(hardening_03_resume_metadata_range_checked) {
+    const char *base = base_checkpoint();
+    if (!base) return;
+    char dir[256];
+    fresh_dir("metadata", dir);
+    static const struct { const char *key, *value, *words; } cases[] = {
+        {"train.steps", "1e+10", "not a whole number"},
+        {"train.warmup", "nan", "not a whole number"},
+        {"train.lr", "1e+300", "outside [0, 10]"},
+        {"train.lr", "nan", "outside [0, 10]"},
+        {"train.lr", "-1", "outside [0, 10]"},
+        {"train.batch_size", "0", "outside [1, "},
+        {"train.batch_size", "2147483648", "outside [1, "},
+        {"train.eval_batches", "1e30", "not a whole number"},
+        {"train.val_fraction", "1", "outside [0, 1)"},
+        {"train.beta2", "1", "outside [0, 1)"},
+        {"train.eps", "0", "outside"},
+        {"train.min_lr", "0.5", "larger than 'train.lr'"},
+        {"train.seed", "18446744073709551616", "not a whole number"},
+        {"state.step", "-5", "outside [0, "},
+        {"state.step", "99", "past 'train.steps'"},
+        {"state.rng", "-1", "not a whole number"},
+        {"state.best_val_loss", "-inf", "outside"},
+        {"state.last_val_loss", "inf", "outside"},
+        {"state.tokens_seen", "12abc", "not a whole number"},
+        {"state.elapsed_s", "nan", "outside"},
+        {"optimizer.step", "-1", "optimizer.step"},
+        {"train.data", "", "train.data"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char path[256], what[128];
+        snprintf(path, sizeof(path), "%s/case%02zu.safetensors", dir, i);
+        snprintf(what, sizeof(what), "%s \"%s\"", cases[i].key, cases[i].value);
+        if (test_edit_checkpoint(base, path, &(CheckpointEdit){.key = cases[i].key, .value = cases[i].value}) != 0)
+            continue;
+        TestRun r = TRAIN("--resume", path, "--steps", "6");
+        if (test_exit_status(&r, 1, what)) {
+            test_output_has(&r, cases[i].key, what);
+            test_output_has(&r, cases[i].words, what);
+            // a stored value is not reported as if the user had given a flag
+            CHECK(!strstr(r.output, "--lr") && !strstr(r.output, "--min-lr"), "%s: the message names a flag:\n%s",
+                  what, r.output);
+        }
+        test_run_free(&r);
+    }
+    // control: an edited but valid value resumes
+    char path[256];
+    snprintf(path, sizeof(path), "%s/valid.safetensors", dir);
+    test_edit_checkpoint(base, path, &(CheckpointEdit){.key = "train.lr", .value = "0.002"});
+    TestRun r = TRAIN("--resume", path, "--steps", "5");
+    if (test_exit_status(&r, 0, "train.lr \"0.002\"")) test_output_has(&r, "at step 4 of 5", "train.lr \"0.002\"");
+    test_run_free(&r);
+}
+
+// ---------------------------------------------------------------------------------------
+// row 4: non-finite weights are refused, naming the tensor
+
+TEST(hardening_04_nonfinite_weights_refused) {
+    const char *base = base_checkpoint();
+    if (!base) return;
+    char dir[256];
+    fresh_dir("nonfinite", dir);
+    static const struct { const char *tensor; float x; int status_generate; } cases[] = {
+        {"transformer.h.0.attn.c_attn.weight", NAN, 1},
+        {"transformer.wte.weight", INFINITY, 1},
+        {"transformer.ln_f.bias", -INFINITY, 1},
+        {"optimizer.m.transformer.wpe.weight", NAN, 1},
+        {"optimizer.v.transformer.h.0.ln_1.weight", -1.0f, 1},  // a second moment below 0
+        {"transformer.h.0.mlp.c_proj.bias", 0.5f, 0},           // control: a finite weight
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char path[256], what[160];
+        snprintf(path, sizeof(path), "%s/case%zu.safetensors", dir, i);
+        snprintf(what, sizeof(what), "%s[3] = %g", cases[i].tensor, cases[i].x);
+        if (test_edit_checkpoint(base, path, &(CheckpointEdit){.tensor = cases[i].tensor, .element = 3,
+                                                               .x = cases[i].x}) != 0)
+            continue;
+        TestRun r = GENERATE(path, "the", "-n", "5");
+        if (test_exit_status(&r, cases[i].status_generate, what) && cases[i].status_generate != 0) {
+            test_output_has(&r, cases[i].tensor, what);
+            test_output_has(&r, "element 3", what);
+        }
+        test_run_free(&r);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// row 5: the CRC covers the header too; chargpt-1 files still load
+
+TEST(hardening_05_crc_covers_header) {
+    const char *base = base_checkpoint();
+    if (!base) return;
+    char dir[256];
+    fresh_dir("crc", dir);
+    size_t n;
+    char *bytes = test_read_file(base, &n);
+    if (!CHECK(bytes != NULL, "cannot read %s", base)) return;
+    // two metadata edits that keep the checkpoint valid: the seed, a digit of the elapsed time
+    char *seed = strstr(bytes + 8, "\"train.seed\":\"1337\"");
+    char *elapsed = strstr(bytes + 8, "\"state.elapsed_s\":\"0.");
+    if (!CHECK(seed && elapsed, "the header lacks train.seed 1337 or state.elapsed_s")) return;
+    char seed_edited[256], elapsed_edited[256];
+    snprintf(seed_edited, sizeof(seed_edited), "%s/seed_edited.safetensors", dir);
+    snprintf(elapsed_edited, sizeof(elapsed_edited), "%s/elapsed_edited.safetensors", dir);
+    seed[strlen("\"train.seed\":\"133")] = '8';
+    write_file(seed_edited, bytes, n);
+    seed[strlen("\"train.seed\":\"133")] = '7';
+    elapsed[strlen("\"state.elapsed_s\":\"")] = '9';
+    write_file(elapsed_edited, bytes, n);
+    free(bytes);
+    const char *damaged[2] = {seed_edited, elapsed_edited};
+    for (int i = 0; i < 2; i++) {
+        char err[ERR_LEN];
+        Checkpoint ck;
+        CHECK(checkpoint_open(damaged[i], &ck, err) == -1 && strstr(err, "CRC-32 of its header and data"),
+              "%s: '%s'", damaged[i], err);
+        TestRun r = GENERATE(damaged[i], "the", "-n", "5");
+        if (test_exit_status(&r, 1, damaged[i])) test_output_has(&r, "corrupt", damaged[i]);
+        test_run_free(&r);
+        r = TRAIN("--resume", damaged[i], "--steps", "5");
+        test_exit_status(&r, 1, "--resume of an edited header");
+        test_run_free(&r);
+    }
+
+    // the same checkpoint as chargpt-1 (CRC of the data alone) loads and generates the same text
+    char v1[256], v1_flipped[256];
+    snprintf(v1, sizeof(v1), "%s/v1.safetensors", dir);
+    snprintf(v1_flipped, sizeof(v1_flipped), "%s/v1_flipped.safetensors", dir);
+    if (test_edit_checkpoint(base, v1, &(CheckpointEdit){.v1 = 1}) != 0) return;
+    Checkpoint ck;
+    char err[ERR_LEN];
+    if (CHECK(checkpoint_open(v1, &ck, err) == 0, "chargpt-1: %s", err)) {
+        CHECK(strcmp(checkpoint_meta(&ck, "format"), "chargpt-1") == 0, "format %s", checkpoint_meta(&ck, "format"));
+        checkpoint_close(&ck);
+    }
+    TestRun a = GENERATE(base, "the", "-t", "0", "-n", "40");
+    TestRun b = GENERATE(v1, "the", "-t", "0", "-n", "40");
+    if (test_exit_status(&a, 0, "chargpt-2") && test_exit_status(&b, 0, "chargpt-1")) {
+        char *text_a = strchr(a.output, '\n'), *text_b = strchr(b.output, '\n');  // after the first line
+        *text_a = *text_b = '\0';
+        CHECK(strcmp(a.output, b.output) == 0, "chargpt-1 and -2 generate differently:\n%s\n%s", a.output, b.output);
+    }
+    test_run_free(&a);
+    test_run_free(&b);
+    bytes = test_read_file(v1, &n);
+    if (!CHECK(bytes != NULL, "cannot read %s", v1)) return;
+    bytes[n - 5] ^= 0x04;
+    write_file(v1_flipped, bytes, n);
+    free(bytes);
+    CHECK(checkpoint_open(v1_flipped, &ck, err) == -1 && strstr(err, "CRC-32 of its data"), "chargpt-1 flipped: '%s'",
+          err);
+    // resuming a chargpt-1 run writes chargpt-2
+    char v1_run[256];
+    snprintf(v1_run, sizeof(v1_run), "%s/v1_run", dir);
+    TestRun r = TRAIN("--resume", v1, "--steps", "5", "--out", v1_run);
+    if (test_exit_status(&r, 0, "--resume of a chargpt-1 checkpoint")) {
+        char ckpt[300];
+        snprintf(ckpt, sizeof(ckpt), "%s/ckpt.safetensors", v1_run);
+        if (CHECK(checkpoint_open(ckpt, &ck, err) == 0, "%s", err)) {
+            CHECK(strcmp(checkpoint_meta(&ck, "format"), CHECKPOINT_FORMAT) == 0, "resumed run wrote %s",
+                  checkpoint_meta(&ck, "format"));
+            checkpoint_close(&ck);
+        }
+    }
+    test_run_free(&r);
+}
+
+// ---------------------------------------------------------------------------------------
+// row 6: temporary files do not pile up
+
+TEST(hardening_06_temporary_files_removed) {
+    char ckpt[256], name[512];
+    if (!copy_of_base("temporaries", ckpt)) return;
+    const char *dir = WORK_DIR "/temporaries";
+    // a killed run's temporaries are removed at start; a running process's and strangers' stay
+    long dead = (long)dead_pid(), alive = (long)getpid();
+    const char *stale[] = {"ckpt.safetensors.tmp.%ld.0", "best.safetensors.tmp.%ld.17", "log.csv.tmp.%ld.2"};
+    const char *kept[] = {"ckpt.safetensors.tmp.%ld.0", "ckpt.safetensors.tmp.x%ld", "other.tmp.%ld.0"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(name, sizeof(name), "%s/", dir);
+        snprintf(name + strlen(name), sizeof(name) - strlen(name), stale[i], dead);
+        write_file(name, "x", 1);
+        snprintf(name, sizeof(name), "%s/", dir);
+        snprintf(name + strlen(name), sizeof(name) - strlen(name), kept[i], i == 0 ? alive : dead);
+        write_file(name, "x", 1);
+    }
+    TestRun r = TRAIN("--resume", ckpt, "--steps", "5");
+    if (test_exit_status(&r, 0, "resuming beside stale temporaries"))
+        test_output_has(&r, "removed 3 temporary files", "resuming beside stale temporaries");
+    test_run_free(&r);
+    CHECK(count_names(dir, ".tmp.") == 3, "%d temporary files left, want the 3 that are not stale",
+          count_names(dir, ".tmp."));
+    snprintf(name, sizeof(name), "%s/ckpt.safetensors.tmp.%ld.0", dir, alive);
+    CHECK(access(name, F_OK) == 0, "the temporary file of a running process was removed");
+
+    // a file-size limit: SIGXFSZ is ignored, the write fails with a message, nothing is left
+    char before[300];
+    snprintf(before, sizeof(before), "%s/before.safetensors", dir);
+    copy_file(ckpt, before);
+    struct stat st;
+    stat(ckpt, &st);
+    r = run_args("train", NULL, (long)st.st_size / 2, (const char *[]){"--resume", ckpt, "--steps", "7", NULL});
+    if (test_exit_status(&r, 1, "a file-size limit of half a checkpoint")) test_output_has(&r, "File too large", "limit");
+    test_run_free(&r);
+    CHECK(same_file(ckpt, before), "the checkpoint changed under a file-size limit");
+    CHECK(count_names(dir, ".tmp.") == 3, "a temporary file was left by the failed save");
+
+    // SIGKILL at random moments of a run that saves every step: each time, the checkpoint
+    // loads and the next run removes what the killed one left
+    Rng rng;
+    rng_seed(&rng, (uint64_t)alive);
+    for (int kill_count = 0; kill_count < 3; kill_count++) {
+        const char *argv[] = {test_program("train"), "--resume", ckpt, "--steps", "1000000", "--save-every", "1",
+                              NULL};
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            if (!freopen("/dev/null", "w", stdout)) _exit(126);
+            execv(argv[0], (char *const *)argv);
+            _exit(127);
+        }
+        usleep(100000 + (useconds_t)rng_below(&rng, 300000));
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        char err[ERR_LEN];
+        Checkpoint ck;
+        if (CHECK(checkpoint_open(ckpt, &ck, err) == 0, "after SIGKILL %d: %s", kill_count, err)) checkpoint_close(&ck);
+    }
+    Checkpoint ck;
+    char err[ERR_LEN], steps[32];
+    if (!CHECK(checkpoint_open(ckpt, &ck, err) == 0, "%s", err)) return;
+    snprintf(steps, sizeof(steps), "%ld", strtol(checkpoint_meta(&ck, "state.step"), NULL, 10) + 2);
+    checkpoint_close(&ck);
+    r = TRAIN("--resume", ckpt, "--steps", steps);
+    test_exit_status(&r, 0, "resuming after SIGKILL");
+    test_run_free(&r);
+    CHECK(count_names(dir, ".tmp.") == 3, "%d temporary files after resuming from SIGKILL, want the 3 kept ones",
+          count_names(dir, ".tmp."));
+
+    // in the process: atomic_file_remove_open removes what is open (exit and signal paths)
+    AtomicFile f;
+    snprintf(name, sizeof(name), "%s/open.bin", dir);
+    if (CHECK(atomic_file_open(&f, name, err) == 0, "%s", err)) {
+        CHECK(access(f.tmp_path, F_OK) == 0, "no temporary file %s", f.tmp_path);
+        atomic_file_remove_open();
+        CHECK(access(f.tmp_path, F_OK) != 0, "atomic_file_remove_open left %s", f.tmp_path);
+        atomic_file_abort(&f);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// row 7: an unwritable output directory is found before training; log.csv writes are checked
+
+TEST(hardening_07_output_checked_before_training) {
+    TestRun r = TRAIN(SMALL_MODEL, "--data", corpus(), "--steps", "2", "--out", "/proc");
+    if (test_exit_status(&r, 1, "--out /proc")) {
+        test_output_has(&r, "cannot write into --out /proc", "--out /proc");
+        CHECK(!strstr(r.output, "step "), "--out /proc: it trained before failing:\n%s", r.output);
+    }
+    test_run_free(&r);
+    if (geteuid() != 0) {
+        char ro[256];
+        fresh_dir("read_only", ro);
+        chmod(ro, 0555);
+        r = TRAIN(SMALL_MODEL, "--data", corpus(), "--steps", "2", "--out", ro);
+        if (test_exit_status(&r, 1, "a read-only --out")) CHECK(!strstr(r.output, "step "), "it trained first");
+        test_run_free(&r);
+        chmod(ro, 0755);
+    }
+    char dir[256];
+    fresh_dir("log_dir", dir);
+    char log[300];
+    snprintf(log, sizeof(log), "%s/log.csv", dir);
+    make_dir(log);
+    r = TRAIN(SMALL_MODEL, "--data", corpus(), "--steps", "2", "--out", dir);
+    if (test_exit_status(&r, 1, "log.csv a directory")) test_output_has(&r, "not a regular file", "log.csv a directory");
+    test_run_free(&r);
+    rmdir(log);
+
+    // a log.csv write that fails (a file-size limit the checkpoint fits under, not the log)
+    char ckpt[256];
+    if (!copy_of_base("log_limit", ckpt)) return;
+    snprintf(log, sizeof(log), "%s/log.csv", WORK_DIR "/log_limit");
+    struct stat st;
+    stat(ckpt, &st);
+    long limit = (long)st.st_size + 4096;
+    FILE *fp = fopen(log, "a");
+    while (ftell(fp) + 11 <= limit - 20) fputs("0,1,,1,0,0\n", fp);  // rows of steps before the checkpoint's
+    fclose(fp);
+    r = run_args("train", NULL, limit, (const char *[]){"--resume", ckpt, "--steps", "6", NULL});
+    if (test_exit_status(&r, 1, "a log.csv write past the file-size limit"))
+        test_output_has(&r, "log.csv: File too large", "a log.csv write past the file-size limit");
+    test_run_free(&r);
+
+    // rows a stopped run logged after its last checkpoint are dropped when it resumes
+    if (!copy_of_base("log_ahead", ckpt)) return;
+    snprintf(log, sizeof(log), "%s/log.csv", WORK_DIR "/log_ahead");
+    fp = fopen(log, "a");
+    fputs("5,2.0,,1e-3,320,1.0\n6,2.0,,1e-3,384,1.1\n", fp);  // steps past the checkpoint's 4
+    fclose(fp);
+    r = TRAIN("--resume", ckpt, "--steps", "6");
+    test_exit_status(&r, 0, "resuming with log.csv ahead of the checkpoint");
+    test_run_free(&r);
+    size_t n;
+    char *text = test_read_file(log, &n);
+    int ordered = 1;
+    long last = 0;
+    for (char *line = text ? strchr(text, '\n') : NULL; line && line[1]; line = strchr(line + 1, '\n')) {
+        long step = strtol(line + 1, NULL, 10);
+        ordered &= step > last;
+        last = step;
+    }
+    CHECK(ordered && last == 6, "log.csv steps are not increasing to 6 after the resume:\n%s", text ? text : "");
+    free(text);
+}
+
+// ---------------------------------------------------------------------------------------
+// row 8: FIFOs, devices and directories are refused without blocking; prompt files are capped
+
+TEST(hardening_08_special_files_refused) {
+    const char *base = base_checkpoint();
+    if (!base) return;
+    char dir[256];
+    fresh_dir("special", dir);
+    char fifo[256], big[256], exact[256];
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    snprintf(big, sizeof(big), "%s/big_prompt.txt", dir);
+    snprintf(exact, sizeof(exact), "%s/exact_prompt.txt", dir);
+    if (!CHECK(mkfifo(fifo, 0600) == 0, "mkfifo: %s", strerror(errno))) return;
+    struct { TestRun run; const char *what, *words; int status; } cases[] = {
+        {GENERATE(fifo, "the"), "a FIFO as the checkpoint", "not a regular file", 1},
+        {GENERATE(dir, "the"), "a directory as the checkpoint", "not a regular file", 1},
+        {TRAIN("--resume", fifo), "a FIFO for --resume", "not a regular file", 1},
+        {TRAIN(SMALL_MODEL, "--data", fifo, "--out", dir), "a FIFO as the corpus", "not a regular file", 1},
+        {TRAIN(SMALL_MODEL, "--data", "/dev/zero", "--out", dir), "/dev/zero as the corpus", "not a regular file", 1},
+        {GENERATE(base, "-f", "/dev/zero"), "-f /dev/zero", "not a regular file", 1},
+        {GENERATE(base, "-f", fifo), "-f FIFO", "not a regular file", 1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (test_exit_status(&cases[i].run, cases[i].status, cases[i].what))
+            test_output_has(&cases[i].run, cases[i].words, cases[i].what);
+        test_run_free(&cases[i].run);
+    }
+    // a prompt file of exactly 1 MiB is read; one byte more is refused, from a file or stdin
+    size_t limit = 1 << 20;
+    char *text = malloc(limit + 1);
+    for (size_t i = 0; i <= limit; i++) text[i] = "the lazy dog "[i % 13];
+    write_file(exact, text, limit);
+    write_file(big, text, limit + 1);
+    free(text);
+    TestRun r = GENERATE(base, "-f", exact, "-n", "0");
+    test_exit_status(&r, 0, "a prompt file of 1 MiB");
+    test_run_free(&r);
+    r = GENERATE(base, "-f", big, "-n", "0");
+    if (test_exit_status(&r, 1, "a prompt file of 1 MiB + 1")) test_output_has(&r, "longer than 1048576 bytes", "big");
+    test_run_free(&r);
+    r = run_args("generate", big, 0, (const char *[]){base, "-f", "-", "-n", "0", NULL});
+    if (test_exit_status(&r, 1, "-f - with 1 MiB + 1 on stdin")) test_output_has(&r, "longer than", "stdin");
+    test_run_free(&r);
+    unlink(fifo);
+}
+
+// ---------------------------------------------------------------------------------------
+// row 9: --threads is capped at a few per core
+
+TEST(hardening_09_threads_capped) {
+    const char *base = base_checkpoint();
+    if (!base) return;
+    char most[32], over[32], range[64];
+    int cap = 4 * omp_get_num_procs();
+    snprintf(most, sizeof(most), "%d", cap);
+    snprintf(over, sizeof(over), "%d", cap + 1);
+    snprintf(range, sizeof(range), "between 0 and %d", cap);
+    TestRun r = TRAIN(SMALL_MODEL, "--data", corpus(), "--threads", "4096");
+    if (test_exit_status(&r, 2, "./train --threads 4096")) test_output_has(&r, range, "./train --threads 4096");
+    test_run_free(&r);
+    r = GENERATE(base, "the", "--threads", over);
+    if (test_exit_status(&r, 2, "./generate --threads cap + 1")) test_output_has(&r, range, "./generate --threads");
+    test_run_free(&r);
+    r = GENERATE(base, "the", "-n", "3", "--threads", most);
+    test_exit_status(&r, 0, "./generate --threads at the cap");
+    test_run_free(&r);
+}
+
+// ---------------------------------------------------------------------------------------
+// row 10: the early ways out free what they allocated (LeakSanitizer checks it in `make
+// sanitize`, where a leak fails the run; here the exit statuses are checked)
+
+TEST(hardening_10_early_exits) {
+    const char *base = base_checkpoint();
+    if (!base) return;
+    char dir[256];
+    fresh_dir("early_exits", dir);
+    // a non-finite loss (exit 3)
+    TestRun r = TRAIN(SMALL_MODEL, "--data", corpus(), "--lr", "10", "--min-lr", "10", "--weight-decay", "10",
+                      "--warmup", "0", "--steps", "1000", "--eval-every", "1000", "--out", dir);
+    test_exit_status(&r, 3, "a non-finite loss");
+    test_run_free(&r);
+    // -n 0 with an empty prompt (exit 0), an unknown prompt character (exit 2), a die after
+    // the model was loaded (an attention file that cannot be written, exit 1)
+    r = GENERATE(base, "", "-n", "0");
+    if (test_exit_status(&r, 0, "-n 0 with an empty prompt")) CHECK(r.output[0] == '\0', "it printed '%s'", r.output);
+    test_run_free(&r);
+    r = GENERATE(base, "the \xe2\x82\xac", "-n", "3");
+    test_exit_status(&r, 2, "an unknown prompt character");
+    test_run_free(&r);
+    r = GENERATE(base, "the", "-n", "3", "--attention", WORK_DIR "/no_such_dir/view.json");
+    test_exit_status(&r, 1, "an attention file in a missing directory");
+    test_run_free(&r);
+    // SIGTERM: save, exit 143 (after at least one step)
+    const char *argv[] = {test_program("train"), "--resume", base, "--steps", "1000000", "--out", dir, NULL};
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stdout)) _exit(126);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    char log[300];
+    snprintf(log, sizeof(log), "%s/log.csv", dir);  // written once the run has started
+    for (int i = 0; i < 2000 && access(log, F_OK) != 0; i++) usleep(5000);
+    usleep(100000);
+    kill(pid, SIGTERM);
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 143, "SIGTERM: wait status %d, want exit 143", status);
+}

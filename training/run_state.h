@@ -1,0 +1,61 @@
+// A training run's options and state, and how a checkpoint keeps them: `train.*` metadata
+// entries for the options, `state.*` for where the run stands. Reading them back checks every
+// field's range, so a checkpoint edited by hand or damaged cannot start a run with nonsense.
+#ifndef CHARGPT_RUN_STATE_H
+#define CHARGPT_RUN_STATE_H
+
+#include <stdint.h>
+
+#include "../format/checkpoint.h"
+#include "../model/rng.h"
+
+// Limits of the options, on the command line and in a checkpoint alike.
+#define TRAIN_MAX_STEPS (1L << 40)         // steps, warm-up, decay and every "every N"
+#define TRAIN_MAX_BATCH_SIZE (1 << 20)
+#define TRAIN_MAX_EVAL_BATCHES (1L << 30)
+#define TRAIN_MAX_LR 10.0                  // lr, min_lr and weight decay
+#define TRAIN_MAX_GRAD_CLIP 1e9
+
+typedef struct {
+    char data[1024];    // corpus
+    char out[1024];     // directory for checkpoints and log.csv
+    char resume[1024];  // checkpoint to continue, or ""
+    int n_layer, n_head, n_embd, head_size, block_size, batch_size, qkv_bias;
+    float dropout;
+    long steps, decay_steps, warmup;
+    float lr, min_lr, weight_decay, grad_clip, val_fraction;
+    float beta1, beta2, eps;
+    long eval_every, eval_batches, save_every, log_every;
+    uint64_t seed;
+    int threads;         // 0: OpenMP's default
+    double max_memory;   // bytes a run may plan to use; 0: the machine's available memory
+} TrainOptions;
+
+typedef struct {
+    long step;             // optimizer steps done
+    Rng rng;               // batch sampler, after `step` batches
+    double best_val_loss;  // INFINITY before the first evaluation
+    double last_val_loss;  // NAN before the first evaluation
+    long tokens_seen;
+    double elapsed_s;
+} TrainState;
+
+// The train.* and state.* metadata entries of a checkpoint, with room for their text.
+#define RUN_META_MAX 32
+typedef struct {
+    StMeta entries[RUN_META_MAX];
+    char keys[RUN_META_MAX][32];
+    char values[RUN_META_MAX][1100];
+    int count;
+} RunMeta;
+
+// Fills meta from the options that shape the run (not out, resume, threads or max_memory)
+// and the state.
+void run_meta_write(RunMeta *meta, const TrainOptions *o, const TrainState *s);
+// Reads back what run_meta_write stored, and the model options from the checkpoint's config.
+// Every field is checked: present, a number of the right kind, within the limits the command
+// line has (train.min_lr at most train.lr, state.step at most train.steps). Returns 0, or -1
+// with a message naming the checkpoint and the field.
+int run_meta_read(const Checkpoint *ck, TrainOptions *o, TrainState *s, char err[ERR_LEN]);
+
+#endif
