@@ -6,6 +6,7 @@
 // triangle lets them skip. Every output element is summed in a fixed order, so results do
 // not depend on the thread count.
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,16 +16,40 @@
 #include "parallel.h"
 #include "rng.h"
 
-// A per-thread scratch buffer of at least n floats, grown on first use and then reused.
+// A per-thread scratch buffer of at least n floats, grown on first use and then reused,
+// and freed when its thread ends (OpenMP ends threads when a team shrinks).
+typedef struct {
+    float *data;
+    size_t capacity;
+} Scratch;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_key_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *p) {
+    Scratch *s = p;
+    free(s->data);
+    free(s);
+}
+
+static void scratch_key_create(void) { pthread_key_create(&scratch_key, scratch_free); }
+
 static float *thread_scratch(size_t n) {
-    static _Thread_local float *buffer = NULL;
-    static _Thread_local size_t capacity = 0;
-    if (n > capacity) {
-        free(buffer);
-        buffer = malloc(n * sizeof(float));
-        capacity = buffer ? n : 0;
+    pthread_once(&scratch_key_once, scratch_key_create);
+    Scratch *s = pthread_getspecific(scratch_key);
+    if (!s) {
+        s = calloc(1, sizeof(*s));
+        if (!s || pthread_setspecific(scratch_key, s) != 0) {
+            free(s);
+            return NULL;
+        }
     }
-    return buffer;
+    if (n > s->capacity) {
+        free(s->data);
+        s->data = malloc(n * sizeof(float));
+        s->capacity = s->data ? n : 0;
+    }
+    return s->data;
 }
 
 // The weights after dropout: dst = mask * src / (1 - p) over the lower triangle.
