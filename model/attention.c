@@ -79,7 +79,6 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int t, i
             for (int i = 0; i < t; i++) {
                 float *row = w + (size_t)i * t;
                 float maxval = -INFINITY;
-#pragma omp simd reduction(max : maxval)
                 for (int j = 0; j <= i; j++) maxval = row[j] > maxval ? row[j] : maxval;
                 float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
