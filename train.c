@@ -25,6 +25,7 @@
 #include "model/adamw.h"
 #include "model/gpt.h"
 #include "model/rng.h"
+#include "model/train_step.h"
 #include "training/run_log.h"
 #include "training/run_state.h"
 
@@ -499,18 +500,14 @@ int main(int argc, char **argv) {
         dataset_train_batch(&ds, &state.rng, B, T, run.inputs, run.targets);
         model->training = o.dropout > 0.0f;
         model->dropout_seed = hash_mix64(o.seed ^ hash_mix64((uint64_t)state.step + 1));
-        gpt_forward(model, run.inputs, run.targets, B, T);
-        gpt_backward(model);
-        double norm = grad_global_norm(model->grads_memory, model->num_parameters);
+        lr = learning_rate(&o, state.step);
+        double norm = train_step(model, opt, run.inputs, run.targets, B, T, lr, o.grad_clip);
         if (!isfinite(model->mean_loss) || !isfinite(norm)) {
             fprintf(stderr, "%s%s: step %ld: %s is not finite; stopping (the last saved checkpoint is unchanged)\n",
                     tty ? "\n" : "", program_invocation_short_name, state.step + 1,
                     isfinite(model->mean_loss) ? "the gradient norm" : "the loss");
             return EXIT_NONFINITE;
         }
-        grad_clip(model->grads_memory, model->num_parameters, norm, o.grad_clip);
-        lr = learning_rate(&o, state.step);
-        adamw_update(opt, model->params_memory, model->grads_memory, lr);
         state.step++;
         state.tokens_seen += (long)B * T;
         train_loss = model->mean_loss;

@@ -18,7 +18,7 @@ typedef struct {
     float *atty;  // (A)
     float *branch;// (C)
     float *fch;   // (4C)
-    float *att;   // (T) attention weights of one head
+    float *att;   // (H, T) attention weights of each head
     float *logits;// (V)
     float *memory;
 } KVCache;

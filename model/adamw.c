@@ -1,10 +1,13 @@
-// AdamW and gradient clipping.
+// AdamW and gradient clipping, as team functions (parallel.h).
 #include "adamw.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "parallel.h"
 
 int adamw_init(AdamW *opt, const GPT *model, float beta1, float beta2, float eps,
                float weight_decay, char err[ERR_LEN]) {
@@ -40,38 +43,79 @@ void adamw_free(AdamW *opt) {
 }
 
 // Sum of squares in double over fixed chunks, the chunk sums added in order: the result does
-// not depend on the number of threads.
+// not depend on the number of threads. The chunk sums live in one buffer shared by the
+// team (parallel.h: one team at a time), grown when a larger model needs it.
 #define NORM_CHUNK 4096
 
-double grad_global_norm(const float *grads, size_t n) {
+static double *chunk_sums;
+static size_t chunk_sums_cap;
+
+__attribute__((destructor)) static void free_chunk_sums(void) { free(chunk_sums); }
+
+static double chunk_sum_of_squares(const float *grads, size_t n, size_t k) {
+    size_t end = (k + 1) * NORM_CHUNK < n ? (k + 1) * NORM_CHUNK : n;
+    double sum = 0.0;
+    for (size_t i = k * NORM_CHUNK; i < end; i++) sum += (double)grads[i] * grads[i];
+    return sum;
+}
+
+// Every thread of the team returns the norm.
+static double norm_team(const float *grads, size_t n) {
     size_t chunks = (n + NORM_CHUNK - 1) / NORM_CHUNK;
-    double total = 0.0;
-#pragma omp parallel for ordered schedule(static)
-    for (size_t k = 0; k < chunks; k++) {
-        size_t end = (k + 1) * NORM_CHUNK < n ? (k + 1) * NORM_CHUNK : n;
-        double sum = 0.0;
-        for (size_t i = k * NORM_CHUNK; i < end; i++) sum += (double)grads[i] * grads[i];
-#pragma omp ordered
-        total += sum;
+    if (omp_get_thread_num() == 0 && chunks > chunk_sums_cap) {
+        free(chunk_sums);
+        chunk_sums = malloc(chunks * sizeof(double));
+        chunk_sums_cap = chunk_sums ? chunks : 0;
     }
+    team_barrier();
+    double total = 0.0;
+    if (chunks > chunk_sums_cap) {  // no room for the chunk sums: the same sum on every thread
+        for (size_t k = 0; k < chunks; k++) total += chunk_sum_of_squares(grads, n, k);
+        return sqrt(total);
+    }
+#pragma omp for schedule(static) nowait
+    for (size_t k = 0; k < chunks; k++) chunk_sums[k] = chunk_sum_of_squares(grads, n, k);
+    team_barrier();
+    for (size_t k = 0; k < chunks; k++) total += chunk_sums[k];
+    team_barrier();  // every thread has read the sums before a later call overwrites them
     return sqrt(total);
+}
+
+double grad_global_norm(const float *grads, size_t n) {
+    if (in_team()) return norm_team(grads, n);
+    double norm = 0.0;
+#pragma omp parallel
+    {
+        double mine = norm_team(grads, n);
+        if (omp_get_thread_num() == 0) norm = mine;
+    }
+    return norm;
+}
+
+static void clip_team(float *grads, size_t n, float scale) {
+#pragma omp for simd schedule(static) nowait
+    for (size_t i = 0; i < n; i++) grads[i] *= scale;
+    team_barrier();
 }
 
 void grad_clip(float *grads, size_t n, double norm, float max_norm) {
     if (max_norm <= 0.0f || !(norm > max_norm)) return;
     float scale = (float)(max_norm / (norm + 1e-6));
-#pragma omp parallel for simd schedule(static)
-    for (size_t i = 0; i < n; i++) grads[i] *= scale;
+    if (in_team()) {
+        clip_team(grads, n, scale);
+        return;
+    }
+#pragma omp parallel
+    clip_team(grads, n, scale);
 }
 
-void adamw_update(AdamW *opt, float *params, const float *grads, float lr) {
-    opt->step++;
+static void update_team(const AdamW *opt, float *params, const float *grads, float lr, long step) {
     const float b1 = opt->beta1, b2 = opt->beta2, eps = opt->eps, wd = opt->weight_decay;
-    const float bias1 = 1.0f - powf(b1, (float)opt->step);
-    const float bias2 = 1.0f - powf(b2, (float)opt->step);
+    const float bias1 = 1.0f - powf(b1, (float)step);
+    const float bias2 = 1.0f - powf(b2, (float)step);
     float *m = opt->m, *v = opt->v;
     const unsigned char *decay = opt->decay;
-#pragma omp parallel for simd schedule(static)
+#pragma omp for simd schedule(static) nowait
     for (size_t i = 0; i < opt->n; i++) {
         float g = grads[i];
         m[i] = b1 * m[i] + (1.0f - b1) * g;
@@ -81,4 +125,18 @@ void adamw_update(AdamW *opt, float *params, const float *grads, float lr) {
         float p = params[i];
         params[i] = p - lr * (mhat / (sqrtf(vhat) + eps) + (decay[i] ? wd * p : 0.0f));
     }
+    team_barrier();
+}
+
+void adamw_update(AdamW *opt, float *params, const float *grads, float lr) {
+    long step = opt->step + 1;
+    if (in_team()) {
+        update_team(opt, params, grads, lr, step);  // ends when every thread has read opt->step
+        if (omp_get_thread_num() == 0) opt->step = step;
+        team_barrier();
+        return;
+    }
+#pragma omp parallel
+    update_team(opt, params, grads, lr, step);
+    opt->step = step;
 }

@@ -3,12 +3,14 @@
 #include "gpt.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "layers.h"
 #include "matmul.h"
+#include "parallel.h"
 #include "rng.h"
 
 #define ALIGNMENT 64
@@ -398,17 +400,22 @@ static Dropout layer_dropout(const GPT *m, int l, int site) {
     return d;
 }
 
-void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t) {
+// Passes of fewer multiply-adds than this (about N x parameters) run on the calling thread:
+// for a token or two of generation's prefill, starting a team costs more than it saves.
+#define PARALLEL_MIN_MACS (1L << 22)
+
+static void forward_team(GPT *model, const int *inputs, const int *targets, int B, int t) {
     const GPTConfig *c = &model->config;
     const int C = c->n_embd, V = c->vocab_size, H = c->n_head, hs = c->head_size, A = H * hs;
     const int N = B * t;
     ActivationTensors *a = &model->acts;
     ScratchTensors *s = &model->scratch;
-    memcpy(model->inputs, inputs, (size_t)N * sizeof(int));
-    if (targets) memcpy(model->targets, targets, (size_t)N * sizeof(int));
-    model->cur_B = B;
-    model->cur_t = t;
-
+    // the tokens are kept for the backward pass, which runs after the barriers below
+#pragma omp for schedule(static) nowait
+    for (int n = 0; n < N; n++) {
+        model->inputs[n] = inputs[n];
+        if (targets) model->targets[n] = targets[n];
+    }
     encoder_forward(a->encoded, inputs, model->params.wte, model->params.wpe, B, t, C);
     const float *residual = a->encoded;
     for (int l = 0; l < c->n_layer; l++) {
@@ -435,18 +442,46 @@ void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, model->params.lnfw, model->params.lnfb, N, C);
     matmul_forward(a->logits, a->lnf, model->params.wte, NULL, N, C, V);
-    if (targets) {
-        crossentropy_forward(a->losses, a->probs, a->logits, targets, N, V);
-        double sum = 0.0;
-        for (int n = 0; n < N; n++) sum += a->losses[n];
-        model->mean_loss = (float)(sum / N);
-    } else {
-        softmax_forward(a->probs, a->logits, N, V);
+    if (targets) crossentropy_forward(a->losses, a->probs, a->logits, targets, N, V);
+    else softmax_forward(a->probs, a->logits, N, V);
+    if (omp_get_thread_num() == 0) {
+        model->cur_B = B;
+        model->cur_t = t;
         model->mean_loss = -1.0f;
+        if (targets) {
+            double sum = 0.0;
+            for (int n = 0; n < N; n++) sum += a->losses[n];
+            model->mean_loss = (float)(sum / N);
+        }
     }
+    team_barrier();
 }
 
-static void zero_floats(float *p, size_t n) { memset(p, 0, n * sizeof(float)); }
+// the team size of forwards called from serial code (evaluation, generation's prefill),
+// for the model and batch size of the latest, from their time per token
+static ThreadTuner forward_tuner;
+
+void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t) {
+    if (in_team() || (long)B * t * (long)model->num_parameters < PARALLEL_MIN_MACS) {
+        forward_team(model, inputs, targets, B, t);
+        return;
+    }
+#pragma omp parallel num_threads(tuner_start(&forward_tuner, model, B))
+    forward_team(model, inputs, targets, B, t);
+    tuner_stop(&forward_tuner, (double)B * t);
+}
+
+// p[0, n) = 0; a team function.
+#define ZERO_CHUNK 4096
+static void zero_floats(float *p, size_t n) {
+    long chunks = (long)((n + ZERO_CHUNK - 1) / ZERO_CHUNK);
+#pragma omp for schedule(static) nowait
+    for (long k = 0; k < chunks; k++) {
+        size_t i0 = (size_t)k * ZERO_CHUNK;
+        memset(p + i0, 0, (i0 + ZERO_CHUNK < n ? ZERO_CHUNK : n - i0) * sizeof(float));
+    }
+    team_barrier();
+}
 
 // Gradient of a residual branch's output: through its dropout, or dres itself without one.
 static const float *branch_gradient(float *dbranch, const float *dres, int n, const Dropout *drop) {
@@ -456,7 +491,7 @@ static const float *branch_gradient(float *dbranch, const float *dres, int n, co
     return dbranch;
 }
 
-void gpt_backward(GPT *model) {
+static void backward_team(GPT *model) {
     const GPTConfig *c = &model->config;
     const int C = c->n_embd, V = c->vocab_size, H = c->n_head, hs = c->head_size, A = H * hs;
     const int B = model->cur_B, t = model->cur_t, N = B * t;
@@ -509,4 +544,13 @@ void gpt_backward(GPT *model) {
                            la.ln1_rstd, N, C);
     }
     encoder_backward(g->wte, g->wpe, s->dres, model->inputs, B, t, C);
+}
+
+void gpt_backward(GPT *model) {
+    if (in_team()) {
+        backward_team(model);
+        return;
+    }
+#pragma omp parallel if ((long)model->cur_B * model->cur_t * (long)model->num_parameters >= PARALLEL_MIN_MACS)
+    backward_team(model);
 }

@@ -147,6 +147,9 @@ void gpt_init_weights(GPT *model, uint64_t seed);
 
 // Forward over tokens (B, t), t <= block_size. With targets, computes the losses and
 // mean_loss; without (NULL), leaves logits and probs only.
+// gpt_forward and gpt_backward are team functions (parallel.h): called inside a parallel
+// region by every thread of its team they share the work; from serial code they start a
+// team of their own.
 void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t);
 // Backward of the mean loss of the last forward (which must have had targets):
 // sets every gradient (no accumulation across calls).

@@ -1,24 +1,22 @@
 // Forward and backward of each layer except the matrix multiply (matmul.c) and attention
 // (attention.c).
-// Loops over rows run in parallel; reductions inside a row use `omp simd` so they vectorise
-// with a fixed order, giving the same bits on every run and for any thread count.
+// Each is a team function (parallel.h): loops over rows are split over the threads of the
+// calling team; reductions inside a row use `omp simd` so they vectorise with a fixed order,
+// giving the same bits on every run and for any thread count.
 #include "layers.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "fastmath.h"
+#include "parallel.h"
 #include "rng.h"
-
-// Loops over fewer elements than this run on the calling thread: waking the thread team
-// costs more than the work (this matters for generation, one position at a time).
-#define PARALLEL_MIN_WORK 16384
 
 // ----------------------------------------------------------------------------
 // token + position embedding
 
 void encoder_forward(float *out, const int *tokens, const float *wte, const float *wpe, int B, int t, int C) {
-#pragma omp parallel for schedule(static) if ((long)B * t * C >= PARALLEL_MIN_WORK)
+#pragma omp for schedule(static) nowait
     for (int n = 0; n < B * t; n++) {
         const float *we = wte + (size_t)tokens[n] * C;
         const float *pe = wpe + (size_t)(n % t) * C;
@@ -26,27 +24,26 @@ void encoder_forward(float *out, const int *tokens, const float *wte, const floa
 #pragma omp simd
         for (int i = 0; i < C; i++) o[i] = we[i] + pe[i];
     }
+    team_barrier();
 }
 
 void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *tokens, int B, int t, int C) {
     // Rows with the same token or position add into the same gradient row, so threads split
     // the channels instead: each thread owns a slice of columns and visits rows in order.
-#pragma omp parallel if ((long)B * t * C >= PARALLEL_MIN_WORK)
-    {
-#pragma omp for schedule(static)
-        for (int c0 = 0; c0 < C; c0 += 16) {
-            int c1 = c0 + 16 < C ? c0 + 16 : C;
-            for (int n = 0; n < B * t; n++) {
-                const float *g = dout + (size_t)n * C;
-                float *dwe = dwte + (size_t)tokens[n] * C;
-                float *dpe = dwpe + (size_t)(n % t) * C;
-                for (int i = c0; i < c1; i++) {
-                    dwe[i] += g[i];
-                    dpe[i] += g[i];
-                }
+#pragma omp for schedule(static) nowait
+    for (int c0 = 0; c0 < C; c0 += 16) {
+        int c1 = c0 + 16 < C ? c0 + 16 : C;
+        for (int n = 0; n < B * t; n++) {
+            const float *g = dout + (size_t)n * C;
+            float *dwe = dwte + (size_t)tokens[n] * C;
+            float *dpe = dwpe + (size_t)(n % t) * C;
+            for (int i = c0; i < c1; i++) {
+                dwe[i] += g[i];
+                dpe[i] += g[i];
             }
         }
     }
+    team_barrier();
 }
 
 // ----------------------------------------------------------------------------
@@ -54,7 +51,7 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *to
 
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                        const float *weight, const float *bias, int N, int C) {
-#pragma omp parallel for schedule(static) if ((long)N * C >= PARALLEL_MIN_WORK)
+#pragma omp for schedule(static) nowait
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
         float *y = out + (size_t)n * C;
@@ -74,6 +71,7 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
         mean[n] = m;
         rstd[n] = s;
     }
+    team_barrier();
 }
 
 // With xhat = (x - mean) * rstd and g = dout * weight:
@@ -81,7 +79,7 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
 void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                         const float *inp, const float *weight, const float *mean,
                         const float *rstd, int N, int C) {
-#pragma omp parallel for schedule(static) if ((long)N * C >= PARALLEL_MIN_WORK)
+#pragma omp for schedule(static) nowait
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
         const float *dy = dout + (size_t)n * C;
@@ -103,7 +101,7 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
         }
     }
     // parameter gradients: sum over rows, threads own channel slices
-#pragma omp parallel for schedule(static) if ((long)N * C >= PARALLEL_MIN_WORK)
+#pragma omp for schedule(static) nowait
     for (int c0 = 0; c0 < C; c0 += 16) {
         int c1 = c0 + 16 < C ? c0 + 16 : C;
         float dw[16] = {0}, db[16] = {0};
@@ -121,64 +119,78 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
             dbias[i] += db[i - c0];
         }
     }
+    team_barrier();
 }
 
 // ----------------------------------------------------------------------------
-// GELU, tanh approximation
+// GELU, tanh approximation, computed through the sigmoid: 0.5 (1 + tanh u) = s(2u) with
+// s(z) = 1 / (1 + exp(-z)), one exp and one division (and no cancellation near u = 0)
 
 #define GELU_SCALE 0.7978845608028654f  // sqrt(2/pi)
 
-void gelu_forward(float *out, const float *inp, int n) {
-#pragma omp parallel for simd schedule(static) if (n >= PARALLEL_MIN_WORK)
-    for (int i = 0; i < n; i++) {
-        float x = inp[i];
-        float u = GELU_SCALE * (x + 0.044715f * x * x * x);
-        out[i] = 0.5f * x * (1.0f + tanh_fast(u));
-    }
+// 0.5 (1 + tanh u) for u = sqrt(2/pi) (x + 0.044715 x^3)
+#pragma omp declare simd notinbranch
+static inline float gelu_gate(float x) {
+    float u = GELU_SCALE * (x + 0.044715f * x * x * x);
+    return 1.0f / (1.0f + exp_fast(-2.0f * u));
 }
 
-// d/dx = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+void gelu_forward(float *out, const float *inp, int n) {
+#pragma omp for simd schedule(static) nowait
+    for (int i = 0; i < n; i++) out[i] = inp[i] * gelu_gate(inp[i]);
+    team_barrier();
+}
+
+// With g = 0.5 (1 + tanh u): d/dx [x g] = g + x g (1 - g) 2 du/dx,
+// du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n) {
-#pragma omp parallel for simd schedule(static) if (n >= PARALLEL_MIN_WORK)
+#pragma omp for simd schedule(static) nowait
     for (int i = 0; i < n; i++) {
         float x = inp[i];
-        float u = GELU_SCALE * (x + 0.044715f * x * x * x);
-        float th = tanh_fast(u);
+        float g = gelu_gate(x);
         float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-        float grad = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
-        dinp[i] += grad * dout[i];
+        dinp[i] += (g + 2.0f * x * g * (1.0f - g) * du) * dout[i];
     }
+    team_barrier();
 }
 
 // ----------------------------------------------------------------------------
 // residual and dropout
 
 void residual_forward(float *out, const float *a, const float *b, int n) {
-#pragma omp parallel for simd schedule(static) if (n >= PARALLEL_MIN_WORK)
+#pragma omp for simd schedule(static) nowait
     for (int i = 0; i < n; i++) out[i] = a[i] + b[i];
+    team_barrier();
 }
 
 void dropout_forward(float *out, const float *inp, int n, const Dropout *drop) {
     if (!drop || drop->p <= 0.0f) {
-        if (out != inp) memcpy(out, inp, (size_t)n * sizeof(float));
+        if (out != inp) {
+#pragma omp for simd schedule(static) nowait
+            for (int i = 0; i < n; i++) out[i] = inp[i];
+            team_barrier();
+        }
         return;
     }
     const float keep_scale = 1.0f / (1.0f - drop->p);
-#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_WORK)
+#pragma omp for schedule(static) nowait
     for (int i = 0; i < n; i++)
         out[i] = dropout_keep(drop->key, (uint64_t)i, drop->p) ? inp[i] * keep_scale : 0.0f;
+    team_barrier();
 }
 
 void dropout_backward(float *dinp, const float *dout, int n, const Dropout *drop) {
     if (!drop || drop->p <= 0.0f) {
-#pragma omp parallel for simd schedule(static) if (n >= PARALLEL_MIN_WORK)
+#pragma omp for simd schedule(static) nowait
         for (int i = 0; i < n; i++) dinp[i] += dout[i];
+        team_barrier();
         return;
     }
     const float keep_scale = 1.0f / (1.0f - drop->p);
-#pragma omp parallel for schedule(static) if (n >= PARALLEL_MIN_WORK)
+#pragma omp for schedule(static) nowait
     for (int i = 0; i < n; i++)
         if (dropout_keep(drop->key, (uint64_t)i, drop->p)) dinp[i] += dout[i] * keep_scale;
+    team_barrier();
 }
 
 // ----------------------------------------------------------------------------
@@ -201,7 +213,7 @@ static void softmax_row(float *probs, const float *logits, int V, float *maxval,
 }
 
 void crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets, int N, int V) {
-#pragma omp parallel for schedule(static) if ((long)N * V >= PARALLEL_MIN_WORK)
+#pragma omp for schedule(static) nowait
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * V;
         float m, logsum;
@@ -209,21 +221,24 @@ void crossentropy_forward(float *losses, float *probs, const float *logits, cons
         // -log p(target) = log sum exp(z - m) - (z_target - m), without log of a tiny p
         losses[n] = logsum - (z[targets[n]] - m);
     }
+    team_barrier();
 }
 
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, float dloss, int N, int V) {
-#pragma omp parallel for schedule(static) if ((long)N * V >= PARALLEL_MIN_WORK)
+#pragma omp for schedule(static) nowait
     for (int n = 0; n < N; n++) {
         const float *p = probs + (size_t)n * V;
         float *dz = dlogits + (size_t)n * V;
         for (int v = 0; v < V; v++) dz[v] += (p[v] - (v == targets[n] ? 1.0f : 0.0f)) * dloss;
     }
+    team_barrier();
 }
 
 void softmax_forward(float *probs, const float *logits, int N, int V) {
-#pragma omp parallel for schedule(static) if ((long)N * V >= PARALLEL_MIN_WORK)
+#pragma omp for schedule(static) nowait
     for (int n = 0; n < N; n++) {
         float m, logsum;
         softmax_row(probs + (size_t)n * V, logits + (size_t)n * V, V, &m, &logsum);
     }
+    team_barrier();
 }

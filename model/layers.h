@@ -2,6 +2,8 @@
 //
 // Conventions: N rows of C channels, row-major. Every backward ACCUMULATES (+=) into its
 // input gradient and parameter gradients; callers zero what must start at zero.
+// Every function is a team function (parallel.h): inside a parallel region all threads of
+// the team call it and share its work; from serial code it runs on the calling thread.
 // Matrix multiply lives in matmul.h, dropout masks in rng.h.
 #ifndef CHARGPT_LAYERS_H
 #define CHARGPT_LAYERS_H

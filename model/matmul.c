@@ -1,81 +1,66 @@
 // Matrix multiply for the linear layers. All three products are one general product
 //   C (M, Nc) = start + A (M, K) @ B (K, Nc)
 // cut into MR x NR register tiles (matmul_kernels.h) over blocks of at most KC_MAX k steps:
-//   forward  out     = bias + inp @ W^T:  A = inp (rows contiguous),  B = W^T (packed)
+//   forward  out     = bias + inp @ W^T:  A = inp (rows contiguous),  B = W^T
 //   dinp     dinp   += dout @ W:          A = dout (rows contiguous), B = W
 //   dweight  dweight += dout^T @ inp:     A = dout^T (k-major),       B = inp
-// Only W^T is copied (into column panels of NR); every other operand is read in place,
-// with the last partial panels copied into zero-padded scratch on the stack.
+// Every operand is read in place except W^T, which each task copies one (k block, NR
+// columns) panel at a time into an L1-sized buffer of its own, and the last partial
+// panels, copied into zero-padded buffers.
 //
-// Threads split the output into rectangular tasks; each element of C is finished by one
-// kernel sequence whose k order does not depend on the task, so results are the same for
-// any number of threads. A forward of a handful of rows (generation) is a matrix-vector
-// product over the rows of W instead.
-//
-// Not reentrant: the packed W^T buffer is shared, so call from one thread at a time.
-#include <stdlib.h>
+// The threads of a team (parallel.h) split the output into rectangular tasks, handed out
+// one at a time so that a thread slowed by other work holds up at most one task; each
+// element of C is finished by one kernel sequence whose k order does not depend on the
+// task, so results are the same for any number of threads. A forward of a handful of rows
+// (generation) is a matrix-vector product over the rows of W instead.
 #include <string.h>
 #include <omp.h>
 
 #include "matmul.h"
 #include "matmul_kernels.h"
+#include "parallel.h"
 
 #define KC_MAX 256           // k steps per pass: a (KC_MAX, NR) panel of B stays in L1
 #define TASK_ROW_PANELS 16   // a task covers at most this many MR-row panels ...
 #define TASK_COL_PANELS 8    // ... and this many NR-column panels ...
-#define TASKS_PER_THREAD 4   // ... and is made smaller until each thread has this many
+#define TASKS_PER_THREAD 8   // ... and is made smaller until each thread has this many
+#define TASK_A_BYTES (512L * 1024)  // a forward's task may cover this much of a k block of A
 #define GEMV_MAX_ROWS 10     // forwards with at most this many rows use matmul_dot_rows
 #define DOT_ROWS_CHUNK 32    // rows of W per parallel chunk of a matrix-vector product
-#define PARALLEL_MIN_MACS 65536L  // smaller products run on one thread
+#define PARALLEL_MIN_MACS 65536L  // smaller products called from serial code run on one thread
+#define MAX_PRODUCTS 2       // a backward runs the dinp and dweight products as one task list
 
 typedef struct {
     int M, Nc, K;
     const float *a;     // A(i, k) = a[i*lda + k], or a[k*lda + i] when a_kmajor
     long lda;
     int a_kmajor;
-    const float *b;     // B(k, j) = b[k*ldb + j] when bpack is NULL
+    const float *b;     // B(k, j) = b[k*ldb + j] when wt is NULL
     long ldb;
-    float *bpack;       // else B in column panels: B(k, p*NR + j) at bpack[(p*K + k)*NR + j]
+    const float *wt;    // else B = wt^T: B(k, j) = wt[j*ldwt + k]
+    long ldwt;
     float *c;           // C(i, j) = c[i*ldc + j]
     long ldc;
     int accumulate;     // 1: C += A B; 0: C = bias + A B
     const float *bias;  // (Nc) or NULL, when !accumulate
     float *a_row_sums;  // (M) or NULL: a_row_sums[i] += A(i, k) for every k (k-major A)
+    int triangle;       // MATMUL_LOWER, MATMUL_A_ZERO_ABOVE, MATMUL_A_ZERO_BELOW (matmul.h)
 } Gemm;
 
 static const float zero_row[NR] __attribute__((aligned(64)));
 
 static int min_int(int a, int b) { return a < b ? a : b; }
 
-// ----------------------------------------------------------------------------
-// the packed W^T, kept between calls and grown when a larger one is needed
-
-static float *bpack_buf;
-static size_t bpack_cap;  // floats
-
-static float *bpack_buffer(size_t n) {
-    if (n > bpack_cap) {
-        free(bpack_buf);
-        size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
-        bpack_buf = aligned_alloc(64, bytes);
-        bpack_cap = bpack_buf ? n : 0;
-    }
-    return bpack_buf;
-}
-
-__attribute__((destructor)) static void free_bpack_buffer(void) { free(bpack_buf); }
-
-// Column panel p of B = W^T: dst (K, NR) with dst[k*NR + j] = W[p*NR + j, k], zero for
-// rows of W past OC. W (OC, K).
-static void pack_wt_panel(float *dst, const float *w, int p, int K, int OC) {
-    int j0 = p * NR, nr = min_int(NR, OC - j0);
-    const float *src = w + (long)j0 * K;
+// The (kc, NR) panel of B = W^T for columns [j, j + nr) and k steps [k0, k0 + kc):
+// dst[k*NR + jj] = W[j + jj, k0 + k], zero for jj >= nr. W (Nc, >= K), rows ldw apart.
+static void pack_wt_panel(float *dst, const float *w, long ldw, int j, int nr, int k0, int kc) {
+    const float *src = w + (long)j * ldw + k0;
     if (nr == NR) {
-        matmul_transpose_panel(dst, src, K, K);
+        matmul_transpose_panel(dst, src, ldw, kc);
         return;
     }
-    for (int k = 0; k < K; k++)
-        for (int j = 0; j < NR; j++) dst[(long)k * NR + j] = j < nr ? src[(long)j * K + k] : 0.0f;
+    for (int k = 0; k < kc; k++)
+        for (int jj = 0; jj < NR; jj++) dst[k * NR + jj] = jj < nr ? src[(long)jj * ldw + k] : 0.0f;
 }
 
 // ----------------------------------------------------------------------------
@@ -83,10 +68,10 @@ static void pack_wt_panel(float *dst, const float *w, int p, int K, int OC) {
 
 // Rows [i0, i1) x columns [j0, j1) of C, i0 and j0 on panel boundaries.
 static void gemm_task(const Gemm *g, int i0, int i1, int j0, int j1) {
-    float apad[MR * KC_MAX] __attribute__((aligned(64)));  // last row panel, zero-padded
-    float bpad[KC_MAX * NR] __attribute__((aligned(64)));  // last column panel of B
-    float ctile[MR * NR] __attribute__((aligned(64)));     // a partial tile of C
-    float start_pad[NR] __attribute__((aligned(64)));      // bias of a partial column panel
+    float apad[MR * KC_MAX] __attribute__((aligned(64)));    // last row panel, zero-padded
+    float bpanel[KC_MAX * NR] __attribute__((aligned(64)));  // a panel of W^T, or B's last
+    float ctile[MR * NR] __attribute__((aligned(64)));       // a partial tile of C
+    float start_pad[NR] __attribute__((aligned(64)));        // bias of a partial column panel
     int M = g->M, Nc = g->Nc, K = g->K;
     int nkb = (K + KC_MAX - 1) / KC_MAX;
     int kcb = (K + nkb - 1) / nkb;  // k blocks of equal size, fixed by K alone
@@ -110,20 +95,17 @@ static void gemm_task(const Gemm *g, int i0, int i1, int j0, int j1) {
         }
         for (int j = j0; j < j1; j += NR) {
             int nr = min_int(NR, Nc - j);
-            const float *b;
-            long ldb;
-            if (g->bpack) {
-                b = g->bpack + ((long)(j / NR) * K + k0) * NR;
-                ldb = NR;
+            const float *b = bpanel;
+            long ldb = NR;
+            if (g->wt) {
+                pack_wt_panel(bpanel, g->wt, g->ldwt, j, nr, k0, kc);
             } else if (nr == NR) {
                 b = g->b + (long)k0 * g->ldb + j;
                 ldb = g->ldb;
             } else {
                 for (int k = 0; k < kc; k++)
                     for (int jj = 0; jj < NR; jj++)
-                        bpad[k * NR + jj] = jj < nr ? g->b[(long)(k0 + k) * g->ldb + j + jj] : 0.0f;
-                b = bpad;
-                ldb = NR;
+                        bpanel[k * NR + jj] = jj < nr ? g->b[(long)(k0 + k) * g->ldb + j + jj] : 0.0f;
             }
             const float *start = NULL;  // NULL: carry on from C
             if (k0 == 0 && !g->accumulate) {
@@ -135,25 +117,32 @@ static void gemm_task(const Gemm *g, int i0, int i1, int j0, int j1) {
             }
             for (int i = i0; i < i1; i += MR) {
                 int mr = min_int(MR, M - i);
+                // the k steps [klo, khi) of this block that can be non-zero for these rows
+                int klo = k0, khi = k0 + kc;
+                if (g->triangle == MATMUL_LOWER && j > i + mr - 1) continue;
+                if (g->triangle == MATMUL_A_ZERO_ABOVE && khi > i + mr) khi = i + mr;
+                if (g->triangle == MATMUL_A_ZERO_BELOW && klo < i) klo = i;
+                if (klo >= khi) continue;
                 const float *a;
                 long lda;
                 if (i == i_edge) {
-                    a = apad;
+                    a = g->a_kmajor ? apad + (long)(klo - k0) * MR : apad + (klo - k0);
                     lda = lda_edge;
                 } else {
-                    a = g->a_kmajor ? g->a + (long)k0 * g->lda + i : g->a + (long)i * g->lda + k0;
+                    a = g->a_kmajor ? g->a + (long)klo * g->lda + i : g->a + (long)i * g->lda + klo;
                     lda = g->lda;
                 }
+                const float *bk = b + (long)(klo - k0) * ldb;
                 float *c = g->c + (long)i * g->ldc + j;
                 if (mr == MR && nr == NR) {
-                    matmul_tile(kc, a, lda, g->a_kmajor, b, ldb, c, g->ldc, start, 0);
+                    matmul_tile(khi - klo, a, lda, g->a_kmajor, bk, ldb, c, g->ldc, start, 0);
                     continue;
                 }
                 if (!start)
                     for (int ii = 0; ii < MR; ii++)
                         for (int jj = 0; jj < NR; jj++)
                             ctile[ii * NR + jj] = ii < mr && jj < nr ? c[(long)ii * g->ldc + jj] : 0.0f;
-                matmul_tile(kc, a, lda, g->a_kmajor, b, ldb, ctile, NR, start, nr <= NR / 2);
+                matmul_tile(khi - klo, a, lda, g->a_kmajor, bk, ldb, ctile, NR, start, nr <= NR / 2);
                 for (int ii = 0; ii < mr; ii++)
                     memcpy(c + (long)ii * g->ldc, ctile + ii * NR, (size_t)nr * sizeof(float));
             }
@@ -169,87 +158,134 @@ static void gemm_task(const Gemm *g, int i0, int i1, int j0, int j1) {
     }
 }
 
-// C = start + A B over all tasks. When wt is given, B = wt^T is packed first (wt (Nc, K)).
-// Tasks are a grid of row parts x column parts; part p of n panels in `parts` parts covers
-// panels [p*n/parts, (p+1)*n/parts).
-static void gemm_run(const Gemm *g, const float *wt) {
-    int row_panels = (g->M + MR - 1) / MR, col_panels = (g->Nc + NR - 1) / NR;
-    int rows_per_part = min_int(TASK_ROW_PANELS, row_panels);
-    int cols_per_part = min_int(TASK_COL_PANELS, col_panels);
-    int want_tasks = omp_get_max_threads() > 1 ? TASKS_PER_THREAD * omp_get_max_threads() : 1;
-    for (;;) {  // halve the longer side of a task until there are enough tasks
-        int tasks = ((row_panels + rows_per_part - 1) / rows_per_part) *
-                    ((col_panels + cols_per_part - 1) / cols_per_part);
+// A product cut into a grid of row parts x column parts; part p of n panels in `parts`
+// parts covers panels [p*n/parts, (p+1)*n/parts).
+typedef struct {
+    int row_panels, col_panels, row_parts, col_parts;
+} TaskGrid;
+
+// Tasks of at most TASK_ROW_PANELS x TASK_COL_PANELS tiles, halved along their longer side
+// until there are TASKS_PER_THREAD per thread of the team. A task packs the panels of W^T
+// it needs, so those of a forward span as many rows as TASK_A_BYTES of A allow and are
+// cut along the columns first: each panel is then packed once or a few times.
+static TaskGrid task_grid(const Gemm *g, int threads) {
+    TaskGrid t = {(g->M + MR - 1) / MR, (g->Nc + NR - 1) / NR, 0, 0};
+    int rows_per_part = min_int(TASK_ROW_PANELS, t.row_panels);
+    if (g->wt) {
+        long panel_bytes = (long)MR * min_int(g->K, KC_MAX) * sizeof(float);
+        int fit = (int)(TASK_A_BYTES / panel_bytes);
+        if (fit > rows_per_part) rows_per_part = min_int(fit, t.row_panels);
+    }
+    int cols_per_part = min_int(TASK_COL_PANELS, t.col_panels);
+    int want_tasks = threads > 1 ? TASKS_PER_THREAD * threads : 1;
+    for (;;) {
+        int tasks = ((t.row_panels + rows_per_part - 1) / rows_per_part) *
+                    ((t.col_panels + cols_per_part - 1) / cols_per_part);
         if (tasks >= want_tasks || (rows_per_part == 1 && cols_per_part == 1)) break;
-        if (rows_per_part >= cols_per_part) rows_per_part = (rows_per_part + 1) / 2;
+        int halve_rows = g->wt ? cols_per_part == 1 : rows_per_part >= cols_per_part;
+        if (halve_rows) rows_per_part = (rows_per_part + 1) / 2;
         else cols_per_part = (cols_per_part + 1) / 2;
     }
-    int row_parts = (row_panels + rows_per_part - 1) / rows_per_part;
-    int col_parts = (col_panels + cols_per_part - 1) / cols_per_part;
-    int tasks = row_parts * col_parts;
-    long macs = (long)g->M * g->Nc * g->K;
-#pragma omp parallel if (macs >= PARALLEL_MIN_MACS)
-    {
-        if (wt) {
-#pragma omp for schedule(static)
-            for (int p = 0; p < col_panels; p++)
-                pack_wt_panel(g->bpack + (long)p * g->K * NR, wt, p, g->K, g->Nc);
-        }
-#pragma omp for schedule(dynamic, 1)
-        for (int t = 0; t < tasks; t++) {
-            int rp = t / col_parts, cp = t % col_parts;
-            int i0 = (int)((long)rp * row_panels / row_parts) * MR;
-            int i1 = min_int(g->M, (int)((long)(rp + 1) * row_panels / row_parts) * MR);
-            int j0 = (int)((long)cp * col_panels / col_parts) * NR;
-            int j1 = min_int(g->Nc, (int)((long)(cp + 1) * col_panels / col_parts) * NR);
-            gemm_task(g, i0, i1, j0, j1);
-        }
-    }
+    t.row_parts = (t.row_panels + rows_per_part - 1) / rows_per_part;
+    t.col_parts = (t.col_panels + cols_per_part - 1) / cols_per_part;
+    return t;
 }
 
-// ----------------------------------------------------------------------------
-// the public functions
+static void grid_task(const Gemm *g, const TaskGrid *t, int task) {
+    int rp = task / t->col_parts, cp = task % t->col_parts;
+    int i0 = (int)((long)rp * t->row_panels / t->row_parts) * MR;
+    int i1 = min_int(g->M, (int)((long)(rp + 1) * t->row_panels / t->row_parts) * MR);
+    int j0 = (int)((long)cp * t->col_panels / t->col_parts) * NR;
+    int j1 = min_int(g->Nc, (int)((long)(cp + 1) * t->col_panels / t->col_parts) * NR);
+    gemm_task(g, i0, i1, j0, j1);
+}
 
-// out (N, OC) = inp (N, C) @ weight^T + bias as N matrix-vector products.
+// Team function: the products' tasks, as one list, over the threads of the team.
+static void gemm_team(const Gemm *g, int count) {
+    TaskGrid grids[MAX_PRODUCTS];
+    int first[MAX_PRODUCTS + 1] = {0};  // product p owns tasks [first[p], first[p + 1])
+    for (int p = 0; p < count; p++) {
+        grids[p] = task_grid(&g[p], omp_get_num_threads());
+        first[p + 1] = first[p] + grids[p].row_parts * grids[p].col_parts;
+    }
+#pragma omp for schedule(monotonic: dynamic, 1) nowait
+    for (int task = 0; task < first[count]; task++) {
+        int p = 0;
+        while (task >= first[p + 1]) p++;
+        grid_task(&g[p], &grids[p], task - first[p]);
+    }
+    team_barrier();
+}
+
+// out (N, OC) = inp (N, C) @ weight^T + bias as N matrix-vector products; a team function.
 static void forward_by_rows(float *out, const float *inp, const float *weight, const float *bias,
                             int N, int C, int OC) {
     int chunks = (OC + DOT_ROWS_CHUNK - 1) / DOT_ROWS_CHUNK;
-    long macs = (long)N * C * OC;
-#pragma omp parallel for schedule(static) if (macs >= PARALLEL_MIN_MACS)
+#pragma omp for schedule(static) nowait
     for (int ch = 0; ch < chunks; ch++) {
         int o0 = ch * DOT_ROWS_CHUNK, o1 = min_int(OC, o0 + DOT_ROWS_CHUNK);
         for (int n = 0; n < N; n++)
             matmul_dot_rows(out + (long)n * OC, inp + (long)n * C, weight, bias, C, o0, o1);
     }
+    team_barrier();
 }
+
+// ----------------------------------------------------------------------------
+// the public functions: team functions that, called from serial code, start a team of
+// their own when the product is large enough
 
 void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                     int N, int C, int OC) {
     if (N <= 0 || OC <= 0) return;
-    int col_panels = (OC + NR - 1) / NR;
-    float *bpack = NULL;
-    if (N > GEMV_MAX_ROWS && C > 0) bpack = bpack_buffer((size_t)col_panels * C * NR);
-    if (!bpack) {  // few rows, or no memory for the packed W^T
-        forward_by_rows(out, inp, weight, bias, N, C, OC);
+    long macs = (long)N * C * OC;
+    Gemm g = {.M = N, .Nc = OC, .K = C, .a = inp, .lda = C, .a_kmajor = 0, .wt = weight,
+              .ldwt = C, .c = out, .ldc = OC, .accumulate = 0, .bias = bias};
+    int by_rows = N <= GEMV_MAX_ROWS || C == 0;
+    if (in_team()) {
+        if (by_rows) forward_by_rows(out, inp, weight, bias, N, C, OC);
+        else gemm_team(&g, 1);
         return;
     }
-    Gemm g = {.M = N, .Nc = OC, .K = C, .a = inp, .lda = C, .a_kmajor = 0, .bpack = bpack,
-              .c = out, .ldc = OC, .accumulate = 0, .bias = bias};
-    gemm_run(&g, weight);
+#pragma omp parallel if (macs >= PARALLEL_MIN_MACS)
+    {
+        if (by_rows) forward_by_rows(out, inp, weight, bias, N, C, OC);
+        else gemm_team(&g, 1);
+    }
 }
 
 void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                      const float *inp, const float *weight, int N, int C, int OC) {
     if (N <= 0 || C <= 0 || OC <= 0) return;
-    if (dinp) {
-        Gemm g = {.M = N, .Nc = C, .K = OC, .a = dout, .lda = OC, .a_kmajor = 0, .b = weight,
-                  .ldb = C, .c = dinp, .ldc = C, .accumulate = 1};
-        gemm_run(&g, NULL);
-    }
     // dbias[o] += dout[0, o] + dout[1, o] + ... is the row sum of A = dout^T
-    Gemm g = {.M = OC, .Nc = C, .K = N, .a = dout, .lda = OC, .a_kmajor = 1, .b = inp,
-              .ldb = C, .c = dweight, .ldc = C, .accumulate = 1, .a_row_sums = dbias};
-    gemm_run(&g, NULL);
+    Gemm g[MAX_PRODUCTS] = {
+        {.M = OC, .Nc = C, .K = N, .a = dout, .lda = OC, .a_kmajor = 1, .b = inp, .ldb = C,
+         .c = dweight, .ldc = C, .accumulate = 1, .a_row_sums = dbias},
+        {.M = N, .Nc = C, .K = OC, .a = dout, .lda = OC, .a_kmajor = 0, .b = weight, .ldb = C,
+         .c = dinp, .ldc = C, .accumulate = 1},
+    };
+    int count = dinp ? 2 : 1;
+    if (in_team()) {
+        gemm_team(g, count);
+        return;
+    }
+#pragma omp parallel if ((long)N * C * OC >= PARALLEL_MIN_MACS)
+    gemm_team(g, count);
+}
+
+void matmul_small(float *c, long ldc, const float *a, long lda, const float *b, long ldb,
+                  int M, int N, int K, int flags) {
+    if (M <= 0 || N <= 0 || K <= 0) return;
+    int triangle = flags & (MATMUL_LOWER | MATMUL_A_ZERO_ABOVE | MATMUL_A_ZERO_BELOW);
+    Gemm g = {.M = M, .Nc = N, .K = K, .a = a, .lda = lda, .a_kmajor = (flags & MATMUL_A_T) != 0,
+              .c = c, .ldc = ldc, .accumulate = (flags & MATMUL_ADD) != 0, .triangle = triangle};
+    if (flags & MATMUL_B_T) {
+        g.wt = b;
+        g.ldwt = ldb;
+    } else {
+        g.b = b;
+        g.ldb = ldb;
+    }
+    gemm_task(&g, 0, M, 0, N);
 }
 
 const char *matmul_kernel_name(void) { return MATMUL_KERNEL_NAME; }

@@ -50,6 +50,7 @@
 #include "../generation/inference.h"
 #include "../model/matmul.h"
 #include "../model/rng.h"
+#include "../model/train_step.h"
 #include "../generation/sampler.h"
 
 #define EXIT_FAILED 1
@@ -83,6 +84,7 @@ typedef struct {
     int warmup;           // untimed training steps first
     long gen_chars;       // characters per generation run
     double gen_seconds;   // a generation run stops early after this long
+    int train_only;       // time training alone: no FMA peak, no generation
 } Options;
 
 // Peak FLOP/s measured by the child that ran the FMA loop, read by the training children.
@@ -249,16 +251,12 @@ static void random_batch(Rng *rng, int B, int T, int V, int *inputs, int *target
 }
 
 // One optimizer step as ./train does it. Returns the loss; exits 3 if it is not finite.
-static float train_step(GPT *model, AdamW *opt, Rng *rng, int *inputs, int *targets, int B, int T) {
+static float bench_step(GPT *model, AdamW *opt, Rng *rng, int *inputs, int *targets, int B, int T) {
     random_batch(rng, B, T, model->config.vocab_size, inputs, targets);
     model->training = 0;
-    gpt_forward(model, inputs, targets, B, T);
-    gpt_backward(model);
-    double norm = grad_global_norm(model->grads_memory, model->num_parameters);
+    double norm = train_step(model, opt, inputs, targets, B, T, LEARNING_RATE, GRAD_CLIP);
     if (!isfinite(model->mean_loss) || !isfinite(norm))
         die(EXIT_NONFINITE, "training step: %s is not finite", isfinite(model->mean_loss) ? "the gradient norm" : "the loss");
-    grad_clip(model->grads_memory, model->num_parameters, norm, GRAD_CLIP);
-    adamw_update(opt, model->params_memory, model->grads_memory, LEARNING_RATE);
     return model->mean_loss;
 }
 
@@ -281,8 +279,8 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
     rng_seed(&rng, SEED);
 
     // warm-up: page in every buffer and start the thread pool
-    float first_loss = train_step(&model, &opt, &rng, inputs, targets, B, T);
-    for (int i = 1; i < o->warmup; i++) train_step(&model, &opt, &rng, inputs, targets, B, T);
+    float first_loss = bench_step(&model, &opt, &rng, inputs, targets, B, T);
+    for (int i = 1; i < o->warmup; i++) bench_step(&model, &opt, &rng, inputs, targets, B, T);
     fprintf(stderr, "bench: %s: training\n", bc->name);
 
     // timed: --steps steps, or else at least MIN_TIMED_STEPS and --seconds
@@ -290,6 +288,7 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
     double *step_secs = malloc((size_t)capacity * sizeof(double));
     if (!step_secs) die(EXIT_FAILED, "out of memory");
     float loss = NAN;
+    long thread_steps = 0;  // sum over the timed steps of the threads each ran on
     double start = now_seconds(), cpu_start = cpu_seconds(), total = 0.0;
     while (o->steps ? steps < o->steps : (steps < MIN_TIMED_STEPS || total < o->seconds)) {
         if (steps == capacity) {
@@ -297,8 +296,9 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
             if (!step_secs) die(EXIT_FAILED, "out of memory");
         }
         double t0 = now_seconds();
-        loss = train_step(&model, &opt, &rng, inputs, targets, B, T);
+        loss = bench_step(&model, &opt, &rng, inputs, targets, B, T);
         step_secs[steps++] = now_seconds() - t0;
+        thread_steps += train_step_threads();
         total = now_seconds() - start;
     }
     double cpu = cpu_seconds() - cpu_start;
@@ -311,18 +311,19 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
     double mean = total / steps;
     double flops = flops_per_step(bc);
     double gflops = flops / median / 1e9;
-    // every thread together can do at least what one does: on a busy machine the all-thread
-    // run may have come out lower
-    double peak_gflops = fmax(peak->gflops_all, peak->gflops_one);
     printf("train config=%s threads=%d kernel=%s layers=%d heads=%d n_embd=%d block=%d batch=%d vocab=%d "
            "params=%zu warmup=%d steps=%ld ms_median=%.3f ms_mean=%.3f ms_min=%.3f tok_per_s=%.1f "
-           "tok_per_s_mean=%.1f gflop_per_step=%.4f gflop_per_step_estimate=%.4f gflops=%.2f pct_peak=%.1f "
-           "rss_kb=%ld cpu_pct=%.0f first_loss=%.4f last_loss=%.4f\n",
+           "tok_per_s_mean=%.1f gflop_per_step=%.4f gflop_per_step_estimate=%.4f gflops=%.2f ",
            bc->name, omp_get_max_threads(), matmul_kernel_name(), bc->n_layer, bc->n_head, bc->n_embd, T, B,
            bc->vocab_size, model.num_parameters, o->warmup, steps, 1000.0 * median, 1000.0 * mean,
            1000.0 * step_secs[0], B * T / median, B * T / mean, flops / 1e9,
-           flops_estimate(bc, model.num_parameters) / 1e9, gflops, 100.0 * gflops / peak_gflops, rss,
-           100.0 * cpu / (total * omp_get_max_threads()), first_loss, loss);
+           flops_estimate(bc, model.num_parameters) / 1e9, gflops);
+    // every thread together can do at least what one does: on a busy machine the all-thread
+    // run may have come out lower
+    double peak_gflops = fmax(peak->gflops_all, peak->gflops_one);
+    if (peak_gflops > 0.0) printf("pct_peak=%.1f ", 100.0 * gflops / peak_gflops);
+    printf("rss_kb=%ld cpu_pct=%.0f threads_mean=%.2f first_loss=%.4f last_loss=%.4f\n", rss,
+           100.0 * cpu / (total * omp_get_max_threads()), (double)thread_steps / steps, first_loss, loss);
     fflush(stdout);
     free(step_secs);
     free(inputs);
@@ -448,6 +449,7 @@ static void usage(FILE *f) {
             "  --warmup N         untimed training steps first, at least 1 (default 2)\n"
             "  --gen-chars N      characters per generation run (default 500)\n"
             "  --gen-seconds S    end a generation run early after S seconds (default 20)\n"
+            "  --train-only       time training only (no FMA peak, no generation)\n"
             "  -h, --help         show this help\n", MIN_TIMED_STEPS);
 }
 
@@ -461,15 +463,16 @@ static double parse_number(const char *flag, const char *s, double min, double m
 }
 
 static void parse_options(int argc, char **argv, Options *o) {
-    enum { OPT_CONFIG = 256, OPT_SECONDS, OPT_STEPS, OPT_WARMUP, OPT_GEN_CHARS, OPT_GEN_SECONDS };
+    enum { OPT_CONFIG = 256, OPT_SECONDS, OPT_STEPS, OPT_WARMUP, OPT_GEN_CHARS, OPT_GEN_SECONDS, OPT_TRAIN_ONLY };
     static const struct option long_options[] = {
         {"config", required_argument, 0, OPT_CONFIG},  {"seconds", required_argument, 0, OPT_SECONDS},
         {"steps", required_argument, 0, OPT_STEPS},    {"warmup", required_argument, 0, OPT_WARMUP},
         {"gen-chars", required_argument, 0, OPT_GEN_CHARS}, {"gen-seconds", required_argument, 0, OPT_GEN_SECONDS},
+        {"train-only", no_argument, 0, OPT_TRAIN_ONLY},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    *o = (Options){"all", 4.0, 0, 2, 500, 20.0};
+    *o = (Options){"all", 4.0, 0, 2, 500, 20.0, 0};
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
@@ -481,6 +484,7 @@ static void parse_options(int argc, char **argv, Options *o) {
             case OPT_WARMUP: o->warmup = (int)parse_number("--warmup", optarg, 1, 1000); break;
             case OPT_GEN_CHARS: o->gen_chars = (long)parse_number("--gen-chars", optarg, 1, 1e7); break;
             case OPT_GEN_SECONDS: o->gen_seconds = parse_number("--gen-seconds", optarg, 0.0, 3600.0); break;
+            case OPT_TRAIN_ONLY: o->train_only = 1; break;
             case 'h': usage(stdout); exit(0);
             case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", flag); break;
             default: die(EXIT_USAGE, "unknown option '%s' (see --help)", flag);
@@ -499,12 +503,12 @@ int main(int argc, char **argv) {
     Peak *peak = mmap(NULL, sizeof(Peak), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (peak == MAP_FAILED) die(EXIT_FAILED, "mmap: %s", strerror(errno));
     memset(peak, 0, sizeof(*peak));
-    int rc = run_child(JOB_PEAK, NULL, &o, peak);
+    int rc = o.train_only ? 0 : run_child(JOB_PEAK, NULL, &o, peak);
     if (rc != 0) return rc;
     for (int i = 0; i < NUM_CONFIGS; i++) {
         if (strcmp(o.config, "all") != 0 && strcmp(o.config, configs[i].name) != 0) continue;
         if ((rc = run_child(JOB_TRAIN, &configs[i], &o, peak)) != 0) return rc;
-        if ((rc = run_child(JOB_GENERATE, &configs[i], &o, peak)) != 0) return rc;
+        if (!o.train_only && (rc = run_child(JOB_GENERATE, &configs[i], &o, peak)) != 0) return rc;
     }
     munmap(peak, sizeof(Peak));
     return 0;

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # `make bench`: builds chargpt, times its training step and generation for the tiny and small
 # configs (scripts/bench), times the same model in PyTorch when it is installed
-# (scripts/bench_torch.py), and prints both side by side.
+# (scripts/bench_torch.py), and prints both side by side. Then the "shared machine" rows:
+# training again, both programs, with a busy process that this script starts beside them
+# (one shell loop, killed when the rows are done, on failure or on Ctrl-C, and ended by
+# `timeout` in any case).
 #
 # Environment: OMP_NUM_THREADS (default: all cores; PyTorch gets the same count),
 # BENCH_SECONDS (timed training seconds per config, default 4), BENCH_GEN_CHARS (characters
@@ -22,7 +25,17 @@ configs="tiny small"
 make --no-print-directory -s all scripts/bench
 
 out="$(mktemp -d)"
-trap 'rm -rf "$out"' EXIT
+busy_pid=
+stop_busy() {
+    if [ -n "$busy_pid" ]; then
+        kill "$busy_pid" 2>/dev/null || true
+        wait "$busy_pid" 2>/dev/null || true
+        busy_pid=
+    fi
+}
+trap 'stop_busy; rm -rf "$out"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
 echo "machine: ${cpu_model:-unknown CPU}, $(nproc) threads online; load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -34,22 +47,39 @@ echo
 
 have_torch=0
 torch_failed=0
-if [ -x "$python" ] && "$python" -c "import torch" 2>/dev/null; then
-    have_torch=1
+if [ -x "$python" ] && "$python" -c "import torch" 2>/dev/null; then have_torch=1; fi
+# torch_train CONFIG GEN_CHARS FILE: PyTorch's figures for one config appended to FILE
+torch_train() {
+    echo "bench_torch: $1" >&2
+    if ! OMP_WAIT_POLICY=passive "$python" scripts/bench_torch.py --config "$1" \
+        --threads "$OMP_NUM_THREADS" --seconds "$seconds" --gen-chars "$2" \
+        --gen-seconds "$gen_seconds" >>"$3"; then
+        echo "bench.sh: scripts/bench_torch.py --config $1 failed" >&2
+        torch_failed=1
+    fi
+}
+if [ "$have_torch" = 1 ]; then
     for config in $configs; do
         # generation is compared on tiny only
         chars=0
         [ "$config" = tiny ] && chars="$gen_chars"
-        echo "bench_torch: $config" >&2
-        if ! OMP_WAIT_POLICY=passive "$python" scripts/bench_torch.py --config "$config" \
-            --threads "$OMP_NUM_THREADS" --seconds "$seconds" --gen-chars "$chars" \
-            --gen-seconds "$gen_seconds" >>"$out/torch.txt"; then
-            echo "bench.sh: scripts/bench_torch.py --config $config failed" >&2
-            torch_failed=1
-        fi
+        torch_train "$config" "$chars" "$out/torch.txt"
     done
 fi
-touch "$out/torch.txt"
+
+# shared machine: a busy process beside each run, chargpt and PyTorch taking turns
+echo "shared machine: one busy process beside each training run" >&2
+busy_limit=1800
+timeout "$busy_limit" sh -c 'while :; do :; done' &
+busy_pid=$!
+for config in $configs; do
+    ./scripts/bench --train-only --config "$config" --seconds "$seconds" >>"$out/shared_chargpt.txt"
+    if [ "$have_torch" = 1 ]; then torch_train "$config" 0 "$out/shared_torch.txt"; fi
+done
+busy_lasted=1
+kill -0 "$busy_pid" 2>/dev/null || busy_lasted=0
+stop_busy
+touch "$out/torch.txt" "$out/shared_torch.txt"
 
 # field FILE KIND CONFIG KEY: the value of KEY on FILE's line "KIND config=CONFIG ..."
 field() {
@@ -122,10 +152,34 @@ for config in $configs; do
 done
 echo
 
+echo "shared machine (training as above, with one busy process that this benchmark starts beside"
+echo "each run, as when a build runs beside training; tok/s over the whole timed run, chargpt with"
+echo "its defaults, which pick its number of threads step by step)"
+echo "| config | chargpt tok/s | threads (mean) | CPU share | of its idle tok/s | PyTorch tok/s | CPU share | ratio |"
+echo "|---|---|---|---|---|---|---|---|"
+for config in $configs; do
+    c="$out/shared_chargpt.txt" t="$out/shared_torch.txt"
+    tok="$(field "$c" train "$config" tok_per_s_mean)"
+    idle_tok="$(field "$out/chargpt.txt" train "$config" tok_per_s_mean)"
+    torch_tok="$(field "$t" torch_train "$config" tok_per_s_mean)"
+    printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n" "$config" "$(fmt %.0f "$tok")" \
+        "$(fmt %.1f "$(field "$c" train "$config" threads_mean)")" \
+        "$(fmt %s%% "$(field "$c" train "$config" cpu_pct)")" "$(ratio "$tok" "$idle_tok")" \
+        "$(fmt %.0f "$torch_tok")" "$(fmt %s%% "$(field "$t" torch_train "$config" cpu_pct)")" \
+        "$(ratio "$tok" "$torch_tok")"
+done
+echo "target: chargpt >= 1.5x PyTorch tok/s on a shared machine too"
+if [ "$busy_lasted" = 0 ]; then
+    echo "warning: the busy process ended (after ${busy_limit} s) before the last run: these rows are not valid"
+fi
+echo
+
 if [ "$have_torch" = 0 ]; then
     echo "PyTorch is not installed for $python (import torch failed): chargpt's figures only."
     echo
 fi
 echo "raw results:"
 cat "$out/chargpt.txt" "$out/torch.txt"
+echo "raw results, shared machine:"
+cat "$out/shared_chargpt.txt" "$out/shared_torch.txt"
 exit "$torch_failed"

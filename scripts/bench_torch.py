@@ -22,9 +22,15 @@ Usage:
 import argparse
 import math
 import resource
+import signal
 import statistics
 import sys
 import time
+
+# Ctrl-C ends the process by the signal, as it does the C programs, so that bench.sh sees
+# it and stops (a KeyboardInterrupt would be taken for an ordinary failure); set before
+# the slow import of torch
+signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 import torch
 import torch.nn as nn

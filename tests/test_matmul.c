@@ -1,7 +1,8 @@
 // Tests for model/matmul: the fast kernels against a plain double-precision triple loop on
-// awkward and model shapes, accumulation, NULL gradients, and bit-identical results for
-// any thread count.
+// awkward and model shapes, accumulation, NULL gradients, bit-identical results for any
+// thread count, and attention's matmul_small with each of its flags.
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <omp.h>
@@ -231,6 +232,70 @@ TEST(matmul_same_bits_for_any_thread_count) {
         problem_free(&p);
     }
     omp_set_num_threads(saved);
+}
+
+// matmul_small against a double triple loop, with each layout and triangle flag, on shapes
+// that cut tiles, k blocks and the diagonal awkwardly. The A given to the triangle flags has
+// the zeros they promise; with MATMUL_LOWER only c(i, j), j <= i, is compared.
+TEST(matmul_small_matches_reference) {
+    static const Shape shapes[] = {{1, 1, 1}, {5, 7, 3}, {14, 32, 32}, {15, 33, 17}, {64, 64, 32},
+                                   {64, 32, 64}, {100, 100, 64}, {300, 300, 300}};
+    static const int flag_sets[] = {0, MATMUL_A_T, MATMUL_B_T, MATMUL_ADD, MATMUL_A_T | MATMUL_B_T,
+                                    MATMUL_B_T | MATMUL_LOWER, MATMUL_LOWER, MATMUL_A_ZERO_ABOVE,
+                                    MATMUL_A_ZERO_ABOVE | MATMUL_ADD,
+                                    MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD,
+                                    MATMUL_A_ZERO_BELOW | MATMUL_ADD};
+    double worst = 0.0;
+    for (int s = 0; s < (int)(sizeof(shapes) / sizeof(shapes[0])); s++) {
+        int M = shapes[s].N, N = shapes[s].C, K = shapes[s].OC;
+        for (int f = 0; f < (int)(sizeof(flag_sets) / sizeof(flag_sets[0])); f++) {
+            int flags = flag_sets[f];
+            // a triangle of A needs A square, one of C needs C square
+            if (((flags & (MATMUL_A_ZERO_ABOVE | MATMUL_A_ZERO_BELOW)) && M != K) ||
+                ((flags & MATMUL_LOWER) && M != N))
+                continue;
+            // stored with padded row strides, as attention's operands are
+            long lda = (flags & MATMUL_A_T ? M : K) + 3, ldb = (flags & MATMUL_B_T ? K : N) + 5, ldc = N + 2;
+            float *a = malloc((size_t)(flags & MATMUL_A_T ? K : M) * lda * sizeof(float));
+            float *b = malloc((size_t)(flags & MATMUL_B_T ? N : K) * ldb * sizeof(float));
+            float *c = malloc((size_t)M * ldc * sizeof(float));
+            fill_uniform(a, (size_t)(flags & MATMUL_A_T ? K : M) * lda, 700 + s);
+            fill_uniform(b, (size_t)(flags & MATMUL_B_T ? N : K) * ldb, 800 + s);
+            fill_uniform(c, (size_t)M * ldc, 900 + s);
+            for (int i = 0; i < M; i++)
+                for (int k = 0; k < K; k++) {
+                    float *aik = flags & MATMUL_A_T ? &a[(size_t)k * lda + i] : &a[(size_t)i * lda + k];
+                    if (((flags & MATMUL_A_ZERO_ABOVE) && k > i) || ((flags & MATMUL_A_ZERO_BELOW) && k < i)) *aik = 0.0f;
+                }
+            double *want = malloc((size_t)M * N * sizeof(double));
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) {
+                    double acc = flags & MATMUL_ADD ? c[(size_t)i * ldc + j] : 0.0;
+                    for (int k = 0; k < K; k++) {
+                        double aik = flags & MATMUL_A_T ? a[(size_t)k * lda + i] : a[(size_t)i * lda + k];
+                        double bkj = flags & MATMUL_B_T ? b[(size_t)j * ldb + k] : b[(size_t)k * ldb + j];
+                        acc += aik * bkj;
+                    }
+                    want[(size_t)i * N + j] = acc;
+                }
+            matmul_small(c, ldc, a, lda, b, ldb, M, N, K, flags);
+            double num = 0.0, den = 0.0;
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N && (!(flags & MATMUL_LOWER) || j <= i); j++) {
+                    double w = want[(size_t)i * N + j], d = fabs(c[(size_t)i * ldc + j] - w);
+                    if (d > num || d != d) num = d != d ? INFINITY : d;
+                    if (fabs(w) > den) den = fabs(w);
+                }
+            double err = num == 0.0 ? 0.0 : num / den;
+            if (err > worst) worst = err;
+            CHECK(err <= 1e-5, "matmul_small M=%d N=%d K=%d flags %d: rel error %g", M, N, K, flags, err);
+            free(a);
+            free(b);
+            free(c);
+            free(want);
+        }
+    }
+    printf("    matmul_small, every flag, worst rel error %.2e\n", worst);
 }
 
 TEST(matmul_kernel_name_matches_target) {

@@ -1,6 +1,7 @@
 // Tests of the whole model: float forward/backward against the double reference, the
 // reference's gradient against finite differences, causality, learning a short string,
-// determinism, dropout masks and initialisation.
+// determinism (also of train_step on any number of threads), the thread tuner, dropout
+// masks and initialisation.
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -10,7 +11,9 @@
 #include "../model/adamw.h"
 #include "../model/gpt.h"
 #include "../model/layers.h"
+#include "../model/parallel.h"
 #include "../model/rng.h"
+#include "../model/train_step.h"
 #include "ref_ops.h"
 #include "test.h"
 
@@ -438,6 +441,107 @@ TEST(model_determinism) {
     CHECK(memcmp(a, one_thread, n * sizeof(float)) == 0, "1 and 2 threads give different weights");
     printf("    5 AdamW steps with dropout: same seeds and 1 vs 2 threads bit-identical\n");
     free(a); free(b); free(other_init); free(other_dropout); free(one_thread);
+}
+
+// A model large enough that its passes, matrix products and optimizer run in parallel
+// (scale 1), or twice as wide: `steps` training steps with dropout, by train_step
+// (by_train_step 1) or by the separate calls, on `threads` threads; returns the parameters.
+static float *train_team_steps(int steps, int threads, int by_train_step, size_t *n) {
+    GPTConfig c = {13, 16, 2, 2, 64, 32, 1, 0.1f};
+    int B = 4, t = 16, inputs[64], targets[64];
+    Rng rng;
+    rng_seed(&rng, 78);
+    GPT model;
+    if (build_model(&model, &c, B) != 0) return NULL;
+    gpt_init_weights(&model, 5);
+    AdamW opt;
+    char err[ERR_LEN];
+    if (!CHECK(adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0, "adamw_init: %s", err)) {
+        gpt_free(&model);
+        return NULL;
+    }
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    model.training = 1;
+    for (int step = 0; step < steps; step++) {
+        random_tokens(inputs, B * t, c.vocab_size, &rng);
+        random_tokens(targets, B * t, c.vocab_size, &rng);
+        model.dropout_seed = 300 + step;
+        if (by_train_step) {
+            train_step(&model, &opt, inputs, targets, B, t, 1e-2f, 1.0f);
+        } else {
+            gpt_forward(&model, inputs, targets, B, t);
+            gpt_backward(&model);
+            double norm = grad_global_norm(model.grads_memory, model.num_parameters);
+            grad_clip(model.grads_memory, model.num_parameters, norm, 1.0f);
+            adamw_update(&opt, model.params_memory, model.grads_memory, 1e-2f);
+        }
+    }
+    omp_set_num_threads(saved);
+    *n = model.num_parameters;
+    float *params = malloc(*n * sizeof(float));
+    memcpy(params, model.params_memory, *n * sizeof(float));
+    adamw_free(&opt);
+    gpt_free(&model);
+    return params;
+}
+
+// train_step (one parallel region a step, its team size chosen by the tuner) gives the
+// same bits as the separate calls, on 1, 2 and 3 threads
+TEST(model_train_step_same_bits) {
+    size_t n = 0;
+    float *calls = train_team_steps(12, 2, 0, &n);
+    float *one = train_team_steps(12, 1, 1, &n);
+    float *two = train_team_steps(12, 2, 1, &n);
+    float *three = train_team_steps(12, 3, 1, &n);
+    if (!calls || !one || !two || !three) return;
+    CHECK(memcmp(calls, two, n * sizeof(float)) == 0, "train_step differs from the separate calls");
+    CHECK(memcmp(one, two, n * sizeof(float)) == 0, "train_step: 1 and 2 threads differ");
+    CHECK(memcmp(one, three, n * sizeof(float)) == 0, "train_step: 1 and 3 threads differ");
+    printf("    12 steps with dropout, %zu parameters: train_step on 1, 2, 3 threads and the separate calls bit-identical\n", n);
+    free(calls); free(one); free(two); free(three);
+}
+
+// The tuner against made-up sample times: it keeps the fastest count, tries the others only
+// now and then, and follows a change of conditions.
+static double tuner_share_at(ThreadTuner *t, const double *secs_of_count, int samples, int want, int *last) {
+    int at_want = 0;
+    for (int p = 0; p < samples; p++) {
+        int threads = tuner_next(t);
+        at_want += threads == want;
+        tuner_record(t, secs_of_count[threads]);
+        *last = threads;
+    }
+    return (double)at_want / samples;
+}
+
+TEST(model_thread_tuner) {
+    // seconds a sample takes on 1 or 2 threads: another process beside it slows the team of
+    // two (each thread waits for its preempted partner), not the single thread
+    const double idle[3] = {0, 2.0, 1.1}, shared[3] = {0, 2.0, 2.6};
+    const double four_cores[5] = {0, 4.0, 2.2, 1.5, 1.7};  // best with 3 of 4 threads
+    ThreadTuner t;
+    int last;
+    double shares[4] = {0};
+    tuner_init(&t, 2);
+    shares[0] = tuner_share_at(&t, idle, 1000, 2, &last);
+    CHECK(shares[0] >= 0.98 && last == 2, "cores to itself: %.1f%% of samples on 2 threads, last on %d",
+          100 * shares[0], last);
+    shares[1] = tuner_share_at(&t, shared, 1000, 1, &last);
+    CHECK(shares[1] >= 0.95 && last == 1, "shared cores: %.1f%% of samples on 1 thread, last on %d",
+          100 * shares[1], last);
+    shares[2] = tuner_share_at(&t, idle, 1000, 2, &last);
+    CHECK(shares[2] >= 0.8 && last == 2, "cores free again: %.1f%% of samples on 2 threads, last on %d",
+          100 * shares[2], last);
+    tuner_init(&t, 4);
+    shares[3] = tuner_share_at(&t, four_cores, 1000, 3, &last);
+    CHECK(shares[3] >= 0.9 && last == 3, "4 cores, best with 3 threads: %.1f%% of samples on 3, last on %d",
+          100 * shares[3], last);
+    tuner_init(&t, 1);
+    double one = tuner_share_at(&t, idle, 100, 1, &last);
+    CHECK(one == 1.0, "one thread allowed: %.1f%% of samples on 1", 100 * one);
+    printf("    samples on the fastest count: idle %.1f%%, shared %.1f%%, idle again %.1f%%, 4 cores %.1f%%\n",
+           100 * shares[0], 100 * shares[1], 100 * shares[2], 100 * shares[3]);
 }
 
 // ---------------------------------------------------------------------------------------

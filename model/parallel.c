@@ -1,0 +1,184 @@
+// The team barrier (parallel.h): a counter and a generation number, a short spin on the
+// generation, then a sleep on a condition variable that the last thread to arrive signals.
+// And the thread tuner, which picks a team size from the times of the passes it ran.
+#include "parallel.h"
+
+#include <math.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+// How long a thread spins before it sleeps: a barrier reached by running threads within
+// this much of each other costs no system call.
+#define SPIN_NS 50000L
+#define SPINS_PER_CLOCK_READ 64
+
+static struct {
+    atomic_int arrived;       // threads at the barrier of the current generation
+    atomic_uint generation;   // advanced by the last thread to arrive, which frees the others
+    atomic_int sleepers;      // threads asleep (or about to be) on `wake`
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+} barrier = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static long elapsed_ns(const struct timespec *since) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - since->tv_sec) * 1000000000L + (now.tv_nsec - since->tv_nsec);
+}
+
+// Spins until the generation moves past gen or SPIN_NS pass; returns whether it moved.
+static int spin_until_released(unsigned gen) {
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        for (int i = 0; i < SPINS_PER_CLOCK_READ; i++) {
+            if (atomic_load_explicit(&barrier.generation, memory_order_acquire) != gen) return 1;
+            cpu_relax();
+        }
+        if (elapsed_ns(&start) >= SPIN_NS) return 0;
+    }
+}
+
+int in_team(void) { return omp_get_level() > 0; }
+
+void team_barrier(void) {
+    int team = omp_get_num_threads();
+    if (team == 1) return;
+    unsigned gen = atomic_load_explicit(&barrier.generation, memory_order_acquire);
+    if (atomic_fetch_add_explicit(&barrier.arrived, 1, memory_order_acq_rel) == team - 1) {
+        // last to arrive: reset the count for the next barrier, then free the others
+        atomic_store_explicit(&barrier.arrived, 0, memory_order_relaxed);
+        atomic_fetch_add(&barrier.generation, 1);
+        if (atomic_load(&barrier.sleepers) > 0) {
+            pthread_mutex_lock(&barrier.lock);
+            pthread_cond_broadcast(&barrier.wake);
+            pthread_mutex_unlock(&barrier.lock);
+        }
+        return;
+    }
+    if (spin_until_released(gen)) return;
+    // Sleep. A sleeper counts itself before it checks the generation, and the last thread
+    // advances the generation before it checks for sleepers, so one of the two sees the
+    // other: either the sleeper finds the barrier open, or it is woken.
+    pthread_mutex_lock(&barrier.lock);
+    atomic_fetch_add(&barrier.sleepers, 1);
+    while (atomic_load(&barrier.generation) == gen) pthread_cond_wait(&barrier.wake, &barrier.lock);
+    atomic_fetch_sub(&barrier.sleepers, 1);
+    pthread_mutex_unlock(&barrier.lock);
+}
+
+// ----------------------------------------------------------------------------
+// the thread tuner
+
+#define FIRST_TRIAL 8      // samples before a count is first tried, and after a change
+#define MAX_INTERVAL 128   // a count that keeps losing is tried every this many samples
+#define WIN 0.97           // a count replaces the one in use if 3% faster ...
+#define SLOWDOWN 1.25      // ... and the others are tried at once when the one in use
+                           // is this much slower than its best (other work has started)
+
+static void count_reset(TunerCount *c, long sample) {
+    c->samples = 0;
+    c->best = INFINITY;
+    c->interval = FIRST_TRIAL;
+    c->next_trial = sample + FIRST_TRIAL;
+}
+
+static double count_median(const TunerCount *c) {
+    double a = c->secs[0], b = c->secs[1], m = c->secs[2];
+    if (c->samples == 1) return a;
+    if (c->samples == 2) return 0.5 * (a + b);
+    return fmax(fmin(a, b), fmin(fmax(a, b), m));
+}
+
+static void count_add(TunerCount *c, double secs) {
+    for (int i = TUNER_SAMPLES - 1; i > 0; i--) c->secs[i] = c->secs[i - 1];
+    c->secs[0] = secs;
+    if (c->samples < TUNER_SAMPLES) c->samples++;
+}
+
+void tuner_init(ThreadTuner *t, int max_threads) {
+    t->pass_kind = NULL;
+    t->pass_shape = 0;
+    t->max_threads = max_threads > 1 ? max_threads : 1;
+    t->threads = t->max_threads;
+    t->trial = 0;
+    t->samples = 0;
+    t->sample_secs = t->sample_work = 0.0;
+    for (int i = 0; i < 3; i++) count_reset(&t->count[i], 0);
+}
+
+int tuner_next(ThreadTuner *t) {
+    t->samples++;
+    t->trial = 0;
+    if (t->count[1].samples == TUNER_SAMPLES) {  // the count in use is known: try a neighbour?
+        if (t->threads > 1 && t->samples >= t->count[0].next_trial) t->trial = -1;
+        else if (t->threads < t->max_threads && t->samples >= t->count[2].next_trial) t->trial = 1;
+    }
+    return t->threads + t->trial;
+}
+
+void tuner_record(ThreadTuner *t, double seconds) {
+    TunerCount *cur = &t->count[1], *tried = &t->count[1 + t->trial];
+    count_add(tried, seconds);
+    if (t->trial == 0) {
+        if (cur->samples < TUNER_SAMPLES) return;
+        double m = count_median(cur);
+        if (m < cur->best) {
+            cur->best = m;
+        } else if (m > SLOWDOWN * cur->best) {
+            cur->best = m;
+            for (int i = 0; i < 3; i += 2) {
+                t->count[i].interval = FIRST_TRIAL;
+                t->count[i].next_trial = t->samples + 1;
+            }
+        }
+        return;
+    }
+    if (seconds < WIN * count_median(cur)) {  // the neighbour wins: it becomes the count in use
+        TunerCount old = *cur;
+        old.interval = FIRST_TRIAL;
+        old.next_trial = t->samples + FIRST_TRIAL;
+        *cur = *tried;
+        cur->best = seconds;
+        t->count[1 - t->trial] = old;
+        count_reset(&t->count[1 + t->trial], t->samples);
+        t->threads += t->trial;
+    } else {  // it loses: try it half as often
+        tried->interval = tried->interval * 2 < MAX_INTERVAL ? tried->interval * 2 : MAX_INTERVAL;
+        tried->next_trial = t->samples + tried->interval;
+    }
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+int tuner_start(ThreadTuner *t, const void *pass_kind, long pass_shape) {
+    int max_threads = omp_get_max_threads();
+    if (t->pass_kind != pass_kind || t->pass_shape != pass_shape || t->max_threads != max_threads) {
+        tuner_init(t, max_threads);
+        t->pass_kind = pass_kind;
+        t->pass_shape = pass_shape;
+    }
+    int threads = t->sample_work > 0.0 ? t->threads + t->trial : tuner_next(t);
+    t->started = now_seconds();
+    return threads;
+}
+
+void tuner_stop(ThreadTuner *t, double work) {
+    t->sample_secs += now_seconds() - t->started;
+    t->sample_work += work;
+    if (t->sample_secs < TUNER_SAMPLE_SECONDS) return;
+    tuner_record(t, t->sample_secs / t->sample_work);
+    t->sample_secs = t->sample_work = 0.0;
+}

@@ -1,0 +1,69 @@
+// Threads for the passes of the model. A training step (train_step.h), a generated
+// character, a forward called on its own: each is one OpenMP parallel region. Inside it
+// every layer function is a team function: all threads of the team call it, it splits its
+// loops over them with orphaned `omp for ... nowait` and ends with team_barrier(). Called
+// from serial code, a layer function runs on the calling thread (the matrix products and
+// the model's passes start a team of their own, matmul.h, gpt.h).
+//
+// The barrier is our own rather than OpenMP's because of how long libgomp busy-waits: up
+// to GOMP_SPINCOUNT spins (300,000 unless the environment says otherwise, about 12 ms on an
+// AMD EPYC), read once when the program starts. On a machine whose cores are shared with
+// other work, a thread whose partner was preempted then holds the core the partner needs.
+// team_barrier spins for up to 50 us, enough for partners that are running, then
+// sleeps and gives the core away.
+#ifndef CHARGPT_PARALLEL_H
+#define CHARGPT_PARALLEL_H
+
+// Returns once every thread of the current team has called it; at once for a team of one.
+// One team at a time: parallel regions that call it must not be nested or concurrent.
+void team_barrier(void);
+
+// Whether the caller is inside a parallel region, that is, in a team (perhaps of one
+// thread): team functions then share the work with it rather than start a team.
+int in_team(void);
+
+// How many threads a pass that is repeated many times (a training step) should get. With
+// the cores to itself a team of every thread is fastest; with other work on them fewer can
+// be, because a thread kept waiting at a barrier for a partner that the scheduler has
+// preempted loses its turn too. The tuner times the passes and now and then tries one
+// thread fewer or more, keeping whichever count recent passes found faster. Results do not
+// depend on the count, so it changes only the speed.
+#define TUNER_SAMPLES 3
+typedef struct {
+    double secs[TUNER_SAMPLES];  // the latest sample times with this count, newest first
+    int samples;
+    double best;                 // the lowest median of them seen while the count was in use
+    long interval;               // samples between trials of this count
+    long next_trial;             // sample from which it is tried again
+} TunerCount;
+typedef struct {
+    const void *pass_kind;  // what the passes are (see tuner_start)
+    long pass_shape;
+    int max_threads;
+    int threads;            // the count in use
+    int trial;              // -1, 0 or +1: the count of the sample being taken is threads + trial
+    long samples;           // samples started so far
+    double started;         // when the pass being timed started (seconds)
+    double sample_secs;     // time and work of the passes of the sample being taken
+    double sample_work;
+    TunerCount count[3];    // threads - 1, threads, threads + 1
+} ThreadTuner;
+
+// The thread count for the next pass, whose clock starts now; passes are compared only
+// with passes of the same kind and shape (say, the model and the batch size): another
+// kind or shape, or another omp_get_max_threads(), starts the tuner afresh. tuner_stop
+// stops the clock once the pass has run, with the pass's work (tokens, say, when passes
+// of one kind differ in length). The tuner compares the time per unit of work of samples
+// of consecutive passes lasting at least TUNER_SAMPLE_SECONDS, so that a sample of short
+// passes (generation's) also holds the rare long ones in which a thread was preempted.
+#define TUNER_SAMPLE_SECONDS 0.02
+int tuner_start(ThreadTuner *t, const void *pass_kind, long pass_shape);
+void tuner_stop(ThreadTuner *t, double work);
+
+// The same sample by sample, with the times given (for tests): tuner_init(t, max_threads),
+// then for each sample tuner_next(t) and tuner_record(t, seconds per unit of work).
+void tuner_init(ThreadTuner *t, int max_threads);
+int tuner_next(ThreadTuner *t);
+void tuner_record(ThreadTuner *t, double seconds);
+
+#endif

@@ -1,0 +1,34 @@
+#include "train_step.h"
+
+#include <math.h>
+#include <omp.h>
+
+#include "parallel.h"
+
+// the team size of the steps of the current run, and that of the latest
+static ThreadTuner tuner;
+static int latest_threads;
+
+int train_step_threads(void) { return latest_threads; }
+
+double train_step(GPT *model, AdamW *opt, const int *inputs, const int *targets, int B, int t,
+                  float lr, float max_norm) {
+    double norm = 0.0;
+#pragma omp parallel num_threads(tuner_start(&tuner, model, (long)B * t))
+    {
+        gpt_forward(model, inputs, targets, B, t);
+        gpt_backward(model);
+        // every thread gets the same loss and norm, so all take the same branch
+        double team_norm = grad_global_norm(model->grads_memory, model->num_parameters);
+        if (isfinite(model->mean_loss) && isfinite(team_norm)) {
+            grad_clip(model->grads_memory, model->num_parameters, team_norm, max_norm);
+            adamw_update(opt, model->params_memory, model->grads_memory, lr);
+        }
+        if (omp_get_thread_num() == 0) {
+            norm = team_norm;
+            latest_threads = omp_get_num_threads();
+        }
+    }
+    tuner_stop(&tuner, 1.0);
+    return norm;
+}

@@ -1,0 +1,22 @@
+// One training step in one parallel region: the threads of the team meet only at the
+// team's own barriers inside it (parallel.h), not at OpenMP's fork and join, which would
+// otherwise come five times a step (forward, backward, norm, clipping, update).
+#ifndef CHARGPT_TRAIN_STEP_H
+#define CHARGPT_TRAIN_STEP_H
+
+#include "adamw.h"
+#include "gpt.h"
+
+// Forward with targets on tokens (B, t), backward, the global gradient norm, clipping to
+// max_norm (grad_clip) and an AdamW update with learning rate lr. Returns the gradient norm.
+// The team has up to omp_get_max_threads() threads, as many as recent steps found fastest
+// (ThreadTuner, parallel.h); the result does not depend on it.
+// When the loss (model->mean_loss) or the norm is not finite it stops before clipping, and
+// the parameters and optimizer state are unchanged.
+double train_step(GPT *model, AdamW *opt, const int *inputs, const int *targets, int B, int t,
+                  float lr, float max_norm);
+
+// The number of threads the latest step ran on.
+int train_step_threads(void);
+
+#endif
