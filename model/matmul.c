@@ -210,9 +210,8 @@ static void gemm_run(const Gemm *g, const float *wt) {
 // ----------------------------------------------------------------------------
 // the public functions
 
-// out (N, OC) = inp (N, C) @ weight^T + bias as N matrix-vector products.
-static void forward_by_rows(float *out, const float *inp, const float *weight, const float *bias,
-                            int N, int C, int OC) {
+void matmul_forward_rows(float *out, const float *inp, const float *weight, const float *bias,
+                         int N, int C, int OC) {
     int chunks = (OC + DOT_ROWS_CHUNK - 1) / DOT_ROWS_CHUNK;
     long macs = (long)N * C * OC;
 #pragma omp parallel for schedule(static) if (macs >= PARALLEL_MIN_MACS)
@@ -230,7 +229,7 @@ void matmul_forward(float *out, const float *inp, const float *weight, const flo
     float *bpack = NULL;
     if (N > GEMV_MAX_ROWS && C > 0) bpack = bpack_buffer((size_t)col_panels * C * NR);
     if (!bpack) {  // few rows, or no memory for the packed W^T
-        forward_by_rows(out, inp, weight, bias, N, C, OC);
+        matmul_forward_rows(out, inp, weight, bias, N, C, OC);
         return;
     }
     Gemm g = {.M = N, .Nc = OC, .K = C, .a = inp, .lda = C, .a_kmajor = 0, .bpack = bpack,
