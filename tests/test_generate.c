@@ -169,52 +169,58 @@ static void run_free(Run *r) {
 // ---------------------------------------------------------------------------------------
 // key/value cache
 
-// Runs generate.c's loop with the cache: prefill the window [start, len) of at most T
-// tokens, then one step per token; when the window would exceed T, start = len - (T+1)/2 and
-// prefill again. At every position the cached logits are compared with a full forward over
-// the same window on an identical model. Returns the worst abs error; *prefills counts them.
-static double cache_vs_full_forward(const GPTConfig *config, int prompt_len, int steps, uint64_t seed,
-                                    int *prefills) {
-    const int T = config->block_size, V = config->vocab_size;
+// Drives the cache as generation does, for num_samples samples of one prompt: the prompt's
+// window [start, len) of at most T tokens prefilled once for all, then one step per token of
+// every sample; when the window would exceed T it drops `stride` tokens (start += stride) and
+// every sample's window is prefilled again. At every position each sample's cached logits
+// are compared with a full forward over its window on an identical model. Returns the worst
+// abs error; *prefills counts the prefills.
+static double cache_vs_full_forward(const GPTConfig *config, int prompt_len, int steps, int stride, int num_samples,
+                                    uint64_t seed, int *prefills) {
+    const int T = config->block_size, V = config->vocab_size, N = num_samples;
     GPT model, ref;
     char err[ERR_LEN];
     if (build_test_model(&model, config, seed) != 0) return INFINITY;
     if (build_test_model(&ref, config, seed) != 0) return INFINITY;
     KVCache cache;
-    if (!CHECK(kvcache_init(&cache, &model, err) == 0, "kvcache_init: %s", err)) return INFINITY;
+    if (!CHECK(kvcache_init(&cache, &model, N, err) == 0, "kvcache_init: %s", err)) return INFINITY;
     if (!CHECK(gpt_alloc_activations(&ref, 1, err) == 0, "gpt_alloc_activations: %s", err)) return INFINITY;
     ref.training = 0;
-    int *text = malloc((size_t)(prompt_len + steps + 1) * sizeof(int));
-    float *got = malloc((size_t)V * sizeof(float)), *probs = malloc((size_t)V * sizeof(float));
+    long capacity = prompt_len + steps + 1;
+    int *text = malloc((size_t)N * capacity * sizeof(int)), *next = malloc((size_t)N * sizeof(int));
+    float *probs = malloc((size_t)V * sizeof(float));
     int *order = malloc((size_t)V * sizeof(int));
     Rng rng;
     rng_seed(&rng, seed + 1);
     for (int i = 0; i < prompt_len; i++) text[i] = (int)rng_below(&rng, (uint64_t)V);
+    for (int s = 1; s < N; s++) memcpy(text + s * capacity, text, (size_t)prompt_len * sizeof(int));
     SamplerConfig sampler = {1.0f, 0, 1.0f};
     long len = prompt_len, start = len > T ? len - T : 0;
-    const float *logits = kvcache_prefill(&cache, text + start, (int)(len - start));
+    const float *logits = kvcache_prefill(&cache, text + start, 0, (int)(len - start));
     *prefills = 1;
     double worst = 0.0;
     for (int n = 0; n < steps; n++) {
-        memcpy(got, logits, (size_t)V * sizeof(float));
         int t = (int)(len - start);
-        gpt_forward(&ref, text + start, NULL, 1, t);
-        const float *want = ref.acts.logits + (size_t)(t - 1) * V;
-        for (int v = 0; v < V; v++) {
-            double d = fabs((double)got[v] - (double)want[v]);
-            if (d > worst || d != d) worst = d != d ? INFINITY : d;
+        for (int s = 0; s < N; s++) {
+            gpt_forward(&ref, text + s * capacity + start, NULL, 1, t);
+            const float *got = logits + (size_t)s * V, *want = ref.acts.logits + (size_t)(t - 1) * V;
+            for (int v = 0; v < V; v++) {
+                double d = fabs((double)got[v] - (double)want[v]);
+                if (d > worst || d != d) worst = d != d ? INFINITY : d;
+            }
+            next[s] = sample_token(got, V, &sampler, &rng, probs, order);
+            text[s * capacity + len] = next[s];
         }
-        int next = sample_token(got, V, &sampler, &rng, probs, order);
-        text[len++] = next;
+        len++;
         if (len - start > T) {
-            start = len - (T + 1) / 2;
-            logits = kvcache_prefill(&cache, text + start, (int)(len - start));
+            start += stride;
+            logits = kvcache_prefill(&cache, text + start, capacity, (int)(len - start));
             (*prefills)++;
         } else {
             logits = kvcache_step(&cache, next);
         }
     }
-    free(text), free(got), free(probs), free(order);
+    free(text), free(next), free(probs), free(order);
     kvcache_free(&cache);
     gpt_free(&model);
     gpt_free(&ref);
@@ -230,17 +236,19 @@ TEST(generate_kvcache_matches_full_forward) {
          .qkv_bias = 0, .dropout = 0.0f},
     };
     for (int c = 0; c < 2; c++) {
-        const int T = configs[c].block_size;
-        // a short prompt, and one longer than the block (the window starts at len - T)
-        const int prompt_lens[2] = {3, T + 5};
-        for (int p = 0; p < 2; p++) {
+        const int T = configs[c].block_size, steps = 3 * T + 7;
+        // a short prompt, and one longer than the block (the window starts at len - T); one
+        // sample and three; the window moving on by half a block and by one character
+        const struct { int prompt_len, samples, stride; } cases[3] = {{3, 1, T / 2}, {T + 5, 3, T / 2}, {3, 3, 1}};
+        for (int k = 0; k < 3; k++) {
             int prefills = 0;
-            double err = cache_vs_full_forward(&configs[c], prompt_lens[p], 3 * T + 7, 100 + c, &prefills);
-            printf("    qkv_bias=%d T=%d prompt %2d: %d prefills, worst abs logit error %.2e\n",
-                   configs[c].qkv_bias, T, prompt_lens[p], prefills, err);
-            CHECK(err <= CACHE_TOL, "config %d prompt %d: cached logits differ from the full forward by %.3e",
-                  c, prompt_lens[p], err);
-            CHECK(prefills >= 4, "config %d: the window moved only %d times", c, prefills - 1);
+            double err = cache_vs_full_forward(&configs[c], cases[k].prompt_len, steps, cases[k].stride,
+                                               cases[k].samples, 100 + c, &prefills);
+            printf("    qkv_bias=%d T=%d prompt %2d, %d sample%s, stride %d: %d prefills, worst abs logit error %.2e\n",
+                   configs[c].qkv_bias, T, cases[k].prompt_len, cases[k].samples, cases[k].samples == 1 ? "" : "s",
+                   cases[k].stride, prefills, err);
+            CHECK(err <= CACHE_TOL, "config %d case %d: cached logits differ from the full forward by %.3e", c, k, err);
+            CHECK(prefills >= 4, "config %d case %d: the window moved only %d times", c, k, prefills - 1);
         }
     }
 }
