@@ -1,8 +1,8 @@
 // ./generate: samples text from a checkpoint written by ./train, streaming it to stdout (one
 // sample or several decoded together), optionally recording the attention weights of every
-// layer and head for a viewer.
-// Exit status: 0 done, 1 bad checkpoint or I/O, 2 bad usage or prompt, or a checkpoint too
-// large for the memory.
+// layer and head for a viewer; or, with --score, measures the model's loss on a text.
+// Exit status: 0 done, 1 bad checkpoint, text or I/O, 2 bad usage, prompt or text characters,
+// or a checkpoint too large for the memory.
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "data/corpus.h"
 #include "data/utf8.h"
 #include "data/vocab.h"
 #include "format/atomic_file.h"
@@ -26,6 +27,8 @@
 #include "model/gpt.h"
 #include "generation/decoder.h"
 #include "generation/prompt.h"
+#include "generation/score.h"
+#include "generation/surprisal_csv.h"
 #include "viewer/attention_export.h"
 
 #define EXIT_DATA 1
@@ -40,6 +43,9 @@ typedef struct {
     const char *prompt;       // from the command line, or NULL
     const char *prompt_file;  // "-" for stdin, or NULL
     const char *attention;    // output path, or NULL
+    const char *score;        // text to score ("-" for stdin), or NULL
+    const char *surprisal;    // with score: the per-character CSV, or NULL
+    const char *sampling_flag;// the first option given that only sampling uses, or NULL
     long max_new;
     SamplerConfig sampler;
     uint64_t seed;
@@ -60,7 +66,8 @@ static void usage(FILE *f) {
     const Options *d = &default_options;
     fprintf(f,
             "usage: %s CKPT [PROMPT] [options]\n"
-            "Streams text sampled from a checkpoint written by ./train.\n\n"
+            "       %s CKPT --score FILE [--surprisal OUT.csv] [options]\n"
+            "Streams text sampled from a checkpoint written by ./train, or scores a text with it.\n\n"
             "  -n, --max-new N        characters to generate; 0 only reads the prompt (default %ld)\n"
             "  -t, --temperature F    sampling temperature; 0 = greedy argmax (default %g)\n"
             "  -k, --top-k N          sample among the N most likely; 0 = off (default %d)\n"
@@ -75,11 +82,18 @@ static void usage(FILE *f) {
             "                         nanoGPT reads them, at a full prefill per character; larger S\n"
             "                         is faster and sees between block_size + 1 - S and block_size\n"
             "                         characters (default %d)\n"
-            "      --skip-unknown     drop prompt characters the model never saw (default: error)\n"
+            "      --skip-unknown     drop prompt (or scored) characters the model never saw\n"
+            "                         (default: error)\n"
             "      --no-cache         recompute the whole window for every character (for checking)\n"
             "      --attention FILE   record the attention weights of every layer and head over the\n"
             "                         processed text (its last block_size characters): .json, .csv,\n"
             "                         .png or .html (an interactive viewer)\n"
+            "      --score FILE       print the model's mean loss on FILE (plain or gzip; '-' for\n"
+            "                         stdin) in nats and bits per character and as perplexity, each\n"
+            "                         character after the first predicted from the ones before it\n"
+            "                         through the window --stride gives\n"
+            "      --surprisal FILE   with --score: write one CSV row per scored character (position,\n"
+            "                         character, loss in bits, probability, top 5 predictions)\n"
             "      --threads N        OpenMP threads; 0 = all cores; at most %d per core (default %d)\n"
             "      --max-memory MIB   refuse a checkpoint whose generation needs more memory than MIB\n"
             "                         mebibytes (default: the memory available now, MemAvailable in\n"
@@ -87,7 +101,7 @@ static void usage(FILE *f) {
             "  -h, --help             show this help\n"
             "An empty prompt starts from a newline (if the vocabulary has one). A prompt file may hold\n"
             "at most %d bytes.\n",
-            program_invocation_name, d->max_new, d->sampler.temperature, d->sampler.top_k,
+            program_invocation_name, program_invocation_name, d->max_new, d->sampler.temperature, d->sampler.top_k,
             d->sampler.top_p, d->seed, d->num_samples, d->stride, THREADS_PER_CORE, d->threads, PROMPT_MAX_BYTES);
 }
 
@@ -122,7 +136,17 @@ static long parse_whole(const char *flag, const char *s, long min, long max) {
 
 enum {
     OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY, OPT_STRIDE, OPT_NUM_SAMPLES,
+    OPT_SCORE, OPT_SURPRISAL,
 };
+
+// Options that only generating text uses (--score refuses them).
+static int is_sampling_option(int c) {
+    switch (c) {
+        case 'n': case 't': case 'k': case 'p': case 's': case 'f':
+        case OPT_NUM_SAMPLES: case OPT_NO_CACHE: case OPT_ATTENTION: return 1;
+        default: return 0;
+    }
+}
 
 static void parse_options(int argc, char **argv, Options *o) {
     static const struct option long_options[] = {
@@ -132,7 +156,8 @@ static void parse_options(int argc, char **argv, Options *o) {
         {"no-cache", no_argument, 0, OPT_NO_CACHE}, {"attention", required_argument, 0, OPT_ATTENTION},
         {"threads", required_argument, 0, OPT_THREADS}, {"skip-unknown", no_argument, 0, OPT_SKIP_UNKNOWN},
         {"max-memory", required_argument, 0, OPT_MAX_MEMORY}, {"stride", required_argument, 0, OPT_STRIDE},
-        {"num-samples", required_argument, 0, OPT_NUM_SAMPLES}, {"help", no_argument, 0, 'h'},
+        {"num-samples", required_argument, 0, OPT_NUM_SAMPLES}, {"score", required_argument, 0, OPT_SCORE},
+        {"surprisal", required_argument, 0, OPT_SURPRISAL}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     *o = default_options;
@@ -140,6 +165,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     int c;
     while ((c = getopt_long(argc, argv, ":n:t:k:p:s:f:h", long_options, NULL)) != -1) {
         const char *flag = argv[optind - 1];
+        if (!o->sampling_flag && is_sampling_option(c)) o->sampling_flag = flag;
         switch (c) {
             case 'n': o->max_new = parse_whole("--max-new", optarg, 0, 1L << 40); break;
             case 't': o->sampler.temperature = (float)parse_number("--temperature", optarg, 0.0, 100.0); break;
@@ -161,6 +187,8 @@ static void parse_options(int argc, char **argv, Options *o) {
             case OPT_MAX_MEMORY: o->max_memory = parse_number("--max-memory", optarg, 1.0, 1e12) * MIB; break;
             case OPT_STRIDE: o->stride = (int)parse_whole("--stride", optarg, 1, 1 << 16); break;
             case OPT_NUM_SAMPLES: o->num_samples = (int)parse_whole("--num-samples", optarg, 1, MAX_SAMPLES); break;
+            case OPT_SCORE: o->score = optarg; break;
+            case OPT_SURPRISAL: o->surprisal = optarg; break;
             case 'h': usage(stdout); exit(0);
             case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", flag); break;
             default:
@@ -174,6 +202,11 @@ static void parse_options(int argc, char **argv, Options *o) {
     if (optind < argc) o->prompt = argv[optind++];
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (quote a prompt with spaces)", argv[optind]);
     if (o->prompt && o->prompt_file) die(EXIT_USAGE, "give a prompt or --prompt-file, not both");
+    if (o->surprisal && !o->score) die(EXIT_USAGE, "--surprisal writes what --score computes: give --score FILE too");
+    if (o->score && o->prompt) die(EXIT_USAGE, "--score reads its text from FILE: give no prompt ('%s')", o->prompt);
+    if (o->score && o->sampling_flag)
+        die(EXIT_USAGE, "%s is for generating text; --score only takes --stride, --skip-unknown, --surprisal, "
+            "--threads and --max-memory", o->sampling_flag);
     if (o->num_samples > 1 && o->attention)
         die(EXIT_USAGE, "--attention records one text: it cannot be combined with --num-samples %d", o->num_samples);
     char err[ERR_LEN];
@@ -228,7 +261,8 @@ static struct {
     Checkpoint ck;
     Vocab vocab;
     char *prompt_text;
-    Prompt prompt;
+    Prompt prompt;  // the prompt, or the text to score
+    Corpus scored;
     GPT model;
     Decoder decoder;
 } run;
@@ -239,6 +273,7 @@ static void free_run(void) {
     vocab_free(&run.vocab);
     free(run.prompt_text);
     prompt_free(&run.prompt);
+    corpus_free(&run.scored);
     decoder_free(&run.decoder);
     gpt_free(&run.model);
 }
@@ -325,6 +360,65 @@ static void warn_dropped(const Prompt *p, const char *what) {
             p->first_dropped, p->first_dropped_at);
 }
 
+// --score: what each scored character does besides counting: its CSV row, and a progress
+// line on a terminal.
+typedef struct {
+    SurprisalCsv *csv;  // or NULL
+    long total;         // characters to score
+    int progress;       // 1: stderr is a terminal
+    double last_report; // when the progress line was last written
+} ScoreOutput;
+
+static int on_scored(void *context, long position, int token, float loss, const float *logits, char err[ERR_LEN]) {
+    ScoreOutput *out = context;
+    if (out->csv && surprisal_csv_row(out->csv, position, token, loss, logits, err) != 0) return -1;
+    if (out->progress && position % 4096 == 0 && now_seconds() - out->last_report > 0.5) {
+        fprintf(stderr, "\r\033[Kscoring: %ld of %ld characters", position, out->total);
+        out->last_report = now_seconds();
+    }
+    return 0;
+}
+
+// --score: reads the text, scores it with the model and prints the mean loss.
+static void score_text(const Options *o) {
+    char err[ERR_LEN];
+    const GPTConfig *c = &run.ck.config;
+    const char *name = strcmp(o->score, "-") == 0 ? "stdin" : o->score;
+    int rc = strcmp(o->score, "-") == 0 ? corpus_read(stdin, name, 0, &run.scored, err)
+                                        : corpus_load(o->score, 0, &run.scored, err);
+    if (rc != 0) die(EXIT_DATA, "%s", err);
+    rc = prompt_from_chars(&run.prompt, &run.vocab, run.scored.text, (long)run.scored.len, o->skip_unknown, name, err);
+    if (rc != 0) die(rc == -1 ? EXIT_USAGE : EXIT_DATA, "%s", err);
+    warn_dropped(&run.prompt, name);
+    const Prompt *text = &run.prompt;
+    if (text->len < 2)
+        die(EXIT_DATA, "%s: %ld character%s to read: scoring needs at least 2 (the first is context only)", name,
+            text->len, text->len == 1 ? "" : "s");
+
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, SCORE_BATCH, GPT_PLAN_FORWARD, &plan);
+    plan.scratch += (2.0 * SCORE_BATCH * c->block_size + 2.0 * text->len) * sizeof(int);
+    check_memory(&plan, c, o, "scoring a text");
+    GPT *model = &run.model;
+    if (checkpoint_load_model(&run.ck, model, 0, err) != 0) die(EXIT_USAGE, "%s", err);
+    checkpoint_close(&run.ck);
+    c = &model->config;
+
+    SurprisalCsv csv;
+    ScoreOutput out = {o->surprisal ? &csv : NULL, text->len - 1, isatty(STDERR_FILENO), now_seconds()};
+    if (o->surprisal && surprisal_csv_open(&csv, o->surprisal, run.vocab.chars, c->vocab_size, err) != 0)
+        die(EXIT_DATA, "%s", err);
+    Score score;
+    rc = score_tokens(model, text->tokens, text->len, o->stride, on_scored, &out, &score, err);
+    if (out.progress) fprintf(stderr, "\r\033[K");
+    if (rc != 0) die(EXIT_DATA, "%s", err);
+    if (o->surprisal && surprisal_csv_commit(&csv, err) != 0) die(EXIT_DATA, "%s", err);
+    double nats = score.sum_nats / score.scored;
+    printf("%s: %ld characters scored (block size %d, stride %d): %.6f nats/char, %.6f bits/char, perplexity %.4f\n",
+           name, score.scored, c->block_size, o->stride, nats, nats / M_LN2, exp(nats));
+    if (o->surprisal) fprintf(stderr, "surprisal of %ld characters written to %s\n", score.scored, o->surprisal);
+}
+
 int main(int argc, char **argv) {
     Options o;
     parse_options(argc, argv, &o);
@@ -339,6 +433,10 @@ int main(int argc, char **argv) {
     const int T = c->block_size, V = c->vocab_size;
     if (vocab_from_chars(&run.vocab, run.ck.vocab, V, err) != 0) die(EXIT_DATA, "%s: %s", o.checkpoint, err);
     if (o.stride > T) die(EXIT_USAGE, "--stride %d is larger than the checkpoint's block size %d", o.stride, T);
+    if (o.score) {
+        score_text(&o);
+        return 0;
+    }
 
     // prompt: UTF-8 -> tokens
     size_t prompt_bytes = 0;
