@@ -413,6 +413,167 @@ TEST(generate_seeds_and_top_k1) {
 }
 
 // ---------------------------------------------------------------------------------------
+// ./generate: the window past block_size, --stride, --num-samples
+
+static int load_test_model(GPT *model);
+
+// The greedy text (UTF-8, with the prompt and the final newline, as ./generate -t 0 prints
+// it) of the test model after prompt, each character the argmax of a full forward over the
+// window the README documents: the last T characters while they fit; once the window would
+// hold T + 1 characters it drops its first `stride`. Returns the bytes written to out.
+static size_t reference_greedy(GPT *model, const char *prompt, int n, int stride, char *out) {
+    const int T = model->config.block_size, V = model->config.vocab_size;
+    uint32_t vocab[sizeof(VOCAB_TEXT)], chars[512];
+    test_vocab(vocab);
+    int text[512];
+    int len = decode(prompt, strlen(prompt), chars);
+    for (int i = 0; i < len; i++) text[i] = token_of(chars[i]);
+    int start = len > T ? len - T : 0;
+    for (int k = 0; k < n; k++) {
+        gpt_forward(model, text + start, NULL, 1, len - start);
+        const float *logits = model->acts.logits + (size_t)(len - start - 1) * V;
+        int best = 0;
+        for (int v = 1; v < V; v++)
+            if (logits[v] > logits[best]) best = v;
+        text[len++] = best;
+        if (len - start > T) start += stride;
+    }
+    size_t bytes = 0;
+    for (int i = 0; i < len; i++) bytes += (size_t)utf8_encode(vocab[text[i]], out + bytes);
+    out[bytes++] = '\n';
+    out[bytes] = '\0';
+    return bytes;
+}
+
+TEST(generate_greedy_past_block_equals_last_window_recompute) {
+    if (!test_checkpoint()) return;
+    GPT model;
+    if (load_test_model(&model) != 0) return;
+    const int T = PROGRAM_CONFIG.block_size, n = 4 * T + 5;
+    char want[2048], count[16];
+    snprintf(count, sizeof(count), "%d", n);
+    // a short prompt, and one longer than the block
+    const char *prompts[2] = {"the ", "a long prompt, longer than the block, is read from its end"};
+    for (int p = 0; p < 2; p++) {
+        size_t want_len = reference_greedy(&model, prompts[p], n, 1, want);
+        Run cached = run_generate(NULL, ARGS(CKPT, prompts[p], "-t", "0", "-n", count));
+        Run full = run_generate(NULL, ARGS(CKPT, prompts[p], "-t", "0", "-n", count, "--no-cache"));
+        CHECK(cached.status == 0 && full.status == 0, "exit statuses %d %d: %s", cached.status, full.status, cached.err);
+        CHECK(cached.out_len == want_len && memcmp(cached.out, want, want_len) == 0,
+              "prompt %d: greedy text differs from the last-%d-characters recompute:\n%s\n%s", p, T, cached.out, want);
+        CHECK(full.out_len == want_len && memcmp(full.out, want, want_len) == 0,
+              "prompt %d: --no-cache greedy text differs from the recompute:\n%s\n%s", p, full.out, want);
+        run_free(&cached), run_free(&full);
+    }
+    gpt_free(&model);
+}
+
+TEST(generate_stride_windows) {
+    if (!test_checkpoint()) return;
+    GPT model;
+    if (load_test_model(&model) != 0) return;
+    const int T = PROGRAM_CONFIG.block_size, n = 4 * T + 3;
+    char count[16];
+    snprintf(count, sizeof(count), "%d", n);
+    static char want[2048], exact[2048];
+    size_t exact_len = reference_greedy(&model, "the ", n, 1, exact);
+    const int strides[5] = {2, 5, T / 2, T - 1, T};
+    int differs = 0;
+    for (int i = 0; i < 5; i++) {
+        char stride[16];
+        snprintf(stride, sizeof(stride), "%d", strides[i]);
+        size_t want_len = reference_greedy(&model, "the ", n, strides[i], want);
+        Run cached = run_generate(NULL, ARGS(CKPT, "the ", "-t", "0", "-n", count, "--stride", stride));
+        Run full = run_generate(NULL, ARGS(CKPT, "the ", "-t", "0", "-n", count, "--stride", stride, "--no-cache"));
+        CHECK(cached.status == 0 && full.status == 0, "exit statuses %d %d: %s", cached.status, full.status, cached.err);
+        CHECK(cached.out_len == want_len && memcmp(cached.out, want, want_len) == 0,
+              "--stride %s: greedy text differs from the documented window:\n%s\n%s", stride, cached.out, want);
+        CHECK(full.out_len == want_len && memcmp(full.out, want, want_len) == 0,
+              "--stride %s --no-cache: greedy text differs from the documented window:\n%s\n%s", stride, full.out, want);
+        differs += want_len != exact_len || memcmp(want, exact, want_len) != 0;
+        run_free(&cached), run_free(&full);
+    }
+    // the model reads its window's positions: strides that see less context write other text
+    CHECK(differs >= 4, "only %d of 5 strides changed the greedy text: the test cannot tell the windows apart", differs);
+    gpt_free(&model);
+}
+
+// Checks that ./generate with extra (NULL-terminated) options and --num-samples 4 prints the
+// four texts single runs with seeds 7..10 print, separated by a line naming each sample.
+static void check_num_samples(const char *const *extra, const char *what) {
+    const int N = 4, T = PROGRAM_CONFIG.block_size;
+    char count[16];
+    snprintf(count, sizeof(count), "%d", 3 * T + 3);
+    const char *args[24] = {CKPT, "once ", "-n", count, "-s", "7", "--num-samples", "4"};
+    int a = 8;
+    for (int i = 0; extra[i]; i++) args[a++] = extra[i];
+    args[a] = NULL;
+    Run together = run_generate(NULL, args);
+    if (!CHECK(together.status == 0, "%s: exit status %d: %s", what, together.status, together.err)) return;
+    static char want[8192];
+    size_t want_len = 0;
+    char *texts[4];
+    for (int s = 0; s < N; s++) {
+        char seed[16];
+        snprintf(seed, sizeof(seed), "%d", 7 + s);
+        args[5] = seed;
+        args[7] = "1";
+        Run single = run_generate(NULL, args);
+        CHECK(single.status == 0, "%s: seed %s: exit status %d: %s", what, seed, single.status, single.err);
+        if (s > 0) want_len += (size_t)sprintf(want + want_len, "--- sample %d of %d (seed %d) ---\n", s + 1, N, 7 + s);
+        memcpy(want + want_len, single.out, single.out_len);
+        want_len += single.out_len;
+        texts[s] = single.out;
+        free(single.err);
+    }
+    want[want_len] = '\0';
+    CHECK(together.out_len == want_len && memcmp(together.out, want, want_len) == 0,
+          "%s: --num-samples 4 differs from the four single runs:\n%s\nwant:\n%s", what, together.out, want);
+    int same = 0;
+    for (int s = 1; s < N; s++) same += strcmp(texts[s], texts[0]) == 0;
+    CHECK(same == 0, "%s: %d samples repeat the first", what, same);
+    CHECK(strstr(together.err, "in all samples") != NULL, "%s: stderr: '%s'", what, together.err);
+    for (int s = 0; s < N; s++) free(texts[s]);
+    run_free(&together);
+}
+
+TEST(generate_num_samples_match_single_runs) {
+    if (!test_checkpoint()) return;
+    char half[16];
+    snprintf(half, sizeof(half), "%d", PROGRAM_CONFIG.block_size / 2);
+    check_num_samples(ARGS("-t", "0.9"), "-t 0.9");
+    check_num_samples(ARGS("-t", "1.2", "-k", "8", "--stride", half), "-k 8 --stride T/2");
+    check_num_samples(ARGS("-p", "0.9", "--no-cache"), "-p 0.9 --no-cache");
+}
+
+TEST(generate_num_samples_memory_plan) {
+    if (!test_checkpoint()) return;
+    // the plan counts what the cache of N samples and the model's activations allocate
+    GPT model;
+    char err[ERR_LEN];
+    if (build_test_model(&model, &PROGRAM_CONFIG, 3) != 0) return;
+    KVCache cache;
+    if (CHECK(kvcache_init(&cache, &model, 7, err) == 0, "kvcache_init: %s", err)) {
+        GPTMemoryPlan plan;
+        gpt_memory_plan(&PROGRAM_CONFIG, 7, GPT_PLAN_GENERATION, &plan);
+        CHECK(plan.generation == cache.floats * 4.0, "plan: generation buffers %.0f bytes, the cache has %zu floats",
+              plan.generation, cache.floats);
+        CHECK(plan.activations == model.num_activations * 4.0, "plan: activations %.0f bytes, allocated %zu floats",
+              plan.activations, model.num_activations);
+        kvcache_free(&cache);
+    }
+    gpt_free(&model);
+    Run r = run_generate(NULL, ARGS(CKPT, "ab", "-n", "5", "--num-samples", "1000", "--max-memory", "1"));
+    CHECK(r.status == 2 && strstr(r.err, "generating 1000 samples of 5 characters") && strstr(r.err, "--max-memory"),
+          "--num-samples 1000 --max-memory 1: status %d, '%s'", r.status, r.err);
+    CHECK(r.out_len == 0, "wrote '%s' before refusing", r.out);
+    run_free(&r);
+    r = run_generate(NULL, ARGS(CKPT, "ab", "-n", "5", "--num-samples", "3", "--max-memory", "1"));
+    CHECK(r.status == 0, "--num-samples 3 --max-memory 1: status %d, '%s'", r.status, r.err);
+    run_free(&r);
+}
+
+// ---------------------------------------------------------------------------------------
 // recorded attention
 
 // The attention JSON read back: token strings as code points, sizes, every weight, and the
@@ -888,7 +1049,19 @@ TEST(generate_usage_errors) {
     if (!test_checkpoint()) return;
     const char *txt = TMP_DIR "/gen_att.txt";
     remove(txt);
+    const char *score_text = TMP_DIR "/gen_score_text.txt";
+    CHECK(write_file(score_text, "the cat", 7) == 0, "cannot write %s", score_text);
     const char *const *cases[] = {
+        ARGS(CKPT, "--stride", "0", "ab"),
+        ARGS(CKPT, "--stride", "17", "ab"),  // block size 16
+        ARGS(CKPT, "--stride", "x", "ab"),
+        ARGS(CKPT, "--num-samples", "0", "ab"),
+        ARGS(CKPT, "--num-samples", "2", "--attention", TMP_DIR "/gen_two.json", "ab"),
+        ARGS(CKPT, "--surprisal", TMP_DIR "/gen_surprisal.csv", "ab"),
+        ARGS(CKPT, "--score", score_text, "ab"),
+        ARGS(CKPT, "--score", score_text, "-n", "5"),
+        ARGS(CKPT, "--score", score_text, "--no-cache"),
+        ARGS(CKPT, "--score", score_text, "--stride", "17"),
         ARGS(CKPT, "--bogus"),
         ARGS(CKPT, "-x"),
         ARGS(CKPT, "--top-p", "0"),
@@ -906,6 +1079,13 @@ TEST(generate_usage_errors) {
         run_free(&r);
     }
     CHECK(!file_exists(txt), "%s was written", txt);
+    CHECK(!file_exists(TMP_DIR "/gen_two.json") && !file_exists(TMP_DIR "/gen_surprisal.csv"), "a refused run wrote a file");
+    Run r = run_generate(NULL, ARGS(CKPT, "--stride", "17", "ab"));
+    CHECK(strstr(r.err, "--stride 17") && strstr(r.err, "block size 16"), "--stride 17: '%s'", r.err);
+    run_free(&r);
+    r = run_generate(NULL, ARGS(CKPT, "--surprisal", TMP_DIR "/gen_surprisal.csv", "ab"));
+    CHECK(strstr(r.err, "--score"), "--surprisal without --score: '%s'", r.err);
+    run_free(&r);
 }
 
 TEST(generate_prompt_from_stdin_and_empty_prompt) {
