@@ -395,9 +395,11 @@ static void score_text(const Options *o) {
         die(EXIT_DATA, "%s: %ld character%s to read: scoring needs at least 2 (the first is context only)", name,
             text->len, text->len == 1 ? "" : "s");
 
+    // the model's forward over SCORE_BATCH windows, their inputs and targets, and the text:
+    // its code points, and the kept characters' tokens and code points
     GPTMemoryPlan plan;
     gpt_memory_plan(c, SCORE_BATCH, GPT_PLAN_FORWARD, &plan);
-    plan.scratch += (2.0 * SCORE_BATCH * c->block_size + 2.0 * text->len) * sizeof(int);
+    plan.scratch += (2.0 * SCORE_BATCH * c->block_size + (double)run.scored.len + 2.0 * text->len) * sizeof(int);
     check_memory(&plan, c, o, "scoring a text");
     GPT *model = &run.model;
     if (checkpoint_load_model(&run.ck, model, 0, err) != 0) die(EXIT_USAGE, "%s", err);

@@ -62,8 +62,9 @@ const float *kvcache_prefill(KVCache *cache, const int *windows, long spacing, i
         if (s > 0 && spacing == 0) {
             // the same window: sample 0's keys, values and logits
             for (int l = 0; l < c->n_layer; l++) {
-                memcpy(sample_layer(cache, cache->keys, s, l), cache->keys + l * T * A, n * A * sizeof(float));
-                memcpy(sample_layer(cache, cache->values, s, l), cache->values + l * T * A, n * A * sizeof(float));
+                memcpy(sample_layer(cache, cache->keys, s, l), sample_layer(cache, cache->keys, 0, l), n * A * sizeof(float));
+                memcpy(sample_layer(cache, cache->values, s, l), sample_layer(cache, cache->values, 0, l),
+                       n * A * sizeof(float));
             }
             memcpy(cache->logits + s * V, cache->logits, V * sizeof(float));
             continue;
