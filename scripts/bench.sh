@@ -148,6 +148,14 @@ for config in $configs; do
             "$(fmt %.0f "$full")" "$(ratio "$full" "$base_full")"
     done
 done
+for config in $configs; do
+    for n in 1 8 32; do
+        made="$(samples "$out/chargpt.txt" "$config" "$n" chars)"
+        if [ -n "$made" ] && [ "$made" -lt $((gen_chars * n)) ]; then
+            echo "$config, N = $n: stopped at BENCH_GEN_SECONDS=$gen_seconds after $((made / n)) of $gen_chars characters"
+        fi
+    done
+done
 echo
 
 if [ "$have_torch" = 0 ]; then
