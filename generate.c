@@ -66,8 +66,7 @@ static void usage(FILE *f) {
     const Options *d = &default_options;
     fprintf(f,
             "usage: %s CKPT [PROMPT] [options]\n"
-            "       %s CKPT --score FILE [--surprisal OUT.csv] [options]\n"
-            "Streams text sampled from a checkpoint written by ./train, or scores a text with it.\n\n"
+            "Streams text sampled from a checkpoint written by ./train (or, with --score, scores a text).\n\n"
             "  -n, --max-new N        characters to generate; 0 only reads the prompt (default %ld)\n"
             "  -t, --temperature F    sampling temperature; 0 = greedy argmax (default %g)\n"
             "  -k, --top-k N          sample among the N most likely; 0 = off (default %d)\n"
@@ -101,7 +100,7 @@ static void usage(FILE *f) {
             "  -h, --help             show this help\n"
             "An empty prompt starts from a newline (if the vocabulary has one). A prompt file may hold\n"
             "at most %d bytes.\n",
-            program_invocation_name, program_invocation_name, d->max_new, d->sampler.temperature, d->sampler.top_k,
+            program_invocation_name, d->max_new, d->sampler.temperature, d->sampler.top_k,
             d->sampler.top_p, d->seed, d->num_samples, d->stride, THREADS_PER_CORE, d->threads, PROMPT_MAX_BYTES);
 }
 
