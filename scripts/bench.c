@@ -336,12 +336,12 @@ typedef struct {
     double secs;
 } GenRun;
 
-// Generates up to n characters of num_samples samples after the prompt as ./generate does
-// (generation/decoder.h) with the given stride; use_cache 0 prefills the whole window for
-// every character, as --no-cache does. Stops early, after the step that passes max_secs.
+// Generates up to n characters of num_samples samples after the prompt as ./generate does by
+// default (generation/decoder.h); use_cache 0 prefills the whole window for every character,
+// as --no-cache does. Stops early, after the step that passes max_secs.
 static GenRun generate_chars(GPT *model, const int *prompt, int prompt_len, long n, int use_cache, int num_samples,
-                             int stride, double max_secs) {
-    const DecoderConfig config = {num_samples, stride, use_cache, {0.8f, 0, 1.0f}, SEED};  // ./generate's defaults
+                             double max_secs) {
+    const DecoderConfig config = {num_samples, 1, use_cache, {0.8f, 0, 1.0f}, SEED};  // ./generate's defaults
     Decoder decoder;
     char err[ERR_LEN];
     if (decoder_init(&decoder, model, prompt, prompt_len, n, &config, err) != 0) die(EXIT_FAILED, "%s", err);
@@ -368,11 +368,11 @@ static void run_samples(GPT *model, const BenchConfig *bc, const Options *o, con
         fprintf(stderr, "bench: %s: %d samples\n", bc->name, counts[i]);
         GenRun cached = {0, 0.0};
         while (cached.secs < 1.0) {
-            GenRun r = generate_chars(model, prompt, PROMPT_LEN, in_block, 1, counts[i], 1, o->gen_seconds);
+            GenRun r = generate_chars(model, prompt, PROMPT_LEN, in_block, 1, counts[i], o->gen_seconds);
             cached.chars += r.chars;
             cached.secs += r.secs;
         }
-        GenRun full = generate_chars(model, prompt, PROMPT_LEN, o->gen_chars, 1, counts[i], 1, o->gen_seconds);
+        GenRun full = generate_chars(model, prompt, PROMPT_LEN, o->gen_chars, 1, counts[i], o->gen_seconds);
         printf("generate_samples config=%s samples=%d in_block_chars=%ld in_block_chars_per_s=%.1f chars=%ld "
                "chars_per_s=%.1f\n", bc->name, counts[i], cached.chars, cached.chars / cached.secs, full.chars,
                full.chars / full.secs);
@@ -388,9 +388,9 @@ static void run_generate(const BenchConfig *bc, const Options *o) {
     int prompt[PROMPT_LEN];
     for (int i = 0; i < PROMPT_LEN; i++) prompt[i] = (int)rng_below(&rng, (uint64_t)bc->vocab_size);
     fprintf(stderr, "bench: %s: generating %ld characters with and without the cache\n", bc->name, o->gen_chars);
-    generate_chars(&model, prompt, PROMPT_LEN, 8, 1, 1, 1, o->gen_seconds);  // warm-up
-    GenRun cached = generate_chars(&model, prompt, PROMPT_LEN, o->gen_chars, 1, 1, 1, o->gen_seconds);
-    GenRun uncached = generate_chars(&model, prompt, PROMPT_LEN, o->gen_chars, 0, 1, 1, o->gen_seconds);
+    generate_chars(&model, prompt, PROMPT_LEN, 8, 1, 1, o->gen_seconds);  // warm-up
+    GenRun cached = generate_chars(&model, prompt, PROMPT_LEN, o->gen_chars, 1, 1, o->gen_seconds);
+    GenRun uncached = generate_chars(&model, prompt, PROMPT_LEN, o->gen_chars, 0, 1, o->gen_seconds);
     printf("generate config=%s threads=%d prompt=%d block=%d cache_chars=%ld cache_chars_per_s=%.1f "
            "nocache_chars=%ld nocache_chars_per_s=%.1f rss_kb=%ld\n",
            bc->name, omp_get_max_threads(), PROMPT_LEN, bc->block_size, cached.chars,
