@@ -1,7 +1,8 @@
-// ./generate: samples text from a checkpoint written by ./train, streaming it to stdout, and
-// optionally records the attention weights of every layer and head for a viewer.
-// Exit status: 0 done, 1 bad checkpoint or I/O, 2 bad usage or prompt, or a checkpoint too
-// large for the memory.
+// ./generate: samples text from a checkpoint written by ./train, streaming it to stdout (one
+// sample or several decoded together), optionally recording the attention weights of every
+// layer and head for a viewer; or, with --score, measures the model's loss on a text.
+// Exit status: 0 done, 1 bad checkpoint, text or I/O, 2 bad usage, prompt or text characters,
+// or a checkpoint too large for the memory.
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -18,20 +19,23 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "data/corpus.h"
 #include "data/utf8.h"
 #include "data/vocab.h"
 #include "format/atomic_file.h"
 #include "format/checkpoint.h"
 #include "model/gpt.h"
-#include "generation/inference.h"
+#include "generation/decoder.h"
 #include "generation/prompt.h"
-#include "generation/sampler.h"
+#include "generation/score.h"
+#include "generation/surprisal_csv.h"
 #include "viewer/attention_export.h"
 
 #define EXIT_DATA 1
 #define EXIT_USAGE 2
 #define THREADS_PER_CORE 4           // --threads may ask for at most this many per core
 #define PROMPT_MAX_BYTES (1 << 20)   // a longer prompt file is refused
+#define MAX_SAMPLES (1 << 16)        // --num-samples may ask for at most this many
 #define MIB (1024.0 * 1024.0)
 
 typedef struct {
@@ -39,9 +43,14 @@ typedef struct {
     const char *prompt;       // from the command line, or NULL
     const char *prompt_file;  // "-" for stdin, or NULL
     const char *attention;    // output path, or NULL
+    const char *score;        // text to score ("-" for stdin), or NULL
+    const char *surprisal;    // with score: the per-character CSV, or NULL
+    const char *sampling_flag;// the first option given that only sampling uses, or NULL
     long max_new;
     SamplerConfig sampler;
     uint64_t seed;
+    int stride;               // the window's move past block_size (generation/window.h)
+    int num_samples;
     int threads;
     int use_cache;
     int skip_unknown;
@@ -49,35 +58,50 @@ typedef struct {
 } Options;
 
 static const Options default_options = {
-    .max_new = 500, .sampler = {0.8f, 0, 1.0f}, .seed = 1337, .threads = 0, .use_cache = 1, .max_memory = 0.0,
+    .max_new = 500, .sampler = {0.8f, 0, 1.0f}, .seed = 1337, .stride = 1, .num_samples = 1, .threads = 0,
+    .use_cache = 1, .max_memory = 0.0,
 };
 
 static void usage(FILE *f) {
     const Options *d = &default_options;
     fprintf(f,
             "usage: %s CKPT [PROMPT] [options]\n"
-            "Streams text sampled from a checkpoint written by ./train.\n\n"
+            "Streams text sampled from a checkpoint written by ./train (or, with --score, scores a text).\n\n"
             "  -n, --max-new N        characters to generate; 0 only reads the prompt (default %ld)\n"
             "  -t, --temperature F    sampling temperature; 0 = greedy argmax (default %g)\n"
             "  -k, --top-k N          sample among the N most likely; 0 = off (default %d)\n"
             "  -p, --top-p F          nucleus sampling: smallest set with mass F; 1 = off (default %g)\n"
             "  -s, --seed N           random seed; same seed and options give the same text (default %" PRIu64 ")\n"
             "  -f, --prompt-file FILE read the prompt from FILE ('-' for stdin)\n"
-            "      --skip-unknown     drop prompt characters the model never saw (default: error)\n"
+            "      --num-samples N    N samples of the prompt, decoded together and printed one after\n"
+            "                         another; sample i uses seed + i (default %d)\n"
+            "      --stride S         once the text is longer than block_size, move the window on by S\n"
+            "                         characters and prefill it again (1 <= S <= block_size); 1 = the\n"
+            "                         window is always the last block_size characters, exactly as\n"
+            "                         nanoGPT reads them, at a full prefill per character; larger S\n"
+            "                         is faster and sees between block_size + 1 - S and block_size\n"
+            "                         characters (default %d)\n"
+            "      --skip-unknown     drop prompt (or scored) characters the model never saw\n"
+            "                         (default: error)\n"
             "      --no-cache         recompute the whole window for every character (for checking)\n"
             "      --attention FILE   record the attention weights of every layer and head over the\n"
             "                         processed text (its last block_size characters): .json, .csv,\n"
             "                         .png or .html (an interactive viewer)\n"
+            "      --score FILE       print the model's mean loss on FILE (plain or gzip; '-' for\n"
+            "                         stdin) in nats and bits per character and as perplexity, each\n"
+            "                         character after the first predicted from the ones before it\n"
+            "                         through the window --stride gives\n"
+            "      --surprisal FILE   with --score: write one CSV row per scored character (position,\n"
+            "                         character, loss in bits, probability, top 5 predictions)\n"
             "      --threads N        OpenMP threads; 0 = all cores; at most %d per core (default %d)\n"
             "      --max-memory MIB   refuse a checkpoint whose generation needs more memory than MIB\n"
             "                         mebibytes (default: the memory available now, MemAvailable in\n"
             "                         /proc/meminfo)\n"
             "  -h, --help             show this help\n"
-            "An empty prompt starts from a newline (if the vocabulary has one). Once the text fills\n"
-            "block_size characters, the window moves on by half a block and is prefilled again.\n"
-            "A prompt file may hold at most %d bytes.\n",
-            program_invocation_name, d->max_new, d->sampler.temperature, d->sampler.top_k, d->sampler.top_p, d->seed,
-            THREADS_PER_CORE, d->threads, PROMPT_MAX_BYTES);
+            "An empty prompt starts from a newline (if the vocabulary has one). A prompt file may hold\n"
+            "at most %d bytes.\n",
+            program_invocation_name, d->max_new, d->sampler.temperature, d->sampler.top_k,
+            d->sampler.top_p, d->seed, d->num_samples, d->stride, THREADS_PER_CORE, d->threads, PROMPT_MAX_BYTES);
 }
 
 static void die(int status, const char *fmt, ...) {
@@ -109,7 +133,19 @@ static long parse_whole(const char *flag, const char *s, long min, long max) {
     return v;
 }
 
-enum { OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY };
+enum {
+    OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY, OPT_STRIDE, OPT_NUM_SAMPLES,
+    OPT_SCORE, OPT_SURPRISAL,
+};
+
+// Options that only generating text uses (--score refuses them).
+static int is_sampling_option(int c) {
+    switch (c) {
+        case 'n': case 't': case 'k': case 'p': case 's': case 'f':
+        case OPT_NUM_SAMPLES: case OPT_NO_CACHE: case OPT_ATTENTION: return 1;
+        default: return 0;
+    }
+}
 
 static void parse_options(int argc, char **argv, Options *o) {
     static const struct option long_options[] = {
@@ -118,7 +154,9 @@ static void parse_options(int argc, char **argv, Options *o) {
         {"seed", required_argument, 0, 's'},        {"prompt-file", required_argument, 0, 'f'},
         {"no-cache", no_argument, 0, OPT_NO_CACHE}, {"attention", required_argument, 0, OPT_ATTENTION},
         {"threads", required_argument, 0, OPT_THREADS}, {"skip-unknown", no_argument, 0, OPT_SKIP_UNKNOWN},
-        {"max-memory", required_argument, 0, OPT_MAX_MEMORY}, {"help", no_argument, 0, 'h'},
+        {"max-memory", required_argument, 0, OPT_MAX_MEMORY}, {"stride", required_argument, 0, OPT_STRIDE},
+        {"num-samples", required_argument, 0, OPT_NUM_SAMPLES}, {"score", required_argument, 0, OPT_SCORE},
+        {"surprisal", required_argument, 0, OPT_SURPRISAL}, {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     *o = default_options;
@@ -126,6 +164,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     int c;
     while ((c = getopt_long(argc, argv, ":n:t:k:p:s:f:h", long_options, NULL)) != -1) {
         const char *flag = argv[optind - 1];
+        if (!o->sampling_flag && is_sampling_option(c)) o->sampling_flag = flag;
         switch (c) {
             case 'n': o->max_new = parse_whole("--max-new", optarg, 0, 1L << 40); break;
             case 't': o->sampler.temperature = (float)parse_number("--temperature", optarg, 0.0, 100.0); break;
@@ -145,6 +184,10 @@ static void parse_options(int argc, char **argv, Options *o) {
                 break;
             case OPT_SKIP_UNKNOWN: o->skip_unknown = 1; break;
             case OPT_MAX_MEMORY: o->max_memory = parse_number("--max-memory", optarg, 1.0, 1e12) * MIB; break;
+            case OPT_STRIDE: o->stride = (int)parse_whole("--stride", optarg, 1, 1 << 16); break;
+            case OPT_NUM_SAMPLES: o->num_samples = (int)parse_whole("--num-samples", optarg, 1, MAX_SAMPLES); break;
+            case OPT_SCORE: o->score = optarg; break;
+            case OPT_SURPRISAL: o->surprisal = optarg; break;
             case 'h': usage(stdout); exit(0);
             case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", flag); break;
             default:
@@ -158,6 +201,13 @@ static void parse_options(int argc, char **argv, Options *o) {
     if (optind < argc) o->prompt = argv[optind++];
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (quote a prompt with spaces)", argv[optind]);
     if (o->prompt && o->prompt_file) die(EXIT_USAGE, "give a prompt or --prompt-file, not both");
+    if (o->surprisal && !o->score) die(EXIT_USAGE, "--surprisal writes what --score computes: give --score FILE too");
+    if (o->score && o->prompt) die(EXIT_USAGE, "--score reads its text from FILE: give no prompt ('%s')", o->prompt);
+    if (o->score && o->sampling_flag)
+        die(EXIT_USAGE, "%s is for generating text; --score only takes --stride, --skip-unknown, --surprisal, "
+            "--threads and --max-memory", o->sampling_flag);
+    if (o->num_samples > 1 && o->attention)
+        die(EXIT_USAGE, "--attention records one text: it cannot be combined with --num-samples %d", o->num_samples);
     char err[ERR_LEN];
     if (o->attention && attention_check_path(o->attention, err) != 0) die(EXIT_USAGE, "%s", err);
 }
@@ -210,12 +260,10 @@ static struct {
     Checkpoint ck;
     Vocab vocab;
     char *prompt_text;
-    Prompt prompt;
+    Prompt prompt;  // the prompt, or the text to score
+    Corpus scored;
     GPT model;
-    KVCache cache;
-    int *text;
-    float *probs;
-    int *order;
+    Decoder decoder;
 } run;
 
 static void free_run(void) {
@@ -224,11 +272,9 @@ static void free_run(void) {
     vocab_free(&run.vocab);
     free(run.prompt_text);
     prompt_free(&run.prompt);
-    kvcache_free(&run.cache);
+    corpus_free(&run.scored);
+    decoder_free(&run.decoder);
     gpt_free(&run.model);
-    free(run.text);
-    free(run.probs);
-    free(run.order);
 }
 
 // A signal that ends the program removes the temporary file of an attention file being written.
@@ -245,22 +291,30 @@ static void install_signal_handlers(void) {
     signal(SIGXFSZ, SIG_IGN);
 }
 
-// Refuses (exit 2) a checkpoint whose generation needs more memory than the limit: the model
-// without gradients, its activations for one sequence, the generation buffers, the text and,
-// with --attention, the copy of the attention weights.
-static void check_memory(const GPTConfig *c, const Options *o, long text_len) {
-    GPTMemoryPlan plan;
-    gpt_memory_plan(c, 1, 0, &plan);
-    plan.generation += (double)text_len * sizeof(int);
-    if (o->attention) plan.generation += (double)c->n_layer * c->n_head * c->block_size * c->block_size * sizeof(float);
+// Refuses (exit 2) a plan that needs more memory than the limit; `what` says what for.
+static void check_memory(GPTMemoryPlan *plan, const GPTConfig *c, const Options *o, const char *what) {
     double limit = o->max_memory > 0 ? o->max_memory : gpt_memory_available();
-    if (limit <= 0 || gpt_memory_total(&plan) <= limit) return;
+    if (limit <= 0 || gpt_memory_total(plan) <= limit) return;
     char needed[512], limit_text[32];
-    gpt_memory_describe(&plan, needed, sizeof(needed));
+    gpt_memory_describe(plan, needed, sizeof(needed));
     gpt_format_bytes(limit, limit_text, sizeof(limit_text));
-    die(EXIT_USAGE, "%s: generating %ld characters with this checkpoint (block size %d, %d layers, %d heads) needs "
-        "%s, more than the %s %s", o->checkpoint, o->max_new, c->block_size, c->n_layer, c->n_head, needed,
-        limit_text, o->max_memory > 0 ? "--max-memory" : "available (MemAvailable)");
+    die(EXIT_USAGE, "%s: %s with this checkpoint (block size %d, %d layers, %d heads) needs %s, more than the %s %s",
+        o->checkpoint, what, c->block_size, c->n_layer, c->n_head, needed, limit_text,
+        o->max_memory > 0 ? "--max-memory" : "available (MemAvailable)");
+}
+
+// Generation: the model without gradients, its activations for one sequence, the key/value
+// cache and buffers of every sample, their texts and, with --attention, the copy of the
+// attention weights.
+static void check_generation_memory(const GPTConfig *c, const Options *o, long text_len) {
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, o->num_samples, GPT_PLAN_GENERATION, &plan);
+    plan.generation += (double)o->num_samples * text_len * sizeof(int);
+    if (o->attention) plan.generation += (double)c->n_layer * c->n_head * c->block_size * c->block_size * sizeof(float);
+    char what[128];
+    if (o->num_samples == 1) snprintf(what, sizeof(what), "generating %ld characters", o->max_new);
+    else snprintf(what, sizeof(what), "generating %d samples of %ld characters", o->num_samples, o->max_new);
+    check_memory(&plan, c, o, what);
 }
 
 // Runs the last window of text through the training forward pass and writes the attention
@@ -295,6 +349,77 @@ static void record_attention(GPT *model, const Vocab *vocab, const int *text, lo
             c->n_head, t, path);
 }
 
+// Prints a warning about the characters prompt_from_chars dropped from `what`.
+static void warn_dropped(const Prompt *p, const char *what) {
+    if (p->dropped == 0) return;
+    char shown[5];
+    prompt_printable_char(p->first_dropped, shown);
+    fprintf(stderr, "%s: warning: dropped %ld character%s of %s not in the vocabulary, the first '%s' (U+%04" PRIX32
+            ") at position %ld\n", program_invocation_short_name, p->dropped, p->dropped == 1 ? "" : "s", what, shown,
+            p->first_dropped, p->first_dropped_at);
+}
+
+// --score: what each scored character does besides counting: its CSV row, and a progress
+// line on a terminal.
+typedef struct {
+    SurprisalCsv *csv;  // or NULL
+    long total;         // characters to score
+    int progress;       // 1: stderr is a terminal
+    double last_report; // when the progress line was last written
+} ScoreOutput;
+
+static int on_scored(void *context, long position, int token, float loss, const float *logits, char err[ERR_LEN]) {
+    ScoreOutput *out = context;
+    if (out->csv && surprisal_csv_row(out->csv, position, token, loss, logits, err) != 0) return -1;
+    if (out->progress && position % 4096 == 0 && now_seconds() - out->last_report > 0.5) {
+        fprintf(stderr, "\r\033[Kscoring: %ld of %ld characters", position, out->total);
+        out->last_report = now_seconds();
+    }
+    return 0;
+}
+
+// --score: reads the text, scores it with the model and prints the mean loss.
+static void score_text(const Options *o) {
+    char err[ERR_LEN];
+    const GPTConfig *c = &run.ck.config;
+    const char *name = strcmp(o->score, "-") == 0 ? "stdin" : o->score;
+    int rc = strcmp(o->score, "-") == 0 ? corpus_read(stdin, name, 0, &run.scored, err)
+                                        : corpus_load(o->score, 0, &run.scored, err);
+    if (rc != 0) die(EXIT_DATA, "%s", err);
+    rc = prompt_from_chars(&run.prompt, &run.vocab, run.scored.text, (long)run.scored.len, o->skip_unknown, name, err);
+    if (rc != 0) die(rc == -1 ? EXIT_USAGE : EXIT_DATA, "%s", err);
+    warn_dropped(&run.prompt, name);
+    const Prompt *text = &run.prompt;
+    if (text->len < 2)
+        die(EXIT_DATA, "%s: %ld character%s to read: scoring needs at least 2 (the first is context only)", name,
+            text->len, text->len == 1 ? "" : "s");
+
+    // the model's forward over SCORE_BATCH windows, their inputs and targets, and the text:
+    // its code points, and the kept characters' tokens and code points
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, SCORE_BATCH, GPT_PLAN_FORWARD, &plan);
+    plan.scratch += (2.0 * SCORE_BATCH * c->block_size + (double)run.scored.len + 2.0 * text->len) * sizeof(int);
+    check_memory(&plan, c, o, "scoring a text");
+    GPT *model = &run.model;
+    if (checkpoint_load_model(&run.ck, model, 0, err) != 0) die(EXIT_USAGE, "%s", err);
+    checkpoint_close(&run.ck);
+    c = &model->config;
+
+    SurprisalCsv csv;
+    ScoreOutput out = {o->surprisal ? &csv : NULL, text->len - 1, isatty(STDERR_FILENO), now_seconds()};
+    if (o->surprisal && surprisal_csv_open(&csv, o->surprisal, run.vocab.chars, c->vocab_size, err) != 0)
+        die(EXIT_DATA, "%s", err);
+    Score score;
+    rc = score_tokens(model, text->tokens, text->len, o->stride, on_scored, &out, &score, err);
+    if (out.progress) fprintf(stderr, "\r\033[K");
+    if (rc != 0) die(EXIT_DATA, "%s", err);
+    if (o->surprisal && surprisal_csv_commit(&csv, err) != 0) die(EXIT_DATA, "%s", err);
+    double nats = score.sum_nats / score.scored;
+    printf("%s: %ld characters scored (block size %d, stride %d): %.6f nats/char, %.6f bits/char, perplexity %.4f\n",
+           name, score.scored, c->block_size, o->stride, nats, nats / M_LN2, exp(nats));
+    if (o->surprisal) fprintf(stderr, "surprisal of %ld characters written to %s\n", score.scored, o->surprisal);
+}
+
 int main(int argc, char **argv) {
     Options o;
     parse_options(argc, argv, &o);
@@ -308,6 +433,11 @@ int main(int argc, char **argv) {
     const GPTConfig *c = &run.ck.config;
     const int T = c->block_size, V = c->vocab_size;
     if (vocab_from_chars(&run.vocab, run.ck.vocab, V, err) != 0) die(EXIT_DATA, "%s: %s", o.checkpoint, err);
+    if (o.stride > T) die(EXIT_USAGE, "--stride %d is larger than the checkpoint's block size %d", o.stride, T);
+    if (o.score) {
+        score_text(&o);
+        return 0;
+    }
 
     // prompt: UTF-8 -> tokens
     size_t prompt_bytes = 0;
@@ -321,70 +451,48 @@ int main(int argc, char **argv) {
     int rc = prompt_encode(&run.prompt, &run.vocab, run.prompt_text, prompt_bytes, o.skip_unknown, err);
     if (rc != 0) die(rc == -1 ? EXIT_USAGE : EXIT_DATA, "%s", err);
     const Prompt *prompt = &run.prompt;
-    if (prompt->dropped > 0) {
-        char shown[5];
-        prompt_printable_char(prompt->first_dropped, shown);
-        fprintf(stderr, "%s: warning: dropped %ld prompt character%s not in the vocabulary, the first '%s' "
-                "(U+%04" PRIX32 ") at position %ld\n", program_invocation_short_name, prompt->dropped,
-                prompt->dropped == 1 ? "" : "s", shown, prompt->first_dropped, prompt->first_dropped_at);
-    }
+    warn_dropped(prompt, "the prompt");
     if (prompt->len == 0 && o.max_new == 0 && !o.attention) return 0;  // nothing to do
 
-    // the model, after its memory was found to fit
-    long capacity = prompt->len + o.max_new + 1;
-    check_memory(c, &o, capacity);
+    // the model, after its memory was found to fit; an empty prompt starts from a newline
+    long start_len = prompt->len > 0 ? prompt->len : 1;
+    check_generation_memory(c, &o, start_len + o.max_new);
     GPT *model = &run.model;
     if (checkpoint_load_model(&run.ck, model, 0, err) != 0) die(EXIT_USAGE, "%s", err);
     checkpoint_close(&run.ck);
     c = &model->config;
-    if (kvcache_init(&run.cache, model, err) != 0) die(EXIT_USAGE, "%s", err);
-    run.text = malloc((size_t)capacity * sizeof(int));
-    run.probs = malloc((size_t)V * sizeof(float));
-    run.order = malloc((size_t)V * sizeof(int));
-    if (!run.text || !run.probs || !run.order) die(EXIT_USAGE, "out of memory for %ld characters of text", capacity);
-    int *text = run.text;
-    long len = prompt->len;
-    memcpy(text, prompt->tokens, (size_t)len * sizeof(int));
-    if (len == 0) {
-        int newline = vocab_index(&run.vocab, '\n');
-        text[len++] = newline >= 0 ? newline : 0;
-    } else {
-        for (long i = 0; i < len; i++) write_char(stdout, prompt->chars[i]);
-        fflush(stdout);
-    }
+    int newline = vocab_index(&run.vocab, '\n');
+    int start_token = newline >= 0 ? newline : 0;
+    const int *start_text = prompt->len > 0 ? prompt->tokens : &start_token;
+    DecoderConfig config = {o.num_samples, o.stride, o.use_cache, o.sampler, o.seed};
+    if (decoder_init(&run.decoder, model, start_text, start_len, o.max_new, &config, err) != 0)
+        die(EXIT_USAGE, "%s", err);
+    Decoder *d = &run.decoder;
 
-    // the window [start, len) of at most T tokens is what the model sees
-    Rng rng;
-    rng_seed(&rng, o.seed);
+    // the first sample streams as it is made; the others follow it
+    for (long i = 0; i < prompt->len; i++) write_char(stdout, prompt->chars[i]);
+    fflush(stdout);
     double t0 = now_seconds();
-    long start = len > T ? len - T : 0;
-    const float *logits = NULL;
     for (long n = 0; n < o.max_new; n++) {
-        if (!logits) {
-            logits = kvcache_prefill(&run.cache, text + start, (int)(len - start));
-        }
-        int next = sample_token(logits, V, &o.sampler, &rng, run.probs, run.order);
-        text[len++] = next;
-        write_char(stdout, run.vocab.chars[next]);
+        write_char(stdout, run.vocab.chars[decoder_step(d)[0]]);
         fflush(stdout);
-        if (n + 1 == o.max_new) break;
-        if (len - start > T) {
-            // the window is full: move it on by half a block and prefill again
-            start = len - (T + 1) / 2;
-            logits = kvcache_prefill(&run.cache, text + start, (int)(len - start));
-        } else if (o.use_cache) {
-            logits = kvcache_step(&run.cache, next);
-        } else {
-            logits = kvcache_prefill(&run.cache, text + start, (int)(len - start));
-        }
     }
     double secs = now_seconds() - t0;
     if (prompt->len > 0 || o.max_new > 0) printf("\n");
+    for (int s = 1; s < o.num_samples; s++) {
+        printf("--- sample %d of %d (seed %" PRIu64 ") ---\n", s + 1, o.num_samples, o.seed + (uint64_t)s);
+        for (long i = 0; i < prompt->len; i++) write_char(stdout, prompt->chars[i]);
+        const int *text = decoder_text(d, s);
+        for (long i = start_len; i < d->len; i++) write_char(stdout, run.vocab.chars[text[i]]);
+        printf("\n");
+    }
     fflush(stdout);  // the text ends before the messages on stderr
     if (o.max_new > 0) {
-        fprintf(stderr, "generated %ld characters in %.3f s (%.0f chars/s%s)\n", o.max_new, secs,
-                secs > 0 ? o.max_new / secs : 0.0, o.use_cache ? "" : ", without the cache");
+        long chars = o.max_new * o.num_samples;
+        fprintf(stderr, "generated %ld characters%s in %.3f s (%.0f chars/s%s)\n", chars,
+                o.num_samples > 1 ? " in all samples" : "", secs, secs > 0 ? chars / secs : 0.0,
+                o.use_cache ? "" : ", without the cache");
     }
-    if (o.attention) record_attention(model, &run.vocab, text, len, o.attention);
+    if (o.attention) record_attention(model, &run.vocab, decoder_text(d, 0), d->len, o.attention);
     return 0;
 }

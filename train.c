@@ -28,6 +28,7 @@
 #include "model/train_step.h"
 #include "training/run_log.h"
 #include "training/run_state.h"
+#include "training/validation_pass.h"
 
 #define EXIT_DATA 1
 #define EXIT_USAGE 2
@@ -568,5 +569,11 @@ int main(int argc, char **argv) {
     int have_best = isfinite(state.best_val_loss);
     if (have_best) printf(", val loss %.4f, best val loss %.4f", state.last_val_loss, state.best_val_loss);
     printf("\ncheckpoints: %s%s%s; log: %s\n", ckpt_path, have_best ? ", " : "", have_best ? best_path : "", log_path);
+    if (have_val) {
+        long scored;
+        double loss = validation_pass(model, &ds, B, T, run.inputs, run.targets, &scored);
+        printf("whole validation split: loss %.6f over %ld characters, in consecutive windows of %d (as ./generate "
+               "--score --stride %d gives it)\n", loss, scored, T, T);
+    }
     return 0;
 }

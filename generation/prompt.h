@@ -1,4 +1,4 @@
-// A prompt: UTF-8 text turned into the model's tokens.
+// A prompt, or a text to score: characters turned into the model's tokens.
 #ifndef CHARGPT_PROMPT_H
 #define CHARGPT_PROMPT_H
 
@@ -16,10 +16,13 @@ typedef struct {
     long first_dropped_at;
 } Prompt;
 
-// Decodes n bytes of UTF-8 into tokens of vocab. A character the vocabulary lacks is an error
-// naming it, its code and its position, unless skip_unknown: then it is dropped and counted.
-// Returns 0; -1 with err when the text is not valid UTF-8 or has an unknown character; -2
-// with err when memory runs out. On failure p is empty.
+// Turns n code points into tokens of vocab. A character the vocabulary lacks is an error
+// naming it, its code and its position in `what` ("the prompt", a file's name), unless
+// skip_unknown: then it is dropped and counted. Returns 0; -1 with err for an unknown
+// character; -2 with err when memory runs out. On failure p is empty.
+int prompt_from_chars(Prompt *p, const Vocab *vocab, const uint32_t *chars, long n, int skip_unknown,
+                      const char *what, char err[ERR_LEN]);
+// The same from n bytes of UTF-8; -1 with err also when they are not valid UTF-8.
 int prompt_encode(Prompt *p, const Vocab *vocab, const char *bytes, size_t n, int skip_unknown, char err[ERR_LEN]);
 // Writes cp for a message: its UTF-8 when printable, else nothing.
 void prompt_printable_char(uint32_t cp, char out[5]);

@@ -179,27 +179,28 @@ int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
 // Bytes AdamW allocates per parameter: two float moments and a weight-decay byte (adamw_init).
 #define OPTIMIZER_BYTES_PER_PARAMETER (2 * sizeof(float) + 1)
 
-void gpt_memory_plan(const GPTConfig *c, int B, int training, GPTMemoryPlan *plan) {
+void gpt_memory_plan(const GPTConfig *c, int B, GPTPlanKind kind, GPTMemoryPlan *plan) {
     memset(plan, 0, sizeof(*plan));
     size_t sizes[NUM_PARAMETER_TENSORS];
     parameter_sizes(c, sizes);
     double params = 0.0;
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) params += (double)sizes[i];
-    if (!training) B = 1;
+    int sequences = kind == GPT_PLAN_GENERATION ? 1 : B;
     double act[NUM_ACTIVATION_TENSORS], scratch[NUM_SCRATCH_TENSORS];
-    activation_sizes(c, B, act, scratch);
+    activation_sizes(c, sequences, act, scratch);
     plan->parameters = params * sizeof(float);
     for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) plan->activations += act[i] * sizeof(float);
     for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) plan->scratch += scratch[i] * sizeof(float);
-    plan->scratch += 2.0 * B * c->block_size * sizeof(int);  // inputs and targets
-    if (training) {
+    plan->scratch += 2.0 * sequences * c->block_size * sizeof(int);  // inputs and targets
+    if (kind == GPT_PLAN_TRAINING) {
         plan->gradients = params * sizeof(float);
         plan->optimizer = params * OPTIMIZER_BYTES_PER_PARAMETER;
-    } else {
-        // generation/inference.c's KVCache: keys and values (L, T, A) and one position's
-        // x, ln, qkv, atty, branch, fch, att and logits
-        double L = c->n_layer, T = c->block_size, C = c->n_embd, A = (double)c->n_head * c->head_size;
-        plan->generation = (2 * L * T * A + 7 * C + 4 * A + T + c->vocab_size) * sizeof(float);
+    } else if (kind == GPT_PLAN_GENERATION) {
+        // generation/inference.c's KVCache: per sample, keys and values (L, T, A) and one
+        // position's x, ln, qkv, atty, branch, fch, logits, LayerNorm mean and rstd, and every
+        // head's attention weights (H, T)
+        double L = c->n_layer, T = c->block_size, C = c->n_embd, H = c->n_head, A = H * c->head_size;
+        plan->generation = (double)B * (2 * L * T * A + 7 * C + 4 * A + c->vocab_size + 2 + H * T) * sizeof(float);
     }
 }
 

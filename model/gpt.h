@@ -127,11 +127,17 @@ typedef struct {
     double optimizer;    // training: AdamW's two moments and weight-decay mask
     double activations;  // kept for backward, for B sequences of block_size tokens
     double scratch;      // per-call temporaries, inputs and targets
-    double generation;   // generation: the key/value cache and one position's buffers
+    double generation;   // generation: the key/value cache and one position's buffers per sample
 } GPTMemoryPlan;
-// Training: parameters, gradients, optimizer, activations and scratch for batch B.
-// Generation: parameters, activations and scratch for B = 1, and the generation buffers.
-void gpt_memory_plan(const GPTConfig *config, int B, int training, GPTMemoryPlan *plan);
+// What a plan is for (the values 0 and 1 are the earlier "training" flag's):
+typedef enum {
+    GPT_PLAN_GENERATION = 0,  // parameters; activations and scratch for one sequence; the key/value
+                              // cache and one position's buffers for each of B samples
+                              // (generation/inference.h)
+    GPT_PLAN_TRAINING = 1,    // parameters, gradients, optimizer, activations and scratch for batch B
+    GPT_PLAN_FORWARD = 2,     // parameters, activations and scratch for batch B (scoring a text)
+} GPTPlanKind;
+void gpt_memory_plan(const GPTConfig *config, int B, GPTPlanKind kind, GPTMemoryPlan *plan);
 double gpt_memory_total(const GPTMemoryPlan *plan);
 // "40.5 MiB (parameters 832 KiB, gradients 832 KiB, ...)", naming the parts that are not 0.
 void gpt_memory_describe(const GPTMemoryPlan *plan, char *text, size_t n);

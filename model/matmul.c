@@ -253,6 +253,17 @@ void matmul_forward(float *out, const float *inp, const float *weight, const flo
     }
 }
 
+void matmul_forward_rows(float *out, const float *inp, const float *weight, const float *bias,
+                         int N, int C, int OC) {
+    if (N <= 0 || OC <= 0) return;
+    if (in_team()) {
+        forward_by_rows(out, inp, weight, bias, N, C, OC);
+        return;
+    }
+#pragma omp parallel if ((long)N * C * OC >= PARALLEL_MIN_MACS)
+    forward_by_rows(out, inp, weight, bias, N, C, OC);
+}
+
 void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                      const float *inp, const float *weight, int N, int C, int OC) {
     if (N <= 0 || C <= 0 || OC <= 0) return;

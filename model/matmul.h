@@ -10,6 +10,12 @@
 void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                     int N, int C, int OC);
 
+// The same product as one matrix-vector product per row of inp: each row of out has the bits
+// that a one-row matmul_forward gives it, whatever N is (generation decodes samples together
+// and each must equal the sample decoded alone).
+void matmul_forward_rows(float *out, const float *inp, const float *weight, const float *bias,
+                         int N, int C, int OC);
+
 // Backward of matmul_forward, accumulating:
 //   dinp (N, C)     += dout (N, OC) @ weight (OC, C)
 //   dweight (OC, C) += dout^T @ inp

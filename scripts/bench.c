@@ -5,7 +5,8 @@
 //   train:    the training step exactly as ./train does it (forward with targets, backward,
 //             global gradient norm, clipping, AdamW), a few warm-up steps then timed steps;
 //   generate: characters per second as ./generate makes them, with the key/value cache and
-//             with --no-cache (the whole window recomputed for every character).
+//             with --no-cache (the whole window recomputed for every character), and with
+//             --num-samples 1, 8 and 32.
 // A register-resident FMA loop, first on one thread then on every OpenMP thread, gives the
 // peak that the training step's GFLOP/s is compared to.
 //
@@ -47,7 +48,7 @@
 
 #include "../model/adamw.h"
 #include "../model/gpt.h"
-#include "../generation/inference.h"
+#include "../generation/decoder.h"
 #include "../model/matmul.h"
 #include "../model/rng.h"
 #include "../model/train_step.h"
@@ -337,67 +338,67 @@ typedef struct {
     double secs;
 } GenRun;
 
-// Generates up to n characters after the prompt with ./generate's window policy: the window
-// [start, len) holds at most T tokens; once full it moves on by half a block and is
-// prefilled again. use_cache 0 prefills the whole window for every character, as
-// --no-cache does. Stops early, after the character that passes max_secs.
-static GenRun generate_chars(KVCache *cache, const int *prompt, int prompt_len, long n, int use_cache,
+// Generates up to n characters of num_samples samples after the prompt as ./generate does by
+// default (generation/decoder.h); use_cache 0 prefills the whole window for every character,
+// as --no-cache does. Stops early, after the step that passes max_secs.
+static GenRun generate_chars(GPT *model, const int *prompt, int prompt_len, long n, int use_cache, int num_samples,
                              double max_secs) {
-    const GPTConfig *c = &cache->model->config;
-    const int T = c->block_size, V = c->vocab_size;
-    int *text = malloc((size_t)(prompt_len + n + 1) * sizeof(int));
-    float *probs = malloc((size_t)V * sizeof(float));
-    int *order = malloc((size_t)V * sizeof(int));
-    if (!text || !probs || !order) die(EXIT_FAILED, "out of memory");
-    memcpy(text, prompt, (size_t)prompt_len * sizeof(int));
-    long len = prompt_len;
-    const SamplerConfig sampler = {0.8f, 0, 1.0f};  // ./generate's defaults
-    Rng rng;
-    rng_seed(&rng, SEED);
+    const DecoderConfig config = {num_samples, 1, use_cache, {0.8f, 0, 1.0f}, SEED};  // ./generate's defaults
+    Decoder decoder;
+    char err[ERR_LEN];
+    if (decoder_init(&decoder, model, prompt, prompt_len, n, &config, err) != 0) die(EXIT_FAILED, "%s", err);
     double t0 = now_seconds();
-    long start = len > T ? len - T : 0;
-    const float *logits = kvcache_prefill(cache, text + start, (int)(len - start));
     long made = 0;
     while (made < n) {
-        text[len++] = sample_token(logits, V, &sampler, &rng, probs, order);
+        decoder_step(&decoder);
         made++;
-        if (made == n || now_seconds() - t0 > max_secs) break;
-        if (len - start > T) {
-            start = len - (T + 1) / 2;
-            logits = kvcache_prefill(cache, text + start, (int)(len - start));
-        } else if (use_cache) {
-            logits = kvcache_step(cache, text[len - 1]);
-        } else {
-            logits = kvcache_prefill(cache, text + start, (int)(len - start));
-        }
+        if (now_seconds() - t0 > max_secs) break;
     }
-    GenRun run = {made, now_seconds() - t0};
-    free(text);
-    free(probs);
-    free(order);
+    GenRun run = {made * num_samples, now_seconds() - t0};
+    decoder_free(&decoder);
     return run;
+}
+
+// --num-samples N: characters per second over all samples, for N = 1, 8 and 32, within the
+// block (every character a cached step, where decoding the samples together pays; repeated
+// for at least a second) and for gen_chars characters at the default stride 1 (past the
+// block, a prefill per sample and character).
+static void run_samples(GPT *model, const BenchConfig *bc, const Options *o, const int *prompt) {
+    static const int counts[] = {1, 8, 32};
+    long in_block = bc->block_size - PROMPT_LEN;
+    for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+        fprintf(stderr, "bench: %s: %d samples\n", bc->name, counts[i]);
+        GenRun cached = {0, 0.0};
+        while (cached.secs < 1.0) {
+            GenRun r = generate_chars(model, prompt, PROMPT_LEN, in_block, 1, counts[i], o->gen_seconds);
+            cached.chars += r.chars;
+            cached.secs += r.secs;
+        }
+        GenRun full = generate_chars(model, prompt, PROMPT_LEN, o->gen_chars, 1, counts[i], o->gen_seconds);
+        printf("generate_samples config=%s samples=%d in_block_chars=%ld in_block_chars_per_s=%.1f chars=%ld "
+               "chars_per_s=%.1f\n", bc->name, counts[i], cached.chars, cached.chars / cached.secs, full.chars,
+               full.chars / full.secs);
+        fflush(stdout);
+    }
 }
 
 static void run_generate(const BenchConfig *bc, const Options *o) {
     GPT model;
     build_model(&model, bc);
-    char err[ERR_LEN];
-    KVCache cache;
-    if (kvcache_init(&cache, &model, err) != 0) die(EXIT_FAILED, "%s: %s", bc->name, err);
     Rng rng;
     rng_seed(&rng, SEED + 1);
     int prompt[PROMPT_LEN];
     for (int i = 0; i < PROMPT_LEN; i++) prompt[i] = (int)rng_below(&rng, (uint64_t)bc->vocab_size);
     fprintf(stderr, "bench: %s: generating %ld characters with and without the cache\n", bc->name, o->gen_chars);
-    generate_chars(&cache, prompt, PROMPT_LEN, 8, 1, o->gen_seconds);  // warm-up
-    GenRun cached = generate_chars(&cache, prompt, PROMPT_LEN, o->gen_chars, 1, o->gen_seconds);
-    GenRun uncached = generate_chars(&cache, prompt, PROMPT_LEN, o->gen_chars, 0, o->gen_seconds);
+    generate_chars(&model, prompt, PROMPT_LEN, 8, 1, 1, o->gen_seconds);  // warm-up
+    GenRun cached = generate_chars(&model, prompt, PROMPT_LEN, o->gen_chars, 1, 1, o->gen_seconds);
+    GenRun uncached = generate_chars(&model, prompt, PROMPT_LEN, o->gen_chars, 0, 1, o->gen_seconds);
     printf("generate config=%s threads=%d prompt=%d block=%d cache_chars=%ld cache_chars_per_s=%.1f "
            "nocache_chars=%ld nocache_chars_per_s=%.1f rss_kb=%ld\n",
            bc->name, omp_get_max_threads(), PROMPT_LEN, bc->block_size, cached.chars,
            cached.chars / cached.secs, uncached.chars, uncached.chars / uncached.secs, peak_rss_kb());
     fflush(stdout);
-    kvcache_free(&cache);
+    run_samples(&model, bc, o, prompt);
     gpt_free(&model);
 }
 

@@ -130,7 +130,8 @@ echo "(CPU share: CPU time / (wall time x threads) over the timed steps; well be
 echo " processes took the cores and the figures are low)"
 echo
 
-echo "generation (chars/s after an 8-token prompt; the window moves on by half a block when full)"
+echo "generation (chars/s after an 8-token prompt; past the block the window is the last block_size characters,"
+echo "a full prefill per character)"
 echo "| config | chargpt cache | chargpt no cache | PyTorch full recompute | ratio cache/PyTorch | ratio no cache/PyTorch |"
 echo "|---|---|---|---|---|---|"
 for config in $configs; do
@@ -172,6 +173,40 @@ echo "target: chargpt >= 1.5x PyTorch tok/s on a shared machine too"
 if [ "$busy_lasted" = 0 ]; then
     echo "warning: the busy process ended (after ${busy_limit} s) before the last run: these rows are not valid"
 fi
+echo
+# samples FILE CONFIG N KEY: the value of KEY on FILE's line "generate_samples config=CONFIG samples=N ..."
+samples() {
+    awk -v config="$2" -v n="$3" -v key="$4" '
+        $1 == "generate_samples" {
+            delete f
+            for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+            if (f["config"] == config && f["samples"] == n) print f[key]
+        }' "$1"
+}
+echo "--num-samples N (chars/s over all samples): within the block, every character a cached step of the N"
+echo "samples together; and $gen_chars characters at the default --stride 1, where past the block every"
+echo "character of every sample needs its own prefill"
+echo "| config | N | within the block | vs N = 1 | $gen_chars characters | vs N = 1 |"
+echo "|---|---|---|---|---|---|"
+for config in $configs; do
+    c="$out/chargpt.txt"
+    base_block="$(samples "$c" "$config" 1 in_block_chars_per_s)"
+    base_full="$(samples "$c" "$config" 1 chars_per_s)"
+    for n in 1 8 32; do
+        block="$(samples "$c" "$config" "$n" in_block_chars_per_s)"
+        full="$(samples "$c" "$config" "$n" chars_per_s)"
+        printf "| %s | %s | %s | %s | %s | %s |\n" "$config" "$n" "$(fmt %.0f "$block")" "$(ratio "$block" "$base_block")" \
+            "$(fmt %.0f "$full")" "$(ratio "$full" "$base_full")"
+    done
+done
+for config in $configs; do
+    for n in 1 8 32; do
+        made="$(samples "$out/chargpt.txt" "$config" "$n" chars)"
+        if [ -n "$made" ] && [ "$made" -lt $((gen_chars * n)) ]; then
+            echo "$config, N = $n: stopped at BENCH_GEN_SECONDS=$gen_seconds after $((made / n)) of $gen_chars characters"
+        fi
+    done
+done
 echo
 
 if [ "$have_torch" = 0 ]; then

@@ -10,9 +10,8 @@ covers training only; run one config per process to keep the figures apart.
 
 Generation, as nanoGPT's generate(): for every character the whole window goes through the
 model (no key/value cache) and the last position's logits are sampled (temperature 0.8).
-The window follows chargpt's ./generate policy (at most block_size tokens; once full it moves
-on by half a block) rather than nanoGPT's crop to the last block_size tokens, so both
-programs run the same token counts per character.
+The window is nanoGPT's crop to the last block_size tokens, which is also chargpt's ./generate
+default (--stride 1), so both programs run the same token counts per character.
 
 Output: one line per result, "kind key=value ...", read by scripts/bench.sh.
 
@@ -183,19 +182,16 @@ def generate(model, prompt, n, T, max_secs, gen):
     """Up to n characters after prompt, the whole window recomputed for each; stops early
     after the character that passes max_secs. Returns (characters, seconds)."""
     text = list(prompt)
-    start = max(0, len(text) - T)
     made = 0
     t0 = time.perf_counter()
     while made < n:
-        window = torch.tensor([text[start:]], dtype=torch.long)
+        window = torch.tensor([text[-T:]], dtype=torch.long)
         logits, _ = model(window)
         probs = F.softmax(logits[:, -1, :] / TEMPERATURE, dim=-1)
         text.append(int(torch.multinomial(probs, num_samples=1, generator=gen)))
         made += 1
         if time.perf_counter() - t0 > max_secs:
             break
-        if len(text) - start > T:
-            start = len(text) - (T + 1) // 2
     return made, time.perf_counter() - t0
 
 

@@ -169,52 +169,58 @@ static void run_free(Run *r) {
 // ---------------------------------------------------------------------------------------
 // key/value cache
 
-// Runs generate.c's loop with the cache: prefill the window [start, len) of at most T
-// tokens, then one step per token; when the window would exceed T, start = len - (T+1)/2 and
-// prefill again. At every position the cached logits are compared with a full forward over
-// the same window on an identical model. Returns the worst abs error; *prefills counts them.
-static double cache_vs_full_forward(const GPTConfig *config, int prompt_len, int steps, uint64_t seed,
-                                    int *prefills) {
-    const int T = config->block_size, V = config->vocab_size;
+// Drives the cache as generation does, for num_samples samples of one prompt: the prompt's
+// window [start, len) of at most T tokens prefilled once for all, then one step per token of
+// every sample; when the window would exceed T it drops `stride` tokens (start += stride) and
+// every sample's window is prefilled again. At every position each sample's cached logits
+// are compared with a full forward over its window on an identical model. Returns the worst
+// abs error; *prefills counts the prefills.
+static double cache_vs_full_forward(const GPTConfig *config, int prompt_len, int steps, int stride, int num_samples,
+                                    uint64_t seed, int *prefills) {
+    const int T = config->block_size, V = config->vocab_size, N = num_samples;
     GPT model, ref;
     char err[ERR_LEN];
     if (build_test_model(&model, config, seed) != 0) return INFINITY;
     if (build_test_model(&ref, config, seed) != 0) return INFINITY;
     KVCache cache;
-    if (!CHECK(kvcache_init(&cache, &model, err) == 0, "kvcache_init: %s", err)) return INFINITY;
+    if (!CHECK(kvcache_init(&cache, &model, N, err) == 0, "kvcache_init: %s", err)) return INFINITY;
     if (!CHECK(gpt_alloc_activations(&ref, 1, err) == 0, "gpt_alloc_activations: %s", err)) return INFINITY;
     ref.training = 0;
-    int *text = malloc((size_t)(prompt_len + steps + 1) * sizeof(int));
-    float *got = malloc((size_t)V * sizeof(float)), *probs = malloc((size_t)V * sizeof(float));
+    long capacity = prompt_len + steps + 1;
+    int *text = malloc((size_t)N * capacity * sizeof(int)), *next = malloc((size_t)N * sizeof(int));
+    float *probs = malloc((size_t)V * sizeof(float));
     int *order = malloc((size_t)V * sizeof(int));
     Rng rng;
     rng_seed(&rng, seed + 1);
     for (int i = 0; i < prompt_len; i++) text[i] = (int)rng_below(&rng, (uint64_t)V);
+    for (int s = 1; s < N; s++) memcpy(text + s * capacity, text, (size_t)prompt_len * sizeof(int));
     SamplerConfig sampler = {1.0f, 0, 1.0f};
     long len = prompt_len, start = len > T ? len - T : 0;
-    const float *logits = kvcache_prefill(&cache, text + start, (int)(len - start));
+    const float *logits = kvcache_prefill(&cache, text + start, 0, (int)(len - start));
     *prefills = 1;
     double worst = 0.0;
     for (int n = 0; n < steps; n++) {
-        memcpy(got, logits, (size_t)V * sizeof(float));
         int t = (int)(len - start);
-        gpt_forward(&ref, text + start, NULL, 1, t);
-        const float *want = ref.acts.logits + (size_t)(t - 1) * V;
-        for (int v = 0; v < V; v++) {
-            double d = fabs((double)got[v] - (double)want[v]);
-            if (d > worst || d != d) worst = d != d ? INFINITY : d;
+        for (int s = 0; s < N; s++) {
+            gpt_forward(&ref, text + s * capacity + start, NULL, 1, t);
+            const float *got = logits + (size_t)s * V, *want = ref.acts.logits + (size_t)(t - 1) * V;
+            for (int v = 0; v < V; v++) {
+                double d = fabs((double)got[v] - (double)want[v]);
+                if (d > worst || d != d) worst = d != d ? INFINITY : d;
+            }
+            next[s] = sample_token(got, V, &sampler, &rng, probs, order);
+            text[s * capacity + len] = next[s];
         }
-        int next = sample_token(got, V, &sampler, &rng, probs, order);
-        text[len++] = next;
+        len++;
         if (len - start > T) {
-            start = len - (T + 1) / 2;
-            logits = kvcache_prefill(&cache, text + start, (int)(len - start));
+            start += stride;
+            logits = kvcache_prefill(&cache, text + start, capacity, (int)(len - start));
             (*prefills)++;
         } else {
             logits = kvcache_step(&cache, next);
         }
     }
-    free(text), free(got), free(probs), free(order);
+    free(text), free(next), free(probs), free(order);
     kvcache_free(&cache);
     gpt_free(&model);
     gpt_free(&ref);
@@ -230,17 +236,19 @@ TEST(generate_kvcache_matches_full_forward) {
          .qkv_bias = 0, .dropout = 0.0f},
     };
     for (int c = 0; c < 2; c++) {
-        const int T = configs[c].block_size;
-        // a short prompt, and one longer than the block (the window starts at len - T)
-        const int prompt_lens[2] = {3, T + 5};
-        for (int p = 0; p < 2; p++) {
+        const int T = configs[c].block_size, steps = 3 * T + 7;
+        // a short prompt, and one longer than the block (the window starts at len - T); one
+        // sample and three; the window moving on by half a block and by one character
+        const struct { int prompt_len, samples, stride; } cases[3] = {{3, 1, T / 2}, {T + 5, 3, T / 2}, {3, 3, 1}};
+        for (int k = 0; k < 3; k++) {
             int prefills = 0;
-            double err = cache_vs_full_forward(&configs[c], prompt_lens[p], 3 * T + 7, 100 + c, &prefills);
-            printf("    qkv_bias=%d T=%d prompt %2d: %d prefills, worst abs logit error %.2e\n",
-                   configs[c].qkv_bias, T, prompt_lens[p], prefills, err);
-            CHECK(err <= CACHE_TOL, "config %d prompt %d: cached logits differ from the full forward by %.3e",
-                  c, prompt_lens[p], err);
-            CHECK(prefills >= 4, "config %d: the window moved only %d times", c, prefills - 1);
+            double err = cache_vs_full_forward(&configs[c], cases[k].prompt_len, steps, cases[k].stride,
+                                               cases[k].samples, 100 + c, &prefills);
+            printf("    qkv_bias=%d T=%d prompt %2d, %d sample%s, stride %d: %d prefills, worst abs logit error %.2e\n",
+                   configs[c].qkv_bias, T, cases[k].prompt_len, cases[k].samples, cases[k].samples == 1 ? "" : "s",
+                   cases[k].stride, prefills, err);
+            CHECK(err <= CACHE_TOL, "config %d case %d: cached logits differ from the full forward by %.3e", c, k, err);
+            CHECK(prefills >= 4, "config %d case %d: the window moved only %d times", c, k, prefills - 1);
         }
     }
 }
@@ -402,6 +410,167 @@ TEST(generate_seeds_and_top_k1) {
           "-k 1 differs from greedy:\n%s\n%s", k1.out, greedy.out);
     CHECK(a.out_len != greedy.out_len || memcmp(a.out, greedy.out, a.out_len) != 0, "sampling gave the greedy text");
     run_free(&a), run_free(&b), run_free(&c), run_free(&k1), run_free(&greedy);
+}
+
+// ---------------------------------------------------------------------------------------
+// ./generate: the window past block_size, --stride, --num-samples
+
+static int load_test_model(GPT *model);
+
+// The greedy text (UTF-8, with the prompt and the final newline, as ./generate -t 0 prints
+// it) of the test model after prompt, each character the argmax of a full forward over the
+// window the README documents: the last T characters while they fit; once the window would
+// hold T + 1 characters it drops its first `stride`. Returns the bytes written to out.
+static size_t reference_greedy(GPT *model, const char *prompt, int n, int stride, char *out) {
+    const int T = model->config.block_size, V = model->config.vocab_size;
+    uint32_t vocab[sizeof(VOCAB_TEXT)], chars[512];
+    test_vocab(vocab);
+    int text[512];
+    int len = decode(prompt, strlen(prompt), chars);
+    for (int i = 0; i < len; i++) text[i] = token_of(chars[i]);
+    int start = len > T ? len - T : 0;
+    for (int k = 0; k < n; k++) {
+        gpt_forward(model, text + start, NULL, 1, len - start);
+        const float *logits = model->acts.logits + (size_t)(len - start - 1) * V;
+        int best = 0;
+        for (int v = 1; v < V; v++)
+            if (logits[v] > logits[best]) best = v;
+        text[len++] = best;
+        if (len - start > T) start += stride;
+    }
+    size_t bytes = 0;
+    for (int i = 0; i < len; i++) bytes += (size_t)utf8_encode(vocab[text[i]], out + bytes);
+    out[bytes++] = '\n';
+    out[bytes] = '\0';
+    return bytes;
+}
+
+TEST(generate_greedy_past_block_equals_last_window_recompute) {
+    if (!test_checkpoint()) return;
+    GPT model;
+    if (load_test_model(&model) != 0) return;
+    const int T = PROGRAM_CONFIG.block_size, n = 4 * T + 5;
+    char want[2048], count[16];
+    snprintf(count, sizeof(count), "%d", n);
+    // a short prompt, and one longer than the block
+    const char *prompts[2] = {"the ", "a long prompt, longer than the block, is read from its end"};
+    for (int p = 0; p < 2; p++) {
+        size_t want_len = reference_greedy(&model, prompts[p], n, 1, want);
+        Run cached = run_generate(NULL, ARGS(CKPT, prompts[p], "-t", "0", "-n", count));
+        Run full = run_generate(NULL, ARGS(CKPT, prompts[p], "-t", "0", "-n", count, "--no-cache"));
+        CHECK(cached.status == 0 && full.status == 0, "exit statuses %d %d: %s", cached.status, full.status, cached.err);
+        CHECK(cached.out_len == want_len && memcmp(cached.out, want, want_len) == 0,
+              "prompt %d: greedy text differs from the last-%d-characters recompute:\n%s\n%s", p, T, cached.out, want);
+        CHECK(full.out_len == want_len && memcmp(full.out, want, want_len) == 0,
+              "prompt %d: --no-cache greedy text differs from the recompute:\n%s\n%s", p, full.out, want);
+        run_free(&cached), run_free(&full);
+    }
+    gpt_free(&model);
+}
+
+TEST(generate_stride_windows) {
+    if (!test_checkpoint()) return;
+    GPT model;
+    if (load_test_model(&model) != 0) return;
+    const int T = PROGRAM_CONFIG.block_size, n = 4 * T + 3;
+    char count[16];
+    snprintf(count, sizeof(count), "%d", n);
+    static char want[2048], exact[2048];
+    size_t exact_len = reference_greedy(&model, "the ", n, 1, exact);
+    const int strides[5] = {2, 5, T / 2, T - 1, T};
+    int differs = 0;
+    for (int i = 0; i < 5; i++) {
+        char stride[16];
+        snprintf(stride, sizeof(stride), "%d", strides[i]);
+        size_t want_len = reference_greedy(&model, "the ", n, strides[i], want);
+        Run cached = run_generate(NULL, ARGS(CKPT, "the ", "-t", "0", "-n", count, "--stride", stride));
+        Run full = run_generate(NULL, ARGS(CKPT, "the ", "-t", "0", "-n", count, "--stride", stride, "--no-cache"));
+        CHECK(cached.status == 0 && full.status == 0, "exit statuses %d %d: %s", cached.status, full.status, cached.err);
+        CHECK(cached.out_len == want_len && memcmp(cached.out, want, want_len) == 0,
+              "--stride %s: greedy text differs from the documented window:\n%s\n%s", stride, cached.out, want);
+        CHECK(full.out_len == want_len && memcmp(full.out, want, want_len) == 0,
+              "--stride %s --no-cache: greedy text differs from the documented window:\n%s\n%s", stride, full.out, want);
+        differs += want_len != exact_len || memcmp(want, exact, want_len) != 0;
+        run_free(&cached), run_free(&full);
+    }
+    // the model reads its window's positions: strides that see less context write other text
+    CHECK(differs >= 4, "only %d of 5 strides changed the greedy text: the test cannot tell the windows apart", differs);
+    gpt_free(&model);
+}
+
+// Checks that ./generate with extra (NULL-terminated) options and --num-samples 4 prints the
+// four texts single runs with seeds 7..10 print, separated by a line naming each sample.
+static void check_num_samples(const char *const *extra, const char *what) {
+    const int N = 4, T = PROGRAM_CONFIG.block_size;
+    char count[16];
+    snprintf(count, sizeof(count), "%d", 3 * T + 3);
+    const char *args[24] = {CKPT, "once ", "-n", count, "-s", "7", "--num-samples", "4"};
+    int a = 8;
+    for (int i = 0; extra[i]; i++) args[a++] = extra[i];
+    args[a] = NULL;
+    Run together = run_generate(NULL, args);
+    if (!CHECK(together.status == 0, "%s: exit status %d: %s", what, together.status, together.err)) return;
+    static char want[8192];
+    size_t want_len = 0;
+    char *texts[4];
+    for (int s = 0; s < N; s++) {
+        char seed[16];
+        snprintf(seed, sizeof(seed), "%d", 7 + s);
+        args[5] = seed;
+        args[7] = "1";
+        Run single = run_generate(NULL, args);
+        CHECK(single.status == 0, "%s: seed %s: exit status %d: %s", what, seed, single.status, single.err);
+        if (s > 0) want_len += (size_t)sprintf(want + want_len, "--- sample %d of %d (seed %d) ---\n", s + 1, N, 7 + s);
+        memcpy(want + want_len, single.out, single.out_len);
+        want_len += single.out_len;
+        texts[s] = single.out;
+        free(single.err);
+    }
+    want[want_len] = '\0';
+    CHECK(together.out_len == want_len && memcmp(together.out, want, want_len) == 0,
+          "%s: --num-samples 4 differs from the four single runs:\n%s\nwant:\n%s", what, together.out, want);
+    int same = 0;
+    for (int s = 1; s < N; s++) same += strcmp(texts[s], texts[0]) == 0;
+    CHECK(same == 0, "%s: %d samples repeat the first", what, same);
+    CHECK(strstr(together.err, "in all samples") != NULL, "%s: stderr: '%s'", what, together.err);
+    for (int s = 0; s < N; s++) free(texts[s]);
+    run_free(&together);
+}
+
+TEST(generate_num_samples_match_single_runs) {
+    if (!test_checkpoint()) return;
+    char half[16];
+    snprintf(half, sizeof(half), "%d", PROGRAM_CONFIG.block_size / 2);
+    check_num_samples(ARGS("-t", "0.9"), "-t 0.9");
+    check_num_samples(ARGS("-t", "1.2", "-k", "8", "--stride", half), "-k 8 --stride T/2");
+    check_num_samples(ARGS("-p", "0.9", "--no-cache"), "-p 0.9 --no-cache");
+}
+
+TEST(generate_num_samples_memory_plan) {
+    if (!test_checkpoint()) return;
+    // the plan counts what the cache of N samples and the model's activations allocate
+    GPT model;
+    char err[ERR_LEN];
+    if (build_test_model(&model, &PROGRAM_CONFIG, 3) != 0) return;
+    KVCache cache;
+    if (CHECK(kvcache_init(&cache, &model, 7, err) == 0, "kvcache_init: %s", err)) {
+        GPTMemoryPlan plan;
+        gpt_memory_plan(&PROGRAM_CONFIG, 7, GPT_PLAN_GENERATION, &plan);
+        CHECK(plan.generation == cache.floats * 4.0, "plan: generation buffers %.0f bytes, the cache has %zu floats",
+              plan.generation, cache.floats);
+        CHECK(plan.activations == model.num_activations * 4.0, "plan: activations %.0f bytes, allocated %zu floats",
+              plan.activations, model.num_activations);
+        kvcache_free(&cache);
+    }
+    gpt_free(&model);
+    Run r = run_generate(NULL, ARGS(CKPT, "ab", "-n", "5", "--num-samples", "1000", "--max-memory", "1"));
+    CHECK(r.status == 2 && strstr(r.err, "generating 1000 samples of 5 characters") && strstr(r.err, "--max-memory"),
+          "--num-samples 1000 --max-memory 1: status %d, '%s'", r.status, r.err);
+    CHECK(r.out_len == 0, "wrote '%s' before refusing", r.out);
+    run_free(&r);
+    r = run_generate(NULL, ARGS(CKPT, "ab", "-n", "5", "--num-samples", "3", "--max-memory", "1"));
+    CHECK(r.status == 0, "--num-samples 3 --max-memory 1: status %d, '%s'", r.status, r.err);
+    run_free(&r);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -880,7 +1049,19 @@ TEST(generate_usage_errors) {
     if (!test_checkpoint()) return;
     const char *txt = TMP_DIR "/gen_att.txt";
     remove(txt);
+    const char *score_text = TMP_DIR "/gen_score_text.txt";
+    CHECK(write_file(score_text, "the cat", 7) == 0, "cannot write %s", score_text);
     const char *const *cases[] = {
+        ARGS(CKPT, "--stride", "0", "ab"),
+        ARGS(CKPT, "--stride", "17", "ab"),  // block size 16
+        ARGS(CKPT, "--stride", "x", "ab"),
+        ARGS(CKPT, "--num-samples", "0", "ab"),
+        ARGS(CKPT, "--num-samples", "2", "--attention", TMP_DIR "/gen_two.json", "ab"),
+        ARGS(CKPT, "--surprisal", TMP_DIR "/gen_surprisal.csv", "ab"),
+        ARGS(CKPT, "--score", score_text, "ab"),
+        ARGS(CKPT, "--score", score_text, "-n", "5"),
+        ARGS(CKPT, "--score", score_text, "--no-cache"),
+        ARGS(CKPT, "--score", score_text, "--stride", "17"),
         ARGS(CKPT, "--bogus"),
         ARGS(CKPT, "-x"),
         ARGS(CKPT, "--top-p", "0"),
@@ -898,6 +1079,13 @@ TEST(generate_usage_errors) {
         run_free(&r);
     }
     CHECK(!file_exists(txt), "%s was written", txt);
+    CHECK(!file_exists(TMP_DIR "/gen_two.json") && !file_exists(TMP_DIR "/gen_surprisal.csv"), "a refused run wrote a file");
+    Run r = run_generate(NULL, ARGS(CKPT, "--stride", "17", "ab"));
+    CHECK(strstr(r.err, "--stride 17") && strstr(r.err, "block size 16"), "--stride 17: '%s'", r.err);
+    run_free(&r);
+    r = run_generate(NULL, ARGS(CKPT, "--surprisal", TMP_DIR "/gen_surprisal.csv", "ab"));
+    CHECK(strstr(r.err, "--score"), "--surprisal without --score: '%s'", r.err);
+    run_free(&r);
 }
 
 TEST(generate_prompt_from_stdin_and_empty_prompt) {

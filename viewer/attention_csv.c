@@ -6,12 +6,10 @@
 
 #include "attention_formats.h"
 
-// The longest character field: a quoted, doubled quote or a 4-byte UTF-8 sequence.
-#define CSV_CHAR_MAX 6
 // The longest data row: four integers, two characters, a weight, separators.
 #define CSV_ROW_MAX (4 * 10 + 2 * CSV_CHAR_MAX + 16 + 7)
 
-static int append_csv_char(char *out, uint32_t cp) {
+int viewer_append_csv_char(char *out, uint32_t cp) {
     if (cp == ',' || cp == '"' || cp == '\r' || cp == '\n') {
         int n = 0;
         out[n++] = '"';
@@ -46,7 +44,7 @@ int attention_write_csv(FILE *fp, const Attention *a, char err[ERR_LEN]) {
                 p += viewer_append_uint(prefix + p, (uint32_t)i);
                 prefix[p++] = ',';
                 char query_char[CSV_CHAR_MAX];
-                int q = append_csv_char(query_char, a->chars[i]);
+                int q = viewer_append_csv_char(query_char, a->chars[i]);
                 size_t n = 0;
                 for (int j = 0; j <= i; j++) {
                     memcpy(rows + n, prefix, (size_t)p);
@@ -56,7 +54,7 @@ int attention_write_csv(FILE *fp, const Attention *a, char err[ERR_LEN]) {
                     memcpy(rows + n, query_char, (size_t)q);
                     n += (size_t)q;
                     rows[n++] = ',';
-                    n += append_csv_char(rows + n, a->chars[j]);
+                    n += viewer_append_csv_char(rows + n, a->chars[j]);
                     rows[n++] = ',';
                     n += viewer_append_float(rows + n, head[(size_t)i * t + j]);
                     rows[n++] = '\n';

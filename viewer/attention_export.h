@@ -48,6 +48,10 @@ typedef struct {
     float top_prob[ATTENTION_TOP_K];     // first (ties: lower token id first)
 } AttentionPrediction;
 
+// One position's prediction from its logits (V): next is the token that followed, or -1 when
+// it is unknown (surprisal NaN).
+void attention_prediction(const float *logits, int V, int next, const uint32_t *vocab_chars,
+                          AttentionPrediction *pred);
 // Fills pred[0..t) from the model's output over tokens (t): logits (t, V) unnormalised
 // log-probabilities, vocab_chars (V) the code point of each token id. Probabilities are a
 // softmax in double precision, so a surprisal is finite even where a float p would be 0.

@@ -1,6 +1,6 @@
 // Internal to viewer/: the attention data shared by the format writers, and the helpers
-// they share. Each writer streams one format to an open file; attention_export opens and
-// commits the file.
+// they share (also with generation/surprisal_csv.c). Each writer streams one format to an
+// open file; attention_export opens and commits the file.
 #ifndef CHARGPT_ATTENTION_FORMATS_H
 #define CHARGPT_ATTENTION_FORMATS_H
 
@@ -63,5 +63,11 @@ int viewer_append_json_char(char *out, uint32_t cp, int html_safe);
 int viewer_append_float(char *out, float x);
 // Appends a non-negative integer in decimal. Returns the length.
 int viewer_append_uint(char *out, uint32_t x);
+
+// The longest CSV character field: a quoted, doubled quote or a 4-byte UTF-8 sequence.
+#define CSV_CHAR_MAX 6
+// Appends cp as a CSV field: its UTF-8, quoted per RFC 4180 when it is a comma, a double
+// quote, CR or LF (the quote doubled). Returns the number of bytes.
+int viewer_append_csv_char(char *out, uint32_t cp);
 
 #endif

@@ -1,0 +1,27 @@
+#include "validation_pass.h"
+
+#include <string.h>
+
+double validation_pass(GPT *model, const Dataset *ds, int B, int T, int *inputs, int *targets, long *count) {
+    int saved = model->training;
+    model->training = 0;
+    long scored = (long)ds->val_len - 1;  // window k scores characters kT + 1 .. kT + t
+    double sum = 0.0;
+    for (long first = 0; first < scored;) {
+        // up to B windows of T, or the last, shorter one alone
+        int t = scored - first < T ? (int)(scored - first) : T;
+        long fit = (scored - first) / t;
+        int b = fit < B ? (int)fit : B;
+        for (int k = 0; k < b; k++) {
+            const int *window = ds->val + first + (long)k * t;
+            memcpy(inputs + (size_t)k * t, window, (size_t)t * sizeof(int));
+            memcpy(targets + (size_t)k * t, window + 1, (size_t)t * sizeof(int));
+        }
+        gpt_forward(model, inputs, targets, b, t);
+        for (long i = 0; i < (long)b * t; i++) sum += model->acts.losses[i];
+        first += (long)b * t;
+    }
+    model->training = saved;
+    *count = scored;
+    return sum / scored;
+}
