@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../format/float_text.h"
+
 typedef enum { FIELD_INT, FIELD_LONG, FIELD_FLOAT, FIELD_DOUBLE, FIELD_U64 } FieldType;
 
 // How a field may be: its limits are [min, max], or [min, max) with OPEN_MAX; NaN is
@@ -75,8 +77,8 @@ void run_meta_write(RunMeta *m, const TrainOptions *o, const TrainState *s) {
         switch (f->type) {
             case FIELD_INT: snprintf(value, sizeof(value), "%d", *(const int *)p); break;
             case FIELD_LONG: snprintf(value, sizeof(value), "%ld", *(const long *)p); break;
-            case FIELD_FLOAT: snprintf(value, sizeof(value), "%.9g", *(const float *)p); break;
-            case FIELD_DOUBLE: snprintf(value, sizeof(value), "%.17g", *(const double *)p); break;
+            case FIELD_FLOAT: float_text(*(const float *)p, value, sizeof(value)); break;
+            case FIELD_DOUBLE: double_text(*(const double *)p, value, sizeof(value)); break;
             case FIELD_U64: snprintf(value, sizeof(value), "%" PRIu64, *(const uint64_t *)p); break;
         }
         meta_add(m, f->key, value);
