@@ -266,8 +266,10 @@ static void parse_options(int argc, char **argv, TrainOptions *o, GivenOptions *
         }
     }
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
+    if (given->given[OPT_INIT_FROM] && given->given[OPT_RESUME])
+        die(EXIT_USAGE, "--init-from starts a new run and --resume continues one: give one of them");
     if (given->given[OPT_INIT_FROM]) {
-        static const int model_options[] = {OPT_RESUME, OPT_N_LAYER, OPT_N_HEAD, OPT_N_EMBD, OPT_HEAD_SIZE,
+        static const int model_options[] = {OPT_N_LAYER, OPT_N_HEAD, OPT_N_EMBD, OPT_HEAD_SIZE,
                                             OPT_BLOCK_SIZE, OPT_NO_QKV_BIAS};
         for (size_t k = 0; k < sizeof(model_options) / sizeof(model_options[0]); k++)
             if (given->given[model_options[k]])
