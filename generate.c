@@ -37,12 +37,14 @@
 #define PROMPT_MAX_BYTES (1 << 20)   // a longer prompt file is refused
 #define MAX_SAMPLES (1 << 16)        // --num-samples may ask for at most this many
 #define MIB (1024.0 * 1024.0)
+#define MAX_ATTENTION_FILES 16       // --attention may be given at most this many times
 
 typedef struct {
     const char *checkpoint;
     const char *prompt;       // from the command line, or NULL
     const char *prompt_file;  // "-" for stdin, or NULL
-    const char *attention;    // output path, or NULL
+    const char *attention[MAX_ATTENTION_FILES];  // output paths (--attention, each time given)
+    int num_attention;
     const char *score;        // text to score ("-" for stdin), or NULL
     const char *surprisal;    // with score: the per-character CSV, or NULL
     const char *sampling_flag;// the first option given that only sampling uses, or NULL
@@ -65,7 +67,8 @@ static const Options default_options = {
 static void usage(FILE *f) {
     const Options *d = &default_options;
     fprintf(f,
-            "usage: %s CKPT [PROMPT] [options]\n"
+            "usage: %s CKPT [PROMPT] [options]   (a PROMPT that starts with '-' goes after '--':\n"
+            "       %s CKPT [options] -- PROMPT)\n"
             "Streams text sampled from a checkpoint written by ./train (or, with --score, scores a text).\n\n"
             "  -n, --max-new N        characters to generate; 0 only reads the prompt (default %ld)\n"
             "  -t, --temperature F    sampling temperature; 0 = greedy argmax (default %g)\n"
@@ -86,7 +89,8 @@ static void usage(FILE *f) {
             "      --no-cache         recompute the whole window for every character (for checking)\n"
             "      --attention FILE   record the attention weights of every layer and head over the\n"
             "                         processed text (its last block_size characters): .json, .csv,\n"
-            "                         .png or .html (an interactive viewer)\n"
+            "                         .png or .html (an interactive viewer); may be given up to %d\n"
+            "                         times, every file's directory checked before the model runs\n"
             "      --score FILE       print the model's mean loss on FILE (plain or gzip; '-' for\n"
             "                         stdin) in nats and bits per character and as perplexity, each\n"
             "                         character after the first predicted from the ones before it\n"
@@ -100,8 +104,8 @@ static void usage(FILE *f) {
             "  -h, --help             show this help\n"
             "An empty prompt starts from a newline (if the vocabulary has one). A prompt file may hold\n"
             "at most %d bytes.\n",
-            program_invocation_name, d->max_new, d->sampler.temperature, d->sampler.top_k,
-            d->sampler.top_p, d->seed, d->num_samples, d->stride, THREADS_PER_CORE, d->threads, PROMPT_MAX_BYTES);
+            program_invocation_name, program_invocation_name, d->max_new, d->sampler.temperature, d->sampler.top_k,
+            d->sampler.top_p, d->seed, d->num_samples, d->stride, MAX_ATTENTION_FILES, THREADS_PER_CORE, d->threads, PROMPT_MAX_BYTES);
 }
 
 static void die(int status, const char *fmt, ...) {
@@ -178,7 +182,11 @@ static void parse_options(int argc, char **argv, Options *o) {
             case 's': o->seed = (uint64_t)parse_whole("--seed", optarg, 0, LONG_MAX); break;
             case 'f': o->prompt_file = optarg; break;
             case OPT_NO_CACHE: o->use_cache = 0; break;
-            case OPT_ATTENTION: o->attention = optarg; break;
+            case OPT_ATTENTION:
+                if (o->num_attention == MAX_ATTENTION_FILES)
+                    die(EXIT_USAGE, "--attention may be given at most %d times", MAX_ATTENTION_FILES);
+                o->attention[o->num_attention++] = optarg;
+                break;
             case OPT_THREADS:
                 o->threads = (int)parse_whole("--threads", optarg, 0, THREADS_PER_CORE * (long)omp_get_num_procs());
                 break;
@@ -188,11 +196,20 @@ static void parse_options(int argc, char **argv, Options *o) {
             case OPT_NUM_SAMPLES: o->num_samples = (int)parse_whole("--num-samples", optarg, 1, MAX_SAMPLES); break;
             case OPT_SCORE: o->score = optarg; break;
             case OPT_SURPRISAL: o->surprisal = optarg; break;
-            case 'h': usage(stdout); exit(0);
+            case 'h':
+                // "-h" or "--help" (or its abbreviation); "-hi" is a prompt given before "--"
+                if (strcmp(flag, "-h") != 0 && strncmp(flag, "--h", 3) != 0)
+                    die(EXIT_USAGE, "unknown option '%s' (a prompt that starts with '-' goes after '--': %s CKPT "
+                        "-- '%s'; see --help)", argv[optind], program_invocation_name, argv[optind]);
+                usage(stdout);
+                exit(0);
             case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", flag); break;
             default:
-                if (optopt) die(EXIT_USAGE, "unknown option '-%c' (see --help)", optopt);
-                die(EXIT_USAGE, "unknown option '%s' (see --help)", flag);
+                if (optopt)
+                    die(EXIT_USAGE, "unknown option '-%c' (a prompt that starts with '-' goes after '--': %s CKPT "
+                        "-- PROMPT; see --help)", optopt, program_invocation_name);
+                die(EXIT_USAGE, "unknown option '%s' (a prompt that starts with '-' goes after '--': %s CKPT -- "
+                    "PROMPT; see --help)", flag, program_invocation_name);
         }
     }
     if (optind >= argc)
@@ -206,10 +223,15 @@ static void parse_options(int argc, char **argv, Options *o) {
     if (o->score && o->sampling_flag)
         die(EXIT_USAGE, "%s is for generating text; --score only takes --stride, --skip-unknown, --surprisal, "
             "--threads and --max-memory", o->sampling_flag);
-    if (o->num_samples > 1 && o->attention)
+    if (o->num_samples > 1 && o->num_attention)
         die(EXIT_USAGE, "--attention records one text: it cannot be combined with --num-samples %d", o->num_samples);
     char err[ERR_LEN];
-    if (o->attention && attention_check_path(o->attention, err) != 0) die(EXIT_USAGE, "%s", err);
+    for (int i = 0; i < o->num_attention; i++) {
+        if (attention_check_path(o->attention[i], err) != 0) die(EXIT_USAGE, "%s", err);
+        AtomicFile probe;  // its directory takes new files, before the model runs
+        if (atomic_file_open(&probe, o->attention[i], err) != 0) die(EXIT_DATA, "--attention %s", err);
+        atomic_file_abort(&probe);
+    }
 }
 
 // Reads the whole prompt file (or stdin for "-"), at most PROMPT_MAX_BYTES, into a
@@ -310,7 +332,7 @@ static void check_generation_memory(const GPTConfig *c, const Options *o, long t
     GPTMemoryPlan plan;
     gpt_memory_plan(c, o->num_samples, GPT_PLAN_GENERATION, &plan);
     plan.generation += (double)o->num_samples * text_len * sizeof(int);
-    if (o->attention) plan.generation += (double)c->n_layer * c->n_head * c->block_size * c->block_size * sizeof(float);
+    if (o->num_attention) plan.generation += (double)c->n_layer * c->n_head * c->block_size * c->block_size * sizeof(float);
     char what[128];
     if (o->num_samples == 1) snprintf(what, sizeof(what), "generating %ld characters", o->max_new);
     else snprintf(what, sizeof(what), "generating %d samples of %ld characters", o->num_samples, o->max_new);
@@ -319,8 +341,9 @@ static void check_generation_memory(const GPTConfig *c, const Options *o, long t
 
 // Runs the last window of text through the training forward pass and writes the attention
 // weights of every layer and head, (L, H, t, t), and what the model predicted at each
-// position, in the format the file's extension names.
-static void record_attention(GPT *model, const Vocab *vocab, const int *text, long len, const char *path) {
+// position, to each of the n paths in the format its extension names.
+static void record_attention(GPT *model, const Vocab *vocab, const int *text, long len, const char *const *paths,
+                             int n) {
     const GPTConfig *c = &model->config;
     int t = len < c->block_size ? (int)len : c->block_size;
     const int *window = text + len - t;
@@ -338,15 +361,19 @@ static void record_attention(GPT *model, const Vocab *vocab, const int *text, lo
             memcpy(att + l * per_layer, gpt_attention_weights(model, l), per_layer * sizeof(float));
         for (int i = 0; i < t; i++) chars[i] = vocab->chars[window[i]];
         attention_predictions(model->acts.logits, window, t, c->vocab_size, vocab->chars, pred);
-        rc = attention_export(path, chars, t, c->n_layer, c->n_head, att, pred, err);
+        rc = 0;
+        for (int i = 0; i < n && rc == 0; i++) {
+            rc = attention_export(paths[i], chars, t, c->n_layer, c->n_head, att, pred, err);
+            if (rc == 0)
+                fprintf(stderr, "attention of %d layers x %d heads over %d characters written to %s\n", c->n_layer,
+                        c->n_head, t, paths[i]);
+        }
     }
     free(att);
     free(chars);
     free(pred);
     if (rc == -2) die(EXIT_USAGE, "%s", err);
     if (rc != 0) die(EXIT_DATA, "%s", err);
-    fprintf(stderr, "attention of %d layers x %d heads over %d characters written to %s\n", c->n_layer,
-            c->n_head, t, path);
 }
 
 // Prints a warning about the characters prompt_from_chars dropped from `what`.
@@ -452,7 +479,7 @@ int main(int argc, char **argv) {
     if (rc != 0) die(rc == -1 ? EXIT_USAGE : EXIT_DATA, "%s", err);
     const Prompt *prompt = &run.prompt;
     warn_dropped(prompt, "the prompt");
-    if (prompt->len == 0 && o.max_new == 0 && !o.attention) return 0;  // nothing to do
+    if (prompt->len == 0 && o.max_new == 0 && !o.num_attention) return 0;  // nothing to do
 
     // the model, after its memory was found to fit; an empty prompt starts from a newline
     long start_len = prompt->len > 0 ? prompt->len : 1;
@@ -493,6 +520,7 @@ int main(int argc, char **argv) {
                 o.num_samples > 1 ? " in all samples" : "", secs, secs > 0 ? chars / secs : 0.0,
                 o.use_cache ? "" : ", without the cache");
     }
-    if (o.attention) record_attention(model, &run.vocab, decoder_text(d, 0), d->len, o.attention);
+    if (o.num_attention)
+        record_attention(model, &run.vocab, decoder_text(d, 0), d->len, o.attention, o.num_attention);
     return 0;
 }

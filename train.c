@@ -1,7 +1,7 @@
 // ./train: trains a character-level GPT on a text corpus (plain or gzip) and writes
 // safetensors checkpoints that ./generate, PyTorch and --resume read.
 // Exit status: 0 done, 1 bad data or I/O, 2 bad usage or a run too large for the memory,
-// 3 non-finite loss, 130/143 stopped by SIGINT/SIGTERM after saving.
+// 3 non-finite loss, 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP after saving.
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -19,16 +19,23 @@
 
 #include "data/batch.h"
 #include "data/corpus.h"
+#include "data/corpus_fingerprint.h"
 #include "data/vocab.h"
+#include "data/vocab_coverage.h"
 #include "format/atomic_file.h"
 #include "format/checkpoint.h"
 #include "model/adamw.h"
 #include "model/gpt.h"
 #include "model/rng.h"
 #include "model/train_step.h"
+#include "training/loss_history.h"
+#include "training/progress_line.h"
+#include "training/run_dir.h"
 #include "training/run_log.h"
 #include "training/run_state.h"
+#include "training/stop_signals.h"
 #include "training/validation_pass.h"
+#include "viewer/loss_plot.h"
 
 #define EXIT_DATA 1
 #define EXIT_USAGE 2
@@ -37,7 +44,7 @@
 #define MIB (1024.0 * 1024.0)
 
 static const TrainOptions default_options = {
-    .data = "", .out = "out", .resume = "",  // data "": the corpus shipped with chargpt
+    .data = "", .out = "out", .resume = "", .init_from = "",  // data "": the corpus shipped with chargpt
     .n_layer = 4, .n_head = 4, .n_embd = 128, .head_size = 0, .block_size = 64, .batch_size = 12,
     .qkv_bias = 1, .dropout = 0.0f,
     .steps = 2000, .decay_steps = 0, .warmup = 100,
@@ -55,11 +62,28 @@ static void usage(FILE *f) {
             "data and output:\n"
             "  --data FILE          corpus, plain text or gzip (default: Tiny Shakespeare, shipped\n"
             "                       with chargpt as tinyshakespeare.txt.gz)\n"
+            "  --keep-cr            keep CR characters (default: CR LF and lone CR become LF, and a\n"
+            "                       leading byte-order mark is dropped; what changed is reported)\n"
             "  --val-fraction F     last fraction of the corpus held out for validation (default %g)\n"
-            "  --out DIR            checkpoints and log.csv go here (default %s/)\n"
+            "  --out DIR            checkpoints, log.csv and loss.svg go here (default %s/); a DIR that\n"
+            "                       holds a run already (a checkpoint or log.csv) is refused unless\n"
+            "                       --resume continues it or --force replaces it\n"
+            "  --force              replace the run in --out (its best.safetensors and loss.svg are\n"
+            "                       removed first)\n"
             "  --resume CKPT        continue the run saved in CKPT with its options; only --steps,\n"
-            "                       --out, --threads, --save-every, --eval-every, --max-memory may\n"
-            "                       be given again\n"
+            "                       --out, --threads, --save-every, --eval-every, --max-memory,\n"
+            "                       --data, --decay-steps and --warmup may be given again. --data\n"
+            "                       must hold the same text (its length and CRC-32, kept in CKPT,\n"
+            "                       are checked); without it the saved path is used, a relative\n"
+            "                       one looked for in the current directory, then beside CKPT.\n"
+            "                       --decay-steps or --warmup start a new learning-rate schedule at\n"
+            "                       CKPT's step: warm-up from CKPT's step (default 0 steps), then\n"
+            "                       cosine decay to --min-lr at --decay-steps (default --steps)\n"
+            "  --init-from CKPT     fine-tune: a new run (step 0, new optimizer state and schedule,\n"
+            "                       any --data) from CKPT's weights, architecture and vocabulary;\n"
+            "                       the model options come from CKPT (--dropout may be given)\n"
+            "  --skip-unknown       with --init-from: drop corpus characters CKPT's vocabulary lacks\n"
+            "                       (default: an error naming them with their counts)\n"
             "model:\n"
             "  --n-layer N          transformer blocks (default %d)\n"
             "  --n-head N           attention heads (default %d)\n"
@@ -85,7 +109,14 @@ static void usage(FILE *f) {
             "  --threads N          OpenMP threads; 0 = all cores; at most %d per core (default %d)\n"
             "  --max-memory MIB     refuse a run that needs more memory than MIB mebibytes (default:\n"
             "                       the memory available now, MemAvailable in /proc/meminfo)\n"
-            "  -h, --help           show this help\n",
+            "  -h, --help           show this help\n"
+            "progress: on a terminal one line rewritten in place, fitted to its width (else\n"
+            "$COLUMNS, else 80 columns) by dropping the least important figures first (elapsed,\n"
+            "ms/step, lr, tok/s, val, ETA); otherwise one plain line per report. 'loss' is the mean\n"
+            "train loss of the steps since the last report ('mean of N'), as log.csv and done:'s\n"
+            "final train loss give it; ms/step, tok/s and the ETA count training steps only, not\n"
+            "evaluation or saving. Ctrl-C, SIGTERM or SIGHUP: the step ends, an evaluation under way\n"
+            "is abandoned, the checkpoint is saved; a second one exits at once without saving.\n",
             program_invocation_name, d->val_fraction, d->out, d->n_layer, d->n_head, d->n_embd, d->block_size,
             d->dropout, d->batch_size, d->steps, d->lr, d->min_lr, d->warmup, d->weight_decay,
             d->grad_clip, d->eval_every, d->eval_batches, d->save_every, d->log_every, d->seed,
@@ -137,6 +168,7 @@ enum {
     OPT_BLOCK_SIZE, OPT_BATCH_SIZE, OPT_DROPOUT, OPT_NO_QKV_BIAS, OPT_STEPS, OPT_LR, OPT_MIN_LR,
     OPT_WARMUP, OPT_DECAY_STEPS, OPT_WEIGHT_DECAY, OPT_GRAD_CLIP, OPT_EVAL_EVERY, OPT_EVAL_BATCHES,
     OPT_SAVE_EVERY, OPT_LOG_EVERY, OPT_SEED, OPT_THREADS, OPT_VAL_FRACTION, OPT_MAX_MEMORY,
+    OPT_INIT_FROM, OPT_SKIP_UNKNOWN, OPT_KEEP_CR, OPT_FORCE, OPT_COUNT
 };
 
 static const struct option long_options[] = {
@@ -166,13 +198,17 @@ static const struct option long_options[] = {
     {"threads", required_argument, 0, OPT_THREADS},
     {"val-fraction", required_argument, 0, OPT_VAL_FRACTION},
     {"max-memory", required_argument, 0, OPT_MAX_MEMORY},
+    {"init-from", required_argument, 0, OPT_INIT_FROM},
+    {"skip-unknown", no_argument, 0, OPT_SKIP_UNKNOWN},
+    {"keep-cr", no_argument, 0, OPT_KEEP_CR},
+    {"force", no_argument, 0, OPT_FORCE},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
 
 // Which options were given on the command line (to check what --resume allows).
 typedef struct {
-    int given[OPT_MAX_MEMORY + 1];
+    int given[OPT_COUNT];
 } GivenOptions;
 
 static void parse_options(int argc, char **argv, TrainOptions *o, GivenOptions *given) {
@@ -223,9 +259,27 @@ static void parse_options(int argc, char **argv, TrainOptions *o, GivenOptions *
                 break;
             case OPT_VAL_FRACTION: o->val_fraction = parse_float(name, optarg, 0.0, 1.0, 0); break;
             case OPT_MAX_MEMORY: o->max_memory = parse_float(name, optarg, 1.0, 1e12, 1) * MIB; break;
+            case OPT_INIT_FROM: copy_path(o->init_from, name, optarg); break;
+            case OPT_SKIP_UNKNOWN: o->skip_unknown = 1; break;
+            case OPT_KEEP_CR: o->keep_cr = 1; break;
+            case OPT_FORCE: o->force = 1; break;
         }
     }
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
+    if (given->given[OPT_INIT_FROM] && given->given[OPT_RESUME])
+        die(EXIT_USAGE, "--init-from starts a new run and --resume continues one: give one of them");
+    if (given->given[OPT_INIT_FROM]) {
+        static const int model_options[] = {OPT_N_LAYER, OPT_N_HEAD, OPT_N_EMBD, OPT_HEAD_SIZE,
+                                            OPT_BLOCK_SIZE, OPT_NO_QKV_BIAS};
+        for (size_t k = 0; k < sizeof(model_options) / sizeof(model_options[0]); k++)
+            if (given->given[model_options[k]])
+                for (int i = 0; long_options[i].name; i++)
+                    if (long_options[i].val == model_options[k])
+                        die(EXIT_USAGE, "--%s cannot be given with --init-from: the model is the checkpoint's",
+                            long_options[i].name);
+    } else if (given->given[OPT_SKIP_UNKNOWN]) {
+        die(EXIT_USAGE, "--skip-unknown is for --init-from (a new run's vocabulary is its corpus's)");
+    }
 }
 
 // Options the model and schedule need that depend on others.
@@ -242,13 +296,14 @@ static void check_options(TrainOptions *o) {
 // Restores the saved options (keeping those --resume may change) and the training state.
 static void resume_options(const Checkpoint *ck, TrainOptions *o, const GivenOptions *given, TrainState *s) {
     static const int allowed[] = {OPT_RESUME, OPT_STEPS, OPT_OUT, OPT_THREADS, OPT_SAVE_EVERY, OPT_EVAL_EVERY,
-                                  OPT_MAX_MEMORY};
+                                  OPT_MAX_MEMORY, OPT_DATA, OPT_DECAY_STEPS, OPT_WARMUP};
     for (int i = 0; long_options[i].name; i++) {
         int v = long_options[i].val, ok = 0;
         for (size_t k = 0; k < sizeof(allowed) / sizeof(allowed[0]); k++) ok |= allowed[k] == v;
         if (v < (int)(sizeof(given->given) / sizeof(int)) && given->given[v] && !ok)
             die(EXIT_USAGE, "--%s cannot be changed when resuming (only --steps, --out, --threads, "
-                "--save-every, --eval-every and --max-memory can)", long_options[i].name);
+                "--save-every, --eval-every, --max-memory, --data, --decay-steps and --warmup can)",
+                long_options[i].name);
     }
     if (!ck->has_optimizer)
         die(EXIT_DATA, "%s has no optimizer state, so its run cannot be resumed (./generate can still use it)",
@@ -259,6 +314,21 @@ static void resume_options(const Checkpoint *ck, TrainOptions *o, const GivenOpt
     if (given->given[OPT_STEPS]) {
         o->steps = given_values.steps;
         if (o->steps < s->step) die(EXIT_USAGE, "--steps %ld is before the checkpoint's step %ld", o->steps, s->step);
+    }
+    if (given->given[OPT_DECAY_STEPS] || given->given[OPT_WARMUP]) {
+        // a new schedule from the checkpoint's step
+        o->schedule_start = s->step;
+        o->warmup = given->given[OPT_WARMUP] ? given_values.warmup : 0;
+        o->decay_steps = given->given[OPT_DECAY_STEPS] ? given_values.decay_steps : o->steps;
+        if (o->decay_steps <= s->step)
+            die(EXIT_USAGE, "the new schedule's decay must end after the checkpoint's step %ld: give --decay-steps "
+                "(default --steps) above it", s->step);
+    }
+    if (given->given[OPT_DATA]) strcpy(o->data, given_values.data);  // checked against the fingerprint
+    else {
+        char saved[sizeof(o->data)];
+        strcpy(saved, o->data);
+        run_dir_find_corpus(saved, ck->path, o->data, sizeof(o->data));
     }
     if (given->given[OPT_SAVE_EVERY]) o->save_every = given_values.save_every;
     if (given->given[OPT_EVAL_EVERY]) o->eval_every = given_values.eval_every;
@@ -283,12 +353,14 @@ static struct {
     GPT model;
     AdamW opt;
     RunLog log;
+    LossHistory losses;
 } run;
 
 static void free_run(void) {
     atomic_file_remove_open();
     char err[ERR_LEN];
     run_log_close(&run.log, err);  // a failure here was already reported, or does not matter any more
+    loss_history_free(&run.losses);
     adamw_free(&run.opt);
     gpt_free(&run.model);
     free(run.tokens);
@@ -299,10 +371,6 @@ static void free_run(void) {
     checkpoint_close(&run.ck);
 }
 
-// SIGINT and SIGTERM stop the run after the current step, which saves the checkpoint.
-static volatile sig_atomic_t stop_signal = 0;
-static void on_stop_signal(int sig) { stop_signal = sig; }
-
 // Other signals that end the program remove the temporary file of a save in progress first.
 static void on_fatal_signal(int sig) {
     atomic_file_remove_open();
@@ -311,10 +379,9 @@ static void on_fatal_signal(int sig) {
 }
 
 static void install_signal_handlers(void) {
-    static const int fatal[] = {SIGHUP, SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2};
+    static const int fatal[] = {SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2};
     for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++) signal(fatal[i], on_fatal_signal);
-    signal(SIGINT, on_stop_signal);
-    signal(SIGTERM, on_stop_signal);
+    stop_signals_install();  // SIGINT, SIGTERM, SIGHUP: stop after the step and save
     // a file-size limit makes the write fail with EFBIG, reported, instead of killing the run
     signal(SIGXFSZ, SIG_IGN);
 }
@@ -325,11 +392,13 @@ static double now_seconds(void) {
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-// nanoGPT's schedule: linear warm-up, cosine decay to min_lr at decay_steps, then min_lr.
+// nanoGPT's schedule: linear warm-up, cosine decay to min_lr at decay_steps, then min_lr. It
+// starts at schedule_start: 0, or the step where a resumed run began a new schedule.
 static float learning_rate(const TrainOptions *o, long step) {
-    if (step < o->warmup) return o->lr * (float)(step + 1) / (float)(o->warmup + 1);
+    long from = o->schedule_start;
+    if (step - from < o->warmup) return o->lr * (float)(step - from + 1) / (float)(o->warmup + 1);
     if (step >= o->decay_steps) return o->min_lr;
-    double ratio = (double)(step - o->warmup) / (double)(o->decay_steps - o->warmup);
+    double ratio = (double)(step - from - o->warmup) / (double)(o->decay_steps - from - o->warmup);
     double coeff = 0.5 * (1.0 + cos(M_PI * ratio));
     return (float)(o->min_lr + coeff * (o->lr - o->min_lr));
 }
@@ -391,12 +460,17 @@ static void check_memory(const GPTMemoryPlan *plan, const TrainOptions *o) {
     }
 }
 
-// Mean validation loss over the fixed evaluation windows, with dropout off.
+// Mean validation loss over the fixed evaluation windows, with dropout off; NAN when a stop
+// signal abandoned it.
 static double evaluate(GPT *model, const Dataset *ds, const TrainOptions *o, int *inputs, int *targets) {
     int saved = model->training;
     model->training = 0;
     double sum = 0.0;
     for (long b = 0; b < o->eval_batches; b++) {
+        if (stop_signals_received()) {  // abandoned: the run stops and saves
+            model->training = saved;
+            return NAN;
+        }
         dataset_val_batch(ds, (int)b, (int)o->eval_batches, o->batch_size, o->block_size, inputs, targets);
         gpt_forward(model, inputs, targets, o->batch_size, o->block_size);
         sum += model->mean_loss;
@@ -423,10 +497,18 @@ int main(int argc, char **argv) {
     TrainState state = {0, {0}, INFINITY, NAN, 0, 0.0};
     rng_seed(&state.rng, o.seed);
 
-    int resuming = o.resume[0] != '\0';
+    int resuming = o.resume[0] != '\0', initializing = o.init_from[0] != '\0';
     if (resuming) {
         if (checkpoint_open(o.resume, &run.ck, err) != 0) die(EXIT_DATA, "%s", err);
         resume_options(&run.ck, &o, &given, &state);
+    }
+    if (initializing) {
+        // the checkpoint's architecture; its dropout unless --dropout is given
+        if (checkpoint_open(o.init_from, &run.ck, err) != 0) die(EXIT_DATA, "%s", err);
+        const GPTConfig *c = &run.ck.config;
+        o.n_layer = c->n_layer, o.n_head = c->n_head, o.n_embd = c->n_embd, o.head_size = c->head_size;
+        o.block_size = c->block_size, o.qkv_bias = c->qkv_bias;
+        if (!given.given[OPT_DROPOUT]) o.dropout = c->dropout;
     }
     check_options(&o);
     if (o.threads > 0) omp_set_num_threads(o.threads);
@@ -434,14 +516,65 @@ int main(int argc, char **argv) {
     snprintf(ckpt_path, sizeof(ckpt_path), "%s/ckpt.safetensors", o.out);
     snprintf(best_path, sizeof(best_path), "%s/best.safetensors", o.out);
     snprintf(log_path, sizeof(log_path), "%s/log.csv", o.out);
+    char found[128];
+    if (!resuming && run_dir_find_run(o.out, found, sizeof(found)) > 0) {
+        if (!o.force)
+            die(EXIT_USAGE, "%s already holds a run (%s): continue it with --resume %s, or give --force to replace "
+                "it (or another --out)", o.out, found, ckpt_path);
+        if (run_dir_remove_old_outputs(o.out, err) != 0) die(EXIT_DATA, "%s", err);
+        printf("--force: replacing the run in %s (%s)\n", o.out, found);
+    }
     prepare_out_dir(o.out, (const char *const[3]){ckpt_path, best_path, log_path});
     if (run_log_open(&run.log, log_path, resuming, state.step, err) != 0) die(EXIT_DATA, "%s", err);
 
     // corpus -> vocabulary -> tokens -> train/val split
     if (!o.data[0] && corpus_default_path(o.data, sizeof(o.data), err) != 0)
         die(EXIT_DATA, "%s; give --data FILE", err);
-    if (corpus_load(o.data, 0, &run.corpus, err) != 0) die(EXIT_DATA, "%s", err);
-    if (vocab_build(&run.vocab, run.corpus.text, run.corpus.len, err) != 0) die(EXIT_DATA, "%s: %s", o.data, err);
+    if (corpus_load(o.data, o.keep_cr, &run.corpus, err) != 0)
+        die(EXIT_DATA, "%s%s", err, resuming && !given.given[OPT_DATA] ? " (give --data FILE if the corpus moved)" : "");
+    char cleaned[160];
+    text_cleanup_describe(&run.corpus.cleanup, cleaned, sizeof(cleaned));
+    if (cleaned[0])
+        printf("%s: %s%s\n", o.data, cleaned,
+               run.corpus.cleanup.crlf || run.corpus.cleanup.lone_cr ? " (--keep-cr keeps them)" : "");
+    // the text's fingerprint, of the text as cleaned: a resumed run's must be the checkpoint's
+    char fingerprint[CORPUS_FINGERPRINT_LEN];
+    corpus_fingerprint(run.corpus.text, run.corpus.len, fingerprint);
+    int saved_fingerprint = o.corpus_fingerprint[0] != '\0';
+    if (resuming && saved_fingerprint && strcmp(fingerprint, o.corpus_fingerprint) != 0) {
+        char have[64], want[64];
+        corpus_fingerprint_describe(fingerprint, have, sizeof(have));
+        corpus_fingerprint_describe(o.corpus_fingerprint, want, sizeof(want));
+        die(EXIT_DATA, "%s is not the text %s was trained on: it has %s, the checkpoint's corpus %s", o.data,
+            o.resume, have, want);
+    }
+    if (resuming && !saved_fingerprint && given.given[OPT_DATA])
+        die(EXIT_USAGE, "%s keeps no corpus fingerprint (an older checkpoint), so --data cannot be checked: resume "
+            "without --data", o.resume);
+    strcpy(o.corpus_fingerprint, fingerprint);
+    if (resuming || initializing) {
+        // the checkpoint's vocabulary; a fine-tuning corpus may only use its characters
+        if (vocab_from_chars(&run.vocab, run.ck.vocab, run.ck.config.vocab_size, err) != 0)
+            die(EXIT_DATA, "%s: %s", run.ck.path, err);
+        MissingChars missing;
+        if (vocab_coverage_find(&run.vocab, run.corpus.text, run.corpus.len, &missing, err) != 0)
+            die(EXIT_DATA, "%s", err);
+        char listed[600];
+        vocab_coverage_describe(&missing, 12, listed, sizeof(listed));
+        size_t total = missing.total;
+        int distinct = missing.distinct;
+        vocab_coverage_free(&missing);
+        if (distinct > 0 && !o.skip_unknown)
+            die(EXIT_DATA, "%s: %zu character%s (%d distinct) not in the vocabulary of %s: %s; give --skip-unknown "
+                "to drop them", o.data, total, total == 1 ? "" : "s", distinct, run.ck.path, listed);
+        if (distinct > 0) {
+            run.corpus.len = vocab_coverage_drop(&run.vocab, run.corpus.text, run.corpus.len);
+            printf("%s: dropped %zu character%s (%d distinct) not in the vocabulary of %s: %s\n", o.data, total,
+                   total == 1 ? "" : "s", distinct, run.ck.path, listed);
+        }
+    } else if (vocab_build(&run.vocab, run.corpus.text, run.corpus.len, err) != 0) {
+        die(EXIT_DATA, "%s: %s", o.data, err);
+    }
     run.tokens = malloc(run.corpus.len * sizeof(int));
     size_t bad_pos;
     if (!run.tokens) die(EXIT_DATA, "out of memory for %zu tokens", run.corpus.len);
@@ -451,10 +584,13 @@ int main(int argc, char **argv) {
         die(given.given[OPT_BLOCK_SIZE] || given.given[OPT_VAL_FRACTION] ? EXIT_USAGE : EXIT_DATA, "%s: %s", o.data, err);
     int have_val = ds.val_len > 0;
     const Vocab *vocab = &run.vocab;
-    if (resuming && (run.ck.config.vocab_size != vocab->size ||
-                     memcmp(run.ck.vocab, vocab->chars, vocab->size * sizeof(uint32_t)) != 0))
+    Vocab corpus_vocab = {0};  // an older checkpoint, without a fingerprint: the corpus's vocabulary must be its
+    if (resuming && !saved_fingerprint &&
+        (vocab_build(&corpus_vocab, run.corpus.text, run.corpus.len, err) != 0 || corpus_vocab.size != vocab->size ||
+         memcmp(corpus_vocab.chars, vocab->chars, vocab->size * sizeof(uint32_t)) != 0))
         die(EXIT_DATA, "%s: the vocabulary of %s differs from the checkpoint's; resume needs the same corpus",
             o.resume, o.data);
+    vocab_free(&corpus_vocab);
 
     // the model's size, and the memory it needs, before anything is allocated for it
     GPTConfig config = {vocab->size, o.block_size, o.n_layer, o.n_head, o.n_embd, o.head_size, o.qkv_bias, o.dropout};
@@ -473,8 +609,10 @@ int main(int argc, char **argv) {
     // model and optimizer; failing to allocate what the plan allowed is also "too large"
     GPT *model = &run.model;
     AdamW *opt = &run.opt;
-    if (resuming) {
+    if (resuming || initializing) {
         if (checkpoint_load_model(&run.ck, model, 1, err) != 0) die(EXIT_USAGE, "%s", err);
+        model->config.dropout = o.dropout;  // --init-from may change it
+        if (initializing) checkpoint_close(&run.ck);
     } else {
         if (gpt_build(model, &config, 1, err) != 0) die(EXIT_USAGE, "%s", err);
         gpt_init_weights(model, o.seed);
@@ -488,13 +626,34 @@ int main(int argc, char **argv) {
     run.inputs = malloc((size_t)B * T * sizeof(int));
     run.targets = malloc((size_t)B * T * sizeof(int));
     if (!run.inputs || !run.targets) die(EXIT_USAGE, "out of memory for batches of %d x %d tokens", B, T);
-    if (resuming) printf("resuming %s at step %ld of %ld\n", o.resume, state.step, o.steps);
+    if (initializing)
+        printf("fine-tuning %s's weights from step 0 of %ld: new optimizer state, learning rate %g with %ld warm-up "
+               "steps and cosine decay to %g at step %ld\n", o.init_from, o.steps, o.lr, o.warmup, o.min_lr,
+               o.decay_steps);
+    if (resuming) {
+        printf("resuming %s at step %ld of %ld", o.resume, state.step, o.steps);
+        if (given.given[OPT_DECAY_STEPS] || given.given[OPT_WARMUP])
+            printf("; new learning-rate schedule: %ld warm-up steps from step %ld to %g, then cosine decay to %g at "
+                   "step %ld\n", o.warmup, o.schedule_start, o.lr, o.min_lr, o.decay_steps);
+        else if (state.step >= o.decay_steps && o.steps > state.step)
+            printf("; the saved schedule's decay ended at step %ld, so the new steps train at --min-lr %g (give "
+                   "--decay-steps, and --warmup, for a new schedule)\n", o.decay_steps, o.min_lr);
+        else
+            printf(" on the saved learning-rate schedule (cosine decay to %g at step %ld)\n", o.min_lr,
+                   o.decay_steps);
+    }
+    // the loss plot's points: a resumed run's log.csv so far, then one per report
+    char plot_path[1100], plot_title[1200];
+    snprintf(plot_path, sizeof(plot_path), "%s/loss.svg", o.out);
+    snprintf(plot_title, sizeof(plot_title), "chargpt: %s", o.data);
+    if (resuming && loss_history_read(&run.losses, log_path, err) != 0) die(EXIT_DATA, "%s", err);
+    int plot_written = 0;
     fflush(stdout);
 
     double run_start = now_seconds(), elapsed_before = state.elapsed_s;
     long start_step = state.step;
-    double loss_sum = 0.0, ms_sum = 0.0;
-    int loss_count = 0;
+    double loss_sum = 0.0, ms_sum = 0.0, train_s = 0.0, report_loss = NAN;
+    int loss_count = 0, report_count = 0;
     float lr = 0.0f, train_loss = NAN;
     while (state.step < o.steps) {
         double t0 = now_seconds();
@@ -514,61 +673,96 @@ int main(int argc, char **argv) {
         train_loss = model->mean_loss;
         loss_sum += train_loss;
         loss_count++;
-        ms_sum += 1000.0 * (now_seconds() - t0);
+        double step_s = now_seconds() - t0;
+        ms_sum += 1000.0 * step_s;
+        train_s += step_s;
         state.elapsed_s = elapsed_before + now_seconds() - run_start;
 
         int last = state.step == o.steps;
         int evaluated = 0;
         if (have_val && (state.step % o.eval_every == 0 || last)) {
-            state.last_val_loss = evaluate(model, &ds, &o, run.inputs, run.targets);
-            evaluated = 1;
-            if (state.last_val_loss < state.best_val_loss) {
-                state.best_val_loss = state.last_val_loss;
-                save_checkpoint(best_path, &o, &state);
+            double val_loss = evaluate(model, &ds, &o, run.inputs, run.targets);
+            if (!isnan(val_loss)) {
+                state.last_val_loss = val_loss;
+                evaluated = 1;
+                if (state.last_val_loss < state.best_val_loss) {
+                    state.best_val_loss = state.last_val_loss;
+                    save_checkpoint(best_path, &o, &state);
+                }
+            } else {
+                printf("%sevaluation at step %ld abandoned\n", tty ? "\n" : "", state.step);
             }
         }
+        int stop_signal = stop_signals_received();
         if (state.step % o.save_every == 0 || last || stop_signal) save_checkpoint(ckpt_path, &o, &state);
 
-        // progress: the terminal line is rewritten every step; reports every log_every steps
+        // progress: the terminal line is rewritten every step, fitted to its width; reports
+        // every log_every steps. The loss is the mean since the last report, as log.csv has it;
+        // ms/step, tok/s and the ETA count training steps only.
         int report = state.step % o.log_every == 0 || last || evaluated || stop_signal;
         double ms_per_step = ms_sum / loss_count;
         double tok_per_s = B * T / (ms_per_step / 1000.0);
-        double run_elapsed = now_seconds() - run_start;
-        double eta = (o.steps - state.step) * run_elapsed / (state.step - start_step);
-        char elapsed_text[32], eta_text[32], val_text[32];
+        double eta = (o.steps - state.step) * train_s / (state.step - start_step);
+        char elapsed_text[32], eta_text[32];
         format_duration(elapsed_text, sizeof(elapsed_text), state.elapsed_s);
         format_duration(eta_text, sizeof(eta_text), eta);
-        if (isnan(state.last_val_loss)) snprintf(val_text, sizeof(val_text), "-");
-        else snprintf(val_text, sizeof(val_text), "%.4f", state.last_val_loss);
+        char fields[8][64], line[600];
+        snprintf(fields[0], 64, "step %ld/%ld", state.step, o.steps);
+        snprintf(fields[1], 64, "loss %.4f (mean of %d)", loss_sum / loss_count, loss_count);
+        if (isnan(state.last_val_loss)) snprintf(fields[2], 64, "val -");
+        else snprintf(fields[2], 64, "val %.4f", state.last_val_loss);
+        snprintf(fields[3], 64, "lr %.2e", lr);
+        snprintf(fields[4], 64, "%.1f ms/step", ms_per_step);
+        snprintf(fields[5], 64, "%.0f tok/s", tok_per_s);
+        snprintf(fields[6], 64, "%s elapsed", elapsed_text);
+        snprintf(fields[7], 64, "ETA %s", eta_text);
+        static const int importance[8] = {0, 1, 3, 5, 6, 4, 7, 2};
+        const char *field_texts[8];
+        for (int i = 0; i < 8; i++) field_texts[i] = fields[i];
+        progress_line_fit(field_texts, importance, 8, tty ? terminal_width(STDOUT_FILENO) : 100000, line, sizeof(line));
         if (tty || report) {
-            printf("%sstep %ld/%ld | loss %.4f | val %s | lr %.2e | %.1f ms/step | %.0f tok/s | %s elapsed | ETA %s%s",
-                   tty ? "\r\033[K" : "", state.step, o.steps, report ? loss_sum / loss_count : train_loss, val_text,
-                   lr, ms_per_step, tok_per_s, elapsed_text, eta_text, tty && !evaluated ? "" : "\n");
+            printf("%s%s%s", tty ? "\r\033[K" : "", line, tty && !evaluated ? "" : "\n");
             fflush(stdout);
         }
         if (report) {
-            if (run_log_row(&run.log, state.step, loss_sum / loss_count, evaluated ? state.last_val_loss : NAN, lr,
+            double mean_loss = loss_sum / loss_count;
+            if (run_log_row(&run.log, state.step, mean_loss, evaluated ? state.last_val_loss : NAN, lr,
                             state.tokens_seen, state.elapsed_s, err) != 0)
                 die(EXIT_DATA, "%s", err);
+            LossPoint point = {state.step, mean_loss, evaluated ? state.last_val_loss : NAN, lr};
+            if (loss_history_add(&run.losses, point, err) != 0) die(EXIT_DATA, "%s", err);
+            if (evaluated) {
+                if (loss_plot_write(plot_path, run.losses.points, run.losses.n, plot_title, err) != 0)
+                    fprintf(stderr, "%s%s: warning: %s (training goes on)\n", tty ? "\n" : "",
+                            program_invocation_short_name, err);
+                else
+                    plot_written = 1;
+            }
+            report_loss = mean_loss;
+            report_count = loss_count;
             loss_sum = ms_sum = 0.0;
             loss_count = 0;
         }
         if (stop_signal) {
             if (run_log_close(&run.log, err) != 0) die(EXIT_DATA, "%s", err);
             printf("%sstopped by %s after step %ld; saved %s (continue with --resume %s)\n", tty ? "\n" : "",
-                   stop_signal == SIGINT ? "SIGINT" : "SIGTERM", state.step, ckpt_path, ckpt_path);
+                   stop_signal_name(stop_signal), state.step, ckpt_path, ckpt_path);
             return 128 + stop_signal;
         }
     }
     if (state.step == start_step) save_checkpoint(ckpt_path, &o, &state);
     if (run_log_close(&run.log, err) != 0) die(EXIT_DATA, "%s", err);
     double wall = now_seconds() - run_start;
+    long steps_run = state.step - start_step;
     if (tty) printf("\n");
-    printf("done: %ld steps in %.1f s (%.0f tok/s); final train loss %.4f", state.step - start_step, wall,
-           (state.step - start_step) * (double)B * T / (wall > 0 ? wall : 1), train_loss);
-    int have_best = isfinite(state.best_val_loss);
-    if (have_best) printf(", val loss %.4f, best val loss %.4f", state.last_val_loss, state.best_val_loss);
-    printf("\ncheckpoints: %s%s%s; log: %s\n", ckpt_path, have_best ? ", " : "", have_best ? best_path : "", log_path);
+    printf("done: %ld steps in %.1f s: %.1f s training at %.0f tok/s, %.1f s evaluating and saving", steps_run, wall,
+           train_s, steps_run * (double)B * T / (train_s > 0 ? train_s : 1), wall - train_s);
+    if (report_count > 0) printf("; final train loss %.4f (mean of the last %d steps)", report_loss, report_count);
+    if (isfinite(state.best_val_loss))
+        printf(", val loss %.4f, best val loss %.4f", state.last_val_loss, state.best_val_loss);
+    int have_best = access(best_path, F_OK) == 0;
+    printf("\ncheckpoints: %s%s%s; log: %s%s%s\n", ckpt_path, have_best ? ", " : "", have_best ? best_path : "",
+           log_path, plot_written ? "; loss plot: " : "", plot_written ? plot_path : "");
     if (have_val) {
         long scored;
         double loss = validation_pass(model, &ds, B, T, run.inputs, run.targets, &scored);

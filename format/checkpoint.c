@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "float_text.h"
+
 #define CRC_KEY "crc32"
 #define NUM_CONFIG_KEYS 8
 
@@ -24,7 +26,7 @@ static void config_to_meta(const GPTConfig *c, MetaText out[NUM_CONFIG_KEYS]) {
     snprintf(out[4].key, 64, "n_embd"), snprintf(out[4].value, 64, "%d", c->n_embd);
     snprintf(out[5].key, 64, "head_size"), snprintf(out[5].value, 64, "%d", c->head_size);
     snprintf(out[6].key, 64, "qkv_bias"), snprintf(out[6].value, 64, "%d", c->qkv_bias);
-    snprintf(out[7].key, 64, "dropout"), snprintf(out[7].value, 64, "%.9g", c->dropout);
+    snprintf(out[7].key, 64, "dropout"), float_text(c->dropout, out[7].value, 64);
 }
 
 // "[10,32,...]"; returns a malloc'ed string

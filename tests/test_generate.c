@@ -1117,3 +1117,59 @@ TEST(generate_prompt_from_stdin_and_empty_prompt) {
           nothing.out);
     run_free(&nothing);
 }
+
+// A prompt that starts with '-' is read as the prompt after "--"; before it, it is an
+// unknown option (exit 2), whose message says to use "--", never the help with exit 0.
+TEST(generate_prompt_starting_with_dash) {
+    if (!test_checkpoint()) return;
+    Run before = run_generate(NULL, ARGS(CKPT, "-hi"));
+    CHECK(before.status == 2, "CKPT -hi: exit status %d, want 2: %s", before.status, before.err);
+    CHECK(strstr(before.err, "unknown option '-hi'") && strstr(before.err, "-- '-hi'"),
+          "CKPT -hi: the message does not suggest --: '%s'", before.err);
+    CHECK(!strstr(before.out, "usage:"), "CKPT -hi printed the help");
+    run_free(&before);
+    Run other = run_generate(NULL, ARGS(CKPT, "-ROMEO"));
+    CHECK(other.status == 2 && strstr(other.err, "goes after '--'"), "CKPT -ROMEO: status %d: '%s'", other.status,
+          other.err);
+    run_free(&other);
+    // after "--": the prompt; '-' is not in the test vocabulary, so it is that error (exit 2)...
+    Run after = run_generate(NULL, ARGS(CKPT, "-t", "0", "-n", "5", "--", "-hi"));
+    CHECK(after.status == 2 && strstr(after.err, "'-'") && !strstr(after.err, "option"),
+          "CKPT -n 5 -- -hi: status %d: '%s'", after.status, after.err);
+    run_free(&after);
+    // ... and with --skip-unknown the text is that of the prompt "hi"
+    Run skipped = run_generate(NULL, ARGS(CKPT, "-t", "0", "-n", "5", "--skip-unknown", "--", "-hi"));
+    Run plain = run_generate(NULL, ARGS(CKPT, "-t", "0", "-n", "5", "hi"));
+    CHECK(skipped.status == 0 && plain.status == 0, "statuses %d %d: %s", skipped.status, plain.status, skipped.err);
+    CHECK(strcmp(skipped.out, plain.out) == 0 && strncmp(plain.out, "hi", 2) == 0,
+          "-- -hi with --skip-unknown printed '%s', the prompt hi '%s'", skipped.out, plain.out);
+    CHECK(strstr(skipped.err, "dropped 1 character"), "the dropped '-' is not reported: '%s'", skipped.err);
+    run_free(&skipped), run_free(&plain);
+    Run help = run_generate(NULL, ARGS(CKPT, "-h"));
+    CHECK(help.status == 0 && strstr(help.out, "-- PROMPT"), "-h: status %d, help lacks '-- PROMPT': '%s'",
+          help.status, help.out);
+    run_free(&help);
+}
+
+// --attention given several times writes every file from one run, and a file whose
+// directory does not exist is refused before the model runs (no file written at all).
+TEST(generate_several_attention_files) {
+    if (!test_checkpoint()) return;
+    const char *html = TMP_DIR "/gen_multi.html", *json = TMP_DIR "/gen_multi.json";
+    remove(html), remove(json);
+    Run r = run_generate(NULL, ARGS(CKPT, "-n", "0", "--attention", html, "--attention", json, "the cat"));
+    CHECK(r.status == 0, "two --attention files: status %d: %s", r.status, r.err);
+    CHECK(file_exists(html) && file_exists(json), "not every --attention file was written: %s", r.err);
+    run_free(&r);
+    size_t len;
+    char *text = test_read_file(json, &len);
+    CHECK(text && strstr(text, "\"attention\""), "%s holds no attention", json);
+    free(text);
+    remove(html), remove(json);
+    r = run_generate(NULL, ARGS(CKPT, "-n", "3", "--attention", html, "--attention", TMP_DIR "/no_such_dir/a.png",
+                                "the cat"));
+    CHECK(r.status == 1 && strstr(r.err, "no_such_dir"), "a missing directory: status %d: '%s'", r.status, r.err);
+    CHECK(r.out_len == 0, "the model ran before the directories were checked: '%s'", r.out);
+    CHECK(!file_exists(html), "%s was written though another --attention file cannot be", html);
+    run_free(&r);
+}

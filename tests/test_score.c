@@ -81,8 +81,8 @@ static const char *trained_checkpoint(void) {
     if (state == 0) {
         state = -1;
         const char *corpus = corpus_path();
-        TestRun r = run("train", NULL, (const char *[]){"--data", corpus, "--out", WORK_DIR "/out", "--n-layer", "2",
-                                                        "--n-head", "2", "--n-embd", "32", "--block-size", "16",
+        TestRun r = run("train", NULL, (const char *[]){"--data", corpus, "--out", WORK_DIR "/out", "--force",
+                                                        "--n-layer", "2", "--n-head", "2", "--n-embd", "32", "--block-size", "16",
                                                         "--batch-size", "8", "--steps", "300", "--eval-every", "100",
                                                         "--eval-batches", "4", NULL});
         const char *line = strstr(r.output, TRAIN_FULL_PASS);

@@ -461,7 +461,7 @@ TEST(train_bad_data_and_usage_exit_codes) {
 TEST(train_bad_resume_exit_codes) {
     if (!have_train()) return;
     char dir[256], good[300], log[300], ck[300], missing[300], truncated[300], flipped[300], format[300],
-        shape[300], no_step[300], other_vocab[300], other_corpus[300];
+        shape[300], no_step[300], other_vocab[300], other_corpus[300], renamed[300], old_vocab[300];
     fresh_dir(dir, sizeof(dir), "bad_resume");
     const char *corpus = shared_corpus();
     snprintf(good, sizeof(good), "%s/good", dir);
@@ -493,6 +493,15 @@ TEST(train_bad_resume_exit_codes) {
     for (int i = 0; i < 400; i++) other_text[i] = "abc \n"[i % 5];
     write_file(other_corpus, other_text, 400);
     rewrite_meta(ck, other_vocab, "train.data", other_corpus);
+    // a checkpoint from before corpus fingerprints: the vocabulary tells another corpus
+    snprintf(old_vocab, sizeof(old_vocab), "%s/old_vocab.safetensors", dir);
+    rewrite_meta(other_vocab, old_vocab, "train.corpus_fingerprint", NULL);
+    // --data accepted on resume only for the same text: a copy under another name is
+    snprintf(renamed, sizeof(renamed), "%s/renamed.txt", dir);
+    size_t corpus_len;
+    char *corpus_text = test_read_file(corpus, &corpus_len);
+    if (corpus_text) write_file(renamed, corpus_text, corpus_len);
+    free(corpus_text);
 
     const BadCase cases[] = {
         {"resume from a missing checkpoint", {"--resume", missing}, 1, {"missing.safetensors"}},
@@ -501,13 +510,18 @@ TEST(train_bad_resume_exit_codes) {
         {"resume from another format version", {"--resume", format}, 1, {"format", "chargpt-0"}},
         {"resume from a config that disagrees with a tensor", {"--resume", shape}, 1, {"shape", "shape.safetensors"}},
         {"resume from a checkpoint without state.step", {"--resume", no_step}, 1, {"state.step"}},
-        {"resume on a corpus with another vocabulary", {"--resume", other_vocab}, 1, {"vocabulary"}},
+        {"resume on another corpus", {"--resume", other_vocab}, 1, {"is not the text", "400 characters, CRC-32"}},
+        {"resume an older checkpoint on a corpus with another vocabulary", {"--resume", old_vocab}, 1, {"vocabulary"}},
+        {"resume with --data of another text", {"--resume", ck, "--data", other_corpus}, 1,
+         {"other.txt is not the text", "5321 characters"}},
+        {"resume an older checkpoint with --data", {"--resume", old_vocab, "--data", corpus}, 2, {"fingerprint"}},
         {"resume with --lr", {"--resume", ck, "--lr", "0.01"}, 2, {"--lr", "cannot be changed"}},
-        {"resume with --data", {"--resume", ck, "--data", corpus}, 2, {"--data"}},
         {"resume with --n-layer", {"--resume", ck, "--n-layer", "2"}, 2, {"--n-layer"}},
         // control: the undamaged checkpoint resumes, with the options resume allows
         {"resume the undamaged checkpoint", {"--resume", ck, "--steps", "12", "--eval-every", "5", "--save-every", "7",
          "--threads", "1"}, 0, {"resuming", "at step 10 of 12", "done: 2 steps"}},
+        {"resume with --data naming a copy of the corpus", {"--resume", ck, "--steps", "13", "--data", renamed}, 0,
+         {"at step 10 of 13", "done: 3 steps"}},
     };
     run_cases(cases, (int)(sizeof(cases) / sizeof(cases[0])), dir);
 }

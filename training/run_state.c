@@ -8,11 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../format/float_text.h"
+
 typedef enum { FIELD_INT, FIELD_LONG, FIELD_FLOAT, FIELD_DOUBLE, FIELD_U64 } FieldType;
 
 // How a field may be: its limits are [min, max], or [min, max) with OPEN_MAX; NaN is
 // refused unless NAN_OK.
-enum { OPEN_MAX = 1, NAN_OK = 2 };
+// OPTIONAL: a key newer than the first checkpoints, 0 when absent.
+enum { OPEN_MAX = 1, NAN_OK = 2, OPTIONAL = 4 };
 
 typedef struct {
     const char *key;
@@ -44,6 +47,9 @@ static const Field fields[] = {
     OPTION("train.save_every", FIELD_LONG, save_every, 1, TRAIN_MAX_STEPS, 0),
     OPTION("train.log_every", FIELD_LONG, log_every, 1, TRAIN_MAX_STEPS, 0),
     OPTION("train.seed", FIELD_U64, seed, 0, 0, 0),
+    OPTION("train.keep_cr", FIELD_INT, keep_cr, 0, 1, OPTIONAL),
+    OPTION("train.skip_unknown", FIELD_INT, skip_unknown, 0, 1, OPTIONAL),
+    OPTION("train.schedule_start", FIELD_LONG, schedule_start, 0, TRAIN_MAX_STEPS, OPTIONAL),
     STATE("state.step", FIELD_LONG, step, 0, TRAIN_MAX_STEPS, 0),
     STATE("state.rng", FIELD_U64, rng.state, 0, 0, 0),
     STATE("state.best_val_loss", FIELD_DOUBLE, best_val_loss, 0, INFINITY, 0),
@@ -65,9 +71,11 @@ static void meta_add(RunMeta *m, const char *key, const char *value) {
 }
 
 void run_meta_write(RunMeta *m, const TrainOptions *o, const TrainState *s) {
-    _Static_assert(NUM_FIELDS + 1 <= RUN_META_MAX, "RunMeta holds every field");
+    _Static_assert(NUM_FIELDS + 3 <= RUN_META_MAX, "RunMeta holds every field");
     m->count = 0;
     meta_add(m, "train.data", o->data);
+    if (o->corpus_fingerprint[0]) meta_add(m, "train.corpus_fingerprint", o->corpus_fingerprint);
+    if (o->init_from[0]) meta_add(m, "train.init_from", o->init_from);
     for (int i = 0; i < NUM_FIELDS; i++) {
         const Field *f = &fields[i];
         const void *p = field_address(f, (void *)o, (void *)s);
@@ -75,8 +83,8 @@ void run_meta_write(RunMeta *m, const TrainOptions *o, const TrainState *s) {
         switch (f->type) {
             case FIELD_INT: snprintf(value, sizeof(value), "%d", *(const int *)p); break;
             case FIELD_LONG: snprintf(value, sizeof(value), "%ld", *(const long *)p); break;
-            case FIELD_FLOAT: snprintf(value, sizeof(value), "%.9g", *(const float *)p); break;
-            case FIELD_DOUBLE: snprintf(value, sizeof(value), "%.17g", *(const double *)p); break;
+            case FIELD_FLOAT: float_text(*(const float *)p, value, sizeof(value)); break;
+            case FIELD_DOUBLE: double_text(*(const double *)p, value, sizeof(value)); break;
             case FIELD_U64: snprintf(value, sizeof(value), "%" PRIu64, *(const uint64_t *)p); break;
         }
         meta_add(m, f->key, value);
@@ -97,12 +105,17 @@ static int not_a_number(const Checkpoint *ck, const Field *f, const char *text, 
 // Reads one field from the checkpoint's metadata into its struct, checking its range.
 static int read_field(const Checkpoint *ck, const Field *f, TrainOptions *o, TrainState *s, char err[ERR_LEN]) {
     const char *text = checkpoint_meta(ck, f->key);
+    void *p = field_address(f, o, s);
+    if (!text && (f->flags & OPTIONAL)) {
+        if (f->type == FIELD_INT) *(int *)p = 0;
+        else *(long *)p = 0;
+        return 0;
+    }
     if (!text) {
         snprintf(err, ERR_LEN, "%s: checkpoint has no '%s' in its metadata (not written by ./train?)", ck->path,
                  f->key);
         return -1;
     }
-    void *p = field_address(f, o, s);
     char *end;
     errno = 0;
     if (f->type == FIELD_U64) {
@@ -135,11 +148,20 @@ int run_meta_read(const Checkpoint *ck, TrainOptions *o, TrainState *s, char err
         return -1;
     }
     strcpy(o->data, data);
+    const char *fingerprint = checkpoint_meta(ck, "train.corpus_fingerprint");
+    snprintf(o->corpus_fingerprint, sizeof(o->corpus_fingerprint), "%s", fingerprint ? fingerprint : "");
+    const char *init_from = checkpoint_meta(ck, "train.init_from");
+    snprintf(o->init_from, sizeof(o->init_from), "%s", init_from ? init_from : "");
     for (int i = 0; i < NUM_FIELDS; i++)
         if (read_field(ck, &fields[i], o, s, err) != 0) return -1;
     if (o->min_lr > o->lr) {
         snprintf(err, ERR_LEN, "%s: checkpoint metadata 'train.min_lr' (%g) is larger than 'train.lr' (%g)",
                  ck->path, o->min_lr, o->lr);
+        return -1;
+    }
+    if (o->schedule_start > s->step) {
+        snprintf(err, ERR_LEN, "%s: checkpoint metadata 'train.schedule_start' (%ld) is past 'state.step' (%ld)",
+                 ck->path, o->schedule_start, s->step);
         return -1;
     }
     if (s->step > o->steps) {

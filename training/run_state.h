@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "../data/corpus_fingerprint.h"
 #include "../format/checkpoint.h"
 #include "../model/rng.h"
 
@@ -20,9 +21,15 @@ typedef struct {
     char data[1024];    // corpus
     char out[1024];     // directory for checkpoints and log.csv
     char resume[1024];  // checkpoint to continue, or ""
+    char init_from[1024];  // checkpoint whose weights start a new run, or ""
+    char corpus_fingerprint[CORPUS_FINGERPRINT_LEN];  // of the text trained on; "" unknown (older checkpoints)
+    int keep_cr;         // 1: CR characters are kept (corpus_load)
+    int skip_unknown;    // 1: characters outside the vocabulary of --init-from's checkpoint are dropped
+    int force;           // 1: a run already in out is replaced
     int n_layer, n_head, n_embd, head_size, block_size, batch_size, qkv_bias;
     float dropout;
     long steps, decay_steps, warmup;
+    long schedule_start;  // step where the learning-rate schedule starts (0, or a resume's new schedule)
     float lr, min_lr, weight_decay, grad_clip, val_fraction;
     float beta1, beta2, eps;
     long eval_every, eval_batches, save_every, log_every;
@@ -41,7 +48,7 @@ typedef struct {
 } TrainState;
 
 // The train.* and state.* metadata entries of a checkpoint, with room for their text.
-#define RUN_META_MAX 32
+#define RUN_META_MAX 40
 typedef struct {
     StMeta entries[RUN_META_MAX];
     char keys[RUN_META_MAX][32];
@@ -49,8 +56,10 @@ typedef struct {
     int count;
 } RunMeta;
 
-// Fills meta from the options that shape the run (not out, resume, threads or max_memory)
-// and the state.
+// Fills meta from the options that shape the run (not out, resume, force, threads or
+// max_memory) and the state. Keys added after the first checkpoints (train.keep_cr,
+// train.skip_unknown, train.schedule_start, train.corpus_fingerprint, train.init_from) are
+// optional when read: absent, they take the value older runs had (0, or "": unknown).
 void run_meta_write(RunMeta *meta, const TrainOptions *o, const TrainState *s);
 // Reads back what run_meta_write stored, and the model options from the checkpoint's config.
 // Every field is checked: present, a number of the right kind, within the limits the command

@@ -1,0 +1,745 @@
+// Tests of a training run's everyday use (issue 12): the progress line fitted to a terminal
+// (./train under a pseudo-terminal of a known width), a second run refused in a run's --out,
+// the corpus fingerprint on resume, fine-tuning with --init-from, a new schedule on resume,
+// stop signals, --keep-cr, the loss plot and the figures of the last lines. ./train runs as
+// a child process on small corpora written under tests/tmp/runs/, with a tiny model.
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "../format/safetensors.h"
+#include "../training/progress_line.h"
+#include "test.h"
+
+#define RUNS_TMP "tests/tmp/runs"
+#define MAX_ARGS 48
+#define TINY "--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "4", \
+             "--eval-batches", "2", "--threads", "1"
+
+// ----------------------------------------------------------------------------
+// helpers
+
+static void make_dir(const char *path) {
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) CHECK(0, "cannot create %s: %s", path, strerror(errno));
+}
+
+// tests/tmp/runs/<name>, emptied of files (one level of subdirectories too).
+static void fresh_dir(char *path, size_t n, const char *name) {
+    make_dir("tests/tmp");
+    make_dir(RUNS_TMP);
+    snprintf(path, n, "%s/%s", RUNS_TMP, name);
+    char command[600];
+    snprintf(command, sizeof(command), "rm -rf '%s'", path);
+    CHECK(system(command) == 0, "%s failed", command);
+    make_dir(path);
+}
+
+static void write_text(const char *path, const char *text, size_t len) {
+    FILE *fp = fopen(path, "wb");
+    if (!CHECK(fp != NULL, "cannot write %s: %s", path, strerror(errno))) return;
+    CHECK(fwrite(text, 1, len, fp) == len, "short write to %s", path);
+    fclose(fp);
+}
+
+// A text of about `bytes` bytes from a few words (lowercase ASCII, space, punctuation, newline).
+static char *words_text(size_t bytes, unsigned seed, const char *const *words, int num_words, size_t *len) {
+    char *text = malloc(bytes + 64);
+    size_t n = 0;
+    while (n < bytes) {
+        seed = seed * 1103515245u + 12345u;
+        n += (size_t)sprintf(text + n, "%s%s", words[(seed >> 16) % (unsigned)num_words],
+                             (seed >> 8) % 7 == 0 ? ".\n" : " ");
+    }
+    *len = n;
+    return text;
+}
+
+static const char *const BASE_WORDS[] = {"the", "king", "queen", "of", "and", "to", "thou", "art", "my", "lord",
+                                         "fair", "night", "ROMEO:", "JULIET:"};
+
+// <dir>/corpus.txt: the text base runs train on.
+static void base_corpus(const char *dir, char *path, size_t n) {
+    snprintf(path, n, "%s/corpus.txt", dir);
+    size_t len;
+    char *text = words_text(6000, 7, BASE_WORDS, 14, &len);
+    write_text(path, text, len);
+    free(text);
+}
+
+// Runs ./train with args (NULL-terminated) in cwd (NULL: here), output into log; extra
+// environment variable env ("NAME=value") or NULL.
+static TestRun train_in(const char *cwd, const char *log, const char *const *args) {
+    char program[4096];
+    const char *argv[MAX_ARGS + 2] = {program};
+    if (!realpath(test_program("train"), program)) snprintf(program, sizeof(program), "%s", test_program("train"));
+    int n = 1;
+    while (args[n - 1] && n <= MAX_ARGS) argv[n] = args[n - 1], n++;
+    argv[n] = NULL;
+    char here[4096], log_path[4096];
+    if (!getcwd(here, sizeof(here))) here[0] = '\0';
+    snprintf(log_path, sizeof(log_path), "%s/%s", here, log);
+    if (cwd && chdir(cwd) != 0) CHECK(0, "cannot enter %s", cwd);
+    TestRun r = test_run(argv, NULL, log_path, 0, 120.0);
+    if (cwd && chdir(here) != 0) CHECK(0, "cannot return to %s", here);
+    return r;
+}
+#define ARGS(...) ((const char *[]){__VA_ARGS__, NULL})
+
+static int meta_value(const char *path, const char *key, char *value, size_t n) {
+    SafeTensors st;
+    char err[ERR_LEN];
+    value[0] = '\0';
+    if (safetensors_read(path, &st, err) != 0) return 0;
+    const char *v = safetensors_meta(&st, key);
+    if (v) snprintf(value, n, "%s", v);
+    safetensors_free(&st);
+    return v != NULL;
+}
+
+static int file_exists(const char *path) { return access(path, F_OK) == 0; }
+
+// 1 when the model tensors (not the optimizer's) of a and b hold the same bytes.
+static int same_weights(const char *a, const char *b) {
+    SafeTensors sa, sb;
+    char err[ERR_LEN];
+    if (safetensors_read(a, &sa, err) != 0) return 0;
+    if (safetensors_read(b, &sb, err) != 0) {
+        safetensors_free(&sa);
+        return 0;
+    }
+    int same = 1, compared = 0;
+    for (int i = 0; i < sa.num_tensors && same; i++) {
+        const StTensor *ta = &sa.tensors[i];
+        if (strncmp(ta->name, "optimizer.", 10) == 0) continue;
+        const StTensor *tb = NULL;
+        for (int k = 0; k < sb.num_tensors; k++)
+            if (strcmp(sb.tensors[k].name, ta->name) == 0) tb = &sb.tensors[k];
+        same = tb && tb->nbytes == ta->nbytes &&
+               memcmp(safetensors_tensor_data(&sa, ta), safetensors_tensor_data(&sb, tb), ta->nbytes) == 0;
+        compared++;
+    }
+    safetensors_free(&sa);
+    safetensors_free(&sb);
+    return same && compared > 0;
+}
+
+// ----------------------------------------------------------------------------
+// 1. the progress line
+
+TEST(runs_progress_line_fit) {
+    const char *fields[] = {"step 120/2000", "loss 2.1234 (mean of 10)", "val 2.3456", "lr 1.00e-03",
+                            "12.3 ms/step", "28000 tok/s", "1m02s elapsed", "ETA 1m05s"};
+    static const int importance[] = {0, 1, 3, 5, 6, 4, 7, 2};
+    char line[512];
+    progress_line_fit(fields, importance, 8, 1000, line, sizeof(line));
+    CHECK(strcmp(line, "step 120/2000 | loss 2.1234 (mean of 10) | val 2.3456 | lr 1.00e-03 | 12.3 ms/step | "
+                       "28000 tok/s | 1m02s elapsed | ETA 1m05s") == 0, "wide: '%s'", line);
+    progress_line_fit(fields, importance, 8, 80, line, sizeof(line));
+    CHECK(strlen(line) <= 79 && !strstr(line, "elapsed") && strstr(line, "ETA") && strstr(line, "tok/s"),
+          "80 columns: '%s' (%zu)", line, strlen(line));
+    progress_line_fit(fields, importance, 8, 41, line, sizeof(line));
+    CHECK(strcmp(line, "step 120/2000 | loss 2.1234 (mean of 10)") == 0, "41 columns: '%s'", line);
+    progress_line_fit(fields, importance, 8, 40, line, sizeof(line));
+    CHECK(strcmp(line, "step 120/2000") == 0, "40 columns: '%s'", line);
+    progress_line_fit(fields, importance, 8, 10, line, sizeof(line));
+    CHECK(strcmp(line, "step 120/") == 0, "10 columns: '%s'", line);
+    // the width: a pipe is no terminal, so $COLUMNS, else 80
+    int fds[2];
+    if (!CHECK(pipe(fds) == 0, "pipe")) return;
+    const char *saved = getenv("COLUMNS");
+    char saved_copy[64] = "";
+    if (saved) snprintf(saved_copy, sizeof(saved_copy), "%s", saved);
+    setenv("COLUMNS", "57", 1);
+    CHECK(terminal_width(fds[1]) == 57, "COLUMNS=57: width %d", terminal_width(fds[1]));
+    setenv("COLUMNS", "wide", 1);
+    CHECK(terminal_width(fds[1]) == 80, "COLUMNS=wide: width %d", terminal_width(fds[1]));
+    unsetenv("COLUMNS");
+    CHECK(terminal_width(fds[1]) == 80, "no COLUMNS: width %d", terminal_width(fds[1]));
+    if (saved) setenv("COLUMNS", saved_copy, 1);
+    close(fds[0]), close(fds[1]);
+}
+
+// Runs ./train on a pseudo-terminal `columns` wide; returns its output (malloc'd) or NULL.
+static char *train_on_terminal(int columns, const char *const *args) {
+    char program[4096];
+    if (!realpath(test_program("train"), program)) return NULL;
+    const char *argv[MAX_ARGS + 2] = {"train"};
+    int n = 1;
+    while (args[n - 1] && n <= MAX_ARGS) argv[n] = args[n - 1], n++;
+    argv[n] = NULL;
+    struct winsize ws = {24, (unsigned short)columns, 0, 0};
+    int master;
+    fflush(stdout);
+    pid_t pid = forkpty(&master, NULL, NULL, &ws);
+    if (pid < 0) return NULL;
+    if (pid == 0) {
+        unsetenv("COLUMNS");
+        execv(program, (char *const *)argv);
+        _exit(127);
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *out = malloc(cap);
+    for (;;) {
+        struct pollfd p = {master, POLLIN, 0};
+        if (poll(&p, 1, 60000) <= 0) break;
+        if (len + 4096 > cap) out = realloc(out, cap *= 2);
+        ssize_t got = read(master, out + len, 4096);
+        if (got <= 0) break;  // EIO once the child has closed the terminal
+        len += (size_t)got;
+    }
+    out[len] = '\0';
+    close(master);
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "./train on a terminal failed:\n%s", out);
+    return out;
+}
+
+// Checks every progress line the terminal showed (the text between \r, \n and the
+// erase-line sequence that start with "step ") fits in columns - 1; returns how many.
+static int check_fitted(const char *out, int columns, const char *must_have, const char *must_lack) {
+    int lines = 0;
+    const char *p = out;
+    while ((p = strstr(p, "step ")) != NULL) {
+        size_t len = strcspn(p, "\r\n\033");
+        if (p == out || p[-1] == 'K' || p[-1] == '\n') {
+            lines++;
+            CHECK((int)len <= columns - 1, "%d columns: a progress line of %zu characters: '%.*s'", columns, len,
+                  (int)len, p);
+            char line[512];
+            snprintf(line, sizeof(line), "%.*s", (int)len, p);
+            CHECK(strstr(line, must_have) != NULL, "%d columns: '%s' lacks '%s'", columns, line, must_have);
+            if (must_lack) CHECK(strstr(line, must_lack) == NULL, "%d columns: '%s' has '%s'", columns, line, must_lack);
+        }
+        p += len;
+    }
+    return lines;
+}
+
+TEST(runs_progress_line_on_terminal) {
+    char dir[256], corpus[300], out[300];
+    fresh_dir(dir, sizeof(dir), "terminal");
+    base_corpus(dir, corpus, sizeof(corpus));
+    snprintf(out, sizeof(out), "%s/narrow", dir);
+    char *text = train_on_terminal(60, ARGS(TINY, "--data", corpus, "--steps", "12", "--eval-every", "6",
+                                            "--log-every", "4", "--out", out));
+    if (!CHECK(text != NULL, "cannot run ./train on a pseudo-terminal")) return;
+    int lines = check_fitted(text, 60, "loss ", "elapsed");
+    CHECK(lines >= 12, "60 columns: %d progress lines, want one per step", lines);
+    CHECK(strstr(text, "\r\033[K") != NULL, "the terminal line is not rewritten in place");
+    free(text);
+    snprintf(out, sizeof(out), "%s/wide", dir);
+    text = train_on_terminal(200, ARGS(TINY, "--data", corpus, "--steps", "4", "--out", out));
+    if (!CHECK(text != NULL, "cannot run ./train on a pseudo-terminal")) return;
+    CHECK(check_fitted(text, 200, "elapsed | ETA", NULL) >= 4, "200 columns: too few progress lines");
+    free(text);
+    // not a terminal: plain lines with every field, whatever COLUMNS says
+    char log[300];
+    snprintf(log, sizeof(log), "%s/plain.log", dir);
+    snprintf(out, sizeof(out), "%s/plain", dir);
+    setenv("COLUMNS", "40", 1);
+    TestRun r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "4", "--log-every", "2", "--out", out));
+    unsetenv("COLUMNS");
+    if (test_exit_status(&r, 0, "./train into a file")) {
+        CHECK(!strchr(r.output, '\r') && !strstr(r.output, "\033["), "a file got terminal sequences:\n%s", r.output);
+        test_output_has(&r, "step 2/4 | loss ", "plain lines");
+        test_output_has(&r, " elapsed | ETA ", "plain lines with every field");
+    }
+    test_run_free(&r);
+}
+
+// ----------------------------------------------------------------------------
+// 2. a run's --out is not overwritten without --force
+
+TEST(runs_second_run_refused_without_force) {
+    char dir[256], corpus[300], out[300], log[300], csv[300], best[300], plot[300];
+    fresh_dir(dir, sizeof(dir), "overwrite");
+    base_corpus(dir, corpus, sizeof(corpus));
+    snprintf(out, sizeof(out), "%s/run", dir);
+    snprintf(log, sizeof(log), "%s/run.log", dir);
+    snprintf(csv, sizeof(csv), "%s/log.csv", out);
+    snprintf(best, sizeof(best), "%s/best.safetensors", out);
+    snprintf(plot, sizeof(plot), "%s/loss.svg", out);
+    TestRun r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "6", "--eval-every", "3", "--out", out));
+    int ok = test_exit_status(&r, 0, "the first run");
+    test_run_free(&r);
+    if (!ok) return;
+    size_t before_len, after_len;
+    char *before = test_read_file(csv, &before_len);
+    r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "3", "--out", out));
+    if (test_exit_status(&r, 2, "a second run into the same --out")) {
+        test_output_has(&r, "already holds a run", "refused");
+        test_output_has(&r, "--resume", "refused");
+        test_output_has(&r, "--force", "refused");
+    }
+    test_run_free(&r);
+    char *after = test_read_file(csv, &after_len);
+    CHECK(before && after && before_len == after_len && memcmp(before, after, before_len) == 0,
+          "the refused run changed %s", csv);
+    free(before), free(after);
+    // --force replaces it: best.safetensors and loss.svg of the old run are gone (no validation now)
+    CHECK(file_exists(best) && file_exists(plot), "the first run wrote no best.safetensors or loss.svg");
+    r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "3", "--val-fraction", "0", "--force",
+                                 "--out", out));
+    if (test_exit_status(&r, 0, "--force")) {
+        test_output_has(&r, "--force: replacing the run in", "--force");
+        const char *final = strstr(r.output, "\ncheckpoints: ");
+        CHECK(final && !strstr(final, "best.safetensors") && !strstr(final, "loss.svg"),
+              "the final lines name files this run did not write:\n%s", r.output);
+    }
+    test_run_free(&r);
+    CHECK(!file_exists(best) && !file_exists(plot), "--force left the old run's best.safetensors or loss.svg");
+    char ck[300], step[32];
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    meta_value(ck, "state.step", step, sizeof(step));
+    CHECK(strcmp(step, "3") == 0, "after --force the checkpoint is at step '%s', want 3", step);
+    // a run refused before its first step leaves log.csv with its header alone: not a run
+    snprintf(out, sizeof(out), "%s/refused", dir);
+    r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "3", "--n-embd", "256", "--max-memory", "1",
+                                 "--out", out));
+    test_exit_status(&r, 2, "--max-memory 1");
+    test_run_free(&r);
+    r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "3", "--out", out));
+    test_exit_status(&r, 0, "a run where a refused run left only log.csv's header");
+    test_run_free(&r);
+}
+
+// ----------------------------------------------------------------------------
+// 3. the corpus fingerprint: resume from another directory, --data of the same text
+
+TEST(runs_resume_by_fingerprint) {
+    char dir[256], corpus[300], log[300], ck[300], gz[300], value[64];
+    fresh_dir(dir, sizeof(dir), "fingerprint");
+    base_corpus(dir, corpus, sizeof(corpus));
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", dir);
+    // trained in dir with the relative path corpus.txt, the run written beside it
+    TestRun r = train_in(dir, log, ARGS(TINY, "--data", "corpus.txt", "--steps", "4", "--out", "."));
+    int ok = test_exit_status(&r, 0, "training in its directory");
+    test_run_free(&r);
+    if (!ok) return;
+    CHECK(meta_value(ck, "train.corpus_fingerprint", value, sizeof(value)) && strchr(value, ':') &&
+          strlen(strchr(value, ':') + 1) == 8, "train.corpus_fingerprint is '%s'", value);
+    // resumed from here: corpus.txt is not in this directory, but beside the checkpoint
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "6"));
+    if (test_exit_status(&r, 0, "resume from another directory")) test_output_has(&r, "at step 4 of 6", "resumed");
+    test_run_free(&r);
+    // --data: a gzip copy of the same text under another name is the same corpus
+    snprintf(gz, sizeof(gz), "%s/moved.gz", dir);
+    size_t len;
+    char *text = test_read_file(corpus, &len);
+    gzFile f = gzopen(gz, "wb");
+    if (f && text) gzwrite(f, text, (unsigned)len), gzclose(f);
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "8", "--data", gz));
+    if (test_exit_status(&r, 0, "resume with --data of a gzip copy")) test_output_has(&r, "at step 6 of 8", "resumed");
+    test_run_free(&r);
+    meta_value(ck, "train.data", value, sizeof(value));
+    CHECK(strstr(value, "moved.gz") != NULL, "after --data the checkpoint names '%s'", value);
+    // one character changed: refused, naming both fingerprints
+    text[len / 2] = text[len / 2] == 'e' ? 'o' : 'e';
+    snprintf(gz, sizeof(gz), "%s/edited.txt", dir);
+    write_text(gz, text, len);
+    free(text);
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "10", "--data", gz));
+    if (test_exit_status(&r, 1, "resume with --data of an edited text")) {
+        test_output_has(&r, "is not the text", "edited text");
+        test_output_has(&r, "CRC-32", "edited text");
+    }
+    test_run_free(&r);
+    // nowhere to be found: the message says --data
+    remove(corpus);
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "10", "--data", corpus));
+    test_exit_status(&r, 1, "resume with --data of a missing file");
+    test_run_free(&r);
+}
+
+// ----------------------------------------------------------------------------
+// 4. --init-from: fine-tuning on another text
+
+TEST(runs_init_from_fine_tunes) {
+    char dir[256], corpus[300], log[300], base[300], base_ck[300], other[300], foreign[300], out[300], ck[300],
+        value[64];
+    fresh_dir(dir, sizeof(dir), "init_from");
+    base_corpus(dir, corpus, sizeof(corpus));
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    snprintf(base, sizeof(base), "%s/base", dir);
+    snprintf(base_ck, sizeof(base_ck), "%s/ckpt.safetensors", base);
+    TestRun r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "6", "--dropout", "0.1", "--out", base));
+    int ok = test_exit_status(&r, 0, "the base run");
+    test_run_free(&r);
+    if (!ok) return;
+    // another text of a part of the vocabulary
+    static const char *const other_words[] = {"thou", "art", "my", "lord", "and", "king"};
+    size_t len;
+    char *text = words_text(3000, 3, other_words, 6, &len);
+    snprintf(other, sizeof(other), "%s/other.txt", dir);
+    write_text(other, text, len);
+    // step 0: the weights are the checkpoint's
+    snprintf(out, sizeof(out), "%s/zero", dir);
+    r = train_in(NULL, log, ARGS("--init-from", base_ck, "--data", other, "--steps", "0", "--out", out));
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    if (test_exit_status(&r, 0, "--init-from --steps 0"))
+        CHECK(same_weights(base_ck, ck), "--init-from with 0 steps changed the weights");
+    test_run_free(&r);
+    snprintf(out, sizeof(out), "%s/tuned", dir);
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    r = train_in(NULL, log, ARGS("--init-from", base_ck, "--data", other, "--steps", "5", "--warmup", "0",
+                                 "--threads", "1", "--out", out));
+    if (test_exit_status(&r, 0, "--init-from")) {
+        test_output_has(&r, "fine-tuning", "--init-from");
+        test_output_has(&r, "step 0 of 5", "--init-from");
+        CHECK(!same_weights(base_ck, ck), "5 fine-tuning steps left the weights as they were");
+        meta_value(ck, "state.step", value, sizeof(value));
+        CHECK(strcmp(value, "5") == 0, "the fine-tuned run is at step '%s', want 5", value);
+        meta_value(ck, "optimizer.step", value, sizeof(value));
+        CHECK(strcmp(value, "5") == 0, "the optimizer made %s steps, want 5 (a new optimizer)", value);
+        meta_value(ck, "vocab_size", value, sizeof(value));
+        char base_vocab[64];
+        meta_value(base_ck, "vocab_size", base_vocab, sizeof(base_vocab));
+        CHECK(strcmp(value, base_vocab) == 0, "vocabulary %s, the checkpoint's %s", value, base_vocab);
+        meta_value(ck, "dropout", value, sizeof(value));
+        CHECK(strcmp(value, "0.1") == 0, "dropout '%s', the checkpoint's 0.1", value);
+    }
+    test_run_free(&r);
+    // the fine-tuned run resumes (its vocabulary is the checkpoint's, not its corpus's)
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "7"));
+    test_exit_status(&r, 0, "resuming the fine-tuned run");
+    test_run_free(&r);
+    // characters outside the vocabulary: named with counts and code points, or dropped
+    snprintf(foreign, sizeof(foreign), "%s/foreign.txt", dir);
+    char *mixed = malloc(len + 64);
+    int n = sprintf(mixed, "zebra \xe2\x82\xac\xe2\x82\xac\t");
+    memcpy(mixed + n, text, len);
+    write_text(foreign, mixed, len + (size_t)n);
+    free(mixed), free(text);
+    snprintf(out, sizeof(out), "%s/foreign", dir);
+    r = train_in(NULL, log, ARGS("--init-from", base_ck, "--data", foreign, "--steps", "2", "--out", out));
+    if (test_exit_status(&r, 1, "characters outside the vocabulary")) {
+        test_output_has(&r, "'\xe2\x82\xac' U+20AC 2 times", "the euro sign");
+        test_output_has(&r, "'z' U+007A 1 time", "z");
+        test_output_has(&r, "U+0009 (tab) 1 time", "the tab");
+        test_output_has(&r, "--skip-unknown", "the way out");
+    }
+    test_run_free(&r);
+    r = train_in(NULL, log, ARGS("--init-from", base_ck, "--data", foreign, "--steps", "2", "--skip-unknown",
+                                 "--out", out));
+    if (test_exit_status(&r, 0, "--skip-unknown")) test_output_has(&r, "dropped 5 characters (4 distinct)", "report");
+    test_run_free(&r);
+    // usage: the model is the checkpoint's; --skip-unknown needs --init-from
+    r = train_in(NULL, log, ARGS("--init-from", base_ck, "--n-layer", "2", "--out", out));
+    if (test_exit_status(&r, 2, "--init-from with --n-layer")) test_output_has(&r, "--n-layer", "named");
+    test_run_free(&r);
+    r = train_in(NULL, log, ARGS("--skip-unknown", "--data", corpus, "--out", out));
+    test_exit_status(&r, 2, "--skip-unknown without --init-from");
+    test_run_free(&r);
+}
+
+// ----------------------------------------------------------------------------
+// 5. a new learning-rate schedule on resume
+
+// The lr column of log.csv's row for step, or NAN.
+static double logged_lr(const char *csv, long step) {
+    size_t len;
+    char *text = test_read_file(csv, &len);
+    double lr = NAN;
+    for (char *line = text ? strchr(text, '\n') : NULL; line && line[1]; line = strchr(line + 1, '\n')) {
+        if (strtol(line + 1, NULL, 10) != step) continue;
+        char *field = line + 1;
+        for (int k = 0; k < 3 && field; k++) field = strchr(field, ',') ? strchr(field, ',') + 1 : NULL;
+        if (field) lr = strtod(field, NULL);
+    }
+    free(text);
+    return lr;
+}
+
+TEST(runs_resume_new_schedule) {
+    char dir[256], corpus[300], log[300], out[300], ck[300], csv[300];
+    fresh_dir(dir, sizeof(dir), "schedule");
+    base_corpus(dir, corpus, sizeof(corpus));
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    snprintf(out, sizeof(out), "%s/run", dir);
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    snprintf(csv, sizeof(csv), "%s/log.csv", out);
+    TestRun r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "10", "--warmup", "2", "--log-every", "1",
+                                         "--out", out));
+    int ok = test_exit_status(&r, 0, "the first run");
+    test_run_free(&r);
+    if (!ok) return;
+    // extended without a new schedule: min_lr, and the message says so
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "12"));
+    if (test_exit_status(&r, 0, "extended on the old schedule")) test_output_has(&r, "train at --min-lr", "warned");
+    test_run_free(&r);
+    CHECK(fabs(logged_lr(csv, 12) - 1e-4) < 1e-9, "step 12 on the old schedule: lr %g, want 1e-4", logged_lr(csv, 12));
+    // a new schedule: 2 warm-up steps from step 12, cosine to min_lr at step 20
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "20", "--decay-steps", "20", "--warmup", "2"));
+    if (test_exit_status(&r, 0, "a new schedule"))
+        test_output_has(&r, "new learning-rate schedule: 2 warm-up steps from step 12", "the resume message");
+    test_run_free(&r);
+    double want[] = {1e-3 / 3, 2e-3 / 3, 1e-3, 1e-4 + 0.5 * (1 + cos(M_PI / 6)) * 9e-4};
+    for (int i = 0; i < 4; i++)
+        CHECK(fabs(logged_lr(csv, 13 + i) - want[i]) < 1e-6 * want[i] + 1e-9, "step %d: lr %.6e, want %.6e", 13 + i,
+              logged_lr(csv, 13 + i), want[i]);
+    char value[64];
+    meta_value(ck, "train.schedule_start", value, sizeof(value));
+    CHECK(strcmp(value, "12") == 0, "train.schedule_start '%s', want 12", value);
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "30", "--decay-steps", "15"));
+    if (test_exit_status(&r, 2, "--decay-steps before the checkpoint's step"))
+        test_output_has(&r, "after the checkpoint's step 20", "message");
+    test_run_free(&r);
+}
+
+// ----------------------------------------------------------------------------
+// 6. stop signals
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+// Starts ./train (output into log) and waits until log contains `ready`; returns the pid, or -1.
+static pid_t start_until(const char *log, const char *const *args, const char *ready) {
+    char program[4096];
+    if (!realpath(test_program("train"), program)) return -1;
+    const char *argv[MAX_ARGS + 2] = {"train"};
+    int n = 1;
+    while (args[n - 1] && n <= MAX_ARGS) argv[n] = args[n - 1], n++;
+    argv[n] = NULL;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) _exit(126);
+        dup2(fd, 1), dup2(fd, 2), close(fd);
+        execv(program, (char *const *)argv);
+        _exit(127);
+    }
+    double start = now_s();
+    while (pid > 0 && now_s() - start < 30.0) {
+        size_t len;
+        char *text = test_read_file(log, &len);
+        int seen = text && strstr(text, ready);
+        free(text);
+        if (seen) return pid;
+        usleep(5000);
+    }
+    if (pid > 0) kill(pid, SIGKILL), waitpid(pid, NULL, 0);
+    CHECK(0, "./train did not print '%s' within 30 s", ready);
+    return -1;
+}
+
+// Waits for pid at most 20 s; returns its wait status (-1: killed for taking too long).
+static int wait_at_most(pid_t pid, double *seconds) {
+    double start = now_s();
+    int status;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (now_s() - start > 20.0) {
+            kill(pid, SIGKILL), waitpid(pid, &status, 0);
+            return -1;
+        }
+        usleep(2000);
+    }
+    *seconds = now_s() - start;
+    return status;
+}
+
+TEST(runs_stop_signals) {
+    char dir[256], corpus[300], log[300], out[300], ck[300], value[64];
+    fresh_dir(dir, sizeof(dir), "signals");
+    base_corpus(dir, corpus, sizeof(corpus));
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    snprintf(out, sizeof(out), "%s/eval", dir);
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    // an evaluation of a billion batches after step 1: SIGINT abandons it at once and saves
+    const char *const long_eval[] = {TINY, "--data", corpus, "--steps", "5", "--eval-every", "1", "--eval-batches",
+                                     "1000000000", "--save-every", "1000", "--out", out, NULL};
+    pid_t pid = start_until(log, long_eval, "memory:");
+    if (pid < 0) return;
+    usleep(300000);
+    kill(pid, SIGINT);
+    double seconds = 0;
+    int status = wait_at_most(pid, &seconds);
+    size_t len;
+    char *text = test_read_file(log, &len);
+    CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 130,
+          "SIGINT during an evaluation: status %d (want exit 130 within 20 s):\n%s", status, text);
+    if (!CHECK(text != NULL, "no output")) return;
+    CHECK(strstr(text, "SIGINT: stopping") && strstr(text, "Ctrl-C again exits without saving"),
+          "SIGINT was not acknowledged:\n%s", text);
+    CHECK(strstr(text, "evaluation at step 1 abandoned") && strstr(text, "stopped by SIGINT after step 1"),
+          "the abandoned evaluation and the save are not reported:\n%s", text);
+    free(text);
+    printf("    SIGINT during an evaluation: stopped %.3f s after it\n", seconds);
+    CHECK(seconds < 5.0, "the stop took %.1f s", seconds);
+    meta_value(ck, "state.step", value, sizeof(value));
+    CHECK(strcmp(value, "1") == 0, "the saved checkpoint is at step '%s', want 1", value);
+
+    // two stop signals: the second exits without saving (sent while stopped, so both arrive
+    // before the program can act on the first)
+    snprintf(out, sizeof(out), "%s/twice", dir);
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    const char *const twice[] = {TINY, "--data", corpus, "--steps", "5", "--eval-every", "1", "--eval-batches",
+                                 "1000000000", "--save-every", "1000", "--out", out, NULL};
+    pid = start_until(log, twice, "memory:");
+    if (pid < 0) return;
+    usleep(300000);
+    kill(pid, SIGSTOP);
+    usleep(50000);
+    kill(pid, SIGINT);
+    kill(pid, SIGTERM);
+    kill(pid, SIGCONT);
+    status = wait_at_most(pid, &seconds);
+    text = test_read_file(log, &len);
+    CHECK(status != -1 && WIFSIGNALED(status) && (WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGTERM),
+          "two stop signals: status %d, want killed by the second:\n%s", status, text);
+    CHECK(text && strstr(text, "again: exiting without saving"), "the second signal is not reported:\n%s", text);
+    free(text);
+    CHECK(!file_exists(ck), "two stop signals: a checkpoint was saved");
+
+    // SIGHUP saves as SIGTERM does: exit 129
+    snprintf(out, sizeof(out), "%s/hup", dir);
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    const char *const hup[] = {TINY, "--data", corpus, "--steps", "100000000", "--log-every", "50", "--out", out, NULL};
+    pid = start_until(log, hup, "step 50/");
+    if (pid < 0) return;
+    kill(pid, SIGHUP);
+    status = wait_at_most(pid, &seconds);
+    text = test_read_file(log, &len);
+    CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 129, "SIGHUP: status %d, want exit 129:\n%s",
+          status, text);
+    CHECK(text && strstr(text, "stopped by SIGHUP after step"), "SIGHUP: no stop message:\n%s", text);
+    free(text);
+    CHECK(meta_value(ck, "state.step", value, sizeof(value)) && atol(value) >= 50, "SIGHUP saved step '%s'", value);
+}
+
+// ----------------------------------------------------------------------------
+// 7. CR line endings: cleaned and reported, or kept with --keep-cr (and on resume)
+
+TEST(runs_keep_cr) {
+    char dir[256], corpus[300], log[300], out[300], ck[300], value[64];
+    fresh_dir(dir, sizeof(dir), "keep_cr");
+    snprintf(corpus, sizeof(corpus), "%s/crlf.txt", dir);
+    size_t len;
+    char *text = words_text(4000, 11, BASE_WORDS, 14, &len);
+    char *crlf = malloc(2 * len + 8);
+    size_t n = 0;
+    memcpy(crlf, "\xef\xbb\xbf", 3), n = 3;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '\n') crlf[n++] = '\r';
+        crlf[n++] = text[i];
+    }
+    size_t lines = n - len - 3;
+    write_text(corpus, crlf, n);
+    free(text), free(crlf);
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    snprintf(out, sizeof(out), "%s/clean", dir);
+    TestRun r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "2", "--out", out));
+    char want[160];
+    snprintf(want, sizeof(want), "turned %zu CR LF", lines);
+    if (test_exit_status(&r, 0, "a CR LF corpus")) {
+        test_output_has(&r, "byte-order mark", "the BOM dropped");
+        test_output_has(&r, want, "the CR LF count");
+        test_output_has(&r, "(--keep-cr keeps them)", "the way to keep them");
+    }
+    test_run_free(&r);
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    char clean_vocab[64];
+    meta_value(ck, "vocab_size", clean_vocab, sizeof(clean_vocab));
+    meta_value(ck, "train.keep_cr", value, sizeof(value));
+    CHECK(strcmp(value, "0") == 0, "train.keep_cr '%s', want 0", value);
+    snprintf(out, sizeof(out), "%s/kept", dir);
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "2", "--keep-cr", "--out", out));
+    if (test_exit_status(&r, 0, "--keep-cr")) CHECK(!strstr(r.output, "CR LF"), "--keep-cr changed line endings");
+    test_run_free(&r);
+    meta_value(ck, "train.keep_cr", value, sizeof(value));
+    CHECK(strcmp(value, "1") == 0, "train.keep_cr '%s', want 1", value);
+    meta_value(ck, "vocab_size", value, sizeof(value));
+    CHECK(atoi(value) == atoi(clean_vocab) + 1, "--keep-cr vocabulary %s, without %s: want one more (CR)", value,
+          clean_vocab);
+    // resuming the --keep-cr run reads the text as it did (else its fingerprint would differ)
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "4"));
+    test_exit_status(&r, 0, "resuming the --keep-cr run");
+    test_run_free(&r);
+}
+
+// ----------------------------------------------------------------------------
+// 8, 10. the last lines' figures agree with the progress line; loss.svg
+
+// The <circle>s of the plot's <g class="val-points">: one per evaluation.
+static int count_val_points(const char *svg) {
+    const char *group = svg ? strstr(svg, "class=\"val-points\"") : NULL;
+    const char *end = group ? strstr(group, "</g>") : NULL;
+    int dots = 0;
+    for (const char *p = group; p && end && (p = strstr(p, "<circle")) && p < end; p++) dots++;
+    return dots;
+}
+
+TEST(runs_final_figures_and_loss_plot) {
+    char dir[256], corpus[300], log[300], out[300], plot[300], csv[300];
+    fresh_dir(dir, sizeof(dir), "figures");
+    base_corpus(dir, corpus, sizeof(corpus));
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    snprintf(out, sizeof(out), "%s/run", dir);
+    snprintf(plot, sizeof(plot), "%s/loss.svg", out);
+    snprintf(csv, sizeof(csv), "%s/log.csv", out);
+    TestRun r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "13", "--log-every", "5", "--eval-every",
+                                         "10", "--out", out));
+    if (!test_exit_status(&r, 0, "a run of 13 steps")) {
+        test_run_free(&r);
+        return;
+    }
+    // the last report covers steps 11 to 13: the progress line and done: give the same mean
+    const char *last = strstr(r.output, "step 13/13 | loss ");
+    const char *done = strstr(r.output, "final train loss ");
+    double progress_loss = NAN, done_loss = NAN;
+    int progress_n = 0, done_n = 0;
+    if (CHECK(last && done, "no last progress line or final train loss:\n%s", r.output)) {
+        sscanf(last, "step 13/13 | loss %lf (mean of %d)", &progress_loss, &progress_n);
+        sscanf(done, "final train loss %lf (mean of the last %d steps)", &done_loss, &done_n);
+        CHECK(progress_n == 3 && done_n == 3 && progress_loss == done_loss && isfinite(done_loss),
+              "progress line %.4f (mean of %d), done: %.4f (mean of the last %d):\n%s", progress_loss, progress_n,
+              done_loss, done_n, r.output);
+    }
+    test_output_has(&r, "s training at ", "done: says its tok/s are of training");
+    test_output_has(&r, "s evaluating and saving", "done: says what the rest was");
+    test_output_has(&r, "; loss plot: ", "the final line names the plot");
+    test_output_has(&r, "best.safetensors", "the final line names best.safetensors");
+    test_run_free(&r);
+    // log.csv's last row is the same mean
+    size_t len;
+    char *text = test_read_file(csv, &len);
+    char *row = text ? strstr(text, "\n13,") : NULL;
+    CHECK(row && fabs(strtod(row + 4, NULL) - done_loss) < 1e-4, "log.csv's row for step 13 disagrees: %s",
+          row ? row + 1 : "(none)");
+    free(text);
+    // the plot: two evaluations (steps 10 and 13), both lines and the learning rate
+    text = test_read_file(plot, &len);
+    CHECK(text && strstr(text, "<svg") && strstr(text, "class=\"train-loss\"") && strstr(text, "class=\"val-loss\"") &&
+          strstr(text, "class=\"lr\""), "%s is not the loss plot", plot);
+    int dots = count_val_points(text);
+    CHECK(dots == 2, "%s has %d validation points, want 2", plot, dots);
+    free(text);
+    // resumed: the plot holds the rows before the resume too
+    char ck[300];
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "20"));
+    test_exit_status(&r, 0, "resumed to 20");
+    test_run_free(&r);
+    text = test_read_file(plot, &len);
+    dots = 0;
+    dots = count_val_points(text);
+    CHECK(dots == 3, "the resumed run's plot has %d validation points, want 3 (steps 10, 13 and 20)", dots);
+    free(text);
+}

@@ -1,0 +1,72 @@
+#include "loss_history.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int loss_history_add(LossHistory *h, LossPoint point, char err[ERR_LEN]) {
+    if (h->n == h->capacity) {
+        size_t capacity = h->capacity ? 2 * h->capacity : 256;
+        LossPoint *bigger = realloc(h->points, capacity * sizeof(LossPoint));
+        if (!bigger) {
+            snprintf(err, ERR_LEN, "out of memory for the loss plot's %zu points", h->n + 1);
+            return -1;
+        }
+        h->points = bigger;
+        h->capacity = capacity;
+    }
+    h->points[h->n++] = point;
+    return 0;
+}
+
+// One row: step,train_loss,val_loss,lr,... with val_loss possibly empty. 0, or -1 when the
+// line is not such a row.
+static int parse_row(char *line, LossPoint *p) {
+    char *end;
+    p->step = strtol(line, &end, 10);
+    if (end == line || *end != ',') return -1;
+    char *field = end + 1;
+    p->train_loss = strtod(field, &end);
+    if (end == field || *end != ',') return -1;
+    field = end + 1;
+    p->val_loss = NAN;
+    if (*field != ',') {
+        p->val_loss = strtod(field, &end);
+        if (end == field || *end != ',') return -1;
+        field = end;
+    }
+    field++;
+    p->lr = strtod(field, &end);
+    return end == field ? -1 : 0;
+}
+
+int loss_history_read(LossHistory *h, const char *log_path, char err[ERR_LEN]) {
+    FILE *fp = fopen(log_path, "r");
+    if (!fp) {
+        if (errno == ENOENT) return 0;
+        snprintf(err, ERR_LEN, "cannot read %s: %s", log_path, strerror(errno));
+        return -1;
+    }
+    char line[512];
+    long number = 0;
+    int rc = 0;
+    while (rc == 0 && fgets(line, sizeof(line), fp)) {
+        if (++number == 1) continue;  // the header
+        LossPoint p;
+        if (parse_row(line, &p) != 0) {
+            snprintf(err, ERR_LEN, "%s: line %ld is not a row step,train_loss,val_loss,lr,...", log_path, number);
+            rc = -1;
+        } else {
+            rc = loss_history_add(h, p, err);
+        }
+    }
+    fclose(fp);
+    return rc;
+}
+
+void loss_history_free(LossHistory *h) {
+    free(h->points);
+    memset(h, 0, sizeof(*h));
+}

@@ -1,0 +1,58 @@
+#include "stop_signals.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../format/atomic_file.h"
+
+// Signals may arrive together on different threads: the counter decides which is the first.
+static atomic_int signals_received = 0;
+static volatile sig_atomic_t first_signal = 0;
+
+const char *stop_signal_name(int sig) {
+    switch (sig) {
+        case SIGINT: return "SIGINT";
+        case SIGTERM: return "SIGTERM";
+        case SIGHUP: return "SIGHUP";
+        default: return "a signal";
+    }
+}
+
+// write(2) is async-signal-safe, stdio is not
+static void say(const char *a, const char *b, const char *c) {
+    const char *parts[] = {"\n", program_invocation_short_name, ": ", a, b, c, "\n"};
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+        if (write(STDERR_FILENO, parts[i], strlen(parts[i])) < 0) return;
+}
+
+static void on_stop_signal(int sig) {
+    int saved_errno = errno;
+    if (atomic_fetch_add(&signals_received, 1) == 0) {
+        first_signal = sig;
+        say(stop_signal_name(sig), ": stopping: the step under way ends, an evaluation in progress is abandoned, ",
+            sig == SIGINT ? "the checkpoint is saved (Ctrl-C again exits without saving)"
+                          : "the checkpoint is saved");
+        errno = saved_errno;
+        return;
+    }
+    atomic_file_remove_open();
+    say(stop_signal_name(sig), " again: exiting without saving ",
+        "(the last checkpoint saved before is unchanged)");
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void stop_signals_install(void) {
+    static const int stop[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = on_stop_signal;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    for (size_t i = 0; i < sizeof(stop) / sizeof(stop[0]); i++) sigaction(stop[i], &action, NULL);
+}
+
+int stop_signals_received(void) { return first_signal; }

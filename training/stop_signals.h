@@ -1,0 +1,17 @@
+// How a training run is stopped. SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed)
+// ask the run to stop: the handler says at once that the signal was received, the run ends
+// the step under way, abandons an evaluation in progress, saves its checkpoint and exits with
+// 128 + the signal. A second such signal before the run has stopped ends it at once, without
+// saving: the temporary file of a save in progress is removed, a message says that nothing
+// was saved, and the process ends by that signal (130 for Ctrl-C in a shell).
+#ifndef CHARGPT_STOP_SIGNALS_H
+#define CHARGPT_STOP_SIGNALS_H
+
+// Installs the handlers of SIGINT, SIGTERM and SIGHUP.
+void stop_signals_install(void);
+// The first stop signal received, or 0.
+int stop_signals_received(void);
+// "SIGINT", "SIGTERM" or "SIGHUP" (else "a signal").
+const char *stop_signal_name(int sig);
+
+#endif
