@@ -138,8 +138,9 @@ TEST(model_matches_reference) {
 
         poison_activations(&model);
         gpt_forward(&model, inputs, targets, B, t);
-        // junk in the gradients: gpt_backward must set, not accumulate
+        // junk in the gradients: gpt_zero_grad clears it, then gpt_backward adds into 0
         for (size_t i = 0; i < model.num_parameters; i++) model.grads_memory[i] = 1e3f;
+        gpt_zero_grad(&model);
         gpt_backward(&model);
 
         RefLayout lay;
@@ -243,6 +244,7 @@ TEST(model_reference_grad_fd) {
             }
             ref_finite_diff(reference_loss, &lc, params, lay.total, FD_STEP, fd);
             gpt_forward(&model, inputs, targets, B, t);
+            gpt_zero_grad(&model);
             gpt_backward(&model);
             for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
                 size_t o = lay.offset[i], n = lay.size[i];
@@ -371,6 +373,7 @@ TEST(model_learns_string) {
         gpt_forward(&model, inputs, targets, B, t);
         if (step == 0) first = model.mean_loss;
         last = model.mean_loss;
+        gpt_zero_grad(&model);
         gpt_backward(&model);
         double norm = grad_global_norm(model.grads_memory, model.num_parameters);
         grad_clip(model.grads_memory, model.num_parameters, norm, 1.0f);
@@ -412,6 +415,7 @@ static float *train_steps(uint64_t init_seed, uint64_t dropout_base, int steps, 
     for (int step = 0; step < steps; step++) {
         model.dropout_seed = dropout_base + step;
         gpt_forward(&model, inputs, targets, B, t);
+        gpt_zero_grad(&model);
         gpt_backward(&model);
         double norm = grad_global_norm(model.grads_memory, model.num_parameters);
         grad_clip(model.grads_memory, model.num_parameters, norm, 1.0f);
@@ -471,6 +475,7 @@ static float *train_team_steps(int steps, int threads, int by_train_step, size_t
             train_step(&model, &opt, inputs, targets, B, t, 1e-2f, 1.0f);
         } else {
             gpt_forward(&model, inputs, targets, B, t);
+            gpt_zero_grad(&model);
             gpt_backward(&model);
             double norm = grad_global_norm(model.grads_memory, model.num_parameters);
             grad_clip(model.grads_memory, model.num_parameters, norm, 1.0f);
@@ -556,8 +561,8 @@ TEST(model_dropout_mask) {
     float *again = malloc(n * sizeof(float)), *other = malloc(n * sizeof(float));
     float *dinp = calloc(n, sizeof(float));
     for (int i = 0; i < n; i++) inp[i] = 0.5f + rng_uniform(&rng);  // never 0
-    Dropout drop = {p, dropout_key(42, 1, DROPOUT_ATTN_RESIDUAL)};
-    Dropout drop2 = {p, dropout_key(42, 1, DROPOUT_MLP_RESIDUAL)};
+    Dropout drop = {p, dropout_key(42, 1, DROPOUT_ATTN_RESIDUAL), 0};
+    Dropout drop2 = {p, dropout_key(42, 1, DROPOUT_MLP_RESIDUAL), 0};
     dropout_forward(out, inp, n, &drop);
     dropout_forward(again, inp, n, &drop);
     dropout_forward(other, inp, n, &drop2);

@@ -1,0 +1,190 @@
+// dist.h over MPI when CHARGPT_MPI is defined, else for one process alone.
+#include "dist.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef CHARGPT_MPI
+#include <mpi.h>
+#endif
+
+static struct {
+    int rank, size, local_size;
+    int initialized, finalized;
+    double comm_seconds;
+    int *counts, *displs;  // (size) each process's share of a buffer being reduced or gathered
+} dist = {0, 1, 1, 0, 0, 0.0, NULL, NULL};
+
+int dist_rank(void) { return dist.rank; }
+int dist_size(void) { return dist.size; }
+int dist_local_size(void) { return dist.local_size; }
+double dist_comm_seconds(void) { return dist.comm_seconds; }
+
+void dist_share(size_t total, int rank, size_t *first, size_t *end) {
+    // total / size each, and one more for each of the first total % size processes
+    size_t base = total / (size_t)dist.size, extra = total % (size_t)dist.size, r = (size_t)rank;
+    *first = base * r + (r < extra ? r : extra);
+    *end = *first + base + (r < extra);
+}
+
+#ifdef CHARGPT_MPI
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+int dist_init(int *argc, char ***argv, char err[ERR_LEN]) {
+    int provided;
+    MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    dist.initialized = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &dist.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &dist.size);
+    MPI_Comm node;  // the processes that share this machine's memory
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &dist.local_size);
+    MPI_Comm_free(&node);
+    dist.counts = malloc((size_t)dist.size * sizeof(int));
+    dist.displs = malloc((size_t)dist.size * sizeof(int));
+    if (!dist.counts || !dist.displs) {
+        snprintf(err, ERR_LEN, "out of memory for the table of %d processes", dist.size);
+        return -1;
+    }
+    if (provided < MPI_THREAD_FUNNELED) {
+        snprintf(err, ERR_LEN, "the MPI library supports threads at level %d only; chargpt needs "
+                 "MPI_THREAD_FUNNELED (%d): OpenMP threads, MPI called from the main thread", provided,
+                 MPI_THREAD_FUNNELED);
+        return -1;
+    }
+    return 0;
+}
+
+void dist_finalize(void) {
+    if (!dist.initialized || dist.finalized) return;
+    dist.finalized = 1;
+    MPI_Finalize();
+    free(dist.counts);
+    free(dist.displs);
+    dist.counts = dist.displs = NULL;
+}
+
+// Fills counts and displs with every process's share of n (the caller checked that n fits
+// an int: training/data_parallel.c refuses models with more parameters).
+static void fill_shares(size_t n) {
+    for (int r = 0; r < dist.size; r++) {
+        size_t first, end;
+        dist_share(n, r, &first, &end);
+        dist.counts[r] = (int)(end - first);
+        dist.displs[r] = (int)first;
+    }
+}
+
+void dist_sum_floats(float *x, size_t n) {
+    double t0 = now_seconds();
+    MPI_Allreduce(MPI_IN_PLACE, x, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    dist.comm_seconds += now_seconds() - t0;
+}
+
+void dist_sum_doubles(double *x, int n) {
+    double t0 = now_seconds();
+    MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    dist.comm_seconds += now_seconds() - t0;
+}
+
+void dist_reduce_scatter_floats(const float *x, float *shard, size_t n) {
+    double t0 = now_seconds();
+    fill_shares(n);
+    MPI_Reduce_scatter(x, shard, dist.counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    dist.comm_seconds += now_seconds() - t0;
+}
+
+void dist_all_gather_floats(float *x, size_t n) {
+    double t0 = now_seconds();
+    fill_shares(n);
+    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, dist.counts, dist.displs, MPI_FLOAT, MPI_COMM_WORLD);
+    dist.comm_seconds += now_seconds() - t0;
+}
+
+void dist_gather_floats(const float *shard, float *all, size_t n) {
+    double t0 = now_seconds();
+    fill_shares(n);
+    MPI_Gatherv(shard, dist.counts[dist.rank], MPI_FLOAT, all, dist.counts, dist.displs, MPI_FLOAT, 0,
+                MPI_COMM_WORLD);
+    dist.comm_seconds += now_seconds() - t0;
+}
+
+void dist_gather_long(long value, long *all) {
+    MPI_Gather(&value, 1, MPI_LONG, all, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+}
+
+DistAgreement dist_agree(int status, int signal) {
+    // one all-reduce of two minimums: the lowest rank that failed, with its status in the low
+    // byte, and the highest signal, negated
+    int mine[2] = {status ? dist.rank * 256 + (status & 255) : INT_MAX, -signal}, all[2];
+    double t0 = now_seconds();
+    MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    dist.comm_seconds += now_seconds() - t0;
+    DistAgreement a = {0, 0, -all[1]};
+    if (all[0] != INT_MAX) {
+        a.status = all[0] % 256;
+        a.rank = all[0] / 256;
+    }
+    return a;
+}
+
+#else  // one process
+
+// The rank and size that a launcher (mpirun, mpiexec, srun) gives the process, if any.
+static void launcher_rank(int *rank, int *size) {
+    static const char *names[][2] = {
+        {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"}, {"PMI_SIZE", "PMI_RANK"}, {"PMIX_SIZE", "PMIX_RANK"},
+    };
+    *rank = 0;
+    *size = 1;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const char *size_text = getenv(names[i][0]), *rank_text = getenv(names[i][1]);
+        if (size_text && rank_text) {
+            *size = atoi(size_text);
+            *rank = atoi(rank_text);
+            return;
+        }
+    }
+}
+
+int dist_init(int *argc, char ***argv, char err[ERR_LEN]) {
+    int rank, size;
+    launcher_rank(&rank, &size);
+    if (size > 1) {
+        // keep the rank, so that the message is printed once
+        dist.rank = rank;
+        snprintf(err, ERR_LEN, "started as one of %d processes, but this program was built without MPI: "
+                 "build it with `make MPI=1` to train on several processes", size);
+        return -1;
+    }
+    return 0;
+}
+
+void dist_finalize(void) {}
+
+void dist_sum_floats(float *x, size_t n) {}
+void dist_sum_doubles(double *x, int n) {}
+
+void dist_reduce_scatter_floats(const float *x, float *shard, size_t n) {
+    if (shard != x) memcpy(shard, x, n * sizeof(float));
+}
+
+void dist_all_gather_floats(float *x, size_t n) {}
+
+void dist_gather_floats(const float *shard, float *all, size_t n) {
+    if (all != shard) memcpy(all, shard, n * sizeof(float));
+}
+
+void dist_gather_long(long value, long *all) { all[0] = value; }
+
+DistAgreement dist_agree(int status, int signal) { return (DistAgreement){status, 0, signal}; }
+
+#endif
