@@ -361,8 +361,13 @@ static void on_fatal_signal(int sig) {
 static void install_signal_handlers(void) {
     static const int fatal[] = {SIGHUP, SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2};
     for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++) signal(fatal[i], on_fatal_signal);
-    signal(SIGINT, on_stop_signal);
-    signal(SIGTERM, on_stop_signal);
+    // Under mpirun, which stops forwarding the output once it has a signal to pass on, rank 0
+    // can be blocked writing progress when the signal comes: without SA_RESTART the write
+    // fails (EINTR) and the run goes on to save.
+    struct sigaction stop = {.sa_handler = on_stop_signal, .sa_flags = dist_size() > 1 ? 0 : SA_RESTART};
+    sigemptyset(&stop.sa_mask);
+    sigaction(SIGINT, &stop, NULL);
+    sigaction(SIGTERM, &stop, NULL);
     // a file-size limit makes the write fail with EFBIG, reported, instead of killing the run
     signal(SIGXFSZ, SIG_IGN);
 }
@@ -509,7 +514,7 @@ int main(int argc, char **argv) {
     GPTConfig config = {vocab->size, o.block_size, o.n_layer, o.n_head, o.n_embd, o.head_size, o.qkv_bias, o.dropout};
     if (gpt_config_validate(&config, err) != 0) die(EXIT_USAGE, "%s", err);
     int B = o.batch_size, T = o.block_size;
-    int tty = isatty(STDOUT_FILENO);
+    int tty = isatty(STDOUT_FILENO) && dist_size() == 1;  // mpirun forwards output: no rewritten line
     printf("chargpt: %s, %zu characters, vocabulary %d; train %zu, val %zu\n", o.data, run.corpus.len, vocab->size,
            ds.train_len, ds.val_len);
     GPTMemoryPlan plan;
