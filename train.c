@@ -558,7 +558,7 @@ int main(int argc, char **argv) {
 
     double run_start = now_seconds(), elapsed_before = state.elapsed_s;
     long start_step = state.step;
-    double loss_sum = 0.0, ms_sum = 0.0;
+    double loss_sum = 0.0, ms_sum = 0.0, step_comm_s = 0.0;
     int loss_count = 0;
     float lr = 0.0f, train_loss = NAN;
     while (state.step < o.steps) {
@@ -567,7 +567,9 @@ int main(int argc, char **argv) {
         model->training = o.dropout > 0.0f;
         model->dropout_seed = hash_mix64(o.seed ^ hash_mix64((uint64_t)state.step + 1));
         lr = learning_rate(&o, state.step);
+        double comm_before = dist_comm_seconds();
         double norm = data_parallel_step(dp, model, opt, run.inputs, run.targets, lr, o.grad_clip);
+        step_comm_s += dist_comm_seconds() - comm_before;
         if (!isfinite(model->mean_loss) || !isfinite(norm)) {  // the same on every process
             if (dist_rank() == 0) fprintf(stderr, "%s%s: step %ld: %s is not finite; stopping (the last saved checkpoint is unchanged)\n",
                     tty ? "\n" : "", program_invocation_short_name, state.step + 1,
@@ -639,8 +641,8 @@ int main(int argc, char **argv) {
     int have_best = isfinite(state.best_val_loss);
     if (have_best) printf(", val loss %.4f, best val loss %.4f", state.last_val_loss, state.best_val_loss);
     if (dist_size() > 1)
-        printf("\ncommunication: %.1f ms/step over %d processes", 1000.0 * dist_comm_seconds() /
-               (state.step > start_step ? state.step - start_step : 1), dist_size());
+        printf("\ncommunication: %.2f ms/step in the steps' collectives over %d processes (waiting included)",
+               1000.0 * step_comm_s / (state.step > start_step ? state.step - start_step : 1), dist_size());
     printf("\ncheckpoints: %s%s%s; log: %s\n", ckpt_path, have_best ? ", " : "", have_best ? best_path : "", log_path);
     if (have_val && dist_rank() == 0) {
         long scored;
