@@ -644,9 +644,11 @@ int main(int argc, char **argv) {
         printf("\ncommunication: %.2f ms/step in the steps' collectives over %d processes (waiting included)",
                1000.0 * step_comm_s / (state.step > start_step ? state.step - start_step : 1), dist_size());
     printf("\ncheckpoints: %s%s%s; log: %s\n", ckpt_path, have_best ? ", " : "", have_best ? best_path : "", log_path);
-    if (have_val && dist_rank() == 0) {
+    if (have_val) {
         long scored;
-        double loss = validation_pass(model, &ds, dp->rows, T, run.inputs, run.targets, &scored);
+        double loss = validation_pass(model, &ds, dp->rows, T, dist_rank(), dist_size(), run.inputs, run.targets,
+                                      &scored);
+        dist_sum_doubles(&loss, 1);
         printf("whole validation split: loss %.6f over %ld characters, in consecutive windows of %d (as ./generate "
                "--score --stride %d gives it)\n", loss, scored, T, T);
     }
