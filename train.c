@@ -451,7 +451,8 @@ static void save_checkpoints(const char *const paths[2], const TrainOptions *o, 
     char err[ERR_LEN];
     AdamW copy;
     const AdamW *opt;
-    if (data_parallel_gather_optimizer(&run.dp, &run.opt, &copy, &opt, err) != 0) die(EXIT_USAGE, "%s", err);
+    if (data_parallel_gather_optimizer(&run.dp, &run.model, &run.opt, &copy, &opt, err) != 0)
+        die(EXIT_USAGE, "%s", err);
     run_meta_write(&meta, o, s);
     for (int i = 0; i < 2 && dist_rank() == 0; i++)
         if (paths[i] && checkpoint_save(paths[i], &run.model, run.vocab.chars, opt, meta.entries, meta.count, err) != 0)

@@ -33,9 +33,9 @@ void dist_share(size_t total, int rank, size_t *first, size_t *end);
 // x[0, n) = its sum over the processes, on every process (all-reduce).
 void dist_sum_floats(float *x, size_t n);
 void dist_sum_doubles(double *x, int n);
-// shard = the sum over the processes of their x[first, end), this process's share of n
-// (reduce-scatter).
-void dist_reduce_scatter_floats(const float *x, float *shard, size_t n);
+// x[0, end - first) = the sum over the processes of their x[first, end), [first, end) this
+// process's share of n (reduce-scatter, in place); the rest of x is left undefined.
+void dist_reduce_scatter_floats(float *x, size_t n);
 // Every process's share of x[0, n) from that process, on every process (all-gather).
 void dist_all_gather_floats(float *x, size_t n);
 // all[0, n) on rank 0 = every process's share, from its shard (gather); all is not used

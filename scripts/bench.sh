@@ -246,8 +246,8 @@ if [ -x "$mpi_train" ] && command -v mpirun >/dev/null && [ -x /usr/bin/time ]; 
             "$(fmt %.0f "$tok")" "$(ratio "$tok" "$one_tok")" "$(fmt %s "$comm")" \
             "$(mib "$(rss "$out/mpi_two$zero.rss.0")")" "$(mib "$(rss "$out/mpi_two$zero.rss.1")")"
     done
-    echo "(rank 0 gathers every optimizer moment to write the checkpoint, so with --zero 1 its peak holds"
-    echo " them all; rank 1 shows the sharded optimizer's saving)"
+    echo "(peak RSS includes MPI's own buffers; with --zero 1 rank 0 also gathers the second moments of"
+    echo " every parameter to write the checkpoint, the first ones into the free gradient buffer)"
     echo
 fi
 

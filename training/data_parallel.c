@@ -45,23 +45,10 @@ int data_parallel_plan(DataParallel *dp, int B, int T, int grad_accum, int zero,
 
 int data_parallel_init(DataParallel *dp, const GPT *model, AdamW *opt, float beta1, float beta2, float eps,
                        float weight_decay, char err[ERR_LEN]) {
-    if (adamw_init_range(opt, model, dp->shard_first, dp->shard_n, beta1, beta2, eps, weight_decay, err) != 0)
-        return -1;
-    if (dp->zero) {
-        dp->shard_grads = malloc((dp->shard_n ? dp->shard_n : 1) * sizeof(float));
-        if (!dp->shard_grads) {
-            snprintf(err, ERR_LEN, "out of memory for %zu gradients", dp->shard_n);
-            return -1;
-        }
-    }
-    return 0;
+    return adamw_init_range(opt, model, dp->shard_first, dp->shard_n, beta1, beta2, eps, weight_decay, err);
 }
 
-void data_parallel_free(DataParallel *dp) {
-    free(dp->shard_grads);
-    data_parallel_release_optimizer(dp);
-    dp->shard_grads = NULL;
-}
+void data_parallel_free(DataParallel *dp) { data_parallel_release_optimizer(dp); }
 
 // Forward and backward of this process's rows of every micro-batch, in one parallel region;
 // returns the sum of their token losses.
@@ -103,8 +90,7 @@ double data_parallel_step(DataParallel *dp, GPT *model, AdamW *opt, const int *i
     double norm;
     float *grads = model->grads_memory, *params = model->params_memory;
     if (dp->zero) {
-        dist_reduce_scatter_floats(model->grads_memory, dp->shard_grads, P);
-        grads = dp->shard_grads;
+        dist_reduce_scatter_floats(grads, P);  // this process's shard now starts the buffer
         params += dp->shard_first;
         double sum_of_squares = grad_sum_of_squares(grads, dp->shard_n);
         dist_sum_doubles(&sum_of_squares, 1);
@@ -147,7 +133,7 @@ double data_parallel_evaluate(DataParallel *dp, GPT *model, const Dataset *ds, l
     return sum / num_batches;
 }
 
-int data_parallel_gather_optimizer(DataParallel *dp, const AdamW *opt, AdamW *copy, const AdamW **full,
+int data_parallel_gather_optimizer(DataParallel *dp, GPT *model, const AdamW *opt, AdamW *copy, const AdamW **full,
                                    char err[ERR_LEN]) {
     *full = NULL;
     if (!dp->zero) {
@@ -157,22 +143,21 @@ int data_parallel_gather_optimizer(DataParallel *dp, const AdamW *opt, AdamW *co
     size_t P = dp->num_parameters;
     int failed = 0;
     if (dist_rank() == 0) {
-        dp->full_m = malloc(P * sizeof(float));
         dp->full_v = malloc(P * sizeof(float));
-        failed = !dp->full_m || !dp->full_v;
+        failed = !dp->full_v;
     }
     if (dist_agree(failed, 0).status) {
         data_parallel_release_optimizer(dp);
-        snprintf(err, ERR_LEN, "out of memory on rank 0 for the %zu optimizer moments a checkpoint holds", 2 * P);
+        snprintf(err, ERR_LEN, "out of memory on rank 0 for the %zu optimizer moments a checkpoint holds", P);
         return -1;
     }
-    dist_gather_floats(opt->m, dp->full_m, P);
+    dist_gather_floats(opt->m, model->grads_memory, P);
     dist_gather_floats(opt->v, dp->full_v, P);
     if (dist_rank() == 0) {
         *copy = *opt;
         copy->first = 0;
         copy->n = P;
-        copy->m = dp->full_m;
+        copy->m = model->grads_memory;
         copy->v = dp->full_v;
         copy->decay = NULL;  // a checkpoint keeps the moments and the step only
         *full = copy;
@@ -181,7 +166,6 @@ int data_parallel_gather_optimizer(DataParallel *dp, const AdamW *opt, AdamW *co
 }
 
 void data_parallel_release_optimizer(DataParallel *dp) {
-    free(dp->full_m);
     free(dp->full_v);
-    dp->full_m = dp->full_v = NULL;
+    dp->full_v = NULL;
 }

@@ -27,8 +27,7 @@ typedef struct {
     size_t num_parameters;
     size_t shard_first;   // this process's parameters [shard_first, shard_first + shard_n):
     size_t shard_n;       // all of them without ZeRO
-    float *shard_grads;   // (shard_n) with ZeRO: the summed gradients of those parameters
-    float *full_m, *full_v;  // rank 0 with ZeRO, while a checkpoint is written: every moment
+    float *full_v;        // rank 0 with ZeRO, while a checkpoint is written: every second moment
     ThreadTuner tuner;
 } DataParallel;
 
@@ -36,8 +35,8 @@ typedef struct {
 // allocated yet). Returns 0, or -1 with err when B is not divisible by N K.
 int data_parallel_plan(DataParallel *dp, int B, int T, int grad_accum, int zero, size_t num_parameters,
                        char err[ERR_LEN]);
-// Initialises opt for this process's parameters (all, or its shard with ZeRO), with room
-// for the shard's gradients. Returns 0, or -1 with err when memory runs out.
+// Initialises opt for this process's parameters (all, or its shard with ZeRO). Returns 0, or
+// -1 with err when memory runs out.
 int data_parallel_init(DataParallel *dp, const GPT *model, AdamW *opt, float beta1, float beta2, float eps,
                        float weight_decay, char err[ERR_LEN]);
 void data_parallel_free(DataParallel *dp);
@@ -56,9 +55,10 @@ double data_parallel_evaluate(DataParallel *dp, GPT *model, const Dataset *ds, l
 
 // The optimizer with every parameter's moments, as a checkpoint stores it, in *full on rank 0:
 // opt itself, or with ZeRO `copy`, gathered from the processes (its moments valid until
-// data_parallel_release_optimizer); *full is NULL on the other ranks. Returns 0, or -1 with
-// err on every rank when rank 0 has no memory for the moments. Collective.
-int data_parallel_gather_optimizer(DataParallel *dp, const AdamW *opt, AdamW *copy, const AdamW **full,
+// data_parallel_release_optimizer or the next step: the first moments go to the model's
+// gradient buffer, which is free between steps); *full is NULL on the other ranks. Returns 0,
+// or -1 with err on every rank when rank 0 has no memory for the moments. Collective.
+int data_parallel_gather_optimizer(DataParallel *dp, GPT *model, const AdamW *opt, AdamW *copy, const AdamW **full,
                                    char err[ERR_LEN]);
 void data_parallel_release_optimizer(DataParallel *dp);
 
