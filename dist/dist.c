@@ -117,10 +117,6 @@ void dist_gather_floats(const float *shard, float *all, size_t n) {
     dist.comm_seconds += now_seconds() - t0;
 }
 
-void dist_gather_long(long value, long *all) {
-    MPI_Gather(&value, 1, MPI_LONG, all, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-}
-
 DistAgreement dist_agree(int status, int signal) {
     // one all-reduce of two minimums: the lowest rank that failed, with its status in the low
     // byte, and the highest signal, negated
@@ -180,8 +176,6 @@ void dist_all_gather_floats(float *x, size_t n) {}
 void dist_gather_floats(const float *shard, float *all, size_t n) {
     if (all != shard) memcpy(all, shard, n * sizeof(float));
 }
-
-void dist_gather_long(long value, long *all) { all[0] = value; }
 
 DistAgreement dist_agree(int status, int signal) { return (DistAgreement){status, 0, signal}; }
 

@@ -41,8 +41,6 @@ void dist_all_gather_floats(float *x, size_t n);
 // all[0, n) on rank 0 = every process's share, from its shard (gather); all is not used
 // on the other ranks.
 void dist_gather_floats(const float *shard, float *all, size_t n);
-// all[r] on rank 0 = value of rank r, for r < dist_size(); all is not used on the others.
-void dist_gather_long(long value, long *all);
 
 // What the processes agree on at a point that every one of them reaches.
 typedef struct {

@@ -603,6 +603,50 @@ TEST(train_checkpoint_round_trip_exact) {
     }
 }
 
+// A sharded optimizer (ZeRO stage 1: each process holds the moments of parameters
+// [first, first + n)) loads its part of a checkpoint's moments, whatever tensors the range
+// cuts; a checkpoint is written only from every moment.
+TEST(train_checkpoint_sharded_moments) {
+    char dir[256], path[300], err[ERR_LEN];
+    fresh_dir(dir, sizeof(dir), "sharded_moments");
+    static const uint32_t vocab[8] = {10, 32, 65, 66, 67, 68, 69, 70};
+    const GPTConfig config = {8, 8, 2, 3, 12, 5, 1, 0.0f};
+    GPT model;
+    AdamW opt, part;
+    if (!CHECK(gpt_build(&model, &config, 1, err) == 0, "%s", err)) return;
+    if (!CHECK(adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0, "%s", err)) return;
+    Rng rng;
+    rng_seed(&rng, 7);
+    fill_bits(model.params_memory, model.num_parameters, 0, &rng);
+    fill_bits(opt.m, opt.n, 0, &rng);
+    fill_bits(opt.v, opt.n, 1, &rng);
+    opt.step = 77;
+    snprintf(path, sizeof(path), "%s/full.safetensors", dir);
+    if (!CHECK(checkpoint_save(path, &model, vocab, &opt, NULL, 0, err) == 0, "%s", err)) return;
+    Checkpoint ck;
+    if (!CHECK(checkpoint_open(path, &ck, err) == 0, "%s", err)) return;
+    size_t P = model.num_parameters, cuts[4] = {0, P / 3 + 1, P / 3 + 2, P};  // 3 parts, one of 1 parameter
+    for (int k = 0; k < 3; k++) {
+        size_t first = cuts[k], n = cuts[k + 1] - cuts[k];
+        if (!CHECK(adamw_init_range(&part, &model, first, n, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0, "%s", err)) break;
+        if (CHECK(checkpoint_load_optimizer(&ck, &part, err) == 0, "%s", err)) {
+            CHECK(memcmp(part.m, opt.m + first, n * 4) == 0 && memcmp(part.v, opt.v + first, n * 4) == 0,
+                  "part %d (parameters %zu..%zu): moments differ from the full load's", k, first, first + n);
+            CHECK(memcmp(part.decay, opt.decay + first, n) == 0, "part %d: weight-decay flags differ", k);
+            CHECK(part.step == 77, "part %d: step %ld, want 77", k, part.step);
+        }
+        // a part is not a checkpoint's optimizer state
+        snprintf(path, sizeof(path), "%s/part%d.safetensors", dir, k);
+        err[0] = '\0';
+        CHECK(checkpoint_save(path, &model, vocab, &part, NULL, 0, err) != 0 && strstr(err, "of the"),
+              "saving the moments of parameters %zu..%zu only: '%s'", first, first + n, err);
+        adamw_free(&part);
+    }
+    checkpoint_close(&ck);
+    adamw_free(&opt);
+    gpt_free(&model);
+}
+
 // ----------------------------------------------------------------------------
 // 4. resuming, evaluation and threads do not change training
 
