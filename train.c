@@ -428,10 +428,13 @@ static void format_duration(char *buf, size_t n, double s) {
     else snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
 }
 
-// Prints the memory the run needs with its limit; exits 2 when it needs more.
+// Prints the memory the run needs with its limit; exits 2 when it needs more. The memory
+// available is shared by the processes of the run on this machine.
 static void check_memory(const GPTMemoryPlan *plan, const TrainOptions *o) {
-    double limit = o->max_memory > 0 ? o->max_memory : gpt_memory_available();
-    const char *source = o->max_memory > 0 ? "--max-memory" : "available (MemAvailable)";
+    double limit = o->max_memory > 0 ? o->max_memory : gpt_memory_available() / dist_local_size();
+    const char *source = o->max_memory > 0 ? "--max-memory"
+                         : dist_local_size() > 1 ? "available (MemAvailable) per process on this machine"
+                         : "available (MemAvailable)";
     char needed[512], limit_text[32];
     gpt_memory_describe(plan, needed, sizeof(needed));
     gpt_format_bytes(limit, limit_text, sizeof(limit_text));
@@ -440,7 +443,7 @@ static void check_memory(const GPTMemoryPlan *plan, const TrainOptions *o) {
     if (limit > 0 && gpt_memory_total(plan) > limit) {
         gpt_format_bytes(gpt_memory_total(plan), needed, sizeof(needed));
         die(EXIT_USAGE, "the run needs %s of memory, more than the %s %s: use a smaller model, --batch-size or "
-            "--block-size%s", needed, limit_text, source, o->max_memory > 0 ? "" : ", or set --max-memory");
+            "--block-size, a larger --grad-accum%s", needed, limit_text, source, o->max_memory > 0 ? "" : ", or set --max-memory");
     }
 }
 
@@ -468,10 +471,10 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
     if (dist_rank() != 0 && !freopen("/dev/null", "w", stdout)) return EXIT_DATA;  // rank 0 alone reports
+    atexit(free_run);  // which ends MPI too, however the program ends
     TrainOptions o;
     GivenOptions given;
     parse_options(argc, argv, &o, &given);
-    atexit(free_run);
     install_signal_handlers();
     TrainState state = {0, {0}, INFINITY, NAN, 0, 0.0};
     rng_seed(&state.rng, o.seed);
@@ -572,9 +575,10 @@ int main(int argc, char **argv) {
         double norm = data_parallel_step(dp, model, opt, run.inputs, run.targets, lr, o.grad_clip);
         step_comm_s += dist_comm_seconds() - comm_before;
         if (!isfinite(model->mean_loss) || !isfinite(norm)) {  // the same on every process
-            if (dist_rank() == 0) fprintf(stderr, "%s%s: step %ld: %s is not finite; stopping (the last saved checkpoint is unchanged)\n",
-                    tty ? "\n" : "", program_invocation_short_name, state.step + 1,
-                    isfinite(model->mean_loss) ? "the gradient norm" : "the loss");
+            if (dist_rank() == 0)
+                fprintf(stderr, "%s%s: step %ld: %s is not finite; stopping (the last saved checkpoint is unchanged)\n",
+                        tty ? "\n" : "", program_invocation_short_name, state.step + 1,
+                        isfinite(model->mean_loss) ? "the gradient norm" : "the loss");
             return EXIT_NONFINITE;
         }
         state.step++;
@@ -618,8 +622,9 @@ int main(int argc, char **argv) {
             fflush(stdout);
         }
         if (report) {
-            if (dist_rank() == 0 && run_log_row(&run.log, state.step, loss_sum / loss_count, evaluated ? state.last_val_loss : NAN, lr,
-                            state.tokens_seen, state.elapsed_s, err) != 0)
+            if (dist_rank() == 0 && run_log_row(&run.log, state.step, loss_sum / loss_count,
+                                                evaluated ? state.last_val_loss : NAN, lr, state.tokens_seen,
+                                                state.elapsed_s, err) != 0)
                 die(EXIT_DATA, "%s", err);
             loss_sum = ms_sum = 0.0;
             loss_count = 0;
