@@ -812,6 +812,11 @@ TEST(train_grad_accum_matches_one_batch) {
     snprintf(pb, sizeof(pb), "%s/k1_dropout1/ckpt.safetensors", dir);
     CHECK(params_rel_error(pa, pb) > 1e-3, "another seed's run is within 1e-3 of this one");
 
+    // the thread count changes no bit of an accumulated step either
+    const char *threads2[] = {"--steps", "20", "--dropout", "0.1", "--grad-accum", "2", "--threads", "2", NULL};
+    if (!train_into(dir, "k2_threads2", corpus, threads2)) return;
+    check_same_ckpt(dir, "k2_dropout1", "k2_threads2", "--grad-accum 2 on 1 and 2 threads");
+
     // resuming a --grad-accum 2 run (with --grad-accum 2) is bit-exact
     const char *half[] = {"--steps", "10", "--decay-steps", "20", "--dropout", "0.1", "--grad-accum", "2", NULL};
     const char *full[] = {"--steps", "20", "--decay-steps", "20", "--dropout", "0.1", "--grad-accum", "2", NULL};
