@@ -6,8 +6,9 @@
 #     and with --zero 1;
 #   - a 2-rank checkpoint resumes on 1 process (within 1e-5 of the uninterrupted run) and
 #     on 2 ranks (bit-exact), with --zero 1, whose optimizer state is gathered and scattered;
-#   - a corpus missing on one rank and a bad flag end both ranks with the same status (1, 2)
-#     within 30 s, the message printed once;
+#   - a corpus missing on one rank, a bad flag, an indivisible batch and a loss that stops
+#     being finite end both ranks with the same status (1, 2, 2, 3) within 30 s, the message
+#     printed once;
 #   - SIGINT to one rank stops both after the same step: rank 0 saves, both exit 130; SIGINT
 #     to mpirun (OpenMPI passes it on to the ranks as SIGTERM) saves too.
 # As root (CI) OpenMPI needs OMPI_ALLOW_RUN_AS_ROOT*, set here; --oversubscribe lets 2 ranks
@@ -32,11 +33,14 @@ done
 MODEL=(--n-layer 2 --n-head 4 --n-embd 64 --block-size 32 --batch-size 8 --dropout 0.1 --eval-every 10
        --eval-batches 4 --log-every 1 --warmup 5)
 # mpirun -np 2 of the MPI trainer, one thread per rank; each rank's exit status goes to
-# $out.status.<rank>
+# $out.status.<rank>. orte_abort_on_non_zero_status 0: mpirun lets every rank end by itself
+# rather than kill the others as soon as one exits with a failure, so that each one's own
+# status can be seen.
+NO_ABORT=(--mca orte_abort_on_non_zero_status 0)
 mpi2() {
     local out=$1
     shift
-    timeout 60 mpirun --oversubscribe -np 2 --bind-to none sh -c \
+    timeout 60 mpirun "${NO_ABORT[@]}" --oversubscribe -np 2 --bind-to none sh -c \
         '"$0" "$@"; s=$?; echo $s > "'"$out"'.status.$OMPI_COMM_WORLD_RANK"; exit $s' \
         "$MPI_TRAIN" --threads 1 "$@"
 }
@@ -108,7 +112,7 @@ expect_failure() {
 mkdir -p "$DIR/rank0_only"
 cp data/tinyshakespeare.txt.gz "$DIR/rank0_only/corpus0.txt.gz"
 start=$SECONDS
-timeout 60 mpirun --oversubscribe -np 2 --bind-to none sh -c \
+timeout 60 mpirun "${NO_ABORT[@]}" --oversubscribe -np 2 --bind-to none sh -c \
     '"$0" "$@" --data "'"$DIR"'/rank0_only/corpus$OMPI_COMM_WORLD_RANK.txt.gz"; s=$?;
      echo $s > "'"$DIR"'/missing.status.$OMPI_COMM_WORLD_RANK"; exit $s' \
     "$MPI_TRAIN" "${MODEL[@]}" --steps 5 --threads 1 --out "$DIR/missing" > "$DIR/missing.log" 2>&1
@@ -121,6 +125,13 @@ mpi2 "$DIR/indivisible" "${MODEL[@]}" --steps 5 --batch-size 6 --grad-accum 2 --
     > "$DIR/indivisible.log" 2>&1
 expect_failure "--batch-size 6 not divisible by 2 processes x --grad-accum 2" 2 "not divisible by 2 processes" \
     "$DIR/indivisible.log" "$DIR/indivisible" $((SECONDS - start))
+
+start=$SECONDS
+mpi2 "$DIR/nonfinite" --n-layer 1 --n-head 2 --n-embd 16 --block-size 16 --batch-size 4 --eval-batches 2 \
+    --lr 10 --min-lr 10 --weight-decay 10 --warmup 0 --eval-every 1000 --log-every 1 --steps 1000 \
+    --out "$DIR/nonfinite" > "$DIR/nonfinite.log" 2>&1
+expect_failure "a loss that stops being finite" 3 "is not finite; stopping" "$DIR/nonfinite.log" "$DIR/nonfinite" \
+    $((SECONDS - start))
 
 # ---- signals: the ranks stop after the same step, rank 0 saves
 # stop_run NAME OUT SIGNAL TARGET WANT: starts a long 2-rank run, waits for step 5, sends
@@ -140,7 +151,7 @@ stop_run() {
     if [ "$target" = mpirun ]; then
         timeout --foreground 60 mpirun --oversubscribe -np 2 --bind-to none "$MPI_TRAIN" "${args[@]}" > "$out.log" 2>&1 &
     else
-        timeout --foreground 60 mpirun --oversubscribe -np 2 --bind-to none sh -c \
+        timeout --foreground 60 mpirun "${NO_ABORT[@]}" --oversubscribe -np 2 --bind-to none sh -c \
             'trap "" INT TERM; "$0" "$@" & echo $! > "'"$out"'.pid.$OMPI_COMM_WORLD_RANK"; wait $!; s=$?;
              echo $s > "'"$out"'.status.$OMPI_COMM_WORLD_RANK"; exit $s' "$MPI_TRAIN" "${args[@]}" > "$out.log" 2>&1 &
     fi
