@@ -3,7 +3,7 @@
 # plain one (./train), on 2 ranks of 1 thread with mpirun, on the shipped corpus:
 #   - 30 steps of a small model with dropout 0.1: losses (training, and the whole validation
 #     split's at the end) agree with 1 process to 1e-4 and weights to relative 1e-5, without
-#     and with --zero 1;
+#     and with --zero 1; the same on 3 ranks with --zero 1 --grad-accum 2;
 #   - a 2-rank checkpoint resumes on 1 process (within 1e-5 of the uninterrupted run) and
 #     on 2 ranks (bit-exact), with --zero 1, whose optimizer state is gathered and scattered;
 #   - a corpus missing on one rank, a bad flag, an indivisible batch and a loss that stops
@@ -72,6 +72,21 @@ for zero in 0 1; do
         pass "$name"
     else fail "$name: losses $d (want <= 1e-4), val $v2 vs $v1, $w (want parameters <= 1e-5)"; fi
 done
+# 3 ranks (uneven parameter shards: 106304 = 3 x 35434 + 2), --zero 1 and --grad-accum 2:
+# batch 12 as 2 micro-batches of 6, 2 rows a rank
+name="3 ranks x 1 thread, --zero 1 --grad-accum 2 vs 1 process, batch 12"
+./train "${MODEL[@]}" --steps 30 --batch-size 12 --threads 1 --out "$DIR/one12" > "$DIR/one12.log" 2>&1 ||
+    fail "1-process reference run, batch 12" "$DIR/one12.log"
+if timeout 60 mpirun "${NO_ABORT[@]}" --oversubscribe -np 3 --bind-to none "$MPI_TRAIN" "${MODEL[@]}" --steps 30 \
+       --batch-size 12 --threads 1 --zero 1 --grad-accum 2 --out "$DIR/three" > "$DIR/three.log" 2>&1; then
+    d=$(loss_diff "$DIR/three/log.csv" "$DIR/one12/log.csv")
+    w=$("$COMPARE" "$DIR/three/ckpt.safetensors" "$DIR/one12/ckpt.safetensors" 1e-5)
+    ok=$?
+    echo "     $name: train losses differ by at most $d; $w"
+    if [ $ok -eq 0 ] && awk -v d="$d" 'BEGIN { exit !(d + 0 == d && d <= 1e-4) }'; then pass "$name"
+    else fail "$name: losses $d (want <= 1e-4), $w (want parameters <= 1e-5)"; fi
+else fail "$name: the run failed" "$DIR/three.log"; fi
+
 # not vacuous: another seed is far from the 1-process run
 ./train "${MODEL[@]}" --steps 30 --threads 1 --seed 7 --out "$DIR/seed7" > "$DIR/seed7.log" 2>&1
 if ! "$COMPARE" "$DIR/seed7/ckpt.safetensors" "$DIR/one/ckpt.safetensors" 1e-3 > /dev/null; then
