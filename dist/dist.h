@@ -1,6 +1,6 @@
 // The processes of a data-parallel run. Built with MPI (`make MPI=1`, which compiles this
 // room with mpicc and CHARGPT_MPI) it is a thin layer over MPI's collectives on
-// MPI_COMM_WORLD; built without, the same functions describe one process alone and every
+// MPI_COMM_WORLD (the reduce-scatter a ring of its own, dist.c); built without, the same functions describe one process alone and every
 // collective is a copy or nothing, so the rest of chargpt needs no MPI headers.
 //
 // Every collective must be called by every process, in the same order, from the thread that
@@ -33,7 +33,7 @@ void dist_share(size_t total, int rank, size_t *first, size_t *end);
 // x[0, n) = its sum over the processes, on every process (all-reduce).
 void dist_sum_floats(float *x, size_t n);
 void dist_sum_doubles(double *x, int n);
-// x[0, end - first) = the sum over the processes of their x[first, end), [first, end) this
+// x[first, end) = the sum over the processes of their x[first, end), [first, end) this
 // process's share of n (reduce-scatter, in place); the rest of x is left undefined.
 void dist_reduce_scatter_floats(float *x, size_t n);
 // Every process's share of x[0, n) from that process, on every process (all-gather).

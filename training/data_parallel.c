@@ -90,7 +90,8 @@ double data_parallel_step(DataParallel *dp, GPT *model, AdamW *opt, const int *i
     double norm;
     float *grads = model->grads_memory, *params = model->params_memory;
     if (dp->zero) {
-        dist_reduce_scatter_floats(grads, P);  // this process's shard now starts the buffer
+        dist_reduce_scatter_floats(grads, P);
+        grads += dp->shard_first;
         params += dp->shard_first;
         double sum_of_squares = grad_sum_of_squares(grads, dp->shard_n);
         dist_sum_doubles(&sum_of_squares, 1);
