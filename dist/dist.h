@@ -1,7 +1,8 @@
 // The processes of a data-parallel run. Built with MPI (`make MPI=1`, which compiles this
 // room with mpicc and CHARGPT_MPI) it is a thin layer over MPI's collectives on
-// MPI_COMM_WORLD (the reduce-scatter a ring of its own, dist.c); built without, the same functions describe one process alone and every
-// collective is a copy or nothing, so the rest of chargpt needs no MPI headers.
+// MPI_COMM_WORLD (the reduce-scatter a ring of its own, dist.c); built without, the same
+// functions describe one process alone and every collective is a copy or nothing, so the
+// rest of chargpt needs no MPI headers.
 //
 // Every collective must be called by every process, in the same order, from the thread that
 // called dist_init and outside OpenMP parallel regions (MPI_THREAD_FUNNELED). A process that
