@@ -10,7 +10,19 @@
 # first report stops the program that made it, and any report fails the target.
 # `make fuzz FUZZ_SECONDS=N` builds the libFuzzer targets of tests/fuzz/ with clang into
 # build-fuzz/ and runs each for N seconds.
+#
+# `make MPI=1` builds the trainer with OpenMPI's mpicc and data parallelism into build-mpi/
+# (objects, and the program as build-mpi/bin/train: `mpirun -np N build-mpi/bin/train ...`), apart
+# from the plain build, which needs no MPI. `make test-mpi` runs the multi-process tests
+# (tests/mpi/test_mpi.sh) on it.
 CC ?= cc
+ifeq ($(MPI),1)
+MPICC ?= mpicc
+CC := $(MPICC)
+BUILD := build-mpi
+BIN := build-mpi/bin
+.DEFAULT_GOAL := mpi
+endif
 MARCH ?= -march=native
 PREFIX ?= /usr/local
 # gcc's -Wformat-truncation flags every snprintf into a fixed buffer; clang has no such option
@@ -21,6 +33,9 @@ CFLAGS ?= -O3 $(MARCH) -Wall -Wextra -Wno-unused-parameter $(NO_FORMAT_TRUNCATIO
 # -fno-math-errno: sqrtf need not set errno (nothing reads it), so loops that call it can be
 # vectorised as their `omp simd` asks; the values computed are the same.
 override CFLAGS += -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -MMD -MP
+ifeq ($(MPI),1)
+override CFLAGS += -DCHARGPT_MPI
+endif
 LDFLAGS ?=
 LDLIBS = -fopenmp -lz -lm
 # where objects go and where the programs are made (`make sanitize` sets these)
@@ -29,7 +44,7 @@ BIN ?= .
 TEST_RUNNER ?= tests/run_tests
 
 LIB_SRC := $(wildcard model/*.c) $(wildcard format/*.c) $(wildcard generation/*.c) $(wildcard data/*.c) \
-           $(wildcard viewer/*.c) $(wildcard training/*.c)
+           $(wildcard viewer/*.c) $(wildcard training/*.c) $(wildcard dist/*.c)
 TEST_SRC := $(wildcard tests/*.c) $(wildcard tests/fuzz/fuzz_*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
@@ -37,7 +52,7 @@ BENCH_SRC := $(wildcard scripts/*.c)
 PROGRAMS := train generate
 MAN_PAGES := $(PROGRAMS:%=build/man/chargpt-%.1)
 
-.PHONY: all test bench clean install uninstall sanitize fuzz
+.PHONY: all test bench clean install uninstall sanitize fuzz mpi test-mpi
 
 all: $(PROGRAMS) $(MAN_PAGES)
 
@@ -50,6 +65,7 @@ $(BUILD)/libchargpt.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(BIN)/train: $(BUILD)/train.o $(BUILD)/libchargpt.a
+	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 $(BIN)/generate: $(BUILD)/generate.o $(BUILD)/libchargpt.a
@@ -72,6 +88,17 @@ bench: all scripts/bench
 
 scripts/bench: build/scripts/bench.o build/libchargpt.a
 	$(CC) $^ -o $@ $(LDLIBS)
+
+# the MPI build's trainer, with the shipped corpus in data/ beside it as the programs expect
+mpi: build-mpi/bin/train
+	ln -sfn ../../data build-mpi/bin/data
+
+tests/mpi/compare_checkpoints: build/tests/mpi/compare_checkpoints.o build/libchargpt.a
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+test-mpi: all tests/mpi/compare_checkpoints
+	$(MAKE) MPI=1 mpi
+	tests/mpi/test_mpi.sh
 
 # The programs find the corpus in ../share/chargpt/ relative to themselves, so installing
 # under another PREFIX needs no rebuild.
@@ -136,7 +163,7 @@ fuzz: $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%)
 	done
 
 clean:
-	rm -rf build $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench
+	rm -rf build build-mpi $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench tests/mpi/compare_checkpoints
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/train.d $(BUILD)/generate.d build/scripts/bench.d \
 	$(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%.d)

@@ -2,6 +2,9 @@
 // safetensors checkpoints that ./generate, PyTorch and --resume read.
 // Exit status: 0 done, 1 bad data or I/O, 2 bad usage or a run too large for the memory,
 // 3 non-finite loss, 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP after saving.
+// Built with MPI (`make MPI=1`), `mpirun -np N` runs one training on N processes (dist/,
+// training/data_parallel.h): rank 0 alone prints and writes, and the processes agree on
+// failures and signals at fixed points of the run, so that they all leave together.
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -22,12 +25,13 @@
 #include "data/corpus_fingerprint.h"
 #include "data/vocab.h"
 #include "data/vocab_coverage.h"
+#include "dist/dist.h"
 #include "format/atomic_file.h"
 #include "format/checkpoint.h"
 #include "model/adamw.h"
 #include "model/gpt.h"
 #include "model/rng.h"
-#include "model/train_step.h"
+#include "training/data_parallel.h"
 #include "training/loss_history.h"
 #include "training/progress_line.h"
 #include "training/run_dir.h"
@@ -51,7 +55,7 @@ static const TrainOptions default_options = {
     .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f, .grad_clip = 1.0f, .val_fraction = 0.1f,
     .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
     .eval_every = 250, .eval_batches = 200, .save_every = 500, .log_every = 10,
-    .seed = 1337, .threads = 0, .max_memory = 0.0,
+    .seed = 1337, .threads = 0, .max_memory = 0.0, .grad_accum = 1, .zero = 0,
 };
 
 static void usage(FILE *f) {
@@ -72,7 +76,8 @@ static void usage(FILE *f) {
             "                       removed first)\n"
             "  --resume CKPT        continue the run saved in CKPT with its options; only --steps,\n"
             "                       --out, --threads, --save-every, --eval-every, --max-memory,\n"
-            "                       --data, --decay-steps and --warmup may be given again. --data\n"
+            "                       --data, --decay-steps, --warmup, --grad-accum, --zero may be given\n"
+            "                       again. --data\n"
             "                       must hold the same text (its length and CRC-32, kept in CKPT,\n"
             "                       are checked); without it the saved path is used, a relative\n"
             "                       one looked for in the current directory, then beside CKPT.\n"
@@ -93,7 +98,10 @@ static void usage(FILE *f) {
             "  --dropout P          dropout on attention weights and residual branches (default %g)\n"
             "  --no-qkv-bias        no bias in the attention's q, k, v projection\n"
             "training:\n"
-            "  --batch-size N       sequences per step (default %d)\n"
+            "  --batch-size N       sequences per step, over all processes (default %d)\n"
+            "  --grad-accum K       split each step into K micro-batches of batch-size / K sequences\n"
+            "                       whose gradients are summed: the same step in less memory\n"
+            "                       (default 1)\n"
             "  --steps N            optimizer steps (default %ld)\n"
             "  --lr F               peak learning rate (default %g)\n"
             "  --min-lr F           learning rate at the end of the cosine decay (default %g)\n"
@@ -106,7 +114,11 @@ static void usage(FILE *f) {
             "  --save-every N       checkpoint every N steps and at the end (default %ld)\n"
             "  --log-every N        progress report and log.csv row every N steps (default %ld)\n"
             "  --seed N             seed for initialisation, batches and dropout (default %" PRIu64 ")\n"
-            "  --threads N          OpenMP threads; 0 = all cores; at most %d per core (default %d)\n"
+            "  --threads N          OpenMP threads; 0 = all cores, or with mpirun the cores divided\n"
+            "                       by the processes on the machine; at most %d per core (default %d)\n"
+            "  --zero 1             with several processes (mpirun), each keeps the optimizer's\n"
+            "                       moments of 1/N of the parameters only (ZeRO stage 1); 0 = off\n"
+            "                       (default 0)\n"
             "  --max-memory MIB     refuse a run that needs more memory than MIB mebibytes (default:\n"
             "                       the memory available now, MemAvailable in /proc/meminfo)\n"
             "  -h, --help           show this help\n"
@@ -123,14 +135,20 @@ static void usage(FILE *f) {
             THREADS_PER_CORE, d->threads);
 }
 
+// A process that fails meets the others at their next agreement (agree() below, dist.h), so
+// that every process leaves with the same status; the lowest-ranked failure's message is
+// printed, once.
 static void die(int status, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "%s: ", program_invocation_short_name);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(status);
+    DistAgreement a = dist_agree(status, 0);
+    if (a.rank == dist_rank()) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "%s: ", program_invocation_short_name);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+    }
+    exit(a.status);
 }
 
 // ----------------------------------------------------------------------------
@@ -167,8 +185,8 @@ enum {
     OPT_DATA = 256, OPT_OUT, OPT_RESUME, OPT_N_LAYER, OPT_N_HEAD, OPT_N_EMBD, OPT_HEAD_SIZE,
     OPT_BLOCK_SIZE, OPT_BATCH_SIZE, OPT_DROPOUT, OPT_NO_QKV_BIAS, OPT_STEPS, OPT_LR, OPT_MIN_LR,
     OPT_WARMUP, OPT_DECAY_STEPS, OPT_WEIGHT_DECAY, OPT_GRAD_CLIP, OPT_EVAL_EVERY, OPT_EVAL_BATCHES,
-    OPT_SAVE_EVERY, OPT_LOG_EVERY, OPT_SEED, OPT_THREADS, OPT_VAL_FRACTION, OPT_MAX_MEMORY,
-    OPT_INIT_FROM, OPT_SKIP_UNKNOWN, OPT_KEEP_CR, OPT_FORCE, OPT_COUNT
+    OPT_SAVE_EVERY, OPT_LOG_EVERY, OPT_SEED, OPT_THREADS, OPT_VAL_FRACTION, OPT_GRAD_ACCUM, OPT_ZERO,
+    OPT_MAX_MEMORY, OPT_INIT_FROM, OPT_SKIP_UNKNOWN, OPT_KEEP_CR, OPT_FORCE, OPT_COUNT
 };
 
 static const struct option long_options[] = {
@@ -197,6 +215,8 @@ static const struct option long_options[] = {
     {"seed", required_argument, 0, OPT_SEED},
     {"threads", required_argument, 0, OPT_THREADS},
     {"val-fraction", required_argument, 0, OPT_VAL_FRACTION},
+    {"grad-accum", required_argument, 0, OPT_GRAD_ACCUM},
+    {"zero", required_argument, 0, OPT_ZERO},
     {"max-memory", required_argument, 0, OPT_MAX_MEMORY},
     {"init-from", required_argument, 0, OPT_INIT_FROM},
     {"skip-unknown", no_argument, 0, OPT_SKIP_UNKNOWN},
@@ -258,6 +278,8 @@ static void parse_options(int argc, char **argv, TrainOptions *o, GivenOptions *
                 o->threads = (int)parse_long(name, optarg, 0, max_threads);
                 break;
             case OPT_VAL_FRACTION: o->val_fraction = parse_float(name, optarg, 0.0, 1.0, 0); break;
+            case OPT_GRAD_ACCUM: o->grad_accum = (int)parse_long(name, optarg, 1, TRAIN_MAX_BATCH_SIZE); break;
+            case OPT_ZERO: o->zero = (int)parse_long(name, optarg, 0, 1); break;
             case OPT_MAX_MEMORY: o->max_memory = parse_float(name, optarg, 1.0, 1e12, 1) * MIB; break;
             case OPT_INIT_FROM: copy_path(o->init_from, name, optarg); break;
             case OPT_SKIP_UNKNOWN: o->skip_unknown = 1; break;
@@ -296,14 +318,15 @@ static void check_options(TrainOptions *o) {
 // Restores the saved options (keeping those --resume may change) and the training state.
 static void resume_options(const Checkpoint *ck, TrainOptions *o, const GivenOptions *given, TrainState *s) {
     static const int allowed[] = {OPT_RESUME, OPT_STEPS, OPT_OUT, OPT_THREADS, OPT_SAVE_EVERY, OPT_EVAL_EVERY,
-                                  OPT_MAX_MEMORY, OPT_DATA, OPT_DECAY_STEPS, OPT_WARMUP};
+                                  OPT_MAX_MEMORY, OPT_DATA, OPT_DECAY_STEPS, OPT_WARMUP, OPT_GRAD_ACCUM,
+                                  OPT_ZERO};
     for (int i = 0; long_options[i].name; i++) {
         int v = long_options[i].val, ok = 0;
         for (size_t k = 0; k < sizeof(allowed) / sizeof(allowed[0]); k++) ok |= allowed[k] == v;
         if (v < (int)(sizeof(given->given) / sizeof(int)) && given->given[v] && !ok)
             die(EXIT_USAGE, "--%s cannot be changed when resuming (only --steps, --out, --threads, "
-                "--save-every, --eval-every, --max-memory, --data, --decay-steps and --warmup can)",
-                long_options[i].name);
+                "--save-every, --eval-every, --max-memory, --data, --decay-steps, --warmup, --grad-accum "
+                "and --zero can)", long_options[i].name);
     }
     if (!ck->has_optimizer)
         die(EXIT_DATA, "%s has no optimizer state, so its run cannot be resumed (./generate can still use it)",
@@ -332,6 +355,8 @@ static void resume_options(const Checkpoint *ck, TrainOptions *o, const GivenOpt
     }
     if (given->given[OPT_SAVE_EVERY]) o->save_every = given_values.save_every;
     if (given->given[OPT_EVAL_EVERY]) o->eval_every = given_values.eval_every;
+    o->grad_accum = given_values.grad_accum;
+    o->zero = given_values.zero;
     if (!given->given[OPT_OUT]) {
         // by default a resumed run goes on writing beside its checkpoint
         const char *slash = strrchr(ck->path, '/');
@@ -352,6 +377,7 @@ static struct {
     int *tokens, *inputs, *targets;
     GPT model;
     AdamW opt;
+    DataParallel dp;
     RunLog log;
     LossHistory losses;
 } run;
@@ -362,6 +388,7 @@ static void free_run(void) {
     run_log_close(&run.log, err);  // a failure here was already reported, or does not matter any more
     loss_history_free(&run.losses);
     adamw_free(&run.opt);
+    data_parallel_free(&run.dp);
     gpt_free(&run.model);
     free(run.tokens);
     free(run.inputs);
@@ -369,6 +396,26 @@ static void free_run(void) {
     vocab_free(&run.vocab);
     corpus_free(&run.corpus);
     checkpoint_close(&run.ck);
+    dist_finalize();
+}
+
+// Meets the other processes (dist.h) at a point every one of them reaches: when one has
+// failed, leaves with its status (it printed why); else returns the stop signal that any of
+// them has received, or 0.
+static int agree(void) {
+    DistAgreement a = dist_agree(0, stop_signals_received());
+    if (a.status) exit(a.status);
+    return a.signal;
+}
+
+// Threads per process: --threads, else the cores this process may use, shared with the
+// other processes of the run on this machine.
+static void set_threads(int threads) {
+    if (threads == 0 && dist_local_size() > 1) {
+        long share = sysconf(_SC_NPROCESSORS_ONLN) / dist_local_size();
+        threads = share < 1 ? 1 : share < omp_get_max_threads() ? (int)share : omp_get_max_threads();
+    }
+    if (threads > 0) omp_set_num_threads(threads);
 }
 
 // Other signals that end the program remove the temporary file of a save in progress first.
@@ -381,7 +428,8 @@ static void on_fatal_signal(int sig) {
 static void install_signal_handlers(void) {
     static const int fatal[] = {SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2};
     for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++) signal(fatal[i], on_fatal_signal);
-    stop_signals_install();  // SIGINT, SIGTERM, SIGHUP: stop after the step and save
+    // SIGINT, SIGTERM, SIGHUP: stop after the step and save (several processes: see stop_signals.h)
+    stop_signals_install(dist_size() > 1);
     // a file-size limit makes the write fail with EFBIG, reported, instead of killing the run
     signal(SIGXFSZ, SIG_IGN);
 }
@@ -444,10 +492,13 @@ static void format_duration(char *buf, size_t n, double s) {
     else snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
 }
 
-// Prints the memory the run needs with its limit; exits 2 when it needs more.
+// Prints the memory the run needs with its limit; exits 2 when it needs more. The memory
+// available is shared by the processes of the run on this machine.
 static void check_memory(const GPTMemoryPlan *plan, const TrainOptions *o) {
-    double limit = o->max_memory > 0 ? o->max_memory : gpt_memory_available();
-    const char *source = o->max_memory > 0 ? "--max-memory" : "available (MemAvailable)";
+    double limit = o->max_memory > 0 ? o->max_memory : gpt_memory_available() / dist_local_size();
+    const char *source = o->max_memory > 0 ? "--max-memory"
+                         : dist_local_size() > 1 ? "available (MemAvailable) per process on this machine"
+                         : "available (MemAvailable)";
     char needed[512], limit_text[32];
     gpt_memory_describe(plan, needed, sizeof(needed));
     gpt_format_bytes(limit, limit_text, sizeof(limit_text));
@@ -456,44 +507,39 @@ static void check_memory(const GPTMemoryPlan *plan, const TrainOptions *o) {
     if (limit > 0 && gpt_memory_total(plan) > limit) {
         gpt_format_bytes(gpt_memory_total(plan), needed, sizeof(needed));
         die(EXIT_USAGE, "the run needs %s of memory, more than the %s %s: use a smaller model, --batch-size or "
-            "--block-size%s", needed, limit_text, source, o->max_memory > 0 ? "" : ", or set --max-memory");
+            "--block-size, a larger --grad-accum%s", needed, limit_text, source, o->max_memory > 0 ? "" : ", or set --max-memory");
     }
 }
 
-// Mean validation loss over the fixed evaluation windows, with dropout off; NAN when a stop
-// signal abandoned it.
-static double evaluate(GPT *model, const Dataset *ds, const TrainOptions *o, int *inputs, int *targets) {
-    int saved = model->training;
-    model->training = 0;
-    double sum = 0.0;
-    for (long b = 0; b < o->eval_batches; b++) {
-        if (stop_signals_received()) {  // abandoned: the run stops and saves
-            model->training = saved;
-            return NAN;
-        }
-        dataset_val_batch(ds, (int)b, (int)o->eval_batches, o->batch_size, o->block_size, inputs, targets);
-        gpt_forward(model, inputs, targets, o->batch_size, o->block_size);
-        sum += model->mean_loss;
-    }
-    model->training = saved;
-    return sum / o->eval_batches;
-}
-
-static void save_checkpoint(const char *path, const TrainOptions *o, const TrainState *s) {
+// Writes the checkpoints asked for (paths NULL or not) from rank 0, with the optimizer state
+// gathered from every process first.
+static void save_checkpoints(const char *const paths[2], const TrainOptions *o, const TrainState *s) {
     static RunMeta meta;
-    run_meta_write(&meta, o, s);
     char err[ERR_LEN];
-    if (checkpoint_save(path, &run.model, run.vocab.chars, &run.opt, meta.entries, meta.count, err) != 0)
-        die(EXIT_DATA, "%s", err);
+    AdamW copy;
+    const AdamW *opt;
+    if (data_parallel_gather_optimizer(&run.dp, &run.model, &run.opt, &copy, &opt, err) != 0)
+        die(EXIT_USAGE, "%s", err);
+    run_meta_write(&meta, o, s);
+    for (int i = 0; i < 2 && dist_rank() == 0; i++)
+        if (paths[i] && checkpoint_save(paths[i], &run.model, run.vocab.chars, opt, meta.entries, meta.count, err) != 0)
+            die(EXIT_DATA, "%s", err);
+    data_parallel_release_optimizer(&run.dp);
 }
 
 int main(int argc, char **argv) {
+    char err[ERR_LEN];
+    if (dist_init(&argc, &argv, err) != 0) {
+        if (dist_rank() == 0) fprintf(stderr, "%s: %s\n", program_invocation_short_name, err);
+        dist_finalize();
+        return EXIT_USAGE;
+    }
+    if (dist_rank() != 0 && !freopen("/dev/null", "w", stdout)) return EXIT_DATA;  // rank 0 alone reports
+    atexit(free_run);  // which ends MPI too, however the program ends
     TrainOptions o;
     GivenOptions given;
     parse_options(argc, argv, &o, &given);
-    atexit(free_run);
     install_signal_handlers();
-    char err[ERR_LEN];
     TrainState state = {0, {0}, INFINITY, NAN, 0, 0.0};
     rng_seed(&state.rng, o.seed);
 
@@ -511,21 +557,23 @@ int main(int argc, char **argv) {
         if (!given.given[OPT_DROPOUT]) o.dropout = c->dropout;
     }
     check_options(&o);
-    if (o.threads > 0) omp_set_num_threads(o.threads);
+    set_threads(o.threads);
     char ckpt_path[1100], best_path[1100], log_path[1100];
     snprintf(ckpt_path, sizeof(ckpt_path), "%s/ckpt.safetensors", o.out);
     snprintf(best_path, sizeof(best_path), "%s/best.safetensors", o.out);
     snprintf(log_path, sizeof(log_path), "%s/log.csv", o.out);
-    char found[128];
-    if (!resuming && run_dir_find_run(o.out, found, sizeof(found)) > 0) {
-        if (!o.force)
-            die(EXIT_USAGE, "%s already holds a run (%s): continue it with --resume %s, or give --force to replace "
-                "it (or another --out)", o.out, found, ckpt_path);
-        if (run_dir_remove_old_outputs(o.out, err) != 0) die(EXIT_DATA, "%s", err);
-        printf("--force: replacing the run in %s (%s)\n", o.out, found);
+    if (dist_rank() == 0) {
+        char found[128];
+        if (!resuming && run_dir_find_run(o.out, found, sizeof(found)) > 0) {
+            if (!o.force)
+                die(EXIT_USAGE, "%s already holds a run (%s): continue it with --resume %s, or give --force to "
+                    "replace it (or another --out)", o.out, found, ckpt_path);
+            if (run_dir_remove_old_outputs(o.out, err) != 0) die(EXIT_DATA, "%s", err);
+            printf("--force: replacing the run in %s (%s)\n", o.out, found);
+        }
+        prepare_out_dir(o.out, (const char *const[3]){ckpt_path, best_path, log_path});
+        if (run_log_open(&run.log, log_path, resuming, state.step, err) != 0) die(EXIT_DATA, "%s", err);
     }
-    prepare_out_dir(o.out, (const char *const[3]){ckpt_path, best_path, log_path});
-    if (run_log_open(&run.log, log_path, resuming, state.step, err) != 0) die(EXIT_DATA, "%s", err);
 
     // corpus -> vocabulary -> tokens -> train/val split
     if (!o.data[0] && corpus_default_path(o.data, sizeof(o.data), err) != 0)
@@ -596,14 +644,23 @@ int main(int argc, char **argv) {
     GPTConfig config = {vocab->size, o.block_size, o.n_layer, o.n_head, o.n_embd, o.head_size, o.qkv_bias, o.dropout};
     if (gpt_config_validate(&config, err) != 0) die(EXIT_USAGE, "%s", err);
     int B = o.batch_size, T = o.block_size;
-    int tty = isatty(STDOUT_FILENO);
+    int tty = isatty(STDOUT_FILENO) && dist_size() == 1;  // mpirun forwards output: no rewritten line
     printf("chargpt: %s, %zu characters, vocabulary %d; train %zu, val %zu\n", o.data, run.corpus.len, vocab->size,
            ds.train_len, ds.val_len);
     GPTMemoryPlan plan;
     gpt_memory_plan(&config, B, 1, &plan);
-    printf("model: %d layers, %d heads of %d, n_embd %d, block %d, %.0f parameters; batch %d, %d threads\n",
-           o.n_layer, o.n_head, o.head_size, o.n_embd, o.block_size, plan.parameters / sizeof(float), B,
-           omp_get_max_threads());
+    DataParallel *dp = &run.dp;
+    size_t num_parameters = (size_t)(plan.parameters / sizeof(float));
+    if (data_parallel_plan(dp, B, T, o.grad_accum, o.zero, num_parameters, err) != 0) die(EXIT_USAGE, "%s", err);
+    // this process's share: activations of one micro-batch's rows, moments of its shard
+    gpt_memory_plan(&config, dp->rows, 1, &plan);
+    plan.optimizer *= (double)dp->shard_n / (double)num_parameters;
+    printf("model: %d layers, %d heads of %d, n_embd %d, block %d, %zu parameters; batch %d, %d threads\n",
+           o.n_layer, o.n_head, o.head_size, o.n_embd, o.block_size, num_parameters, B, omp_get_max_threads());
+    if (dist_size() > 1 || o.grad_accum > 1)
+        printf("data parallel: %d process%s x %d micro-batch%s of %d sequences%s\n", dist_size(),
+               dist_size() == 1 ? "" : "es", o.grad_accum, o.grad_accum == 1 ? "" : "es", dp->rows,
+               dp->zero ? "; optimizer state sharded (ZeRO stage 1)" : "");
     check_memory(&plan, &o);
 
     // model and optimizer; failing to allocate what the plan allowed is also "too large"
@@ -617,8 +674,9 @@ int main(int argc, char **argv) {
         if (gpt_build(model, &config, 1, err) != 0) die(EXIT_USAGE, "%s", err);
         gpt_init_weights(model, o.seed);
     }
-    if (gpt_alloc_activations(model, B, err) != 0) die(EXIT_USAGE, "%s", err);
-    if (adamw_init(opt, model, o.beta1, o.beta2, o.eps, o.weight_decay, err) != 0) die(EXIT_USAGE, "%s", err);
+    if (gpt_alloc_activations(model, dp->rows, err) != 0) die(EXIT_USAGE, "%s", err);
+    if (data_parallel_init(dp, model, opt, o.beta1, o.beta2, o.eps, o.weight_decay, err) != 0)
+        die(EXIT_USAGE, "%s", err);
     if (resuming) {
         if (checkpoint_load_optimizer(&run.ck, opt, err) != 0) die(EXIT_DATA, "%s", err);
         checkpoint_close(&run.ck);
@@ -646,13 +704,14 @@ int main(int argc, char **argv) {
     char plot_path[1100], plot_title[1200];
     snprintf(plot_path, sizeof(plot_path), "%s/loss.svg", o.out);
     snprintf(plot_title, sizeof(plot_title), "chargpt: %s", o.data);
-    if (resuming && loss_history_read(&run.losses, log_path, err) != 0) die(EXIT_DATA, "%s", err);
+    if (resuming && dist_rank() == 0 && loss_history_read(&run.losses, log_path, err) != 0) die(EXIT_DATA, "%s", err);
     int plot_written = 0;
     fflush(stdout);
+    agree();  // every process has its data and memory (or all leave, with the failure's status)
 
     double run_start = now_seconds(), elapsed_before = state.elapsed_s;
     long start_step = state.step;
-    double loss_sum = 0.0, ms_sum = 0.0, train_s = 0.0, report_loss = NAN;
+    double loss_sum = 0.0, ms_sum = 0.0, train_s = 0.0, report_loss = NAN, step_comm_s = 0.0;
     int loss_count = 0, report_count = 0;
     float lr = 0.0f, train_loss = NAN;
     while (state.step < o.steps) {
@@ -661,11 +720,14 @@ int main(int argc, char **argv) {
         model->training = o.dropout > 0.0f;
         model->dropout_seed = hash_mix64(o.seed ^ hash_mix64((uint64_t)state.step + 1));
         lr = learning_rate(&o, state.step);
-        double norm = train_step(model, opt, run.inputs, run.targets, B, T, lr, o.grad_clip);
-        if (!isfinite(model->mean_loss) || !isfinite(norm)) {
-            fprintf(stderr, "%s%s: step %ld: %s is not finite; stopping (the last saved checkpoint is unchanged)\n",
-                    tty ? "\n" : "", program_invocation_short_name, state.step + 1,
-                    isfinite(model->mean_loss) ? "the gradient norm" : "the loss");
+        double comm_before = dist_comm_seconds();
+        double norm = data_parallel_step(dp, model, opt, run.inputs, run.targets, lr, o.grad_clip);
+        step_comm_s += dist_comm_seconds() - comm_before;
+        if (!isfinite(model->mean_loss) || !isfinite(norm)) {  // the same on every process
+            if (dist_rank() == 0)
+                fprintf(stderr, "%s%s: step %ld: %s is not finite; stopping (the last saved checkpoint is unchanged)\n",
+                        tty ? "\n" : "", program_invocation_short_name, state.step + 1,
+                        isfinite(model->mean_loss) ? "the gradient norm" : "the loss");
             return EXIT_NONFINITE;
         }
         state.step++;
@@ -677,29 +739,32 @@ int main(int argc, char **argv) {
         ms_sum += 1000.0 * step_s;
         train_s += step_s;
         state.elapsed_s = elapsed_before + now_seconds() - run_start;
+        int stop = agree();  // every process stops after the same step
 
         int last = state.step == o.steps;
         int evaluated = 0;
+        const char *saves[2] = {NULL, NULL};
         if (have_val && (state.step % o.eval_every == 0 || last)) {
-            double val_loss = evaluate(model, &ds, &o, run.inputs, run.targets);
+            double val_loss = data_parallel_evaluate(dp, model, &ds, o.eval_batches, run.inputs, run.targets);
             if (!isnan(val_loss)) {
                 state.last_val_loss = val_loss;
                 evaluated = 1;
                 if (state.last_val_loss < state.best_val_loss) {
                     state.best_val_loss = state.last_val_loss;
-                    save_checkpoint(best_path, &o, &state);
+                    saves[0] = best_path;
                 }
             } else {
+                stop = stop ? stop : agree();  // the signal that abandoned it, agreed by every process
                 printf("%sevaluation at step %ld abandoned\n", tty ? "\n" : "", state.step);
             }
         }
-        int stop_signal = stop_signals_received();
-        if (state.step % o.save_every == 0 || last || stop_signal) save_checkpoint(ckpt_path, &o, &state);
+        if (state.step % o.save_every == 0 || last || stop) saves[1] = ckpt_path;
+        if (saves[0] || saves[1]) save_checkpoints(saves, &o, &state);
 
         // progress: the terminal line is rewritten every step, fitted to its width; reports
         // every log_every steps. The loss is the mean since the last report, as log.csv has it;
         // ms/step, tok/s and the ETA count training steps only.
-        int report = state.step % o.log_every == 0 || last || evaluated || stop_signal;
+        int report = state.step % o.log_every == 0 || last || evaluated || stop;
         double ms_per_step = ms_sum / loss_count;
         double tok_per_s = B * T / (ms_per_step / 1000.0);
         double eta = (o.steps - state.step) * train_s / (state.step - start_step);
@@ -726,12 +791,12 @@ int main(int argc, char **argv) {
         }
         if (report) {
             double mean_loss = loss_sum / loss_count;
-            if (run_log_row(&run.log, state.step, mean_loss, evaluated ? state.last_val_loss : NAN, lr,
-                            state.tokens_seen, state.elapsed_s, err) != 0)
+            if (dist_rank() == 0 && run_log_row(&run.log, state.step, mean_loss, evaluated ? state.last_val_loss : NAN,
+                                                lr, state.tokens_seen, state.elapsed_s, err) != 0)
                 die(EXIT_DATA, "%s", err);
             LossPoint point = {state.step, mean_loss, evaluated ? state.last_val_loss : NAN, lr};
             if (loss_history_add(&run.losses, point, err) != 0) die(EXIT_DATA, "%s", err);
-            if (evaluated) {
+            if (evaluated && dist_rank() == 0) {
                 if (loss_plot_write(plot_path, run.losses.points, run.losses.n, plot_title, err) != 0)
                     fprintf(stderr, "%s%s: warning: %s (training goes on)\n", tty ? "\n" : "",
                             program_invocation_short_name, err);
@@ -743,15 +808,17 @@ int main(int argc, char **argv) {
             loss_sum = ms_sum = 0.0;
             loss_count = 0;
         }
-        if (stop_signal) {
-            if (run_log_close(&run.log, err) != 0) die(EXIT_DATA, "%s", err);
+        if (stop && dist_rank() == 0 && run_log_close(&run.log, err) != 0) die(EXIT_DATA, "%s", err);
+        agree();  // what rank 0 wrote above was written, or every process leaves
+        if (stop) {
             printf("%sstopped by %s after step %ld; saved %s (continue with --resume %s)\n", tty ? "\n" : "",
-                   stop_signal_name(stop_signal), state.step, ckpt_path, ckpt_path);
-            return 128 + stop_signal;
+                   stop_signal_name(stop), state.step, ckpt_path, ckpt_path);
+            return 128 + stop;
         }
     }
-    if (state.step == start_step) save_checkpoint(ckpt_path, &o, &state);
-    if (run_log_close(&run.log, err) != 0) die(EXIT_DATA, "%s", err);
+    if (state.step == start_step) save_checkpoints((const char *const[2]){NULL, ckpt_path}, &o, &state);
+    if (dist_rank() == 0 && run_log_close(&run.log, err) != 0) die(EXIT_DATA, "%s", err);
+    agree();
     double wall = now_seconds() - run_start;
     long steps_run = state.step - start_step;
     if (tty) printf("\n");
@@ -761,11 +828,16 @@ int main(int argc, char **argv) {
     if (isfinite(state.best_val_loss))
         printf(", val loss %.4f, best val loss %.4f", state.last_val_loss, state.best_val_loss);
     int have_best = access(best_path, F_OK) == 0;
+    if (dist_size() > 1)
+        printf("\ncommunication: %.2f ms/step in the steps' collectives over %d processes (waiting included)",
+               1000.0 * step_comm_s / (steps_run > 0 ? steps_run : 1), dist_size());
     printf("\ncheckpoints: %s%s%s; log: %s%s%s\n", ckpt_path, have_best ? ", " : "", have_best ? best_path : "",
            log_path, plot_written ? "; loss plot: " : "", plot_written ? plot_path : "");
     if (have_val) {
         long scored;
-        double loss = validation_pass(model, &ds, B, T, run.inputs, run.targets, &scored);
+        double loss = validation_pass(model, &ds, dp->rows, T, dist_rank(), dist_size(), run.inputs, run.targets,
+                                      &scored);
+        dist_sum_doubles(&loss, 1);
         printf("whole validation split: loss %.6f over %ld characters, in consecutive windows of %d (as ./generate "
                "--score --stride %d gives it)\n", loss, scored, T, T);
     }

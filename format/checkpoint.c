@@ -44,6 +44,11 @@ static char *vocab_to_json(const uint32_t *vocab, int n) {
 int checkpoint_save(const char *path, const GPT *model, const uint32_t *vocab, const AdamW *opt,
                     const StMeta *extra, int num_extra, char err[ERR_LEN]) {
     const GPTConfig *c = &model->config;
+    if (opt && (opt->first != 0 || opt->n != model->num_parameters)) {
+        snprintf(err, ERR_LEN, "%s: the optimizer holds %zu of the %zu parameters' moments", path, opt->n,
+                 model->num_parameters);
+        return -1;
+    }
     int count = gpt_num_tensors(c);
     int num_tensors = count * (opt ? 3 : 1);
     StWriteTensor *tensors = calloc((size_t)num_tensors, sizeof(StWriteTensor));
@@ -286,6 +291,17 @@ static void copy_tensor(const Checkpoint *ck, const char *name, float *dst) {
     memcpy(dst, safetensors_tensor_data(&ck->file, t), t->nbytes);
 }
 
+// Copies the part of the checked tensor `name`, of parameters info->offset onwards, that
+// falls in parameters [first, first + n) into dst, which holds those n.
+static void copy_tensor_range(const Checkpoint *ck, const char *name, const TensorInfo *info, size_t first,
+                              size_t n, float *dst) {
+    size_t begin = info->offset > first ? info->offset : first;
+    size_t end = info->offset + info->size < first + n ? info->offset + info->size : first + n;
+    if (begin >= end) return;
+    const float *src = safetensors_tensor_data(&ck->file, safetensors_find(&ck->file, name));
+    memcpy(dst + (begin - first), src + (begin - info->offset), (end - begin) * sizeof(float));
+}
+
 int checkpoint_load_model(const Checkpoint *ck, GPT *model, int with_gradients, char err[ERR_LEN]) {
     if (gpt_build(model, &ck->config, with_gradients, err) != 0) return -1;
     int count = gpt_num_tensors(&ck->config);
@@ -308,8 +324,8 @@ int checkpoint_load_optimizer(const Checkpoint *ck, AdamW *opt, char err[ERR_LEN
         char m[ST_MAX_NAME + 1], v[ST_MAX_NAME + 1];
         gpt_tensor_info(&ck->config, i, &info);
         moment_names(&info, m, v);
-        copy_tensor(ck, m, opt->m + info.offset);
-        copy_tensor(ck, v, opt->v + info.offset);
+        copy_tensor_range(ck, m, &info, opt->first, opt->n, opt->m);
+        copy_tensor_range(ck, v, &info, opt->first, opt->n, opt->v);
     }
     opt->step = ck->optimizer_step;
     return 0;

@@ -20,7 +20,8 @@
 #define CHECKPOINT_FORMAT_V1 "chargpt-1"
 
 // Writes a checkpoint atomically. vocab: config.vocab_size code points, increasing.
-// opt may be NULL (no optimizer state). extra: caller's metadata (keys must not clash).
+// opt may be NULL (no optimizer state), else it holds every parameter's moments (a sharded
+// optimizer's are gathered first). extra: caller's metadata (keys must not clash).
 int checkpoint_save(const char *path, const GPT *model, const uint32_t *vocab, const AdamW *opt,
                     const StMeta *extra, int num_extra, char err[ERR_LEN]);
 
@@ -43,8 +44,9 @@ int checkpoint_parse(const void *bytes, size_t len, const char *name, Checkpoint
 // Builds the model (gpt_build, with gradients or not) and copies the parameters in.
 // The checkpoint was checked when opened: this fails only when memory runs out.
 int checkpoint_load_model(const Checkpoint *ck, GPT *model, int with_gradients, char err[ERR_LEN]);
-// Restores the optimizer moments and step (opt already initialised for the model); fails
-// when the checkpoint has no optimizer state.
+// Restores the optimizer moments of opt's parameters (all of them or a range: adamw.h) and
+// the step (opt already initialised for the model); fails when the checkpoint has no
+// optimizer state.
 int checkpoint_load_optimizer(const Checkpoint *ck, AdamW *opt, char err[ERR_LEN]);
 // A metadata value, or NULL.
 const char *checkpoint_meta(const Checkpoint *ck, const char *key);

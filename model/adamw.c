@@ -11,12 +11,17 @@
 
 int adamw_init(AdamW *opt, const GPT *model, float beta1, float beta2, float eps,
                float weight_decay, char err[ERR_LEN]) {
+    return adamw_init_range(opt, model, 0, model->num_parameters, beta1, beta2, eps, weight_decay, err);
+}
+
+int adamw_init_range(AdamW *opt, const GPT *model, size_t first, size_t n, float beta1, float beta2,
+                     float eps, float weight_decay, char err[ERR_LEN]) {
     memset(opt, 0, sizeof(*opt));
-    size_t n = model->num_parameters;
     opt->beta1 = beta1;
     opt->beta2 = beta2;
     opt->eps = eps;
     opt->weight_decay = weight_decay;
+    opt->first = first;
     opt->n = n;
     opt->m = calloc(n ? n : 1, sizeof(float));
     opt->v = calloc(n ? n : 1, sizeof(float));
@@ -26,11 +31,14 @@ int adamw_init(AdamW *opt, const GPT *model, float beta1, float beta2, float eps
         adamw_free(opt);
         return -1;
     }
+    // each tensor's decay flag over the part of it in the range
     int count = gpt_num_tensors(&model->config);
     for (int i = 0; i < count; i++) {
         TensorInfo info;
         gpt_tensor_info(&model->config, i, &info);
-        memset(opt->decay + info.offset, info.decay, info.size);
+        size_t begin = info.offset > first ? info.offset : first;
+        size_t end = info.offset + info.size < first + n ? info.offset + info.size : first + n;
+        if (begin < end) memset(opt->decay + (begin - first), info.decay, end - begin);
     }
     return 0;
 }
@@ -59,8 +67,8 @@ static double chunk_sum_of_squares(const float *grads, size_t n, size_t k) {
     return sum;
 }
 
-// Every thread of the team returns the norm.
-static double norm_team(const float *grads, size_t n) {
+// Every thread of the team returns the sum of squares.
+static double sum_of_squares_team(const float *grads, size_t n) {
     size_t chunks = (n + NORM_CHUNK - 1) / NORM_CHUNK;
     if (omp_get_thread_num() == 0 && chunks > chunk_sums_cap) {
         free(chunk_sums);
@@ -71,26 +79,28 @@ static double norm_team(const float *grads, size_t n) {
     double total = 0.0;
     if (chunks > chunk_sums_cap) {  // no room for the chunk sums: the same sum on every thread
         for (size_t k = 0; k < chunks; k++) total += chunk_sum_of_squares(grads, n, k);
-        return sqrt(total);
+        return total;
     }
 #pragma omp for schedule(static) nowait
     for (size_t k = 0; k < chunks; k++) chunk_sums[k] = chunk_sum_of_squares(grads, n, k);
     team_barrier();
     for (size_t k = 0; k < chunks; k++) total += chunk_sums[k];
     team_barrier();  // every thread has read the sums before a later call overwrites them
-    return sqrt(total);
+    return total;
 }
 
-double grad_global_norm(const float *grads, size_t n) {
-    if (in_team()) return norm_team(grads, n);
-    double norm = 0.0;
+double grad_sum_of_squares(const float *grads, size_t n) {
+    if (in_team()) return sum_of_squares_team(grads, n);
+    double sum = 0.0;
 #pragma omp parallel
     {
-        double mine = norm_team(grads, n);
-        if (omp_get_thread_num() == 0) norm = mine;
+        double mine = sum_of_squares_team(grads, n);
+        if (omp_get_thread_num() == 0) sum = mine;
     }
-    return norm;
+    return sum;
 }
+
+double grad_global_norm(const float *grads, size_t n) { return sqrt(grad_sum_of_squares(grads, n)); }
 
 static void clip_team(float *grads, size_t n, float scale) {
 #pragma omp for simd schedule(static) nowait

@@ -12,27 +12,36 @@ typedef struct {
     float beta2;         // 0.99
     float eps;           // 1e-8
     float weight_decay;  // 0.1, applied to tensors whose TensorInfo.decay is 1
-    float *m;            // (num_parameters) first moment, same layout as the parameters
-    float *v;            // (num_parameters) second moment
+    // The optimizer updates parameters [first, first + n) of the model: all of them, or one
+    // process's shard when the optimizer state is sharded over processes (ZeRO stage 1).
+    size_t first;
     size_t n;
+    float *m;            // (n) first moment, same layout as those parameters
+    float *v;            // (n) second moment
     long step;           // updates done so far (the update with step k uses k = step + 1)
-    unsigned char *decay;  // (num_parameters) 1 where weight decay applies
+    unsigned char *decay;  // (n) 1 where weight decay applies
 } AdamW;
 
-// Allocates zeroed moments for a model. Returns 0 or -1 with err.
+// Allocates zeroed moments for every parameter of a model. Returns 0 or -1 with err.
 int adamw_init(AdamW *opt, const GPT *model, float beta1, float beta2, float eps,
                float weight_decay, char err[ERR_LEN]);
+// The same for parameters [first, first + n) only.
+int adamw_init_range(AdamW *opt, const GPT *model, size_t first, size_t n, float beta1, float beta2,
+                     float eps, float weight_decay, char err[ERR_LEN]);
 void adamw_free(AdamW *opt);
 
-// sqrt(sum of squares) of all gradients, accumulated in double in a fixed order.
+// Sum of squares of the gradients, accumulated in double in a fixed order (fixed chunks, their
+// sums added in order), and its square root, the global L2 norm.
+double grad_sum_of_squares(const float *grads, size_t n);
 double grad_global_norm(const float *grads, size_t n);
 // As torch.nn.utils.clip_grad_norm_: when norm > max_norm, scales every gradient by
 // max_norm / (norm + 1e-6). max_norm <= 0 turns clipping off.
 void grad_clip(float *grads, size_t n, double norm, float max_norm);
 
-// One update of every parameter with learning rate lr:
+// One update of the optimizer's parameters with learning rate lr:
 //   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  mhat = m/(1-b1^k);  vhat = v/(1-b2^k)
 //   p -= lr * (mhat / (sqrt(vhat) + eps) + wd * p)        (k = step + 1)
+// params and grads hold the opt->n values of parameters [first, first + n).
 void adamw_update(AdamW *opt, float *params, const float *grads, float lr);
 
 #endif

@@ -95,7 +95,7 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int t, i
             const float *weights = w;
             if (use_dropout) {
                 float *dropped = thread_scratch((size_t)t * t);
-                dropout_weights(dropped, w, t, ((size_t)b * H + h) * t * t, drop);
+                dropout_weights(dropped, w, t, drop->first + ((size_t)b * H + h) * t * t, drop);
                 weights = dropped;
             }
             matmul_small(out + (size_t)b * t * A + h * hs, A, weights, t, v, 3 * A, t, hs, t,
@@ -127,7 +127,7 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
             const float *g = dout + (size_t)b * t * A + h * hs;  // dO rows of stride A
             const float *w = att + ((size_t)b * H + h) * t * t;
             float *dw = thread_scratch((size_t)(use_dropout ? 2 : 1) * t * t);  // (t, t) dW', then dS
-            size_t base_index = ((size_t)b * H + h) * t * t;
+            size_t base_index = (use_dropout ? drop->first : 0) + ((size_t)b * H + h) * t * t;
             // dV = W'^T dO
             const float *weights = w;
             if (use_dropout) {

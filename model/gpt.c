@@ -392,11 +392,18 @@ static LayerActs layer_acts(const GPT *m, int l) {
 
 const float *gpt_attention_weights(const GPT *model, int layer) { return layer_acts(model, layer).att; }
 
-static Dropout layer_dropout(const GPT *m, int l, int site) {
-    Dropout d = {0.0f, 0};
+// The dropout of one site of layer l for a forward of sequences of t tokens; its elements are
+// numbered from the batch's first row (batch_offset), so a part of a batch draws the part of
+// the whole batch's mask that its rows have.
+static Dropout layer_dropout(const GPT *m, int l, int site, int t) {
+    Dropout d = {0.0f, 0, 0};
     if (m->training && m->config.dropout > 0.0f) {
-        d.p = m->config.dropout;
+        const GPTConfig *c = &m->config;
+        // elements per sequence: (H, t, t) attention weights, or (t, C) of a residual branch
+        uint64_t per_row = site == DROPOUT_ATTN_WEIGHTS ? (uint64_t)c->n_head * t * t : (uint64_t)t * c->n_embd;
+        d.p = c->dropout;
         d.key = dropout_key(m->dropout_seed, l, site);
+        d.first = (uint64_t)m->batch_offset * per_row;
     }
     return d;
 }
@@ -422,9 +429,9 @@ static void forward_team(GPT *model, const int *inputs, const int *targets, int 
     for (int l = 0; l < c->n_layer; l++) {
         LayerParams p = layer_params(&model->params, c, l);
         LayerActs la = layer_acts(model, l);
-        Dropout drop_att = layer_dropout(model, l, DROPOUT_ATTN_WEIGHTS);
-        Dropout drop_res1 = layer_dropout(model, l, DROPOUT_ATTN_RESIDUAL);
-        Dropout drop_res2 = layer_dropout(model, l, DROPOUT_MLP_RESIDUAL);
+        Dropout drop_att = layer_dropout(model, l, DROPOUT_ATTN_WEIGHTS, t);
+        Dropout drop_res1 = layer_dropout(model, l, DROPOUT_ATTN_RESIDUAL, t);
+        Dropout drop_res2 = layer_dropout(model, l, DROPOUT_MLP_RESIDUAL, t);
         // x + attn(ln_1(x))
         layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, residual, p.ln1w, p.ln1b, N, C);
         matmul_forward(la.qkv, la.ln1, p.qkvw, p.qkvb, N, C, 3 * A);
@@ -449,9 +456,11 @@ static void forward_team(GPT *model, const int *inputs, const int *targets, int 
         model->cur_B = B;
         model->cur_t = t;
         model->mean_loss = -1.0f;
+        model->loss_sum = 0.0;
         if (targets) {
             double sum = 0.0;
             for (int n = 0; n < N; n++) sum += a->losses[n];
+            model->loss_sum = sum;
             model->mean_loss = (float)(sum / N);
         }
     }
@@ -496,14 +505,15 @@ static void backward_team(GPT *model) {
     const GPTConfig *c = &model->config;
     const int C = c->n_embd, V = c->vocab_size, H = c->n_head, hs = c->head_size, A = H * hs;
     const int B = model->cur_B, t = model->cur_t, N = B * t;
+    // the loss is the mean over the tokens of the whole batch this forward is a part of
+    const int batch_tokens = (model->batch_rows > 0 ? model->batch_rows : B) * t;
     ActivationTensors *a = &model->acts;
     ScratchTensors *s = &model->scratch;
     ParameterTensors *g = &model->grads;
-    zero_floats(model->grads_memory, model->num_parameters);
 
     // loss -> logits -> final LayerNorm; dres carries the residual stream's gradient
     zero_floats(s->dlogits, (size_t)N * V);
-    crossentropy_backward(s->dlogits, a->probs, model->targets, 1.0f / N, N, V);
+    crossentropy_backward(s->dlogits, a->probs, model->targets, 1.0f / batch_tokens, N, V);
     zero_floats(s->dln, (size_t)N * C);
     matmul_backward(s->dln, g->wte, NULL, s->dlogits, a->lnf, model->params.wte, N, C, V);
     zero_floats(s->dres, (size_t)N * C);
@@ -516,9 +526,9 @@ static void backward_team(GPT *model) {
         LayerParams dp = layer_params(g, c, l);
         LayerActs la = layer_acts(model, l);
         const float *residual_in = l == 0 ? a->encoded : layer_acts(model, l - 1).residual3;
-        Dropout drop_att = layer_dropout(model, l, DROPOUT_ATTN_WEIGHTS);
-        Dropout drop_res1 = layer_dropout(model, l, DROPOUT_ATTN_RESIDUAL);
-        Dropout drop_res2 = layer_dropout(model, l, DROPOUT_MLP_RESIDUAL);
+        Dropout drop_att = layer_dropout(model, l, DROPOUT_ATTN_WEIGHTS, t);
+        Dropout drop_res1 = layer_dropout(model, l, DROPOUT_ATTN_RESIDUAL, t);
+        Dropout drop_res2 = layer_dropout(model, l, DROPOUT_MLP_RESIDUAL, t);
 
         // MLP branch: residual3 = residual2 + dropout(c_proj(gelu(c_fc(ln_2(residual2)))))
         const float *dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res2);
@@ -555,3 +565,5 @@ void gpt_backward(GPT *model) {
 #pragma omp parallel if ((long)model->cur_B * model->cur_t * (long)model->num_parameters >= PARALLEL_MIN_MACS)
     backward_team(model);
 }
+
+void gpt_zero_grad(GPT *model) { zero_floats(model->grads_memory, model->num_parameters); }

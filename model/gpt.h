@@ -106,6 +106,14 @@ typedef struct {
     int *targets;            // (B, T) targets of the last forward, when given
     int cur_B, cur_t;        // shape of the last forward
     float mean_loss;         // mean cross-entropy of the last forward with targets, else -1
+    double loss_sum;         // the sum of its token losses (mean_loss = loss_sum / (B*t))
+    // The forward's B sequences as rows [batch_offset, batch_offset + B) of a larger batch of
+    // batch_rows sequences (a micro-batch of gradient accumulation, a rank's share of a
+    // data-parallel batch); batch_rows 0: the forward is the whole batch. Dropout masks and
+    // the loss's gradient are then those of the whole batch: masks index elements as if its
+    // tensors were one, and backward differentiates the mean over all batch_rows * t tokens.
+    int batch_offset;
+    int batch_rows;
     // dropout: active only when training is set; masks are a pure function of
     // (dropout_seed, layer, site, element) so forward and backward agree.
     int training;
@@ -157,9 +165,13 @@ void gpt_init_weights(GPT *model, uint64_t seed);
 // region by every thread of its team they share the work; from serial code they start a
 // team of their own.
 void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t);
-// Backward of the mean loss of the last forward (which must have had targets):
-// sets every gradient (no accumulation across calls).
+// Backward of the mean loss of the last forward (which must have had targets), or of the
+// whole batch's mean loss when the forward was part of one (batch_rows): ADDS into every
+// gradient, so that the gradients of a batch's parts sum to the batch's.
 void gpt_backward(GPT *model);
+// Sets every gradient to 0, as a backward that is not part of a larger batch needs first.
+// A team function (from serial code it runs on the calling thread).
+void gpt_zero_grad(GPT *model);
 
 // Attention weights of one layer from the last forward: (B, H, t, t), row i holding the
 // softmax weights over keys 0..i (before dropout) and 0 above the diagonal.

@@ -175,7 +175,7 @@ void dropout_forward(float *out, const float *inp, int n, const Dropout *drop) {
     const float keep_scale = 1.0f / (1.0f - drop->p);
 #pragma omp for schedule(static) nowait
     for (int i = 0; i < n; i++)
-        out[i] = dropout_keep(drop->key, (uint64_t)i, drop->p) ? inp[i] * keep_scale : 0.0f;
+        out[i] = dropout_keep(drop->key, drop->first + (uint64_t)i, drop->p) ? inp[i] * keep_scale : 0.0f;
     team_barrier();
 }
 
@@ -189,7 +189,7 @@ void dropout_backward(float *dinp, const float *dout, int n, const Dropout *drop
     const float keep_scale = 1.0f / (1.0f - drop->p);
 #pragma omp for schedule(static) nowait
     for (int i = 0; i < n; i++)
-        if (dropout_keep(drop->key, (uint64_t)i, drop->p)) dinp[i] += dout[i] * keep_scale;
+        if (dropout_keep(drop->key, drop->first + (uint64_t)i, drop->p)) dinp[i] += dout[i] * keep_scale;
     team_barrier();
 }
 

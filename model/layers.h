@@ -12,11 +12,13 @@
 
 #define LAYERNORM_EPS 1e-5f
 
-// Dropout: element i of a tensor is kept when its hash under `key` clears p; kept values
-// are scaled by 1/(1-p). p == 0 (or key unused) means identity.
+// Dropout: element i of a tensor is kept when the hash of first + i under `key` clears p;
+// kept values are scaled by 1/(1-p). p == 0 (or key unused) means identity. `first` places
+// the tensor in a larger one (a part of a batch): its element i is element first + i there.
 typedef struct {
     float p;
     uint64_t key;    // derived from (seed, layer, site) with dropout_key()
+    uint64_t first;
 } Dropout;
 
 // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]
@@ -49,7 +51,7 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, int n);
 // out = a + b
 void residual_forward(float *out, const float *a, const float *b, int n);
 
-// out = dropout(inp); dinp += dropout mask * scale * dout. Index i is the element's position.
+// out = dropout(inp); dinp += dropout mask * scale * dout. Element i has index first + i.
 void dropout_forward(float *out, const float *inp, int n, const Dropout *drop);
 void dropout_backward(float *dinp, const float *dout, int n, const Dropout *drop);
 

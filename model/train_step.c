@@ -16,6 +16,7 @@ double train_step(GPT *model, AdamW *opt, const int *inputs, const int *targets,
     double norm = 0.0;
 #pragma omp parallel num_threads(tuner_start(&tuner, model, (long)B * t))
     {
+        gpt_zero_grad(model);
         gpt_forward(model, inputs, targets, B, t);
         gpt_backward(model);
         // every thread gets the same loss and norm, so all take the same branch

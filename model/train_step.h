@@ -7,7 +7,7 @@
 #include "adamw.h"
 #include "gpt.h"
 
-// Forward with targets on tokens (B, t), backward, the global gradient norm, clipping to
+// Forward with targets on tokens (B, t), backward (into zeroed gradients), the global gradient norm, clipping to
 // max_norm (grad_clip) and an AdamW update with learning rate lr. Returns the gradient norm.
 // The team has up to omp_get_max_threads() threads, as many as recent steps found fastest
 // (ThreadTuner, parallel.h); the result does not depend on it.

@@ -4,7 +4,8 @@
 # (scripts/bench_torch.py), and prints both side by side. Then the "shared machine" rows:
 # training again, both programs, with a busy process that this script starts beside them
 # (one shell loop, killed when the rows are done, on failure or on Ctrl-C, and ended by
-# `timeout` in any case).
+# `timeout` in any case). When the MPI build exists (`make MPI=1`), an MPI line: the small
+# config on 2 ranks x 1 thread against 1 process x 2 threads (BENCH_MPI_STEPS steps, default 6).
 #
 # Environment: OMP_NUM_THREADS (default: all cores; PyTorch gets the same count),
 # BENCH_SECONDS (timed training seconds per config, default 4), BENCH_GEN_CHARS (characters
@@ -208,6 +209,47 @@ for config in $configs; do
     done
 done
 echo
+
+# MPI (when `make MPI=1` has built build-mpi/bin/train): the small config on 1 process x 2
+# threads against 2 ranks x 1 thread, without and with --zero 1; tok/s and ms/step from the
+# last progress report (the mean over the timed steps), communication from the trainer's
+# summary, peak RSS of each process from /usr/bin/time.
+mpi_train=build-mpi/bin/train
+if [ -x "$mpi_train" ] && command -v mpirun >/dev/null && [ -x /usr/bin/time ]; then
+    echo "MPI: small config, 1 process x 2 threads vs 2 ranks x 1 thread" >&2
+    mpi_steps="${BENCH_MPI_STEPS:-6}"
+    small=(--n-layer 6 --n-head 6 --n-embd 384 --block-size 256 --batch-size 8 --val-fraction 0 --warmup 0
+           --steps "$mpi_steps" --log-every "$mpi_steps" --save-every 100000)
+    # report FILE KEY: "ms/step" or "tok/s" from the last progress line of FILE
+    report() { grep -a "^step " "$1" | tail -n 1 | sed -n "s#.*| \([0-9.]*\) $2 |.*#\1#p"; }
+    /usr/bin/time -f "rss_kb=%M" -o "$out/mpi_one.rss" ./train "${small[@]}" --threads 2 --out "$out/mpi_one" \
+        > "$out/mpi_one.log" 2>&1 || echo "bench.sh: the 1-process run failed (see below)" >&2
+    for zero in 0 1; do
+        OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --bind-to none -np 2 \
+            sh -c '/usr/bin/time -f "rss_kb=%M" -o "$0.rss.$OMPI_COMM_WORLD_RANK" "$@"' "$out/mpi_two$zero" \
+            "$mpi_train" "${small[@]}" --threads 1 --zero "$zero" --out "$out/mpi_two$zero" \
+            > "$out/mpi_two$zero.log" 2>&1 || echo "bench.sh: the 2-rank run with --zero $zero failed" >&2
+    done
+    rss() { sed -n 's/^rss_kb=//p' "$1" 2>/dev/null | tail -n 1; }
+    one_tok="$(report "$out/mpi_one.log" tok/s)"
+    echo "MPI data parallelism (small config, batch 8 x 256, $mpi_steps steps; one machine, so the ranks talk"
+    echo "through shared memory: the figures show the cost of splitting the batch, not of a network)"
+    echo "| run | ms/step | tok/s | vs 1 process | communication ms/step | peak RSS rank 0 | peak RSS rank 1 |"
+    echo "|---|---|---|---|---|---|---|"
+    printf "| 1 process x 2 threads | %s | %s | 1.00x | - | %s | - |\n" "$(report "$out/mpi_one.log" ms/step)" \
+        "$(fmt %.0f "$one_tok")" "$(mib "$(rss "$out/mpi_one.rss")")"
+    for zero in 0 1; do
+        f="$out/mpi_two$zero.log"
+        tok="$(report "$f" tok/s)"
+        comm="$(sed -n 's/^communication: \([0-9.]*\) ms.*/\1/p' "$f")"
+        printf "| 2 ranks x 1 thread, --zero %s | %s | %s | %s | %s | %s | %s |\n" "$zero" "$(report "$f" ms/step)" \
+            "$(fmt %.0f "$tok")" "$(ratio "$tok" "$one_tok")" "$(fmt %s "$comm")" \
+            "$(mib "$(rss "$out/mpi_two$zero.rss.0")")" "$(mib "$(rss "$out/mpi_two$zero.rss.1")")"
+    done
+    echo "(peak RSS includes MPI's own buffers; with --zero 1 rank 0 also gathers the second moments of"
+    echo " every parameter to write the checkpoint, the first ones into the free gradient buffer)"
+    echo
+fi
 
 if [ "$have_torch" = 0 ]; then
     echo "PyTorch is not installed for $python (import torch failed): chargpt's figures only."

@@ -125,7 +125,7 @@ void ref_matmul_backward(double *dinp, double *dweight, double *dbias, const dou
 // the factor element `index` is multiplied by: 0 when dropped, 1/(1-p) when kept
 static double dropout_factor(const Dropout *drop, uint64_t index) {
     if (!drop || drop->p == 0.0f) return 1.0;
-    return dropout_keep(drop->key, index, drop->p) ? 1.0 / (1.0 - (double)drop->p) : 0.0;
+    return dropout_keep(drop->key, drop->first + index, drop->p) ? 1.0 / (1.0 - (double)drop->p) : 0.0;
 }
 
 void ref_dropout_forward(double *out, const double *inp, size_t n, const Dropout *drop) {
@@ -367,9 +367,9 @@ double ref_gpt_forward_backward(const GPTConfig *cfg, const double *params, cons
         const double *fcb = params + lay.offset[REF_FCB] + (size_t)l * 4 * C;
         const double *fcprojw = params + lay.offset[REF_FCPROJW] + (size_t)l * C * 4 * C;
         const double *fcprojb = params + lay.offset[REF_FCPROJB] + (size_t)l * C;
-        Dropout d_att = {p, dropout_key(dropout_seed, l, DROPOUT_ATTN_WEIGHTS)};
-        Dropout d_res1 = {p, dropout_key(dropout_seed, l, DROPOUT_ATTN_RESIDUAL)};
-        Dropout d_res2 = {p, dropout_key(dropout_seed, l, DROPOUT_MLP_RESIDUAL)};
+        Dropout d_att = {p, dropout_key(dropout_seed, l, DROPOUT_ATTN_WEIGHTS), 0};
+        Dropout d_res1 = {p, dropout_key(dropout_seed, l, DROPOUT_ATTN_RESIDUAL), 0};  // the whole batch
+        Dropout d_res2 = {p, dropout_key(dropout_seed, l, DROPOUT_MLP_RESIDUAL), 0};  // the whole batch
         double *l_x = x_in + l * NC, *l_ln1 = ln1 + l * NC, *l_res2 = res2 + l * NC;
         double *l_qkv = qkv + (size_t)l * N * 3 * A, *l_atty = atty + (size_t)l * N * A;
         double *l_ln2 = ln2 + l * NC, *l_fch = fch + (size_t)l * N * 4 * C;
@@ -421,9 +421,9 @@ double ref_gpt_forward_backward(const GPTConfig *cfg, const double *params, cons
             const double *ln2w = params + lay.offset[REF_LN2W] + (size_t)l * C;
             const double *fcw = params + lay.offset[REF_FCW] + (size_t)l * 4 * C * C;
             const double *fcprojw = params + lay.offset[REF_FCPROJW] + (size_t)l * C * 4 * C;
-            Dropout d_att = {p, dropout_key(dropout_seed, l, DROPOUT_ATTN_WEIGHTS)};
-            Dropout d_res1 = {p, dropout_key(dropout_seed, l, DROPOUT_ATTN_RESIDUAL)};
-            Dropout d_res2 = {p, dropout_key(dropout_seed, l, DROPOUT_MLP_RESIDUAL)};
+            Dropout d_att = {p, dropout_key(dropout_seed, l, DROPOUT_ATTN_WEIGHTS), 0};
+            Dropout d_res1 = {p, dropout_key(dropout_seed, l, DROPOUT_ATTN_RESIDUAL), 0};
+            Dropout d_res2 = {p, dropout_key(dropout_seed, l, DROPOUT_MLP_RESIDUAL), 0};
 
             // x_out = res2 + dropout(mlp(ln2(res2))); dx holds dL/dx_out
             memcpy(dres2, dx, NC * sizeof(double));

@@ -138,8 +138,9 @@ TEST(model_matches_reference) {
 
         poison_activations(&model);
         gpt_forward(&model, inputs, targets, B, t);
-        // junk in the gradients: gpt_backward must set, not accumulate
+        // junk in the gradients: gpt_zero_grad clears it, then gpt_backward adds into 0
         for (size_t i = 0; i < model.num_parameters; i++) model.grads_memory[i] = 1e3f;
+        gpt_zero_grad(&model);
         gpt_backward(&model);
 
         RefLayout lay;
@@ -243,6 +244,7 @@ TEST(model_reference_grad_fd) {
             }
             ref_finite_diff(reference_loss, &lc, params, lay.total, FD_STEP, fd);
             gpt_forward(&model, inputs, targets, B, t);
+            gpt_zero_grad(&model);
             gpt_backward(&model);
             for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
                 size_t o = lay.offset[i], n = lay.size[i];
@@ -371,6 +373,7 @@ TEST(model_learns_string) {
         gpt_forward(&model, inputs, targets, B, t);
         if (step == 0) first = model.mean_loss;
         last = model.mean_loss;
+        gpt_zero_grad(&model);
         gpt_backward(&model);
         double norm = grad_global_norm(model.grads_memory, model.num_parameters);
         grad_clip(model.grads_memory, model.num_parameters, norm, 1.0f);
@@ -412,6 +415,7 @@ static float *train_steps(uint64_t init_seed, uint64_t dropout_base, int steps, 
     for (int step = 0; step < steps; step++) {
         model.dropout_seed = dropout_base + step;
         gpt_forward(&model, inputs, targets, B, t);
+        gpt_zero_grad(&model);
         gpt_backward(&model);
         double norm = grad_global_norm(model.grads_memory, model.num_parameters);
         grad_clip(model.grads_memory, model.num_parameters, norm, 1.0f);
@@ -471,6 +475,7 @@ static float *train_team_steps(int steps, int threads, int by_train_step, size_t
             train_step(&model, &opt, inputs, targets, B, t, 1e-2f, 1.0f);
         } else {
             gpt_forward(&model, inputs, targets, B, t);
+            gpt_zero_grad(&model);
             gpt_backward(&model);
             double norm = grad_global_norm(model.grads_memory, model.num_parameters);
             grad_clip(model.grads_memory, model.num_parameters, norm, 1.0f);
@@ -556,8 +561,8 @@ TEST(model_dropout_mask) {
     float *again = malloc(n * sizeof(float)), *other = malloc(n * sizeof(float));
     float *dinp = calloc(n, sizeof(float));
     for (int i = 0; i < n; i++) inp[i] = 0.5f + rng_uniform(&rng);  // never 0
-    Dropout drop = {p, dropout_key(42, 1, DROPOUT_ATTN_RESIDUAL)};
-    Dropout drop2 = {p, dropout_key(42, 1, DROPOUT_MLP_RESIDUAL)};
+    Dropout drop = {p, dropout_key(42, 1, DROPOUT_ATTN_RESIDUAL), 0};
+    Dropout drop2 = {p, dropout_key(42, 1, DROPOUT_MLP_RESIDUAL), 0};
     dropout_forward(out, inp, n, &drop);
     dropout_forward(again, inp, n, &drop);
     dropout_forward(other, inp, n, &drop2);
@@ -645,5 +650,60 @@ TEST(model_init_weights) {
     for (size_t i = 0; i < lay.size[REF_WTE]; i++) same += first[i] == model.params_memory[i];
     CHECK(same == 0, "seeds 42 and 43 share %zu of %zu wte values", same, lay.size[REF_WTE]);
     free(first);
+    gpt_free(&model);
+}
+
+// The parts of a batch (gradient accumulation's micro-batches, a process's rows) computed one
+// after the other with batch_offset and batch_rows set, their backwards adding into the same
+// gradients, give the whole batch's gradient and loss: dropout masks follow the global row
+// and each part's loss gradient is scaled by 1 / (the whole batch's tokens).
+TEST(model_batch_parts_sum_to_the_batch) {
+    GPTConfig c = {13, 8, 2, 2, 16, 8, 1, 0.2f};
+    enum { B = 5, t = 8 };
+    int inputs[B * t], targets[B * t];
+    Rng rng;
+    rng_seed(&rng, 91);
+    random_tokens(inputs, B * t, c.vocab_size, &rng);
+    random_tokens(targets, B * t, c.vocab_size, &rng);
+    GPT model;
+    if (build_model(&model, &c, B) != 0) return;
+    gpt_init_weights(&model, 3);
+    model.training = 1;
+    model.dropout_seed = 17;
+    size_t P = model.num_parameters;
+    float *whole = malloc(P * sizeof(float));
+    gpt_forward(&model, inputs, targets, B, t);
+    double whole_loss = model.loss_sum;
+    gpt_zero_grad(&model);
+    gpt_backward(&model);
+    memcpy(whole, model.grads_memory, P * sizeof(float));
+
+    // uneven parts: rows [0, 2), [2, 3), [3, 5); then the same parts all numbered from row 0
+    static const int first[] = {0, 2, 3, 5};
+    for (int numbered = 1; numbered >= 0; numbered--) {
+        double loss = 0.0;
+        gpt_zero_grad(&model);
+        for (int k = 0; k < 3; k++) {
+            model.batch_offset = numbered ? first[k] : 0;
+            model.batch_rows = B;
+            int rows = first[k + 1] - first[k];
+            gpt_forward(&model, inputs + first[k] * t, targets + first[k] * t, rows, t);
+            gpt_backward(&model);
+            loss += model.loss_sum;
+        }
+        double e = rel_error_ff(model.grads_memory, whole, P);
+        if (numbered) {
+            printf("    3 parts of a batch of 5 with dropout 0.2: gradients rel err %.2e, loss sum %.9g vs %.9g\n", e,
+                   loss, whole_loss);
+            CHECK(e <= 1e-5, "the parts' summed gradients differ from the batch's by %.3e (relative)", e);
+            CHECK(fabs(loss - whole_loss) <= 1e-5 * fabs(whole_loss), "the parts' losses sum to %.9g, the batch's to %.9g",
+                  loss, whole_loss);
+        } else {
+            // not vacuous: parts that all draw row 0's dropout masks are another computation
+            CHECK(e > 1e-3, "parts numbered from row 0 give the batch's gradients too (rel err %.3e)", e);
+        }
+    }
+    model.batch_offset = model.batch_rows = 0;
+    free(whole);
     gpt_free(&model);
 }

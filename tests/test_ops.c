@@ -186,7 +186,7 @@ TEST(ops_ref_attention_grad) {
         rng_seed(&rng, 40 + k);
         int B = cases[k].B, t = cases[k].t, H = cases[k].H, hs = cases[k].hs, A = H * hs;
         size_t nqkv = (size_t)B * t * 3 * A, nout = (size_t)B * t * A;
-        AttentionCase c = {B, t, H, hs, {cases[k].p, 0x1234 + k}, rand_doubles(nqkv, &rng, -1, 1),
+        AttentionCase c = {B, t, H, hs, {cases[k].p, 0x1234 + k, 1000 * k}, rand_doubles(nqkv, &rng, -1, 1),
                            rand_doubles(nout, &rng, -1, 1), calloc(nout, sizeof(double))};
         double *dqkv = calloc(nqkv, sizeof(double));
         ref_attention_backward(dqkv, c.w, c.qkv, B, t, H, hs, &c.drop);
@@ -251,7 +251,7 @@ TEST(ops_ref_residual_dropout_grad) {
     Rng rng;
     rng_seed(&rng, 6);
     size_t n = 50;
-    ElementwiseCase c = {n, {0.3f, 99}, rand_doubles(n, &rng, -1, 1), rand_doubles(n, &rng, -1, 1),
+    ElementwiseCase c = {n, {0.3f, 99, 12345}, rand_doubles(n, &rng, -1, 1), rand_doubles(n, &rng, -1, 1),
                          rand_doubles(n, &rng, -1, 1), calloc(n, sizeof(double))};
     double *da = calloc(n, sizeof(double)), *db = calloc(n, sizeof(double));
     ref_residual_backward(da, db, c.w, n);
@@ -466,7 +466,7 @@ TEST(ops_attention_kernel) {
         Rng rng;
         rng_seed(&rng, 500 + k);
         int B = cases[k].B, t = cases[k].t, H = cases[k].H, hs = cases[k].hs, A = H * hs;
-        Dropout drop = {cases[k].p, dropout_key(77, (int)k, DROPOUT_ATTN_WEIGHTS)};
+        Dropout drop = {cases[k].p, dropout_key(77, (int)k, DROPOUT_ATTN_WEIGHTS), 4096 * k};  // a part of a larger batch when k > 0
         size_t nqkv = (size_t)B * t * 3 * A, nout = (size_t)B * t * A, natt = (size_t)B * H * t * t;
         float *qkv = rand_floats(nqkv, &rng, -1.5f, 1.5f), *out = malloc(nout * sizeof(float));
         float *att = malloc(natt * sizeof(float)), *dout = rand_floats(nout, &rng, -1, 1);
@@ -540,7 +540,7 @@ TEST(ops_dropout_kernel) {
         Rng rng;
         rng_seed(&rng, 800 + k);
         size_t n = 1001;
-        Dropout drop = {ps[k], dropout_key(5, 1, DROPOUT_MLP_RESIDUAL)};
+        Dropout drop = {ps[k], dropout_key(5, 1, DROPOUT_MLP_RESIDUAL), 7};
         float *inp = rand_floats(n, &rng, -1, 1), *out = malloc(n * sizeof(float));
         float *dout = rand_floats(n, &rng, -1, 1), *dinp = rand_floats(n, &rng, -1, 1);
         double *inp_d = doubles_of(inp, n), *out_d = malloc(n * sizeof(double));

@@ -228,6 +228,7 @@ TEST(torch_backward_every_gradient) {
         TorchFixture f;
         if (torch_load(&f, torch_fixture_paths[k]) != 0) continue;
         gpt_forward(&f.model, f.tokens, f.targets, f.B, f.t);
+        gpt_zero_grad(&f.model);
         gpt_backward(&f.model);
         double worst = 0.0;
         char worst_name[64] = "none";
@@ -271,6 +272,7 @@ TEST(torch_adamw_three_steps) {
         double worst_loss = 0.0, worst_norm = 0.0;
         for (int s = 0; s < steps; s++) {
             gpt_forward(m, f.tokens, f.targets, f.B, f.t);
+            gpt_zero_grad(m);
             gpt_backward(m);
             double norm = grad_global_norm(m->grads_memory, m->num_parameters);
             double e_norm = torch_rel_error_scalar(norm, grad_norms[s]);

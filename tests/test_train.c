@@ -449,6 +449,10 @@ TEST(train_bad_data_and_usage_exit_codes) {
         {"--n-embd not divisible by --n-head", {"--data", corpus, "--n-embd", "30", "--n-head", "4"}, 2,
          {"--n-embd 30", "--n-head 4", "--head-size"}},
         {"--min-lr above --lr", {"--data", corpus, "--lr", "0.001", "--min-lr", "0.01"}, 2, {"--min-lr"}},
+        {"--grad-accum not dividing --batch-size", {SMALL_MODEL, BLOCK_16, "--data", corpus, "--grad-accum", "3"}, 2,
+         {"--batch-size 4 is not divisible by --grad-accum 3"}},
+        {"--grad-accum 0", {"--data", corpus, "--grad-accum", "0"}, 2, {"--grad-accum"}},
+        {"--zero 2", {"--data", corpus, "--zero", "2"}, 2, {"--zero"}},
         // controls: the same corpus and sizes are fine where the options allow them
         {"--head-size makes --n-embd 30 with 4 heads valid",
          {"--n-layer", "1", "--batch-size", "2", "--eval-batches", "1", "--threads", "1", BLOCK_16, "--data", corpus,
@@ -613,6 +617,50 @@ TEST(train_checkpoint_round_trip_exact) {
     }
 }
 
+// A sharded optimizer (ZeRO stage 1: each process holds the moments of parameters
+// [first, first + n)) loads its part of a checkpoint's moments, whatever tensors the range
+// cuts; a checkpoint is written only from every moment.
+TEST(train_checkpoint_sharded_moments) {
+    char dir[256], path[300], err[ERR_LEN];
+    fresh_dir(dir, sizeof(dir), "sharded_moments");
+    static const uint32_t vocab[8] = {10, 32, 65, 66, 67, 68, 69, 70};
+    const GPTConfig config = {8, 8, 2, 3, 12, 5, 1, 0.0f};
+    GPT model;
+    AdamW opt, part;
+    if (!CHECK(gpt_build(&model, &config, 1, err) == 0, "%s", err)) return;
+    if (!CHECK(adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0, "%s", err)) return;
+    Rng rng;
+    rng_seed(&rng, 7);
+    fill_bits(model.params_memory, model.num_parameters, 0, &rng);
+    fill_bits(opt.m, opt.n, 0, &rng);
+    fill_bits(opt.v, opt.n, 1, &rng);
+    opt.step = 77;
+    snprintf(path, sizeof(path), "%s/full.safetensors", dir);
+    if (!CHECK(checkpoint_save(path, &model, vocab, &opt, NULL, 0, err) == 0, "%s", err)) return;
+    Checkpoint ck;
+    if (!CHECK(checkpoint_open(path, &ck, err) == 0, "%s", err)) return;
+    size_t P = model.num_parameters, cuts[4] = {0, P / 3 + 1, P / 3 + 2, P};  // 3 parts, one of 1 parameter
+    for (int k = 0; k < 3; k++) {
+        size_t first = cuts[k], n = cuts[k + 1] - cuts[k];
+        if (!CHECK(adamw_init_range(&part, &model, first, n, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0, "%s", err)) break;
+        if (CHECK(checkpoint_load_optimizer(&ck, &part, err) == 0, "%s", err)) {
+            CHECK(memcmp(part.m, opt.m + first, n * 4) == 0 && memcmp(part.v, opt.v + first, n * 4) == 0,
+                  "part %d (parameters %zu..%zu): moments differ from the full load's", k, first, first + n);
+            CHECK(memcmp(part.decay, opt.decay + first, n) == 0, "part %d: weight-decay flags differ", k);
+            CHECK(part.step == 77, "part %d: step %ld, want 77", k, part.step);
+        }
+        // a part is not a checkpoint's optimizer state
+        snprintf(path, sizeof(path), "%s/part%d.safetensors", dir, k);
+        err[0] = '\0';
+        CHECK(checkpoint_save(path, &model, vocab, &part, NULL, 0, err) != 0 && strstr(err, "of the"),
+              "saving the moments of parameters %zu..%zu only: '%s'", first, first + n, err);
+        adamw_free(&part);
+    }
+    checkpoint_close(&ck);
+    adamw_free(&opt);
+    gpt_free(&model);
+}
+
 // ----------------------------------------------------------------------------
 // 4. resuming, evaluation and threads do not change training
 
@@ -715,6 +763,84 @@ TEST(train_evaluation_and_threads_do_not_change_training) {
     CHECK(meta_long(ck, "train.eval_every") == 4, "the resumed run saved train.eval_every %ld, want 4",
           meta_long(ck, "train.eval_every"));
     check_same_ckpt(dir, "every3", "half", "20 steps vs 14 + 6 resumed with --eval-every 4 --threads 2");
+}
+
+// ||a - b|| / ||b|| over the parameter tensors (not optimizer.*) of two checkpoints, or -1
+// when one cannot be read or they hold different tensors.
+static double params_rel_error(const char *pa, const char *pb) {
+    SafeTensors a, b;
+    char err[ERR_LEN];
+    if (safetensors_read(pa, &a, err) != 0) return -1;
+    if (safetensors_read(pb, &b, err) != 0) {
+        safetensors_free(&a);
+        return -1;
+    }
+    double diff2 = 0.0, norm2 = 0.0;
+    int ok = a.num_tensors == b.num_tensors;
+    for (int i = 0; ok && i < a.num_tensors; i++) {
+        const StTensor *ta = &a.tensors[i], *tb = safetensors_find(&b, ta->name);
+        ok = tb && tb->nbytes == ta->nbytes;
+        if (!ok || strncmp(ta->name, "optimizer.", 10) == 0) continue;
+        const float *x = safetensors_tensor_data(&a, ta), *y = safetensors_tensor_data(&b, tb);
+        for (size_t k = 0; k < ta->nbytes / sizeof(float); k++) {
+            diff2 += ((double)x[k] - y[k]) * ((double)x[k] - y[k]);
+            norm2 += (double)y[k] * y[k];
+        }
+    }
+    safetensors_free(&a);
+    safetensors_free(&b);
+    return ok && norm2 > 0 ? sqrt(diff2 / norm2) : -1;
+}
+
+// --grad-accum K sums the gradients of K micro-batches: the same step as one batch, up to
+// the order of float sums, with and without dropout (whose masks follow the global row).
+TEST(train_grad_accum_matches_one_batch) {
+    if (!have_train()) return;
+    char dir[256], pa[300], pb[300], ck[300], log[300], out[300];
+    fresh_dir(dir, sizeof(dir), "grad_accum");
+    const char *corpus = shared_corpus();
+    for (int with_dropout = 0; with_dropout < 2; with_dropout++) {
+        const char *dropout = with_dropout ? "0.1" : "0";
+        static const char *ks[] = {"1", "2", "4"};
+        char names[3][32];
+        for (int i = 0; i < 3; i++) {
+            snprintf(names[i], sizeof(names[i]), "k%s_dropout%d", ks[i], with_dropout);
+            const char *args[] = {"--steps", "20", "--dropout", dropout, "--grad-accum", ks[i], NULL};
+            if (!train_into(dir, names[i], corpus, args)) return;
+        }
+        snprintf(pb, sizeof(pb), "%s/%s/ckpt.safetensors", dir, names[0]);
+        for (int i = 1; i < 3; i++) {
+            snprintf(pa, sizeof(pa), "%s/%s/ckpt.safetensors", dir, names[i]);
+            double e = params_rel_error(pa, pb);
+            printf("    --grad-accum %s vs one batch, dropout %s: weights rel err %.2e after 20 steps\n", ks[i],
+                   dropout, e);
+            CHECK(e >= 0 && e <= 1e-5, "--grad-accum %s, dropout %s: weights differ from one batch's by %.3e "
+                  "(relative), want <= 1e-5", ks[i], dropout, e);
+        }
+    }
+    // not vacuous: without the dropout masks of the global rows (another seed's masks), the
+    // weights differ far more than that
+    const char *seed_args[] = {"--steps", "20", "--dropout", "0.1", "--seed", "7", NULL};
+    if (!train_into(dir, "seed7", corpus, seed_args)) return;
+    snprintf(pa, sizeof(pa), "%s/seed7/ckpt.safetensors", dir);
+    snprintf(pb, sizeof(pb), "%s/k1_dropout1/ckpt.safetensors", dir);
+    CHECK(params_rel_error(pa, pb) > 1e-3, "another seed's run is within 1e-3 of this one");
+
+    // the thread count changes no bit of an accumulated step either
+    const char *threads2[] = {"--steps", "20", "--dropout", "0.1", "--grad-accum", "2", "--threads", "2", NULL};
+    if (!train_into(dir, "k2_threads2", corpus, threads2)) return;
+    check_same_ckpt(dir, "k2_dropout1", "k2_threads2", "--grad-accum 2 on 1 and 2 threads");
+
+    // resuming a --grad-accum 2 run (with --grad-accum 2) is bit-exact
+    const char *half[] = {"--steps", "10", "--decay-steps", "20", "--dropout", "0.1", "--grad-accum", "2", NULL};
+    const char *full[] = {"--steps", "20", "--decay-steps", "20", "--dropout", "0.1", "--grad-accum", "2", NULL};
+    if (!train_into(dir, "half", corpus, half) || !train_into(dir, "full", corpus, full)) return;
+    snprintf(ck, sizeof(ck), "%s/half/ckpt.safetensors", dir);
+    snprintf(log, sizeof(log), "%s/half_resumed.log", dir);
+    snprintf(out, sizeof(out), "%s/half", dir);
+    int status = run_train(log, "--resume", ck, "--steps", "20", "--grad-accum", "2", "--out", out, NULL);
+    if (!exited_with(status, 0, "resume with --grad-accum 2", log)) return;
+    check_same_ckpt(dir, "full", "half", "20 steps vs 10 + 10 resumed, --grad-accum 2, dropout 0.1");
 }
 
 // ----------------------------------------------------------------------------

@@ -35,6 +35,9 @@ typedef struct {
     long eval_every, eval_batches, save_every, log_every;
     uint64_t seed;
     int threads;         // 0: OpenMP's default
+    // how a step is computed, not what it computes, so not kept in checkpoints either:
+    int grad_accum;      // micro-batches per optimizer step
+    int zero;            // 1: optimizer state sharded over the processes (ZeRO stage 1)
     double max_memory;   // bytes a run may plan to use; 0: the machine's available memory
 } TrainOptions;
 

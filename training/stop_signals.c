@@ -28,8 +28,14 @@ static void say(const char *a, const char *b, const char *c) {
         if (write(STDERR_FILENO, parts[i], strlen(parts[i])) < 0) return;
 }
 
+static int several_processes = 0;
+
 static void on_stop_signal(int sig) {
     int saved_errno = errno;
+    if (several_processes) {  // every process has one; rank 0 reports the stop when it comes
+        if (!first_signal) first_signal = sig;
+        return;
+    }
     if (atomic_fetch_add(&signals_received, 1) == 0) {
         first_signal = sig;
         say(stop_signal_name(sig), ": stopping: the step under way ends, an evaluation in progress is abandoned, ",
@@ -45,12 +51,13 @@ static void on_stop_signal(int sig) {
     raise(sig);
 }
 
-void stop_signals_install(void) {
+void stop_signals_install(int one_of_several) {
+    several_processes = one_of_several;
     static const int stop[] = {SIGINT, SIGTERM, SIGHUP};
     struct sigaction action;
     memset(&action, 0, sizeof(action));
     action.sa_handler = on_stop_signal;
-    action.sa_flags = SA_RESTART;
+    action.sa_flags = one_of_several ? 0 : SA_RESTART;
     sigemptyset(&action.sa_mask);
     for (size_t i = 0; i < sizeof(stop) / sizeof(stop[0]); i++) sigaction(stop[i], &action, NULL);
 }

@@ -7,8 +7,12 @@
 #ifndef CHARGPT_STOP_SIGNALS_H
 #define CHARGPT_STOP_SIGNALS_H
 
-// Installs the handlers of SIGINT, SIGTERM and SIGHUP.
-void stop_signals_install(void);
+// Installs the handlers of SIGINT, SIGTERM and SIGHUP. One of several processes (mpirun):
+// a second signal does not end the process, because mpirun follows a terminal's SIGINT with a
+// SIGTERM of its own, and interrupted writes are not restarted, because mpirun stops reading
+// the output of a process it is about to stop (the write fails with EINTR and the run goes on
+// to save).
+void stop_signals_install(int one_of_several);
 // The first stop signal received, or 0.
 int stop_signals_received(void);
 // "SIGINT", "SIGTERM" or "SIGHUP" (else "a signal").

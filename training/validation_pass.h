@@ -14,6 +14,10 @@
 // Mean loss in nats per character over the validation split, with dropout off; *count gets
 // the number of characters scored. The model's activations must hold B sequences of T;
 // inputs and targets (B, T) are scratch. Needs val_len >= 2.
-double validation_pass(GPT *model, const Dataset *ds, int B, int T, int *inputs, int *targets, long *count);
+// The forwards can be shared by `parts` processes: part p (0 <= p < parts) computes forwards
+// p, p + parts, ... and returns their losses' sum / *count, so that the parts' results sum to
+// the mean (parts 1: all of them).
+double validation_pass(GPT *model, const Dataset *ds, int B, int T, int part, int parts, int *inputs, int *targets,
+                       long *count);
 
 #endif

@@ -1,0 +1,60 @@
+// The processes of a data-parallel run. Built with MPI (`make MPI=1`, which compiles this
+// room with mpicc and CHARGPT_MPI) it is a thin layer over MPI's collectives on
+// MPI_COMM_WORLD (the reduce-scatter a ring of its own, dist.c); built without, the same
+// functions describe one process alone and every collective is a copy or nothing, so the
+// rest of chargpt needs no MPI headers.
+//
+// Every collective must be called by every process, in the same order, from the thread that
+// called dist_init and outside OpenMP parallel regions (MPI_THREAD_FUNNELED). A process that
+// finds an error does not leave on its own, which would leave the others waiting in their
+// next collective: it says so at the next agreement (dist_agree), which every process reaches,
+// and they all leave together.
+#ifndef CHARGPT_DIST_H
+#define CHARGPT_DIST_H
+
+#include <stddef.h>
+
+#include "../model/gpt.h"
+
+// Starts MPI (with argc and argv, as MPI_Init_thread wants them) or, without MPI, checks that
+// the process was not started by mpirun as one of several (which needs the MPI build).
+// Returns 0, or -1 with err; dist_rank() and dist_size() are valid either way.
+int dist_init(int *argc, char ***argv, char err[ERR_LEN]);
+// Ends MPI; every process calls it before it exits. Does nothing when called again.
+void dist_finalize(void);
+
+int dist_rank(void);        // this process, 0 .. dist_size() - 1
+int dist_size(void);        // processes in the run
+int dist_local_size(void);  // processes of the run on this machine (this one included)
+
+// The share of `total` items (parameters, validation windows) that process `rank` takes:
+// [*first, *end), contiguous, in rank order, sizes differing by at most one.
+void dist_share(size_t total, int rank, size_t *first, size_t *end);
+
+// x[0, n) = its sum over the processes, on every process (all-reduce).
+void dist_sum_floats(float *x, size_t n);
+void dist_sum_doubles(double *x, int n);
+// x[first, end) = the sum over the processes of their x[first, end), [first, end) this
+// process's share of n (reduce-scatter, in place); the rest of x is left undefined.
+void dist_reduce_scatter_floats(float *x, size_t n);
+// Every process's share of x[0, n) from that process, on every process (all-gather).
+void dist_all_gather_floats(float *x, size_t n);
+// all[0, n) on rank 0 = every process's share, from its shard (gather); all is not used
+// on the other ranks.
+void dist_gather_floats(const float *shard, float *all, size_t n);
+
+// What the processes agree on at a point that every one of them reaches.
+typedef struct {
+    int status;  // the failure of the lowest-ranked process that had one (its exit status), or 0
+    int rank;    // that process
+    int signal;  // the highest stop signal any process had received, or 0
+} DistAgreement;
+// status: this process's failure (an exit status, 0 for none); signal: the stop signal it has
+// received (0 for none).
+DistAgreement dist_agree(int status, int signal);
+
+// Wall seconds this process has spent in the collectives so far (waiting for the others
+// included).
+double dist_comm_seconds(void);
+
+#endif
