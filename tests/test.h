@@ -66,4 +66,7 @@ typedef struct {
 // Writes dst: the checkpoint src with the edit, as a valid file with its CRC recomputed (so
 // only the checks after the CRC can refuse it). Returns 0 or -1 (recorded as a failure).
 int test_edit_checkpoint(const char *src, const char *dst, const CheckpointEdit *edit);
+// The metadata value for key in the checkpoint at path, copied into value (empty when
+// absent); returns 1 if present.
+int test_meta_value(const char *path, const char *key, char *value, size_t n);
 #endif

@@ -137,3 +137,14 @@ int test_edit_checkpoint(const char *src, const char *dst, const CheckpointEdit 
     safetensors_free(&st);
     return rc;
 }
+
+int test_meta_value(const char *path, const char *key, char *value, size_t n) {
+    SafeTensors st;
+    char err[ERR_LEN];
+    value[0] = '\0';
+    if (safetensors_read(path, &st, err) != 0) return 0;
+    const char *v = safetensors_meta(&st, key);
+    if (v) snprintf(value, n, "%s", v);
+    safetensors_free(&st);
+    return v != NULL;
+}

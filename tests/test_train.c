@@ -255,21 +255,9 @@ static int same_tensors(const char *a, const char *b, char why[ERR_LEN]) {
     return !differ;
 }
 
-// The metadata value for key, copied into value (empty when absent); returns 1 if present.
-static int meta_value(const char *path, const char *key, char *value, size_t n) {
-    SafeTensors st;
-    char err[ERR_LEN];
-    value[0] = '\0';
-    if (safetensors_read(path, &st, err) != 0) return 0;
-    const char *v = safetensors_meta(&st, key);
-    if (v) snprintf(value, n, "%s", v);
-    safetensors_free(&st);
-    return v != NULL;
-}
-
 static long meta_long(const char *path, const char *key) {
     char value[64];
-    if (!meta_value(path, key, value, sizeof(value))) return -1;
+    if (!test_meta_value(path, key, value, sizeof(value))) return -1;
     return strtol(value, NULL, 10);
 }
 
@@ -316,7 +304,7 @@ static void check_same_training(const char *a, const char *b, const char *out_a,
     for (int i = 0; i < st.num_meta; i++) {
         const char *key = st.meta[i].key;
         if (!strcmp(key, "train.data") || !strcmp(key, "state.elapsed_s") || !strcmp(key, "crc32")) continue;
-        meta_value(ck_b, key, other, sizeof(other));
+        test_meta_value(ck_b, key, other, sizeof(other));
         CHECK(strcmp(st.meta[i].value, other) == 0, "metadata %s: '%.80s' from %s, '%.80s' from %s", key,
               st.meta[i].value, a, other, b);
         compared++;
@@ -690,8 +678,8 @@ static void check_same_ckpt(const char *dir, const char *a, const char *b, const
     static const char *keys[] = {"state.step", "state.rng", "state.tokens_seen", "optimizer.step"};
     for (int i = 0; i < 4; i++) {
         char va[64], vb[64];
-        meta_value(pa, keys[i], va, sizeof(va));
-        meta_value(pb, keys[i], vb, sizeof(vb));
+        test_meta_value(pa, keys[i], va, sizeof(va));
+        test_meta_value(pb, keys[i], vb, sizeof(vb));
         CHECK(va[0] && strcmp(va, vb) == 0, "%s: %s is '%s' and '%s'", what, keys[i], va, vb);
     }
 }
@@ -975,10 +963,10 @@ TEST(train_log_csv_rows) {
         if (!isnan(rows[i].val_loss) && rows[i].val_loss < best_val) best_val = rows[i].val_loss;
     }
     // the checkpoints agree with the log
-    meta_value(ck, "state.last_val_loss", value, sizeof(value));
+    test_meta_value(ck, "state.last_val_loss", value, sizeof(value));
     CHECK(fabs(strtod(value, NULL) - rows[3].val_loss) < 1e-5, "state.last_val_loss %s, log says %.6f", value,
           rows[3].val_loss);
-    meta_value(best, "state.best_val_loss", value, sizeof(value));
+    test_meta_value(best, "state.best_val_loss", value, sizeof(value));
     CHECK(fabs(strtod(value, NULL) - best_val) < 1e-5, "best.safetensors has best_val_loss %s, log's best %.6f",
           value, best_val);
     // warm-up: lr rises as (step + 1) / (warmup + 1) of --lr 1e-3 (warm-up 100)

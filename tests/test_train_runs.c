@@ -96,17 +96,6 @@ static TestRun train_in(const char *cwd, const char *log, const char *const *arg
 }
 #define ARGS(...) ((const char *[]){__VA_ARGS__, NULL})
 
-static int meta_value(const char *path, const char *key, char *value, size_t n) {
-    SafeTensors st;
-    char err[ERR_LEN];
-    value[0] = '\0';
-    if (safetensors_read(path, &st, err) != 0) return 0;
-    const char *v = safetensors_meta(&st, key);
-    if (v) snprintf(value, n, "%s", v);
-    safetensors_free(&st);
-    return v != NULL;
-}
-
 static int file_exists(const char *path) { return access(path, F_OK) == 0; }
 
 // 1 when the model tensors (not the optimizer's) of a and b hold the same bytes.
@@ -302,7 +291,7 @@ TEST(runs_second_run_refused_without_force) {
     CHECK(!file_exists(best) && !file_exists(plot), "--force left the old run's best.safetensors or loss.svg");
     char ck[300], step[32];
     snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
-    meta_value(ck, "state.step", step, sizeof(step));
+    test_meta_value(ck, "state.step", step, sizeof(step));
     CHECK(strcmp(step, "3") == 0, "after --force the checkpoint is at step '%s', want 3", step);
     // a run refused before its first step leaves log.csv with its header alone: not a run
     snprintf(out, sizeof(out), "%s/refused", dir);
@@ -329,7 +318,7 @@ TEST(runs_resume_by_fingerprint) {
     int ok = test_exit_status(&r, 0, "training in its directory");
     test_run_free(&r);
     if (!ok) return;
-    CHECK(meta_value(ck, "train.corpus_fingerprint", value, sizeof(value)) && strchr(value, ':') &&
+    CHECK(test_meta_value(ck, "train.corpus_fingerprint", value, sizeof(value)) && strchr(value, ':') &&
           strlen(strchr(value, ':') + 1) == 8, "train.corpus_fingerprint is '%s'", value);
     // resumed from here: corpus.txt is not in this directory, but beside the checkpoint
     r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "6"));
@@ -344,7 +333,7 @@ TEST(runs_resume_by_fingerprint) {
     r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "8", "--data", gz));
     if (test_exit_status(&r, 0, "resume with --data of a gzip copy")) test_output_has(&r, "at step 6 of 8", "resumed");
     test_run_free(&r);
-    meta_value(ck, "train.data", value, sizeof(value));
+    test_meta_value(ck, "train.data", value, sizeof(value));
     CHECK(strstr(value, "moved.gz") != NULL, "after --data the checkpoint names '%s'", value);
     // one character changed: refused, naming both fingerprints
     text[len / 2] = text[len / 2] == 'e' ? 'o' : 'e';
@@ -400,15 +389,15 @@ TEST(runs_init_from_fine_tunes) {
         test_output_has(&r, "fine-tuning", "--init-from");
         test_output_has(&r, "step 0 of 5", "--init-from");
         CHECK(!same_weights(base_ck, ck), "5 fine-tuning steps left the weights as they were");
-        meta_value(ck, "state.step", value, sizeof(value));
+        test_meta_value(ck, "state.step", value, sizeof(value));
         CHECK(strcmp(value, "5") == 0, "the fine-tuned run is at step '%s', want 5", value);
-        meta_value(ck, "optimizer.step", value, sizeof(value));
+        test_meta_value(ck, "optimizer.step", value, sizeof(value));
         CHECK(strcmp(value, "5") == 0, "the optimizer made %s steps, want 5 (a new optimizer)", value);
-        meta_value(ck, "vocab_size", value, sizeof(value));
+        test_meta_value(ck, "vocab_size", value, sizeof(value));
         char base_vocab[64];
-        meta_value(base_ck, "vocab_size", base_vocab, sizeof(base_vocab));
+        test_meta_value(base_ck, "vocab_size", base_vocab, sizeof(base_vocab));
         CHECK(strcmp(value, base_vocab) == 0, "vocabulary %s, the checkpoint's %s", value, base_vocab);
-        meta_value(ck, "dropout", value, sizeof(value));
+        test_meta_value(ck, "dropout", value, sizeof(value));
         CHECK(strcmp(value, "0.1") == 0, "dropout '%s', the checkpoint's 0.1", value);
     }
     test_run_free(&r);
@@ -491,7 +480,7 @@ TEST(runs_resume_new_schedule) {
         CHECK(fabs(logged_lr(csv, 13 + i) - want[i]) < 1e-6 * want[i] + 1e-9, "step %d: lr %.6e, want %.6e", 13 + i,
               logged_lr(csv, 13 + i), want[i]);
     char value[64];
-    meta_value(ck, "train.schedule_start", value, sizeof(value));
+    test_meta_value(ck, "train.schedule_start", value, sizeof(value));
     CHECK(strcmp(value, "12") == 0, "train.schedule_start '%s', want 12", value);
     r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "30", "--decay-steps", "15"));
     if (test_exit_status(&r, 2, "--decay-steps before the checkpoint's step"))
@@ -582,7 +571,7 @@ TEST(runs_stop_signals) {
     free(text);
     printf("    SIGINT during an evaluation: stopped %.3f s after it\n", seconds);
     CHECK(seconds < 5.0, "the stop took %.1f s", seconds);
-    meta_value(ck, "state.step", value, sizeof(value));
+    test_meta_value(ck, "state.step", value, sizeof(value));
     CHECK(strcmp(value, "1") == 0, "the saved checkpoint is at step '%s', want 1", value);
 
     // two stop signals: the second exits without saving (sent while stopped, so both arrive
@@ -620,7 +609,7 @@ TEST(runs_stop_signals) {
           status, text);
     CHECK(text && strstr(text, "stopped by SIGHUP after step"), "SIGHUP: no stop message:\n%s", text);
     free(text);
-    CHECK(meta_value(ck, "state.step", value, sizeof(value)) && atol(value) >= 50, "SIGHUP saved step '%s'", value);
+    CHECK(test_meta_value(ck, "state.step", value, sizeof(value)) && atol(value) >= 50, "SIGHUP saved step '%s'", value);
 }
 
 // ----------------------------------------------------------------------------
@@ -655,17 +644,17 @@ TEST(runs_keep_cr) {
     test_run_free(&r);
     snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
     char clean_vocab[64];
-    meta_value(ck, "vocab_size", clean_vocab, sizeof(clean_vocab));
-    meta_value(ck, "train.keep_cr", value, sizeof(value));
+    test_meta_value(ck, "vocab_size", clean_vocab, sizeof(clean_vocab));
+    test_meta_value(ck, "train.keep_cr", value, sizeof(value));
     CHECK(strcmp(value, "0") == 0, "train.keep_cr '%s', want 0", value);
     snprintf(out, sizeof(out), "%s/kept", dir);
     snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
     r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "2", "--keep-cr", "--out", out));
     if (test_exit_status(&r, 0, "--keep-cr")) CHECK(!strstr(r.output, "CR LF"), "--keep-cr changed line endings");
     test_run_free(&r);
-    meta_value(ck, "train.keep_cr", value, sizeof(value));
+    test_meta_value(ck, "train.keep_cr", value, sizeof(value));
     CHECK(strcmp(value, "1") == 0, "train.keep_cr '%s', want 1", value);
-    meta_value(ck, "vocab_size", value, sizeof(value));
+    test_meta_value(ck, "vocab_size", value, sizeof(value));
     CHECK(atoi(value) == atoi(clean_vocab) + 1, "--keep-cr vocabulary %s, without %s: want one more (CR)", value,
           clean_vocab);
     // resuming the --keep-cr run reads the text as it did (else its fingerprint would differ)
