@@ -24,6 +24,7 @@
 #include "format/checkpoint.h"
 #include "model/adamw.h"
 #include "model/gpt.h"
+#include "model/precision.h"
 #include "model/rng.h"
 #include "model/train_step.h"
 #include "training/run_log.h"
@@ -44,7 +45,7 @@ static const TrainOptions default_options = {
     .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f, .grad_clip = 1.0f, .val_fraction = 0.1f,
     .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
     .eval_every = 250, .eval_batches = 200, .save_every = 500, .log_every = 10,
-    .seed = 1337, .threads = 0, .max_memory = 0.0,
+    .seed = 1337, .threads = 0, .max_memory = 0.0, .precision = PRECISION_FP32,
 };
 
 static void usage(FILE *f) {
@@ -58,8 +59,8 @@ static void usage(FILE *f) {
             "  --val-fraction F     last fraction of the corpus held out for validation (default %g)\n"
             "  --out DIR            checkpoints and log.csv go here (default %s/)\n"
             "  --resume CKPT        continue the run saved in CKPT with its options; only --steps,\n"
-            "                       --out, --threads, --save-every, --eval-every, --max-memory may\n"
-            "                       be given again\n"
+            "                       --out, --threads, --save-every, --eval-every, --precision and\n"
+            "                       --max-memory may be given again\n"
             "model:\n"
             "  --n-layer N          transformer blocks (default %d)\n"
             "  --n-head N           attention heads (default %d)\n"
@@ -85,6 +86,10 @@ static void usage(FILE *f) {
             "  --threads N          OpenMP threads; 0 = all cores; at most %d per core (default %d)\n"
             "  --max-memory MIB     refuse a run that needs more memory than MIB mebibytes (default:\n"
             "                       the memory available now, MemAvailable in /proc/meminfo)\n"
+            "  --precision P        fp32, or bf16: matrix products on bf16 copies of the weights and\n"
+            "                       activations with fp32 sums, faster where the CPU has AVX512_BF16;\n"
+            "                       master weights, gradients and optimizer stay fp32 (default fp32;\n"
+            "                       --resume keeps the run's unless given)\n"
             "  -h, --help           show this help\n",
             program_invocation_name, d->val_fraction, d->out, d->n_layer, d->n_head, d->n_embd, d->block_size,
             d->dropout, d->batch_size, d->steps, d->lr, d->min_lr, d->warmup, d->weight_decay,
@@ -136,7 +141,7 @@ enum {
     OPT_DATA = 256, OPT_OUT, OPT_RESUME, OPT_N_LAYER, OPT_N_HEAD, OPT_N_EMBD, OPT_HEAD_SIZE,
     OPT_BLOCK_SIZE, OPT_BATCH_SIZE, OPT_DROPOUT, OPT_NO_QKV_BIAS, OPT_STEPS, OPT_LR, OPT_MIN_LR,
     OPT_WARMUP, OPT_DECAY_STEPS, OPT_WEIGHT_DECAY, OPT_GRAD_CLIP, OPT_EVAL_EVERY, OPT_EVAL_BATCHES,
-    OPT_SAVE_EVERY, OPT_LOG_EVERY, OPT_SEED, OPT_THREADS, OPT_VAL_FRACTION, OPT_MAX_MEMORY,
+    OPT_SAVE_EVERY, OPT_LOG_EVERY, OPT_SEED, OPT_THREADS, OPT_VAL_FRACTION, OPT_MAX_MEMORY, OPT_PRECISION,
 };
 
 static const struct option long_options[] = {
@@ -166,13 +171,14 @@ static const struct option long_options[] = {
     {"threads", required_argument, 0, OPT_THREADS},
     {"val-fraction", required_argument, 0, OPT_VAL_FRACTION},
     {"max-memory", required_argument, 0, OPT_MAX_MEMORY},
+    {"precision", required_argument, 0, OPT_PRECISION},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
 
 // Which options were given on the command line (to check what --resume allows).
 typedef struct {
-    int given[OPT_MAX_MEMORY + 1];
+    int given[OPT_PRECISION + 1];
 } GivenOptions;
 
 static void parse_options(int argc, char **argv, TrainOptions *o, GivenOptions *given) {
@@ -223,6 +229,10 @@ static void parse_options(int argc, char **argv, TrainOptions *o, GivenOptions *
                 break;
             case OPT_VAL_FRACTION: o->val_fraction = parse_float(name, optarg, 0.0, 1.0, 0); break;
             case OPT_MAX_MEMORY: o->max_memory = parse_float(name, optarg, 1.0, 1e12, 1) * MIB; break;
+            case OPT_PRECISION:
+                if (precision_parse(optarg, &o->precision) != 0)
+                    die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", optarg);
+                break;
         }
     }
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
@@ -242,13 +252,13 @@ static void check_options(TrainOptions *o) {
 // Restores the saved options (keeping those --resume may change) and the training state.
 static void resume_options(const Checkpoint *ck, TrainOptions *o, const GivenOptions *given, TrainState *s) {
     static const int allowed[] = {OPT_RESUME, OPT_STEPS, OPT_OUT, OPT_THREADS, OPT_SAVE_EVERY, OPT_EVAL_EVERY,
-                                  OPT_MAX_MEMORY};
+                                  OPT_MAX_MEMORY, OPT_PRECISION};
     for (int i = 0; long_options[i].name; i++) {
         int v = long_options[i].val, ok = 0;
         for (size_t k = 0; k < sizeof(allowed) / sizeof(allowed[0]); k++) ok |= allowed[k] == v;
         if (v < (int)(sizeof(given->given) / sizeof(int)) && given->given[v] && !ok)
             die(EXIT_USAGE, "--%s cannot be changed when resuming (only --steps, --out, --threads, "
-                "--save-every, --eval-every and --max-memory can)", long_options[i].name);
+                "--save-every, --eval-every, --precision and --max-memory can)", long_options[i].name);
     }
     if (!ck->has_optimizer)
         die(EXIT_DATA, "%s has no optimizer state, so its run cannot be resumed (./generate can still use it)",
@@ -262,6 +272,7 @@ static void resume_options(const Checkpoint *ck, TrainOptions *o, const GivenOpt
     }
     if (given->given[OPT_SAVE_EVERY]) o->save_every = given_values.save_every;
     if (given->given[OPT_EVAL_EVERY]) o->eval_every = given_values.eval_every;
+    if (given->given[OPT_PRECISION]) o->precision = given_values.precision;
     if (!given->given[OPT_OUT]) {
         // by default a resumed run goes on writing beside its checkpoint
         const char *slash = strrchr(ck->path, '/');
@@ -465,9 +476,12 @@ int main(int argc, char **argv) {
            ds.train_len, ds.val_len);
     GPTMemoryPlan plan;
     gpt_memory_plan(&config, B, 1, &plan);
-    printf("model: %d layers, %d heads of %d, n_embd %d, block %d, %.0f parameters; batch %d, %d threads\n",
-           o.n_layer, o.n_head, o.head_size, o.n_embd, o.block_size, plan.parameters / sizeof(float), B,
-           omp_get_max_threads());
+    gpt_memory_plan_precision(&plan, o.precision);
+    char precision[64];
+    precision_describe(o.precision, precision, sizeof(precision));
+    printf("model: %d layers, %d heads of %d, n_embd %d, block %d, %.0f parameters; batch %d, %d threads; "
+           "precision %s\n", o.n_layer, o.n_head, o.head_size, o.n_embd, o.block_size, plan.parameters / sizeof(float),
+           B, omp_get_max_threads(), precision);
     check_memory(&plan, &o);
 
     // model and optimizer; failing to allocate what the plan allowed is also "too large"
@@ -479,6 +493,7 @@ int main(int argc, char **argv) {
         if (gpt_build(model, &config, 1, err) != 0) die(EXIT_USAGE, "%s", err);
         gpt_init_weights(model, o.seed);
     }
+    if (gpt_set_precision(model, o.precision, err) != 0) die(EXIT_USAGE, "%s", err);
     if (gpt_alloc_activations(model, B, err) != 0) die(EXIT_USAGE, "%s", err);
     if (adamw_init(opt, model, o.beta1, o.beta2, o.eps, o.weight_decay, err) != 0) die(EXIT_USAGE, "%s", err);
     if (resuming) {

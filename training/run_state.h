@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "../format/checkpoint.h"
+#include "../model/precision.h"
 #include "../model/rng.h"
 
 // Limits of the options, on the command line and in a checkpoint alike.
@@ -29,6 +30,7 @@ typedef struct {
     uint64_t seed;
     int threads;         // 0: OpenMP's default
     double max_memory;   // bytes a run may plan to use; 0: the machine's available memory
+    Precision precision; // of the matrix products (train.precision; fp32 when a checkpoint has none)
 } TrainOptions;
 
 typedef struct {
