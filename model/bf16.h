@@ -5,7 +5,7 @@
 // way: to nearest, ties to even; zeros and denormals become the zero of their sign (the
 // instruction treats denormal inputs as zero); infinities stay; a NaN stays a NaN, made
 // quiet. A bf16 keeps 8 significant bits, so the conversion's relative error is at most
-// 2^-9, and the product of two bf16 values has at most 16 significant bits: it is exact in
+// 2^-8 (half the spacing 2^-7 of its significands in [1, 2)), and the product of two bf16 values has at most 16 significant bits: it is exact in
 // float (unless it falls below float's normal range, 2^-126).
 #ifndef CHARGPT_BF16_H
 #define CHARGPT_BF16_H
@@ -19,11 +19,13 @@ typedef uint16_t bf16;
 static inline bf16 bf16_from_float(float x) {
     uint32_t u;
     memcpy(&u, &x, sizeof(u));
-    if ((u & 0x7F800000u) == 0) return (bf16)((u >> 16) & 0x8000u);           // zero, denormal
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (bf16)((u >> 16) | 0x0040u);  // NaN
     // adding 0x7FFF, plus the lowest kept bit, carries into the kept bits exactly when the
     // dropped bits are above half, or half with the kept part odd
-    return (bf16)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+    uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    uint32_t zero = (u >> 16) & 0x8000u;   // zeros and denormals: the zero of their sign
+    uint32_t quiet = (u >> 16) | 0x0040u;  // a NaN, made quiet
+    uint32_t h = (u & 0x7F800000u) == 0 ? zero : (u & 0x7FFFFFFFu) > 0x7F800000u ? quiet : rounded;
+    return (bf16)h;
 }
 
 #pragma omp declare simd notinbranch

@@ -243,6 +243,18 @@ static void forward_by_rows(float *out, const float *inp, const float *weight, c
 // their own when the product is large enough. Each takes its weight in fp32 (weight) or
 // in bf16 (weight16, the other NULL).
 
+// A forward as a team function; each thread takes its own copy of the product, in which
+// matmul_bf16_convert_operands points at the bf16 operands.
+static void forward_team(const Gemm *shared, int by_rows) {
+    Gemm g = *shared;
+    if (by_rows) {
+        forward_by_rows(g.c, g.a, g.wt, g.wt16, g.bias, g.M, g.K, g.Nc);
+        return;
+    }
+    if (g.use_bf16) matmul_bf16_convert_operands(&g, 1);
+    gemm_team(&g, 1);
+}
+
 static void forward(float *out, const float *inp, const float *weight, const bf16 *weight16,
                     const float *bias, int N, int C, int OC, int by_rows) {
     if (N <= 0 || OC <= 0) return;
@@ -252,15 +264,11 @@ static void forward(float *out, const float *inp, const float *weight, const bf1
               .use_bf16 = weight16 != NULL};
     by_rows = by_rows || N <= GEMV_MAX_ROWS || C == 0;
     if (in_team()) {
-        if (by_rows) forward_by_rows(out, inp, weight, weight16, bias, N, C, OC);
-        else gemm_team(&g, 1);
+        forward_team(&g, by_rows);
         return;
     }
 #pragma omp parallel if (macs >= PARALLEL_MIN_MACS)
-    {
-        if (by_rows) forward_by_rows(out, inp, weight, weight16, bias, N, C, OC);
-        else gemm_team(&g, 1);
-    }
+    forward_team(&g, by_rows);
 }
 
 void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
@@ -296,11 +304,16 @@ static void backward(float *dinp, float *dweight, float *dbias, const float *dou
     };
     int count = dinp ? 2 : 1;
     if (in_team()) {
+        if (use_bf16) matmul_bf16_convert_operands(g, count);
         gemm_team(g, count);
         return;
     }
 #pragma omp parallel if ((long)N * C * OC >= PARALLEL_MIN_MACS)
-    gemm_team(g, count);
+    {
+        Gemm gt[MAX_PRODUCTS] = {g[0], g[1]};  // each thread's own, as a16 and b16 are set in it
+        if (use_bf16) matmul_bf16_convert_operands(gt, count);
+        gemm_team(gt, count);
+    }
 }
 
 void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,

@@ -5,12 +5,15 @@
 // (a bf16 weight or an fp32 activation) the same way and runs the register tiles
 // (Bf16Kernels.tile) over the group. Every element of C gets its pairs in k order, blocks
 // fixed by K alone, so results do not depend on the task or the thread count.
+#include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "matmul.h"
 #include "matmul_kernels.h"
 #include "parallel.h"
 
+#define MAX_CONVERTED 2      // products that matmul_bf16_convert_operands takes at once
 #define BF16_GROUP_PANELS 8  // row panels of A packed at a time: 8 x 14 x 256 bf16 = 56 KiB
 
 static int force_portable;
@@ -44,6 +47,44 @@ void matmul_convert_bf16(bf16 *dst, const float *src, size_t n) {
 
 static int min_int(int a, int b) { return a < b ? a : b; }
 
+// The team's buffer for converted operands: grown by the team's first thread, kept for the
+// next products (one team at a time, parallel.h).
+static bf16 *operands;
+static size_t operands_capacity;
+
+void matmul_bf16_convert_operands(Gemm *g, int count) {
+    // what is converted: each A (rows of lda, the last of its width) and each fp32 B read
+    // in place; products of the team share an A given by the same pointer
+    const float *src[2 * MAX_CONVERTED];
+    size_t sizes[2 * MAX_CONVERTED], need = 0;
+    int n = 0;
+    for (int p = 0; p < count && p < MAX_CONVERTED; p++) {
+        const float *a = g[p].a, *b = g[p].b;
+        size_t a_size = g[p].a_kmajor ? (size_t)(g[p].K - 1) * g[p].lda + g[p].M : (size_t)(g[p].M - 1) * g[p].lda + g[p].K;
+        size_t b_size = (size_t)(g[p].K - 1) * g[p].ldb + g[p].Nc;
+        int seen = 0;
+        for (int i = 0; i < n; i++) seen |= src[i] == a;
+        if (!seen) src[n] = a, sizes[n++] = a_size, need += a_size;
+        if (b && !g[p].b16) src[n] = b, sizes[n++] = b_size, need += b_size;
+    }
+    if (omp_get_thread_num() == 0 && need > operands_capacity) {
+        free(operands);
+        operands = malloc(need * sizeof(bf16));
+        operands_capacity = operands ? need : 0;
+    }
+    team_barrier();
+    if (operands_capacity < need) return;  // convert while packing instead
+    bf16 *dst = operands;
+    for (int i = 0; i < n; i++) {
+        matmul_convert_bf16(dst, src[i], sizes[i]);
+        for (int p = 0; p < count; p++) {
+            if (g[p].a == src[i]) g[p].a16 = dst;
+            if (g[p].b == src[i] && !g[p].b16) g[p].b16 = dst;
+        }
+        dst += sizes[i];
+    }
+}
+
 // The packed layout of both operands, for `width` rows of A (MR) or columns of B (NR):
 // dst[(p*width + r)*2 + e] = operand r at k step 2p + e, zero past `count` or past kc.
 
@@ -68,33 +109,53 @@ static void pack_k_contiguous(bf16 *dst, int width, int count, const float *f, c
     }
 }
 
-// From k-major operands (A^T, B = inp or W): step k's values of every r at src + k*ld.
-static void pack_k_major(bf16 *dst, int width, int count, const float *f, const bf16 *h, long ld, int kc,
-                         const Bf16Kernels *kern) {
-    bf16 row[2][NR > MR ? NR : MR];
+// From k-major operands (A^T, B = inp or W): step k's values of r = 0, 1, ..., count - 1 at
+// src + k*ld, into `panels` panels of `width` (panel q, `stride` bf16 from the last, holds
+// r in [q*width, (q + 1)*width)). One pass over the rows of the source, each read once
+// along its length; a pair is built as one 32-bit word, step 2p in its low half
+// (little-endian, as on x86).
+#define GROUP_ROWS (BF16_GROUP_PANELS * MR)
+_Static_assert(GROUP_ROWS >= NR, "a group of A holds at least a column panel of B");
+static void pack_k_major(bf16 *dst, int width, int panels, long stride, int count, const float *f, const bf16 *h,
+                         long ld, int kc) {
+    static const float zeros[GROUP_ROWS];
+    static const bf16 zeros16[GROUP_ROWS];
+    uint32_t words[GROUP_ROWS] = {0};
     int kp = (kc + 1) / 2;
     for (int p = 0; p < kp; p++) {
-        for (int e = 0; e < 2; e++) {
-            int k = 2 * p + e;
-            bf16 *r = row[e];
-            if (k >= kc) memset(r, 0, (size_t)count * sizeof(bf16));
-            else if (f) kern->convert(r, f + k * ld, count);
-            else memcpy(r, h + k * ld, (size_t)count * sizeof(bf16));
+        int k = 2 * p;
+        if (f) {
+            const float *s0 = f + k * ld, *s1 = k + 1 < kc ? s0 + ld : zeros;
+#pragma omp simd
+            for (int r = 0; r < count; r++)
+                words[r] = bf16_from_float(s0[r]) | (uint32_t)bf16_from_float(s1[r]) << 16;
+        } else {
+            const bf16 *s0 = h + k * ld, *s1 = k + 1 < kc ? s0 + ld : zeros16;
+#pragma omp simd
+            for (int r = 0; r < count; r++) words[r] = s0[r] | (uint32_t)s1[r] << 16;
         }
-        bf16 *d = dst + (long)p * width * 2;
-        for (int r = 0; r < count; r++) {
-            d[2 * r] = row[0][r];
-            d[2 * r + 1] = row[1][r];
-        }
-        for (int r = count; r < width; r++) d[2 * r] = d[2 * r + 1] = 0;
+        for (int q = 0; q < panels; q++)
+            memcpy(dst + q * stride + (long)p * width * 2, words + q * width, (size_t)width * sizeof(uint32_t));
     }
 }
 
-// Row panel [i, i + MR) of A over k steps [k0, k0 + kc).
-static void pack_a_panel(bf16 *dst, const Gemm *g, int i, int k0, int kc, const Bf16Kernels *kern) {
-    int mr = min_int(MR, g->M - i);
-    if (g->a_kmajor) pack_k_major(dst, MR, mr, g->a + (long)k0 * g->lda + i, NULL, g->lda, kc, kern);
-    else pack_k_contiguous(dst, MR, mr, g->a + (long)i * g->lda + k0, NULL, g->lda, kc, kern);
+// Rows [i0, i1) of A, in panels of MR `stride` bf16 apart, over k steps [k0, k0 + kc).
+static void pack_a_group(bf16 *dst, long stride, const Gemm *g, int i0, int i1, int k0, int kc,
+                         const Bf16Kernels *kern) {
+    int panels = (i1 - i0 + MR - 1) / MR;
+    const float *f = g->a16 ? NULL : g->a;
+    const bf16 *h = g->a16;
+    if (g->a_kmajor) {
+        long at = (long)k0 * g->lda + i0;
+        pack_k_major(dst, MR, panels, stride, i1 - i0, f ? f + at : NULL, h ? h + at : NULL, g->lda, kc);
+        return;
+    }
+    for (int q = 0; q < panels; q++) {
+        int i = i0 + q * MR;
+        long at = (long)i * g->lda + k0;
+        pack_k_contiguous(dst + q * stride, MR, min_int(MR, i1 - i), f ? f + at : NULL, h ? h + at : NULL, g->lda, kc,
+                          kern);
+    }
 }
 
 // Column panel [j, j + NR) of B over k steps [k0, k0 + kc).
@@ -102,8 +163,8 @@ static void pack_b_panel(bf16 *dst, const Gemm *g, int j, int k0, int kc, const 
     int nr = min_int(NR, g->Nc - j);
     if (g->wt16) pack_k_contiguous(dst, NR, nr, NULL, g->wt16 + (long)j * g->ldwt + k0, g->ldwt, kc, kern);
     else if (g->wt) pack_k_contiguous(dst, NR, nr, g->wt + (long)j * g->ldwt + k0, NULL, g->ldwt, kc, kern);
-    else if (g->b16) pack_k_major(dst, NR, nr, NULL, g->b16 + (long)k0 * g->ldb + j, g->ldb, kc, kern);
-    else pack_k_major(dst, NR, nr, g->b + (long)k0 * g->ldb + j, NULL, g->ldb, kc, kern);
+    else if (g->b16) pack_k_major(dst, NR, 1, 0, nr, NULL, g->b16 + (long)k0 * g->ldb + j, g->ldb, kc);
+    else pack_k_major(dst, NR, 1, 0, nr, g->b + (long)k0 * g->ldb + j, NULL, g->ldb, kc);
 }
 
 void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1) {
@@ -122,7 +183,7 @@ void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1) {
         long panel = (long)kp * MR * 2;  // bf16 in a packed row panel
         for (int g0 = i0; g0 < i1; g0 += BF16_GROUP_PANELS * MR) {
             int g1 = min_int(i1, g0 + BF16_GROUP_PANELS * MR);
-            for (int i = g0; i < g1; i += MR) pack_a_panel(apack + (i - g0) / MR * panel, g, i, k0, kc, kern);
+            pack_a_group(apack, panel, g, g0, g1, k0, kc, kern);
             for (int j = j0; j < j1; j += NR) {
                 int nr = min_int(NR, Nc - j);
                 pack_b_panel(bpack, g, j, k0, kc, kern);

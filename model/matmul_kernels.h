@@ -61,6 +61,7 @@ typedef struct {
     int use_bf16;       // 1: bf16 operands (matmul_bf16.c); B may then come from b16 or wt16
     const bf16 *b16;    // B(k, j) = b16[k*ldb + j]
     const bf16 *wt16;   // B(k, j) = wt16[j*ldwt + k]
+    const bf16 *a16;    // A in bf16, laid out as a (matmul_bf16_convert_operands), or NULL
 } Gemm;
 
 // ---- bf16 operands, fp32 sums (matmul.h)
@@ -68,6 +69,12 @@ typedef struct {
 // Rows [i0, i1) x columns [j0, j1) of a bf16 product (g->use_bf16), i0 and j0 on tile
 // boundaries, each element's sum in the same order whatever the task (matmul_bf16.c).
 void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1);
+
+// Team function: converts the fp32 operands of count bf16 products (an A read by both only
+// once) to bf16 in a buffer shared by the team, and points a16 and b16 at them, so that the
+// tasks pack bf16 rather than convert the same floats again and again. Without the memory
+// for it the products convert as they pack; the results are the same.
+void matmul_bf16_convert_operands(Gemm *g, int count);
 
 // k steps in a block of a bf16 product; even, so that no pair straddles two blocks
 #define BF16_KC 256
