@@ -243,13 +243,13 @@ static void build_model(GPT *model, const BenchConfig *bc, Precision precision) 
     if (gpt_set_precision(model, precision, err) != 0) die(EXIT_FAILED, "%s: %s", bc->name, err);
 }
 
-// "fp32", or "bf16:AVX512_BF16_vdpbf16ps": the precision and path, as one word
+// "fp32", or "bf16:AVX512_BF16+vdpbf16ps": the precision and path as one word, + for spaces
 static const char *precision_word(Precision precision) {
     static char word[64];
     if (precision == PRECISION_FP32) return "fp32";
     snprintf(word, sizeof(word), "bf16:%s", matmul_bf16_path());
     for (char *c = word; *c; c++)
-        if (*c == ' ') *c = '_';
+        if (*c == ' ') *c = '+';
     return word;
 }
 
