@@ -14,7 +14,7 @@
 #include "parallel.h"
 
 #define MAX_CONVERTED 2      // products that matmul_bf16_convert_operands takes at once
-#define BF16_GROUP_PANELS 8  // row panels of A packed at a time: 8 x 14 x 256 bf16 = 56 KiB
+#define BF16_GROUP_PANELS 16  // row panels of A packed at a time: 16 x 14 x 256 bf16 = 112 KiB
 
 static int force_portable;
 
