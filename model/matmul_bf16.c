@@ -115,6 +115,7 @@ static void pack_k_contiguous(bf16 *dst, int width, int count, const float *f, c
 // along its length; a pair is built as one 32-bit word, step 2p in its low half
 // (little-endian, as on x86).
 #define GROUP_ROWS (BF16_GROUP_PANELS * MR)
+#define PREFETCH_ROWS 16
 _Static_assert(GROUP_ROWS >= NR, "a group of A holds at least a column panel of B");
 static void pack_k_major(bf16 *dst, int width, int panels, long stride, int count, const float *f, const bf16 *h,
                          long ld, int kc) {
@@ -122,8 +123,17 @@ static void pack_k_major(bf16 *dst, int width, int panels, long stride, int coun
     static const bf16 zeros16[GROUP_ROWS];
     uint32_t words[GROUP_ROWS] = {0};
     int kp = (kc + 1) / 2;
+    size_t row_bytes = (size_t)count * (f ? sizeof(float) : sizeof(bf16));
     for (int p = 0; p < kp; p++) {
         int k = 2 * p;
+        // the rows are far apart: fetch those PREFETCH_ROWS ahead, line by line
+        if (k + PREFETCH_ROWS + 1 < kc)
+            for (size_t b = 0; b < row_bytes; b += 64)
+                for (int e = 0; e < 2; e++) {
+                    const char *row = f ? (const char *)(f + (k + PREFETCH_ROWS + e) * ld)
+                                        : (const char *)(h + (k + PREFETCH_ROWS + e) * ld);
+                    __builtin_prefetch(row + b);
+                }
         if (f) {
             const float *s0 = f + k * ld, *s1 = k + 1 < kc ? s0 + ld : zeros;
 #pragma omp simd
