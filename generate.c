@@ -319,7 +319,7 @@ static void check_memory(GPTMemoryPlan *plan, const GPTConfig *c, const Options 
 static void check_generation_memory(const GPTConfig *c, const Options *o, long text_len) {
     GPTMemoryPlan plan;
     gpt_memory_plan(c, o->num_samples, GPT_PLAN_GENERATION, &plan);
-    gpt_memory_plan_precision(&plan, o->precision);
+    gpt_memory_plan_precision(&plan, c, o->num_samples, GPT_PLAN_GENERATION, o->precision);
     plan.generation += (double)o->num_samples * text_len * sizeof(int);
     if (o->attention) plan.generation += (double)c->n_layer * c->n_head * c->block_size * c->block_size * sizeof(float);
     char what[128];
@@ -409,7 +409,7 @@ static void score_text(const Options *o) {
     // its code points, and the kept characters' tokens and code points
     GPTMemoryPlan plan;
     gpt_memory_plan(c, SCORE_BATCH, GPT_PLAN_FORWARD, &plan);
-    gpt_memory_plan_precision(&plan, o->precision);
+    gpt_memory_plan_precision(&plan, c, SCORE_BATCH, GPT_PLAN_FORWARD, o->precision);
     plan.scratch += (2.0 * SCORE_BATCH * c->block_size + (double)run.scored.len + 2.0 * text->len) * sizeof(int);
     check_memory(&plan, c, o, "scoring a text");
     GPT *model = &run.model;

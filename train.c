@@ -476,7 +476,7 @@ int main(int argc, char **argv) {
            ds.train_len, ds.val_len);
     GPTMemoryPlan plan;
     gpt_memory_plan(&config, B, 1, &plan);
-    gpt_memory_plan_precision(&plan, o.precision);
+    gpt_memory_plan_precision(&plan, &config, B, GPT_PLAN_TRAINING, o.precision);
     char precision[64];
     precision_describe(o.precision, precision, sizeof(precision));
     printf("model: %d layers, %d heads of %d, n_embd %d, block %d, %.0f parameters; batch %d, %d threads; "

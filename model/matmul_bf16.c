@@ -1,10 +1,12 @@
 // The bf16 products (matmul.h): matmul.c's tasks, with both operands packed into bf16.
-// For each block of BF16_KC k steps, a task converts the rows of A it covers, a group of
-// BF16_GROUP_PANELS row panels at a time, into pair-interleaved panels (the MR values of a
-// row panel at k = 2p and 2p + 1 side by side); then for each NR-column panel it packs B
-// (a bf16 weight or an fp32 activation) the same way and runs the register tiles
-// (Bf16Kernels.tile) over the group. Every element of C gets its pairs in k order, blocks
-// fixed by K alone, so results do not depend on the task or the thread count.
+// The linear layers' fp32 operands are first converted to bf16 once per product, by the
+// whole team, into a buffer it shares (matmul_bf16_convert_operands); attention's small
+// products convert as they pack. For each block of BF16_KC k steps, a task packs the rows
+// of A it covers, a group of BF16_GROUP_PANELS row panels at a time, into pair-interleaved
+// panels (the MR values of a row panel at k = 2p and 2p + 1 side by side); then for each
+// NR-column panel it packs B (a bf16 weight or activation) the same way and runs the
+// register tiles (Bf16Kernels.tile) over the group. Every element of C gets its pairs in k
+// order, blocks fixed by K alone, so results do not depend on the task or the thread count.
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>

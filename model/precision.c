@@ -1,5 +1,6 @@
 #include "precision.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,15 @@ void gpt_linear_backward(const GPT *model, float *dinp, float *dweight, float *d
 
 int gpt_matmul_flags(const GPT *model) { return model->params_bf16 ? MATMUL_BF16 : 0; }
 
-void gpt_memory_plan_precision(GPTMemoryPlan *plan, Precision precision) {
-    plan->bf16_weights = precision == PRECISION_BF16 ? plan->parameters / 2 : 0.0;
+void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int B, GPTPlanKind kind,
+                               Precision precision) {
+    plan->bf16_weights = 0.0;
+    if (precision != PRECISION_BF16) return;
+    plan->bf16_weights = plan->parameters / 2;
+    // a forward converts its input (N, width); a backward its output gradient and input
+    double C = config->n_embd, A = (double)config->n_head * config->head_size, V = config->vocab_size;
+    double rows = (double)(kind == GPT_PLAN_GENERATION ? 1 : B) * config->block_size;
+    double width = fmax(C, fmax(A, 4 * C));
+    if (kind == GPT_PLAN_TRAINING) width = fmax(fmax(3 * A + C, 5 * C), V + C);
+    plan->scratch += rows * width * sizeof(bf16);
 }

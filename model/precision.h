@@ -42,7 +42,10 @@ void gpt_linear_backward(const GPT *model, float *dinp, float *dweight, float *d
 // The matmul_small flags for attention's products: MATMUL_BF16 in bf16, else 0.
 int gpt_matmul_flags(const GPT *model);
 
-// Adds the bf16 copy to a memory plan (gpt_memory_plan) for a model in this precision.
-void gpt_memory_plan_precision(GPTMemoryPlan *plan, Precision precision);
+// Adds to a memory plan from gpt_memory_plan (the same config, B and kind) what a model in
+// this precision needs beside it: in bf16 the weights' copy, and in scratch the largest
+// product's operands converted to bf16 (matmul_bf16_convert_operands).
+void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int B, GPTPlanKind kind,
+                               Precision precision);
 
 #endif
