@@ -54,6 +54,24 @@ static int min_int(int a, int b) { return a < b ? a : b; }
 static bf16 *operands;
 static size_t operands_capacity;
 
+// dst = bf16 of a k-major A (K, lda) with M columns, and sums[i] += A(i, 0) + A(i, 1) + ...
+// in k order, as gemm tasks would add them; a team function, each thread converting and
+// summing its share of the columns down all the rows.
+static void convert_summing(bf16 *dst, const float *a, long lda, int M, int K, float *sums) {
+    int t = omp_get_thread_num(), threads = omp_get_num_threads();
+    int i0 = (int)((long)M * t / threads), i1 = (int)((long)M * (t + 1) / threads);
+    for (int k = 0; k < K; k++) {
+        const float *row = a + k * lda;
+        bf16 *d = dst + k * lda;
+#pragma omp simd
+        for (int i = i0; i < i1; i++) {
+            d[i] = bf16_from_float(row[i]);
+            sums[i] += row[i];
+        }
+    }
+    team_barrier();
+}
+
 void matmul_bf16_convert_operands(Gemm *g, int count) {
     // what is converted: each A (rows of lda, the last of its width) and each fp32 B read
     // in place; products of the team share an A given by the same pointer
@@ -78,7 +96,16 @@ void matmul_bf16_convert_operands(Gemm *g, int count) {
     if (operands_capacity < need) return;  // convert while packing instead
     bf16 *dst = operands;
     for (int i = 0; i < n; i++) {
-        matmul_convert_bf16(dst, src[i], sizes[i]);
+        // an A whose row sums a product wants is summed as it is converted
+        Gemm *summed = NULL;
+        for (int p = 0; p < count; p++)
+            if (g[p].a == src[i] && g[p].a_kmajor && g[p].a_row_sums) summed = &g[p];
+        if (summed) {
+            convert_summing(dst, src[i], summed->lda, summed->M, summed->K, summed->a_row_sums);
+            summed->a_row_sums = NULL;
+        } else {
+            matmul_convert_bf16(dst, src[i], sizes[i]);
+        }
         for (int p = 0; p < count; p++) {
             if (g[p].a == src[i]) g[p].a16 = dst;
             if (g[p].b == src[i] && !g[p].b16) g[p].b16 = dst;
