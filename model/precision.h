@@ -3,7 +3,7 @@
 // In bf16 the model keeps, beside its fp32 parameters, a bf16 copy of them in one
 // allocation (GPT.params_bf16, same offsets as params_memory), refreshed from the fp32
 // master weights whenever they change. The linear layers' products, forward and both
-// backward, and attention's four products take bf16 operands (the copy for weights,
+// backward, and attention's products take bf16 operands (the copy for weights,
 // activations converted as they enter the product) and sum in fp32 (matmul.h). Master
 // weights, gradients, AdamW, LayerNorm, softmax, GELU and the loss stay fp32, and a
 // checkpoint always holds the fp32 weights.
