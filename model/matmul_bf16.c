@@ -31,20 +31,25 @@ void matmul_bf16_force_portable(int portable) { force_portable = portable; }
 
 const char *matmul_bf16_path(void) { return bf16_kernels()->name; }
 
-void matmul_convert_bf16(bf16 *dst, const float *src, size_t n) {
+// matmul_convert_bf16's share of the calling thread, without waiting for the others.
+static void convert_share(bf16 *dst, const float *src, size_t n) {
     const size_t chunk = 1 << 16;
     const Bf16Kernels *kern = bf16_kernels();
     long chunks = (long)((n + chunk - 1) / chunk);
-    if (in_team()) {
 #pragma omp for schedule(static) nowait
-        for (long c = 0; c < chunks; c++) {
-            size_t i = (size_t)c * chunk;
-            kern->convert(dst + i, src + i, (long)(n - i < chunk ? n - i : chunk));
-        }
+    for (long c = 0; c < chunks; c++) {
+        size_t i = (size_t)c * chunk;
+        kern->convert(dst + i, src + i, (long)(n - i < chunk ? n - i : chunk));
+    }
+}
+
+void matmul_convert_bf16(bf16 *dst, const float *src, size_t n) {
+    if (in_team()) {
+        convert_share(dst, src, n);
         team_barrier();
         return;
     }
-    kern->convert(dst, src, (long)n);
+    bf16_kernels()->convert(dst, src, (long)n);
 }
 
 static int min_int(int a, int b) { return a < b ? a : b; }
@@ -55,8 +60,8 @@ static bf16 *operands;
 static size_t operands_capacity;
 
 // dst = bf16 of a k-major A (K, lda) with M columns, and sums[i] += A(i, 0) + A(i, 1) + ...
-// in k order, as gemm tasks would add them; a team function, each thread converting and
-// summing its share of the columns down all the rows.
+// in k order, as gemm tasks would add them: the calling thread's share of the columns, down
+// all the rows, without waiting for the others.
 static void convert_summing(bf16 *dst, const float *a, long lda, int M, int K, float *sums) {
     int t = omp_get_thread_num(), threads = omp_get_num_threads();
     int i0 = (int)((long)M * t / threads), i1 = (int)((long)M * (t + 1) / threads);
@@ -69,7 +74,6 @@ static void convert_summing(bf16 *dst, const float *a, long lda, int M, int K, f
             sums[i] += row[i];
         }
     }
-    team_barrier();
 }
 
 void matmul_bf16_convert_operands(Gemm *g, int count) {
@@ -87,13 +91,18 @@ void matmul_bf16_convert_operands(Gemm *g, int count) {
         if (!seen) src[n] = a, sizes[n++] = a_size, need += a_size;
         if (b && !g[p].b16) src[n] = b, sizes[n++] = b_size, need += b_size;
     }
-    if (omp_get_thread_num() == 0 && need > operands_capacity) {
-        free(operands);
-        operands = malloc(need * sizeof(bf16));
-        operands_capacity = operands ? need : 0;
+    // every thread reads the same capacity here: it changes only below, after every thread
+    // of the team has read it
+    if (need > operands_capacity) {
+        team_barrier();
+        if (omp_get_thread_num() == 0) {
+            free(operands);
+            operands = malloc(need * sizeof(bf16));
+            operands_capacity = operands ? need : 0;
+        }
+        team_barrier();
+        if (operands_capacity < need) return;  // convert while packing instead
     }
-    team_barrier();
-    if (operands_capacity < need) return;  // convert while packing instead
     bf16 *dst = operands;
     for (int i = 0; i < n; i++) {
         // an A whose row sums a product wants is summed as it is converted
@@ -104,7 +113,7 @@ void matmul_bf16_convert_operands(Gemm *g, int count) {
             convert_summing(dst, src[i], summed->lda, summed->M, summed->K, summed->a_row_sums);
             summed->a_row_sums = NULL;
         } else {
-            matmul_convert_bf16(dst, src[i], sizes[i]);
+            convert_share(dst, src[i], sizes[i]);
         }
         for (int p = 0; p < count; p++) {
             if (g[p].a == src[i]) g[p].a16 = dst;
@@ -112,6 +121,7 @@ void matmul_bf16_convert_operands(Gemm *g, int count) {
         }
         dst += sizes[i];
     }
+    team_barrier();
 }
 
 // The packed layout of both operands, for `width` rows of A (MR) or columns of B (NR):
