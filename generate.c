@@ -25,6 +25,7 @@
 #include "format/atomic_file.h"
 #include "format/checkpoint.h"
 #include "model/gpt.h"
+#include "model/precision.h"
 #include "generation/decoder.h"
 #include "generation/prompt.h"
 #include "generation/score.h"
@@ -57,11 +58,12 @@ typedef struct {
     int use_cache;
     int skip_unknown;
     double max_memory;        // bytes generation may plan to use; 0: the machine's available memory
+    Precision precision;      // of the matrix products
 } Options;
 
 static const Options default_options = {
     .max_new = 500, .sampler = {0.8f, 0, 1.0f}, .seed = 1337, .stride = 1, .num_samples = 1, .threads = 0,
-    .use_cache = 1, .max_memory = 0.0,
+    .use_cache = 1, .max_memory = 0.0, .precision = PRECISION_FP32,
 };
 
 static void usage(FILE *f) {
@@ -101,6 +103,9 @@ static void usage(FILE *f) {
             "      --max-memory MIB   refuse a checkpoint whose generation needs more memory than MIB\n"
             "                         mebibytes (default: the memory available now, MemAvailable in\n"
             "                         /proc/meminfo)\n"
+            "      --precision P      fp32, or bf16: matrix products on bf16 weights and activations\n"
+            "                         with fp32 sums, faster where the CPU has AVX512_BF16 (default\n"
+            "                         fp32, whatever the checkpoint was trained in)\n"
             "  -h, --help             show this help\n"
             "An empty prompt starts from a newline (if the vocabulary has one). A prompt file may hold\n"
             "at most %d bytes.\n",
@@ -139,7 +144,7 @@ static long parse_whole(const char *flag, const char *s, long min, long max) {
 
 enum {
     OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY, OPT_STRIDE, OPT_NUM_SAMPLES,
-    OPT_SCORE, OPT_SURPRISAL,
+    OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION,
 };
 
 // Options that only generating text uses (--score refuses them).
@@ -160,7 +165,8 @@ static void parse_options(int argc, char **argv, Options *o) {
         {"threads", required_argument, 0, OPT_THREADS}, {"skip-unknown", no_argument, 0, OPT_SKIP_UNKNOWN},
         {"max-memory", required_argument, 0, OPT_MAX_MEMORY}, {"stride", required_argument, 0, OPT_STRIDE},
         {"num-samples", required_argument, 0, OPT_NUM_SAMPLES}, {"score", required_argument, 0, OPT_SCORE},
-        {"surprisal", required_argument, 0, OPT_SURPRISAL}, {"help", no_argument, 0, 'h'},
+        {"surprisal", required_argument, 0, OPT_SURPRISAL}, {"precision", required_argument, 0, OPT_PRECISION},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     *o = default_options;
@@ -196,6 +202,10 @@ static void parse_options(int argc, char **argv, Options *o) {
             case OPT_NUM_SAMPLES: o->num_samples = (int)parse_whole("--num-samples", optarg, 1, MAX_SAMPLES); break;
             case OPT_SCORE: o->score = optarg; break;
             case OPT_SURPRISAL: o->surprisal = optarg; break;
+            case OPT_PRECISION:
+                if (precision_parse(optarg, &o->precision) != 0)
+                    die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", optarg);
+                break;
             case 'h':
                 // "-h" or "--help" (or its abbreviation); "-hi" is a prompt given before "--"
                 if (strcmp(flag, "-h") != 0 && strncmp(flag, "--h", 3) != 0)
@@ -222,7 +232,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     if (o->score && o->prompt) die(EXIT_USAGE, "--score reads its text from FILE: give no prompt ('%s')", o->prompt);
     if (o->score && o->sampling_flag)
         die(EXIT_USAGE, "%s is for generating text; --score only takes --stride, --skip-unknown, --surprisal, "
-            "--threads and --max-memory", o->sampling_flag);
+            "--threads, --precision and --max-memory", o->sampling_flag);
     if (o->num_samples > 1 && o->num_attention)
         die(EXIT_USAGE, "--attention records one text: it cannot be combined with --num-samples %d", o->num_samples);
     char err[ERR_LEN];
@@ -331,6 +341,7 @@ static void check_memory(GPTMemoryPlan *plan, const GPTConfig *c, const Options 
 static void check_generation_memory(const GPTConfig *c, const Options *o, long text_len) {
     GPTMemoryPlan plan;
     gpt_memory_plan(c, o->num_samples, GPT_PLAN_GENERATION, &plan);
+    gpt_memory_plan_precision(&plan, c, o->num_samples, GPT_PLAN_GENERATION, o->precision);
     plan.generation += (double)o->num_samples * text_len * sizeof(int);
     if (o->num_attention) plan.generation += (double)c->n_layer * c->n_head * c->block_size * c->block_size * sizeof(float);
     char what[128];
@@ -425,11 +436,13 @@ static void score_text(const Options *o) {
     // its code points, and the kept characters' tokens and code points
     GPTMemoryPlan plan;
     gpt_memory_plan(c, SCORE_BATCH, GPT_PLAN_FORWARD, &plan);
+    gpt_memory_plan_precision(&plan, c, SCORE_BATCH, GPT_PLAN_FORWARD, o->precision);
     plan.scratch += (2.0 * SCORE_BATCH * c->block_size + (double)run.scored.len + 2.0 * text->len) * sizeof(int);
     check_memory(&plan, c, o, "scoring a text");
     GPT *model = &run.model;
     if (checkpoint_load_model(&run.ck, model, 0, err) != 0) die(EXIT_USAGE, "%s", err);
     checkpoint_close(&run.ck);
+    if (gpt_set_precision(model, o->precision, err) != 0) die(EXIT_USAGE, "%s", err);
     c = &model->config;
 
     SurprisalCsv csv;
@@ -487,6 +500,7 @@ int main(int argc, char **argv) {
     GPT *model = &run.model;
     if (checkpoint_load_model(&run.ck, model, 0, err) != 0) die(EXIT_USAGE, "%s", err);
     checkpoint_close(&run.ck);
+    if (gpt_set_precision(model, o.precision, err) != 0) die(EXIT_USAGE, "%s", err);
     c = &model->config;
     int newline = vocab_index(&run.vocab, '\n');
     int start_token = newline >= 0 ? newline : 0;
@@ -516,9 +530,14 @@ int main(int argc, char **argv) {
     fflush(stdout);  // the text ends before the messages on stderr
     if (o.max_new > 0) {
         long chars = o.max_new * o.num_samples;
-        fprintf(stderr, "generated %ld characters%s in %.3f s (%.0f chars/s%s)\n", chars,
+        char precision[64] = "";
+        if (o.precision != PRECISION_FP32) {
+            strcpy(precision, ", precision ");
+            precision_describe(o.precision, precision + strlen(precision), sizeof(precision) - strlen(precision));
+        }
+        fprintf(stderr, "generated %ld characters%s in %.3f s (%.0f chars/s%s%s)\n", chars,
                 o.num_samples > 1 ? " in all samples" : "", secs, secs > 0 ? chars / secs : 0.0,
-                o.use_cache ? "" : ", without the cache");
+                o.use_cache ? "" : ", without the cache", precision);
     }
     if (o.num_attention)
         record_attention(model, &run.vocab, decoder_text(d, 0), d->len, o.attention, o.num_attention);

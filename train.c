@@ -30,6 +30,7 @@
 #include "format/checkpoint.h"
 #include "model/adamw.h"
 #include "model/gpt.h"
+#include "model/precision.h"
 #include "model/rng.h"
 #include "training/data_parallel.h"
 #include "training/loss_history.h"
@@ -55,7 +56,7 @@ static const TrainOptions default_options = {
     .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f, .grad_clip = 1.0f, .val_fraction = 0.1f,
     .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
     .eval_every = 250, .eval_batches = 200, .save_every = 500, .log_every = 10,
-    .seed = 1337, .threads = 0, .max_memory = 0.0, .grad_accum = 1, .zero = 0,
+    .seed = 1337, .threads = 0, .max_memory = 0.0, .grad_accum = 1, .zero = 0, .precision = PRECISION_FP32,
 };
 
 static void usage(FILE *f) {
@@ -76,8 +77,8 @@ static void usage(FILE *f) {
             "                       removed first)\n"
             "  --resume CKPT        continue the run saved in CKPT with its options; only --steps,\n"
             "                       --out, --threads, --save-every, --eval-every, --max-memory,\n"
-            "                       --data, --decay-steps, --warmup, --grad-accum, --zero may be given\n"
-            "                       again. --data\n"
+            "                       --data, --decay-steps, --warmup, --grad-accum, --zero, --precision\n"
+            "                       may be given again. --data\n"
             "                       must hold the same text (its length and CRC-32, kept in CKPT,\n"
             "                       are checked); without it the saved path is used, a relative\n"
             "                       one looked for in the current directory, then beside CKPT.\n"
@@ -121,6 +122,10 @@ static void usage(FILE *f) {
             "                       (default 0)\n"
             "  --max-memory MIB     refuse a run that needs more memory than MIB mebibytes (default:\n"
             "                       the memory available now, MemAvailable in /proc/meminfo)\n"
+            "  --precision P        fp32, or bf16: matrix products on bf16 copies of the weights and\n"
+            "                       activations with fp32 sums, faster where the CPU has AVX512_BF16;\n"
+            "                       master weights, gradients and optimizer stay fp32 (default fp32;\n"
+            "                       --resume keeps the run's unless given)\n"
             "  -h, --help           show this help\n"
             "progress: on a terminal one line rewritten in place, fitted to its width (else\n"
             "$COLUMNS, else 80 columns) by dropping the least important figures first (elapsed,\n"
@@ -186,7 +191,7 @@ enum {
     OPT_BLOCK_SIZE, OPT_BATCH_SIZE, OPT_DROPOUT, OPT_NO_QKV_BIAS, OPT_STEPS, OPT_LR, OPT_MIN_LR,
     OPT_WARMUP, OPT_DECAY_STEPS, OPT_WEIGHT_DECAY, OPT_GRAD_CLIP, OPT_EVAL_EVERY, OPT_EVAL_BATCHES,
     OPT_SAVE_EVERY, OPT_LOG_EVERY, OPT_SEED, OPT_THREADS, OPT_VAL_FRACTION, OPT_GRAD_ACCUM, OPT_ZERO,
-    OPT_MAX_MEMORY, OPT_INIT_FROM, OPT_SKIP_UNKNOWN, OPT_KEEP_CR, OPT_FORCE, OPT_COUNT
+    OPT_MAX_MEMORY, OPT_INIT_FROM, OPT_SKIP_UNKNOWN, OPT_KEEP_CR, OPT_FORCE, OPT_PRECISION, OPT_COUNT
 };
 
 static const struct option long_options[] = {
@@ -222,6 +227,7 @@ static const struct option long_options[] = {
     {"skip-unknown", no_argument, 0, OPT_SKIP_UNKNOWN},
     {"keep-cr", no_argument, 0, OPT_KEEP_CR},
     {"force", no_argument, 0, OPT_FORCE},
+    {"precision", required_argument, 0, OPT_PRECISION},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
@@ -285,6 +291,10 @@ static void parse_options(int argc, char **argv, TrainOptions *o, GivenOptions *
             case OPT_SKIP_UNKNOWN: o->skip_unknown = 1; break;
             case OPT_KEEP_CR: o->keep_cr = 1; break;
             case OPT_FORCE: o->force = 1; break;
+            case OPT_PRECISION:
+                if (precision_parse(optarg, &o->precision) != 0)
+                    die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", optarg);
+                break;
         }
     }
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
@@ -319,14 +329,14 @@ static void check_options(TrainOptions *o) {
 static void resume_options(const Checkpoint *ck, TrainOptions *o, const GivenOptions *given, TrainState *s) {
     static const int allowed[] = {OPT_RESUME, OPT_STEPS, OPT_OUT, OPT_THREADS, OPT_SAVE_EVERY, OPT_EVAL_EVERY,
                                   OPT_MAX_MEMORY, OPT_DATA, OPT_DECAY_STEPS, OPT_WARMUP, OPT_GRAD_ACCUM,
-                                  OPT_ZERO};
+                                  OPT_ZERO, OPT_PRECISION};
     for (int i = 0; long_options[i].name; i++) {
         int v = long_options[i].val, ok = 0;
         for (size_t k = 0; k < sizeof(allowed) / sizeof(allowed[0]); k++) ok |= allowed[k] == v;
         if (v < (int)(sizeof(given->given) / sizeof(int)) && given->given[v] && !ok)
             die(EXIT_USAGE, "--%s cannot be changed when resuming (only --steps, --out, --threads, "
-                "--save-every, --eval-every, --max-memory, --data, --decay-steps, --warmup, --grad-accum "
-                "and --zero can)", long_options[i].name);
+                "--save-every, --eval-every, --max-memory, --data, --decay-steps, --warmup, --grad-accum, "
+                "--zero and --precision can)", long_options[i].name);
     }
     if (!ck->has_optimizer)
         die(EXIT_DATA, "%s has no optimizer state, so its run cannot be resumed (./generate can still use it)",
@@ -357,6 +367,7 @@ static void resume_options(const Checkpoint *ck, TrainOptions *o, const GivenOpt
     if (given->given[OPT_EVAL_EVERY]) o->eval_every = given_values.eval_every;
     o->grad_accum = given_values.grad_accum;
     o->zero = given_values.zero;
+    if (given->given[OPT_PRECISION]) o->precision = given_values.precision;
     if (!given->given[OPT_OUT]) {
         // by default a resumed run goes on writing beside its checkpoint
         const char *slash = strrchr(ck->path, '/');
@@ -654,9 +665,13 @@ int main(int argc, char **argv) {
     if (data_parallel_plan(dp, B, T, o.grad_accum, o.zero, num_parameters, err) != 0) die(EXIT_USAGE, "%s", err);
     // this process's share: activations of one micro-batch's rows, moments of its shard
     gpt_memory_plan(&config, dp->rows, 1, &plan);
+    gpt_memory_plan_precision(&plan, &config, dp->rows, GPT_PLAN_TRAINING, o.precision);
     plan.optimizer *= (double)dp->shard_n / (double)num_parameters;
-    printf("model: %d layers, %d heads of %d, n_embd %d, block %d, %zu parameters; batch %d, %d threads\n",
-           o.n_layer, o.n_head, o.head_size, o.n_embd, o.block_size, num_parameters, B, omp_get_max_threads());
+    char precision[64];
+    precision_describe(o.precision, precision, sizeof(precision));
+    printf("model: %d layers, %d heads of %d, n_embd %d, block %d, %zu parameters; batch %d, %d threads; "
+           "precision %s\n", o.n_layer, o.n_head, o.head_size, o.n_embd, o.block_size, num_parameters, B,
+           omp_get_max_threads(), precision);
     if (dist_size() > 1 || o.grad_accum > 1)
         printf("data parallel: %d process%s x %d micro-batch%s of %d sequences%s\n", dist_size(),
                dist_size() == 1 ? "" : "es", o.grad_accum, o.grad_accum == 1 ? "" : "es", dp->rows,
@@ -674,6 +689,7 @@ int main(int argc, char **argv) {
         if (gpt_build(model, &config, 1, err) != 0) die(EXIT_USAGE, "%s", err);
         gpt_init_weights(model, o.seed);
     }
+    if (gpt_set_precision(model, o.precision, err) != 0) die(EXIT_USAGE, "%s", err);
     if (gpt_alloc_activations(model, dp->rows, err) != 0) die(EXIT_USAGE, "%s", err);
     if (data_parallel_init(dp, model, opt, o.beta1, o.beta2, o.eps, o.weight_decay, err) != 0)
         die(EXIT_USAGE, "%s", err);

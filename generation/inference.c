@@ -10,6 +10,7 @@
 #include "../model/layers.h"
 #include "../model/matmul.h"
 #include "../model/parallel.h"
+#include "../model/precision.h"
 
 int kvcache_init(KVCache *cache, GPT *model, int num_samples, char err[ERR_LEN]) {
     memset(cache, 0, sizeof(*cache));
@@ -153,7 +154,7 @@ static void step_team(KVCache *cache, const int *tokens) {
         const float *qkvb = c->qkv_bias ? p->qkvb + (size_t)l * 3 * A : NULL;
         // x + attn(ln_1(x)), with each sample's k and v at this position appended to its cache
         layernorm_forward(ln, mean, rstd, x, p->ln1w + (size_t)l * C, p->ln1b + (size_t)l * C, N, C);
-        matmul_forward_rows(qkv, ln, p->qkvw + (size_t)l * 3 * A * C, qkvb, N, C, 3 * A);
+        gpt_linear_forward_rows(m, qkv, ln, p->qkvw + (size_t)l * 3 * A * C, qkvb, N, C, 3 * A);
 #pragma omp for schedule(static) nowait
         for (int s = 0; s < N; s++) {
             const float *q = qkv + (size_t)s * 3 * A;
@@ -162,17 +163,17 @@ static void step_team(KVCache *cache, const int *tokens) {
         }
         team_barrier();
         attention_queries(cache, l, pos + 1);
-        matmul_forward_rows(branch, atty, p->attprojw + (size_t)l * C * A, p->attprojb + (size_t)l * C, N, A, C);
+        gpt_linear_forward_rows(m, branch, atty, p->attprojw + (size_t)l * C * A, p->attprojb + (size_t)l * C, N, A, C);
         add_into(x, branch, N * C);
         // x + mlp(ln_2(x))
         layernorm_forward(ln, mean, rstd, x, p->ln2w + (size_t)l * C, p->ln2b + (size_t)l * C, N, C);
-        matmul_forward_rows(fch, ln, p->fcw + (size_t)l * 4 * C * C, p->fcb + (size_t)l * 4 * C, N, C, 4 * C);
+        gpt_linear_forward_rows(m, fch, ln, p->fcw + (size_t)l * 4 * C * C, p->fcb + (size_t)l * 4 * C, N, C, 4 * C);
         gelu_forward(fch, fch, N * 4 * C);
-        matmul_forward_rows(branch, fch, p->fcprojw + (size_t)l * C * 4 * C, p->fcprojb + (size_t)l * C, N, 4 * C, C);
+        gpt_linear_forward_rows(m, branch, fch, p->fcprojw + (size_t)l * C * 4 * C, p->fcprojb + (size_t)l * C, N, 4 * C, C);
         add_into(x, branch, N * C);
     }
     layernorm_forward(ln, mean, rstd, x, p->lnfw, p->lnfb, N, C);
-    matmul_forward_rows(cache->logits, ln, p->wte, NULL, N, C, V);
+    gpt_linear_forward_rows(m, cache->logits, ln, p->wte, NULL, N, C, V);
 }
 
 // the team size of the steps of the current generation

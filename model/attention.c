@@ -63,7 +63,7 @@ static void dropout_weights(float *dst, const float *src, int t, size_t base_ind
 }
 
 void attention_forward(float *out, float *att, const float *qkv, int B, int t, int H, int hs,
-                       const Dropout *drop) {
+                       const Dropout *drop, int matmul_flags) {
     const int A = H * hs;
     const float scale = 1.0f / sqrtf((float)hs);
     const int use_dropout = drop && drop->p > 0.0f;
@@ -75,7 +75,7 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int t, i
             const float *v = q + 2 * A;
             float *w = att + ((size_t)b * H + h) * t * t;  // (t, t)
             // scores = Q K^T, then a scaled, max-subtracted softmax over j <= i per row
-            matmul_small(w, t, q, 3 * A, k, 3 * A, t, t, hs, MATMUL_B_T | MATMUL_LOWER);
+            matmul_small(w, t, q, 3 * A, k, 3 * A, t, t, hs, MATMUL_B_T | MATMUL_LOWER | matmul_flags);
             for (int i = 0; i < t; i++) {
                 float *row = w + (size_t)i * t;
                 float maxval = -INFINITY;
@@ -99,7 +99,7 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int t, i
                 weights = dropped;
             }
             matmul_small(out + (size_t)b * t * A + h * hs, A, weights, t, v, 3 * A, t, hs, t,
-                         MATMUL_A_ZERO_ABOVE);
+                         MATMUL_A_ZERO_ABOVE | matmul_flags);
         }
     }
     team_barrier();
@@ -110,7 +110,7 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int t, i
 //   dQ = dS K / sqrt(hs),  dK = dS^T Q / sqrt(hs)
 // W' and dS are lower triangular, so their products skip what is above the diagonal.
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
-                        int B, int t, int H, int hs, const Dropout *drop) {
+                        int B, int t, int H, int hs, const Dropout *drop, int matmul_flags) {
     const int A = H * hs;
     const float scale = 1.0f / sqrtf((float)hs);
     const int use_dropout = drop && drop->p > 0.0f;
@@ -135,9 +135,9 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
                 dropout_weights(dropped, w, t, base_index, drop);
                 weights = dropped;
             }
-            matmul_small(dv, 3 * A, weights, t, g, A, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD);
+            matmul_small(dv, 3 * A, weights, t, g, A, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD | matmul_flags);
             // dW' = dO V^T, through dropout, then softmax backward (scaled for the scores)
-            matmul_small(dw, t, g, A, v, 3 * A, t, t, hs, MATMUL_B_T | MATMUL_LOWER);
+            matmul_small(dw, t, g, A, v, 3 * A, t, t, hs, MATMUL_B_T | MATMUL_LOWER | matmul_flags);
             for (int i = 0; i < t; i++) {
                 const float *wi = w + (size_t)i * t;
                 float *dwi = dw + (size_t)i * t;
@@ -152,8 +152,8 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
                 for (int j = i + 1; j < t; j++) dwi[j] = 0.0f;
             }
             // dQ = dS K,  dK = dS^T Q
-            matmul_small(dq, 3 * A, dw, t, k, 3 * A, t, hs, t, MATMUL_A_ZERO_ABOVE | MATMUL_ADD);
-            matmul_small(dk, 3 * A, dw, t, q, 3 * A, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD);
+            matmul_small(dq, 3 * A, dw, t, k, 3 * A, t, hs, t, MATMUL_A_ZERO_ABOVE | MATMUL_ADD | matmul_flags);
+            matmul_small(dk, 3 * A, dw, t, q, 3 * A, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD | matmul_flags);
         }
     }
     team_barrier();

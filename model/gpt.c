@@ -10,6 +10,7 @@
 
 #include "layers.h"
 #include "matmul.h"
+#include "precision.h"
 #include "parallel.h"
 #include "rng.h"
 
@@ -205,7 +206,8 @@ void gpt_memory_plan(const GPTConfig *c, int B, GPTPlanKind kind, GPTMemoryPlan 
 }
 
 double gpt_memory_total(const GPTMemoryPlan *p) {
-    return p->parameters + p->gradients + p->optimizer + p->activations + p->scratch + p->generation;
+    return p->parameters + p->gradients + p->optimizer + p->activations + p->scratch + p->generation +
+           p->bf16_weights;
 }
 
 void gpt_format_bytes(double bytes, char *text, size_t n) {
@@ -218,7 +220,8 @@ void gpt_format_bytes(double bytes, char *text, size_t n) {
 
 void gpt_memory_describe(const GPTMemoryPlan *p, char *text, size_t n) {
     const struct { const char *name; double bytes; } parts[] = {
-        {"parameters", p->parameters}, {"gradients", p->gradients}, {"optimizer", p->optimizer},
+        {"parameters", p->parameters}, {"bf16 weights", p->bf16_weights}, {"gradients", p->gradients},
+        {"optimizer", p->optimizer},
         {"activations", p->activations}, {"scratch", p->scratch}, {"generation buffers", p->generation},
     };
     char amount[32];
@@ -252,6 +255,7 @@ void gpt_free(GPT *model) {
     free(model->scratch_memory);
     free(model->inputs);
     free(model->targets);
+    free(model->params_bf16);
     memset(model, 0, sizeof(*model));
 }
 
@@ -434,22 +438,22 @@ static void forward_team(GPT *model, const int *inputs, const int *targets, int 
         Dropout drop_res2 = layer_dropout(model, l, DROPOUT_MLP_RESIDUAL, t);
         // x + attn(ln_1(x))
         layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, residual, p.ln1w, p.ln1b, N, C);
-        matmul_forward(la.qkv, la.ln1, p.qkvw, p.qkvb, N, C, 3 * A);
-        attention_forward(la.atty, la.att, la.qkv, B, t, H, hs, &drop_att);
-        matmul_forward(s->branch, la.atty, p.attprojw, p.attprojb, N, A, C);
+        gpt_linear_forward(model, la.qkv, la.ln1, p.qkvw, p.qkvb, N, C, 3 * A);
+        attention_forward(la.atty, la.att, la.qkv, B, t, H, hs, &drop_att, gpt_matmul_flags(model));
+        gpt_linear_forward(model, s->branch, la.atty, p.attprojw, p.attprojb, N, A, C);
         dropout_forward(s->branch, s->branch, N * C, &drop_res1);
         residual_forward(la.residual2, residual, s->branch, N * C);
         // x + mlp(ln_2(x))
         layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, p.ln2w, p.ln2b, N, C);
-        matmul_forward(la.fch, la.ln2, p.fcw, p.fcb, N, C, 4 * C);
+        gpt_linear_forward(model, la.fch, la.ln2, p.fcw, p.fcb, N, C, 4 * C);
         gelu_forward(s->gelu, la.fch, N * 4 * C);
-        matmul_forward(s->branch, s->gelu, p.fcprojw, p.fcprojb, N, 4 * C, C);
+        gpt_linear_forward(model, s->branch, s->gelu, p.fcprojw, p.fcprojb, N, 4 * C, C);
         dropout_forward(s->branch, s->branch, N * C, &drop_res2);
         residual_forward(la.residual3, la.residual2, s->branch, N * C);
         residual = la.residual3;
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, model->params.lnfw, model->params.lnfb, N, C);
-    matmul_forward(a->logits, a->lnf, model->params.wte, NULL, N, C, V);
+    gpt_linear_forward(model, a->logits, a->lnf, model->params.wte, NULL, N, C, V);
     if (targets) crossentropy_forward(a->losses, a->probs, a->logits, targets, N, V);
     else softmax_forward(a->probs, a->logits, N, V);
     if (omp_get_thread_num() == 0) {
@@ -515,7 +519,7 @@ static void backward_team(GPT *model) {
     zero_floats(s->dlogits, (size_t)N * V);
     crossentropy_backward(s->dlogits, a->probs, model->targets, 1.0f / batch_tokens, N, V);
     zero_floats(s->dln, (size_t)N * C);
-    matmul_backward(s->dln, g->wte, NULL, s->dlogits, a->lnf, model->params.wte, N, C, V);
+    gpt_linear_backward(model, s->dln, g->wte, NULL, s->dlogits, a->lnf, model->params.wte, N, C, V);
     zero_floats(s->dres, (size_t)N * C);
     const float *last_residual = c->n_layer > 0 ? layer_acts(model, c->n_layer - 1).residual3 : a->encoded;
     layernorm_backward(s->dres, g->lnfw, g->lnfb, s->dln, last_residual, model->params.lnfw,
@@ -534,23 +538,23 @@ static void backward_team(GPT *model) {
         const float *dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res2);
         gelu_forward(s->gelu, la.fch, N * 4 * C);  // recomputed rather than stored
         zero_floats(s->dfch, (size_t)N * 4 * C);
-        matmul_backward(s->dfch, dp.fcprojw, dp.fcprojb, dbranch, s->gelu, p.fcprojw, N, 4 * C, C);
+        gpt_linear_backward(model, s->dfch, dp.fcprojw, dp.fcprojb, dbranch, s->gelu, p.fcprojw, N, 4 * C, C);
         float *dfch_in = s->gelu;  // the GELU output is no longer needed: reuse for d(fch)
         zero_floats(dfch_in, (size_t)N * 4 * C);
         gelu_backward(dfch_in, la.fch, s->dfch, N * 4 * C);
         zero_floats(s->dln, (size_t)N * C);
-        matmul_backward(s->dln, dp.fcw, dp.fcb, dfch_in, la.ln2, p.fcw, N, C, 4 * C);
+        gpt_linear_backward(model, s->dln, dp.fcw, dp.fcb, dfch_in, la.ln2, p.fcw, N, C, 4 * C);
         layernorm_backward(s->dres, dp.ln2w, dp.ln2b, s->dln, la.residual2, p.ln2w, la.ln2_mean,
                            la.ln2_rstd, N, C);
 
         // attention branch: residual2 = residual_in + dropout(c_proj(attn(ln_1(residual_in))))
         dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res1);
         zero_floats(s->datty, (size_t)N * A);
-        matmul_backward(s->datty, dp.attprojw, dp.attprojb, dbranch, la.atty, p.attprojw, N, A, C);
+        gpt_linear_backward(model, s->datty, dp.attprojw, dp.attprojb, dbranch, la.atty, p.attprojw, N, A, C);
         zero_floats(s->dqkv, (size_t)N * 3 * A);
-        attention_backward(s->dqkv, s->datty, la.qkv, la.att, B, t, H, hs, &drop_att);
+        attention_backward(s->dqkv, s->datty, la.qkv, la.att, B, t, H, hs, &drop_att, gpt_matmul_flags(model));
         zero_floats(s->dln, (size_t)N * C);
-        matmul_backward(s->dln, dp.qkvw, dp.qkvb, s->dqkv, la.ln1, p.qkvw, N, C, 3 * A);
+        gpt_linear_backward(model, s->dln, dp.qkvw, dp.qkvb, s->dqkv, la.ln1, p.qkvw, N, C, 3 * A);
         layernorm_backward(s->dres, dp.ln1w, dp.ln1b, s->dln, residual_in, p.ln1w, la.ln1_mean,
                            la.ln1_rstd, N, C);
     }

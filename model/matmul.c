@@ -30,23 +30,6 @@
 #define PARALLEL_MIN_MACS 65536L  // smaller products called from serial code run on one thread
 #define MAX_PRODUCTS 2       // a backward runs the dinp and dweight products as one task list
 
-typedef struct {
-    int M, Nc, K;
-    const float *a;     // A(i, k) = a[i*lda + k], or a[k*lda + i] when a_kmajor
-    long lda;
-    int a_kmajor;
-    const float *b;     // B(k, j) = b[k*ldb + j] when wt is NULL
-    long ldb;
-    const float *wt;    // else B = wt^T: B(k, j) = wt[j*ldwt + k]
-    long ldwt;
-    float *c;           // C(i, j) = c[i*ldc + j]
-    long ldc;
-    int accumulate;     // 1: C += A B; 0: C = bias + A B
-    const float *bias;  // (Nc) or NULL, when !accumulate
-    float *a_row_sums;  // (M) or NULL: a_row_sums[i] += A(i, k) for every k (k-major A)
-    int triangle;       // MATMUL_LOWER, MATMUL_A_ZERO_ABOVE, MATMUL_A_ZERO_BELOW (matmul.h)
-} Gemm;
-
 static const float zero_row[NR] __attribute__((aligned(64)));
 
 static int min_int(int a, int b) { return a < b ? a : b; }
@@ -68,6 +51,10 @@ static void pack_wt_panel(float *dst, const float *w, long ldw, int j, int nr, i
 
 // Rows [i0, i1) x columns [j0, j1) of C, i0 and j0 on panel boundaries.
 static void gemm_task(const Gemm *g, int i0, int i1, int j0, int j1) {
+    if (g->use_bf16) {
+        matmul_bf16_task(g, i0, i1, j0, j1);
+        return;
+    }
     float apad[MR * KC_MAX] __attribute__((aligned(64)));    // last row panel, zero-padded
     float bpanel[KC_MAX * NR] __attribute__((aligned(64)));  // a panel of W^T, or B's last
     float ctile[MR * NR] __attribute__((aligned(64)));       // a partial tile of C
@@ -171,7 +158,7 @@ typedef struct {
 static TaskGrid task_grid(const Gemm *g, int threads) {
     TaskGrid t = {(g->M + MR - 1) / MR, (g->Nc + NR - 1) / NR, 0, 0};
     int rows_per_part = min_int(TASK_ROW_PANELS, t.row_panels);
-    if (g->wt) {
+    if (g->wt || g->wt16) {
         long panel_bytes = (long)MR * min_int(g->K, KC_MAX) * sizeof(float);
         int fit = (int)(TASK_A_BYTES / panel_bytes);
         if (fit > rows_per_part) rows_per_part = min_int(fit, t.row_panels);
@@ -182,7 +169,7 @@ static TaskGrid task_grid(const Gemm *g, int threads) {
         int tasks = ((t.row_panels + rows_per_part - 1) / rows_per_part) *
                     ((t.col_panels + cols_per_part - 1) / cols_per_part);
         if (tasks >= want_tasks || (rows_per_part == 1 && cols_per_part == 1)) break;
-        int halve_rows = g->wt ? cols_per_part == 1 : rows_per_part >= cols_per_part;
+        int halve_rows = g->wt || g->wt16 ? cols_per_part == 1 : rows_per_part >= cols_per_part;
         if (halve_rows) rows_per_part = (rows_per_part + 1) / 2;
         else cols_per_part = (cols_per_part + 1) / 2;
     }
@@ -218,69 +205,125 @@ static void gemm_team(const Gemm *g, int count) {
 }
 
 // out (N, OC) = inp (N, C) @ weight^T + bias as N matrix-vector products; a team function.
-static void forward_by_rows(float *out, const float *inp, const float *weight, const float *bias,
-                            int N, int C, int OC) {
+// With weight16 (bf16) instead of weight, every thread converts the rows of inp to bf16,
+// BF16_ROWS_ELEMENTS at a time, and dots them with the bf16 rows of the weight.
+#define BF16_ROWS_ELEMENTS 32768
+static void forward_by_rows(float *out, const float *inp, const float *weight, const bf16 *weight16,
+                            const float *bias, int N, int C, int OC) {
     int chunks = (OC + DOT_ROWS_CHUNK - 1) / DOT_ROWS_CHUNK;
+    if (!weight16) {
 #pragma omp for schedule(static) nowait
-    for (int ch = 0; ch < chunks; ch++) {
-        int o0 = ch * DOT_ROWS_CHUNK, o1 = min_int(OC, o0 + DOT_ROWS_CHUNK);
-        for (int n = 0; n < N; n++)
-            matmul_dot_rows(out + (long)n * OC, inp + (long)n * C, weight, bias, C, o0, o1);
+        for (int ch = 0; ch < chunks; ch++) {
+            int o0 = ch * DOT_ROWS_CHUNK, o1 = min_int(OC, o0 + DOT_ROWS_CHUNK);
+            for (int n = 0; n < N; n++)
+                matmul_dot_rows(out + (long)n * OC, inp + (long)n * C, weight, bias, C, o0, o1);
+        }
+        team_barrier();
+        return;
+    }
+    const Bf16Kernels *kern = bf16_kernels();
+    int rows = C > 0 ? min_int(N, BF16_ROWS_ELEMENTS / C) : N;
+    if (rows < 1) rows = 1;
+    bf16 x16[(size_t)rows * (C > 0 ? C : 1)];
+    for (int n0 = 0; n0 < N; n0 += rows) {
+        int n1 = min_int(N, n0 + rows);
+        kern->convert(x16, inp + (long)n0 * C, (long)(n1 - n0) * C);
+#pragma omp for schedule(static) nowait
+        for (int ch = 0; ch < chunks; ch++) {
+            int o0 = ch * DOT_ROWS_CHUNK, o1 = min_int(OC, o0 + DOT_ROWS_CHUNK);
+            for (int n = n0; n < n1; n++)
+                kern->dot_rows(out + (long)n * OC, x16 + (long)(n - n0) * C, weight16, bias, C, o0, o1);
+        }
     }
     team_barrier();
 }
 
 // ----------------------------------------------------------------------------
 // the public functions: team functions that, called from serial code, start a team of
-// their own when the product is large enough
+// their own when the product is large enough. Each takes its weight in fp32 (weight) or
+// in bf16 (weight16, the other NULL).
 
-void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
-                    int N, int C, int OC) {
+// A forward as a team function; each thread takes its own copy of the product, in which
+// matmul_bf16_convert_operands points at the bf16 operands.
+static void forward_team(const Gemm *shared, int by_rows) {
+    Gemm g = *shared;
+    if (by_rows) {
+        forward_by_rows(g.c, g.a, g.wt, g.wt16, g.bias, g.M, g.K, g.Nc);
+        return;
+    }
+    if (g.use_bf16) matmul_bf16_convert_operands(&g, 1);
+    gemm_team(&g, 1);
+}
+
+static void forward(float *out, const float *inp, const float *weight, const bf16 *weight16,
+                    const float *bias, int N, int C, int OC, int by_rows) {
     if (N <= 0 || OC <= 0) return;
     long macs = (long)N * C * OC;
     Gemm g = {.M = N, .Nc = OC, .K = C, .a = inp, .lda = C, .a_kmajor = 0, .wt = weight,
-              .ldwt = C, .c = out, .ldc = OC, .accumulate = 0, .bias = bias};
-    int by_rows = N <= GEMV_MAX_ROWS || C == 0;
+              .wt16 = weight16, .ldwt = C, .c = out, .ldc = OC, .accumulate = 0, .bias = bias,
+              .use_bf16 = weight16 != NULL};
+    by_rows = by_rows || N <= GEMV_MAX_ROWS || C == 0;
     if (in_team()) {
-        if (by_rows) forward_by_rows(out, inp, weight, bias, N, C, OC);
-        else gemm_team(&g, 1);
+        forward_team(&g, by_rows);
         return;
     }
 #pragma omp parallel if (macs >= PARALLEL_MIN_MACS)
-    {
-        if (by_rows) forward_by_rows(out, inp, weight, bias, N, C, OC);
-        else gemm_team(&g, 1);
-    }
+    forward_team(&g, by_rows);
+}
+
+void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
+                    int N, int C, int OC) {
+    forward(out, inp, weight, NULL, bias, N, C, OC, 0);
+}
+
+void matmul_forward_bf16(float *out, const float *inp, const bf16 *weight, const float *bias,
+                         int N, int C, int OC) {
+    forward(out, inp, NULL, weight, bias, N, C, OC, 0);
 }
 
 void matmul_forward_rows(float *out, const float *inp, const float *weight, const float *bias,
                          int N, int C, int OC) {
-    if (N <= 0 || OC <= 0) return;
-    if (in_team()) {
-        forward_by_rows(out, inp, weight, bias, N, C, OC);
-        return;
-    }
-#pragma omp parallel if ((long)N * C * OC >= PARALLEL_MIN_MACS)
-    forward_by_rows(out, inp, weight, bias, N, C, OC);
+    forward(out, inp, weight, NULL, bias, N, C, OC, 1);
 }
 
-void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                     const float *inp, const float *weight, int N, int C, int OC) {
+void matmul_forward_rows_bf16(float *out, const float *inp, const bf16 *weight, const float *bias,
+                              int N, int C, int OC) {
+    forward(out, inp, NULL, weight, bias, N, C, OC, 1);
+}
+
+static void backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                     const float *weight, const bf16 *weight16, int N, int C, int OC) {
     if (N <= 0 || C <= 0 || OC <= 0) return;
+    int use_bf16 = weight16 != NULL;
     // dbias[o] += dout[0, o] + dout[1, o] + ... is the row sum of A = dout^T
     Gemm g[MAX_PRODUCTS] = {
         {.M = OC, .Nc = C, .K = N, .a = dout, .lda = OC, .a_kmajor = 1, .b = inp, .ldb = C,
-         .c = dweight, .ldc = C, .accumulate = 1, .a_row_sums = dbias},
-        {.M = N, .Nc = C, .K = OC, .a = dout, .lda = OC, .a_kmajor = 0, .b = weight, .ldb = C,
-         .c = dinp, .ldc = C, .accumulate = 1},
+         .c = dweight, .ldc = C, .accumulate = 1, .a_row_sums = dbias, .use_bf16 = use_bf16},
+        {.M = N, .Nc = C, .K = OC, .a = dout, .lda = OC, .a_kmajor = 0, .b = weight, .b16 = weight16,
+         .ldb = C, .c = dinp, .ldc = C, .accumulate = 1, .use_bf16 = use_bf16},
     };
     int count = dinp ? 2 : 1;
     if (in_team()) {
+        if (use_bf16) matmul_bf16_convert_operands(g, count);
         gemm_team(g, count);
         return;
     }
 #pragma omp parallel if ((long)N * C * OC >= PARALLEL_MIN_MACS)
-    gemm_team(g, count);
+    {
+        Gemm gt[MAX_PRODUCTS] = {g[0], g[1]};  // each thread's own, as a16 and b16 are set in it
+        if (use_bf16) matmul_bf16_convert_operands(gt, count);
+        gemm_team(gt, count);
+    }
+}
+
+void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                     const float *inp, const float *weight, int N, int C, int OC) {
+    backward(dinp, dweight, dbias, dout, inp, weight, NULL, N, C, OC);
+}
+
+void matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const float *dout,
+                          const float *inp, const bf16 *weight, int N, int C, int OC) {
+    backward(dinp, dweight, dbias, dout, inp, NULL, weight, N, C, OC);
 }
 
 void matmul_small(float *c, long ldc, const float *a, long lda, const float *b, long ldb,
@@ -288,7 +331,8 @@ void matmul_small(float *c, long ldc, const float *a, long lda, const float *b, 
     if (M <= 0 || N <= 0 || K <= 0) return;
     int triangle = flags & (MATMUL_LOWER | MATMUL_A_ZERO_ABOVE | MATMUL_A_ZERO_BELOW);
     Gemm g = {.M = M, .Nc = N, .K = K, .a = a, .lda = lda, .a_kmajor = (flags & MATMUL_A_T) != 0,
-              .c = c, .ldc = ldc, .accumulate = (flags & MATMUL_ADD) != 0, .triangle = triangle};
+              .c = c, .ldc = ldc, .accumulate = (flags & MATMUL_ADD) != 0, .triangle = triangle,
+              .use_bf16 = (flags & MATMUL_BF16) != 0};
     if (flags & MATMUL_B_T) {
         g.wt = b;
         g.ldwt = ldb;

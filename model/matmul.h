@@ -3,8 +3,21 @@
 // with a portable C path. Team functions (parallel.h): called by every thread of a team they
 // share the work; called from serial code they start a team of their own for a large
 // product. Results do not depend on the thread count.
+//
+// Each product also comes in bf16 (the *_bf16 functions, MATMUL_BF16): every operand rounded
+// to bf16 (bf16.h), the weight taken from a bf16 copy, activations converted as they are
+// packed, and every sum in fp32, pairs of products added as AVX512_BF16's vdpbf16ps adds
+// them: c = (c + a[2p+1] b[2p+1]) + a[2p] b[2p], k in pairs from the start of each block of
+// BF16_KC (an odd block ends with a zero). With vdpbf16ps where the CPU has it, else in C
+// that rounds the same way: the results are the same bits, except that vdpbf16ps flushes a
+// sum below 2^-126 (float's smallest normal) to zero where the C path keeps the denormal
+// (matmul_kernels.h). Results do not depend on the thread count here either.
 #ifndef CHARGPT_MATMUL_H
 #define CHARGPT_MATMUL_H
+
+#include <stddef.h>
+
+#include "bf16.h"
 
 // out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias (OC); bias may be NULL.
 void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
@@ -34,6 +47,7 @@ void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dou
 //   MATMUL_A_ZERO_ABOVE  A(i, k) is 0 for k > i (MATMUL_ADD not needed)
 //   MATMUL_A_ZERO_BELOW  A(i, k) is 0 for k < i (only with MATMUL_ADD)
 // Each c(i, j) is one chain over k in order, as in the products above.
+// MATMUL_BF16: A and B rounded to bf16, sums in fp32 (see the top).
 enum {
     MATMUL_A_T = 1,
     MATMUL_B_T = 2,
@@ -41,11 +55,30 @@ enum {
     MATMUL_LOWER = 8,
     MATMUL_A_ZERO_ABOVE = 16,
     MATMUL_A_ZERO_BELOW = 32,
+    MATMUL_BF16 = 64,
 };
 void matmul_small(float *c, long ldc, const float *a, long lda, const float *b, long ldb,
                   int M, int N, int K, int flags);
 
 // Name of the compiled kernel path ("avx512", "avx2" or "portable").
 const char *matmul_kernel_name(void);
+
+// The products above with bf16 operands: weight is the bf16 copy of the (OC, C) weight.
+void matmul_forward_bf16(float *out, const float *inp, const bf16 *weight, const float *bias,
+                         int N, int C, int OC);
+void matmul_forward_rows_bf16(float *out, const float *inp, const bf16 *weight, const float *bias,
+                              int N, int C, int OC);
+void matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const float *dout,
+                          const float *inp, const bf16 *weight, int N, int C, int OC);
+
+// dst[i] = bf16_from_float(src[i]) for i < n; a team function (parallel.h).
+void matmul_convert_bf16(bf16 *dst, const float *src, size_t n);
+
+// How the bf16 products run: "AVX512_BF16 vdpbf16ps" or "portable C".
+const char *matmul_bf16_path(void);
+
+// For tests: 1 makes the bf16 products use the portable C kernels even where the CPU has
+// AVX512_BF16, 0 restores the choice by CPU. Call it outside parallel regions.
+void matmul_bf16_force_portable(int portable);
 
 #endif

@@ -1,8 +1,11 @@
 // Private to matmul: the per-instruction-set inner kernels that matmul.c drives.
 // Exactly one of matmul_avx512.c, matmul_avx2.c, matmul_portable.c compiles to code,
-// picked by the compiler's target flags; the others are empty.
+// picked by the compiler's target flags; the others are empty. The bf16 kernels (below)
+// are in matmul_avx512.c where the target has AVX512_BF16, else in matmul_bf16_portable.c.
 #ifndef CHARGPT_MATMUL_KERNELS_H
 #define CHARGPT_MATMUL_KERNELS_H
+
+#include "bf16.h"
 
 #if defined(__AVX512F__)
 #define MATMUL_KERNEL_NAME "avx512"
@@ -37,5 +40,82 @@ void matmul_transpose_panel(float *dst, const float *w, long ldw, int K);
 // out[o] = (bias ? bias[o] : 0) + w[o, :] . x for o in [o0, o1); w (OC, C), x (C).
 void matmul_dot_rows(float *out, const float *x, const float *w, const float *bias, int C,
                      int o0, int o1);
+
+// ---- the general product that matmul.c cuts into tiles (its top comment)
+
+typedef struct {
+    int M, Nc, K;
+    const float *a;     // A(i, k) = a[i*lda + k], or a[k*lda + i] when a_kmajor
+    long lda;
+    int a_kmajor;
+    const float *b;     // B(k, j) = b[k*ldb + j] when wt is NULL
+    long ldb;
+    const float *wt;    // else B = wt^T: B(k, j) = wt[j*ldwt + k]
+    long ldwt;
+    float *c;           // C(i, j) = c[i*ldc + j]
+    long ldc;
+    int accumulate;     // 1: C += A B; 0: C = bias + A B
+    const float *bias;  // (Nc) or NULL, when !accumulate
+    float *a_row_sums;  // (M) or NULL: a_row_sums[i] += A(i, k) for every k (k-major A)
+    int triangle;       // MATMUL_LOWER, MATMUL_A_ZERO_ABOVE, MATMUL_A_ZERO_BELOW (matmul.h)
+    int use_bf16;       // 1: bf16 operands (matmul_bf16.c); B may then come from b16 or wt16
+    const bf16 *b16;    // B(k, j) = b16[k*ldb + j]
+    const bf16 *wt16;   // B(k, j) = wt16[j*ldwt + k]
+    const bf16 *a16;    // A in bf16, laid out as a (matmul_bf16_convert_operands), or NULL
+} Gemm;
+
+// ---- bf16 operands, fp32 sums (matmul.h)
+
+// Rows [i0, i1) x columns [j0, j1) of a bf16 product (g->use_bf16), i0 and j0 on tile
+// boundaries, each element's sum in the same order whatever the task (matmul_bf16.c).
+void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1);
+
+// Team function: converts the fp32 operands of count bf16 products (an A read by both only
+// once) to bf16 in a buffer shared by the team, and points a16 and b16 at them, so that the
+// tasks pack bf16 rather than convert the same floats again and again. Without the memory
+// for it the products convert as they pack; the results are the same.
+void matmul_bf16_convert_operands(Gemm *g, int count);
+
+// k steps in a block of a bf16 product; even, so that no pair straddles two blocks
+#define BF16_KC 256
+
+// The bf16 kernels of one instruction set. Every c[i][j] below gets the pairs p of its sum
+// in order, each added as vdpbf16ps adds it:
+//   c = (c + A(i, 2p+1) B(2p+1, j)) + A(i, 2p) B(2p, j),
+// each addition rounded to nearest even (the product of two bf16 is exact in float).
+// vdpbf16ps also treats a denormal c as zero and flushes a sum below 2^-126 to zero; the
+// portable C keeps denormals, which is the only difference between the two (operands are
+// never denormal: bf16_from_float makes denormals zero).
+typedef struct {
+    const char *name;
+    // One register tile (MR, NR as for matmul_tile) over kp pairs of packed operands:
+    //   A(i, 2p + e) = a[(p*MR + i)*2 + e]   (pair p of the MR rows together)
+    //   B(2p + e, j) = b[(p*NR + j)*2 + e]   (pair p of the NR columns together)
+    // c (MR, NR) = start + the pairs; start_row and half as for matmul_tile.
+    void (*tile)(int kp, const bf16 *a, const bf16 *b, float *c, long ldc, const float *start_row,
+                 int half);
+    // dst[i] = bf16_from_float(src[i]) for i < n
+    void (*convert)(bf16 *dst, const float *src, long n);
+    // out[o] = (bias ? bias[o] : 0) + w[o, :] . x for o in [o0, o1); w (OC, C), x (C).
+    // Each row's sum runs in 32 lanes: lane l < 16 takes the pairs of elements (64s + 2l,
+    // 64s + 2l + 1) for s = 0, 1, ..., lane 16 + l the pairs 32 elements further, added as
+    // tile adds a pair (elements past C are zeros); then s[l] = lane l + lane 16 + l, and
+    // s[l] += s[l + h] for l < h, h = 8, 4, 2, 1, gives the sum s[0].
+    void (*dot_rows)(float *out, const bf16 *x, const bf16 *w, const float *bias, int C, int o0,
+                     int o1);
+} Bf16Kernels;
+
+// Portable C, on every target (matmul_bf16_portable.c).
+extern const Bf16Kernels bf16_portable_kernels;
+#if defined(__AVX512F__)
+// vdpbf16ps (matmul_bf16_avx512.c), for CPUs with AVX512_BF16: ask bf16_avx512_supported().
+#define MATMUL_HAVE_BF16_AVX512 1
+extern const Bf16Kernels bf16_avx512_kernels;
+int bf16_avx512_supported(void);
+#endif
+
+// The kernels the bf16 products use: the vector ones where the CPU has them, unless
+// matmul_bf16_force_portable (matmul.h) asks for the portable ones.
+const Bf16Kernels *bf16_kernels(void);
 
 #endif

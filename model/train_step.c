@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include "parallel.h"
+#include "precision.h"
 
 // the team size of the steps of the current run, and that of the latest
 static ThreadTuner tuner;
@@ -24,6 +25,7 @@ double train_step(GPT *model, AdamW *opt, const int *inputs, const int *targets,
         if (isfinite(model->mean_loss) && isfinite(team_norm)) {
             grad_clip(model->grads_memory, model->num_parameters, team_norm, max_norm);
             adamw_update(opt, model->params_memory, model->grads_memory, lr);
+            gpt_refresh_bf16(model);
         }
         if (omp_get_thread_num() == 0) {
             norm = team_norm;

@@ -7,6 +7,7 @@
 //   generate: characters per second as ./generate makes them, with the key/value cache and
 //             with --no-cache (the whole window recomputed for every character), and with
 //             --num-samples 1, 8 and 32.
+// Both in fp32 or, with --precision bf16, with bf16 matrix products (model/precision.h).
 // A register-resident FMA loop, first on one thread then on every OpenMP thread, gives the
 // peak that the training step's GFLOP/s is compared to.
 //
@@ -50,6 +51,7 @@
 #include "../model/gpt.h"
 #include "../generation/decoder.h"
 #include "../model/matmul.h"
+#include "../model/precision.h"
 #include "../model/rng.h"
 #include "../model/train_step.h"
 #include "../generation/sampler.h"
@@ -86,6 +88,8 @@ typedef struct {
     long gen_chars;       // characters per generation run
     double gen_seconds;   // a generation run stops early after this long
     int train_only;       // time training alone: no FMA peak, no generation
+    int no_samples;       // no FMA peak and no --num-samples rows
+    Precision precision;
 } Options;
 
 // Peak FLOP/s measured by the child that ran the FMA loop, read by the training children.
@@ -230,12 +234,23 @@ static double flops_estimate(const BenchConfig *bc, size_t num_parameters) {
 // ----------------------------------------------------------------------------
 // the jobs, each run in a child process
 
-static void build_model(GPT *model, const BenchConfig *bc) {
+static void build_model(GPT *model, const BenchConfig *bc, Precision precision) {
     GPTConfig config = {bc->vocab_size, bc->block_size, bc->n_layer, bc->n_head,
                         bc->n_embd, bc->n_embd / bc->n_head, 1, 0.0f};
     char err[ERR_LEN];
     if (gpt_build(model, &config, 1, err) != 0) die(EXIT_FAILED, "%s: %s", bc->name, err);
     gpt_init_weights(model, SEED);
+    if (gpt_set_precision(model, precision, err) != 0) die(EXIT_FAILED, "%s: %s", bc->name, err);
+}
+
+// "fp32", or "bf16:AVX512_BF16+vdpbf16ps": the precision and path as one word, + for spaces
+static const char *precision_word(Precision precision) {
+    static char word[64];
+    if (precision == PRECISION_FP32) return "fp32";
+    snprintf(word, sizeof(word), "bf16:%s", matmul_bf16_path());
+    for (char *c = word; *c; c++)
+        if (*c == ' ') *c = '+';
+    return word;
 }
 
 // Random tokens (B, T+1) as inputs (B, T) and their next tokens as targets (B, T).
@@ -269,7 +284,7 @@ static int compare_doubles(const void *a, const void *b) {
 static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak) {
     const int B = bc->batch_size, T = bc->block_size;
     GPT model;
-    build_model(&model, bc);
+    build_model(&model, bc, o->precision);
     char err[ERR_LEN];
     if (gpt_alloc_activations(&model, B, err) != 0) die(EXIT_FAILED, "%s: %s", bc->name, err);
     AdamW opt;
@@ -312,10 +327,10 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
     double mean = total / steps;
     double flops = flops_per_step(bc);
     double gflops = flops / median / 1e9;
-    printf("train config=%s threads=%d kernel=%s layers=%d heads=%d n_embd=%d block=%d batch=%d vocab=%d "
+    printf("train config=%s precision=%s threads=%d kernel=%s layers=%d heads=%d n_embd=%d block=%d batch=%d vocab=%d "
            "params=%zu warmup=%d steps=%ld ms_median=%.3f ms_mean=%.3f ms_min=%.3f tok_per_s=%.1f "
            "tok_per_s_mean=%.1f gflop_per_step=%.4f gflop_per_step_estimate=%.4f gflops=%.2f ",
-           bc->name, omp_get_max_threads(), matmul_kernel_name(), bc->n_layer, bc->n_head, bc->n_embd, T, B,
+           bc->name, precision_word(o->precision), omp_get_max_threads(), matmul_kernel_name(), bc->n_layer, bc->n_head, bc->n_embd, T, B,
            bc->vocab_size, model.num_parameters, o->warmup, steps, 1000.0 * median, 1000.0 * mean,
            1000.0 * step_secs[0], B * T / median, B * T / mean, flops / 1e9,
            flops_estimate(bc, model.num_parameters) / 1e9, gflops);
@@ -384,7 +399,7 @@ static void run_samples(GPT *model, const BenchConfig *bc, const Options *o, con
 
 static void run_generate(const BenchConfig *bc, const Options *o) {
     GPT model;
-    build_model(&model, bc);
+    build_model(&model, bc, o->precision);
     Rng rng;
     rng_seed(&rng, SEED + 1);
     int prompt[PROMPT_LEN];
@@ -393,12 +408,12 @@ static void run_generate(const BenchConfig *bc, const Options *o) {
     generate_chars(&model, prompt, PROMPT_LEN, 8, 1, 1, o->gen_seconds);  // warm-up
     GenRun cached = generate_chars(&model, prompt, PROMPT_LEN, o->gen_chars, 1, 1, o->gen_seconds);
     GenRun uncached = generate_chars(&model, prompt, PROMPT_LEN, o->gen_chars, 0, 1, o->gen_seconds);
-    printf("generate config=%s threads=%d prompt=%d block=%d cache_chars=%ld cache_chars_per_s=%.1f "
+    printf("generate config=%s precision=%s threads=%d prompt=%d block=%d cache_chars=%ld cache_chars_per_s=%.1f "
            "nocache_chars=%ld nocache_chars_per_s=%.1f rss_kb=%ld\n",
-           bc->name, omp_get_max_threads(), PROMPT_LEN, bc->block_size, cached.chars,
+           bc->name, precision_word(o->precision), omp_get_max_threads(), PROMPT_LEN, bc->block_size, cached.chars,
            cached.chars / cached.secs, uncached.chars, uncached.chars / uncached.secs, peak_rss_kb());
     fflush(stdout);
-    run_samples(&model, bc, o, prompt);
+    if (!o->no_samples) run_samples(&model, bc, o, prompt);
     gpt_free(&model);
 }
 
@@ -451,6 +466,8 @@ static void usage(FILE *f) {
             "  --gen-chars N      characters per generation run (default 500)\n"
             "  --gen-seconds S    end a generation run early after S seconds (default 20)\n"
             "  --train-only       time training only (no FMA peak, no generation)\n"
+            "  --precision P      fp32 or bf16: the matrix products' precision (default fp32)\n"
+            "  --no-samples       no FMA peak and no --num-samples generation rows\n"
             "  -h, --help         show this help\n", MIN_TIMED_STEPS);
 }
 
@@ -464,16 +481,18 @@ static double parse_number(const char *flag, const char *s, double min, double m
 }
 
 static void parse_options(int argc, char **argv, Options *o) {
-    enum { OPT_CONFIG = 256, OPT_SECONDS, OPT_STEPS, OPT_WARMUP, OPT_GEN_CHARS, OPT_GEN_SECONDS, OPT_TRAIN_ONLY };
+    enum { OPT_CONFIG = 256, OPT_SECONDS, OPT_STEPS, OPT_WARMUP, OPT_GEN_CHARS, OPT_GEN_SECONDS, OPT_TRAIN_ONLY,
+           OPT_PRECISION, OPT_NO_SAMPLES };
     static const struct option long_options[] = {
         {"config", required_argument, 0, OPT_CONFIG},  {"seconds", required_argument, 0, OPT_SECONDS},
         {"steps", required_argument, 0, OPT_STEPS},    {"warmup", required_argument, 0, OPT_WARMUP},
         {"gen-chars", required_argument, 0, OPT_GEN_CHARS}, {"gen-seconds", required_argument, 0, OPT_GEN_SECONDS},
-        {"train-only", no_argument, 0, OPT_TRAIN_ONLY},
+        {"train-only", no_argument, 0, OPT_TRAIN_ONLY}, {"precision", required_argument, 0, OPT_PRECISION},
+        {"no-samples", no_argument, 0, OPT_NO_SAMPLES},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    *o = (Options){"all", 4.0, 0, 2, 500, 20.0, 0};
+    *o = (Options){"all", 4.0, 0, 2, 500, 20.0, 0, 0, PRECISION_FP32};
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
@@ -486,6 +505,11 @@ static void parse_options(int argc, char **argv, Options *o) {
             case OPT_GEN_CHARS: o->gen_chars = (long)parse_number("--gen-chars", optarg, 1, 1e7); break;
             case OPT_GEN_SECONDS: o->gen_seconds = parse_number("--gen-seconds", optarg, 0.0, 3600.0); break;
             case OPT_TRAIN_ONLY: o->train_only = 1; break;
+            case OPT_NO_SAMPLES: o->no_samples = 1; break;
+            case OPT_PRECISION:
+                if (precision_parse(optarg, &o->precision) != 0)
+                    die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", optarg);
+                break;
             case 'h': usage(stdout); exit(0);
             case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", flag); break;
             default: die(EXIT_USAGE, "unknown option '%s' (see --help)", flag);
@@ -504,7 +528,7 @@ int main(int argc, char **argv) {
     Peak *peak = mmap(NULL, sizeof(Peak), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (peak == MAP_FAILED) die(EXIT_FAILED, "mmap: %s", strerror(errno));
     memset(peak, 0, sizeof(*peak));
-    int rc = o.train_only ? 0 : run_child(JOB_PEAK, NULL, &o, peak);
+    int rc = o.train_only || o.no_samples ? 0 : run_child(JOB_PEAK, NULL, &o, peak);
     if (rc != 0) return rc;
     for (int i = 0; i < NUM_CONFIGS; i++) {
         if (strcmp(o.config, "all") != 0 && strcmp(o.config, configs[i].name) != 0) continue;

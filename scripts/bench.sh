@@ -4,7 +4,10 @@
 # (scripts/bench_torch.py), and prints both side by side. Then the "shared machine" rows:
 # training again, both programs, with a busy process that this script starts beside them
 # (one shell loop, killed when the rows are done, on failure or on Ctrl-C, and ended by
-# `timeout` in any case). When the MPI build exists (`make MPI=1`), an MPI line: the small
+# `timeout` in any case). And the bf16 rows: both configs trained and generated with
+# --precision bf16 (scripts/bench --precision bf16) beside fp32, and PyTorch's own mixed
+# precision, torch.autocast("cpu", dtype=torch.bfloat16) (scripts/bench_torch.py --bf16).
+# When the MPI build exists (`make MPI=1`), an MPI line: the small
 # config on 2 ranks x 1 thread against 1 process x 2 threads (BENCH_MPI_STEPS steps, default 6).
 #
 # Environment: OMP_NUM_THREADS (default: all cores; PyTorch gets the same count),
@@ -45,17 +48,19 @@ echo "OMP_WAIT_POLICY: chargpt ${OMP_WAIT_POLICY:-unset, the libgomp default}, P
 echo
 
 ./scripts/bench --seconds "$seconds" --gen-chars "$gen_chars" --gen-seconds "$gen_seconds" >"$out/chargpt.txt"
+./scripts/bench --precision bf16 --no-samples --seconds "$seconds" --gen-chars "$gen_chars" \
+    --gen-seconds "$gen_seconds" >"$out/bf16.txt"
 
 have_torch=0
 torch_failed=0
 if [ -x "$python" ] && "$python" -c "import torch" 2>/dev/null; then have_torch=1; fi
-# torch_train CONFIG GEN_CHARS FILE: PyTorch's figures for one config appended to FILE
+# torch_train CONFIG GEN_CHARS FILE [--bf16]: PyTorch's figures for one config appended to FILE
 torch_train() {
-    echo "bench_torch: $1" >&2
+    echo "bench_torch: $1 $4" >&2
     if ! OMP_WAIT_POLICY=passive "$python" scripts/bench_torch.py --config "$1" \
         --threads "$OMP_NUM_THREADS" --seconds "$seconds" --gen-chars "$2" \
-        --gen-seconds "$gen_seconds" >>"$3"; then
-        echo "bench.sh: scripts/bench_torch.py --config $1 failed" >&2
+        --gen-seconds "$gen_seconds" ${4:-} >>"$3"; then
+        echo "bench.sh: scripts/bench_torch.py --config $1 ${4:-} failed" >&2
         torch_failed=1
     fi
 }
@@ -65,6 +70,7 @@ if [ "$have_torch" = 1 ]; then
         chars=0
         [ "$config" = tiny ] && chars="$gen_chars"
         torch_train "$config" "$chars" "$out/torch.txt"
+        torch_train "$config" "$chars" "$out/torch_bf16.txt" --bf16
     done
 fi
 
@@ -80,7 +86,7 @@ done
 busy_lasted=1
 kill -0 "$busy_pid" 2>/dev/null || busy_lasted=0
 stop_busy
-touch "$out/torch.txt" "$out/shared_torch.txt"
+touch "$out/torch.txt" "$out/shared_torch.txt" "$out/torch_bf16.txt"
 
 # field FILE KIND CONFIG KEY: the value of KEY on FILE's line "KIND config=CONFIG ..."
 field() {
@@ -175,6 +181,26 @@ if [ "$busy_lasted" = 0 ]; then
     echo "warning: the busy process ended (after ${busy_limit} s) before the last run: these rows are not valid"
 fi
 echo
+echo "bf16: --precision bf16 (matrix products on bf16 operands with fp32 sums; path: $(field "$out/bf16.txt" train tiny precision | sed 's/^bf16://; s/+/ /g'))"
+echo "beside fp32, and PyTorch's torch.autocast(\"cpu\", dtype=torch.bfloat16); training tok/s from the median step,"
+echo "generation chars/s with the cache (PyTorch: full recompute, tiny only)"
+echo "| config | fp32 tok/s | bf16 tok/s | bf16/fp32 | PyTorch fp32 | PyTorch bf16 | chargpt bf16/PyTorch bf16 | fp32 chars/s | bf16 chars/s | bf16/fp32 | PyTorch bf16 chars/s |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+for config in $configs; do
+    c="$out/chargpt.txt" b="$out/bf16.txt" t="$out/torch.txt" tb="$out/torch_bf16.txt"
+    tok="$(field "$c" train "$config" tok_per_s)"
+    tok16="$(field "$b" train "$config" tok_per_s)"
+    torch16="$(field "$tb" torch_bf16_train "$config" tok_per_s)"
+    gen="$(field "$c" generate "$config" cache_chars_per_s)"
+    gen16="$(field "$b" generate "$config" cache_chars_per_s)"
+    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$config" "$(fmt %.0f "$tok")" \
+        "$(fmt %.0f "$tok16")" "$(ratio "$tok16" "$tok")" "$(fmt %.0f "$(field "$t" torch_train "$config" tok_per_s)")" \
+        "$(fmt %.0f "$torch16")" "$(ratio "$tok16" "$torch16")" "$(fmt %.0f "$gen")" "$(fmt %.0f "$gen16")" \
+        "$(ratio "$gen16" "$gen")" "$(fmt %.0f "$(field "$tb" torch_bf16_generate "$config" nocache_chars_per_s)")"
+done
+echo "targets: small trains >= 1.7x faster in bf16 than in fp32; small generates >= 1.7x fp32's chars/s"
+echo
+
 # samples FILE CONFIG N KEY: the value of KEY on FILE's line "generate_samples config=CONFIG samples=N ..."
 samples() {
     awk -v config="$2" -v n="$3" -v key="$4" '
@@ -256,7 +282,7 @@ if [ "$have_torch" = 0 ]; then
     echo
 fi
 echo "raw results:"
-cat "$out/chargpt.txt" "$out/torch.txt"
+cat "$out/chargpt.txt" "$out/bf16.txt" "$out/torch.txt" "$out/torch_bf16.txt"
 echo "raw results, shared machine:"
 cat "$out/shared_chargpt.txt" "$out/shared_torch.txt"
 exit "$torch_failed"

@@ -13,12 +13,17 @@ model (no key/value cache) and the last position's logits are sampled (temperatu
 The window is nanoGPT's crop to the last block_size tokens, which is also chargpt's ./generate
 default (--stride 1), so both programs run the same token counts per character.
 
+With --bf16, the forward passes (training and generation) run under
+torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's own mixed precision: matrix products
+in bf16, master weights, optimizer and the ops autocast keeps in fp32 unchanged; the
+output's kinds are then torch_bf16_train and torch_bf16_generate.
 Output: one line per result, "kind key=value ...", read by scripts/bench.sh.
 
 Usage:
     /usr/bin/python3 scripts/bench_torch.py --config tiny [--threads 2] [--seconds 4] [--gen-chars 500]
 """
 import argparse
+import contextlib
 import math
 import resource
 import signal
@@ -134,9 +139,14 @@ def random_batch(gen, cfg):
     return seq[:, :-1], seq[:, 1:]
 
 
+PRECISION = contextlib.nullcontext  # the forward's context: fp32, or autocast to bf16 (--bf16)
+KIND = "torch"
+
+
 def train_step(model, opt, gen, cfg):
     x, y = random_batch(gen, cfg)
-    _, loss = model(x, y)
+    with PRECISION():
+        _, loss = model(x, y)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), GRAD_CLIP)
@@ -169,7 +179,7 @@ def bench_train(model, cfg, args):
     # the median step is the headline, as in scripts/bench; the mean is printed too
     median = statistics.median(step_secs)
     steps = len(step_secs)
-    print(f"torch_train config={args.config} threads={torch.get_num_threads()} torch={torch.__version__} "
+    print(f"{KIND}_train config={args.config} threads={torch.get_num_threads()} torch={torch.__version__} "
           f"params={sum(p.numel() for p in model.parameters())} warmup={args.warmup} steps={steps} "
           f"ms_median={1000 * median:.3f} ms_mean={1000 * total / steps:.3f} ms_min={1000 * min(step_secs):.3f} "
           f"tok_per_s={B * T / median:.1f} tok_per_s_mean={B * T * steps / total:.1f} "
@@ -186,7 +196,9 @@ def generate(model, prompt, n, T, max_secs, gen):
     t0 = time.perf_counter()
     while made < n:
         window = torch.tensor([text[-T:]], dtype=torch.long)
-        logits, _ = model(window)
+        with PRECISION():
+            logits, _ = model(window)
+        logits = logits.float()
         probs = F.softmax(logits[:, -1, :] / TEMPERATURE, dim=-1)
         text.append(int(torch.multinomial(probs, num_samples=1, generator=gen)))
         made += 1
@@ -201,7 +213,7 @@ def bench_generate(model, cfg, args):
     prompt = torch.randint(cfg["vocab_size"], (PROMPT_LEN,), generator=gen).tolist()
     generate(model, prompt, 8, cfg["block_size"], args.gen_seconds, gen)  # warm-up
     chars, secs = generate(model, prompt, args.gen_chars, cfg["block_size"], args.gen_seconds, gen)
-    print(f"torch_generate config={args.config} threads={torch.get_num_threads()} prompt={PROMPT_LEN} "
+    print(f"{KIND}_generate config={args.config} threads={torch.get_num_threads()} prompt={PROMPT_LEN} "
           f"block={cfg['block_size']} nocache_chars={chars} nocache_chars_per_s={chars / secs:.1f}", flush=True)
 
 
@@ -215,7 +227,12 @@ def main():
     ap.add_argument("--warmup", type=int, default=2, help="untimed training steps first, at least 1")
     ap.add_argument("--gen-chars", type=int, default=500, help="characters to generate; 0 = skip generation")
     ap.add_argument("--gen-seconds", type=float, default=20.0, help="end generation early after this long")
+    ap.add_argument("--bf16", action="store_true", help='forward passes under torch.autocast("cpu", bfloat16)')
     args = ap.parse_args()
+    global PRECISION, KIND
+    if args.bf16:
+        PRECISION = lambda: torch.autocast("cpu", dtype=torch.bfloat16)  # noqa: E731
+        KIND = "torch_bf16"
     if args.threads < 1 or args.warmup < 1 or args.steps < 0 or args.gen_chars < 0:
         ap.error("--threads and --warmup must be at least 1; --steps and --gen-chars not negative")
     torch.set_num_threads(args.threads)

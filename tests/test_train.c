@@ -1262,3 +1262,95 @@ TEST(train_signal_saves_and_exits) {
     check_stopped_by(SIGINT, "SIGINT", dir, corpus);
     check_stopped_by(SIGTERM, "SIGTERM", dir, corpus);
 }
+
+// ----------------------------------------------------------------------------
+// --precision bf16
+
+// The val loss on the "done:" line of a run's output, or NAN.
+static double done_val_loss(const char *log) {
+    size_t n;
+    char *out = test_read_file(log, &n);
+    char *at = out ? strstr(out, "done: ") : NULL;
+    at = at ? strstr(at, ", val loss ") : NULL;
+    double v = at ? strtod(at + strlen(", val loss "), NULL) : NAN;
+    free(out);
+    return v;
+}
+
+// 300 steps of a small model in bf16 end within 0.03 of the same run's fp32 validation loss
+TEST(train_bf16_300_steps_near_fp32) {
+    if (!have_train()) return;
+    char dir[256], log[2][300];
+    fresh_dir(dir, sizeof(dir), "bf16_300");
+    const char *corpus = shared_corpus();
+    static const char *precisions[] = {"fp32", "bf16"};
+    for (int p = 0; p < 2; p++) {
+        const char *args[] = {"--n-layer", "2", "--n-embd", "48", "--block-size", "32", "--batch-size", "16",
+                              "--steps", "300", "--eval-every", "300", "--eval-batches", "20", "--save-every", "300",
+                              "--log-every", "300", "--lr", "5e-3", "--warmup", "20", "--precision", precisions[p],
+                              NULL};
+        if (!train_into(dir, precisions[p], corpus, args)) return;
+        snprintf(log[p], sizeof(log[p]), "%s/%s.log", dir, precisions[p]);
+    }
+    output_has(log[0], "precision fp32\n", "the fp32 run's model line");
+    output_has(log[1], "precision bf16 (", "the bf16 run's model line (which path)");
+    double fp32 = done_val_loss(log[0]), bf16 = done_val_loss(log[1]);
+    CHECK(fabs(bf16 - fp32) <= 0.03, "after 300 steps val loss bf16 %.4f, fp32 %.4f", bf16, fp32);
+    CHECK(fp32 < 2.6, "the fp32 run did not learn (val loss %.4f)", fp32);
+    printf("    300 steps: val loss bf16 %.4f, fp32 %.4f\n", bf16, fp32);
+}
+
+// a bf16 run resumed from its checkpoint gives the bits of the run that did not stop; the
+// checkpoint keeps train.precision, which --resume uses unless --precision is given
+TEST(train_bf16_resume_is_bit_identical) {
+    if (!have_train()) return;
+    char dir[256], ck[300], log[300], out[300], value[64], why[ERR_LEN], other[300];
+    fresh_dir(dir, sizeof(dir), "bf16_resume");
+    const char *corpus = shared_corpus();
+    const char *full[] = {"--steps", "20", "--decay-steps", "20", "--save-every", "10", "--dropout", "0.1",
+                          "--precision", "bf16", NULL};
+    const char *half[] = {"--steps", "10", "--decay-steps", "20", "--save-every", "10", "--dropout", "0.1",
+                          "--precision", "bf16", NULL};
+    const char *fp32[] = {"--steps", "20", "--decay-steps", "20", "--save-every", "10", "--dropout", "0.1", NULL};
+    if (!train_into(dir, "full", corpus, full) || !train_into(dir, "half", corpus, half) ||
+        !train_into(dir, "fp32", corpus, fp32))
+        return;
+    snprintf(ck, sizeof(ck), "%s/half/ckpt.safetensors", dir);
+    test_meta_value(ck, "train.precision", value, sizeof(value));
+    CHECK(strcmp(value, "bf16") == 0, "train.precision is '%s', want bf16", value);
+    snprintf(log, sizeof(log), "%s/half_resumed.log", dir);
+    snprintf(out, sizeof(out), "%s/half", dir);
+    int status = run_train(log, "--resume", ck, "--steps", "20", "--out", out, "--threads", "2", NULL);
+    if (!exited_with(status, 0, "resume a bf16 run", log)) return;
+    output_has(log, "precision bf16 (", "the resumed run's model line");
+    check_same_ckpt(dir, "full", "half", "bf16: 20 steps vs 10 + 10 resumed on 2 threads");
+    snprintf(ck, sizeof(ck), "%s/full/ckpt.safetensors", dir);
+    snprintf(other, sizeof(other), "%s/fp32/ckpt.safetensors", dir);
+    CHECK(!same_tensors(ck, other, why), "--precision bf16 gave the tensors of fp32");
+
+    // --precision fp32 overrides the checkpoint's; a damaged train.precision is refused
+    snprintf(log, sizeof(log), "%s/override.log", dir);
+    snprintf(out, sizeof(out), "%s/override", dir);
+    status = run_train(log, "--resume", ck, "--steps", "21", "--out", out, "--precision", "fp32", NULL);
+    if (exited_with(status, 0, "resume a bf16 run in fp32", log)) output_has(log, "precision fp32\n", "override");
+    snprintf(other, sizeof(other), "%s/bad_precision.safetensors", dir);
+    rewrite_meta(ck, other, "train.precision", "fp8");
+    snprintf(log, sizeof(log), "%s/bad_precision.log", dir);
+    status = run_train(log, "--resume", other, "--out", out, NULL);
+    if (exited_with(status, 1, "resume with train.precision fp8", log)) output_has(log, "train.precision", "fp8");
+    snprintf(log, sizeof(log), "%s/bad_flag.log", dir);
+    status = run_train(log, "--data", corpus, "--out", out, "--precision", "fp16", NULL);
+    if (exited_with(status, 2, "--precision fp16", log)) output_has(log, "--precision", "--precision fp16");
+
+    // ./generate in bf16 says so; a bad value is a usage error
+    const char *gen = test_program("generate");
+    snprintf(log, sizeof(log), "%s/generate.log", dir);
+    const char *argv[] = {gen, ck, "the", "-n", "40", "--precision", "bf16", NULL};
+    TestRun r = test_run(argv, NULL, log, 0, 60.0);
+    if (test_exit_status(&r, 0, "./generate --precision bf16")) test_output_has(&r, "precision bf16 (", "generate bf16");
+    test_run_free(&r);
+    const char *bad[] = {gen, ck, "the", "--precision", "half", NULL};
+    r = test_run(bad, NULL, log, 0, 60.0);
+    if (test_exit_status(&r, 2, "./generate --precision half")) test_output_has(&r, "--precision", "generate half");
+    test_run_free(&r);
+}

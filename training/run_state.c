@@ -71,9 +71,10 @@ static void meta_add(RunMeta *m, const char *key, const char *value) {
 }
 
 void run_meta_write(RunMeta *m, const TrainOptions *o, const TrainState *s) {
-    _Static_assert(NUM_FIELDS + 3 <= RUN_META_MAX, "RunMeta holds every field");
+    _Static_assert(NUM_FIELDS + 4 <= RUN_META_MAX, "RunMeta holds every field");
     m->count = 0;
     meta_add(m, "train.data", o->data);
+    meta_add(m, "train.precision", precision_name(o->precision));
     if (o->corpus_fingerprint[0]) meta_add(m, "train.corpus_fingerprint", o->corpus_fingerprint);
     if (o->init_from[0]) meta_add(m, "train.init_from", o->init_from);
     for (int i = 0; i < NUM_FIELDS; i++) {
@@ -152,6 +153,14 @@ int run_meta_read(const Checkpoint *ck, TrainOptions *o, TrainState *s, char err
     snprintf(o->corpus_fingerprint, sizeof(o->corpus_fingerprint), "%s", fingerprint ? fingerprint : "");
     const char *init_from = checkpoint_meta(ck, "train.init_from");
     snprintf(o->init_from, sizeof(o->init_from), "%s", init_from ? init_from : "");
+    // checkpoints from before --precision existed were trained in fp32
+    const char *precision = checkpoint_meta(ck, "train.precision");
+    o->precision = PRECISION_FP32;
+    if (precision && precision_parse(precision, &o->precision) != 0) {
+        snprintf(err, ERR_LEN, "%s: checkpoint metadata 'train.precision' is '%.40s', not fp32 or bf16", ck->path,
+                 precision);
+        return -1;
+    }
     for (int i = 0; i < NUM_FIELDS; i++)
         if (read_field(ck, &fields[i], o, s, err) != 0) return -1;
     if (o->min_lr > o->lr) {

@@ -8,6 +8,7 @@
 
 #include "../data/corpus_fingerprint.h"
 #include "../format/checkpoint.h"
+#include "../model/precision.h"
 #include "../model/rng.h"
 
 // Limits of the options, on the command line and in a checkpoint alike.
@@ -39,6 +40,7 @@ typedef struct {
     int grad_accum;      // micro-batches per optimizer step
     int zero;            // 1: optimizer state sharded over the processes (ZeRO stage 1)
     double max_memory;   // bytes a run may plan to use; 0: the machine's available memory
+    Precision precision; // of the matrix products (train.precision; fp32 when a checkpoint has none)
 } TrainOptions;
 
 typedef struct {

@@ -1,0 +1,283 @@
+// The bf16 products (matmul.h): matmul.c's tasks, with both operands packed into bf16.
+// The linear layers' fp32 operands are first converted to bf16 once per product, by the
+// whole team, into a buffer it shares (matmul_bf16_convert_operands); attention's small
+// products convert as they pack. For each block of BF16_KC k steps, a task packs the rows
+// of A it covers, a group of BF16_GROUP_PANELS row panels at a time, into pair-interleaved
+// panels (the MR values of a row panel at k = 2p and 2p + 1 side by side); then for each
+// NR-column panel it packs B (a bf16 weight or activation) the same way and runs the
+// register tiles (Bf16Kernels.tile) over the group. Every element of C gets its pairs in k
+// order, blocks fixed by K alone, so results do not depend on the task or the thread count.
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "matmul.h"
+#include "matmul_kernels.h"
+#include "parallel.h"
+
+#define MAX_CONVERTED 2      // products that matmul_bf16_convert_operands takes at once
+#define BF16_GROUP_PANELS 16  // row panels of A packed at a time: 16 x 14 x 256 bf16 = 112 KiB
+
+static int force_portable;
+
+const Bf16Kernels *bf16_kernels(void) {
+#if defined(MATMUL_HAVE_BF16_AVX512)
+    if (!force_portable && bf16_avx512_supported()) return &bf16_avx512_kernels;
+#endif
+    return &bf16_portable_kernels;
+}
+
+void matmul_bf16_force_portable(int portable) { force_portable = portable; }
+
+const char *matmul_bf16_path(void) { return bf16_kernels()->name; }
+
+// matmul_convert_bf16's share of the calling thread, without waiting for the others.
+static void convert_share(bf16 *dst, const float *src, size_t n) {
+    const size_t chunk = 1 << 16;
+    const Bf16Kernels *kern = bf16_kernels();
+    long chunks = (long)((n + chunk - 1) / chunk);
+#pragma omp for schedule(static) nowait
+    for (long c = 0; c < chunks; c++) {
+        size_t i = (size_t)c * chunk;
+        kern->convert(dst + i, src + i, (long)(n - i < chunk ? n - i : chunk));
+    }
+}
+
+void matmul_convert_bf16(bf16 *dst, const float *src, size_t n) {
+    if (in_team()) {
+        convert_share(dst, src, n);
+        team_barrier();
+        return;
+    }
+    bf16_kernels()->convert(dst, src, (long)n);
+}
+
+static int min_int(int a, int b) { return a < b ? a : b; }
+
+// The team's buffer for converted operands: grown by the team's first thread, kept for the
+// next products (one team at a time, parallel.h).
+static bf16 *operands;
+static size_t operands_capacity;
+
+// dst = bf16 of a k-major A (K, lda) with M columns, and sums[i] += A(i, 0) + A(i, 1) + ...
+// in k order, as gemm tasks would add them: the calling thread's share of the columns, down
+// all the rows, without waiting for the others.
+static void convert_summing(bf16 *dst, const float *a, long lda, int M, int K, float *sums) {
+    int t = omp_get_thread_num(), threads = omp_get_num_threads();
+    int i0 = (int)((long)M * t / threads), i1 = (int)((long)M * (t + 1) / threads);
+    for (int k = 0; k < K; k++) {
+        const float *row = a + k * lda;
+        bf16 *d = dst + k * lda;
+#pragma omp simd
+        for (int i = i0; i < i1; i++) {
+            d[i] = bf16_from_float(row[i]);
+            sums[i] += row[i];
+        }
+    }
+}
+
+void matmul_bf16_convert_operands(Gemm *g, int count) {
+    // what is converted: each A (rows of lda, the last of its width) and each fp32 B read
+    // in place; products of the team share an A given by the same pointer
+    const float *src[2 * MAX_CONVERTED];
+    size_t sizes[2 * MAX_CONVERTED], need = 0;
+    int n = 0;
+    for (int p = 0; p < count && p < MAX_CONVERTED; p++) {
+        const float *a = g[p].a, *b = g[p].b;
+        size_t a_size = g[p].a_kmajor ? (size_t)(g[p].K - 1) * g[p].lda + g[p].M : (size_t)(g[p].M - 1) * g[p].lda + g[p].K;
+        size_t b_size = (size_t)(g[p].K - 1) * g[p].ldb + g[p].Nc;
+        int seen = 0;
+        for (int i = 0; i < n; i++) seen |= src[i] == a;
+        if (!seen) src[n] = a, sizes[n++] = a_size, need += a_size;
+        if (b && !g[p].b16) src[n] = b, sizes[n++] = b_size, need += b_size;
+    }
+    // every thread reads the same capacity here: it changes only below, after every thread
+    // of the team has read it
+    if (need > operands_capacity) {
+        team_barrier();
+        if (omp_get_thread_num() == 0) {
+            free(operands);
+            operands = malloc(need * sizeof(bf16));
+            operands_capacity = operands ? need : 0;
+        }
+        team_barrier();
+        if (operands_capacity < need) return;  // convert while packing instead
+    }
+    bf16 *dst = operands;
+    for (int i = 0; i < n; i++) {
+        // an A whose row sums a product wants is summed as it is converted
+        Gemm *summed = NULL;
+        for (int p = 0; p < count; p++)
+            if (g[p].a == src[i] && g[p].a_kmajor && g[p].a_row_sums) summed = &g[p];
+        if (summed) {
+            convert_summing(dst, src[i], summed->lda, summed->M, summed->K, summed->a_row_sums);
+            summed->a_row_sums = NULL;
+        } else {
+            convert_share(dst, src[i], sizes[i]);
+        }
+        for (int p = 0; p < count; p++) {
+            if (g[p].a == src[i]) g[p].a16 = dst;
+            if (g[p].b == src[i] && !g[p].b16) g[p].b16 = dst;
+        }
+        dst += sizes[i];
+    }
+    team_barrier();
+}
+
+// The packed layout of both operands, for `width` rows of A (MR) or columns of B (NR):
+// dst[(p*width + r)*2 + e] = operand r at k step 2p + e, zero past `count` or past kc.
+
+// From operands contiguous in k (rows of A, rows of W for B = W^T), r's values at
+// src + r*ld, in fp32 (f) or bf16 (h): each pair of a row is one 32-bit word.
+static void pack_k_contiguous(bf16 *dst, int width, int count, const float *f, const bf16 *h, long ld,
+                              int kc, const Bf16Kernels *kern) {
+    bf16 row[BF16_KC];
+    int kp = (kc + 1) / 2, full = kc / 2;
+    for (int r = 0; r < width; r++) {
+        if (r >= count) {
+            for (int p = 0; p < kp; p++) dst[(p * width + r) * 2] = dst[(p * width + r) * 2 + 1] = 0;
+            continue;
+        }
+        const bf16 *src = h ? h + r * ld : row;
+        if (f) kern->convert(row, f + r * ld, kc);
+        for (int p = 0; p < full; p++) memcpy(dst + (p * width + r) * 2, src + 2 * p, 2 * sizeof(bf16));
+        if (kc & 1) {
+            dst[(full * width + r) * 2] = src[kc - 1];
+            dst[(full * width + r) * 2 + 1] = 0;
+        }
+    }
+}
+
+// From k-major operands (A^T, B = inp or W): step k's values of r = 0, 1, ..., count - 1 at
+// src + k*ld, into `panels` panels of `width` (panel q, `stride` bf16 from the last, holds
+// r in [q*width, (q + 1)*width)). One pass over the rows of the source, each read once
+// along its length; a pair is built as one 32-bit word, step 2p in its low half
+// (little-endian, as on x86).
+#define GROUP_ROWS (BF16_GROUP_PANELS * MR)
+#define PREFETCH_ROWS 16
+_Static_assert(GROUP_ROWS >= NR, "a group of A holds at least a column panel of B");
+static void pack_k_major(bf16 *dst, int width, int panels, long stride, int count, const float *f, const bf16 *h,
+                         long ld, int kc) {
+    static const float zeros[GROUP_ROWS];
+    static const bf16 zeros16[GROUP_ROWS];
+    uint32_t words[GROUP_ROWS] = {0};
+    int kp = (kc + 1) / 2;
+    size_t row_bytes = (size_t)count * (f ? sizeof(float) : sizeof(bf16));
+    for (int p = 0; p < kp; p++) {
+        int k = 2 * p;
+        // the rows are far apart: fetch those PREFETCH_ROWS ahead, line by line
+        if (k + PREFETCH_ROWS + 1 < kc)
+            for (size_t b = 0; b < row_bytes; b += 64)
+                for (int e = 0; e < 2; e++) {
+                    const char *row = f ? (const char *)(f + (k + PREFETCH_ROWS + e) * ld)
+                                        : (const char *)(h + (k + PREFETCH_ROWS + e) * ld);
+                    __builtin_prefetch(row + b);
+                }
+        if (f) {
+            const float *s0 = f + k * ld, *s1 = k + 1 < kc ? s0 + ld : zeros;
+#pragma omp simd
+            for (int r = 0; r < count; r++)
+                words[r] = bf16_from_float(s0[r]) | (uint32_t)bf16_from_float(s1[r]) << 16;
+        } else {
+            const bf16 *s0 = h + k * ld, *s1 = k + 1 < kc ? s0 + ld : zeros16;
+#pragma omp simd
+            for (int r = 0; r < count; r++) words[r] = s0[r] | (uint32_t)s1[r] << 16;
+        }
+        for (int q = 0; q < panels; q++)
+            memcpy(dst + q * stride + (long)p * width * 2, words + q * width, (size_t)width * sizeof(uint32_t));
+    }
+}
+
+// Rows [i0, i1) of A, in panels of MR `stride` bf16 apart, over k steps [k0, k0 + kc).
+static void pack_a_group(bf16 *dst, long stride, const Gemm *g, int i0, int i1, int k0, int kc,
+                         const Bf16Kernels *kern) {
+    int panels = (i1 - i0 + MR - 1) / MR;
+    const float *f = g->a16 ? NULL : g->a;
+    const bf16 *h = g->a16;
+    if (g->a_kmajor) {
+        long at = (long)k0 * g->lda + i0;
+        pack_k_major(dst, MR, panels, stride, i1 - i0, f ? f + at : NULL, h ? h + at : NULL, g->lda, kc);
+        return;
+    }
+    for (int q = 0; q < panels; q++) {
+        int i = i0 + q * MR;
+        long at = (long)i * g->lda + k0;
+        pack_k_contiguous(dst + q * stride, MR, min_int(MR, i1 - i), f ? f + at : NULL, h ? h + at : NULL, g->lda, kc,
+                          kern);
+    }
+}
+
+// Column panel [j, j + NR) of B over k steps [k0, k0 + kc).
+static void pack_b_panel(bf16 *dst, const Gemm *g, int j, int k0, int kc, const Bf16Kernels *kern) {
+    int nr = min_int(NR, g->Nc - j);
+    if (g->wt16) pack_k_contiguous(dst, NR, nr, NULL, g->wt16 + (long)j * g->ldwt + k0, g->ldwt, kc, kern);
+    else if (g->wt) pack_k_contiguous(dst, NR, nr, g->wt + (long)j * g->ldwt + k0, NULL, g->ldwt, kc, kern);
+    else if (g->b16) pack_k_major(dst, NR, 1, 0, nr, NULL, g->b16 + (long)k0 * g->ldb + j, g->ldb, kc);
+    else pack_k_major(dst, NR, 1, 0, nr, g->b + (long)k0 * g->ldb + j, NULL, g->ldb, kc);
+}
+
+void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1) {
+    static const float zero_row[NR] __attribute__((aligned(64)));
+    bf16 apack[BF16_GROUP_PANELS * MR * BF16_KC] __attribute__((aligned(64)));
+    bf16 bpack[BF16_KC * NR] __attribute__((aligned(64)));
+    float ctile[MR * NR] __attribute__((aligned(64)));  // a partial tile of C
+    float start_pad[NR] __attribute__((aligned(64)));   // bias of a partial column panel
+    const Bf16Kernels *kern = bf16_kernels();
+    int M = g->M, Nc = g->Nc, K = g->K;
+    int nkb = (K + BF16_KC - 1) / BF16_KC;
+    int kcb = (K + nkb - 1) / nkb;
+    kcb += kcb & 1;  // blocks of an even number of steps, fixed by K alone
+    for (int k0 = 0; k0 < K; k0 += kcb) {
+        int kc = min_int(kcb, K - k0), kp = (kc + 1) / 2;
+        long panel = (long)kp * MR * 2;  // bf16 in a packed row panel
+        for (int g0 = i0; g0 < i1; g0 += BF16_GROUP_PANELS * MR) {
+            int g1 = min_int(i1, g0 + BF16_GROUP_PANELS * MR);
+            pack_a_group(apack, panel, g, g0, g1, k0, kc, kern);
+            for (int j = j0; j < j1; j += NR) {
+                int nr = min_int(NR, Nc - j);
+                pack_b_panel(bpack, g, j, k0, kc, kern);
+                const float *start = NULL;  // NULL: carry on from C
+                if (k0 == 0 && !g->accumulate) {
+                    start = g->bias ? g->bias + j : zero_row;
+                    if (g->bias && nr < NR) {
+                        for (int jj = 0; jj < NR; jj++) start_pad[jj] = jj < nr ? g->bias[j + jj] : 0.0f;
+                        start = start_pad;
+                    }
+                }
+                for (int i = g0; i < g1; i += MR) {
+                    int mr = min_int(MR, M - i);
+                    // the pairs [plo, phi) of this block that can be non-zero for these rows;
+                    // a pair that straddles the triangle's edge multiplies a zero of A
+                    int klo = k0, khi = k0 + kc;
+                    if (g->triangle == MATMUL_LOWER && j > i + mr - 1) continue;
+                    if (g->triangle == MATMUL_A_ZERO_ABOVE && khi > i + mr) khi = i + mr;
+                    if (g->triangle == MATMUL_A_ZERO_BELOW && klo < i) klo = i;
+                    if (klo >= khi) continue;
+                    int plo = (klo - k0) / 2, phi = (khi - k0 + 1) / 2;
+                    const bf16 *a = apack + (i - g0) / MR * panel + (long)plo * MR * 2;
+                    const bf16 *b = bpack + (long)plo * NR * 2;
+                    float *c = g->c + (long)i * g->ldc + j;
+                    if (mr == MR && nr == NR) {
+                        kern->tile(phi - plo, a, b, c, g->ldc, start, 0);
+                        continue;
+                    }
+                    if (!start)
+                        for (int ii = 0; ii < MR; ii++)
+                            for (int jj = 0; jj < NR; jj++)
+                                ctile[ii * NR + jj] = ii < mr && jj < nr ? c[(long)ii * g->ldc + jj] : 0.0f;
+                    kern->tile(phi - plo, a, b, ctile, NR, start, nr <= NR / 2);
+                    for (int ii = 0; ii < mr; ii++)
+                        memcpy(c + (long)ii * g->ldc, ctile + ii * NR, (size_t)nr * sizeof(float));
+                }
+            }
+        }
+        // dbias in fp32, as matmul.c sums it: one task per row block
+        if (g->a_row_sums && j0 == 0) {
+            float *sums = g->a_row_sums;
+            for (int k = k0; k < k0 + kc; k++) {
+                const float *ak = g->a + (long)k * g->lda;
+                for (int i = i0; i < i1; i++) sums[i] += ak[i];
+            }
+        }
+    }
+}

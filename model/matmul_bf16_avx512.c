@@ -1,0 +1,106 @@
+// The bf16 kernels with AVX512_BF16 (matmul_kernels.h): the 14x32 register tile of
+// matmul_avx512.c, fed pairs of bf16 to vdpbf16ps, which adds the two products of a pair
+// into each float lane. Built into the AVX-512 program with the instructions enabled for
+// these functions alone, and used only on CPUs that have them (bf16_avx512_supported).
+#include "matmul_kernels.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#include <string.h>
+
+#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+int bf16_avx512_supported(void) { return __builtin_cpu_supports("avx512bf16"); }
+
+// The tile with the number of 16-column vectors (nv, 1 or 2) fixed at compile time.
+static inline __attribute__((always_inline)) BF16_TARGET void tile_body(
+    int kp, const bf16 *a, const bf16 *b, float *c, long ldc, const float *start_row, const int nv) {
+    __m512 acc[MR][2];
+#pragma GCC unroll 14
+    for (int i = 0; i < MR; i++)
+        for (int v = 0; v < nv; v++)
+            acc[i][v] = _mm512_loadu_ps(start_row ? start_row + 16 * v : c + i * ldc + 16 * v);
+    for (int p = 0; p < kp; p++) {
+        __m512bh bk[2];  // pair p of 16 columns each
+        for (int v = 0; v < nv; v++) bk[v] = (__m512bh)_mm512_loadu_si512(b + 32 * v);
+#pragma GCC unroll 14
+        for (int i = 0; i < MR; i++) {
+            int pair;  // A(i, 2p) and A(i, 2p + 1), broadcast to every lane
+            memcpy(&pair, a + 2 * i, sizeof(pair));
+            __m512bh ai = (__m512bh)_mm512_set1_epi32(pair);
+            for (int v = 0; v < nv; v++) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], ai, bk[v]);
+        }
+        a += 2 * MR;
+        b += 2 * NR;
+    }
+#pragma GCC unroll 14
+    for (int i = 0; i < MR; i++)
+        for (int v = 0; v < nv; v++) _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
+}
+
+static BF16_TARGET void tile(int kp, const bf16 *a, const bf16 *b, float *c, long ldc,
+                             const float *start_row, int half) {
+    if (half) tile_body(kp, a, b, c, ldc, start_row, 1);
+    else tile_body(kp, a, b, c, ldc, start_row, 2);
+}
+
+static BF16_TARGET void convert(bf16 *dst, const float *src, long n) {
+    long i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m512bh h = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + i + 16), _mm512_loadu_ps(src + i));
+        _mm512_storeu_si512(dst + i, (__m512i)h);
+    }
+    for (; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? 0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, src + i));
+        _mm256_mask_storeu_epi16(dst + i, m, (__m256i)h);
+    }
+}
+
+// R rows of w dotted with x, the sums as matmul_kernels.h gives them: two 16-lane
+// accumulators over 64-element steps, a masked tail, then the fixed reduction.
+static inline __attribute__((always_inline)) BF16_TARGET void dot_rows_body(
+    float *out, const bf16 *x, const bf16 *w, const float *bias, int C, const int R) {
+    __m512 acc0[4], acc1[4];
+    for (int r = 0; r < R; r++) acc0[r] = acc1[r] = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 64 <= C; i += 64) {
+        __m512bh x0 = (__m512bh)_mm512_loadu_si512(x + i), x1 = (__m512bh)_mm512_loadu_si512(x + i + 32);
+        for (int r = 0; r < R; r++) {
+            const bf16 *wr = w + (long)r * C + i;
+            acc0[r] = _mm512_dpbf16_ps(acc0[r], (__m512bh)_mm512_loadu_si512(wr), x0);
+            acc1[r] = _mm512_dpbf16_ps(acc1[r], (__m512bh)_mm512_loadu_si512(wr + 32), x1);
+        }
+    }
+    if (i < C) {  // up to 63 elements left: the first 32 (masked) into acc0, the rest into acc1
+        int left = C - i;
+        __mmask32 m0 = left >= 32 ? 0xFFFFFFFFu : (__mmask32)((1u << left) - 1);
+        __mmask32 m1 = left <= 32 ? 0 : (__mmask32)((1u << (left - 32)) - 1);
+        __m512bh x0 = (__m512bh)_mm512_maskz_loadu_epi16(m0, x + i);
+        __m512bh x1 = (__m512bh)_mm512_maskz_loadu_epi16(m1, x + i + 32);
+        for (int r = 0; r < R; r++) {
+            const bf16 *wr = w + (long)r * C + i;
+            acc0[r] = _mm512_dpbf16_ps(acc0[r], (__m512bh)_mm512_maskz_loadu_epi16(m0, wr), x0);
+            acc1[r] = _mm512_dpbf16_ps(acc1[r], (__m512bh)_mm512_maskz_loadu_epi16(m1, wr + 32), x1);
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        __m512 s16 = _mm512_add_ps(acc0[r], acc1[r]);
+        __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(s16), _mm512_extractf32x8_ps(s16, 1));
+        __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+        __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+        float sum = _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+        out[r] = bias ? bias[r] + sum : sum;
+    }
+}
+
+static BF16_TARGET void dot_rows(float *out, const bf16 *x, const bf16 *w, const float *bias, int C,
+                                 int o0, int o1) {
+    int o = o0;
+    for (; o + 4 <= o1; o += 4) dot_rows_body(out + o, x, w + (long)o * C, bias ? bias + o : NULL, C, 4);
+    for (; o < o1; o++) dot_rows_body(out + o, x, w + (long)o * C, bias ? bias + o : NULL, C, 1);
+}
+
+const Bf16Kernels bf16_avx512_kernels = {"AVX512_BF16 vdpbf16ps", tile, convert, dot_rows};
+
+#endif

@@ -1,0 +1,81 @@
+#include "precision.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "matmul.h"
+
+int precision_parse(const char *text, Precision *precision) {
+    if (strcmp(text, "fp32") == 0) *precision = PRECISION_FP32;
+    else if (strcmp(text, "bf16") == 0) *precision = PRECISION_BF16;
+    else return -1;
+    return 0;
+}
+
+const char *precision_name(Precision precision) { return precision == PRECISION_BF16 ? "bf16" : "fp32"; }
+
+void precision_describe(Precision precision, char *text, size_t n) {
+    if (precision == PRECISION_BF16) snprintf(text, n, "bf16 (%s)", matmul_bf16_path());
+    else snprintf(text, n, "fp32");
+}
+
+int gpt_set_precision(GPT *model, Precision precision, char err[ERR_LEN]) {
+    free(model->params_bf16);
+    model->params_bf16 = NULL;
+    if (precision == PRECISION_FP32) return 0;
+    model->params_bf16 = malloc(model->num_parameters * sizeof(bf16) + 64);
+    if (!model->params_bf16) {
+        snprintf(err, ERR_LEN, "out of memory for the bf16 copy of %zu parameters", model->num_parameters);
+        return -1;
+    }
+    gpt_refresh_bf16(model);
+    return 0;
+}
+
+Precision gpt_precision(const GPT *model) { return model->params_bf16 ? PRECISION_BF16 : PRECISION_FP32; }
+
+void gpt_refresh_bf16(GPT *model) {
+    if (model->params_bf16) matmul_convert_bf16(model->params_bf16, model->params_memory, model->num_parameters);
+}
+
+// The bf16 copy of a weight in params_memory.
+static const bf16 *weight_bf16(const GPT *model, const float *weight) {
+    return model->params_bf16 + (weight - model->params_memory);
+}
+
+void gpt_linear_forward(const GPT *model, float *out, const float *inp, const float *weight,
+                        const float *bias, int N, int C, int OC) {
+    if (model->params_bf16) matmul_forward_bf16(out, inp, weight_bf16(model, weight), bias, N, C, OC);
+    else matmul_forward(out, inp, weight, bias, N, C, OC);
+}
+
+void gpt_linear_forward_rows(const GPT *model, float *out, const float *inp, const float *weight,
+                             const float *bias, int N, int C, int OC) {
+    if (model->params_bf16) matmul_forward_rows_bf16(out, inp, weight_bf16(model, weight), bias, N, C, OC);
+    else matmul_forward_rows(out, inp, weight, bias, N, C, OC);
+}
+
+void gpt_linear_backward(const GPT *model, float *dinp, float *dweight, float *dbias,
+                         const float *dout, const float *inp, const float *weight, int N, int C,
+                         int OC) {
+    if (model->params_bf16)
+        matmul_backward_bf16(dinp, dweight, dbias, dout, inp, weight_bf16(model, weight), N, C, OC);
+    else matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+int gpt_matmul_flags(const GPT *model) { return model->params_bf16 ? MATMUL_BF16 : 0; }
+
+void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int B, GPTPlanKind kind,
+                               Precision precision) {
+    plan->bf16_weights = 0.0;
+    if (precision != PRECISION_BF16) return;
+    plan->bf16_weights = plan->parameters / 2;
+    // a forward converts its input (N, width); a backward its output gradient and input
+    double C = config->n_embd, A = (double)config->n_head * config->head_size, V = config->vocab_size;
+    double rows = (double)(kind == GPT_PLAN_GENERATION ? 1 : B) * config->block_size;
+    double width = fmax(C, fmax(A, 4 * C));
+    if (kind == GPT_PLAN_TRAINING) width = fmax(fmax(3 * A + C, 5 * C), V + C);
+    plan->scratch += rows * width * sizeof(bf16);
+}

@@ -1,0 +1,51 @@
+// The precision of the matrix products: fp32, or bf16 (mixed precision).
+//
+// In bf16 the model keeps, beside its fp32 parameters, a bf16 copy of them in one
+// allocation (GPT.params_bf16, same offsets as params_memory), refreshed from the fp32
+// master weights whenever they change. The linear layers' products, forward and both
+// backward, and attention's products take bf16 operands (the copy for weights,
+// activations converted as they enter the product) and sum in fp32 (matmul.h). Master
+// weights, gradients, AdamW, LayerNorm, softmax, GELU and the loss stay fp32, and a
+// checkpoint always holds the fp32 weights.
+#ifndef CHARGPT_PRECISION_H
+#define CHARGPT_PRECISION_H
+
+#include <stddef.h>
+
+#include "gpt.h"
+
+typedef enum { PRECISION_FP32 = 0, PRECISION_BF16 = 1 } Precision;
+
+// "fp32" or "bf16" to a Precision; returns 0, or -1 for anything else.
+int precision_parse(const char *text, Precision *precision);
+const char *precision_name(Precision precision);
+// "fp32", or "bf16 (AVX512_BF16 vdpbf16ps)" / "bf16 (portable C)": the path the products take.
+void precision_describe(Precision precision, char *text, size_t n);
+
+// Sets the model's precision: in bf16 allocates the bf16 copy and fills it from the
+// parameters as they are now; in fp32 frees it. Returns 0 or -1 with err.
+int gpt_set_precision(GPT *model, Precision precision, char err[ERR_LEN]);
+Precision gpt_precision(const GPT *model);
+// Refreshes the bf16 copy from the parameters (nothing in fp32); a team function
+// (parallel.h). Call it whenever the parameters change (train_step does after AdamW).
+void gpt_refresh_bf16(GPT *model);
+
+// The linear layers' products with the model's precision (matmul.h): weight points into
+// params_memory, and in bf16 its copy is used instead.
+void gpt_linear_forward(const GPT *model, float *out, const float *inp, const float *weight,
+                        const float *bias, int N, int C, int OC);
+void gpt_linear_forward_rows(const GPT *model, float *out, const float *inp, const float *weight,
+                             const float *bias, int N, int C, int OC);
+void gpt_linear_backward(const GPT *model, float *dinp, float *dweight, float *dbias,
+                         const float *dout, const float *inp, const float *weight, int N, int C,
+                         int OC);
+// The matmul_small flags for attention's products: MATMUL_BF16 in bf16, else 0.
+int gpt_matmul_flags(const GPT *model);
+
+// Adds to a memory plan from gpt_memory_plan (the same config, B and kind) what a model in
+// this precision needs beside it: in bf16 the weights' copy, and in scratch the largest
+// product's operands converted to bf16 (matmul_bf16_convert_operands).
+void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int B, GPTPlanKind kind,
+                               Precision precision);
+
+#endif

@@ -1,0 +1,396 @@
+// Tests of the bf16 products (matmul.h, precision.h): each against a double-precision
+// reference on awkward shapes, with error bounds derived from bf16's precision; the
+// portable C kernels against the AVX512_BF16 ones, bit for bit; results for any thread
+// count; and the model in bf16 beside fp32.
+//
+// The bounds. A bf16 keeps 8 significant bits, so rounding a float to it (to nearest)
+// changes it by a relative error of at most u16 = 2^-8; a float sum rounds with at most
+// u32 = 2^-24. A product of two rounded operands, a'b' = ab (1 + d1)(1 + d2), is off by
+// at most (2 u16 + u16^2) |a b|, and it is exact in float (8 + 8 significant bits fit in
+// 24). An element of C is start + the K products, summed in some order in float: K + 1
+// additions at most, so (Higham's bound for any summation order) its float value is within
+// gamma = (K + 1) u32 / (1 - (K + 1) u32) of sum |terms|. Hence two bounds per element:
+//   against the products of the rounded operands (this checks the summation, each pair and
+//   its order, independently of the rounding):
+//       |c - (s + sum a'b')| <= gamma (|s| + sum |a'b'|)
+//   against the products of the operands as given (what the model sees):
+//       |c - (s + sum ab)|   <= gamma (|s| + sum |a'b'|) + (2 u16 + u16^2) sum |ab|
+// The first is tight enough to catch one product of K missing or added twice (its size is
+// about sum |ab| / K, above gamma sum |ab| while K^2 u32 < 1, so for every K here); the
+// second is the worst case of bf16 (relative 2^-7 of sum |ab|); for products with random
+// signs the error grows like sqrt(K) 2^-8 times a typical |ab| instead, and the test prints
+// the max-norm relative error it measures.
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../model/adamw.h"
+#include "../model/bf16.h"
+#include "../model/gpt.h"
+#include "../model/matmul.h"
+#include "../model/precision.h"
+#include "../model/rng.h"
+#include "../model/train_step.h"
+#include "test.h"
+
+#define U16 (1.0 / 256.0)         // bf16 unit roundoff, 2^-8
+#define U32 (1.0 / 16777216.0)    // float unit roundoff, 2^-24
+
+typedef struct {
+    int N, C, OC;
+} Shape;
+
+// Sizes that are multiples of no tile (14 x 32), vector (16, 32) or pair width, single
+// rows (the matrix-vector path), more than one k block (256), and two model shapes.
+static const Shape shapes[] = {
+    {1, 8, 1},    {1, 7, 13},     {1, 385, 65},  {2, 17, 33},   {3, 9, 5},     {7, 13, 129},
+    {13, 129, 17}, {17, 33, 383}, {33, 383, 65}, {65, 1, 7},    {127, 65, 33}, {129, 127, 1},
+    {300, 301, 31}, {15, 31, 47}, {14, 32, 32},  {11, 513, 97}, {768, 128, 384},
+};
+#define NUM_SHAPES ((int)(sizeof(shapes) / sizeof(shapes[0])))
+
+// Uniform values in [-1, 1) from a fixed linear congruential sequence.
+static void fill_uniform(float *p, size_t n, unsigned seed) {
+    unsigned s = seed * 2654435761u + 1u;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        p[i] = (float)(s >> 8) / 8388608.0f - 1.0f;
+    }
+}
+
+static double rounded(float x) { return bf16_to_float(bf16_from_float(x)); }
+
+// How far a product is from the two references, as fractions of the bounds above.
+typedef struct {
+    double worst_rounded;  // max |c - (s + sum a'b')| / bound; <= 1 passes
+    double worst_given;    // max |c - (s + sum ab)| / bound; <= 1 passes
+    double rel_error;      // max |c - (s + sum ab)| / max |s + sum ab|
+} Errors;
+
+// C (M, N) = start + A (M, K) B (K, N), A(i, k) = a[i*sa + k*ta], B(k, j) = b[k*sb + j*tb],
+// start(i, j) = start[i*ss + j*ts] (NULL: 0); compares c (ldc) on j <= i only if lower.
+static Errors check_product(const float *c, long ldc, const float *a, long sa, long ta, const float *b, long sb,
+                            long tb, const float *start, long ss, long ts, int M, int N, int K, int lower) {
+    Errors e = {0, 0, 0};
+    double gamma = (K + 1) * U32 / (1 - (K + 1) * U32), num = 0, den = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N && (!lower || j <= i); j++) {
+            double s = start ? start[i * ss + j * ts] : 0.0;
+            double want_r = s, want = s, abs_r = fabs(s), abs_g = 0;
+            for (int k = 0; k < K; k++) {
+                float x = a[i * sa + k * ta], y = b[k * sb + j * tb];
+                want_r += rounded(x) * rounded(y);
+                want += (double)x * y;
+                abs_r += fabs(rounded(x) * rounded(y));
+                abs_g += fabs((double)x * y);
+            }
+            double got = c[i * ldc + j];
+            double bound_r = gamma * abs_r, bound_g = bound_r + (2 * U16 + U16 * U16) * abs_g;
+            double er = fabs(got - want_r), eg = fabs(got - want);
+            if (er != er || eg != eg) er = eg = INFINITY;
+            double rr = er == 0 ? 0 : er / bound_r, rg = eg == 0 ? 0 : eg / bound_g;
+            if (rr > e.worst_rounded) e.worst_rounded = rr;
+            if (rg > e.worst_given) e.worst_given = rg;
+            if (eg > num) num = eg;
+            if (fabs(want) > den) den = fabs(want);
+        }
+    e.rel_error = num == 0 ? 0 : num / den;
+    return e;
+}
+
+static void worst_of(Errors *w, Errors e) {
+    if (e.worst_rounded > w->worst_rounded) w->worst_rounded = e.worst_rounded;
+    if (e.worst_given > w->worst_given) w->worst_given = e.worst_given;
+    if (e.rel_error > w->rel_error) w->rel_error = e.rel_error;
+}
+
+static int within(Errors e) { return e.worst_rounded <= 1.0 && e.worst_given <= 1.0; }
+
+// One linear layer's operands and starting gradients, and its bf16 weight.
+typedef struct {
+    Shape s;
+    float *inp, *w, *bias, *dout, *dinp0, *dweight0, *dbias0;
+    bf16 *w16;
+} Layer;
+
+static Layer layer_new(Shape s, unsigned seed) {
+    Layer l = {.s = s};
+    size_t nc = (size_t)s.N * s.C, oc = (size_t)s.OC * s.C, no = (size_t)s.N * s.OC;
+    float **fields[] = {&l.inp, &l.w, &l.bias, &l.dout, &l.dinp0, &l.dweight0, &l.dbias0};
+    size_t sizes[] = {nc, oc, (size_t)s.OC, no, nc, oc, (size_t)s.OC};
+    for (int i = 0; i < 7; i++) {
+        *fields[i] = malloc(sizes[i] * sizeof(float));
+        fill_uniform(*fields[i], sizes[i], seed + (unsigned)i);
+    }
+    l.w16 = malloc(oc * sizeof(bf16));
+    matmul_convert_bf16(l.w16, l.w, oc);
+    return l;
+}
+
+static void layer_free(Layer *l) {
+    free(l->inp), free(l->w), free(l->bias), free(l->dout), free(l->dinp0), free(l->dweight0), free(l->dbias0);
+    free(l->w16);
+}
+
+// The bf16 products of a layer: forward (by tiles and by rows) and backward.
+typedef struct {
+    float *out, *out_rows, *dinp, *dweight, *dbias;
+} LayerResults;
+
+static LayerResults layer_run(const Layer *l) {
+    int N = l->s.N, C = l->s.C, OC = l->s.OC;
+    size_t nc = (size_t)N * C, oc = (size_t)OC * C, no = (size_t)N * OC;
+    LayerResults r = {malloc(no * sizeof(float)), malloc(no * sizeof(float)), malloc(nc * sizeof(float)),
+                      malloc(oc * sizeof(float)), malloc((size_t)OC * sizeof(float))};
+    memset(r.out, 0xff, no * sizeof(float));  // NaN: every element must be written
+    memset(r.out_rows, 0xff, no * sizeof(float));
+    memcpy(r.dinp, l->dinp0, nc * sizeof(float));
+    memcpy(r.dweight, l->dweight0, oc * sizeof(float));
+    memcpy(r.dbias, l->dbias0, (size_t)OC * sizeof(float));
+    matmul_forward_bf16(r.out, l->inp, l->w16, l->bias, N, C, OC);
+    matmul_forward_rows_bf16(r.out_rows, l->inp, l->w16, l->bias, N, C, OC);
+    matmul_backward_bf16(r.dinp, r.dweight, r.dbias, l->dout, l->inp, l->w16, N, C, OC);
+    return r;
+}
+
+static int layer_same_bits(const LayerResults *a, const LayerResults *b, Shape s) {
+    size_t nc = (size_t)s.N * s.C, oc = (size_t)s.OC * s.C, no = (size_t)s.N * s.OC;
+    return !memcmp(a->out, b->out, no * 4) && !memcmp(a->out_rows, b->out_rows, no * 4) &&
+           !memcmp(a->dinp, b->dinp, nc * 4) && !memcmp(a->dweight, b->dweight, oc * 4) &&
+           !memcmp(a->dbias, b->dbias, (size_t)s.OC * 4);
+}
+
+static void results_free(LayerResults *r) { free(r->out), free(r->out_rows), free(r->dinp), free(r->dweight), free(r->dbias); }
+
+static const char *vector_path(void) {
+    matmul_bf16_force_portable(0);
+    return matmul_bf16_path();
+}
+
+TEST(bf16_linear_matches_reference) {
+    Errors worst = {0, 0, 0};
+    for (int p = 0; p < 2; p++) {
+        matmul_bf16_force_portable(p);
+        for (int i = 0; i < NUM_SHAPES; i++) {
+            Shape s = shapes[i];
+            int N = s.N, C = s.C, OC = s.OC;
+            Layer l = layer_new(s, 100 + 10 * i);
+            LayerResults r = layer_run(&l);
+            // forward: A = inp, B(k, j) = w[j, k], start = bias
+            Errors f = check_product(r.out, OC, l.inp, C, 1, l.w, 1, C, l.bias, 0, 1, N, OC, C, 0);
+            Errors fr = check_product(r.out_rows, OC, l.inp, C, 1, l.w, 1, C, l.bias, 0, 1, N, OC, C, 0);
+            // dinp = dinp0 + dout w; dweight = dweight0 + dout^T inp
+            Errors di = check_product(r.dinp, C, l.dout, OC, 1, l.w, C, 1, l.dinp0, C, 1, N, C, OC, 0);
+            Errors dw = check_product(r.dweight, C, l.dout, 1, OC, l.inp, C, 1, l.dweight0, C, 1, OC, C, N, 0);
+            CHECK(within(f) && within(fr) && within(di) && within(dw),
+                  "%s N=%d C=%d OC=%d: error / bound (rounded operands, given operands): forward %.2f %.2f, "
+                  "by rows %.2f %.2f, dinp %.2f %.2f, dweight %.2f %.2f", matmul_bf16_path(), N, C, OC,
+                  f.worst_rounded, f.worst_given, fr.worst_rounded, fr.worst_given, di.worst_rounded,
+                  di.worst_given, dw.worst_rounded, dw.worst_given);
+            // dbias stays an fp32 sum of the fp32 dout
+            double worst_b = 0;
+            for (int o = 0; o < OC; o++) {
+                double want = l.dbias0[o], abs_sum = fabs(l.dbias0[o]);
+                for (int n = 0; n < N; n++) want += l.dout[(size_t)n * OC + o], abs_sum += fabs(l.dout[(size_t)n * OC + o]);
+                double e = fabs(r.dbias[o] - want) / ((N + 1) * U32 * abs_sum);
+                if (e > worst_b) worst_b = e;
+            }
+            CHECK(worst_b <= 1.0, "dbias N=%d OC=%d: error %.2f of the fp32 bound", N, OC, worst_b);
+            worst_of(&worst, f), worst_of(&worst, fr), worst_of(&worst, di), worst_of(&worst, dw);
+            results_free(&r);
+            layer_free(&l);
+        }
+    }
+    matmul_bf16_force_portable(0);
+    printf("    bf16 linear layers, %d shapes, both paths: worst error %.2f of the rounded-operand bound, "
+           "%.3f of the bf16 bound; max rel error %.2e (vs 2^-8 = %.2e)\n",
+           NUM_SHAPES, worst.worst_rounded, worst.worst_given, worst.rel_error, U16);
+}
+
+// matmul_small with MATMUL_BF16 and each flag attention uses, on shapes that cut tiles,
+// pairs and the diagonal awkwardly; the A given to the triangle flags has their zeros.
+static void run_small(int M, int N, int K, int flags, unsigned seed, Errors *worst, float **c_out) {
+    long lda = (flags & MATMUL_A_T ? M : K) + 3, ldb = (flags & MATMUL_B_T ? K : N) + 5, ldc = N + 2;
+    size_t na = (size_t)(flags & MATMUL_A_T ? K : M) * lda, nb = (size_t)(flags & MATMUL_B_T ? N : K) * ldb;
+    float *a = malloc(na * sizeof(float)), *b = malloc(nb * sizeof(float));
+    float *c = malloc((size_t)M * ldc * sizeof(float)), *c0 = malloc((size_t)M * ldc * sizeof(float));
+    fill_uniform(a, na, seed);
+    fill_uniform(b, nb, seed + 1);
+    fill_uniform(c0, (size_t)M * ldc, seed + 2);
+    long sa = flags & MATMUL_A_T ? 1 : lda, ta = flags & MATMUL_A_T ? lda : 1;
+    long sb = flags & MATMUL_B_T ? 1 : ldb, tb = flags & MATMUL_B_T ? ldb : 1;
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++)
+            if (((flags & MATMUL_A_ZERO_ABOVE) && k > i) || ((flags & MATMUL_A_ZERO_BELOW) && k < i)) a[i * sa + k * ta] = 0;
+    memcpy(c, c0, (size_t)M * ldc * sizeof(float));
+    matmul_small(c, ldc, a, lda, b, ldb, M, N, K, flags | MATMUL_BF16);
+    Errors e = check_product(c, ldc, a, sa, ta, b, sb, tb, flags & MATMUL_ADD ? c0 : NULL, ldc, 1, M, N, K,
+                             (flags & MATMUL_LOWER) != 0);
+    CHECK(within(e), "%s matmul_small M=%d N=%d K=%d flags %d: error / bound %.2f (rounded), %.2f (given)",
+          matmul_bf16_path(), M, N, K, flags, e.worst_rounded, e.worst_given);
+    worst_of(worst, e);
+    free(a), free(b), free(c0);
+    *c_out = c;
+}
+
+static const int small_flags[] = {MATMUL_B_T | MATMUL_LOWER, MATMUL_A_ZERO_ABOVE, MATMUL_A_ZERO_ABOVE | MATMUL_ADD,
+                                  MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD, 0, MATMUL_A_T | MATMUL_B_T};
+static const Shape small_shapes[] = {{1, 1, 1}, {5, 7, 3}, {15, 33, 17}, {33, 33, 33}, {64, 64, 32}, {64, 32, 64},
+                                     {100, 100, 100}, {29, 29, 29}, {300, 300, 300}};
+#define NUM_SMALL ((int)(sizeof(small_shapes) / sizeof(small_shapes[0])))
+#define NUM_FLAGS ((int)(sizeof(small_flags) / sizeof(small_flags[0])))
+
+// whether a flag set applies to a shape: a triangle of A needs A square, one of C needs C square
+static int flags_fit(int flags, int M, int N, int K) {
+    return !(((flags & (MATMUL_A_ZERO_ABOVE | MATMUL_A_ZERO_BELOW)) && M != K) || ((flags & MATMUL_LOWER) && M != N));
+}
+
+TEST(bf16_attention_products_match_reference) {
+    Errors worst = {0, 0, 0};
+    int mismatches = 0, compared = 0;
+    for (int s = 0; s < NUM_SMALL; s++)
+        for (int f = 0; f < NUM_FLAGS; f++) {
+            int M = small_shapes[s].N, N = small_shapes[s].C, K = small_shapes[s].OC, flags = small_flags[f];
+            if (!flags_fit(flags, M, N, K)) continue;
+            float *vec, *port;
+            matmul_bf16_force_portable(0);
+            run_small(M, N, K, flags, 500 + 7 * s, &worst, &vec);
+            matmul_bf16_force_portable(1);
+            run_small(M, N, K, flags, 500 + 7 * s, &worst, &port);
+            // the portable path is the vector one's bits (compared where C is defined)
+            for (int i = 0; i < M; i++)
+                mismatches += memcmp(vec + (size_t)i * (N + 2), port + (size_t)i * (N + 2),
+                                     (size_t)(flags & MATMUL_LOWER ? i + 1 : N) * sizeof(float)) != 0;
+            compared++;
+            free(vec), free(port);
+        }
+    matmul_bf16_force_portable(0);
+    CHECK(mismatches == 0, "portable C and %s differ in %d rows of attention products", vector_path(), mismatches);
+    printf("    bf16 matmul_small, %d shape/flag cases, both paths: worst %.2f of the rounded-operand bound, %.3f of "
+           "the bf16 bound, max rel error %.2e; portable = %s bit for bit\n",
+           compared, worst.worst_rounded, worst.worst_given, worst.rel_error, vector_path());
+}
+
+TEST(bf16_portable_path_same_bits_as_vector) {
+    const char *vec = vector_path();
+    for (int i = 0; i < NUM_SHAPES; i++) {
+        Layer l = layer_new(shapes[i], 300 + 10 * i);
+        matmul_bf16_force_portable(0);
+        LayerResults a = layer_run(&l);
+        matmul_bf16_force_portable(1);
+        LayerResults b = layer_run(&l);
+        CHECK(layer_same_bits(&a, &b, shapes[i]), "N=%d C=%d OC=%d: portable C differs from %s", shapes[i].N,
+              shapes[i].C, shapes[i].OC, vec);
+        results_free(&a), results_free(&b);
+        layer_free(&l);
+    }
+    matmul_bf16_force_portable(0);
+    // conversion: every float class, rounding ties both ways
+    static const uint32_t bits[] = {0x00000000u, 0x80000000u, 0x00000001u, 0x807FFFFFu, 0x00800000u, 0x3F808000u,
+                                    0x3F818000u, 0x3F80FFFFu, 0x7F7FFFFFu, 0x7F800000u, 0xFF800000u, 0x7FC00001u,
+                                    0xFF812345u, 0x3F7FFFFFu, 0xC0490FDBu};
+    static const uint16_t want[] = {0x0000, 0x8000, 0x0000, 0x8000, 0x0080, 0x3F80, 0x3F82, 0x3F81, 0x7F80,
+                                    0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x3F80, 0xC049};
+    int n = (int)(sizeof(bits) / sizeof(bits[0]));
+    float x[32];
+    bf16 got[2][32];
+    memset(x, 0, sizeof(x));
+    memcpy(x, bits, sizeof(bits));
+    for (int p = 0; p < 2; p++) {
+        matmul_bf16_force_portable(p);
+        matmul_convert_bf16(got[p], x, (size_t)n);
+    }
+    matmul_bf16_force_portable(0);
+    for (int i = 0; i < n; i++) {
+        CHECK(bf16_from_float(x[i]) == want[i], "bf16_from_float(0x%08x) = 0x%04x, want 0x%04x", bits[i],
+              bf16_from_float(x[i]), want[i]);
+        CHECK(got[0][i] == got[1][i] && got[0][i] == want[i], "convert 0x%08x: %s 0x%04x, portable 0x%04x, want 0x%04x",
+              bits[i], vec, got[0][i], got[1][i], want[i]);
+    }
+    printf("    portable C = %s bit for bit on %d linear shapes and %d conversions\n", vec, NUM_SHAPES, n);
+}
+
+TEST(bf16_products_same_bits_any_thread_count) {
+    static const Shape big[] = {{768, 128, 384}, {300, 301, 31}, {9, 384, 1536}};
+    int saved = omp_get_max_threads();
+    for (int i = 0; i < 3; i++) {
+        Layer l = layer_new(big[i], 900 + i);
+        omp_set_num_threads(1);
+        LayerResults one = layer_run(&l);
+        omp_set_num_threads(2);
+        LayerResults two = layer_run(&l);
+        omp_set_num_threads(3);
+        LayerResults three = layer_run(&l);
+        CHECK(layer_same_bits(&one, &two, big[i]) && layer_same_bits(&one, &three, big[i]),
+              "bf16 N=%d C=%d OC=%d differs between 1, 2 and 3 threads", big[i].N, big[i].C, big[i].OC);
+        results_free(&one), results_free(&two), results_free(&three);
+        layer_free(&l);
+    }
+    omp_set_num_threads(saved);
+}
+
+// ----------------------------------------------------------------------------
+// the model in bf16
+
+// `steps` training steps of a small model with dropout in the given precision on `threads`
+// threads (portable: the portable kernels); returns the parameters and the last loss.
+static float *train_bf16(Precision precision, int steps, int threads, int portable, size_t *n, float *loss) {
+    GPTConfig c = {13, 16, 2, 2, 64, 32, 1, 0.1f};
+    int B = 4, t = 16, inputs[64], targets[64];
+    Rng rng;
+    rng_seed(&rng, 78);
+    GPT model;
+    AdamW opt;
+    char err[ERR_LEN];
+    if (!CHECK(gpt_build(&model, &c, 1, err) == 0 && gpt_alloc_activations(&model, B, err) == 0, "%s", err))
+        return NULL;
+    gpt_init_weights(&model, 5);
+    if (!CHECK(gpt_set_precision(&model, precision, err) == 0 && adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0,
+               "%s", err))
+        return NULL;
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    matmul_bf16_force_portable(portable);
+    model.training = 1;
+    for (int step = 0; step < steps; step++) {
+        for (int i = 0; i < B * t; i++) {
+            inputs[i] = (int)rng_below(&rng, 13);
+            targets[i] = (inputs[i] * 5 + 3) % 13;  // a pattern the model can learn
+        }
+        model.dropout_seed = 300 + step;
+        train_step(&model, &opt, inputs, targets, B, t, 1e-2f, 1.0f);
+    }
+    matmul_bf16_force_portable(0);
+    omp_set_num_threads(saved);
+    *n = model.num_parameters;
+    *loss = model.mean_loss;
+    float *params = malloc(*n * sizeof(float));
+    memcpy(params, model.params_memory, *n * sizeof(float));
+    adamw_free(&opt);
+    gpt_free(&model);
+    return params;
+}
+
+// bf16 training: the same bits on 1, 2 and 3 threads and on the portable path; not the
+// bits of fp32 (the products really changed), but close to its loss
+TEST(bf16_training_same_bits_any_thread_count_and_path) {
+    size_t n = 0;
+    float l1, l2, l3, lp, lf;
+    float *one = train_bf16(PRECISION_BF16, 12, 1, 0, &n, &l1);
+    float *two = train_bf16(PRECISION_BF16, 12, 2, 0, &n, &l2);
+    float *three = train_bf16(PRECISION_BF16, 12, 3, 0, &n, &l3);
+    float *portable = train_bf16(PRECISION_BF16, 12, 2, 1, &n, &lp);
+    float *fp32 = train_bf16(PRECISION_FP32, 12, 2, 0, &n, &lf);
+    if (!one || !two || !three || !portable || !fp32) return;
+    CHECK(memcmp(one, two, n * sizeof(float)) == 0, "bf16 training: 1 and 2 threads differ");
+    CHECK(memcmp(one, three, n * sizeof(float)) == 0, "bf16 training: 1 and 3 threads differ");
+    CHECK(memcmp(one, portable, n * sizeof(float)) == 0, "bf16 training: portable C differs from %s", vector_path());
+    CHECK(memcmp(one, fp32, n * sizeof(float)) != 0, "bf16 training gave the bits of fp32");
+    CHECK(fabsf(l1 - lf) < 0.1f, "after 12 steps bf16 loss %.4f, fp32 %.4f", l1, lf);
+    printf("    12 steps with dropout: bf16 bit-identical on 1/2/3 threads and portable C; loss %.4f (fp32 %.4f)\n", l1,
+           lf);
+    free(one), free(two), free(three), free(portable), free(fp32);
+}
