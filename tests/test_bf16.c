@@ -34,6 +34,7 @@
 #include "../model/precision.h"
 #include "../model/rng.h"
 #include "../model/train_step.h"
+#include "../training/data_parallel.h"
 #include "test.h"
 
 #define U16 (1.0 / 256.0)         // bf16 unit roundoff, 2^-8
@@ -393,4 +394,40 @@ TEST(bf16_training_same_bits_any_thread_count_and_path) {
     printf("    12 steps with dropout: bf16 bit-identical on 1/2/3 threads and portable C; loss %.4f (fp32 %.4f)\n", l1,
            lf);
     free(one), free(two), free(three), free(portable), free(fp32);
+}
+
+// After a step, whichever way it was taken (one batch: train_step; micro-batches:
+// data_parallel_step), the bf16 copy is the rounding of the updated parameters, not of the
+// previous ones.
+TEST(bf16_copy_follows_parameters_after_every_kind_of_step) {
+    GPTConfig c = {13, 16, 2, 2, 64, 32, 1, 0.0f};
+    int B = 4, T = 16, inputs[64], targets[64];
+    for (int i = 0; i < B * T; i++) inputs[i] = i % 13, targets[i] = (i * 5 + 3) % 13;
+    for (int grad_accum = 1; grad_accum <= 2; grad_accum++) {
+        GPT model;
+        AdamW opt;
+        DataParallel dp;
+        char err[ERR_LEN];
+        if (!CHECK(gpt_build(&model, &c, 1, err) == 0, "%s", err)) return;
+        gpt_init_weights(&model, 5);
+        size_t n = model.num_parameters;
+        uint16_t *want = malloc(n * sizeof(uint16_t));
+        int ok = want && data_parallel_plan(&dp, B, T, grad_accum, 0, n, err) == 0 &&
+                 gpt_set_precision(&model, PRECISION_BF16, err) == 0 &&
+                 gpt_alloc_activations(&model, dp.rows, err) == 0 &&
+                 data_parallel_init(&dp, &model, &opt, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0;
+        if (CHECK(ok, "grad_accum %d: %s", grad_accum, err)) {
+            uint16_t before = model.params_bf16[n / 2];
+            data_parallel_step(&dp, &model, &opt, inputs, targets, 1e-2f, 1.0f);
+            matmul_convert_bf16(want, model.params_memory, n);
+            CHECK(memcmp(want, model.params_bf16, n * sizeof(uint16_t)) == 0,
+                  "--grad-accum %d: the bf16 copy is not the rounding of the updated parameters", grad_accum);
+            CHECK(model.params_bf16[n / 2] != before, "--grad-accum %d: the step left a bf16 weight unchanged",
+                  grad_accum);
+            data_parallel_free(&dp);
+            adamw_free(&opt);
+        }
+        free(want);
+        gpt_free(&model);
+    }
 }
