@@ -62,6 +62,7 @@ typedef struct {
     const bf16 *b16;    // B(k, j) = b16[k*ldb + j]
     const bf16 *wt16;   // B(k, j) = wt16[j*ldwt + k]
     const bf16 *a16;    // A in bf16, laid out as a (matmul_bf16_convert_operands), or NULL
+    const bf16 *b_panels;  // B packed whole into column panels (matmul_bf16_convert_operands), or NULL
 } Gemm;
 
 // ---- bf16 operands, fp32 sums (matmul.h)
@@ -70,10 +71,11 @@ typedef struct {
 // boundaries, each element's sum in the same order whatever the task (matmul_bf16.c).
 void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1);
 
-// Team function: converts the fp32 operands of count bf16 products (an A read by both only
-// once) to bf16 in a buffer shared by the team, and points a16 and b16 at them, so that the
-// tasks pack bf16 rather than convert the same floats again and again. Without the memory
-// for it the products convert as they pack; the results are the same.
+// Team function: converts the A of count bf16 products (an A read by both only once) to bf16
+// and packs each B whole into the column panels the tile kernels read, in a buffer shared by
+// the team, and points a16 and b_panels at them, so that the tasks neither convert the same
+// floats nor pack the same panel of B again and again. Without the memory for it the
+// products convert and pack as they go; the results are the same.
 void matmul_bf16_convert_operands(Gemm *g, int count);
 
 // k steps in a block of a bf16 product; even, so that no pair straddles two blocks
