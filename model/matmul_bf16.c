@@ -81,24 +81,24 @@ static void convert_summing(bf16 *dst, const float *a, long lda, int M, int K, f
 // dst[(p*width + r)*2 + e] = operand r at k step 2p + e, zero past `count` or past kc.
 
 // From operands contiguous in k (rows of A, rows of W for B = W^T), r's values at
-// src + r*ld, in fp32 (f) or bf16 (h): each pair of a row is one 32-bit word.
+// src + r*ld, in fp32 (f, converted first) or bf16 (h): each pair of a row is one 32-bit
+// word, so whole pairs are a transpose of words (Bf16Kernels.pack_pairs).
+_Static_assert(MR <= NR, "a panel has at most NR rows");
 static void pack_k_contiguous(bf16 *dst, int width, int count, const float *f, const bf16 *h, long ld,
                               int kc, const Bf16Kernels *kern) {
-    bf16 row[BF16_KC];
-    int kp = (kc + 1) / 2, full = kc / 2;
-    for (int r = 0; r < width; r++) {
-        if (r >= count) {
-            for (int p = 0; p < kp; p++) dst[(p * width + r) * 2] = dst[(p * width + r) * 2 + 1] = 0;
-            continue;
-        }
-        const bf16 *src = h ? h + r * ld : row;
-        if (f) kern->convert(row, f + r * ld, kc);
-        for (int p = 0; p < full; p++) memcpy(dst + (p * width + r) * 2, src + 2 * p, 2 * sizeof(bf16));
-        if (kc & 1) {
-            dst[(full * width + r) * 2] = src[kc - 1];
+    bf16 rows[NR * BF16_KC];
+    if (f) {
+        for (int r = 0; r < count; r++) kern->convert(rows + r * BF16_KC, f + r * ld, kc);
+        h = rows;
+        ld = BF16_KC;
+    }
+    int full = kc / 2;
+    kern->pack_pairs(dst, width, count, h, ld, full);
+    if (kc & 1)
+        for (int r = 0; r < width; r++) {
+            dst[(full * width + r) * 2] = r < count ? h[r * ld + kc - 1] : 0;
             dst[(full * width + r) * 2 + 1] = 0;
         }
-    }
 }
 
 // From k-major operands (A^T, B = inp or W): step k's values of r = 0, 1, ..., count - 1 at

@@ -98,6 +98,10 @@ typedef struct {
                  int half);
     // dst[i] = bf16_from_float(src[i]) for i < n
     void (*convert)(bf16 *dst, const float *src, long n);
+    // The pair-interleaved panel of `width` rows whose pairs are contiguous in memory: for
+    // p < pairs and r < width, dst[(p*width + r)*2 + e] = src[r*ld + 2p + e] when r < count,
+    // else 0 (a transpose of 32-bit words).
+    void (*pack_pairs)(bf16 *dst, int width, int count, const bf16 *src, long ld, int pairs);
     // out[o] = (bias ? bias[o] : 0) + w[o, :] . x for o in [o0, o1); w (OC, C), x (C).
     // Each row's sum runs in 32 lanes: lane l < 16 takes the pairs of elements (64s + 2l,
     // 64s + 2l + 1) for s = 0, 1, ..., lane 16 + l the pairs 32 elements further, added as
