@@ -1,12 +1,13 @@
 // The bf16 products (matmul.h): matmul.c's tasks, with both operands packed into bf16.
-// The linear layers' fp32 operands are first converted to bf16 once per product, by the
-// whole team, into a buffer it shares (matmul_bf16_convert_operands); attention's small
-// products convert as they pack. For each block of BF16_KC k steps, a task packs the rows
-// of A it covers, a group of BF16_GROUP_PANELS row panels at a time, into pair-interleaved
-// panels (the MR values of a row panel at k = 2p and 2p + 1 side by side); then for each
-// NR-column panel it packs B (a bf16 weight or activation) the same way and runs the
-// register tiles (Bf16Kernels.tile) over the group. Every element of C gets its pairs in k
-// order, blocks fixed by K alone, so results do not depend on the task or the thread count.
+// For the linear layers the whole team first converts A to bf16 and packs all of B into
+// its column panels, once per product, into a buffer it shares (matmul_bf16_convert_operands);
+// attention's small products convert and pack as they go. For each block of BF16_KC k
+// steps, a task packs the rows of A it covers, a group of BF16_GROUP_PANELS row panels at a
+// time, into pair-interleaved panels (the MR values of a row panel at k = 2p and 2p + 1 side
+// by side); then for each NR-column panel of B (a bf16 weight or activation, packed the same
+// way) it runs the register tiles (Bf16Kernels.tile) over the group. Every element of C gets
+// its pairs in k order, blocks fixed by K alone, so results do not depend on the task or the
+// thread count.
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,76 +77,28 @@ static void convert_summing(bf16 *dst, const float *a, long lda, int M, int K, f
     }
 }
 
-void matmul_bf16_convert_operands(Gemm *g, int count) {
-    // what is converted: each A (rows of lda, the last of its width) and each fp32 B read
-    // in place; products of the team share an A given by the same pointer
-    const float *src[2 * MAX_CONVERTED];
-    size_t sizes[2 * MAX_CONVERTED], need = 0;
-    int n = 0;
-    for (int p = 0; p < count && p < MAX_CONVERTED; p++) {
-        const float *a = g[p].a, *b = g[p].b;
-        size_t a_size = g[p].a_kmajor ? (size_t)(g[p].K - 1) * g[p].lda + g[p].M : (size_t)(g[p].M - 1) * g[p].lda + g[p].K;
-        size_t b_size = (size_t)(g[p].K - 1) * g[p].ldb + g[p].Nc;
-        int seen = 0;
-        for (int i = 0; i < n; i++) seen |= src[i] == a;
-        if (!seen) src[n] = a, sizes[n++] = a_size, need += a_size;
-        if (b && !g[p].b16) src[n] = b, sizes[n++] = b_size, need += b_size;
-    }
-    // every thread reads the same capacity here: it changes only below, after every thread
-    // of the team has read it
-    if (need > operands_capacity) {
-        team_barrier();
-        if (omp_get_thread_num() == 0) {
-            free(operands);
-            operands = malloc(need * sizeof(bf16));
-            operands_capacity = operands ? need : 0;
-        }
-        team_barrier();
-        if (operands_capacity < need) return;  // convert while packing instead
-    }
-    bf16 *dst = operands;
-    for (int i = 0; i < n; i++) {
-        // an A whose row sums a product wants is summed as it is converted
-        Gemm *summed = NULL;
-        for (int p = 0; p < count; p++)
-            if (g[p].a == src[i] && g[p].a_kmajor && g[p].a_row_sums) summed = &g[p];
-        if (summed) {
-            convert_summing(dst, src[i], summed->lda, summed->M, summed->K, summed->a_row_sums);
-            summed->a_row_sums = NULL;
-        } else {
-            convert_share(dst, src[i], sizes[i]);
-        }
-        for (int p = 0; p < count; p++) {
-            if (g[p].a == src[i]) g[p].a16 = dst;
-            if (g[p].b == src[i] && !g[p].b16) g[p].b16 = dst;
-        }
-        dst += sizes[i];
-    }
-    team_barrier();
-}
-
 // The packed layout of both operands, for `width` rows of A (MR) or columns of B (NR):
 // dst[(p*width + r)*2 + e] = operand r at k step 2p + e, zero past `count` or past kc.
 
 // From operands contiguous in k (rows of A, rows of W for B = W^T), r's values at
-// src + r*ld, in fp32 (f) or bf16 (h): each pair of a row is one 32-bit word.
+// src + r*ld, in fp32 (f, converted first) or bf16 (h): each pair of a row is one 32-bit
+// word, so whole pairs are a transpose of words (Bf16Kernels.pack_pairs).
+_Static_assert(MR <= NR, "a panel has at most NR rows");
 static void pack_k_contiguous(bf16 *dst, int width, int count, const float *f, const bf16 *h, long ld,
                               int kc, const Bf16Kernels *kern) {
-    bf16 row[BF16_KC];
-    int kp = (kc + 1) / 2, full = kc / 2;
-    for (int r = 0; r < width; r++) {
-        if (r >= count) {
-            for (int p = 0; p < kp; p++) dst[(p * width + r) * 2] = dst[(p * width + r) * 2 + 1] = 0;
-            continue;
-        }
-        const bf16 *src = h ? h + r * ld : row;
-        if (f) kern->convert(row, f + r * ld, kc);
-        for (int p = 0; p < full; p++) memcpy(dst + (p * width + r) * 2, src + 2 * p, 2 * sizeof(bf16));
-        if (kc & 1) {
-            dst[(full * width + r) * 2] = src[kc - 1];
+    bf16 rows[NR * BF16_KC];
+    if (f) {
+        for (int r = 0; r < count; r++) kern->convert(rows + r * BF16_KC, f + r * ld, kc);
+        h = rows;
+        ld = BF16_KC;
+    }
+    int full = kc / 2;
+    kern->pack_pairs(dst, width, count, h, ld, full);
+    if (kc & 1)
+        for (int r = 0; r < width; r++) {
+            dst[(full * width + r) * 2] = r < count ? h[r * ld + kc - 1] : 0;
             dst[(full * width + r) * 2 + 1] = 0;
         }
-    }
 }
 
 // From k-major operands (A^T, B = inp or W): step k's values of r = 0, 1, ..., count - 1 at
@@ -216,6 +169,81 @@ static void pack_b_panel(bf16 *dst, const Gemm *g, int j, int k0, int kc, const 
     else pack_k_major(dst, NR, 1, 0, nr, g->b + (long)k0 * g->ldb + j, NULL, g->ldb, kc);
 }
 
+// bf16 in a product's packed B: every column panel over all K steps, blocks of BF16_KC
+// steps one after the other (an even number each, so block k0's panel starts at pair k0/2).
+static long b_panel_stride(const Gemm *g) { return (long)(g->K + 1) / 2 * NR * 2; }
+static long b_panels_size(const Gemm *g) { return (long)(g->Nc + NR - 1) / NR * b_panel_stride(g); }
+
+// The k blocks of a product (matmul_bf16_task): kcb steps each, the last one shorter.
+static int k_block(int K) {
+    int nkb = (K + BF16_KC - 1) / BF16_KC;
+    int kcb = (K + nkb - 1) / nkb;
+    return kcb + (kcb & 1);
+}
+
+void matmul_bf16_convert_operands(Gemm *g, int count) {
+    // what is converted: each A (rows of lda, the last of its width), and products of the
+    // team share an A given by the same pointer; each B is packed whole (b_panels)
+    const float *src[MAX_CONVERTED];
+    size_t sizes[MAX_CONVERTED], need = 0;
+    int n = 0;
+    for (int p = 0; p < count && p < MAX_CONVERTED; p++) {
+        const float *a = g[p].a;
+        size_t a_size = g[p].a_kmajor ? (size_t)(g[p].K - 1) * g[p].lda + g[p].M : (size_t)(g[p].M - 1) * g[p].lda + g[p].K;
+        int seen = 0;
+        for (int i = 0; i < n; i++) seen |= src[i] == a;
+        if (!seen) src[n] = a, sizes[n++] = a_size, need += a_size;
+        need += (size_t)b_panels_size(&g[p]);
+    }
+    // every thread reads the same capacity here: it changes only below, after every thread
+    // of the team has read it
+    if (need > operands_capacity) {
+        team_barrier();
+        if (omp_get_thread_num() == 0) {
+            free(operands);
+            operands = malloc(need * sizeof(bf16));
+            operands_capacity = operands ? need : 0;
+        }
+        team_barrier();
+        if (operands_capacity < need) return;  // convert while packing instead
+    }
+    bf16 *dst = operands;
+    for (int i = 0; i < n; i++) {
+        // an A whose row sums a product wants is summed as it is converted
+        Gemm *summed = NULL;
+        for (int p = 0; p < count; p++)
+            if (g[p].a == src[i] && g[p].a_kmajor && g[p].a_row_sums) summed = &g[p];
+        if (summed) {
+            convert_summing(dst, src[i], summed->lda, summed->M, summed->K, summed->a_row_sums);
+            summed->a_row_sums = NULL;
+        } else {
+            convert_share(dst, src[i], sizes[i]);
+        }
+        for (int p = 0; p < count; p++)
+            if (g[p].a == src[i]) g[p].a16 = dst;
+        dst += sizes[i];
+    }
+    // the column panels of every B, one (panel, k block) at a time, straight from its source
+    int panels[MAX_CONVERTED + 1] = {0};  // product p's panels are [panels[p], panels[p + 1])
+    bf16 *b_dst[MAX_CONVERTED];
+    for (int p = 0; p < count; p++) {
+        panels[p + 1] = panels[p] + (g[p].Nc + NR - 1) / NR;
+        b_dst[p] = dst;
+        dst += b_panels_size(&g[p]);
+    }
+    const Bf16Kernels *kern = bf16_kernels();
+#pragma omp for schedule(static) nowait
+    for (int q = 0; q < panels[count]; q++) {
+        int p = 0;
+        while (q >= panels[p + 1]) p++;
+        int j = (q - panels[p]) * NR, K = g[p].K, kcb = k_block(K);
+        bf16 *panel = b_dst[p] + (long)(q - panels[p]) * b_panel_stride(&g[p]);
+        for (int k0 = 0; k0 < K; k0 += kcb) pack_b_panel(panel + (long)k0 * NR, &g[p], j, k0, min_int(kcb, K - k0), kern);
+    }
+    for (int p = 0; p < count; p++) g[p].b_panels = b_dst[p];
+    team_barrier();
+}
+
 void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1) {
     static const float zero_row[NR] __attribute__((aligned(64)));
     bf16 apack[BF16_GROUP_PANELS * MR * BF16_KC] __attribute__((aligned(64)));
@@ -224,9 +252,7 @@ void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1) {
     float start_pad[NR] __attribute__((aligned(64)));   // bias of a partial column panel
     const Bf16Kernels *kern = bf16_kernels();
     int M = g->M, Nc = g->Nc, K = g->K;
-    int nkb = (K + BF16_KC - 1) / BF16_KC;
-    int kcb = (K + nkb - 1) / nkb;
-    kcb += kcb & 1;  // blocks of an even number of steps, fixed by K alone
+    int kcb = k_block(K);  // blocks of an even number of steps, fixed by K alone
     for (int k0 = 0; k0 < K; k0 += kcb) {
         int kc = min_int(kcb, K - k0), kp = (kc + 1) / 2;
         long panel = (long)kp * MR * 2;  // bf16 in a packed row panel
@@ -235,7 +261,9 @@ void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1) {
             pack_a_group(apack, panel, g, g0, g1, k0, kc, kern);
             for (int j = j0; j < j1; j += NR) {
                 int nr = min_int(NR, Nc - j);
-                pack_b_panel(bpack, g, j, k0, kc, kern);
+                const bf16 *bpanel = bpack;
+                if (g->b_panels) bpanel = g->b_panels + (long)(j / NR) * b_panel_stride(g) + (long)k0 * NR;
+                else pack_b_panel(bpack, g, j, k0, kc, kern);
                 const float *start = NULL;  // NULL: carry on from C
                 if (k0 == 0 && !g->accumulate) {
                     start = g->bias ? g->bias + j : zero_row;
@@ -255,7 +283,7 @@ void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1) {
                     if (klo >= khi) continue;
                     int plo = (klo - k0) / 2, phi = (khi - k0 + 1) / 2;
                     const bf16 *a = apack + (i - g0) / MR * panel + (long)plo * MR * 2;
-                    const bf16 *b = bpack + (long)plo * NR * 2;
+                    const bf16 *b = bpanel + (long)plo * NR * 2;
                     float *c = g->c + (long)i * g->ldc + j;
                     if (mr == MR && nr == NR) {
                         kern->tile(phi - plo, a, b, c, g->ldc, start, 0);

@@ -57,6 +57,49 @@ static BF16_TARGET void convert(bf16 *dst, const float *src, long n) {
     }
 }
 
+// v[r] (16 words each) = v[c][r] for r, c < 16: unpacking pairs of rows, then pairs of
+// those, interleaves the words within each 128-bit lane; exchanging lanes finishes it.
+static inline __attribute__((always_inline)) BF16_TARGET void transpose_16x16(__m512i v[16]) {
+    __m512i t[16], u[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+    }
+    // u[4i + j], lane L: word 4L + j of rows 4i .. 4i + 3
+    for (int i = 0; i < 4; i++) {
+        u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    // word 4L + j of all rows: lane L of u[j], u[4 + j], u[8 + j], u[12 + j]
+    for (int j = 0; j < 4; j++) {
+        __m512i x0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x44), x1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xEE);
+        __m512i x2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x44), x3 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xEE);
+        v[j] = _mm512_shuffle_i32x4(x0, x2, 0x88);
+        v[4 + j] = _mm512_shuffle_i32x4(x0, x2, 0xDD);
+        v[8 + j] = _mm512_shuffle_i32x4(x1, x3, 0x88);
+        v[12 + j] = _mm512_shuffle_i32x4(x1, x3, 0xDD);
+    }
+}
+
+// 16 rows by 16 pairs at a time: the pairs of a row are its 32-bit words.
+static BF16_TARGET void pack_pairs(bf16 *dst, int width, int count, const bf16 *src, long ld, int pairs) {
+    for (int r0 = 0; r0 < width; r0 += 16) {
+        int rows = width - r0 < 16 ? width - r0 : 16;
+        __mmask16 store = (__mmask16)((1u << rows) - 1);
+        for (int p = 0; p < pairs; p += 16) {
+            int n = pairs - p < 16 ? pairs - p : 16;
+            __mmask16 load = (__mmask16)((1u << n) - 1);
+            __m512i v[16];
+            for (int r = 0; r < 16; r++)
+                v[r] = r0 + r < count ? _mm512_maskz_loadu_epi32(load, src + (r0 + r) * ld + 2 * p) : _mm512_setzero_si512();
+            transpose_16x16(v);
+            for (int t = 0; t < n; t++) _mm512_mask_storeu_epi32(dst + ((long)(p + t) * width + r0) * 2, store, v[t]);
+        }
+    }
+}
+
 // R rows of w dotted with x, the sums as matmul_kernels.h gives them: two 16-lane
 // accumulators over 64-element steps, a masked tail, then the fixed reduction.
 static inline __attribute__((always_inline)) BF16_TARGET void dot_rows_body(
@@ -101,6 +144,6 @@ static BF16_TARGET void dot_rows(float *out, const bf16 *x, const bf16 *w, const
     for (; o < o1; o++) dot_rows_body(out + o, x, w + (long)o * C, bias ? bias + o : NULL, C, 1);
 }
 
-const Bf16Kernels bf16_avx512_kernels = {"AVX512_BF16 vdpbf16ps", tile, convert, dot_rows};
+const Bf16Kernels bf16_avx512_kernels = {"AVX512_BF16 vdpbf16ps", tile, convert, pack_pairs, dot_rows};
 
 #endif

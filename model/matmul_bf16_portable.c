@@ -46,6 +46,14 @@ static void convert(bf16 *dst, const float *src, long n) {
     for (long i = 0; i < n; i++) dst[i] = bf16_from_float(src[i]);
 }
 
+static void pack_pairs(bf16 *dst, int width, int count, const bf16 *src, long ld, int pairs) {
+    for (int p = 0; p < pairs; p++)
+        for (int r = 0; r < width; r++) {
+            dst[(p * width + r) * 2] = r < count ? src[r * ld + 2 * p] : 0;
+            dst[(p * width + r) * 2 + 1] = r < count ? src[r * ld + 2 * p + 1] : 0;
+        }
+}
+
 #define DOT_LANES 16
 
 // The pair at k of a row of w and of x added into a lane; elements past C are zeros.
@@ -78,4 +86,4 @@ static void dot_rows(float *out, const bf16 *x, const bf16 *w, const float *bias
     }
 }
 
-const Bf16Kernels bf16_portable_kernels = {"portable C", tile, convert, dot_rows};
+const Bf16Kernels bf16_portable_kernels = {"portable C", tile, convert, pack_pairs, dot_rows};

@@ -62,6 +62,7 @@ typedef struct {
     const bf16 *b16;    // B(k, j) = b16[k*ldb + j]
     const bf16 *wt16;   // B(k, j) = wt16[j*ldwt + k]
     const bf16 *a16;    // A in bf16, laid out as a (matmul_bf16_convert_operands), or NULL
+    const bf16 *b_panels;  // B packed whole into column panels (matmul_bf16_convert_operands), or NULL
 } Gemm;
 
 // ---- bf16 operands, fp32 sums (matmul.h)
@@ -70,10 +71,11 @@ typedef struct {
 // boundaries, each element's sum in the same order whatever the task (matmul_bf16.c).
 void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1);
 
-// Team function: converts the fp32 operands of count bf16 products (an A read by both only
-// once) to bf16 in a buffer shared by the team, and points a16 and b16 at them, so that the
-// tasks pack bf16 rather than convert the same floats again and again. Without the memory
-// for it the products convert as they pack; the results are the same.
+// Team function: converts the A of count bf16 products (an A read by both only once) to bf16
+// and packs each B whole into the column panels the tile kernels read, in a buffer shared by
+// the team, and points a16 and b_panels at them, so that the tasks neither convert the same
+// floats nor pack the same panel of B again and again. Without the memory for it the
+// products convert and pack as they go; the results are the same.
 void matmul_bf16_convert_operands(Gemm *g, int count);
 
 // k steps in a block of a bf16 product; even, so that no pair straddles two blocks
@@ -96,6 +98,10 @@ typedef struct {
                  int half);
     // dst[i] = bf16_from_float(src[i]) for i < n
     void (*convert)(bf16 *dst, const float *src, long n);
+    // The pair-interleaved panel of `width` rows whose pairs are contiguous in memory: for
+    // p < pairs and r < width, dst[(p*width + r)*2 + e] = src[r*ld + 2p + e] when r < count,
+    // else 0 (a transpose of 32-bit words).
+    void (*pack_pairs)(bf16 *dst, int width, int count, const bf16 *src, long ld, int pairs);
     // out[o] = (bias ? bias[o] : 0) + w[o, :] . x for o in [o0, o1); w (OC, C), x (C).
     // Each row's sum runs in 32 lanes: lane l < 16 takes the pairs of elements (64s + 2l,
     // 64s + 2l + 1) for s = 0, 1, ..., lane 16 + l the pairs 32 elements further, added as

@@ -72,10 +72,12 @@ void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int
     plan->bf16_weights = 0.0;
     if (precision != PRECISION_BF16) return;
     plan->bf16_weights = plan->parameters / 2;
-    // a forward converts its input (N, width); a backward its output gradient and input
+    // a forward converts its input (N, width) and packs its weight; a backward converts its
+    // output gradient and packs its input and weight (columns padded to panels of at most 32)
     double C = config->n_embd, A = (double)config->n_head * config->head_size, V = config->vocab_size;
     double rows = (double)(kind == GPT_PLAN_GENERATION ? 1 : B) * config->block_size;
     double width = fmax(C, fmax(A, 4 * C));
-    if (kind == GPT_PLAN_TRAINING) width = fmax(fmax(3 * A + C, 5 * C), V + C);
-    plan->scratch += rows * width * sizeof(bf16);
+    if (kind == GPT_PLAN_TRAINING) width = fmax(fmax(3 * A + C + 32, 5 * C + 32), V + C + 32);
+    double weight = (fmax(fmax(3 * A, 4 * C), V) + 32) * (fmax(C, A) + 32);
+    plan->scratch += (rows * width + weight) * sizeof(bf16);
 }

@@ -44,7 +44,7 @@ int gpt_matmul_flags(const GPT *model);
 
 // Adds to a memory plan from gpt_memory_plan (the same config, B and kind) what a model in
 // this precision needs beside it: in bf16 the weights' copy, and in scratch the largest
-// product's operands converted to bf16 (matmul_bf16_convert_operands).
+// product's operands in bf16, A converted and B packed (matmul_bf16_convert_operands).
 void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int B, GPTPlanKind kind,
                                Precision precision);
 
