@@ -56,7 +56,7 @@ torch_failed=0
 if [ -x "$python" ] && "$python" -c "import torch" 2>/dev/null; then have_torch=1; fi
 # torch_train CONFIG GEN_CHARS FILE [--bf16]: PyTorch's figures for one config appended to FILE
 torch_train() {
-    echo "bench_torch: $1 $4" >&2
+    echo "bench_torch: $1 ${4:-}" >&2
     if ! OMP_WAIT_POLICY=passive "$python" scripts/bench_torch.py --config "$1" \
         --threads "$OMP_NUM_THREADS" --seconds "$seconds" --gen-chars "$2" \
         --gen-seconds "$gen_seconds" ${4:-} >>"$3"; then
