@@ -94,22 +94,11 @@ static void gemm_task(const Gemm *g, int i0, int i1, int j0, int j1) {
                     for (int jj = 0; jj < NR; jj++)
                         bpanel[k * NR + jj] = jj < nr ? g->b[(long)(k0 + k) * g->ldb + j + jj] : 0.0f;
             }
-            const float *start = NULL;  // NULL: carry on from C
-            if (k0 == 0 && !g->accumulate) {
-                start = g->bias ? g->bias + j : zero_row;
-                if (g->bias && nr < NR) {
-                    for (int jj = 0; jj < NR; jj++) start_pad[jj] = jj < nr ? g->bias[j + jj] : 0.0f;
-                    start = start_pad;
-                }
-            }
+            const float *start = gemm_tile_start(g, j, nr, k0, start_pad, zero_row);
             for (int i = i0; i < i1; i += MR) {
                 int mr = min_int(MR, M - i);
-                // the k steps [klo, khi) of this block that can be non-zero for these rows
-                int klo = k0, khi = k0 + kc;
-                if (g->triangle == MATMUL_LOWER && j > i + mr - 1) continue;
-                if (g->triangle == MATMUL_A_ZERO_ABOVE && khi > i + mr) khi = i + mr;
-                if (g->triangle == MATMUL_A_ZERO_BELOW && klo < i) klo = i;
-                if (klo >= khi) continue;
+                int klo, khi;  // the k steps of this block that can be non-zero for these rows
+                if (!gemm_tile_k_range(g, i, mr, j, k0, kc, &klo, &khi)) continue;
                 const float *a;
                 long lda;
                 if (i == i_edge) {

@@ -264,23 +264,13 @@ void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1) {
                 const bf16 *bpanel = bpack;
                 if (g->b_panels) bpanel = g->b_panels + (long)(j / NR) * b_panel_stride(g) + (long)k0 * NR;
                 else pack_b_panel(bpack, g, j, k0, kc, kern);
-                const float *start = NULL;  // NULL: carry on from C
-                if (k0 == 0 && !g->accumulate) {
-                    start = g->bias ? g->bias + j : zero_row;
-                    if (g->bias && nr < NR) {
-                        for (int jj = 0; jj < NR; jj++) start_pad[jj] = jj < nr ? g->bias[j + jj] : 0.0f;
-                        start = start_pad;
-                    }
-                }
+                const float *start = gemm_tile_start(g, j, nr, k0, start_pad, zero_row);
                 for (int i = g0; i < g1; i += MR) {
                     int mr = min_int(MR, M - i);
                     // the pairs [plo, phi) of this block that can be non-zero for these rows;
                     // a pair that straddles the triangle's edge multiplies a zero of A
-                    int klo = k0, khi = k0 + kc;
-                    if (g->triangle == MATMUL_LOWER && j > i + mr - 1) continue;
-                    if (g->triangle == MATMUL_A_ZERO_ABOVE && khi > i + mr) khi = i + mr;
-                    if (g->triangle == MATMUL_A_ZERO_BELOW && klo < i) klo = i;
-                    if (klo >= khi) continue;
+                    int klo, khi;
+                    if (!gemm_tile_k_range(g, i, mr, j, k0, kc, &klo, &khi)) continue;
                     int plo = (klo - k0) / 2, phi = (khi - k0 + 1) / 2;
                     const bf16 *a = apack + (i - g0) / MR * panel + (long)plo * MR * 2;
                     const bf16 *b = bpanel + (long)plo * NR * 2;

@@ -6,6 +6,7 @@
 #define CHARGPT_MATMUL_KERNELS_H
 
 #include "bf16.h"
+#include "matmul.h"
 
 #if defined(__AVX512F__)
 #define MATMUL_KERNEL_NAME "avx512"
@@ -64,6 +65,28 @@ typedef struct {
     const bf16 *a16;    // A in bf16, laid out as a (matmul_bf16_convert_operands), or NULL
     const bf16 *b_panels;  // B packed whole into column panels (matmul_bf16_convert_operands), or NULL
 } Gemm;
+
+// What a tile at column j (nr of NR columns valid) starts from in k block k0: NULL to carry
+// on from C, else the bias (padded with zeros into pad when the panel is partial) or zero_row.
+static inline const float *gemm_tile_start(const Gemm *g, int j, int nr, int k0, float *pad,
+                                           const float *zero_row) {
+    if (k0 != 0 || g->accumulate) return NULL;
+    if (!g->bias) return zero_row;
+    if (nr == NR) return g->bias + j;
+    for (int jj = 0; jj < NR; jj++) pad[jj] = jj < nr ? g->bias[j + jj] : 0.0f;
+    return pad;
+}
+
+// The k steps [*klo, *khi) of block [k0, k0 + kc) that can be non-zero for the tile of rows
+// [i, i + mr) at column j under g's triangle; returns 0 when there are none.
+static inline int gemm_tile_k_range(const Gemm *g, int i, int mr, int j, int k0, int kc, int *klo,
+                                    int *khi) {
+    *klo = k0, *khi = k0 + kc;
+    if (g->triangle == MATMUL_LOWER && j > i + mr - 1) return 0;
+    if (g->triangle == MATMUL_A_ZERO_ABOVE && *khi > i + mr) *khi = i + mr;
+    if (g->triangle == MATMUL_A_ZERO_BELOW && *klo < i) *klo = i;
+    return *klo < *khi;
+}
 
 // ---- bf16 operands, fp32 sums (matmul.h)
 
