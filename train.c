@@ -480,11 +480,11 @@ static void make_dirs(const char *path) {
 
 // Before any work: the output directory exists and takes new files, and the temporary files
 // that a killed run left beside this run's outputs are removed.
-static void prepare_out_dir(const char *out, const char *const outputs[3]) {
+static void prepare_out_dir(const char *out, const char *const outputs[4]) {
     make_dirs(out);
     char err[ERR_LEN];
     int removed = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         int n = atomic_file_remove_stale(outputs[i], err);
         if (n < 0) die(EXIT_DATA, "%s", err);
         removed += n;
@@ -569,10 +569,11 @@ int main(int argc, char **argv) {
     }
     check_options(&o);
     set_threads(o.threads);
-    char ckpt_path[1100], best_path[1100], log_path[1100];
+    char ckpt_path[1100], best_path[1100], log_path[1100], plot_path[1100];
     snprintf(ckpt_path, sizeof(ckpt_path), "%s/ckpt.safetensors", o.out);
     snprintf(best_path, sizeof(best_path), "%s/best.safetensors", o.out);
     snprintf(log_path, sizeof(log_path), "%s/log.csv", o.out);
+    snprintf(plot_path, sizeof(plot_path), "%s/loss.svg", o.out);
     if (dist_rank() == 0) {
         char found[128];
         if (!resuming && run_dir_find_run(o.out, found, sizeof(found)) > 0) {
@@ -582,7 +583,7 @@ int main(int argc, char **argv) {
             if (run_dir_remove_old_outputs(o.out, err) != 0) die(EXIT_DATA, "%s", err);
             printf("--force: replacing the run in %s (%s)\n", o.out, found);
         }
-        prepare_out_dir(o.out, (const char *const[3]){ckpt_path, best_path, log_path});
+        prepare_out_dir(o.out, (const char *const[4]){ckpt_path, best_path, log_path, plot_path});
         if (run_log_open(&run.log, log_path, resuming, state.step, err) != 0) die(EXIT_DATA, "%s", err);
     }
 
@@ -717,8 +718,7 @@ int main(int argc, char **argv) {
                    o.decay_steps);
     }
     // the loss plot's points: a resumed run's log.csv so far, then one per report
-    char plot_path[1100], plot_title[1200];
-    snprintf(plot_path, sizeof(plot_path), "%s/loss.svg", o.out);
+    char plot_title[1200];
     snprintf(plot_title, sizeof(plot_title), "chargpt: %s", o.data);
     if (resuming && dist_rank() == 0 && loss_history_read(&run.losses, log_path, err) != 0) die(EXIT_DATA, "%s", err);
     int plot_written = 0;

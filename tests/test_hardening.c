@@ -500,19 +500,22 @@ TEST(hardening_06_temporary_files_removed) {
     const char *dir = WORK_DIR "/temporaries";
     // a killed run's temporaries are removed at start; a running process's and strangers' stay
     long dead = (long)dead_pid(), alive = (long)getpid();
-    const char *stale[] = {"ckpt.safetensors.tmp.%ld.0", "best.safetensors.tmp.%ld.17", "log.csv.tmp.%ld.2"};
+    const char *stale[] = {"ckpt.safetensors.tmp.%ld.0", "best.safetensors.tmp.%ld.17", "log.csv.tmp.%ld.2",
+                           "loss.svg.tmp.%ld.5"};
     const char *kept[] = {"ckpt.safetensors.tmp.%ld.0", "ckpt.safetensors.tmp.x%ld", "other.tmp.%ld.0"};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         snprintf(name, sizeof(name), "%s/", dir);
         snprintf(name + strlen(name), sizeof(name) - strlen(name), stale[i], dead);
         write_file(name, "x", 1);
+    }
+    for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof(name), "%s/", dir);
         snprintf(name + strlen(name), sizeof(name) - strlen(name), kept[i], i == 0 ? alive : dead);
         write_file(name, "x", 1);
     }
     TestRun r = TRAIN("--resume", ckpt, "--steps", "5");
     if (test_exit_status(&r, 0, "resuming beside stale temporaries"))
-        test_output_has(&r, "removed 3 temporary files", "resuming beside stale temporaries");
+        test_output_has(&r, "removed 4 temporary files", "resuming beside stale temporaries");
     test_run_free(&r);
     CHECK(count_names(dir, ".tmp.") == 3, "%d temporary files left, want the 3 that are not stale",
           count_names(dir, ".tmp."));
