@@ -114,23 +114,13 @@ static void gemm_task(const Gemm *g, int i0, int i1, int j0, int j1) {
                     matmul_tile(khi - klo, a, lda, g->a_kmajor, bk, ldb, c, g->ldc, start, 0);
                     continue;
                 }
-                if (!start)
-                    for (int ii = 0; ii < MR; ii++)
-                        for (int jj = 0; jj < NR; jj++)
-                            ctile[ii * NR + jj] = ii < mr && jj < nr ? c[(long)ii * g->ldc + jj] : 0.0f;
+                gemm_edge_tile_load(ctile, c, g->ldc, mr, nr, start);
                 matmul_tile(khi - klo, a, lda, g->a_kmajor, bk, ldb, ctile, NR, start, nr <= NR / 2);
-                for (int ii = 0; ii < mr; ii++)
-                    memcpy(c + (long)ii * g->ldc, ctile + ii * NR, (size_t)nr * sizeof(float));
+                gemm_edge_tile_store(c, g->ldc, ctile, mr, nr);
             }
         }
         // The row sums, while this k block of A is in cache: one task per row block.
-        if (g->a_row_sums && j0 == 0) {
-            float *sums = g->a_row_sums;
-            for (int k = k0; k < k0 + kc; k++) {
-                const float *ak = g->a + (long)k * g->lda;
-                for (int i = i0; i < i1; i++) sums[i] += ak[i];
-            }
-        }
+        if (g->a_row_sums && j0 == 0) gemm_add_row_sums(g, i0, i1, k0, kc);
     }
 }
 

@@ -279,23 +279,13 @@ void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1) {
                         kern->tile(phi - plo, a, b, c, g->ldc, start, 0);
                         continue;
                     }
-                    if (!start)
-                        for (int ii = 0; ii < MR; ii++)
-                            for (int jj = 0; jj < NR; jj++)
-                                ctile[ii * NR + jj] = ii < mr && jj < nr ? c[(long)ii * g->ldc + jj] : 0.0f;
+                    gemm_edge_tile_load(ctile, c, g->ldc, mr, nr, start);
                     kern->tile(phi - plo, a, b, ctile, NR, start, nr <= NR / 2);
-                    for (int ii = 0; ii < mr; ii++)
-                        memcpy(c + (long)ii * g->ldc, ctile + ii * NR, (size_t)nr * sizeof(float));
+                    gemm_edge_tile_store(c, g->ldc, ctile, mr, nr);
                 }
             }
         }
         // dbias in fp32, as matmul.c sums it: one task per row block
-        if (g->a_row_sums && j0 == 0) {
-            float *sums = g->a_row_sums;
-            for (int k = k0; k < k0 + kc; k++) {
-                const float *ak = g->a + (long)k * g->lda;
-                for (int i = i0; i < i1; i++) sums[i] += ak[i];
-            }
-        }
+        if (g->a_row_sums && j0 == 0) gemm_add_row_sums(g, i0, i1, k0, kc);
     }
 }

@@ -5,6 +5,8 @@
 #ifndef CHARGPT_MATMUL_KERNELS_H
 #define CHARGPT_MATMUL_KERNELS_H
 
+#include <string.h>
+
 #include "bf16.h"
 #include "matmul.h"
 
@@ -86,6 +88,29 @@ static inline int gemm_tile_k_range(const Gemm *g, int i, int mr, int j, int k0,
     if (g->triangle == MATMUL_A_ZERO_ABOVE && *khi > i + mr) *khi = i + mr;
     if (g->triangle == MATMUL_A_ZERO_BELOW && *klo < i) *klo = i;
     return *klo < *khi;
+}
+
+// An edge tile (mr <= MR rows, nr <= NR columns valid) is computed in a full (MR, NR) tile
+// of its own: loaded from C first when it carries on from C (start NULL), zeros elsewhere...
+static inline void gemm_edge_tile_load(float *tile, const float *c, long ldc, int mr, int nr,
+                                       const float *start) {
+    if (start) return;
+    for (int ii = 0; ii < MR; ii++)
+        for (int jj = 0; jj < NR; jj++) tile[ii * NR + jj] = ii < mr && jj < nr ? c[(long)ii * ldc + jj] : 0.0f;
+}
+
+// ...and its valid part stored back into C.
+static inline void gemm_edge_tile_store(float *c, long ldc, const float *tile, int mr, int nr) {
+    for (int ii = 0; ii < mr; ii++) memcpy(c + (long)ii * ldc, tile + ii * NR, (size_t)nr * sizeof(float));
+}
+
+// a_row_sums[i] += A(i, k) for rows [i0, i1) and the k block [k0, k0 + kc) of a k-major A.
+static inline void gemm_add_row_sums(const Gemm *g, int i0, int i1, int k0, int kc) {
+    float *sums = g->a_row_sums;
+    for (int k = k0; k < k0 + kc; k++) {
+        const float *ak = g->a + (long)k * g->lda;
+        for (int i = i0; i < i1; i++) sums[i] += ak[i];
+    }
 }
 
 // ---- bf16 operands, fp32 sums (matmul.h)
