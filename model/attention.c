@@ -3,8 +3,9 @@
 // Team functions (parallel.h): each (batch, head) pair is independent and runs on one
 // thread. Within it, the products S = Q K^T, O = P V and their gradients run on the
 // register-tiled kernels of the linear layers (matmul_small), told which tiles the causal
-// triangle lets them skip. Every output element is summed in a fixed order, so results do
-// not depend on the thread count.
+// triangle lets them skip; in bf16 (matmul_small_bf16) on copies of the head's operands
+// converted once each. Every output element is summed in a fixed order, so results do not
+// depend on the thread count.
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -62,11 +63,32 @@ static void dropout_weights(float *dst, const float *src, int t, size_t base_ind
         }
 }
 
+// A head's operands in bf16, for the bf16 products: q, k, v (and the output gradient g in
+// the backward) as (t, hs) each, and (t, t) matrices, carved from a thread's scratch after
+// `floats` floats of its own.
+typedef struct {
+    bf16 *q, *k, *v, *g, *w, *ds;
+} HeadBf16;
+
+static size_t head_bf16_floats(int t, int hs) { return ((size_t)4 * t * hs + (size_t)2 * t * t + 1) / 2; }
+
+static HeadBf16 head_bf16(float *scratch, size_t floats, int t, int hs) {
+    HeadBf16 h;
+    h.q = (bf16 *)(scratch + floats);
+    h.k = h.q + (size_t)t * hs;
+    h.v = h.k + (size_t)t * hs;
+    h.g = h.v + (size_t)t * hs;
+    h.w = h.g + (size_t)t * hs;
+    h.ds = h.w + (size_t)t * t;
+    return h;
+}
+
 void attention_forward(float *out, float *att, const float *qkv, int B, int t, int H, int hs,
-                       const Dropout *drop, int matmul_flags) {
+                       const Dropout *drop, int bf16_products) {
     const int A = H * hs;
     const float scale = 1.0f / sqrtf((float)hs);
     const int use_dropout = drop && drop->p > 0.0f;
+    const size_t drop_floats = use_dropout ? (size_t)t * t : 0;
 #pragma omp for collapse(2) schedule(monotonic: dynamic, 1) nowait
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
@@ -74,11 +96,24 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int t, i
             const float *k = q + A;
             const float *v = q + 2 * A;
             float *w = att + ((size_t)b * H + h) * t * t;  // (t, t)
+            float *scratch = NULL;
+            if (use_dropout || bf16_products)
+                scratch = thread_scratch(drop_floats + (bf16_products ? head_bf16_floats(t, hs) : 0));
+            HeadBf16 h16 = {0};
             // scores = Q K^T, then a scaled, max-subtracted softmax over j <= i per row
-            matmul_small(w, t, q, 3 * A, k, 3 * A, t, t, hs, MATMUL_B_T | MATMUL_LOWER | matmul_flags);
+            if (bf16_products) {
+                h16 = head_bf16(scratch, drop_floats, t, hs);
+                matmul_convert_bf16_rows(h16.q, q, 3 * A, t, hs);
+                matmul_convert_bf16_rows(h16.k, k, 3 * A, t, hs);
+                matmul_convert_bf16_rows(h16.v, v, 3 * A, t, hs);
+                matmul_small_bf16(w, t, h16.q, hs, h16.k, hs, t, t, hs, MATMUL_B_T | MATMUL_LOWER);
+            } else {
+                matmul_small(w, t, q, 3 * A, k, 3 * A, t, t, hs, MATMUL_B_T | MATMUL_LOWER);
+            }
             for (int i = 0; i < t; i++) {
                 float *row = w + (size_t)i * t;
                 float maxval = -INFINITY;
+#pragma omp simd reduction(max : maxval)
                 for (int j = 0; j <= i; j++) maxval = row[j] > maxval ? row[j] : maxval;
                 float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
@@ -94,12 +129,16 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int t, i
             // out = dropout(W) V
             const float *weights = w;
             if (use_dropout) {
-                float *dropped = thread_scratch((size_t)t * t);
-                dropout_weights(dropped, w, t, drop->first + ((size_t)b * H + h) * t * t, drop);
-                weights = dropped;
+                dropout_weights(scratch, w, t, drop->first + ((size_t)b * H + h) * t * t, drop);
+                weights = scratch;
             }
-            matmul_small(out + (size_t)b * t * A + h * hs, A, weights, t, v, 3 * A, t, hs, t,
-                         MATMUL_A_ZERO_ABOVE | matmul_flags);
+            float *o = out + (size_t)b * t * A + h * hs;
+            if (bf16_products) {
+                matmul_convert_bf16_rows(h16.w, weights, t, t, t);
+                matmul_small_bf16(o, A, h16.w, t, h16.v, hs, t, hs, t, MATMUL_A_ZERO_ABOVE);
+            } else {
+                matmul_small(o, A, weights, t, v, 3 * A, t, hs, t, MATMUL_A_ZERO_ABOVE);
+            }
         }
     }
     team_barrier();
@@ -110,11 +149,12 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int t, i
 //   dQ = dS K / sqrt(hs),  dK = dS^T Q / sqrt(hs)
 // W' and dS are lower triangular, so their products skip what is above the diagonal.
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
-                        int B, int t, int H, int hs, const Dropout *drop, int matmul_flags) {
+                        int B, int t, int H, int hs, const Dropout *drop, int bf16_products) {
     const int A = H * hs;
     const float scale = 1.0f / sqrtf((float)hs);
     const int use_dropout = drop && drop->p > 0.0f;
     const float keep_scale = use_dropout ? 1.0f / (1.0f - drop->p) : 1.0f;
+    const size_t own_floats = (size_t)(use_dropout ? 2 : 1) * t * t;  // dW' (then dS in fp32), W'
 #pragma omp for collapse(2) schedule(monotonic: dynamic, 1) nowait
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
@@ -126,8 +166,16 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
             float *dv = dq + 2 * A;
             const float *g = dout + (size_t)b * t * A + h * hs;  // dO rows of stride A
             const float *w = att + ((size_t)b * H + h) * t * t;
-            float *dw = thread_scratch((size_t)(use_dropout ? 2 : 1) * t * t);  // (t, t) dW', then dS
+            float *dw = thread_scratch(own_floats + (bf16_products ? head_bf16_floats(t, hs) : 0));
             size_t base_index = (use_dropout ? drop->first : 0) + ((size_t)b * H + h) * t * t;
+            HeadBf16 h16 = {0};
+            if (bf16_products) {
+                h16 = head_bf16(dw, own_floats, t, hs);
+                matmul_convert_bf16_rows(h16.q, q, 3 * A, t, hs);
+                matmul_convert_bf16_rows(h16.k, k, 3 * A, t, hs);
+                matmul_convert_bf16_rows(h16.v, v, 3 * A, t, hs);
+                matmul_convert_bf16_rows(h16.g, g, A, t, hs);
+            }
             // dV = W'^T dO
             const float *weights = w;
             if (use_dropout) {
@@ -135,9 +183,16 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
                 dropout_weights(dropped, w, t, base_index, drop);
                 weights = dropped;
             }
-            matmul_small(dv, 3 * A, weights, t, g, A, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD | matmul_flags);
-            // dW' = dO V^T, through dropout, then softmax backward (scaled for the scores)
-            matmul_small(dw, t, g, A, v, 3 * A, t, t, hs, MATMUL_B_T | MATMUL_LOWER | matmul_flags);
+            if (bf16_products) {
+                matmul_convert_bf16_rows(h16.w, weights, t, t, t);
+                matmul_small_bf16(dv, 3 * A, h16.w, t, h16.g, hs, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD);
+                // dW' = dO V^T
+                matmul_small_bf16(dw, t, h16.g, hs, h16.v, hs, t, t, hs, MATMUL_B_T | MATMUL_LOWER);
+            } else {
+                matmul_small(dv, 3 * A, weights, t, g, A, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD);
+                matmul_small(dw, t, g, A, v, 3 * A, t, t, hs, MATMUL_B_T | MATMUL_LOWER);
+            }
+            // through dropout, then softmax backward (scaled for the scores)
             for (int i = 0; i < t; i++) {
                 const float *wi = w + (size_t)i * t;
                 float *dwi = dw + (size_t)i * t;
@@ -152,8 +207,14 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
                 for (int j = i + 1; j < t; j++) dwi[j] = 0.0f;
             }
             // dQ = dS K,  dK = dS^T Q
-            matmul_small(dq, 3 * A, dw, t, k, 3 * A, t, hs, t, MATMUL_A_ZERO_ABOVE | MATMUL_ADD | matmul_flags);
-            matmul_small(dk, 3 * A, dw, t, q, 3 * A, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD | matmul_flags);
+            if (bf16_products) {
+                matmul_convert_bf16_rows(h16.ds, dw, t, t, t);
+                matmul_small_bf16(dq, 3 * A, h16.ds, t, h16.k, hs, t, hs, t, MATMUL_A_ZERO_ABOVE | MATMUL_ADD);
+                matmul_small_bf16(dk, 3 * A, h16.ds, t, h16.q, hs, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD);
+            } else {
+                matmul_small(dq, 3 * A, dw, t, k, 3 * A, t, hs, t, MATMUL_A_ZERO_ABOVE | MATMUL_ADD);
+                matmul_small(dk, 3 * A, dw, t, q, 3 * A, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD);
+            }
         }
     }
     team_barrier();

@@ -439,7 +439,7 @@ static void forward_team(GPT *model, const int *inputs, const int *targets, int 
         // x + attn(ln_1(x))
         layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, residual, p.ln1w, p.ln1b, N, C);
         gpt_linear_forward(model, la.qkv, la.ln1, p.qkvw, p.qkvb, N, C, 3 * A);
-        attention_forward(la.atty, la.att, la.qkv, B, t, H, hs, &drop_att, gpt_matmul_flags(model));
+        attention_forward(la.atty, la.att, la.qkv, B, t, H, hs, &drop_att, gpt_bf16_products(model));
         gpt_linear_forward(model, s->branch, la.atty, p.attprojw, p.attprojb, N, A, C);
         dropout_forward(s->branch, s->branch, N * C, &drop_res1);
         residual_forward(la.residual2, residual, s->branch, N * C);
@@ -552,7 +552,7 @@ static void backward_team(GPT *model) {
         zero_floats(s->datty, (size_t)N * A);
         gpt_linear_backward(model, s->datty, dp.attprojw, dp.attprojb, dbranch, la.atty, p.attprojw, N, A, C);
         zero_floats(s->dqkv, (size_t)N * 3 * A);
-        attention_backward(s->dqkv, s->datty, la.qkv, la.att, B, t, H, hs, &drop_att, gpt_matmul_flags(model));
+        attention_backward(s->dqkv, s->datty, la.qkv, la.att, B, t, H, hs, &drop_att, gpt_bf16_products(model));
         zero_floats(s->dln, (size_t)N * C);
         gpt_linear_backward(model, s->dln, dp.qkvw, dp.qkvb, s->dqkv, la.ln1, p.qkvw, N, C, 3 * A);
         layernorm_backward(s->dres, dp.ln1w, dp.ln1b, s->dln, residual_in, p.ln1w, la.ln1_mean,

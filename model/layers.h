@@ -38,12 +38,12 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
 // v = [2A,3A), head h at [h*hs, (h+1)*hs) within each. For query position i:
 // w = softmax_j<=i (q_i . k_j / sqrt(hs)), out_i = sum_j dropout(w)_j v_j.
 // out (N, A); att (B, H, t, t) keeps w before dropout, 0 above the diagonal.
-// matmul_flags: 0, or MATMUL_BF16 for bf16 operands in the four products (matmul.h).
+// bf16_products: 0, or 1 for bf16 operands in the four products (matmul_small_bf16).
 void attention_forward(float *out, float *att, const float *qkv, int B, int t, int H, int hs,
-                       const Dropout *drop, int matmul_flags);
+                       const Dropout *drop, int bf16_products);
 // dqkv (N, 3A) += gradient through attention; needs qkv and att of the forward.
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,
-                        int B, int t, int H, int hs, const Dropout *drop, int matmul_flags);
+                        int B, int t, int H, int hs, const Dropout *drop, int bf16_products);
 
 // GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 void gelu_forward(float *out, const float *inp, int n);

@@ -289,7 +289,7 @@ static void backward(float *dinp, float *dweight, float *dbias, const float *dou
     }
 #pragma omp parallel if ((long)N * C * OC >= PARALLEL_MIN_MACS)
     {
-        Gemm gt[MAX_PRODUCTS] = {g[0], g[1]};  // each thread's own, as a16 and b16 are set in it
+        Gemm gt[MAX_PRODUCTS] = {g[0], g[1]};  // each thread's own, as a_panels and b_panels are set in it
         if (use_bf16) matmul_bf16_convert_operands(gt, count);
         gemm_team(gt, count);
     }
@@ -305,20 +305,31 @@ void matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const float
     backward(dinp, dweight, dbias, dout, inp, NULL, weight, N, C, OC);
 }
 
+// The Gemm of a matmul_small product, operands still to be given.
+static Gemm small_gemm(float *c, long ldc, int M, int N, int K, int flags) {
+    return (Gemm){.M = M, .Nc = N, .K = K, .a_kmajor = (flags & MATMUL_A_T) != 0, .c = c, .ldc = ldc,
+                  .accumulate = (flags & MATMUL_ADD) != 0,
+                  .triangle = flags & (MATMUL_LOWER | MATMUL_A_ZERO_ABOVE | MATMUL_A_ZERO_BELOW)};
+}
+
 void matmul_small(float *c, long ldc, const float *a, long lda, const float *b, long ldb,
                   int M, int N, int K, int flags) {
     if (M <= 0 || N <= 0 || K <= 0) return;
-    int triangle = flags & (MATMUL_LOWER | MATMUL_A_ZERO_ABOVE | MATMUL_A_ZERO_BELOW);
-    Gemm g = {.M = M, .Nc = N, .K = K, .a = a, .lda = lda, .a_kmajor = (flags & MATMUL_A_T) != 0,
-              .c = c, .ldc = ldc, .accumulate = (flags & MATMUL_ADD) != 0, .triangle = triangle,
-              .use_bf16 = (flags & MATMUL_BF16) != 0};
-    if (flags & MATMUL_B_T) {
-        g.wt = b;
-        g.ldwt = ldb;
-    } else {
-        g.b = b;
-        g.ldb = ldb;
-    }
+    Gemm g = small_gemm(c, ldc, M, N, K, flags);
+    g.a = a, g.lda = lda;
+    if (flags & MATMUL_B_T) g.wt = b, g.ldwt = ldb;
+    else g.b = b, g.ldb = ldb;
+    gemm_task(&g, 0, M, 0, N);
+}
+
+void matmul_small_bf16(float *c, long ldc, const bf16 *a, long lda, const bf16 *b, long ldb,
+                       int M, int N, int K, int flags) {
+    if (M <= 0 || N <= 0 || K <= 0) return;
+    Gemm g = small_gemm(c, ldc, M, N, K, flags);
+    g.use_bf16 = 1;
+    g.a16 = a, g.lda = lda;
+    if (flags & MATMUL_B_T) g.wt16 = b, g.ldwt = ldb;
+    else g.b16 = b, g.ldb = ldb;
     gemm_task(&g, 0, M, 0, N);
 }
 

@@ -4,7 +4,7 @@
 // share the work; called from serial code they start a team of their own for a large
 // product. Results do not depend on the thread count.
 //
-// Each product also comes in bf16 (the *_bf16 functions, MATMUL_BF16): every operand rounded
+// Each product also comes in bf16 (the *_bf16 functions): every operand rounded
 // to bf16 (bf16.h), the weight taken from a bf16 copy, activations converted as they are
 // packed, and every sum in fp32, pairs of products added as AVX512_BF16's vdpbf16ps adds
 // them: c = (c + a[2p+1] b[2p+1]) + a[2p] b[2p], k in pairs from the start of each block of
@@ -47,7 +47,6 @@ void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dou
 //   MATMUL_A_ZERO_ABOVE  A(i, k) is 0 for k > i (MATMUL_ADD not needed)
 //   MATMUL_A_ZERO_BELOW  A(i, k) is 0 for k < i (only with MATMUL_ADD)
 // Each c(i, j) is one chain over k in order, as in the products above.
-// MATMUL_BF16: A and B rounded to bf16, sums in fp32 (see the top).
 enum {
     MATMUL_A_T = 1,
     MATMUL_B_T = 2,
@@ -55,10 +54,12 @@ enum {
     MATMUL_LOWER = 8,
     MATMUL_A_ZERO_ABOVE = 16,
     MATMUL_A_ZERO_BELOW = 32,
-    MATMUL_BF16 = 64,
 };
 void matmul_small(float *c, long ldc, const float *a, long lda, const float *b, long ldb,
                   int M, int N, int K, int flags);
+// The same with operands already in bf16 (bf16_from_float of each), sums in fp32 (see the top).
+void matmul_small_bf16(float *c, long ldc, const bf16 *a, long lda, const bf16 *b, long ldb,
+                       int M, int N, int K, int flags);
 
 // Name of the compiled kernel path ("avx512", "avx2" or "portable").
 const char *matmul_kernel_name(void);
@@ -73,6 +74,9 @@ void matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const float
 
 // dst[i] = bf16_from_float(src[i]) for i < n; a team function (parallel.h).
 void matmul_convert_bf16(bf16 *dst, const float *src, size_t n);
+// dst (rows, cols) = bf16_from_float of the rows of src, ld floats apart, on the calling
+// thread (with vcvtneps2bf16 where the bf16 products use AVX512_BF16).
+void matmul_convert_bf16_rows(bf16 *dst, const float *src, long ld, int rows, int cols);
 
 // How the bf16 products run: "AVX512_BF16 vdpbf16ps" or "portable C".
 const char *matmul_bf16_path(void);

@@ -1,12 +1,13 @@
-// The bf16 products (matmul.h): matmul.c's tasks, with both operands packed into bf16.
-// For the linear layers the whole team first converts A to bf16 and packs all of B into
-// its column panels, once per product, into a buffer it shares (matmul_bf16_convert_operands);
-// attention's small products convert and pack as they go. For each block of BF16_KC k
-// steps, a task packs the rows of A it covers, a group of BF16_GROUP_PANELS row panels at a
-// time, into pair-interleaved panels (the MR values of a row panel at k = 2p and 2p + 1 side
-// by side); then for each NR-column panel of B (a bf16 weight or activation, packed the same
-// way) it runs the register tiles (Bf16Kernels.tile) over the group. Every element of C gets
-// its pairs in k order, blocks fixed by K alone, so results do not depend on the task or the
+// The bf16 products (matmul.h): matmul.c's tasks, with both operands packed into bf16
+// pair-interleaved panels (the MR values of a row panel of A at k = 2p and 2p + 1 side by
+// side; the NR values of a column panel of B the same way). For the linear layers the whole
+// team first packs all of A into its row panels and all of B into its column panels, once
+// per product, into a buffer it shares (matmul_bf16_convert_operands), so that no task packs
+// what another packs too. Attention's small products (operands already in bf16) pack as they
+// go: for each block of BF16_KC k steps, a task packs the rows of A it covers, a group of
+// BF16_GROUP_PANELS row panels at a time, and each column panel of B. Then for each panel of
+// B it runs the register tiles (Bf16Kernels.tile) over the group. Every element of C gets its
+// pairs in k order, blocks fixed by K alone, so results do not depend on the task or the
 // thread count.
 #include <omp.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@
 #include "parallel.h"
 
 #define MAX_CONVERTED 2      // products that matmul_bf16_convert_operands takes at once
-#define BF16_GROUP_PANELS 16  // row panels of A packed at a time: 16 x 14 x 256 bf16 = 112 KiB
+#define BF16_GROUP_PANELS 20  // row panels of A packed at a time: 20 x 14 x 256 bf16 = 140 KiB
 
 static int force_portable;
 
@@ -53,29 +54,17 @@ void matmul_convert_bf16(bf16 *dst, const float *src, size_t n) {
     bf16_kernels()->convert(dst, src, (long)n);
 }
 
+void matmul_convert_bf16_rows(bf16 *dst, const float *src, long ld, int rows, int cols) {
+    const Bf16Kernels *kern = bf16_kernels();
+    for (int i = 0; i < rows; i++) kern->convert(dst + (long)i * cols, src + i * ld, cols);
+}
+
 static int min_int(int a, int b) { return a < b ? a : b; }
 
 // The team's buffer for converted operands: grown by the team's first thread, kept for the
 // next products (one team at a time, parallel.h).
 static bf16 *operands;
 static size_t operands_capacity;
-
-// dst = bf16 of a k-major A (K, lda) with M columns, and sums[i] += A(i, 0) + A(i, 1) + ...
-// in k order, as gemm tasks would add them: the calling thread's share of the columns, down
-// all the rows, without waiting for the others.
-static void convert_summing(bf16 *dst, const float *a, long lda, int M, int K, float *sums) {
-    int t = omp_get_thread_num(), threads = omp_get_num_threads();
-    int i0 = (int)((long)M * t / threads), i1 = (int)((long)M * (t + 1) / threads);
-    for (int k = 0; k < K; k++) {
-        const float *row = a + k * lda;
-        bf16 *d = dst + k * lda;
-#pragma omp simd
-        for (int i = i0; i < i1; i++) {
-            d[i] = bf16_from_float(row[i]);
-            sums[i] += row[i];
-        }
-    }
-}
 
 // The packed layout of both operands, for `width` rows of A (MR) or columns of B (NR):
 // dst[(p*width + r)*2 + e] = operand r at k step 2p + e, zero past `count` or past kc.
@@ -110,7 +99,7 @@ static void pack_k_contiguous(bf16 *dst, int width, int count, const float *f, c
 #define PREFETCH_ROWS 16
 _Static_assert(GROUP_ROWS >= NR, "a group of A holds at least a column panel of B");
 static void pack_k_major(bf16 *dst, int width, int panels, long stride, int count, const float *f, const bf16 *h,
-                         long ld, int kc) {
+                         long ld, int kc, float *sums) {
     static const float zeros[GROUP_ROWS];
     static const bf16 zeros16[GROUP_ROWS];
     uint32_t words[GROUP_ROWS] = {0};
@@ -131,6 +120,13 @@ static void pack_k_major(bf16 *dst, int width, int panels, long stride, int coun
 #pragma omp simd
             for (int r = 0; r < count; r++)
                 words[r] = bf16_from_float(s0[r]) | (uint32_t)bf16_from_float(s1[r]) << 16;
+            if (sums) {  // in k order, as gemm_add_row_sums adds them
+#pragma omp simd
+                for (int r = 0; r < count; r++) sums[r] += s0[r];
+                if (k + 1 < kc)
+#pragma omp simd
+                    for (int r = 0; r < count; r++) sums[r] += s1[r];
+            }
         } else {
             const bf16 *s0 = h + k * ld, *s1 = k + 1 < kc ? s0 + ld : zeros16;
 #pragma omp simd
@@ -149,7 +145,7 @@ static void pack_a_group(bf16 *dst, long stride, const Gemm *g, int i0, int i1, 
     const bf16 *h = g->a16;
     if (g->a_kmajor) {
         long at = (long)k0 * g->lda + i0;
-        pack_k_major(dst, MR, panels, stride, i1 - i0, f ? f + at : NULL, h ? h + at : NULL, g->lda, kc);
+        pack_k_major(dst, MR, panels, stride, i1 - i0, f ? f + at : NULL, h ? h + at : NULL, g->lda, kc, NULL);
         return;
     }
     for (int q = 0; q < panels; q++) {
@@ -165,8 +161,8 @@ static void pack_b_panel(bf16 *dst, const Gemm *g, int j, int k0, int kc, const 
     int nr = min_int(NR, g->Nc - j);
     if (g->wt16) pack_k_contiguous(dst, NR, nr, NULL, g->wt16 + (long)j * g->ldwt + k0, g->ldwt, kc, kern);
     else if (g->wt) pack_k_contiguous(dst, NR, nr, g->wt + (long)j * g->ldwt + k0, NULL, g->ldwt, kc, kern);
-    else if (g->b16) pack_k_major(dst, NR, 1, 0, nr, NULL, g->b16 + (long)k0 * g->ldb + j, g->ldb, kc);
-    else pack_k_major(dst, NR, 1, 0, nr, g->b + (long)k0 * g->ldb + j, NULL, g->ldb, kc);
+    else if (g->b16) pack_k_major(dst, NR, 1, 0, nr, NULL, g->b16 + (long)k0 * g->ldb + j, g->ldb, kc, NULL);
+    else pack_k_major(dst, NR, 1, 0, nr, g->b + (long)k0 * g->ldb + j, NULL, g->ldb, kc, NULL);
 }
 
 // bf16 in a product's packed B: every column panel over all K steps, blocks of BF16_KC
@@ -181,20 +177,64 @@ static int k_block(int K) {
     return kcb + (kcb & 1);
 }
 
-void matmul_bf16_convert_operands(Gemm *g, int count) {
-    // what is converted: each A (rows of lda, the last of its width), and products of the
-    // team share an A given by the same pointer; each B is packed whole (b_panels)
-    const float *src[MAX_CONVERTED];
-    size_t sizes[MAX_CONVERTED], need = 0;
-    int n = 0;
-    for (int p = 0; p < count && p < MAX_CONVERTED; p++) {
-        const float *a = g[p].a;
-        size_t a_size = g[p].a_kmajor ? (size_t)(g[p].K - 1) * g[p].lda + g[p].M : (size_t)(g[p].M - 1) * g[p].lda + g[p].K;
-        int seen = 0;
-        for (int i = 0; i < n; i++) seen |= src[i] == a;
-        if (!seen) src[n] = a, sizes[n++] = a_size, need += a_size;
-        need += (size_t)b_panels_size(&g[p]);
+// bf16 in a product's packed A, laid out as B's: every row panel over all K steps.
+static long a_panel_stride(const Gemm *g) { return (long)(g->K + 1) / 2 * MR * 2; }
+static long a_panels_size(const Gemm *g) { return (long)(g->M + MR - 1) / MR * a_panel_stride(g); }
+
+// Row panels [q0, q1) of A over all K steps into panels (the first at dst), block by block;
+// a k-major A's row sums, when the product wants them, are added as its floats go by.
+static void pack_a_panels(bf16 *dst, const Gemm *g, int q0, int q1, const Bf16Kernels *kern) {
+    int K = g->K, kcb = k_block(K), i0 = q0 * MR, i1 = min_int(g->M, q1 * MR);
+    long stride = a_panel_stride(g);
+    for (int k0 = 0; k0 < K; k0 += kcb) {
+        int kc = min_int(kcb, K - k0);
+        if (g->a_kmajor) {
+            float *sums = g->a_row_sums ? g->a_row_sums + i0 : NULL;
+            pack_k_major(dst + (long)k0 * MR, MR, q1 - q0, stride, i1 - i0, g->a + (long)k0 * g->lda + i0, NULL,
+                         g->lda, kc, sums);
+            continue;
+        }
+        for (int q = q0; q < q1; q++) {
+            int i = q * MR;
+            pack_k_contiguous(dst + (long)(q - q0) * stride + (long)k0 * MR, MR, min_int(MR, g->M - i), g->a + (long)i * g->lda + k0,
+                              NULL, g->lda, kc, kern);
+        }
     }
+}
+
+// Column panels [q0, q1) of B over all K steps into panels (the first at dst), block by block.
+static void pack_b_panels(bf16 *dst, const Gemm *g, int q0, int q1, const Bf16Kernels *kern) {
+    int K = g->K, kcb = k_block(K), j0 = q0 * NR, j1 = min_int(g->Nc, q1 * NR);
+    long stride = b_panel_stride(g);
+    for (int k0 = 0; k0 < K; k0 += kcb) {
+        int kc = min_int(kcb, K - k0);
+        if (g->b16 || g->b) {
+            long at = (long)k0 * g->ldb + j0;
+            pack_k_major(dst + (long)k0 * NR, NR, q1 - q0, stride, j1 - j0, g->b16 ? NULL : g->b + at,
+                         g->b16 ? g->b16 + at : NULL, g->ldb, kc, NULL);
+            continue;
+        }
+        for (int q = q0; q < q1; q++) pack_b_panel(dst + (long)(q - q0) * stride + (long)k0 * NR, g, q * NR, k0, kc, kern);
+    }
+}
+
+// The packing work of a product: A in units of row panels, then B in units of column
+// panels; an operand whose rows are read across (k-major) is packed a group of panels at a
+// time, GROUP_ROWS rows or columns.
+typedef struct {
+    int a_units, b_units, a_unit_panels, b_unit_panels;
+} PackUnits;
+
+static PackUnits pack_units(const Gemm *g) {
+    PackUnits u = {0, 0, g->a_kmajor ? BF16_GROUP_PANELS : 1, g->b16 || g->b ? GROUP_ROWS / NR : 1};
+    u.a_units = ((g->M + MR - 1) / MR + u.a_unit_panels - 1) / u.a_unit_panels;
+    u.b_units = ((g->Nc + NR - 1) / NR + u.b_unit_panels - 1) / u.b_unit_panels;
+    return u;
+}
+
+void matmul_bf16_convert_operands(Gemm *g, int count) {
+    size_t need = 0;
+    for (int p = 0; p < count; p++) need += (size_t)(a_panels_size(&g[p]) + b_panels_size(&g[p]));
     // every thread reads the same capacity here: it changes only below, after every thread
     // of the team has read it
     if (need > operands_capacity) {
@@ -207,40 +247,38 @@ void matmul_bf16_convert_operands(Gemm *g, int count) {
         team_barrier();
         if (operands_capacity < need) return;  // convert while packing instead
     }
-    bf16 *dst = operands;
-    for (int i = 0; i < n; i++) {
-        // an A whose row sums a product wants is summed as it is converted
-        Gemm *summed = NULL;
-        for (int p = 0; p < count; p++)
-            if (g[p].a == src[i] && g[p].a_kmajor && g[p].a_row_sums) summed = &g[p];
-        if (summed) {
-            convert_summing(dst, src[i], summed->lda, summed->M, summed->K, summed->a_row_sums);
-            summed->a_row_sums = NULL;
-        } else {
-            convert_share(dst, src[i], sizes[i]);
-        }
-        for (int p = 0; p < count; p++)
-            if (g[p].a == src[i]) g[p].a16 = dst;
-        dst += sizes[i];
-    }
-    // the column panels of every B, one (panel, k block) at a time, straight from its source
-    int panels[MAX_CONVERTED + 1] = {0};  // product p's panels are [panels[p], panels[p + 1])
-    bf16 *b_dst[MAX_CONVERTED];
+    // product p's units are [first[p], first[p + 1]): its A's, then its B's
+    PackUnits units[MAX_CONVERTED];
+    int first[MAX_CONVERTED + 1] = {0};
+    bf16 *a_dst[MAX_CONVERTED], *b_dst[MAX_CONVERTED], *dst = operands;
     for (int p = 0; p < count; p++) {
-        panels[p + 1] = panels[p] + (g[p].Nc + NR - 1) / NR;
-        b_dst[p] = dst;
-        dst += b_panels_size(&g[p]);
+        units[p] = pack_units(&g[p]);
+        first[p + 1] = first[p] + units[p].a_units + units[p].b_units;
+        a_dst[p] = dst;
+        b_dst[p] = dst + a_panels_size(&g[p]);
+        dst = b_dst[p] + b_panels_size(&g[p]);
     }
     const Bf16Kernels *kern = bf16_kernels();
-#pragma omp for schedule(static) nowait
-    for (int q = 0; q < panels[count]; q++) {
+#pragma omp for schedule(dynamic, 1) nowait
+    for (int unit = 0; unit < first[count]; unit++) {
         int p = 0;
-        while (q >= panels[p + 1]) p++;
-        int j = (q - panels[p]) * NR, K = g[p].K, kcb = k_block(K);
-        bf16 *panel = b_dst[p] + (long)(q - panels[p]) * b_panel_stride(&g[p]);
-        for (int k0 = 0; k0 < K; k0 += kcb) pack_b_panel(panel + (long)k0 * NR, &g[p], j, k0, min_int(kcb, K - k0), kern);
+        while (unit >= first[p + 1]) p++;
+        const Gemm *gp = &g[p];
+        int u = unit - first[p];
+        if (u < units[p].a_units) {
+            int q0 = u * units[p].a_unit_panels, q1 = min_int(q0 + units[p].a_unit_panels, (gp->M + MR - 1) / MR);
+            pack_a_panels(a_dst[p] + (long)q0 * a_panel_stride(gp), gp, q0, q1, kern);
+            continue;
+        }
+        int q0 = (u - units[p].a_units) * units[p].b_unit_panels;
+        int q1 = min_int(q0 + units[p].b_unit_panels, (gp->Nc + NR - 1) / NR);
+        pack_b_panels(b_dst[p] + (long)q0 * b_panel_stride(gp), gp, q0, q1, kern);
     }
-    for (int p = 0; p < count; p++) g[p].b_panels = b_dst[p];
+    for (int p = 0; p < count; p++) {
+        g[p].a_panels = a_dst[p];
+        g[p].b_panels = b_dst[p];
+        g[p].a_row_sums = NULL;  // added while packing
+    }
     team_barrier();
 }
 
@@ -258,7 +296,7 @@ void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1) {
         long panel = (long)kp * MR * 2;  // bf16 in a packed row panel
         for (int g0 = i0; g0 < i1; g0 += BF16_GROUP_PANELS * MR) {
             int g1 = min_int(i1, g0 + BF16_GROUP_PANELS * MR);
-            pack_a_group(apack, panel, g, g0, g1, k0, kc, kern);
+            if (!g->a_panels) pack_a_group(apack, panel, g, g0, g1, k0, kc, kern);
             for (int j = j0; j < j1; j += NR) {
                 int nr = min_int(NR, Nc - j);
                 const bf16 *bpanel = bpack;
@@ -272,7 +310,9 @@ void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1) {
                     int klo, khi;
                     if (!gemm_tile_k_range(g, i, mr, j, k0, kc, &klo, &khi)) continue;
                     int plo = (klo - k0) / 2, phi = (khi - k0 + 1) / 2;
-                    const bf16 *a = apack + (i - g0) / MR * panel + (long)plo * MR * 2;
+                    const bf16 *a = g->a_panels ? g->a_panels + (long)(i / MR) * a_panel_stride(g) + (long)k0 * MR
+                                                : apack + (i - g0) / MR * panel;
+                    a += (long)plo * MR * 2;
                     const bf16 *b = bpanel + (long)plo * NR * 2;
                     float *c = g->c + (long)i * g->ldc + j;
                     if (mr == MR && nr == NR) {

@@ -64,7 +64,8 @@ typedef struct {
     int use_bf16;       // 1: bf16 operands (matmul_bf16.c); B may then come from b16 or wt16
     const bf16 *b16;    // B(k, j) = b16[k*ldb + j]
     const bf16 *wt16;   // B(k, j) = wt16[j*ldwt + k]
-    const bf16 *a16;    // A in bf16, laid out as a (matmul_bf16_convert_operands), or NULL
+    const bf16 *a16;    // A in bf16, laid out as a, or NULL
+    const bf16 *a_panels;  // A packed whole into row panels (matmul_bf16_convert_operands), or NULL
     const bf16 *b_panels;  // B packed whole into column panels (matmul_bf16_convert_operands), or NULL
 } Gemm;
 
@@ -119,11 +120,12 @@ static inline void gemm_add_row_sums(const Gemm *g, int i0, int i1, int k0, int 
 // boundaries, each element's sum in the same order whatever the task (matmul_bf16.c).
 void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1);
 
-// Team function: converts the A of count bf16 products (an A read by both only once) to bf16
-// and packs each B whole into the column panels the tile kernels read, in a buffer shared by
-// the team, and points a16 and b_panels at them, so that the tasks neither convert the same
-// floats nor pack the same panel of B again and again. Without the memory for it the
-// products convert and pack as they go; the results are the same.
+// Team function: packs the A of count bf16 products whole into the row panels and each B
+// into the column panels the tile kernels read, in a buffer shared by the team, adds a
+// k-major A's row sums as it goes (and clears a_row_sums), and points a_panels and b_panels
+// at the panels, so that the tasks neither convert the same floats nor pack the same panel
+// again and again. Without the memory for it the products convert and pack as they go; the
+// results are the same.
 void matmul_bf16_convert_operands(Gemm *g, int count);
 
 // k steps in a block of a bf16 product; even, so that no pair straddles two blocks

@@ -1,6 +1,7 @@
 #include "precision.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,19 +66,24 @@ void gpt_linear_backward(const GPT *model, float *dinp, float *dweight, float *d
     else matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 
-int gpt_matmul_flags(const GPT *model) { return model->params_bf16 ? MATMUL_BF16 : 0; }
+int gpt_bf16_products(const GPT *model) { return model->params_bf16 != NULL; }
 
 void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int B, GPTPlanKind kind,
                                Precision precision) {
     plan->bf16_weights = 0.0;
     if (precision != PRECISION_BF16) return;
     plan->bf16_weights = plan->parameters / 2;
-    // a forward converts its input (N, width) and packs its weight; a backward converts its
-    // output gradient and packs its input and weight (columns padded to panels of at most 32)
+    // a forward packs its input (N, width) and its weight; a backward packs its output
+    // gradient twice (for dweight and for dinp), its input and its weight; rows and columns
+    // are padded to panels of at most 32, and K to an even number
     double C = config->n_embd, A = (double)config->n_head * config->head_size, V = config->vocab_size;
     double rows = (double)(kind == GPT_PLAN_GENERATION ? 1 : B) * config->block_size;
-    double width = fmax(C, fmax(A, 4 * C));
-    if (kind == GPT_PLAN_TRAINING) width = fmax(fmax(3 * A + C + 32, 5 * C + 32), V + C + 32);
-    double weight = (fmax(fmax(3 * A, 4 * C), V) + 32) * (fmax(C, A) + 32);
-    plan->scratch += (rows * width + weight) * sizeof(bf16);
+    double width = fmax(C, fmax(A, 4 * C)) + 32;
+    if (kind == GPT_PLAN_TRAINING) width = 2 * fmax(fmax(3 * A, 4 * C), V) + C + 3 * 32;
+    double weight = 2 * (fmax(fmax(3 * A, 4 * C), V) + 32) * (fmax(C, A) + 32);
+    // attention converts a head's q, k, v, output gradient (t, hs) and two (t, t) matrices,
+    // on each thread
+    double t = config->block_size, hs = config->head_size;
+    double head = (4 * t * hs + 2 * t * t) * omp_get_max_threads();
+    plan->scratch += (rows * width + weight + head) * sizeof(bf16);
 }

@@ -39,12 +39,13 @@ void gpt_linear_forward_rows(const GPT *model, float *out, const float *inp, con
 void gpt_linear_backward(const GPT *model, float *dinp, float *dweight, float *dbias,
                          const float *dout, const float *inp, const float *weight, int N, int C,
                          int OC);
-// The matmul_small flags for attention's products: MATMUL_BF16 in bf16, else 0.
-int gpt_matmul_flags(const GPT *model);
+// Whether attention's products take bf16 operands: 1 in bf16, else 0.
+int gpt_bf16_products(const GPT *model);
 
 // Adds to a memory plan from gpt_memory_plan (the same config, B and kind) what a model in
 // this precision needs beside it: in bf16 the weights' copy, and in scratch the largest
-// product's operands in bf16, A converted and B packed (matmul_bf16_convert_operands).
+// product's operands packed in bf16 (matmul_bf16_convert_operands) and attention's bf16 copies
+// of a head's operands, per thread.
 void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int B, GPTPlanKind kind,
                                Precision precision);
 

@@ -211,7 +211,7 @@ TEST(bf16_linear_matches_reference) {
            NUM_SHAPES, worst.worst_rounded, worst.worst_given, worst.rel_error, U16);
 }
 
-// matmul_small with MATMUL_BF16 and each flag attention uses, on shapes that cut tiles,
+// matmul_small_bf16 and each flag attention uses, on shapes that cut tiles,
 // pairs and the diagonal awkwardly; the A given to the triangle flags has their zeros.
 static void run_small(int M, int N, int K, int flags, unsigned seed, Errors *worst, float **c_out) {
     long lda = (flags & MATMUL_A_T ? M : K) + 3, ldb = (flags & MATMUL_B_T ? K : N) + 5, ldc = N + 2;
@@ -227,10 +227,14 @@ static void run_small(int M, int N, int K, int flags, unsigned seed, Errors *wor
         for (int k = 0; k < K; k++)
             if (((flags & MATMUL_A_ZERO_ABOVE) && k > i) || ((flags & MATMUL_A_ZERO_BELOW) && k < i)) a[i * sa + k * ta] = 0;
     memcpy(c, c0, (size_t)M * ldc * sizeof(float));
-    matmul_small(c, ldc, a, lda, b, ldb, M, N, K, flags | MATMUL_BF16);
+    bf16 *a16 = malloc(na * sizeof(bf16)), *b16 = malloc(nb * sizeof(bf16));
+    matmul_convert_bf16(a16, a, na);
+    matmul_convert_bf16(b16, b, nb);
+    matmul_small_bf16(c, ldc, a16, lda, b16, ldb, M, N, K, flags);
+    free(a16), free(b16);
     Errors e = check_product(c, ldc, a, sa, ta, b, sb, tb, flags & MATMUL_ADD ? c0 : NULL, ldc, 1, M, N, K,
                              (flags & MATMUL_LOWER) != 0);
-    CHECK(within(e), "%s matmul_small M=%d N=%d K=%d flags %d: error / bound %.2f (rounded), %.2f (given)",
+    CHECK(within(e), "%s matmul_small_bf16 M=%d N=%d K=%d flags %d: error / bound %.2f (rounded), %.2f (given)",
           matmul_bf16_path(), M, N, K, flags, e.worst_rounded, e.worst_given);
     worst_of(worst, e);
     free(a), free(b), free(c0);
@@ -270,7 +274,7 @@ TEST(bf16_attention_products_match_reference) {
         }
     matmul_bf16_force_portable(0);
     CHECK(mismatches == 0, "portable C and %s differ in %d rows of attention products", vector_path(), mismatches);
-    printf("    bf16 matmul_small, %d shape/flag cases, both paths: worst %.2f of the rounded-operand bound, %.3f of "
+    printf("    matmul_small_bf16, %d shape/flag cases, both paths: worst %.2f of the rounded-operand bound, %.3f of "
            "the bf16 bound, max rel error %.2e; portable = %s bit for bit\n",
            compared, worst.worst_rounded, worst.worst_given, worst.rel_error, vector_path());
 }
