@@ -63,6 +63,16 @@ static void dropout_weights(float *dst, const float *src, int t, size_t base_ind
         }
 }
 
+// dst (t, t) = bf16 of a lower-triangular src (t, t): each row up to the diagonal and the
+// band of zeros after it that the products may read (MATMUL_TRIANGLE_BAND); what is
+// further right is left as it is, as the products' results do not depend on it.
+static void triangle_to_bf16(bf16 *dst, const float *src, int t) {
+    for (int i = 0; i < t; i++) {
+        int n = i + 1 + MATMUL_TRIANGLE_BAND < t ? i + 1 + MATMUL_TRIANGLE_BAND : t;
+        matmul_convert_bf16_rows(dst + (size_t)i * t, src + (size_t)i * t, t, 1, n);
+    }
+}
+
 // A head's operands in bf16, for the bf16 products: q, k, v (and the output gradient g in
 // the backward) as (t, hs) each, and (t, t) matrices, carved from a thread's scratch after
 // `floats` floats of its own.
@@ -134,7 +144,7 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int t, i
             }
             float *o = out + (size_t)b * t * A + h * hs;
             if (bf16_products) {
-                matmul_convert_bf16_rows(h16.w, weights, t, t, t);
+                triangle_to_bf16(h16.w, weights, t);
                 matmul_small_bf16(o, A, h16.w, t, h16.v, hs, t, hs, t, MATMUL_A_ZERO_ABOVE);
             } else {
                 matmul_small(o, A, weights, t, v, 3 * A, t, hs, t, MATMUL_A_ZERO_ABOVE);
@@ -184,7 +194,7 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
                 weights = dropped;
             }
             if (bf16_products) {
-                matmul_convert_bf16_rows(h16.w, weights, t, t, t);
+                triangle_to_bf16(h16.w, weights, t);
                 matmul_small_bf16(dv, 3 * A, h16.w, t, h16.g, hs, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD);
                 // dW' = dO V^T
                 matmul_small_bf16(dw, t, h16.g, hs, h16.v, hs, t, t, hs, MATMUL_B_T | MATMUL_LOWER);
@@ -208,7 +218,7 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
             }
             // dQ = dS K,  dK = dS^T Q
             if (bf16_products) {
-                matmul_convert_bf16_rows(h16.ds, dw, t, t, t);
+                triangle_to_bf16(h16.ds, dw, t);
                 matmul_small_bf16(dq, 3 * A, h16.ds, t, h16.k, hs, t, hs, t, MATMUL_A_ZERO_ABOVE | MATMUL_ADD);
                 matmul_small_bf16(dk, 3 * A, h16.ds, t, h16.q, hs, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD);
             } else {

@@ -46,7 +46,11 @@ void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dou
 //                        diagonal are written whole: the caller overwrites what is above)
 //   MATMUL_A_ZERO_ABOVE  A(i, k) is 0 for k > i (MATMUL_ADD not needed)
 //   MATMUL_A_ZERO_BELOW  A(i, k) is 0 for k < i (only with MATMUL_ADD)
+// The result never depends on A(i, k) more than MATMUL_TRIANGLE_BAND past the diagonal on
+// the side a flag says is zero (k > i + band, or k < i - band): there A may hold anything,
+// even NaN; only the zeros within the band must be there.
 // Each c(i, j) is one chain over k in order, as in the products above.
+#define MATMUL_TRIANGLE_BAND 16
 enum {
     MATMUL_A_T = 1,
     MATMUL_B_T = 2,

@@ -24,6 +24,10 @@
 #define NR 8
 #endif
 
+// a tile's rows share one k range, which reaches MR - 1 past the diagonal for the row at
+// its top, and a bf16 pair one more (matmul.h's MATMUL_TRIANGLE_BAND)
+_Static_assert(MR + 1 <= MATMUL_TRIANGLE_BAND, "a triangle's band holds a tile's reach");
+
 // One register tile, c (MR, NR) = start + sum over k < kc of A(i, k) B(k, j), where
 //   A(i, k) = a[i*lda + k] when a_kmajor is 0 (rows of A contiguous in k),
 //   A(i, k) = a[k*lda + i] when a_kmajor is 1 (the MR values of one k contiguous),

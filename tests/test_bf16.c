@@ -212,7 +212,8 @@ TEST(bf16_linear_matches_reference) {
 }
 
 // matmul_small_bf16 and each flag attention uses, on shapes that cut tiles,
-// pairs and the diagonal awkwardly; the A given to the triangle flags has their zeros.
+// pairs and the diagonal awkwardly; the A given to the triangle flags has their zeros within
+// MATMUL_TRIANGLE_BAND of the diagonal and NaN beyond, which must not reach the result.
 static void run_small(int M, int N, int K, int flags, unsigned seed, Errors *worst, float **c_out) {
     long lda = (flags & MATMUL_A_T ? M : K) + 3, ldb = (flags & MATMUL_B_T ? K : N) + 5, ldc = N + 2;
     size_t na = (size_t)(flags & MATMUL_A_T ? K : M) * lda, nb = (size_t)(flags & MATMUL_B_T ? N : K) * ldb;
@@ -230,6 +231,11 @@ static void run_small(int M, int N, int K, int flags, unsigned seed, Errors *wor
     bf16 *a16 = malloc(na * sizeof(bf16)), *b16 = malloc(nb * sizeof(bf16));
     matmul_convert_bf16(a16, a, na);
     matmul_convert_bf16(b16, b, nb);
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++)
+            if (((flags & MATMUL_A_ZERO_ABOVE) && k > i + MATMUL_TRIANGLE_BAND) ||
+                ((flags & MATMUL_A_ZERO_BELOW) && k < i - MATMUL_TRIANGLE_BAND))
+                a16[i * sa + k * ta] = 0x7FC0;  // a bf16 NaN
     matmul_small_bf16(c, ldc, a16, lda, b16, ldb, M, N, K, flags);
     free(a16), free(b16);
     Errors e = check_product(c, ldc, a, sa, ta, b, sb, tb, flags & MATMUL_ADD ? c0 : NULL, ldc, 1, M, N, K,

@@ -236,7 +236,8 @@ TEST(matmul_same_bits_for_any_thread_count) {
 
 // matmul_small against a double triple loop, with each layout and triangle flag, on shapes
 // that cut tiles, k blocks and the diagonal awkwardly. The A given to the triangle flags has
-// the zeros they promise; with MATMUL_LOWER only c(i, j), j <= i, is compared.
+// the zeros they promise within MATMUL_TRIANGLE_BAND of the diagonal and NaN beyond, which
+// must not reach the result; with MATMUL_LOWER only c(i, j), j <= i, is compared.
 TEST(matmul_small_matches_reference) {
     static const Shape shapes[] = {{1, 1, 1}, {5, 7, 3}, {14, 32, 32}, {15, 33, 17}, {64, 64, 32},
                                    {64, 32, 64}, {100, 100, 64}, {300, 300, 300}};
@@ -278,6 +279,11 @@ TEST(matmul_small_matches_reference) {
                     }
                     want[(size_t)i * N + j] = acc;
                 }
+            for (int i = 0; i < M; i++)
+                for (int k = 0; k < K; k++)
+                    if (((flags & MATMUL_A_ZERO_ABOVE) && k > i + MATMUL_TRIANGLE_BAND) ||
+                        ((flags & MATMUL_A_ZERO_BELOW) && k < i - MATMUL_TRIANGLE_BAND))
+                        a[flags & MATMUL_A_T ? (size_t)k * lda + i : (size_t)i * lda + k] = NAN;
             matmul_small(c, ldc, a, lda, b, ldb, M, N, K, flags);
             double num = 0.0, den = 0.0;
             for (int i = 0; i < M; i++)
