@@ -18,7 +18,7 @@
 #include "parallel.h"
 
 #define MAX_CONVERTED 2      // products that matmul_bf16_convert_operands takes at once
-#define BF16_GROUP_PANELS 20  // row panels of A packed at a time: 20 x 14 x 256 bf16 = 140 KiB
+#define BF16_GROUP_PANELS 20  // row panels of A packed at a time: 20 x 14 x 384 bf16 = 210 KiB
 
 static int force_portable;
 

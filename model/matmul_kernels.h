@@ -132,8 +132,9 @@ void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1);
 // results are the same.
 void matmul_bf16_convert_operands(Gemm *g, int count);
 
-// k steps in a block of a bf16 product; even, so that no pair straddles two blocks
-#define BF16_KC 256
+// k steps in a block of a bf16 product; even, so that no pair straddles two blocks. A block
+// of a column panel of B (384 x 32 bf16, 24 KiB) stays in L1 while the tiles of a group use it.
+#define BF16_KC 384
 
 // The bf16 kernels of one instruction set. Every c[i][j] below gets the pairs p of its sum
 // in order, each added as vdpbf16ps adds it:
