@@ -256,6 +256,7 @@ void gpt_free(GPT *model) {
     free(model->inputs);
     free(model->targets);
     free(model->params_bf16);
+    free(model->weight_panels);
     memset(model, 0, sizeof(*model));
 }
 

@@ -118,8 +118,10 @@ typedef struct {
     // (dropout_seed, layer, site, element) so forward and backward agree.
     int training;
     uint64_t dropout_seed;
-    // bf16 copy of params_memory (precision.h), NULL in fp32
+    // bf16 copy of params_memory, and the linear layers' weights packed in bf16 for their
+    // forward products (precision.h); both NULL in fp32
     uint16_t *params_bf16;
+    uint16_t *weight_panels;
 } GPT;
 
 // Allocates parameters (zeroed) for a config, and their gradients when with_gradients is 1
@@ -138,7 +140,8 @@ typedef struct {
     double activations;  // kept for backward, for B sequences of block_size tokens
     double scratch;      // per-call temporaries, inputs and targets
     double generation;   // generation: the key/value cache and one position's buffers per sample
-    double bf16_weights; // bf16 precision: the bf16 copy of the weights (gpt_memory_plan_precision)
+    double bf16_weights; // bf16 precision: the bf16 copy of the weights and the linear layers' packed
+                         // panels (gpt_memory_plan_precision)
 } GPTMemoryPlan;
 // What a plan is for (the values 0 and 1 are the earlier "training" flag's):
 typedef enum {

@@ -235,12 +235,12 @@ static void forward_team(const Gemm *shared, int by_rows) {
 }
 
 static void forward(float *out, const float *inp, const float *weight, const bf16 *weight16,
-                    const float *bias, int N, int C, int OC, int by_rows) {
+                    const bf16 *weight_panels, const float *bias, int N, int C, int OC, int by_rows) {
     if (N <= 0 || OC <= 0) return;
     long macs = (long)N * C * OC;
     Gemm g = {.M = N, .Nc = OC, .K = C, .a = inp, .lda = C, .a_kmajor = 0, .wt = weight,
               .wt16 = weight16, .ldwt = C, .c = out, .ldc = OC, .accumulate = 0, .bias = bias,
-              .use_bf16 = weight16 != NULL};
+              .use_bf16 = weight16 != NULL, .b_panels = weight_panels};
     by_rows = by_rows || N <= GEMV_MAX_ROWS || C == 0;
     if (in_team()) {
         forward_team(&g, by_rows);
@@ -252,22 +252,27 @@ static void forward(float *out, const float *inp, const float *weight, const bf1
 
 void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                     int N, int C, int OC) {
-    forward(out, inp, weight, NULL, bias, N, C, OC, 0);
+    forward(out, inp, weight, NULL, NULL, bias, N, C, OC, 0);
 }
 
 void matmul_forward_bf16(float *out, const float *inp, const bf16 *weight, const float *bias,
                          int N, int C, int OC) {
-    forward(out, inp, NULL, weight, bias, N, C, OC, 0);
+    forward(out, inp, NULL, weight, NULL, bias, N, C, OC, 0);
+}
+
+void matmul_forward_bf16_packed(float *out, const float *inp, const bf16 *weight, const bf16 *weight_panels,
+                                const float *bias, int N, int C, int OC) {
+    forward(out, inp, NULL, weight, weight_panels, bias, N, C, OC, 0);
 }
 
 void matmul_forward_rows(float *out, const float *inp, const float *weight, const float *bias,
                          int N, int C, int OC) {
-    forward(out, inp, weight, NULL, bias, N, C, OC, 1);
+    forward(out, inp, weight, NULL, NULL, bias, N, C, OC, 1);
 }
 
 void matmul_forward_rows_bf16(float *out, const float *inp, const bf16 *weight, const float *bias,
                               int N, int C, int OC) {
-    forward(out, inp, NULL, weight, bias, N, C, OC, 1);
+    forward(out, inp, NULL, weight, NULL, bias, N, C, OC, 1);
 }
 
 static void backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,

@@ -71,6 +71,14 @@ const char *matmul_kernel_name(void);
 // The products above with bf16 operands: weight is the bf16 copy of the (OC, C) weight.
 void matmul_forward_bf16(float *out, const float *inp, const bf16 *weight, const float *bias,
                          int N, int C, int OC);
+// The same forward with its weight also given packed once (weight_panels, from
+// matmul_pack_weight_bf16), so that the product does not pack it again: same results.
+void matmul_forward_bf16_packed(float *out, const float *inp, const bf16 *weight, const bf16 *weight_panels,
+                                const float *bias, int N, int C, int OC);
+// bf16 in a packed (OC, C) weight, and the packing: weight_panels = the column panels of
+// weight^T that matmul_forward_bf16's product reads; a team function (parallel.h).
+size_t matmul_weight_panels_size(int C, int OC);
+void matmul_pack_weight_bf16(bf16 *weight_panels, const bf16 *weight, int C, int OC);
 void matmul_forward_rows_bf16(float *out, const float *inp, const bf16 *weight, const float *bias,
                               int N, int C, int OC);
 void matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const float *dout,

@@ -232,9 +232,14 @@ static PackUnits pack_units(const Gemm *g) {
     return u;
 }
 
+// bf16 that convert_operands packs for a product: A, and B unless it came packed
+static size_t operands_size(const Gemm *g) {
+    return (size_t)(a_panels_size(g) + (g->b_panels ? 0 : b_panels_size(g)));
+}
+
 void matmul_bf16_convert_operands(Gemm *g, int count) {
     size_t need = 0;
-    for (int p = 0; p < count; p++) need += (size_t)(a_panels_size(&g[p]) + b_panels_size(&g[p]));
+    for (int p = 0; p < count; p++) need += operands_size(&g[p]);
     // every thread reads the same capacity here: it changes only below, after every thread
     // of the team has read it
     if (need > operands_capacity) {
@@ -253,10 +258,11 @@ void matmul_bf16_convert_operands(Gemm *g, int count) {
     bf16 *a_dst[MAX_CONVERTED], *b_dst[MAX_CONVERTED], *dst = operands;
     for (int p = 0; p < count; p++) {
         units[p] = pack_units(&g[p]);
+        if (g[p].b_panels) units[p].b_units = 0;
         first[p + 1] = first[p] + units[p].a_units + units[p].b_units;
         a_dst[p] = dst;
-        b_dst[p] = dst + a_panels_size(&g[p]);
-        dst = b_dst[p] + b_panels_size(&g[p]);
+        b_dst[p] = g[p].b_panels ? NULL : dst + a_panels_size(&g[p]);
+        dst += operands_size(&g[p]);
     }
     const Bf16Kernels *kern = bf16_kernels();
 #pragma omp for schedule(dynamic, 1) nowait
@@ -276,9 +282,27 @@ void matmul_bf16_convert_operands(Gemm *g, int count) {
     }
     for (int p = 0; p < count; p++) {
         g[p].a_panels = a_dst[p];
-        g[p].b_panels = b_dst[p];
+        if (b_dst[p]) g[p].b_panels = b_dst[p];
         g[p].a_row_sums = NULL;  // added while packing
     }
+    team_barrier();
+}
+
+size_t matmul_weight_panels_size(int C, int OC) {
+    Gemm g = {.Nc = OC, .K = C};
+    return (size_t)b_panels_size(&g);
+}
+
+void matmul_pack_weight_bf16(bf16 *weight_panels, const bf16 *weight, int C, int OC) {
+    Gemm g = {.Nc = OC, .K = C, .wt16 = weight, .ldwt = C, .use_bf16 = 1};
+    int panels = (OC + NR - 1) / NR;
+    const Bf16Kernels *kern = bf16_kernels();
+    if (!in_team()) {
+        pack_b_panels(weight_panels, &g, 0, panels, kern);
+        return;
+    }
+#pragma omp for schedule(static) nowait
+    for (int q = 0; q < panels; q++) pack_b_panels(weight_panels + (long)q * b_panel_stride(&g), &g, q, q + 1, kern);
     team_barrier();
 }
 

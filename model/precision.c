@@ -22,13 +22,45 @@ void precision_describe(Precision precision, char *text, size_t n) {
     else snprintf(text, n, "fp32");
 }
 
+// The weights of the linear layers' forwards, by kind: `layers` matrices (OC, C), one after
+// the other from `first` in params_memory, each packed into matmul_weight_panels_size(C, OC)
+// bf16 of weight_panels, kind after kind.
+#define LINEAR_KINDS 5
+typedef struct {
+    const float *first;
+    int layers, OC, C;
+} LinearWeights;
+
+static void linear_weights(const GPT *model, LinearWeights kinds[LINEAR_KINDS]) {
+    const GPTConfig *c = &model->config;
+    const ParameterTensors *p = &model->params;
+    int L = c->n_layer, C = c->n_embd, A = c->n_head * c->head_size;
+    kinds[0] = (LinearWeights){p->qkvw, L, 3 * A, C};
+    kinds[1] = (LinearWeights){p->attprojw, L, C, A};
+    kinds[2] = (LinearWeights){p->fcw, L, 4 * C, C};
+    kinds[3] = (LinearWeights){p->fcprojw, L, C, 4 * C};
+    kinds[4] = (LinearWeights){p->wte, 1, c->vocab_size, C};  // the output head
+}
+
+static size_t weight_panels_size(const GPTConfig *c) {
+    size_t C = c->n_embd, A = (size_t)c->n_head * c->head_size, L = c->n_layer;
+    return L * (matmul_weight_panels_size(C, 3 * A) + matmul_weight_panels_size(A, C) +
+                matmul_weight_panels_size(C, 4 * C) + matmul_weight_panels_size(4 * C, C)) +
+           matmul_weight_panels_size(C, c->vocab_size);
+}
+
 int gpt_set_precision(GPT *model, Precision precision, char err[ERR_LEN]) {
     free(model->params_bf16);
-    model->params_bf16 = NULL;
+    free(model->weight_panels);
+    model->params_bf16 = model->weight_panels = NULL;
     if (precision == PRECISION_FP32) return 0;
     model->params_bf16 = malloc(model->num_parameters * sizeof(bf16) + 64);
-    if (!model->params_bf16) {
-        snprintf(err, ERR_LEN, "out of memory for the bf16 copy of %zu parameters", model->num_parameters);
+    model->weight_panels = malloc(weight_panels_size(&model->config) * sizeof(bf16) + 64);
+    if (!model->params_bf16 || !model->weight_panels) {
+        free(model->params_bf16);
+        free(model->weight_panels);
+        model->params_bf16 = model->weight_panels = NULL;
+        snprintf(err, ERR_LEN, "out of memory for the bf16 copies of %zu parameters", model->num_parameters);
         return -1;
     }
     gpt_refresh_bf16(model);
@@ -38,7 +70,32 @@ int gpt_set_precision(GPT *model, Precision precision, char err[ERR_LEN]) {
 Precision gpt_precision(const GPT *model) { return model->params_bf16 ? PRECISION_BF16 : PRECISION_FP32; }
 
 void gpt_refresh_bf16(GPT *model) {
-    if (model->params_bf16) matmul_convert_bf16(model->params_bf16, model->params_memory, model->num_parameters);
+    if (!model->params_bf16) return;
+    matmul_convert_bf16(model->params_bf16, model->params_memory, model->num_parameters);
+    LinearWeights kinds[LINEAR_KINDS];
+    linear_weights(model, kinds);
+    bf16 *panels = model->weight_panels;
+    for (int k = 0; k < LINEAR_KINDS; k++)
+        for (int l = 0; l < kinds[k].layers; l++) {
+            const float *w = kinds[k].first + (size_t)l * kinds[k].OC * kinds[k].C;
+            matmul_pack_weight_bf16(panels, model->params_bf16 + (w - model->params_memory), kinds[k].C, kinds[k].OC);
+            panels += matmul_weight_panels_size(kinds[k].C, kinds[k].OC);
+        }
+}
+
+// The packed panels of a linear layer's (OC, C) weight in params_memory, or NULL.
+static const bf16 *weight_panels(const GPT *model, const float *weight, int C, int OC) {
+    LinearWeights kinds[LINEAR_KINDS];
+    linear_weights(model, kinds);
+    const bf16 *panels = model->weight_panels;
+    for (int k = 0; k < LINEAR_KINDS; k++) {
+        size_t n = (size_t)kinds[k].OC * kinds[k].C, per = matmul_weight_panels_size(kinds[k].C, kinds[k].OC);
+        if (kinds[k].C == C && kinds[k].OC == OC && weight >= kinds[k].first && weight < kinds[k].first + kinds[k].layers * n &&
+            (size_t)(weight - kinds[k].first) % n == 0)
+            return panels + (size_t)(weight - kinds[k].first) / n * per;
+        panels += kinds[k].layers * per;
+    }
+    return NULL;
 }
 
 // The bf16 copy of a weight in params_memory.
@@ -48,7 +105,9 @@ static const bf16 *weight_bf16(const GPT *model, const float *weight) {
 
 void gpt_linear_forward(const GPT *model, float *out, const float *inp, const float *weight,
                         const float *bias, int N, int C, int OC) {
-    if (model->params_bf16) matmul_forward_bf16(out, inp, weight_bf16(model, weight), bias, N, C, OC);
+    if (model->params_bf16)
+        matmul_forward_bf16_packed(out, inp, weight_bf16(model, weight), weight_panels(model, weight, C, OC), bias, N,
+                                   C, OC);
     else matmul_forward(out, inp, weight, bias, N, C, OC);
 }
 
@@ -72,7 +131,7 @@ void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int
                                Precision precision) {
     plan->bf16_weights = 0.0;
     if (precision != PRECISION_BF16) return;
-    plan->bf16_weights = plan->parameters / 2;
+    plan->bf16_weights = plan->parameters / 2 + (double)weight_panels_size(config) * sizeof(bf16);
     // a forward packs its input (N, width) and its weight; a backward packs its output
     // gradient twice (for dweight and for dinp), its input and its weight; rows and columns
     // are padded to panels of at most 32, and K to an even number

@@ -1,8 +1,10 @@
 // The precision of the matrix products: fp32, or bf16 (mixed precision).
 //
 // In bf16 the model keeps, beside its fp32 parameters, a bf16 copy of them in one
-// allocation (GPT.params_bf16, same offsets as params_memory), refreshed from the fp32
-// master weights whenever they change. The linear layers' products, forward and both
+// allocation (GPT.params_bf16, same offsets as params_memory), and each linear layer's
+// weight packed once more in bf16 as its forward product reads it (GPT.weight_panels, so
+// that a forward does not pack it again), both refreshed from the fp32 master weights
+// whenever they change. The linear layers' products, forward and both
 // backward, and attention's products take bf16 operands (the copy for weights,
 // activations converted as they enter the product) and sum in fp32 (matmul.h). Master
 // weights, gradients, AdamW, LayerNorm, softmax, GELU and the loss stay fp32, and a

@@ -408,7 +408,8 @@ TEST(bf16_training_same_bits_any_thread_count_and_path) {
 
 // After a step, whichever way it was taken (one batch: train_step; micro-batches:
 // data_parallel_step), the bf16 copy is the rounding of the updated parameters, not of the
-// previous ones.
+// previous ones, and so are the packed weights the forwards read: a forward gives the bits
+// of one by a model whose bf16 copies are made afresh.
 TEST(bf16_copy_follows_parameters_after_every_kind_of_step) {
     GPTConfig c = {13, 16, 2, 2, 64, 32, 1, 0.0f};
     int B = 4, T = 16, inputs[64], targets[64];
@@ -434,6 +435,16 @@ TEST(bf16_copy_follows_parameters_after_every_kind_of_step) {
                   "--grad-accum %d: the bf16 copy is not the rounding of the updated parameters", grad_accum);
             CHECK(model.params_bf16[n / 2] != before, "--grad-accum %d: the step left a bf16 weight unchanged",
                   grad_accum);
+            size_t n_logits = (size_t)dp.rows * T * c.vocab_size;
+            float *logits = malloc(n_logits * sizeof(float));
+            gpt_forward(&model, inputs, targets, dp.rows, T);
+            if (logits) memcpy(logits, model.acts.logits, n_logits * sizeof(float));
+            if (CHECK(logits && gpt_set_precision(&model, PRECISION_BF16, err) == 0, "grad_accum %d: %s", grad_accum, err)) {
+                gpt_forward(&model, inputs, targets, dp.rows, T);
+                CHECK(memcmp(logits, model.acts.logits, n_logits * sizeof(float)) == 0,
+                      "--grad-accum %d: the packed weights are not those of the updated parameters", grad_accum);
+            }
+            free(logits);
             data_parallel_free(&dp);
             adamw_free(&opt);
         }
