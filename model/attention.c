@@ -75,14 +75,14 @@ static void triangle_to_bf16(bf16 *dst, const float *src, int t) {
 
 // A head's operands in bf16, for the bf16 products: q, k, v (and the output gradient g in
 // the backward) as (t, hs) each, and (t, t) matrices, carved from a thread's scratch after
-// `floats` floats of its own.
+// `floats` floats of its own; head_bf16 converts q, k and v, rows 3A apart from q.
 typedef struct {
     bf16 *q, *k, *v, *g, *w, *ds;
 } HeadBf16;
 
 static size_t head_bf16_floats(int t, int hs) { return ((size_t)4 * t * hs + (size_t)2 * t * t + 1) / 2; }
 
-static HeadBf16 head_bf16(float *scratch, size_t floats, int t, int hs) {
+static HeadBf16 head_bf16(float *scratch, size_t floats, const float *q, int A, int t, int hs) {
     HeadBf16 h;
     h.q = (bf16 *)(scratch + floats);
     h.k = h.q + (size_t)t * hs;
@@ -90,6 +90,9 @@ static HeadBf16 head_bf16(float *scratch, size_t floats, int t, int hs) {
     h.g = h.v + (size_t)t * hs;
     h.w = h.g + (size_t)t * hs;
     h.ds = h.w + (size_t)t * t;
+    matmul_convert_bf16_rows(h.q, q, 3 * A, t, hs);
+    matmul_convert_bf16_rows(h.k, q + A, 3 * A, t, hs);
+    matmul_convert_bf16_rows(h.v, q + 2 * A, 3 * A, t, hs);
     return h;
 }
 
@@ -112,10 +115,7 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int t, i
             HeadBf16 h16 = {0};
             // scores = Q K^T, then a scaled, max-subtracted softmax over j <= i per row
             if (bf16_products) {
-                h16 = head_bf16(scratch, drop_floats, t, hs);
-                matmul_convert_bf16_rows(h16.q, q, 3 * A, t, hs);
-                matmul_convert_bf16_rows(h16.k, k, 3 * A, t, hs);
-                matmul_convert_bf16_rows(h16.v, v, 3 * A, t, hs);
+                h16 = head_bf16(scratch, drop_floats, q, A, t, hs);
                 matmul_small_bf16(w, t, h16.q, hs, h16.k, hs, t, t, hs, MATMUL_B_T | MATMUL_LOWER);
             } else {
                 matmul_small(w, t, q, 3 * A, k, 3 * A, t, t, hs, MATMUL_B_T | MATMUL_LOWER);
@@ -180,10 +180,7 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
             size_t base_index = (use_dropout ? drop->first : 0) + ((size_t)b * H + h) * t * t;
             HeadBf16 h16 = {0};
             if (bf16_products) {
-                h16 = head_bf16(dw, own_floats, t, hs);
-                matmul_convert_bf16_rows(h16.q, q, 3 * A, t, hs);
-                matmul_convert_bf16_rows(h16.k, k, 3 * A, t, hs);
-                matmul_convert_bf16_rows(h16.v, v, 3 * A, t, hs);
+                h16 = head_bf16(dw, own_floats, q, A, t, hs);
                 matmul_convert_bf16_rows(h16.g, g, A, t, hs);
             }
             // dV = W'^T dO
