@@ -132,9 +132,9 @@ void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int
     plan->bf16_weights = 0.0;
     if (precision != PRECISION_BF16) return;
     plan->bf16_weights = plan->parameters / 2 + (double)weight_panels_size(config) * sizeof(bf16);
-    // a forward packs its input (N, width) and its weight; a backward packs its output
-    // gradient twice (for dweight and for dinp), its input and its weight; rows and columns
-    // are padded to panels of at most 32, and K to an even number
+    // a forward packs its input (N, width) (its weight comes packed); a backward packs its
+    // output gradient twice (for dweight and for dinp), its input and its weight; rows and
+    // columns are padded to panels of at most 32, and K to an even number
     double C = config->n_embd, A = (double)config->n_head * config->head_size, V = config->vocab_size;
     double rows = (double)(kind == GPT_PLAN_GENERATION ? 1 : B) * config->block_size;
     double width = fmax(C, fmax(A, 4 * C)) + 32;

@@ -33,7 +33,7 @@ Precision gpt_precision(const GPT *model);
 void gpt_refresh_bf16(GPT *model);
 
 // The linear layers' products with the model's precision (matmul.h): weight points into
-// params_memory, and in bf16 its copy is used instead.
+// params_memory, and in bf16 its copy (and for a forward its packed panels) is used instead.
 void gpt_linear_forward(const GPT *model, float *out, const float *inp, const float *weight,
                         const float *bias, int N, int C, int OC);
 void gpt_linear_forward_rows(const GPT *model, float *out, const float *inp, const float *weight,
