@@ -27,6 +27,9 @@ double rel_error_ff(const float *got, const float *want, size_t n);
 double rel_error_fd(const float *got, const double *want, size_t n);
 double rel_error_dd(const double *got, const double *want, size_t n);
 
+// p[0, n) = uniform values in [-1, 1) from a fixed linear congruential sequence of seed.
+void fill_uniform(float *p, size_t n, unsigned seed);
+
 // The whole file, malloc'd and NUL-terminated (*len excludes the NUL), or NULL.
 char *test_read_file(const char *path, size_t *len);
 

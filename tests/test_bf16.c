@@ -45,22 +45,14 @@ typedef struct {
 } Shape;
 
 // Sizes that are multiples of no tile (14 x 32), vector (16, 32) or pair width, single
-// rows (the matrix-vector path), more than one k block (256), and two model shapes.
+// rows (the matrix-vector path), more than one k block of BF16_KC = 384 (C 385 and 513,
+// N 768), and two model shapes.
 static const Shape shapes[] = {
     {1, 8, 1},    {1, 7, 13},     {1, 385, 65},  {2, 17, 33},   {3, 9, 5},     {7, 13, 129},
     {13, 129, 17}, {17, 33, 383}, {33, 383, 65}, {65, 1, 7},    {127, 65, 33}, {129, 127, 1},
     {300, 301, 31}, {15, 31, 47}, {14, 32, 32},  {11, 513, 97}, {768, 128, 384},
 };
 #define NUM_SHAPES ((int)(sizeof(shapes) / sizeof(shapes[0])))
-
-// Uniform values in [-1, 1) from a fixed linear congruential sequence.
-static void fill_uniform(float *p, size_t n, unsigned seed) {
-    unsigned s = seed * 2654435761u + 1u;
-    for (size_t i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        p[i] = (float)(s >> 8) / 8388608.0f - 1.0f;
-    }
-}
 
 static double rounded(float x) { return bf16_to_float(bf16_from_float(x)); }
 

@@ -82,6 +82,14 @@ double rel_error_ff(const float *got, const float *want, size_t n) { REL_ERROR_B
 double rel_error_fd(const float *got, const double *want, size_t n) { REL_ERROR_BODY }
 double rel_error_dd(const double *got, const double *want, size_t n) { REL_ERROR_BODY }
 
+void fill_uniform(float *p, size_t n, unsigned seed) {
+    unsigned s = seed * 2654435761u + 1u;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        p[i] = (float)(s >> 8) / 8388608.0f - 1.0f;
+    }
+}
+
 char *test_read_file(const char *path, size_t *len) {
     *len = 0;
     FILE *fp = fopen(path, "rb");

@@ -24,15 +24,6 @@ static const Shape awkward_shapes[] = {
 };
 #define NUM_SHAPES ((int)(sizeof(awkward_shapes) / sizeof(awkward_shapes[0])))
 
-// Uniform values in [-1, 1) from a fixed linear congruential sequence.
-static void fill_uniform(float *p, size_t n, unsigned seed) {
-    unsigned s = seed * 2654435761u + 1u;
-    for (size_t i = 0; i < n; i++) {
-        s = s * 1664525u + 1013904223u;
-        p[i] = (float)(s >> 8) / 8388608.0f - 1.0f;
-    }
-}
-
 // out (N, OC) = inp (N, C) @ w (OC, C)^T + bias, in double.
 static void ref_forward(double *out, const float *inp, const float *w, const float *bias,
                         int N, int C, int OC) {
