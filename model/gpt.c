@@ -174,7 +174,7 @@ int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
     model->batch_size = B;
     point_tensors((float **)&model->acts, model->acts_memory, act_sizes, NUM_ACTIVATION_TENSORS);
     point_tensors((float **)&model->scratch, model->scratch_memory, scratch_sizes, NUM_SCRATCH_TENSORS);
-    return 0;
+    return gpt_alloc_bf16_activations(model, err);
 }
 
 // Bytes AdamW allocates per parameter: two float moments and a weight-decay byte (adamw_init).
@@ -257,6 +257,7 @@ void gpt_free(GPT *model) {
     free(model->targets);
     free(model->params_bf16);
     free(model->weight_panels);
+    free(model->gelu_bf16);
     memset(model, 0, sizeof(*model));
 }
 
@@ -397,6 +398,11 @@ static LayerActs layer_acts(const GPT *m, int l) {
 
 const float *gpt_attention_weights(const GPT *model, int layer) { return layer_acts(model, layer).att; }
 
+// Layer l's GELU output in bf16 (GPT.gelu_bf16), laid out as its activations.
+static bf16 *layer_gelu_bf16(const GPT *m, int l) {
+    return m->gelu_bf16 + (size_t)l * m->batch_size * m->config.block_size * 4 * m->config.n_embd;
+}
+
 // The dropout of one site of layer l for a forward of sequences of t tokens; its elements are
 // numbered from the batch's first row (batch_offset), so a part of a batch draws the part of
 // the whole batch's mask that its rows have.
@@ -447,8 +453,14 @@ static void forward_team(GPT *model, const int *inputs, const int *targets, int 
         // x + mlp(ln_2(x))
         layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, p.ln2w, p.ln2b, N, C);
         gpt_linear_forward(model, la.fch, la.ln2, p.fcw, p.fcb, N, C, 4 * C);
-        gelu_forward(s->gelu, la.fch, N * 4 * C);
-        gpt_linear_forward(model, s->branch, s->gelu, p.fcprojw, p.fcprojb, N, 4 * C, C);
+        if (model->gelu_bf16) {  // kept, rounded as c_proj's products take it, for the backward
+            bf16 *gelu = layer_gelu_bf16(model, l);
+            gelu_forward_bf16(gelu, la.fch, N * 4 * C);
+            gpt_linear_forward_bf16_input(model, s->branch, gelu, p.fcprojw, p.fcprojb, N, 4 * C, C);
+        } else {
+            gelu_forward(s->gelu, la.fch, N * 4 * C);
+            gpt_linear_forward(model, s->branch, s->gelu, p.fcprojw, p.fcprojb, N, 4 * C, C);
+        }
         dropout_forward(s->branch, s->branch, N * C, &drop_res2);
         residual_forward(la.residual3, la.residual2, s->branch, N * C);
         residual = la.residual3;
@@ -537,9 +549,14 @@ static void backward_team(GPT *model) {
 
         // MLP branch: residual3 = residual2 + dropout(c_proj(gelu(c_fc(ln_2(residual2)))))
         const float *dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res2);
-        gelu_forward(s->gelu, la.fch, N * 4 * C);  // recomputed rather than stored
         zero_floats(s->dfch, (size_t)N * 4 * C);
-        gpt_linear_backward(model, s->dfch, dp.fcprojw, dp.fcprojb, dbranch, s->gelu, p.fcprojw, N, 4 * C, C);
+        if (model->gelu_bf16) {
+            gpt_linear_backward_bf16_input(model, s->dfch, dp.fcprojw, dp.fcprojb, dbranch, layer_gelu_bf16(model, l),
+                                           p.fcprojw, N, 4 * C, C);
+        } else {
+            gelu_forward(s->gelu, la.fch, N * 4 * C);  // in fp32 recomputed rather than stored
+            gpt_linear_backward(model, s->dfch, dp.fcprojw, dp.fcprojb, dbranch, s->gelu, p.fcprojw, N, 4 * C, C);
+        }
         float *dfch_in = s->gelu;  // the GELU output is no longer needed: reuse for d(fch)
         zero_floats(dfch_in, (size_t)N * 4 * C);
         gelu_backward(dfch_in, la.fch, s->dfch, N * 4 * C);

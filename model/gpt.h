@@ -122,12 +122,16 @@ typedef struct {
     // forward products (precision.h); both NULL in fp32
     uint16_t *params_bf16;
     uint16_t *weight_panels;
+    // bf16 with activations: (L, B, T, 4C) each layer's GELU output, rounded to bf16 by the
+    // forward and kept for c_proj's products, forward and backward (precision.h); else NULL
+    uint16_t *gelu_bf16;
 } GPT;
 
 // Allocates parameters (zeroed) for a config, and their gradients when with_gradients is 1
 // (training; generation needs none: grads_memory stays NULL). Returns 0 or -1 with err.
 int gpt_build(GPT *model, const GPTConfig *config, int with_gradients, char err[ERR_LEN]);
-// Allocates activations and scratch for up to B sequences of block_size tokens.
+// Allocates activations and scratch for up to B sequences of block_size tokens (and, for a
+// bf16 model, its bf16 activations: gpt_alloc_bf16_activations).
 int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]);
 void gpt_free(GPT *model);
 

@@ -141,6 +141,12 @@ void gelu_forward(float *out, const float *inp, int n) {
     team_barrier();
 }
 
+void gelu_forward_bf16(bf16 *out, const float *inp, int n) {
+#pragma omp for simd schedule(static) nowait
+    for (int i = 0; i < n; i++) out[i] = bf16_from_float(inp[i] * gelu_gate(inp[i]));
+    team_barrier();
+}
+
 // With g = 0.5 (1 + tanh u): d/dx [x g] = g + x g (1 - g) 2 du/dx,
 // du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n) {

@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include "bf16.h"
+
 #define LAYERNORM_EPS 1e-5f
 
 // Dropout: element i of a tensor is kept when the hash of first + i under `key` clears p;
@@ -47,6 +49,8 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
 
 // GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 void gelu_forward(float *out, const float *inp, int n);
+// The same output rounded to bf16 (bf16_from_float of each), for a bf16 product to read.
+void gelu_forward_bf16(bf16 *out, const float *inp, int n);
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n);
 
 // out = a + b

@@ -185,10 +185,11 @@ static void gemm_team(const Gemm *g, int count) {
 
 // out (N, OC) = inp (N, C) @ weight^T + bias as N matrix-vector products; a team function.
 // With weight16 (bf16) instead of weight, every thread converts the rows of inp to bf16,
-// BF16_ROWS_ELEMENTS at a time, and dots them with the bf16 rows of the weight.
+// BF16_ROWS_ELEMENTS at a time, and dots them with the bf16 rows of the weight; an input
+// given in bf16 (inp16) is used as it is.
 #define BF16_ROWS_ELEMENTS 32768
-static void forward_by_rows(float *out, const float *inp, const float *weight, const bf16 *weight16,
-                            const float *bias, int N, int C, int OC) {
+static void forward_by_rows(float *out, const float *inp, const bf16 *inp16, const float *weight,
+                            const bf16 *weight16, const float *bias, int N, int C, int OC) {
     int chunks = (OC + DOT_ROWS_CHUNK - 1) / DOT_ROWS_CHUNK;
     if (!weight16) {
 #pragma omp for schedule(static) nowait
@@ -201,6 +202,16 @@ static void forward_by_rows(float *out, const float *inp, const float *weight, c
         return;
     }
     const Bf16Kernels *kern = bf16_kernels();
+    if (inp16) {
+#pragma omp for schedule(static) nowait
+        for (int ch = 0; ch < chunks; ch++) {
+            int o0 = ch * DOT_ROWS_CHUNK, o1 = min_int(OC, o0 + DOT_ROWS_CHUNK);
+            for (int n = 0; n < N; n++)
+                kern->dot_rows(out + (long)n * OC, inp16 + (long)n * C, weight16, bias, C, o0, o1);
+        }
+        team_barrier();
+        return;
+    }
     int rows = C > 0 ? min_int(N, BF16_ROWS_ELEMENTS / C) : N;
     if (rows < 1) rows = 1;
     bf16 x16[(size_t)rows * (C > 0 ? C : 1)];
@@ -220,25 +231,26 @@ static void forward_by_rows(float *out, const float *inp, const float *weight, c
 // ----------------------------------------------------------------------------
 // the public functions: team functions that, called from serial code, start a team of
 // their own when the product is large enough. Each takes its weight in fp32 (weight) or
-// in bf16 (weight16, the other NULL).
+// in bf16 (weight16, the other NULL); a bf16 product takes its input in fp32 (inp) or
+// already in bf16 (inp16, the other NULL).
 
 // A forward as a team function; each thread takes its own copy of the product, in which
 // matmul_bf16_convert_operands points at the bf16 operands.
 static void forward_team(const Gemm *shared, int by_rows) {
     Gemm g = *shared;
     if (by_rows) {
-        forward_by_rows(g.c, g.a, g.wt, g.wt16, g.bias, g.M, g.K, g.Nc);
+        forward_by_rows(g.c, g.a, g.a16, g.wt, g.wt16, g.bias, g.M, g.K, g.Nc);
         return;
     }
     if (g.use_bf16) matmul_bf16_convert_operands(&g, 1);
     gemm_team(&g, 1);
 }
 
-static void forward(float *out, const float *inp, const float *weight, const bf16 *weight16,
+static void forward(float *out, const float *inp, const bf16 *inp16, const float *weight, const bf16 *weight16,
                     const bf16 *weight_panels, const float *bias, int N, int C, int OC, int by_rows) {
     if (N <= 0 || OC <= 0) return;
     long macs = (long)N * C * OC;
-    Gemm g = {.M = N, .Nc = OC, .K = C, .a = inp, .lda = C, .a_kmajor = 0, .wt = weight,
+    Gemm g = {.M = N, .Nc = OC, .K = C, .a = inp, .a16 = inp16, .lda = C, .a_kmajor = 0, .wt = weight,
               .wt16 = weight16, .ldwt = C, .c = out, .ldc = OC, .accumulate = 0, .bias = bias,
               .use_bf16 = weight16 != NULL, .b_panels = weight_panels};
     by_rows = by_rows || N <= GEMV_MAX_ROWS || C == 0;
@@ -252,36 +264,36 @@ static void forward(float *out, const float *inp, const float *weight, const bf1
 
 void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                     int N, int C, int OC) {
-    forward(out, inp, weight, NULL, NULL, bias, N, C, OC, 0);
+    forward(out, inp, NULL, weight, NULL, NULL, bias, N, C, OC, 0);
 }
 
 void matmul_forward_bf16(float *out, const float *inp, const bf16 *weight, const float *bias,
                          int N, int C, int OC) {
-    forward(out, inp, NULL, weight, NULL, bias, N, C, OC, 0);
+    forward(out, inp, NULL, NULL, weight, NULL, bias, N, C, OC, 0);
 }
 
-void matmul_forward_bf16_packed(float *out, const float *inp, const bf16 *weight, const bf16 *weight_panels,
-                                const float *bias, int N, int C, int OC) {
-    forward(out, inp, NULL, weight, weight_panels, bias, N, C, OC, 0);
+void matmul_forward_bf16_packed(float *out, const float *inp, const bf16 *inp16, const bf16 *weight,
+                                const bf16 *weight_panels, const float *bias, int N, int C, int OC) {
+    forward(out, inp, inp16, NULL, weight, weight_panels, bias, N, C, OC, 0);
 }
 
 void matmul_forward_rows(float *out, const float *inp, const float *weight, const float *bias,
                          int N, int C, int OC) {
-    forward(out, inp, weight, NULL, NULL, bias, N, C, OC, 1);
+    forward(out, inp, NULL, weight, NULL, NULL, bias, N, C, OC, 1);
 }
 
 void matmul_forward_rows_bf16(float *out, const float *inp, const bf16 *weight, const float *bias,
                               int N, int C, int OC) {
-    forward(out, inp, NULL, weight, NULL, bias, N, C, OC, 1);
+    forward(out, inp, NULL, NULL, weight, NULL, bias, N, C, OC, 1);
 }
 
 static void backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                     const float *weight, const bf16 *weight16, int N, int C, int OC) {
+                     const bf16 *inp16, const float *weight, const bf16 *weight16, int N, int C, int OC) {
     if (N <= 0 || C <= 0 || OC <= 0) return;
     int use_bf16 = weight16 != NULL;
     // dbias[o] += dout[0, o] + dout[1, o] + ... is the row sum of A = dout^T
     Gemm g[MAX_PRODUCTS] = {
-        {.M = OC, .Nc = C, .K = N, .a = dout, .lda = OC, .a_kmajor = 1, .b = inp, .ldb = C,
+        {.M = OC, .Nc = C, .K = N, .a = dout, .lda = OC, .a_kmajor = 1, .b = inp, .b16 = inp16, .ldb = C,
          .c = dweight, .ldc = C, .accumulate = 1, .a_row_sums = dbias, .use_bf16 = use_bf16},
         {.M = N, .Nc = C, .K = OC, .a = dout, .lda = OC, .a_kmajor = 0, .b = weight, .b16 = weight16,
          .ldb = C, .c = dinp, .ldc = C, .accumulate = 1, .use_bf16 = use_bf16},
@@ -302,12 +314,12 @@ static void backward(float *dinp, float *dweight, float *dbias, const float *dou
 
 void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                      const float *inp, const float *weight, int N, int C, int OC) {
-    backward(dinp, dweight, dbias, dout, inp, weight, NULL, N, C, OC);
+    backward(dinp, dweight, dbias, dout, inp, NULL, weight, NULL, N, C, OC);
 }
 
-void matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const float *dout,
-                          const float *inp, const bf16 *weight, int N, int C, int OC) {
-    backward(dinp, dweight, dbias, dout, inp, NULL, weight, N, C, OC);
+void matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                          const bf16 *inp16, const bf16 *weight, int N, int C, int OC) {
+    backward(dinp, dweight, dbias, dout, inp, inp16, NULL, weight, N, C, OC);
 }
 
 // The Gemm of a matmul_small product, operands still to be given.

@@ -72,17 +72,20 @@ const char *matmul_kernel_name(void);
 void matmul_forward_bf16(float *out, const float *inp, const bf16 *weight, const float *bias,
                          int N, int C, int OC);
 // The same forward with its weight also given packed once (weight_panels, from
-// matmul_pack_weight_bf16), so that the product does not pack it again: same results.
-void matmul_forward_bf16_packed(float *out, const float *inp, const bf16 *weight, const bf16 *weight_panels,
-                                const float *bias, int N, int C, int OC);
+// matmul_pack_weight_bf16), so that the product does not pack it again, and its input in
+// fp32 (inp) or already rounded to bf16 (inp16, bf16_from_float of each; the other NULL):
+// the same results.
+void matmul_forward_bf16_packed(float *out, const float *inp, const bf16 *inp16, const bf16 *weight,
+                                const bf16 *weight_panels, const float *bias, int N, int C, int OC);
 // bf16 in a packed (OC, C) weight, and the packing: weight_panels = the column panels of
 // weight^T that matmul_forward_bf16's product reads; a team function (parallel.h).
 size_t matmul_weight_panels_size(int C, int OC);
 void matmul_pack_weight_bf16(bf16 *weight_panels, const bf16 *weight, int C, int OC);
 void matmul_forward_rows_bf16(float *out, const float *inp, const bf16 *weight, const float *bias,
                               int N, int C, int OC);
-void matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const float *dout,
-                          const float *inp, const bf16 *weight, int N, int C, int OC);
+// The backward, its input in fp32 (inp) or in bf16 (inp16, the other NULL) as above.
+void matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                          const bf16 *inp16, const bf16 *weight, int N, int C, int OC);
 
 // dst[i] = bf16_from_float(src[i]) for i < n; a team function (parallel.h).
 void matmul_convert_bf16(bf16 *dst, const float *src, size_t n);

@@ -186,18 +186,22 @@ static long a_panels_size(const Gemm *g) { return (long)(g->M + MR - 1) / MR * a
 static void pack_a_panels(bf16 *dst, const Gemm *g, int q0, int q1, const Bf16Kernels *kern) {
     int K = g->K, kcb = k_block(K), i0 = q0 * MR, i1 = min_int(g->M, q1 * MR);
     long stride = a_panel_stride(g);
+    const float *f = g->a16 ? NULL : g->a;
+    const bf16 *h = g->a16;
     for (int k0 = 0; k0 < K; k0 += kcb) {
         int kc = min_int(kcb, K - k0);
         if (g->a_kmajor) {
             float *sums = g->a_row_sums ? g->a_row_sums + i0 : NULL;
-            pack_k_major(dst + (long)k0 * MR, MR, q1 - q0, stride, i1 - i0, g->a + (long)k0 * g->lda + i0, NULL,
+            long at = (long)k0 * g->lda + i0;
+            pack_k_major(dst + (long)k0 * MR, MR, q1 - q0, stride, i1 - i0, f ? f + at : NULL, h ? h + at : NULL,
                          g->lda, kc, sums);
             continue;
         }
         for (int q = q0; q < q1; q++) {
             int i = q * MR;
-            pack_k_contiguous(dst + (long)(q - q0) * stride + (long)k0 * MR, MR, min_int(MR, g->M - i), g->a + (long)i * g->lda + k0,
-                              NULL, g->lda, kc, kern);
+            long at = (long)i * g->lda + k0;
+            pack_k_contiguous(dst + (long)(q - q0) * stride + (long)k0 * MR, MR, min_int(MR, g->M - i),
+                              f ? f + at : NULL, h ? h + at : NULL, g->lda, kc, kern);
         }
     }
 }

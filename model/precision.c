@@ -49,22 +49,38 @@ static size_t weight_panels_size(const GPTConfig *c) {
            matmul_weight_panels_size(C, c->vocab_size);
 }
 
+int gpt_alloc_bf16_activations(GPT *model, char err[ERR_LEN]) {
+    free(model->gelu_bf16);
+    model->gelu_bf16 = NULL;
+    if (!model->params_bf16 || model->batch_size < 1) return 0;
+    const GPTConfig *c = &model->config;
+    size_t n = (size_t)c->n_layer * model->batch_size * c->block_size * 4 * c->n_embd;
+    model->gelu_bf16 = malloc(n * sizeof(bf16) + 64);
+    if (!model->gelu_bf16) {
+        snprintf(err, ERR_LEN, "out of memory for the bf16 activations of batch %d x %d", model->batch_size,
+                 c->block_size);
+        return -1;
+    }
+    return 0;
+}
+
 int gpt_set_precision(GPT *model, Precision precision, char err[ERR_LEN]) {
     free(model->params_bf16);
     free(model->weight_panels);
     model->params_bf16 = model->weight_panels = NULL;
-    if (precision == PRECISION_FP32) return 0;
+    if (precision == PRECISION_FP32) return gpt_alloc_bf16_activations(model, err);
     model->params_bf16 = malloc(model->num_parameters * sizeof(bf16) + 64);
     model->weight_panels = malloc(weight_panels_size(&model->config) * sizeof(bf16) + 64);
     if (!model->params_bf16 || !model->weight_panels) {
         free(model->params_bf16);
         free(model->weight_panels);
         model->params_bf16 = model->weight_panels = NULL;
+        gpt_alloc_bf16_activations(model, err);
         snprintf(err, ERR_LEN, "out of memory for the bf16 copies of %zu parameters", model->num_parameters);
         return -1;
     }
     gpt_refresh_bf16(model);
-    return 0;
+    return gpt_alloc_bf16_activations(model, err);
 }
 
 Precision gpt_precision(const GPT *model) { return model->params_bf16 ? PRECISION_BF16 : PRECISION_FP32; }
@@ -106,8 +122,8 @@ static const bf16 *weight_bf16(const GPT *model, const float *weight) {
 void gpt_linear_forward(const GPT *model, float *out, const float *inp, const float *weight,
                         const float *bias, int N, int C, int OC) {
     if (model->params_bf16)
-        matmul_forward_bf16_packed(out, inp, weight_bf16(model, weight), weight_panels(model, weight, C, OC), bias, N,
-                                   C, OC);
+        matmul_forward_bf16_packed(out, inp, NULL, weight_bf16(model, weight), weight_panels(model, weight, C, OC),
+                                   bias, N, C, OC);
     else matmul_forward(out, inp, weight, bias, N, C, OC);
 }
 
@@ -121,8 +137,20 @@ void gpt_linear_backward(const GPT *model, float *dinp, float *dweight, float *d
                          const float *dout, const float *inp, const float *weight, int N, int C,
                          int OC) {
     if (model->params_bf16)
-        matmul_backward_bf16(dinp, dweight, dbias, dout, inp, weight_bf16(model, weight), N, C, OC);
+        matmul_backward_bf16(dinp, dweight, dbias, dout, inp, NULL, weight_bf16(model, weight), N, C, OC);
     else matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+void gpt_linear_forward_bf16_input(const GPT *model, float *out, const bf16 *inp16, const float *weight,
+                                   const float *bias, int N, int C, int OC) {
+    matmul_forward_bf16_packed(out, NULL, inp16, weight_bf16(model, weight), weight_panels(model, weight, C, OC),
+                               bias, N, C, OC);
+}
+
+void gpt_linear_backward_bf16_input(const GPT *model, float *dinp, float *dweight, float *dbias,
+                                    const float *dout, const bf16 *inp16, const float *weight, int N, int C,
+                                    int OC) {
+    matmul_backward_bf16(dinp, dweight, dbias, dout, NULL, inp16, weight_bf16(model, weight), N, C, OC);
 }
 
 int gpt_bf16_products(const GPT *model) { return model->params_bf16 != NULL; }
@@ -145,4 +173,5 @@ void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int
     double t = config->block_size, hs = config->head_size;
     double head = (4 * t * hs + 2 * t * t) * omp_get_max_threads();
     plan->scratch += (rows * width + weight + head) * sizeof(bf16);
+    plan->activations += config->n_layer * rows * 4 * C * sizeof(bf16);  // GPT.gelu_bf16
 }

@@ -30,6 +30,7 @@
 #include "../model/adamw.h"
 #include "../model/bf16.h"
 #include "../model/gpt.h"
+#include "../model/layers.h"
 #include "../model/matmul.h"
 #include "../model/precision.h"
 #include "../model/rng.h"
@@ -128,12 +129,14 @@ static void layer_free(Layer *l) {
     free(l->w16);
 }
 
-// The bf16 products of a layer: forward (by tiles and by rows) and backward.
+// The bf16 products of a layer: forward (by tiles and by rows) and backward; with
+// bf16_input the forward by tiles (by rows for a handful of rows) and the backward take the
+// input already rounded to bf16, the forward its weight packed once.
 typedef struct {
     float *out, *out_rows, *dinp, *dweight, *dbias;
 } LayerResults;
 
-static LayerResults layer_run(const Layer *l) {
+static LayerResults layer_run_with(const Layer *l, int bf16_input) {
     int N = l->s.N, C = l->s.C, OC = l->s.OC;
     size_t nc = (size_t)N * C, oc = (size_t)OC * C, no = (size_t)N * OC;
     LayerResults r = {malloc(no * sizeof(float)), malloc(no * sizeof(float)), malloc(nc * sizeof(float)),
@@ -143,11 +146,22 @@ static LayerResults layer_run(const Layer *l) {
     memcpy(r.dinp, l->dinp0, nc * sizeof(float));
     memcpy(r.dweight, l->dweight0, oc * sizeof(float));
     memcpy(r.dbias, l->dbias0, (size_t)OC * sizeof(float));
-    matmul_forward_bf16(r.out, l->inp, l->w16, l->bias, N, C, OC);
     matmul_forward_rows_bf16(r.out_rows, l->inp, l->w16, l->bias, N, C, OC);
-    matmul_backward_bf16(r.dinp, r.dweight, r.dbias, l->dout, l->inp, l->w16, N, C, OC);
+    if (!bf16_input) {
+        matmul_forward_bf16(r.out, l->inp, l->w16, l->bias, N, C, OC);
+        matmul_backward_bf16(r.dinp, r.dweight, r.dbias, l->dout, l->inp, NULL, l->w16, N, C, OC);
+        return r;
+    }
+    bf16 *inp16 = malloc(nc * sizeof(bf16)), *panels = malloc(matmul_weight_panels_size(C, OC) * sizeof(bf16));
+    matmul_convert_bf16(inp16, l->inp, nc);
+    matmul_pack_weight_bf16(panels, l->w16, C, OC);
+    matmul_forward_bf16_packed(r.out, NULL, inp16, l->w16, panels, l->bias, N, C, OC);
+    matmul_backward_bf16(r.dinp, r.dweight, r.dbias, l->dout, NULL, inp16, l->w16, N, C, OC);
+    free(inp16), free(panels);
     return r;
 }
+
+static LayerResults layer_run(const Layer *l) { return layer_run_with(l, 0); }
 
 static int layer_same_bits(const LayerResults *a, const LayerResults *b, Shape s) {
     size_t nc = (size_t)s.N * s.C, oc = (size_t)s.OC * s.C, no = (size_t)s.N * s.OC;
@@ -316,6 +330,33 @@ TEST(bf16_portable_path_same_bits_as_vector) {
     printf("    portable C = %s bit for bit on %d linear shapes and %d conversions\n", vec, NUM_SHAPES, n);
 }
 
+// An input given in bf16 (a layer's output kept rounded, as GELU's is) gives the bits of the
+// floats it rounds, on both paths; and GELU's bf16 output is the rounding of its fp32 one.
+TEST(bf16_products_same_bits_from_bf16_input) {
+    for (int p = 0; p < 2; p++) {
+        matmul_bf16_force_portable(p);
+        for (int i = 0; i < NUM_SHAPES; i++) {
+            Layer l = layer_new(shapes[i], 700 + 10 * i);
+            LayerResults a = layer_run_with(&l, 0), b = layer_run_with(&l, 1);
+            CHECK(layer_same_bits(&a, &b, shapes[i]), "N=%d C=%d OC=%d, %s: bf16 input differs from fp32 input",
+                  shapes[i].N, shapes[i].C, shapes[i].OC, matmul_bf16_path());
+            results_free(&a), results_free(&b);
+            layer_free(&l);
+        }
+    }
+    matmul_bf16_force_portable(0);
+    enum { n = 1003 };
+    float x[n], y[n];
+    bf16 y16[n];
+    for (int i = 0; i < n; i++) x[i] = (float)(i - n / 2) / 64.0f;  // -7.8 .. 7.8
+    x[0] = -0.0f, x[1] = 1e-30f, x[2] = -1e-30f, x[3] = 60.0f, x[4] = -60.0f, x[5] = 3.0e38f;
+    gelu_forward(y, x, n);
+    gelu_forward_bf16(y16, x, n);
+    int same = 1;
+    for (int i = 0; i < n; i++) same &= y16[i] == bf16_from_float(y[i]);
+    CHECK(same, "gelu_forward_bf16 is not the rounding of gelu_forward");
+}
+
 TEST(bf16_products_same_bits_any_thread_count) {
     static const Shape big[] = {{768, 128, 384}, {300, 301, 31}, {9, 384, 1536}};
     int saved = omp_get_max_threads();
@@ -375,6 +416,44 @@ static float *train_bf16(Precision precision, int steps, int threads, int portab
     adamw_free(&opt);
     gpt_free(&model);
     return params;
+}
+
+// A bf16 model keeps GELU's output in bf16 for c_proj's products: its forward and backward
+// (with dropout) give the bits of a model that keeps nothing and converts GELU's output as
+// the products read it.
+TEST(bf16_kept_gelu_output_same_bits_as_converting_it) {
+    GPTConfig c = {13, 16, 2, 2, 64, 32, 1, 0.1f};
+    int B = 3, T = 16, inputs[48], targets[48];
+    for (int i = 0; i < B * T; i++) inputs[i] = (i * 7) % 13, targets[i] = (i * 5 + 3) % 13;
+    GPT model;
+    char err[ERR_LEN];
+    if (!CHECK(gpt_build(&model, &c, 1, err) == 0 && gpt_set_precision(&model, PRECISION_BF16, err) == 0 &&
+                   gpt_alloc_activations(&model, B, err) == 0,
+               "%s", err))
+        return;
+    gpt_init_weights(&model, 9);
+    gpt_refresh_bf16(&model);
+    model.training = 1;
+    model.dropout_seed = 17;
+    size_t n = model.num_parameters;
+    float *grads[2], loss[2];
+    CHECK(model.gelu_bf16 != NULL, "a bf16 model with activations keeps no GELU output");
+    for (int kept = 1; kept >= 0; kept--) {
+        if (!kept) {  // as if the memory had not been there
+            free(model.gelu_bf16);
+            model.gelu_bf16 = NULL;
+        }
+        gpt_zero_grad(&model);
+        gpt_forward(&model, inputs, targets, B, T);
+        gpt_backward(&model);
+        loss[kept] = model.mean_loss;
+        grads[kept] = malloc(n * sizeof(float));
+        memcpy(grads[kept], model.grads_memory, n * sizeof(float));
+    }
+    CHECK(loss[0] == loss[1] && memcmp(grads[0], grads[1], n * sizeof(float)) == 0,
+          "kept GELU output: loss %.9g vs %.9g, or gradients differ", loss[1], loss[0]);
+    free(grads[0]), free(grads[1]);
+    gpt_free(&model);
 }
 
 // bf16 training: the same bits on 1, 2 and 3 threads and on the portable path; not the
