@@ -8,6 +8,9 @@
 //             with --no-cache (the whole window recomputed for every character), and with
 //             --num-samples 1, 8 and 32.
 // Both in fp32 or, with --precision bf16, with bf16 matrix products (model/precision.h).
+// With --paired, training only: an fp32 and a bf16 model of each config in one process, their
+// steps taken in turn (fp32, bf16, fp32, ...), so that both precisions meet the same load on
+// a shared machine and their ratio is not a comparison of two different minutes.
 // A register-resident FMA loop, first on one thread then on every OpenMP thread, gives the
 // peak that the training step's GFLOP/s is compared to.
 //
@@ -89,6 +92,7 @@ typedef struct {
     double gen_seconds;   // a generation run stops early after this long
     int train_only;       // time training alone: no FMA peak, no generation
     int no_samples;       // no FMA peak and no --num-samples rows
+    int paired;           // fp32 and bf16 training steps in turn, instead of all of the above
     Precision precision;
 } Options;
 
@@ -281,6 +285,12 @@ static int compare_doubles(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+// The median of v[0, n), sorting v.
+static double median_of(double *v, long n) {
+    qsort(v, (size_t)n, sizeof(double), compare_doubles);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak) {
     const int B = bc->batch_size, T = bc->block_size;
     GPT model;
@@ -346,6 +356,56 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
     free(targets);
     adamw_free(&opt);
     gpt_free(&model);
+}
+
+// --paired: an fp32 and a bf16 model, the same weights and batches, their steps in turn.
+// Prints each one's median step and the median over pairs of fp32 time / bf16 time.
+static void run_train_paired(const BenchConfig *bc, const Options *o) {
+    const int B = bc->batch_size, T = bc->block_size;
+    GPT models[2];
+    AdamW opts[2];
+    Rng rngs[2];
+    char err[ERR_LEN];
+    for (int p = 0; p < 2; p++) {
+        build_model(&models[p], bc, p ? PRECISION_BF16 : PRECISION_FP32);
+        if (gpt_alloc_activations(&models[p], B, err) != 0 ||
+            adamw_init(&opts[p], &models[p], 0.9f, 0.99f, 1e-8f, 0.1f, err) != 0)
+            die(EXIT_FAILED, "%s: %s", bc->name, err);
+        rng_seed(&rngs[p], SEED);
+    }
+    int *inputs = malloc((size_t)B * T * sizeof(int)), *targets = malloc((size_t)B * T * sizeof(int));
+    long capacity = 64, pairs = 0;
+    double *secs[2] = {malloc((size_t)capacity * sizeof(double)), malloc((size_t)capacity * sizeof(double))};
+    double *ratios = malloc((size_t)capacity * sizeof(double));
+    if (!inputs || !targets || !secs[0] || !secs[1] || !ratios) die(EXIT_FAILED, "out of memory");
+    for (int i = 0; i < o->warmup; i++)
+        for (int p = 0; p < 2; p++) bench_step(&models[p], &opts[p], &rngs[p], inputs, targets, B, T);
+    fprintf(stderr, "bench: %s: fp32 and bf16 training in turn\n", bc->name);
+    double start = now_seconds();
+    while (o->steps ? pairs < o->steps : (pairs < MIN_TIMED_STEPS || now_seconds() - start < o->seconds)) {
+        if (pairs == capacity) {
+            capacity *= 2;
+            secs[0] = realloc(secs[0], (size_t)capacity * sizeof(double));
+            secs[1] = realloc(secs[1], (size_t)capacity * sizeof(double));
+            ratios = realloc(ratios, (size_t)capacity * sizeof(double));
+            if (!secs[0] || !secs[1] || !ratios) die(EXIT_FAILED, "out of memory");
+        }
+        for (int p = 0; p < 2; p++) {
+            double t0 = now_seconds();
+            bench_step(&models[p], &opts[p], &rngs[p], inputs, targets, B, T);
+            secs[p][pairs] = now_seconds() - t0;
+        }
+        ratios[pairs] = secs[0][pairs] / secs[1][pairs];
+        pairs++;
+    }
+    double fp32 = median_of(secs[0], pairs), bf16 = median_of(secs[1], pairs);
+    printf("train_paired config=%s precision=%s threads=%d pairs=%ld fp32_ms_median=%.3f bf16_ms_median=%.3f "
+           "fp32_tok_per_s=%.1f bf16_tok_per_s=%.1f ratio_of_medians=%.3f median_ratio=%.3f\n",
+           bc->name, precision_word(PRECISION_BF16), omp_get_max_threads(), pairs, 1000.0 * fp32, 1000.0 * bf16,
+           B * T / fp32, B * T / bf16, fp32 / bf16, median_of(ratios, pairs));
+    fflush(stdout);
+    free(secs[0]), free(secs[1]), free(ratios), free(inputs), free(targets);
+    for (int p = 0; p < 2; p++) adamw_free(&opts[p]), gpt_free(&models[p]);
 }
 
 typedef struct {
@@ -431,7 +491,7 @@ static void run_peak(Peak *peak) {
 // children: GNU OpenMP's thread pool does not survive fork, so the parent itself never
 // enters a parallel region; every job runs in a child of its own.
 
-enum { JOB_PEAK, JOB_TRAIN, JOB_GENERATE };
+enum { JOB_PEAK, JOB_TRAIN, JOB_TRAIN_PAIRED, JOB_GENERATE };
 
 static int run_child(int job, const BenchConfig *bc, const Options *o, Peak *peak) {
     fflush(stdout);
@@ -441,6 +501,7 @@ static int run_child(int job, const BenchConfig *bc, const Options *o, Peak *pea
     if (pid == 0) {
         if (job == JOB_PEAK) run_peak(peak);
         else if (job == JOB_TRAIN) run_train(bc, o, peak);
+        else if (job == JOB_TRAIN_PAIRED) run_train_paired(bc, o);
         else run_generate(bc, o);
         exit(0);
     }
@@ -468,6 +529,8 @@ static void usage(FILE *f) {
             "  --train-only       time training only (no FMA peak, no generation)\n"
             "  --precision P      fp32 or bf16: the matrix products' precision (default fp32)\n"
             "  --no-samples       no FMA peak and no --num-samples generation rows\n"
+            "  --paired           only training, fp32 and bf16 steps in turn in one process;\n"
+            "                     --seconds and --steps then count pairs of steps\n"
             "  -h, --help         show this help\n", MIN_TIMED_STEPS);
 }
 
@@ -482,17 +545,17 @@ static double parse_number(const char *flag, const char *s, double min, double m
 
 static void parse_options(int argc, char **argv, Options *o) {
     enum { OPT_CONFIG = 256, OPT_SECONDS, OPT_STEPS, OPT_WARMUP, OPT_GEN_CHARS, OPT_GEN_SECONDS, OPT_TRAIN_ONLY,
-           OPT_PRECISION, OPT_NO_SAMPLES };
+           OPT_PRECISION, OPT_NO_SAMPLES, OPT_PAIRED };
     static const struct option long_options[] = {
         {"config", required_argument, 0, OPT_CONFIG},  {"seconds", required_argument, 0, OPT_SECONDS},
         {"steps", required_argument, 0, OPT_STEPS},    {"warmup", required_argument, 0, OPT_WARMUP},
         {"gen-chars", required_argument, 0, OPT_GEN_CHARS}, {"gen-seconds", required_argument, 0, OPT_GEN_SECONDS},
         {"train-only", no_argument, 0, OPT_TRAIN_ONLY}, {"precision", required_argument, 0, OPT_PRECISION},
-        {"no-samples", no_argument, 0, OPT_NO_SAMPLES},
+        {"no-samples", no_argument, 0, OPT_NO_SAMPLES}, {"paired", no_argument, 0, OPT_PAIRED},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    *o = (Options){"all", 4.0, 0, 2, 500, 20.0, 0, 0, PRECISION_FP32};
+    *o = (Options){"all", 4.0, 0, 2, 500, 20.0, 0, 0, 0, PRECISION_FP32};
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
@@ -506,6 +569,7 @@ static void parse_options(int argc, char **argv, Options *o) {
             case OPT_GEN_SECONDS: o->gen_seconds = parse_number("--gen-seconds", optarg, 0.0, 3600.0); break;
             case OPT_TRAIN_ONLY: o->train_only = 1; break;
             case OPT_NO_SAMPLES: o->no_samples = 1; break;
+            case OPT_PAIRED: o->paired = 1; break;
             case OPT_PRECISION:
                 if (precision_parse(optarg, &o->precision) != 0)
                     die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", optarg);
@@ -528,10 +592,14 @@ int main(int argc, char **argv) {
     Peak *peak = mmap(NULL, sizeof(Peak), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (peak == MAP_FAILED) die(EXIT_FAILED, "mmap: %s", strerror(errno));
     memset(peak, 0, sizeof(*peak));
-    int rc = o.train_only || o.no_samples ? 0 : run_child(JOB_PEAK, NULL, &o, peak);
+    int rc = o.train_only || o.no_samples || o.paired ? 0 : run_child(JOB_PEAK, NULL, &o, peak);
     if (rc != 0) return rc;
     for (int i = 0; i < NUM_CONFIGS; i++) {
         if (strcmp(o.config, "all") != 0 && strcmp(o.config, configs[i].name) != 0) continue;
+        if (o.paired) {
+            if ((rc = run_child(JOB_TRAIN_PAIRED, &configs[i], &o, peak)) != 0) return rc;
+            continue;
+        }
         if ((rc = run_child(JOB_TRAIN, &configs[i], &o, peak)) != 0) return rc;
         if (!o.train_only && (rc = run_child(JOB_GENERATE, &configs[i], &o, peak)) != 0) return rc;
     }
