@@ -69,7 +69,7 @@ static void dropout_weights(float *dst, const float *src, int t, size_t base_ind
 static void triangle_to_bf16(bf16 *dst, const float *src, int t) {
     for (int i = 0; i < t; i++) {
         int n = i + 1 + MATMUL_TRIANGLE_BAND < t ? i + 1 + MATMUL_TRIANGLE_BAND : t;
-        matmul_convert_bf16_rows(dst + (size_t)i * t, src + (size_t)i * t, t, 1, n);
+        matmul_convert_bf16_rows(dst + (size_t)i * t, t, src + (size_t)i * t, t, 1, n);
     }
 }
 
@@ -90,13 +90,13 @@ static HeadBf16 head_bf16(float *scratch, size_t floats, const float *q, int A, 
     h.g = h.v + (size_t)t * hs;
     h.w = h.g + (size_t)t * hs;
     h.ds = h.w + (size_t)t * t;
-    matmul_convert_bf16_rows(h.q, q, 3 * A, t, hs);
-    matmul_convert_bf16_rows(h.k, q + A, 3 * A, t, hs);
-    matmul_convert_bf16_rows(h.v, q + 2 * A, 3 * A, t, hs);
+    matmul_convert_bf16_rows(h.q, hs, q, 3 * A, t, hs);
+    matmul_convert_bf16_rows(h.k, hs, q + A, 3 * A, t, hs);
+    matmul_convert_bf16_rows(h.v, hs, q + 2 * A, 3 * A, t, hs);
     return h;
 }
 
-void attention_forward(float *out, float *att, const float *qkv, int B, int t, int H, int hs,
+void attention_forward(float *out, bf16 *out16, float *att, const float *qkv, int B, int t, int H, int hs,
                        const Dropout *drop, int bf16_products) {
     const int A = H * hs;
     const float scale = 1.0f / sqrtf((float)hs);
@@ -146,6 +146,7 @@ void attention_forward(float *out, float *att, const float *qkv, int B, int t, i
             if (bf16_products) {
                 triangle_to_bf16(h16.w, weights, t);
                 matmul_small_bf16(o, A, h16.w, t, h16.v, hs, t, hs, t, MATMUL_A_ZERO_ABOVE);
+                if (out16) matmul_convert_bf16_rows(out16 + (o - out), A, o, A, t, hs);
             } else {
                 matmul_small(o, A, weights, t, v, 3 * A, t, hs, t, MATMUL_A_ZERO_ABOVE);
             }
@@ -181,7 +182,7 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
             HeadBf16 h16 = {0};
             if (bf16_products) {
                 h16 = head_bf16(dw, own_floats, q, A, t, hs);
-                matmul_convert_bf16_rows(h16.g, g, A, t, hs);
+                matmul_convert_bf16_rows(h16.g, hs, g, A, t, hs);
             }
             // dV = W'^T dO
             const float *weights = w;

@@ -257,7 +257,7 @@ void gpt_free(GPT *model) {
     free(model->targets);
     free(model->params_bf16);
     free(model->weight_panels);
-    free(model->gelu_bf16);
+    free(model->acts_bf16);
     memset(model, 0, sizeof(*model));
 }
 
@@ -398,9 +398,30 @@ static LayerActs layer_acts(const GPT *m, int l) {
 
 const float *gpt_attention_weights(const GPT *model, int layer) { return layer_acts(model, layer).att; }
 
-// Layer l's GELU output in bf16 (GPT.gelu_bf16), laid out as its activations.
-static bf16 *layer_gelu_bf16(const GPT *m, int l) {
-    return m->gelu_bf16 + (size_t)l * m->batch_size * m->config.block_size * 4 * m->config.n_embd;
+// Layer l's bf16 activations (GPT.acts_bf16) for the current call, laid out as its fp32 ones;
+// all NULL in fp32.
+typedef struct {
+    bf16 *ln1, *atty, *ln2, *gelu;  // (N, C), (N, A), (N, C), (N, 4C)
+} LayerActsBf16;
+
+static LayerActsBf16 layer_acts_bf16(const GPT *m, int l) {
+    LayerActsBf16 la = {NULL, NULL, NULL, NULL};
+    if (!m->acts_bf16) return la;
+    const GPTConfig *c = &m->config;
+    size_t rows = (size_t)m->batch_size * c->block_size;
+    size_t C = c->n_embd, A = (size_t)c->n_head * c->head_size;
+    la.ln1 = m->acts_bf16 + l * rows * (6 * C + A);
+    la.atty = la.ln1 + rows * C;
+    la.ln2 = la.atty + rows * A;
+    la.gelu = la.ln2 + rows * C;
+    return la;
+}
+
+// LayerNorm's output in fp32 (out), or in bf16 only (out16, when not NULL).
+static void layernorm_to(float *out, bf16 *out16, float *mean, float *rstd, const float *inp, const float *weight,
+                         const float *bias, int N, int C) {
+    if (out16) layernorm_forward_bf16(out16, mean, rstd, inp, weight, bias, N, C);
+    else layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
 }
 
 // The dropout of one site of layer l for a forward of sequences of t tokens; its elements are
@@ -440,33 +461,29 @@ static void forward_team(GPT *model, const int *inputs, const int *targets, int 
     for (int l = 0; l < c->n_layer; l++) {
         LayerParams p = layer_params(&model->params, c, l);
         LayerActs la = layer_acts(model, l);
+        LayerActsBf16 la16 = layer_acts_bf16(model, l);  // in bf16 the linear layers' inputs
         Dropout drop_att = layer_dropout(model, l, DROPOUT_ATTN_WEIGHTS, t);
         Dropout drop_res1 = layer_dropout(model, l, DROPOUT_ATTN_RESIDUAL, t);
         Dropout drop_res2 = layer_dropout(model, l, DROPOUT_MLP_RESIDUAL, t);
         // x + attn(ln_1(x))
-        layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, residual, p.ln1w, p.ln1b, N, C);
-        gpt_linear_forward(model, la.qkv, la.ln1, p.qkvw, p.qkvb, N, C, 3 * A);
-        attention_forward(la.atty, la.att, la.qkv, B, t, H, hs, &drop_att, gpt_bf16_products(model));
-        gpt_linear_forward(model, s->branch, la.atty, p.attprojw, p.attprojb, N, A, C);
+        layernorm_to(la.ln1, la16.ln1, la.ln1_mean, la.ln1_rstd, residual, p.ln1w, p.ln1b, N, C);
+        gpt_linear_forward(model, la.qkv, la.ln1, la16.ln1, p.qkvw, p.qkvb, N, C, 3 * A);
+        attention_forward(la.atty, la16.atty, la.att, la.qkv, B, t, H, hs, &drop_att, gpt_bf16_products(model));
+        gpt_linear_forward(model, s->branch, la.atty, la16.atty, p.attprojw, p.attprojb, N, A, C);
         dropout_forward(s->branch, s->branch, N * C, &drop_res1);
         residual_forward(la.residual2, residual, s->branch, N * C);
         // x + mlp(ln_2(x))
-        layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, p.ln2w, p.ln2b, N, C);
-        gpt_linear_forward(model, la.fch, la.ln2, p.fcw, p.fcb, N, C, 4 * C);
-        if (model->gelu_bf16) {  // kept, rounded as c_proj's products take it, for the backward
-            bf16 *gelu = layer_gelu_bf16(model, l);
-            gelu_forward_bf16(gelu, la.fch, N * 4 * C);
-            gpt_linear_forward_bf16_input(model, s->branch, gelu, p.fcprojw, p.fcprojb, N, 4 * C, C);
-        } else {
-            gelu_forward(s->gelu, la.fch, N * 4 * C);
-            gpt_linear_forward(model, s->branch, s->gelu, p.fcprojw, p.fcprojb, N, 4 * C, C);
-        }
+        layernorm_to(la.ln2, la16.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, p.ln2w, p.ln2b, N, C);
+        gpt_linear_forward(model, la.fch, la.ln2, la16.ln2, p.fcw, p.fcb, N, C, 4 * C);
+        if (la16.gelu) gelu_forward_bf16(la16.gelu, la.fch, N * 4 * C);
+        else gelu_forward(s->gelu, la.fch, N * 4 * C);
+        gpt_linear_forward(model, s->branch, s->gelu, la16.gelu, p.fcprojw, p.fcprojb, N, 4 * C, C);
         dropout_forward(s->branch, s->branch, N * C, &drop_res2);
         residual_forward(la.residual3, la.residual2, s->branch, N * C);
         residual = la.residual3;
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, model->params.lnfw, model->params.lnfb, N, C);
-    gpt_linear_forward(model, a->logits, a->lnf, model->params.wte, NULL, N, C, V);
+    gpt_linear_forward(model, a->logits, a->lnf, NULL, model->params.wte, NULL, N, C, V);
     if (targets) crossentropy_forward(a->losses, a->probs, a->logits, targets, N, V);
     else softmax_forward(a->probs, a->logits, N, V);
     if (omp_get_thread_num() == 0) {
@@ -532,7 +549,7 @@ static void backward_team(GPT *model) {
     zero_floats(s->dlogits, (size_t)N * V);
     crossentropy_backward(s->dlogits, a->probs, model->targets, 1.0f / batch_tokens, N, V);
     zero_floats(s->dln, (size_t)N * C);
-    gpt_linear_backward(model, s->dln, g->wte, NULL, s->dlogits, a->lnf, model->params.wte, N, C, V);
+    gpt_linear_backward(model, s->dln, g->wte, NULL, s->dlogits, a->lnf, NULL, model->params.wte, N, C, V);
     zero_floats(s->dres, (size_t)N * C);
     const float *last_residual = c->n_layer > 0 ? layer_acts(model, c->n_layer - 1).residual3 : a->encoded;
     layernorm_backward(s->dres, g->lnfw, g->lnfb, s->dln, last_residual, model->params.lnfw,
@@ -542,6 +559,7 @@ static void backward_team(GPT *model) {
         LayerParams p = layer_params(&model->params, c, l);
         LayerParams dp = layer_params(g, c, l);
         LayerActs la = layer_acts(model, l);
+        LayerActsBf16 la16 = layer_acts_bf16(model, l);
         const float *residual_in = l == 0 ? a->encoded : layer_acts(model, l - 1).residual3;
         Dropout drop_att = layer_dropout(model, l, DROPOUT_ATTN_WEIGHTS, t);
         Dropout drop_res1 = layer_dropout(model, l, DROPOUT_ATTN_RESIDUAL, t);
@@ -550,29 +568,24 @@ static void backward_team(GPT *model) {
         // MLP branch: residual3 = residual2 + dropout(c_proj(gelu(c_fc(ln_2(residual2)))))
         const float *dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res2);
         zero_floats(s->dfch, (size_t)N * 4 * C);
-        if (model->gelu_bf16) {
-            gpt_linear_backward_bf16_input(model, s->dfch, dp.fcprojw, dp.fcprojb, dbranch, layer_gelu_bf16(model, l),
-                                           p.fcprojw, N, 4 * C, C);
-        } else {
-            gelu_forward(s->gelu, la.fch, N * 4 * C);  // in fp32 recomputed rather than stored
-            gpt_linear_backward(model, s->dfch, dp.fcprojw, dp.fcprojb, dbranch, s->gelu, p.fcprojw, N, 4 * C, C);
-        }
+        if (!la16.gelu) gelu_forward(s->gelu, la.fch, N * 4 * C);  // fp32: recomputed rather than stored
+        gpt_linear_backward(model, s->dfch, dp.fcprojw, dp.fcprojb, dbranch, s->gelu, la16.gelu, p.fcprojw, N, 4 * C, C);
         float *dfch_in = s->gelu;  // the GELU output is no longer needed: reuse for d(fch)
         zero_floats(dfch_in, (size_t)N * 4 * C);
         gelu_backward(dfch_in, la.fch, s->dfch, N * 4 * C);
         zero_floats(s->dln, (size_t)N * C);
-        gpt_linear_backward(model, s->dln, dp.fcw, dp.fcb, dfch_in, la.ln2, p.fcw, N, C, 4 * C);
+        gpt_linear_backward(model, s->dln, dp.fcw, dp.fcb, dfch_in, la.ln2, la16.ln2, p.fcw, N, C, 4 * C);
         layernorm_backward(s->dres, dp.ln2w, dp.ln2b, s->dln, la.residual2, p.ln2w, la.ln2_mean,
                            la.ln2_rstd, N, C);
 
         // attention branch: residual2 = residual_in + dropout(c_proj(attn(ln_1(residual_in))))
         dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res1);
         zero_floats(s->datty, (size_t)N * A);
-        gpt_linear_backward(model, s->datty, dp.attprojw, dp.attprojb, dbranch, la.atty, p.attprojw, N, A, C);
+        gpt_linear_backward(model, s->datty, dp.attprojw, dp.attprojb, dbranch, la.atty, la16.atty, p.attprojw, N, A, C);
         zero_floats(s->dqkv, (size_t)N * 3 * A);
         attention_backward(s->dqkv, s->datty, la.qkv, la.att, B, t, H, hs, &drop_att, gpt_bf16_products(model));
         zero_floats(s->dln, (size_t)N * C);
-        gpt_linear_backward(model, s->dln, dp.qkvw, dp.qkvb, s->dqkv, la.ln1, p.qkvw, N, C, 3 * A);
+        gpt_linear_backward(model, s->dln, dp.qkvw, dp.qkvb, s->dqkv, la.ln1, la16.ln1, p.qkvw, N, C, 3 * A);
         layernorm_backward(s->dres, dp.ln1w, dp.ln1b, s->dln, residual_in, p.ln1w, la.ln1_mean,
                            la.ln1_rstd, N, C);
     }

@@ -122,9 +122,9 @@ typedef struct {
     // forward products (precision.h); both NULL in fp32
     uint16_t *params_bf16;
     uint16_t *weight_panels;
-    // bf16 with activations: (L, B, T, 4C) each layer's GELU output, rounded to bf16 by the
-    // forward and kept for c_proj's products, forward and backward (precision.h); else NULL
-    uint16_t *gelu_bf16;
+    // bf16 with activations: (L, B, T, 6C + A) the inputs of each layer's linear layers, rounded
+    // to bf16 by the layers that make them and kept for their products (precision.h); else NULL
+    uint16_t *acts_bf16;
 } GPT;
 
 // Allocates parameters (zeroed) for a config, and their gradients when with_gradients is 1

@@ -32,6 +32,10 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *to
 // out, inp (N, C); mean, rstd (N); weight, bias (C)
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                        const float *weight, const float *bias, int N, int C);
+// The same with y rounded to bf16 (bf16_from_float of each) into out16 (N, C), for a bf16
+// product to read.
+void layernorm_forward_bf16(bf16 *out16, float *mean, float *rstd, const float *inp,
+                            const float *weight, const float *bias, int N, int C);
 void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                         const float *inp, const float *weight, const float *mean,
                         const float *rstd, int N, int C);
@@ -40,8 +44,9 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
 // v = [2A,3A), head h at [h*hs, (h+1)*hs) within each. For query position i:
 // w = softmax_j<=i (q_i . k_j / sqrt(hs)), out_i = sum_j dropout(w)_j v_j.
 // out (N, A); att (B, H, t, t) keeps w before dropout, 0 above the diagonal.
-// bf16_products: 0, or 1 for bf16 operands in the four products (matmul_small_bf16).
-void attention_forward(float *out, float *att, const float *qkv, int B, int t, int H, int hs,
+// bf16_products: 0, or 1 for bf16 operands in the four products (matmul_small_bf16); with
+// them out16, when not NULL, gets out rounded to bf16 too, (N, A).
+void attention_forward(float *out, bf16 *out16, float *att, const float *qkv, int B, int t, int H, int hs,
                        const Dropout *drop, int bf16_products);
 // dqkv (N, 3A) += gradient through attention; needs qkv and att of the forward.
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att,

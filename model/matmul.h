@@ -89,9 +89,9 @@ void matmul_backward_bf16(float *dinp, float *dweight, float *dbias, const float
 
 // dst[i] = bf16_from_float(src[i]) for i < n; a team function (parallel.h).
 void matmul_convert_bf16(bf16 *dst, const float *src, size_t n);
-// dst (rows, cols) = bf16_from_float of the rows of src, ld floats apart, on the calling
-// thread (with vcvtneps2bf16 where the bf16 products use AVX512_BF16).
-void matmul_convert_bf16_rows(bf16 *dst, const float *src, long ld, int rows, int cols);
+// dst (rows, cols), rows ldd bf16 apart, = bf16_from_float of the rows of src, ld floats
+// apart, on the calling thread (with vcvtneps2bf16 where the bf16 products use AVX512_BF16).
+void matmul_convert_bf16_rows(bf16 *dst, long ldd, const float *src, long ld, int rows, int cols);
 
 // How the bf16 products run: "AVX512_BF16 vdpbf16ps" or "portable C".
 const char *matmul_bf16_path(void);

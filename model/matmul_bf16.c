@@ -54,9 +54,9 @@ void matmul_convert_bf16(bf16 *dst, const float *src, size_t n) {
     bf16_kernels()->convert(dst, src, (long)n);
 }
 
-void matmul_convert_bf16_rows(bf16 *dst, const float *src, long ld, int rows, int cols) {
+void matmul_convert_bf16_rows(bf16 *dst, long ldd, const float *src, long ld, int rows, int cols) {
     const Bf16Kernels *kern = bf16_kernels();
-    for (int i = 0; i < rows; i++) kern->convert(dst + (long)i * cols, src + i * ld, cols);
+    for (int i = 0; i < rows; i++) kern->convert(dst + i * ldd, src + i * ld, cols);
 }
 
 static int min_int(int a, int b) { return a < b ? a : b; }

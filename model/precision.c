@@ -49,14 +49,17 @@ static size_t weight_panels_size(const GPTConfig *c) {
            matmul_weight_panels_size(C, c->vocab_size);
 }
 
+// bf16 per row of a layer's bf16 activations: ln_1 (C), attention (A), ln_2 (C), GELU (4C)
+static size_t bf16_acts_per_row(const GPTConfig *c) { return (size_t)6 * c->n_embd + (size_t)c->n_head * c->head_size; }
+
 int gpt_alloc_bf16_activations(GPT *model, char err[ERR_LEN]) {
-    free(model->gelu_bf16);
-    model->gelu_bf16 = NULL;
+    free(model->acts_bf16);
+    model->acts_bf16 = NULL;
     if (!model->params_bf16 || model->batch_size < 1) return 0;
     const GPTConfig *c = &model->config;
-    size_t n = (size_t)c->n_layer * model->batch_size * c->block_size * 4 * c->n_embd;
-    model->gelu_bf16 = malloc(n * sizeof(bf16) + 64);
-    if (!model->gelu_bf16) {
+    size_t n = (size_t)c->n_layer * model->batch_size * c->block_size * bf16_acts_per_row(c);
+    model->acts_bf16 = malloc(n * sizeof(bf16) + 64);
+    if (!model->acts_bf16) {
         snprintf(err, ERR_LEN, "out of memory for the bf16 activations of batch %d x %d", model->batch_size,
                  c->block_size);
         return -1;
@@ -119,11 +122,11 @@ static const bf16 *weight_bf16(const GPT *model, const float *weight) {
     return model->params_bf16 + (weight - model->params_memory);
 }
 
-void gpt_linear_forward(const GPT *model, float *out, const float *inp, const float *weight,
+void gpt_linear_forward(const GPT *model, float *out, const float *inp, const bf16 *inp16, const float *weight,
                         const float *bias, int N, int C, int OC) {
     if (model->params_bf16)
-        matmul_forward_bf16_packed(out, inp, NULL, weight_bf16(model, weight), weight_panels(model, weight, C, OC),
-                                   bias, N, C, OC);
+        matmul_forward_bf16_packed(out, inp16 ? NULL : inp, inp16, weight_bf16(model, weight),
+                                   weight_panels(model, weight, C, OC), bias, N, C, OC);
     else matmul_forward(out, inp, weight, bias, N, C, OC);
 }
 
@@ -133,24 +136,12 @@ void gpt_linear_forward_rows(const GPT *model, float *out, const float *inp, con
     else matmul_forward_rows(out, inp, weight, bias, N, C, OC);
 }
 
-void gpt_linear_backward(const GPT *model, float *dinp, float *dweight, float *dbias,
-                         const float *dout, const float *inp, const float *weight, int N, int C,
-                         int OC) {
+void gpt_linear_backward(const GPT *model, float *dinp, float *dweight, float *dbias, const float *dout,
+                         const float *inp, const bf16 *inp16, const float *weight, int N, int C, int OC) {
     if (model->params_bf16)
-        matmul_backward_bf16(dinp, dweight, dbias, dout, inp, NULL, weight_bf16(model, weight), N, C, OC);
+        matmul_backward_bf16(dinp, dweight, dbias, dout, inp16 ? NULL : inp, inp16, weight_bf16(model, weight), N,
+                             C, OC);
     else matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
-}
-
-void gpt_linear_forward_bf16_input(const GPT *model, float *out, const bf16 *inp16, const float *weight,
-                                   const float *bias, int N, int C, int OC) {
-    matmul_forward_bf16_packed(out, NULL, inp16, weight_bf16(model, weight), weight_panels(model, weight, C, OC),
-                               bias, N, C, OC);
-}
-
-void gpt_linear_backward_bf16_input(const GPT *model, float *dinp, float *dweight, float *dbias,
-                                    const float *dout, const bf16 *inp16, const float *weight, int N, int C,
-                                    int OC) {
-    matmul_backward_bf16(dinp, dweight, dbias, dout, NULL, inp16, weight_bf16(model, weight), N, C, OC);
 }
 
 int gpt_bf16_products(const GPT *model) { return model->params_bf16 != NULL; }
@@ -173,5 +164,5 @@ void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int
     double t = config->block_size, hs = config->head_size;
     double head = (4 * t * hs + 2 * t * t) * omp_get_max_threads();
     plan->scratch += (rows * width + weight + head) * sizeof(bf16);
-    plan->activations += config->n_layer * rows * 4 * C * sizeof(bf16);  // GPT.gelu_bf16
+    plan->activations += config->n_layer * rows * (double)bf16_acts_per_row(config) * sizeof(bf16);  // GPT.acts_bf16
 }

@@ -6,11 +6,12 @@
 // that a forward does not pack it again), both refreshed from the fp32 master weights
 // whenever they change. The linear layers' products, forward and both
 // backward, and attention's products take bf16 operands (the copy for weights,
-// activations converted as they enter the product) and sum in fp32 (matmul.h). GELU's
-// output, which only the MLP's c_proj reads, is rounded to bf16 as GELU writes it and kept
-// per layer (GPT.gelu_bf16) for c_proj's forward and backward products: the backward
-// neither recomputes nor converts it, and the products get the same operands. Master
-// weights, gradients, AdamW, LayerNorm, softmax, GELU and the loss stay fp32, and a
+// activations rounded to bf16 as they enter the product) and sum in fp32 (matmul.h). The
+// inputs of a block's linear layers (ln_1's, attention's, ln_2's and GELU's outputs) are
+// rounded to bf16 by the layer that makes them and kept per layer (GPT.acts_bf16) for the
+// products that read them, forward and backward: LayerNorm then writes only the bf16, GELU's
+// output is no longer recomputed in the backward, and the products get the same operands.
+// Master weights, gradients, AdamW, LayerNorm, softmax, GELU and the loss stay fp32, and a
 // checkpoint always holds the fp32 weights.
 #ifndef CHARGPT_PRECISION_H
 #define CHARGPT_PRECISION_H
@@ -32,7 +33,7 @@ void precision_describe(Precision precision, char *text, size_t n);
 // parameters as they are now, and the bf16 activations when the model has activations; in
 // fp32 frees them. Returns 0 or -1 with err.
 int gpt_set_precision(GPT *model, Precision precision, char err[ERR_LEN]);
-// (Re)allocates the bf16 activations (GPT.gelu_bf16) for the model's activations' batch
+// (Re)allocates the bf16 activations (GPT.acts_bf16) for the model's activations' batch
 // size, or frees them in fp32 or without activations; gpt_alloc_activations and
 // gpt_set_precision call it. Returns 0 or -1 with err.
 int gpt_alloc_bf16_activations(GPT *model, char err[ERR_LEN]);
@@ -42,20 +43,14 @@ Precision gpt_precision(const GPT *model);
 void gpt_refresh_bf16(GPT *model);
 
 // The linear layers' products with the model's precision (matmul.h): weight points into
-// params_memory, and in bf16 its copy (and for a forward its packed panels) is used instead.
-void gpt_linear_forward(const GPT *model, float *out, const float *inp, const float *weight,
+// params_memory, and in bf16 its copy (and for a forward its packed panels) is used instead;
+// a bf16 model's input may come in bf16 (inp16, when not NULL; inp is then not read).
+void gpt_linear_forward(const GPT *model, float *out, const float *inp, const bf16 *inp16, const float *weight,
                         const float *bias, int N, int C, int OC);
 void gpt_linear_forward_rows(const GPT *model, float *out, const float *inp, const float *weight,
                              const float *bias, int N, int C, int OC);
-void gpt_linear_backward(const GPT *model, float *dinp, float *dweight, float *dbias,
-                         const float *dout, const float *inp, const float *weight, int N, int C,
-                         int OC);
-// The same products of a bf16 model with their input (N, C) already in bf16 (inp16).
-void gpt_linear_forward_bf16_input(const GPT *model, float *out, const bf16 *inp16, const float *weight,
-                                   const float *bias, int N, int C, int OC);
-void gpt_linear_backward_bf16_input(const GPT *model, float *dinp, float *dweight, float *dbias,
-                                    const float *dout, const bf16 *inp16, const float *weight, int N, int C,
-                                    int OC);
+void gpt_linear_backward(const GPT *model, float *dinp, float *dweight, float *dbias, const float *dout,
+                         const float *inp, const bf16 *inp16, const float *weight, int N, int C, int OC);
 // Whether attention's products take bf16 operands: 1 in bf16, else 0.
 int gpt_bf16_products(const GPT *model);
 

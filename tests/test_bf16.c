@@ -330,8 +330,9 @@ TEST(bf16_portable_path_same_bits_as_vector) {
     printf("    portable C = %s bit for bit on %d linear shapes and %d conversions\n", vec, NUM_SHAPES, n);
 }
 
-// An input given in bf16 (a layer's output kept rounded, as GELU's is) gives the bits of the
-// floats it rounds, on both paths; and GELU's bf16 output is the rounding of its fp32 one.
+// An input given in bf16 (a layer's output kept rounded) gives the bits of the floats it
+// rounds, on both paths; and the bf16 outputs of GELU, LayerNorm and attention are the
+// rounding of their fp32 ones (LayerNorm's mean and rstd the same bits).
 TEST(bf16_products_same_bits_from_bf16_input) {
     for (int p = 0; p < 2; p++) {
         matmul_bf16_force_portable(p);
@@ -355,6 +356,26 @@ TEST(bf16_products_same_bits_from_bf16_input) {
     int same = 1;
     for (int i = 0; i < n; i++) same &= y16[i] == bf16_from_float(y[i]);
     CHECK(same, "gelu_forward_bf16 is not the rounding of gelu_forward");
+
+    enum { N = 7, C = 143 };  // LayerNorm of rows of u, weight and bias from u too
+    static float u[3 * 2 * 37 * 15 * 3];
+    fill_uniform(u, sizeof(u) / sizeof(u[0]), 41);
+    float mean[2][N], rstd[2][N];
+    layernorm_forward(y, mean[0], rstd[0], u, u + N * C, u + N * C + C, N, C);
+    layernorm_forward_bf16(y16, mean[1], rstd[1], u, u + N * C, u + N * C + C, N, C);
+    same = !memcmp(mean[0], mean[1], sizeof(mean[0])) && !memcmp(rstd[0], rstd[1], sizeof(rstd[0]));
+    for (int i = 0; i < N * C; i++) same &= y16[i] == bf16_from_float(y[i]);
+    CHECK(same, "layernorm_forward_bf16 is not the rounding of layernorm_forward");
+
+    enum { B = 2, T = 37, H = 3, HS = 5, A = H * HS };  // attention, with dropout, on u as qkv
+    _Static_assert(B * T * 3 * A <= sizeof(u) / sizeof(u[0]), "u holds qkv");
+    float out[B * T * A], att[B * H * T * T];
+    bf16 out16[B * T * A];
+    Dropout drop = {0.2f, 99, 0};
+    attention_forward(out, out16, att, u, B, T, H, HS, &drop, 1);
+    same = 1;
+    for (int i = 0; i < B * T * A; i++) same &= out16[i] == bf16_from_float(out[i]);
+    CHECK(same, "attention_forward's bf16 output is not the rounding of its output");
 }
 
 TEST(bf16_products_same_bits_any_thread_count) {
@@ -418,10 +439,10 @@ static float *train_bf16(Precision precision, int steps, int threads, int portab
     return params;
 }
 
-// A bf16 model keeps GELU's output in bf16 for c_proj's products: its forward and backward
-// (with dropout) give the bits of a model that keeps nothing and converts GELU's output as
-// the products read it.
-TEST(bf16_kept_gelu_output_same_bits_as_converting_it) {
+// A bf16 model keeps its linear layers' inputs in bf16 (LayerNorm, attention and GELU
+// outputs): its forward and backward (with dropout) give the bits of a model that keeps
+// nothing and converts them as the products read them.
+TEST(bf16_kept_activations_same_bits_as_converting_them) {
     GPTConfig c = {13, 16, 2, 2, 64, 32, 1, 0.1f};
     int B = 3, T = 16, inputs[48], targets[48];
     for (int i = 0; i < B * T; i++) inputs[i] = (i * 7) % 13, targets[i] = (i * 5 + 3) % 13;
@@ -437,11 +458,11 @@ TEST(bf16_kept_gelu_output_same_bits_as_converting_it) {
     model.dropout_seed = 17;
     size_t n = model.num_parameters;
     float *grads[2], loss[2];
-    CHECK(model.gelu_bf16 != NULL, "a bf16 model with activations keeps no GELU output");
+    CHECK(model.acts_bf16 != NULL, "a bf16 model with activations keeps no bf16 activations");
     for (int kept = 1; kept >= 0; kept--) {
         if (!kept) {  // as if the memory had not been there
-            free(model.gelu_bf16);
-            model.gelu_bf16 = NULL;
+            free(model.acts_bf16);
+            model.acts_bf16 = NULL;
         }
         gpt_zero_grad(&model);
         gpt_forward(&model, inputs, targets, B, T);
@@ -451,7 +472,7 @@ TEST(bf16_kept_gelu_output_same_bits_as_converting_it) {
         memcpy(grads[kept], model.grads_memory, n * sizeof(float));
     }
     CHECK(loss[0] == loss[1] && memcmp(grads[0], grads[1], n * sizeof(float)) == 0,
-          "kept GELU output: loss %.9g vs %.9g, or gradients differ", loss[1], loss[0]);
+          "kept bf16 activations: loss %.9g vs %.9g, or gradients differ", loss[1], loss[0]);
     free(grads[0]), free(grads[1]);
     gpt_free(&model);
 }

@@ -475,7 +475,7 @@ TEST(ops_attention_kernel) {
         double *att_d = malloc(natt * sizeof(double)), *dout_d = doubles_of(dout, nout);
         double *dqkv_d = doubles_of(dqkv, nqkv);
 
-        attention_forward(out, att, qkv, B, t, H, hs, &drop, 0);
+        attention_forward(out, NULL, att, qkv, B, t, H, hs, &drop, 0);
         ref_attention_forward(out_d, att_d, qkv_d, B, t, H, hs, &drop);
         attention_backward(dqkv, dout, qkv, att, B, t, H, hs, &drop, 0);
         ref_attention_backward(dqkv_d, dout_d, qkv_d, B, t, H, hs, &drop);
