@@ -6,7 +6,11 @@
 # (one shell loop, killed when the rows are done, on failure or on Ctrl-C, and ended by
 # `timeout` in any case). And the bf16 rows: both configs trained and generated with
 # --precision bf16 (scripts/bench --precision bf16) beside fp32, and PyTorch's own mixed
-# precision, torch.autocast("cpu", dtype=torch.bfloat16) (scripts/bench_torch.py --bf16).
+# precision, torch.autocast("cpu", dtype=torch.bfloat16) (scripts/bench_torch.py --bf16);
+# and small's bf16/fp32 ratio once more from fp32 and bf16 steps taken in turn in one process
+# (scripts/bench --paired, 3 x BENCH_SECONDS), which a shared host's changing load cannot
+# tilt toward either. (Tiny is not paired: its two models would evict each other from the
+# caches that either fits in alone, and the pair would time colder steps than training does.)
 # When the MPI build exists (`make MPI=1`), an MPI line: the small
 # config on 2 ranks x 1 thread against 1 process x 2 threads (BENCH_MPI_STEPS steps, default 6).
 #
@@ -50,6 +54,7 @@ echo
 ./scripts/bench --seconds "$seconds" --gen-chars "$gen_chars" --gen-seconds "$gen_seconds" >"$out/chargpt.txt"
 ./scripts/bench --precision bf16 --no-samples --seconds "$seconds" --gen-chars "$gen_chars" \
     --gen-seconds "$gen_seconds" >"$out/bf16.txt"
+./scripts/bench --paired --config small --seconds "$(awk -v s="$seconds" 'BEGIN { print 3 * s }')" >"$out/paired.txt"
 
 have_torch=0
 torch_failed=0
@@ -198,6 +203,10 @@ for config in $configs; do
         "$(fmt %.0f "$torch16")" "$(ratio "$tok16" "$torch16")" "$(fmt %.0f "$gen")" "$(fmt %.0f "$gen16")" \
         "$(ratio "$gen16" "$gen")" "$(fmt %.0f "$(field "$tb" torch_bf16_generate "$config" nocache_chars_per_s)")"
 done
+p="$out/paired.txt"
+echo "small, fp32 and bf16 steps in turn ($(field "$p" train_paired small pairs) pairs): fp32 $(fmt %.0f "$(field "$p" train_paired small fp32_tok_per_s)") tok/s," \
+    "bf16 $(fmt %.0f "$(field "$p" train_paired small bf16_tok_per_s)") tok/s: bf16/fp32 $(fmt %.2fx "$(field "$p" train_paired small ratio_of_medians)")" \
+    "(median of the pairs' ratios $(fmt %.2fx "$(field "$p" train_paired small median_ratio)"))"
 echo "targets: small trains >= 1.7x faster in bf16 than in fp32; small generates >= 1.7x fp32's chars/s"
 echo
 
@@ -282,7 +291,7 @@ if [ "$have_torch" = 0 ]; then
     echo
 fi
 echo "raw results:"
-cat "$out/chargpt.txt" "$out/bf16.txt" "$out/torch.txt" "$out/torch_bf16.txt"
+cat "$out/chargpt.txt" "$out/bf16.txt" "$out/paired.txt" "$out/torch.txt" "$out/torch_bf16.txt"
 echo "raw results, shared machine:"
 cat "$out/shared_chargpt.txt" "$out/shared_torch.txt"
 exit "$torch_failed"
