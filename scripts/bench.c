@@ -8,9 +8,10 @@
 //             with --no-cache (the whole window recomputed for every character), and with
 //             --num-samples 1, 8 and 32.
 // Both in fp32 or, with --precision bf16, with bf16 matrix products (model/precision.h).
-// With --paired, training only: an fp32 and a bf16 model of each config in one process, their
-// steps taken in turn (fp32, bf16, fp32, ...), so that both precisions meet the same load on
-// a shared machine and their ratio is not a comparison of two different minutes.
+// With --paired: an fp32 and a bf16 model of each config in one process, their training steps
+// taken in turn (fp32, bf16, fp32, ...), then their generated characters (with the cache), so
+// that both precisions meet the same load on a shared machine and their ratio is not a
+// comparison of two different minutes.
 // A register-resident FMA loop, first on one thread then on every OpenMP thread, gives the
 // peak that the training step's GFLOP/s is compared to.
 //
@@ -92,7 +93,7 @@ typedef struct {
     double gen_seconds;   // a generation run stops early after this long
     int train_only;       // time training alone: no FMA peak, no generation
     int no_samples;       // no FMA peak and no --num-samples rows
-    int paired;           // fp32 and bf16 training steps in turn, instead of all of the above
+    int paired;           // fp32 and bf16 steps and characters in turn, instead of all of the above
     Precision precision;
 } Options;
 
@@ -457,6 +458,42 @@ static void run_samples(GPT *model, const BenchConfig *bc, const Options *o, con
     }
 }
 
+// --paired generation: --gen-chars characters with the cache from an fp32 and a bf16 model,
+// one character of each in turn, until both are done or --gen-seconds have passed for both.
+static void run_generate_paired(const BenchConfig *bc, const Options *o) {
+    GPT models[2];
+    Decoder decoders[2];
+    Rng rng;
+    rng_seed(&rng, SEED + 1);
+    int prompt[PROMPT_LEN];
+    for (int i = 0; i < PROMPT_LEN; i++) prompt[i] = (int)rng_below(&rng, (uint64_t)bc->vocab_size);
+    const DecoderConfig config = {1, 1, 1, {0.8f, 0, 1.0f}, SEED};
+    char err[ERR_LEN];
+    for (int p = 0; p < 2; p++) {
+        build_model(&models[p], bc, p ? PRECISION_BF16 : PRECISION_FP32);
+        generate_chars(&models[p], prompt, PROMPT_LEN, 8, 1, 1, o->gen_seconds);  // warm-up
+        if (decoder_init(&decoders[p], &models[p], prompt, PROMPT_LEN, o->gen_chars, &config, err) != 0)
+            die(EXIT_FAILED, "%s", err);
+    }
+    fprintf(stderr, "bench: %s: fp32 and bf16 generation in turn\n", bc->name);
+    double secs[2] = {0.0, 0.0};
+    long made = 0;
+    while (made < o->gen_chars && secs[0] + secs[1] <= 2.0 * o->gen_seconds) {
+        for (int p = 0; p < 2; p++) {
+            double t0 = now_seconds();
+            decoder_step(&decoders[p]);
+            secs[p] += now_seconds() - t0;
+        }
+        made++;
+    }
+    printf("generate_paired config=%s precision=%s threads=%d chars=%ld fp32_cache_chars_per_s=%.1f "
+           "bf16_cache_chars_per_s=%.1f ratio=%.3f\n",
+           bc->name, precision_word(PRECISION_BF16), omp_get_max_threads(), made, made / secs[0], made / secs[1],
+           secs[0] / secs[1]);
+    fflush(stdout);
+    for (int p = 0; p < 2; p++) decoder_free(&decoders[p]), gpt_free(&models[p]);
+}
+
 static void run_generate(const BenchConfig *bc, const Options *o) {
     GPT model;
     build_model(&model, bc, o->precision);
@@ -491,7 +528,7 @@ static void run_peak(Peak *peak) {
 // children: GNU OpenMP's thread pool does not survive fork, so the parent itself never
 // enters a parallel region; every job runs in a child of its own.
 
-enum { JOB_PEAK, JOB_TRAIN, JOB_TRAIN_PAIRED, JOB_GENERATE };
+enum { JOB_PEAK, JOB_TRAIN, JOB_TRAIN_PAIRED, JOB_GENERATE, JOB_GENERATE_PAIRED };
 
 static int run_child(int job, const BenchConfig *bc, const Options *o, Peak *peak) {
     fflush(stdout);
@@ -502,6 +539,7 @@ static int run_child(int job, const BenchConfig *bc, const Options *o, Peak *pea
         if (job == JOB_PEAK) run_peak(peak);
         else if (job == JOB_TRAIN) run_train(bc, o, peak);
         else if (job == JOB_TRAIN_PAIRED) run_train_paired(bc, o);
+        else if (job == JOB_GENERATE_PAIRED) run_generate_paired(bc, o);
         else run_generate(bc, o);
         exit(0);
     }
@@ -529,8 +567,9 @@ static void usage(FILE *f) {
             "  --train-only       time training only (no FMA peak, no generation)\n"
             "  --precision P      fp32 or bf16: the matrix products' precision (default fp32)\n"
             "  --no-samples       no FMA peak and no --num-samples generation rows\n"
-            "  --paired           only training, fp32 and bf16 steps in turn in one process;\n"
-            "                     --seconds and --steps then count pairs of steps\n"
+            "  --paired           fp32 and bf16 in turn in one process: training steps (--seconds\n"
+            "                     and --steps then count pairs), then generated characters\n"
+            "                     with the cache (none with --train-only); no FMA peak\n"
             "  -h, --help         show this help\n", MIN_TIMED_STEPS);
 }
 
@@ -598,6 +637,7 @@ int main(int argc, char **argv) {
         if (strcmp(o.config, "all") != 0 && strcmp(o.config, configs[i].name) != 0) continue;
         if (o.paired) {
             if ((rc = run_child(JOB_TRAIN_PAIRED, &configs[i], &o, peak)) != 0) return rc;
+            if (!o.train_only && (rc = run_child(JOB_GENERATE_PAIRED, &configs[i], &o, peak)) != 0) return rc;
             continue;
         }
         if ((rc = run_child(JOB_TRAIN, &configs[i], &o, peak)) != 0) return rc;

@@ -7,10 +7,11 @@
 # `timeout` in any case). And the bf16 rows: both configs trained and generated with
 # --precision bf16 (scripts/bench --precision bf16) beside fp32, and PyTorch's own mixed
 # precision, torch.autocast("cpu", dtype=torch.bfloat16) (scripts/bench_torch.py --bf16);
-# and small's bf16/fp32 ratio once more from fp32 and bf16 steps taken in turn in one process
-# (scripts/bench --paired, 3 x BENCH_SECONDS), which a shared host's changing load cannot
-# tilt toward either. (Tiny is not paired: its two models would evict each other from the
-# caches that either fits in alone, and the pair would time colder steps than training does.)
+# and small's bf16/fp32 ratios once more from fp32 and bf16 training steps, then generated
+# characters, taken in turn in one process (scripts/bench --paired, 3 x BENCH_SECONDS of
+# steps), which a shared host's changing load cannot tilt toward either. (Tiny is not
+# paired: its two models would evict each other from the caches that either fits in alone,
+# and the pairs would time colder steps than a run of one precision does.)
 # When the MPI build exists (`make MPI=1`), an MPI line: the small
 # config on 2 ranks x 1 thread against 1 process x 2 threads (BENCH_MPI_STEPS steps, default 6).
 #
@@ -54,7 +55,8 @@ echo
 ./scripts/bench --seconds "$seconds" --gen-chars "$gen_chars" --gen-seconds "$gen_seconds" >"$out/chargpt.txt"
 ./scripts/bench --precision bf16 --no-samples --seconds "$seconds" --gen-chars "$gen_chars" \
     --gen-seconds "$gen_seconds" >"$out/bf16.txt"
-./scripts/bench --paired --config small --seconds "$(awk -v s="$seconds" 'BEGIN { print 3 * s }')" >"$out/paired.txt"
+./scripts/bench --paired --config small --seconds "$(awk -v s="$seconds" 'BEGIN { print 3 * s }')" \
+    --gen-chars "$gen_chars" --gen-seconds "$gen_seconds" >"$out/paired.txt"
 
 have_torch=0
 torch_failed=0
@@ -206,7 +208,10 @@ done
 p="$out/paired.txt"
 echo "small, fp32 and bf16 steps in turn ($(field "$p" train_paired small pairs) pairs): fp32 $(fmt %.0f "$(field "$p" train_paired small fp32_tok_per_s)") tok/s," \
     "bf16 $(fmt %.0f "$(field "$p" train_paired small bf16_tok_per_s)") tok/s: bf16/fp32 $(fmt %.2fx "$(field "$p" train_paired small ratio_of_medians)")" \
-    "(median of the pairs' ratios $(fmt %.2fx "$(field "$p" train_paired small median_ratio)"))"
+    "(median of the pairs' ratios $(fmt %.2fx "$(field "$p" train_paired small median_ratio)"));" \
+    "generation in turn ($(field "$p" generate_paired small chars) characters each, with the cache): fp32" \
+    "$(fmt %.0f "$(field "$p" generate_paired small fp32_cache_chars_per_s)") chars/s, bf16" \
+    "$(fmt %.0f "$(field "$p" generate_paired small bf16_cache_chars_per_s)") chars/s: $(fmt %.2fx "$(field "$p" generate_paired small ratio)")"
 echo "targets: small trains >= 1.7x faster in bf16 than in fp32; small generates >= 1.7x fp32's chars/s"
 echo
 
