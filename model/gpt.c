@@ -104,24 +104,27 @@ int gpt_build(GPT *model, const GPTConfig *config, int with_gradients, char err[
     return 0;
 }
 
-// Floats of each activation and scratch tensor for batch B (doubles: see GPTMemoryPlan).
-static void activation_sizes(const GPTConfig *c, int B, double act[NUM_ACTIVATION_TENSORS],
+// Floats of each activation and scratch tensor for batch B, in fp32 or bf16 precision
+// (doubles: see GPTMemoryPlan).
+static void activation_sizes(const GPTConfig *c, int B, int bf16, double act[NUM_ACTIVATION_TENSORS],
                              double scratch[NUM_SCRATCH_TENSORS]) {
     double T = c->block_size, L = c->n_layer, C = c->n_embd, V = c->vocab_size, H = c->n_head;
     double A = H * c->head_size, N = (double)B * T;
+    double ln = bf16 ? 0.0 : L * N * C;  // ln1 or ln2
     const double act_sizes[NUM_ACTIVATION_TENSORS] = {
         N * C,                                  // encoded
-        L * N * C, L * N, L * N,                // ln1, ln1_mean, ln1_rstd
+        ln, L * N, L * N,                       // ln1, ln1_mean, ln1_rstd
         L * N * 3 * A,                          // qkv
         L * N * A,                              // atty
         L * B * H * T * T,                      // att
         L * N * C,                              // residual2
-        L * N * C, L * N, L * N,                // ln2, ln2_mean, ln2_rstd
+        ln, L * N, L * N,                       // ln2, ln2_mean, ln2_rstd
         L * N * 4 * C,                          // fch
         L * N * C,                              // residual3
         N * C, N, N,                            // lnf, lnf_mean, lnf_rstd
         N * V, N * V,                           // logits, probs
         N,                                      // losses
+        bf16 ? ceil(L * N * (6 * C + A) / 2) : 0.0,  // inputs_bf16, two bf16 a float
     };
     const double scratch_sizes[NUM_SCRATCH_TENSORS] = {
         N * C, N * 4 * C, N * C, N * C, N * C, N * 3 * A, N * A, N * 4 * C, N * V,
@@ -138,7 +141,7 @@ int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
     }
     size_t T = c->block_size, N = (size_t)B * T;
     double act_floats[NUM_ACTIVATION_TENSORS], scratch_floats[NUM_SCRATCH_TENSORS], floats = 0.0;
-    activation_sizes(c, B, act_floats, scratch_floats);
+    activation_sizes(c, B, model->params_bf16 != NULL, act_floats, scratch_floats);
     for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) floats += act_floats[i];
     for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) floats += scratch_floats[i];
     free(model->acts_memory);
@@ -174,7 +177,16 @@ int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
     model->batch_size = B;
     point_tensors((float **)&model->acts, model->acts_memory, act_sizes, NUM_ACTIVATION_TENSORS);
     point_tensors((float **)&model->scratch, model->scratch_memory, scratch_sizes, NUM_SCRATCH_TENSORS);
-    return gpt_alloc_bf16_activations(model, err);
+    if (model->params_bf16) model->acts.ln1 = model->acts.ln2 = NULL;
+    else model->acts.inputs_bf16 = NULL;
+    return 0;
+}
+
+double gpt_activation_bytes(const GPTConfig *config, int B, int bf16) {
+    double act[NUM_ACTIVATION_TENSORS], scratch[NUM_SCRATCH_TENSORS], bytes = 0.0;
+    activation_sizes(config, B, bf16, act, scratch);
+    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) bytes += act[i] * sizeof(float);
+    return bytes;
 }
 
 // Bytes AdamW allocates per parameter: two float moments and a weight-decay byte (adamw_init).
@@ -188,9 +200,9 @@ void gpt_memory_plan(const GPTConfig *c, int B, GPTPlanKind kind, GPTMemoryPlan 
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) params += (double)sizes[i];
     int sequences = kind == GPT_PLAN_GENERATION ? 1 : B;
     double act[NUM_ACTIVATION_TENSORS], scratch[NUM_SCRATCH_TENSORS];
-    activation_sizes(c, sequences, act, scratch);
+    activation_sizes(c, sequences, 0, act, scratch);
     plan->parameters = params * sizeof(float);
-    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) plan->activations += act[i] * sizeof(float);
+    plan->activations = gpt_activation_bytes(c, sequences, 0);
     for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) plan->scratch += scratch[i] * sizeof(float);
     plan->scratch += 2.0 * sequences * c->block_size * sizeof(int);  // inputs and targets
     if (kind == GPT_PLAN_TRAINING) {
@@ -257,7 +269,6 @@ void gpt_free(GPT *model) {
     free(model->targets);
     free(model->params_bf16);
     free(model->weight_panels);
-    free(model->acts_bf16);
     memset(model, 0, sizeof(*model));
 }
 
@@ -380,7 +391,7 @@ static LayerParams layer_params(const ParameterTensors *p, const GPTConfig *c, i
 }
 
 // Layer l's activations for the current call: layers are strided by the allocated size
-// (B_alloc * T rows), a call uses the leading N = B * t rows.
+// (B_alloc * T rows), a call uses the leading N = B * t rows; ln1 and ln2 are NULL in bf16.
 static LayerActs layer_acts(const GPT *m, int l) {
     const GPTConfig *c = &m->config;
     size_t rows = (size_t)m->batch_size * c->block_size;
@@ -388,9 +399,9 @@ static LayerActs layer_acts(const GPT *m, int l) {
     size_t att_size = (size_t)m->batch_size * c->n_head * c->block_size * c->block_size;
     const ActivationTensors *a = &m->acts;
     LayerActs la = {
-        a->ln1 + l * rows * C, a->ln1_mean + l * rows, a->ln1_rstd + l * rows,
+        a->ln1 ? a->ln1 + l * rows * C : NULL, a->ln1_mean + l * rows, a->ln1_rstd + l * rows,
         a->qkv + l * rows * 3 * A, a->atty + l * rows * A, a->att + l * att_size,
-        a->residual2 + l * rows * C, a->ln2 + l * rows * C, a->ln2_mean + l * rows,
+        a->residual2 + l * rows * C, a->ln2 ? a->ln2 + l * rows * C : NULL, a->ln2_mean + l * rows,
         a->ln2_rstd + l * rows, a->fch + l * rows * 4 * C, a->residual3 + l * rows * C,
     };
     return la;
@@ -406,11 +417,11 @@ typedef struct {
 
 static LayerActsBf16 layer_acts_bf16(const GPT *m, int l) {
     LayerActsBf16 la = {NULL, NULL, NULL, NULL};
-    if (!m->acts_bf16) return la;
+    if (!m->acts.inputs_bf16) return la;
     const GPTConfig *c = &m->config;
     size_t rows = (size_t)m->batch_size * c->block_size;
     size_t C = c->n_embd, A = (size_t)c->n_head * c->head_size;
-    la.ln1 = m->acts_bf16 + l * rows * (6 * C + A);
+    la.ln1 = (bf16 *)m->acts.inputs_bf16 + l * rows * (6 * C + A);
     la.atty = la.ln1 + rows * C;
     la.ln2 = la.atty + rows * A;
     la.gelu = la.ln2 + rows * C;

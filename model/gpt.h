@@ -48,7 +48,9 @@ typedef struct {
 #define NUM_PARAMETER_TENSORS 16
 
 // Activations kept for the backward pass, sized for (B, T) once; a call with t < T uses
-// the leading B*t rows (and a (t, t) attention matrix per head).
+// the leading B*t rows (and a (t, t) attention matrix per head). A bf16 model keeps the inputs
+// of its linear layers in bf16 instead (inputs_bf16, precision.h): its ln1 and ln2 are empty
+// (NULL), and an fp32 model's inputs_bf16 is.
 typedef struct {
     float *encoded;   // (N, C)        token + position embedding
     float *ln1;       // (L, N, C)
@@ -69,8 +71,10 @@ typedef struct {
     float *logits;    // (N, V)
     float *probs;     // (N, V)        softmax of logits
     float *losses;    // (N)           -log p(target)
+    float *inputs_bf16;  // (L, N, 6C + A) bf16: per layer ln_1's (C), attention's (A), ln_2's (C)
+                         // and GELU's (4C) outputs, rounded to bf16 by the layer that makes them
 } ActivationTensors;
-#define NUM_ACTIVATION_TENSORS 19
+#define NUM_ACTIVATION_TENSORS 20
 
 // Per-call scratch shared by all layers (not kept across layers): forward temporaries and
 // the gradients of activations in backward.
@@ -122,17 +126,17 @@ typedef struct {
     // forward products (precision.h); both NULL in fp32
     uint16_t *params_bf16;
     uint16_t *weight_panels;
-    // bf16 with activations: (L, B, T, 6C + A) the inputs of each layer's linear layers, rounded
-    // to bf16 by the layers that make them and kept for their products (precision.h); else NULL
-    uint16_t *acts_bf16;
 } GPT;
 
 // Allocates parameters (zeroed) for a config, and their gradients when with_gradients is 1
 // (training; generation needs none: grads_memory stays NULL). Returns 0 or -1 with err.
 int gpt_build(GPT *model, const GPTConfig *config, int with_gradients, char err[ERR_LEN]);
-// Allocates activations and scratch for up to B sequences of block_size tokens (and, for a
-// bf16 model, its bf16 activations: gpt_alloc_bf16_activations).
+// Allocates activations and scratch for up to B sequences of block_size tokens, laid out
+// for the model's precision (gpt_set_precision allocates them again when it changes).
 int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]);
+// Bytes of the activations gpt_alloc_activations allocates for B sequences, for a model in
+// fp32 (bf16 0) or in bf16 (1).
+double gpt_activation_bytes(const GPTConfig *config, int B, int bf16);
 void gpt_free(GPT *model);
 
 // The memory a run needs, in bytes, computed from a valid config before anything is

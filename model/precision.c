@@ -49,41 +49,28 @@ static size_t weight_panels_size(const GPTConfig *c) {
            matmul_weight_panels_size(C, c->vocab_size);
 }
 
-// bf16 per row of a layer's bf16 activations: ln_1 (C), attention (A), ln_2 (C), GELU (4C)
-static size_t bf16_acts_per_row(const GPTConfig *c) { return (size_t)6 * c->n_embd + (size_t)c->n_head * c->head_size; }
-
-int gpt_alloc_bf16_activations(GPT *model, char err[ERR_LEN]) {
-    free(model->acts_bf16);
-    model->acts_bf16 = NULL;
-    if (!model->params_bf16 || model->batch_size < 1) return 0;
-    const GPTConfig *c = &model->config;
-    size_t n = (size_t)c->n_layer * model->batch_size * c->block_size * bf16_acts_per_row(c);
-    model->acts_bf16 = malloc(n * sizeof(bf16) + 64);
-    if (!model->acts_bf16) {
-        snprintf(err, ERR_LEN, "out of memory for the bf16 activations of batch %d x %d", model->batch_size,
-                 c->block_size);
-        return -1;
-    }
-    return 0;
+// The model's activations laid out again for its precision, when it has them.
+static int realloc_activations(GPT *model, char err[ERR_LEN]) {
+    return model->batch_size > 0 ? gpt_alloc_activations(model, model->batch_size, err) : 0;
 }
 
 int gpt_set_precision(GPT *model, Precision precision, char err[ERR_LEN]) {
     free(model->params_bf16);
     free(model->weight_panels);
     model->params_bf16 = model->weight_panels = NULL;
-    if (precision == PRECISION_FP32) return gpt_alloc_bf16_activations(model, err);
+    if (precision == PRECISION_FP32) return realloc_activations(model, err);
     model->params_bf16 = malloc(model->num_parameters * sizeof(bf16) + 64);
     model->weight_panels = malloc(weight_panels_size(&model->config) * sizeof(bf16) + 64);
     if (!model->params_bf16 || !model->weight_panels) {
         free(model->params_bf16);
         free(model->weight_panels);
         model->params_bf16 = model->weight_panels = NULL;
-        gpt_alloc_bf16_activations(model, err);
+        realloc_activations(model, err);
         snprintf(err, ERR_LEN, "out of memory for the bf16 copies of %zu parameters", model->num_parameters);
         return -1;
     }
     gpt_refresh_bf16(model);
-    return gpt_alloc_bf16_activations(model, err);
+    return realloc_activations(model, err);
 }
 
 Precision gpt_precision(const GPT *model) { return model->params_bf16 ? PRECISION_BF16 : PRECISION_FP32; }
@@ -164,5 +151,5 @@ void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int
     double t = config->block_size, hs = config->head_size;
     double head = (4 * t * hs + 2 * t * t) * omp_get_max_threads();
     plan->scratch += (rows * width + weight + head) * sizeof(bf16);
-    plan->activations += config->n_layer * rows * (double)bf16_acts_per_row(config) * sizeof(bf16);  // GPT.acts_bf16
+    plan->activations = gpt_activation_bytes(config, kind == GPT_PLAN_GENERATION ? 1 : B, 1);
 }

@@ -8,9 +8,10 @@
 // backward, and attention's products take bf16 operands (the copy for weights,
 // activations rounded to bf16 as they enter the product) and sum in fp32 (matmul.h). The
 // inputs of a block's linear layers (ln_1's, attention's, ln_2's and GELU's outputs) are
-// rounded to bf16 by the layer that makes them and kept per layer (GPT.acts_bf16) for the
-// products that read them, forward and backward: LayerNorm then writes only the bf16, GELU's
-// output is no longer recomputed in the backward, and the products get the same operands.
+// rounded to bf16 by the layer that makes them and kept per layer (ActivationTensors'
+// inputs_bf16, in place of the fp32 ln1 and ln2) for the products that read them, forward
+// and backward: LayerNorm writes only the bf16, GELU's output is not recomputed in the
+// backward, and the products get the same operands as from the floats.
 // Master weights, gradients, AdamW, LayerNorm, softmax, GELU and the loss stay fp32, and a
 // checkpoint always holds the fp32 weights.
 #ifndef CHARGPT_PRECISION_H
@@ -30,13 +31,9 @@ const char *precision_name(Precision precision);
 void precision_describe(Precision precision, char *text, size_t n);
 
 // Sets the model's precision: in bf16 allocates the bf16 copy and fills it from the
-// parameters as they are now, and the bf16 activations when the model has activations; in
-// fp32 frees them. Returns 0 or -1 with err.
+// parameters as they are now; in fp32 frees it. A model with activations gets them again,
+// laid out for the new precision (their contents are lost). Returns 0 or -1 with err.
 int gpt_set_precision(GPT *model, Precision precision, char err[ERR_LEN]);
-// (Re)allocates the bf16 activations (GPT.acts_bf16) for the model's activations' batch
-// size, or frees them in fp32 or without activations; gpt_alloc_activations and
-// gpt_set_precision call it. Returns 0 or -1 with err.
-int gpt_alloc_bf16_activations(GPT *model, char err[ERR_LEN]);
 Precision gpt_precision(const GPT *model);
 // Refreshes the bf16 copy from the parameters (nothing in fp32); a team function
 // (parallel.h). Call it whenever the parameters change (train_step does after AdamW).
@@ -55,9 +52,9 @@ void gpt_linear_backward(const GPT *model, float *dinp, float *dweight, float *d
 int gpt_bf16_products(const GPT *model);
 
 // Adds to a memory plan from gpt_memory_plan (the same config, B and kind) what a model in
-// this precision needs beside it: in bf16 the weights' copy, and in scratch the largest
+// this precision needs beside it: in bf16 the weights' copy, in scratch the largest
 // product's operands packed in bf16 (matmul_bf16_convert_operands) and attention's bf16 copies
-// of a head's operands, per thread.
+// of a head's operands, per thread, and the activations as bf16 lays them out.
 void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int B, GPTPlanKind kind,
                                Precision precision);
 

@@ -439,42 +439,45 @@ static float *train_bf16(Precision precision, int steps, int threads, int portab
     return params;
 }
 
-// A bf16 model keeps its linear layers' inputs in bf16 (LayerNorm, attention and GELU
-// outputs): its forward and backward (with dropout) give the bits of a model that keeps
-// nothing and converts them as the products read them.
-TEST(bf16_kept_activations_same_bits_as_converting_them) {
+// A bf16 model lays out its activations for bf16 (its linear layers' inputs kept in bf16)
+// whether its precision is set before or after they are allocated: forward and backward
+// (with dropout) give the same bits either way, and an fp32 model's layout has no bf16 part.
+TEST(bf16_activations_laid_out_whichever_comes_first) {
     GPTConfig c = {13, 16, 2, 2, 64, 32, 1, 0.1f};
     int B = 3, T = 16, inputs[48], targets[48];
     for (int i = 0; i < B * T; i++) inputs[i] = (i * 7) % 13, targets[i] = (i * 5 + 3) % 13;
-    GPT model;
-    char err[ERR_LEN];
-    if (!CHECK(gpt_build(&model, &c, 1, err) == 0 && gpt_set_precision(&model, PRECISION_BF16, err) == 0 &&
-                   gpt_alloc_activations(&model, B, err) == 0,
-               "%s", err))
-        return;
-    gpt_init_weights(&model, 9);
-    gpt_refresh_bf16(&model);
-    model.training = 1;
-    model.dropout_seed = 17;
-    size_t n = model.num_parameters;
-    float *grads[2], loss[2];
-    CHECK(model.acts_bf16 != NULL, "a bf16 model with activations keeps no bf16 activations");
-    for (int kept = 1; kept >= 0; kept--) {
-        if (!kept) {  // as if the memory had not been there
-            free(model.acts_bf16);
-            model.acts_bf16 = NULL;
+    float *grads[2] = {NULL, NULL}, loss[2] = {0.0f, 0.0f};
+    for (int precision_first = 0; precision_first <= 1; precision_first++) {
+        GPT model;
+        char err[ERR_LEN];
+        int ok = gpt_build(&model, &c, 1, err) == 0;
+        if (ok && precision_first) ok = gpt_set_precision(&model, PRECISION_BF16, err) == 0;
+        ok = ok && gpt_alloc_activations(&model, B, err) == 0;
+        if (ok && !precision_first) {
+            ok = model.acts.inputs_bf16 == NULL && model.acts.ln1 != NULL;
+            CHECK(ok, "an fp32 model's activations have a bf16 part, or no ln1");
+            ok = ok && gpt_set_precision(&model, PRECISION_BF16, err) == 0;
         }
+        if (!CHECK(ok, "set-up: %s", err)) return;
+        CHECK(model.acts.inputs_bf16 != NULL && model.acts.ln1 == NULL && model.acts.ln2 == NULL,
+              "bf16 set %s the activations: not laid out for bf16", precision_first ? "before" : "after");
+        gpt_init_weights(&model, 9);
+        gpt_refresh_bf16(&model);
+        model.training = 1;
+        model.dropout_seed = 17;
         gpt_zero_grad(&model);
         gpt_forward(&model, inputs, targets, B, T);
         gpt_backward(&model);
-        loss[kept] = model.mean_loss;
-        grads[kept] = malloc(n * sizeof(float));
-        memcpy(grads[kept], model.grads_memory, n * sizeof(float));
+        loss[precision_first] = model.mean_loss;
+        grads[precision_first] = malloc(model.num_parameters * sizeof(float));
+        memcpy(grads[precision_first], model.grads_memory, model.num_parameters * sizeof(float));
+        if (precision_first)
+            CHECK(memcmp(grads[0], grads[1], model.num_parameters * sizeof(float)) == 0 && loss[0] == loss[1],
+                  "bf16 set before or after the activations: loss %.9g vs %.9g, or gradients differ", loss[1],
+                  loss[0]);
+        gpt_free(&model);
     }
-    CHECK(loss[0] == loss[1] && memcmp(grads[0], grads[1], n * sizeof(float)) == 0,
-          "kept bf16 activations: loss %.9g vs %.9g, or gradients differ", loss[1], loss[0]);
     free(grads[0]), free(grads[1]);
-    gpt_free(&model);
 }
 
 // bf16 training: the same bits on 1, 2 and 3 threads and on the portable path; not the
