@@ -63,7 +63,7 @@ typedef struct {
     float *ln2;       // (L, N, C)
     float *ln2_mean;  // (L, N)
     float *ln2_rstd;  // (L, N)
-    float *fch;       // (L, N, 4C)    c_fc output before GELU (GELU is recomputed in backward)
+    float *fch;       // (L, N, 4C)    c_fc output before GELU (fp32 recomputes GELU in backward)
     float *residual3; // (L, N, C)     residual2 + dropout(mlp c_proj)
     float *lnf;       // (N, C)
     float *lnf_mean;  // (N)
