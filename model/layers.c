@@ -49,52 +49,46 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *to
 // ----------------------------------------------------------------------------
 // LayerNorm
 
-// The mean and 1/sqrt(var + eps) of a row x (C).
-static inline void layernorm_stats(const float *x, int C, float *mean, float *rstd) {
-    float sum = 0.0f;
+// LayerNorm's output in fp32 (out) or rounded to bf16 (out16), the other NULL.
+static void layernorm_rows(float *out, bf16 *out16, float *mean, float *rstd, const float *inp,
+                           const float *weight, const float *bias, int N, int C) {
+#pragma omp for schedule(static) nowait
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C;
+        float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-    for (int i = 0; i < C; i++) sum += x[i];
-    float m = sum / C;
-    float var = 0.0f;
+        for (int i = 0; i < C; i++) sum += x[i];
+        float m = sum / C;
+        float var = 0.0f;
 #pragma omp simd reduction(+ : var)
-    for (int i = 0; i < C; i++) {
-        float d = x[i] - m;
-        var += d * d;
+        for (int i = 0; i < C; i++) {
+            float d = x[i] - m;
+            var += d * d;
+        }
+        float s = 1.0f / sqrtf(var / C + LAYERNORM_EPS);
+        if (out16) {
+            bf16 *y = out16 + (size_t)n * C;
+#pragma omp simd
+            for (int i = 0; i < C; i++) y[i] = bf16_from_float((x[i] - m) * s * weight[i] + bias[i]);
+        } else {
+            float *y = out + (size_t)n * C;
+#pragma omp simd
+            for (int i = 0; i < C; i++) y[i] = (x[i] - m) * s * weight[i] + bias[i];
+        }
+        mean[n] = m;
+        rstd[n] = s;
     }
-    *mean = m;
-    *rstd = 1.0f / sqrtf(var / C + LAYERNORM_EPS);
+    team_barrier();
 }
 
 void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                        const float *weight, const float *bias, int N, int C) {
-#pragma omp for schedule(static) nowait
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C;
-        float *y = out + (size_t)n * C;
-        float m, s;
-        layernorm_stats(x, C, &m, &s);
-#pragma omp simd
-        for (int i = 0; i < C; i++) y[i] = (x[i] - m) * s * weight[i] + bias[i];
-        mean[n] = m;
-        rstd[n] = s;
-    }
-    team_barrier();
+    layernorm_rows(out, NULL, mean, rstd, inp, weight, bias, N, C);
 }
 
 void layernorm_forward_bf16(bf16 *out16, float *mean, float *rstd, const float *inp,
                             const float *weight, const float *bias, int N, int C) {
-#pragma omp for schedule(static) nowait
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C;
-        bf16 *y = out16 + (size_t)n * C;
-        float m, s;
-        layernorm_stats(x, C, &m, &s);
-#pragma omp simd
-        for (int i = 0; i < C; i++) y[i] = bf16_from_float((x[i] - m) * s * weight[i] + bias[i]);
-        mean[n] = m;
-        rstd[n] = s;
-    }
-    team_barrier();
+    layernorm_rows(NULL, out16, mean, rstd, inp, weight, bias, N, C);
 }
 
 // With xhat = (x - mean) * rstd and g = dout * weight:
