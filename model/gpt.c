@@ -409,8 +409,8 @@ static LayerActs layer_acts(const GPT *m, int l) {
 
 const float *gpt_attention_weights(const GPT *model, int layer) { return layer_acts(model, layer).att; }
 
-// Layer l's bf16 activations (GPT.acts_bf16) for the current call, laid out as its fp32 ones;
-// all NULL in fp32.
+// Layer l's bf16 activations (ActivationTensors.inputs_bf16) for the current call, strided as
+// its fp32 ones; all NULL in fp32.
 typedef struct {
     bf16 *ln1, *atty, *ln2, *gelu;  // (N, C), (N, A), (N, C), (N, 4C)
 } LayerActsBf16;
