@@ -449,7 +449,7 @@ TEST(bf16_activations_laid_out_whichever_comes_first) {
     float *grads[2] = {NULL, NULL}, loss[2] = {0.0f, 0.0f};
     for (int precision_first = 0; precision_first <= 1; precision_first++) {
         GPT model;
-        char err[ERR_LEN];
+        char err[ERR_LEN] = "";
         int ok = gpt_build(&model, &c, 1, err) == 0;
         if (ok && precision_first) ok = gpt_set_precision(&model, PRECISION_BF16, err) == 0;
         ok = ok && gpt_alloc_activations(&model, B, err) == 0;
