@@ -330,11 +330,10 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
     }
     double cpu = cpu_seconds() - cpu_start;
     long rss = peak_rss_kb();
-    qsort(step_secs, (size_t)steps, sizeof(double), compare_doubles);
 
     // the median step is the headline: on a shared machine a few steps can be slowed many
     // times over by other processes; the mean (throughput over the whole run) is printed too
-    double median = steps % 2 ? step_secs[steps / 2] : 0.5 * (step_secs[steps / 2 - 1] + step_secs[steps / 2]);
+    double median = median_of(step_secs, steps);  // sorts: step_secs[0] is the fastest step
     double mean = total / steps;
     double flops = flops_per_step(bc);
     double gflops = flops / median / 1e9;
