@@ -202,7 +202,7 @@ void gpt_memory_plan(const GPTConfig *c, int B, GPTPlanKind kind, GPTMemoryPlan 
     double act[NUM_ACTIVATION_TENSORS], scratch[NUM_SCRATCH_TENSORS];
     activation_sizes(c, sequences, 0, act, scratch);
     plan->parameters = params * sizeof(float);
-    plan->activations = gpt_activation_bytes(c, sequences, 0);
+    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) plan->activations += act[i] * sizeof(float);
     for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) plan->scratch += scratch[i] * sizeof(float);
     plan->scratch += 2.0 * sequences * c->block_size * sizeof(int);  // inputs and targets
     if (kind == GPT_PLAN_TRAINING) {

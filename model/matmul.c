@@ -202,22 +202,13 @@ static void forward_by_rows(float *out, const float *inp, const bf16 *inp16, con
         return;
     }
     const Bf16Kernels *kern = bf16_kernels();
-    if (inp16) {
-#pragma omp for schedule(static) nowait
-        for (int ch = 0; ch < chunks; ch++) {
-            int o0 = ch * DOT_ROWS_CHUNK, o1 = min_int(OC, o0 + DOT_ROWS_CHUNK);
-            for (int n = 0; n < N; n++)
-                kern->dot_rows(out + (long)n * OC, inp16 + (long)n * C, weight16, bias, C, o0, o1);
-        }
-        team_barrier();
-        return;
-    }
     int rows = C > 0 ? min_int(N, BF16_ROWS_ELEMENTS / C) : N;
     if (rows < 1) rows = 1;
-    bf16 x16[(size_t)rows * (C > 0 ? C : 1)];
+    bf16 converted[(size_t)rows * (C > 0 ? C : 1)];
     for (int n0 = 0; n0 < N; n0 += rows) {
         int n1 = min_int(N, n0 + rows);
-        kern->convert(x16, inp + (long)n0 * C, (long)(n1 - n0) * C);
+        const bf16 *x16 = inp16 ? inp16 + (long)n0 * C : converted;
+        if (!inp16) kern->convert(converted, inp + (long)n0 * C, (long)(n1 - n0) * C);
 #pragma omp for schedule(static) nowait
         for (int ch = 0; ch < chunks; ch++) {
             int o0 = ch * DOT_ROWS_CHUNK, o1 = min_int(OC, o0 + DOT_ROWS_CHUNK);

@@ -137,15 +137,16 @@ static void pack_k_major(bf16 *dst, int width, int panels, long stride, int coun
     }
 }
 
-// Rows [i0, i1) of A, in panels of MR `stride` bf16 apart, over k steps [k0, k0 + kc).
+// Rows [i0, i1) of A, in panels of MR `stride` bf16 apart, over k steps [k0, k0 + kc); a
+// k-major A's row sums (sums, from row i0; NULL: not wanted) are added as its floats go by.
 static void pack_a_group(bf16 *dst, long stride, const Gemm *g, int i0, int i1, int k0, int kc,
-                         const Bf16Kernels *kern) {
+                         const Bf16Kernels *kern, float *sums) {
     int panels = (i1 - i0 + MR - 1) / MR;
     const float *f = g->a16 ? NULL : g->a;
     const bf16 *h = g->a16;
     if (g->a_kmajor) {
         long at = (long)k0 * g->lda + i0;
-        pack_k_major(dst, MR, panels, stride, i1 - i0, f ? f + at : NULL, h ? h + at : NULL, g->lda, kc, NULL);
+        pack_k_major(dst, MR, panels, stride, i1 - i0, f ? f + at : NULL, h ? h + at : NULL, g->lda, kc, sums);
         return;
     }
     for (int q = 0; q < panels; q++) {
@@ -185,25 +186,9 @@ static long a_panels_size(const Gemm *g) { return (long)(g->M + MR - 1) / MR * a
 // a k-major A's row sums, when the product wants them, are added as its floats go by.
 static void pack_a_panels(bf16 *dst, const Gemm *g, int q0, int q1, const Bf16Kernels *kern) {
     int K = g->K, kcb = k_block(K), i0 = q0 * MR, i1 = min_int(g->M, q1 * MR);
-    long stride = a_panel_stride(g);
-    const float *f = g->a16 ? NULL : g->a;
-    const bf16 *h = g->a16;
-    for (int k0 = 0; k0 < K; k0 += kcb) {
-        int kc = min_int(kcb, K - k0);
-        if (g->a_kmajor) {
-            float *sums = g->a_row_sums ? g->a_row_sums + i0 : NULL;
-            long at = (long)k0 * g->lda + i0;
-            pack_k_major(dst + (long)k0 * MR, MR, q1 - q0, stride, i1 - i0, f ? f + at : NULL, h ? h + at : NULL,
-                         g->lda, kc, sums);
-            continue;
-        }
-        for (int q = q0; q < q1; q++) {
-            int i = q * MR;
-            long at = (long)i * g->lda + k0;
-            pack_k_contiguous(dst + (long)(q - q0) * stride + (long)k0 * MR, MR, min_int(MR, g->M - i),
-                              f ? f + at : NULL, h ? h + at : NULL, g->lda, kc, kern);
-        }
-    }
+    float *sums = g->a_kmajor && g->a_row_sums ? g->a_row_sums + i0 : NULL;
+    for (int k0 = 0; k0 < K; k0 += kcb)
+        pack_a_group(dst + (long)k0 * MR, a_panel_stride(g), g, i0, i1, k0, min_int(kcb, K - k0), kern, sums);
 }
 
 // Column panels [q0, q1) of B over all K steps into panels (the first at dst), block by block.
@@ -324,7 +309,7 @@ void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1) {
         long panel = (long)kp * MR * 2;  // bf16 in a packed row panel
         for (int g0 = i0; g0 < i1; g0 += BF16_GROUP_PANELS * MR) {
             int g1 = min_int(i1, g0 + BF16_GROUP_PANELS * MR);
-            if (!g->a_panels) pack_a_group(apack, panel, g, g0, g1, k0, kc, kern);
+            if (!g->a_panels) pack_a_group(apack, panel, g, g0, g1, k0, kc, kern, NULL);
             for (int j = j0; j < j1; j += NR) {
                 int nr = min_int(NR, Nc - j);
                 const bf16 *bpanel = bpack;

@@ -24,16 +24,14 @@ void precision_describe(Precision precision, char *text, size_t n) {
 
 // The weights of the linear layers' forwards, by kind: `layers` matrices (OC, C), one after
 // the other from `first` in params_memory, each packed into matmul_weight_panels_size(C, OC)
-// bf16 of weight_panels, kind after kind.
+// bf16 of weight_panels, kind after kind; `first` points into p, the shapes come from c.
 #define LINEAR_KINDS 5
 typedef struct {
     const float *first;
     int layers, OC, C;
 } LinearWeights;
 
-static void linear_weights(const GPT *model, LinearWeights kinds[LINEAR_KINDS]) {
-    const GPTConfig *c = &model->config;
-    const ParameterTensors *p = &model->params;
+static void linear_weights(const GPTConfig *c, const ParameterTensors *p, LinearWeights kinds[LINEAR_KINDS]) {
     int L = c->n_layer, C = c->n_embd, A = c->n_head * c->head_size;
     kinds[0] = (LinearWeights){p->qkvw, L, 3 * A, C};
     kinds[1] = (LinearWeights){p->attprojw, L, C, A};
@@ -42,11 +40,14 @@ static void linear_weights(const GPT *model, LinearWeights kinds[LINEAR_KINDS]) 
     kinds[4] = (LinearWeights){p->wte, 1, c->vocab_size, C};  // the output head
 }
 
+// bf16 in weight_panels: every linear weight's panels.
 static size_t weight_panels_size(const GPTConfig *c) {
-    size_t C = c->n_embd, A = (size_t)c->n_head * c->head_size, L = c->n_layer;
-    return L * (matmul_weight_panels_size(C, 3 * A) + matmul_weight_panels_size(A, C) +
-                matmul_weight_panels_size(C, 4 * C) + matmul_weight_panels_size(4 * C, C)) +
-           matmul_weight_panels_size(C, c->vocab_size);
+    static const ParameterTensors no_params;  // only the shapes are read
+    LinearWeights kinds[LINEAR_KINDS];
+    linear_weights(c, &no_params, kinds);
+    size_t size = 0;
+    for (int k = 0; k < LINEAR_KINDS; k++) size += kinds[k].layers * matmul_weight_panels_size(kinds[k].C, kinds[k].OC);
+    return size;
 }
 
 // The model's activations laid out again for its precision, when it has them.
@@ -79,7 +80,7 @@ void gpt_refresh_bf16(GPT *model) {
     if (!model->params_bf16) return;
     matmul_convert_bf16(model->params_bf16, model->params_memory, model->num_parameters);
     LinearWeights kinds[LINEAR_KINDS];
-    linear_weights(model, kinds);
+    linear_weights(&model->config, &model->params, kinds);
     bf16 *panels = model->weight_panels;
     for (int k = 0; k < LINEAR_KINDS; k++)
         for (int l = 0; l < kinds[k].layers; l++) {
@@ -92,7 +93,7 @@ void gpt_refresh_bf16(GPT *model) {
 // The packed panels of a linear layer's (OC, C) weight in params_memory, or NULL.
 static const bf16 *weight_panels(const GPT *model, const float *weight, int C, int OC) {
     LinearWeights kinds[LINEAR_KINDS];
-    linear_weights(model, kinds);
+    linear_weights(&model->config, &model->params, kinds);
     const bf16 *panels = model->weight_panels;
     for (int k = 0; k < LINEAR_KINDS; k++) {
         size_t n = (size_t)kinds[k].OC * kinds[k].C, per = matmul_weight_panels_size(kinds[k].C, kinds[k].OC);
