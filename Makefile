@@ -26,15 +26,42 @@ BUILD := build-mpi
 BIN := build-mpi/bin
 .DEFAULT_GOAL := mpi
 endif
-# x86-64: the backends beyond the portable one, and the flags of their files
-ifneq ($(findstring x86_64,$(shell $(CC) -dumpmachine)),)
+# The backends beyond the portable one for the compiler's target (x86-64, or AArch64 on Linux
+# or macOS: a cross compiler such as CC=aarch64-linux-gnu-gcc picks the AArch64 ones), and
+# the flags of their files
+X86_KERNELS := kernels/backend_avx2.c kernels/backend_avx512.c kernels/bf16_avx512.c
+ARM_KERNELS := kernels/backend_neon.c kernels/bf16_neon.c
+TARGET_MACHINE := $(shell $(CC) -dumpmachine)
+ifneq ($(findstring x86_64,$(TARGET_MACHINE)),)
 MARCH ?= -march=x86-64
 ISA_FLAGS_backend_avx2 := -mavx2 -mfma
 ISA_FLAGS_backend_avx512 := -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma
 ISA_FLAGS_bf16_avx512 := $(ISA_FLAGS_backend_avx512) -mavx512bf16
+OTHER_ARCH_KERNELS := $(ARM_KERNELS)
+else ifneq ($(filter aarch64% arm64%,$(TARGET_MACHINE)),)
+MARCH ?=
+ISA_FLAGS_bf16_neon := -march=armv8.2-a+bf16
+OTHER_ARCH_KERNELS := $(X86_KERNELS)
 else
 MARCH ?=
-OTHER_ARCH_KERNELS := kernels/backend_avx2.c kernels/backend_avx512.c kernels/bf16_avx512.c
+OTHER_ARCH_KERNELS := $(X86_KERNELS) $(ARM_KERNELS)
+endif
+# MARCH=-march=native where the compiler refuses it (Apple's clang on arm64, before version
+# 15): -mcpu=native if it takes that, else the compiler's default target
+ifeq ($(MARCH),-march=native)
+ifneq ($(shell $(CC) -march=native -E -x c /dev/null >/dev/null 2>&1 && echo yes),yes)
+override MARCH := $(shell $(CC) -mcpu=native -E -x c /dev/null >/dev/null 2>&1 && echo -mcpu=native)
+endif
+endif
+# OpenMP: -fopenmp, but Apple's clang has no such driver flag: its preprocessor's flag and
+# Homebrew's libomp (brew install libomp) instead. Homebrew's llvm clang takes -fopenmp
+# (make CC=$(brew --prefix llvm)/bin/clang).
+OPENMP_CFLAGS := -fopenmp
+OPENMP_LIBS := -fopenmp
+ifneq ($(findstring Apple clang,$(shell $(CC) --version 2>/dev/null)),)
+LIBOMP ?= $(shell brew --prefix libomp 2>/dev/null)
+OPENMP_CFLAGS := -Xpreprocessor -fopenmp -I$(LIBOMP)/include
+OPENMP_LIBS := -L$(LIBOMP)/lib -lomp
 endif
 PREFIX ?= /usr/local
 # gcc's -Wformat-truncation flags every snprintf into a fixed buffer; clang has no such option
@@ -47,12 +74,12 @@ NO_PASS_FAILED := $(shell $(CC) -Werror -Wpass-failed -fsyntax-only -x c /dev/nu
 CFLAGS ?= -O3 $(MARCH) -Wall -Wextra -Wno-unused-parameter $(NO_FORMAT_TRUNCATION) $(NO_PASS_FAILED)
 # -fno-math-errno: sqrtf need not set errno (nothing reads it), so loops that call it can be
 # vectorised as their `omp simd` asks; the values computed are the same.
-override CFLAGS += -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -MMD -MP
+override CFLAGS += -std=c11 -D_GNU_SOURCE $(OPENMP_CFLAGS) -fno-math-errno -MMD -MP
 ifeq ($(MPI),1)
 override CFLAGS += -DCHARGPT_MPI
 endif
 LDFLAGS ?=
-LDLIBS = -fopenmp -lz -lm
+LDLIBS = $(OPENMP_LIBS) -lz -lm
 # where objects go and where the programs are made (`make sanitize` sets these)
 BUILD ?= build
 BIN ?= .

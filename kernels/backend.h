@@ -22,7 +22,9 @@
 // BF16_KC (an odd block ends with a zero). With vdpbf16ps where the backend has it, else in
 // C that rounds the same way: the results are the same bits, except that vdpbf16ps flushes
 // a sum below 2^-126 (float's smallest normal) to zero where the C keeps the denormal
-// (matmul_kernels.h).
+// (matmul_kernels.h). Arm's BFDOT cannot add them so: it adds a pair's two products first
+// and rounds to odd (Bf16Kernels), so the neon_bf16 backend's sums differ from the others'
+// in their last bits, within the bound the tests derive for that rounding.
 #ifndef CHARGPT_BACKEND_H
 #define CHARGPT_BACKEND_H
 
@@ -67,8 +69,17 @@ typedef struct Bf16Kernels Bf16Kernels;
 // vdpbf16ps also treats a denormal c as zero and flushes a sum below 2^-126 to zero; the
 // portable C keeps denormals, which is the only difference between the two (operands are
 // never denormal: bf16_from_float makes denormals zero).
+//
+// Kernels with bfdot_sums set add each pair as Arm's BFDOT (and BFMMLA) do instead, in
+// their standard behaviour (without FEAT_EBF16's FPCR.EBF, which no one sets here):
+//   c = odd(c + odd(A(i, 2p) B(2p, j) + A(i, 2p+1) B(2p+1, j))),
+// odd() rounding to odd (an inexact result keeps the truncated value with its last bit
+// set: an error below one unit in the last place, 2^-23 relative, where rounding to
+// nearest errs by half of one), denormal inputs and results flushed to zero. No sequence
+// of these instructions rounds to nearest, so such sums differ from the others' in their
+// last bits; the tests bound them with BFDOT's unit 2^-23.
 struct Bf16Kernels {
-    const char *name;  // how the products run: "AVX512_BF16 vdpbf16ps", "portable C"
+    const char *name;  // how the products run: "vdpbf16ps", "bfdot", "portable C"
     // One register tile (MR, NR as for matmul_tile) over kp pairs of packed operands:
     //   A(i, 2p + e) = a[(p*MR + i)*2 + e]   (pair p of the MR rows together)
     //   B(2p + e, j) = b[(p*NR + j)*2 + e]   (pair p of the NR columns together)
@@ -88,6 +99,7 @@ struct Bf16Kernels {
     // s[l] += s[l + h] for l < h, h = 8, 4, 2, 1, gives the sum s[0].
     void (*dot_rows)(float *out, const bf16 *x, const bf16 *w, const float *bias, int C, int o0,
                      int o1);
+    int bfdot_sums;  // 1: every addition of a pair above is BFDOT's, not vdpbf16ps's
 };
 
 typedef struct Backend Backend;
@@ -96,9 +108,8 @@ struct Backend {
     const char *needs;       // the instructions it needs, for messages
     int (*cpu_runs)(void);   // whether this CPU (and its operating system) runs them
     const Bf16Kernels *bf16;  // the bf16 tiles and conversions its bf16 products use
-    // Without bf16 dot-product instructions: how long a bf16 training step took against an fp32
-    // one on these kernels, as measured (README, Mixed precision), for kernels_precision_note;
-    // NULL with them.
+    // Without bf16 dot-product instructions: what a bf16 training step costs against an fp32
+    // one on these kernels (BF16_COST_*), for kernels_precision_note; NULL with them.
     const char *bf16_cost;
 
     // out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias (OC); bias may be NULL.
@@ -146,11 +157,31 @@ struct Backend {
     void (*softmax_row)(float *row, int n, float scale);
 };
 
+// A backend's bf16_cost: as measured on x86 (README, Mixed precision), or on AArch64, where
+// no one has measured it yet, what x86 suggests.
+#define BF16_COST_MEASURED(times)                                                                \
+    "a training step in bf16 takes " times " the time of one in fp32 on them (measured on a Xeon " \
+    "with these kernels forced); --precision fp32 is faster here"
+#define BF16_COST_UNMEASURED                                                                      \
+    "a training step in bf16 likely takes longer than one in fp32 on them, as it does on x86 "    \
+    "(1.4 to 2 times there; not yet measured on ARM hardware): --precision fp32 is likely faster here"
+
 // The register tile of the AVX-512 backend (backend_avx512.c), which its vdpbf16ps kernels
 // (bf16_avx512.c, built with flags of their own) share.
 #define AVX512_MR 14  // rows: one broadcast each
 #define AVX512_NR 32  // columns: two 16-float vectors
 extern const Bf16Kernels bf16_avx512_kernels;
+
+// The register tile of the NEON backends (backend_neon.c), which their BFDOT kernels
+// (bf16_neon.c, built with FEAT_BF16's instructions enabled) share: 24 of AArch64's 32
+// vector registers hold accumulators.
+#define NEON_MR 6   // rows: two registers of A, 4 + 2 lanes
+#define NEON_NR 16  // columns: four 4-float vectors
+// Bf16Kernels.tile and dot_rows with BFDOT (bf16_neon.c)
+void bfdot_tile(int kp, const bf16 *a, const bf16 *b, float *c, long ldc, const float *start_row, int half);
+void bfdot_dot_rows(float *out, const bf16 *x, const bf16 *w, const float *bias, int C, int o0, int o1);
+// Whether the CPU has FEAT_BF16 (BFDOT, BFMMLA), as the operating system tells it (dispatch.c).
+int cpu_has_arm_bf16(void);
 
 // The backend in use (dispatch.c): the one kernels_init or kernels_use chose, else the
 // fastest this CPU runs.

@@ -64,7 +64,13 @@ static void matmul_dot_rows(float *out, const float *x, const float *w, const fl
 
 static int cpu_runs_portable(void) { return 1; }
 
+#if defined(__x86_64__)
+#define PORTABLE_BF16_COST BF16_COST_MEASURED("about 1.4 times")
+#else
+#define PORTABLE_BF16_COST BF16_COST_UNMEASURED
+#endif
+
 const Backend backend_portable = {
     .name = "portable", .needs = "nothing beyond the build's baseline", .cpu_runs = cpu_runs_portable,
-    .bf16 = &bf16_portable_kernels, .bf16_cost = "about 1.4 times", MATMUL_PRODUCTS, POINTWISE_KERNELS,
+    .bf16 = &bf16_portable_kernels, .bf16_cost = PORTABLE_BF16_COST, MATMUL_PRODUCTS, POINTWISE_KERNELS,
 };

@@ -142,4 +142,4 @@ static void dot_rows(float *out, const bf16 *x, const bf16 *w, const float *bias
     for (; o < o1; o++) dot_rows_body(out + o, x, w + (long)o * C, bias ? bias + o : NULL, C, 1);
 }
 
-const Bf16Kernels bf16_avx512_kernels = {"vdpbf16ps", tile, convert, pack_pairs, dot_rows};
+const Bf16Kernels bf16_avx512_kernels = {"vdpbf16ps", tile, convert, pack_pairs, dot_rows, .bfdot_sums = 0};

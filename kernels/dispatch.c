@@ -5,12 +5,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+
 #include "backend.h"
 #include "kernels.h"
 
 extern const Backend backend_portable;
 #if defined(__x86_64__)
 extern const Backend backend_avx2, backend_avx512, backend_avx512_bf16;
+#define BF16_DOT_BACKEND backend_avx512_bf16
+#define BF16_DOT_INSTRUCTIONS "AVX512_BF16's vdpbf16ps"
+#elif defined(__aarch64__)
+extern const Backend backend_neon, backend_neon_bf16;
+#define BF16_DOT_BACKEND backend_neon_bf16
+#define BF16_DOT_INSTRUCTIONS "FEAT_BF16's BFDOT"
 #endif
 
 // Fastest first; a new backend is a line here (and its file, backend.h).
@@ -19,9 +31,31 @@ static const Backend *const backends[] = {
     &backend_avx512_bf16,
     &backend_avx512,
     &backend_avx2,
+#elif defined(__aarch64__)
+    &backend_neon_bf16,
+    &backend_neon,
 #endif
     &backend_portable,
 };
+
+#if defined(__aarch64__)
+// FEAT_BF16, as the operating system reports it: Linux in the auxiliary vector's HWCAP2,
+// macOS in a sysctl; elsewhere taken as absent.
+int cpu_has_arm_bf16(void) {
+#if defined(__linux__)
+#ifndef HWCAP2_BF16
+#define HWCAP2_BF16 (1UL << 14)  // Linux's arch/arm64/include/uapi/asm/hwcap.h
+#endif
+    return (getauxval(AT_HWCAP2) & HWCAP2_BF16) != 0;
+#elif defined(__APPLE__)
+    int has = 0;
+    size_t size = sizeof(has);
+    return sysctlbyname("hw.optional.arm.FEAT_BF16", &has, &size, NULL, 0) == 0 && has;
+#else
+    return 0;
+#endif
+}
+#endif
 #define NUM_BACKENDS ((int)(sizeof(backends) / sizeof(backends[0])))
 
 static const Backend *active;
@@ -108,16 +142,16 @@ void kernels_available_text(char *text, size_t n) { names_text(1, text, n); }
 int kernels_precision_note(Precision precision, char *text, size_t n) {
     const Backend *b = kernels_backend();
     if (precision != PRECISION_BF16 || !b->bf16_cost) return 0;
+#if defined(BF16_DOT_BACKEND)
+    int cpu_has_them = BF16_DOT_BACKEND.cpu_runs();
+#else
     int cpu_has_them = 0;
-#if defined(__x86_64__)
-    cpu_has_them = backend_avx512_bf16.cpu_runs();
+#define BF16_DOT_INSTRUCTIONS "bf16 dot-product instructions"
 #endif
-    snprintf(text, n,
-             "note: %s, so the %s kernels round bf16 products in portable C: a training step in bf16 takes %s "
-             "the time of one in fp32 on them (measured on a Xeon with these kernels forced); --precision fp32 "
-             "is faster here",
-             cpu_has_them ? "this CPU's bf16 dot products (AVX512_BF16) go unused by the kernels CHARGPT_KERNELS chose"
-                          : "this CPU has no bf16 dot-product instructions (AVX512_BF16's vdpbf16ps)",
+    snprintf(text, n, "note: %s, so the %s kernels round bf16 products in portable C: %s",
+             cpu_has_them ? "this CPU's bf16 dot products (" BF16_DOT_INSTRUCTIONS ") go unused by the kernels "
+                            "CHARGPT_KERNELS chose"
+                          : "this CPU has no bf16 dot-product instructions (" BF16_DOT_INSTRUCTIONS ")",
              b->name, b->bf16_cost);
     return 1;
 }

@@ -53,6 +53,8 @@
 
 #if defined(__x86_64__) || defined(__SSE2__)
 #include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
 #endif
 
 #include "../model/adamw.h"
@@ -180,10 +182,41 @@ static int cpu_has_avx512(void) { return __builtin_cpu_supports("avx512f"); }
 static int cpu_has_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 #endif
 
-// The portable peak: multiplies and adds (no FMA in the baseline), on the baseline's vectors
-// where it has them (SSE2, 4 lanes: the portable backend's loops are vectorised for them),
-// else on scalars.
-#if defined(__SSE2__)
+#if defined(__aarch64__)
+static float fma_loop_neon(long iters, float start) {
+    const float32x4_t a = vdupq_n_f32(0.999f), b = vdupq_n_f32(0.001f);
+    float32x4_t acc[16];
+    for (int k = 0; k < 16; k++) acc[k] = vdupq_n_f32(start + 0.01f * k);
+    for (long i = 0; i < iters; i++) {
+#pragma GCC unroll 16
+        for (int k = 0; k < 16; k++) acc[k] = vfmaq_f32(b, acc[k], a);
+    }
+    float sum = 0.0f;
+    for (int k = 0; k < 16; k++) sum += vaddvq_f32(acc[k]);
+    return sum;
+}
+
+static int cpu_has_neon(void) { return 1; }
+#endif
+
+// The portable peak: multiplies and adds (the portable backend's C has no fused ones), on the
+// baseline's vectors where it has them (SSE2, AArch64's NEON: 4 lanes; the portable backend's
+// loops are vectorised for them), else on scalars.
+#if defined(__aarch64__)
+#define PORTABLE_LANES 4
+static float fma_loop_portable(long iters, float start) {
+    const float32x4_t a = vdupq_n_f32(0.999f), b = vdupq_n_f32(0.001f);
+    float32x4_t acc[12];
+    for (int k = 0; k < 12; k++) acc[k] = vdupq_n_f32(start + 0.01f * k);
+    for (long i = 0; i < iters; i++) {
+#pragma GCC unroll 12
+        for (int k = 0; k < 12; k++) acc[k] = vaddq_f32(vmulq_f32(acc[k], a), b);
+    }
+    float sum = 0.0f;
+    for (int k = 0; k < 12; k++) sum += vaddvq_f32(acc[k]);
+    return sum;
+}
+#elif defined(__SSE2__)
 #define PORTABLE_LANES 4
 static float fma_loop_portable(long iters, float start) {
     const __m128 a = _mm_set1_ps(0.999f), b = _mm_set1_ps(0.001f);
@@ -230,6 +263,8 @@ static const FmaLoop fma_loops[] = {
 #if defined(__x86_64__)
     {"avx512", 2.0 * 16 * 16, fma_loop_avx512, cpu_has_avx512},
     {"avx2", 2.0 * 12 * 8, fma_loop_avx2, cpu_has_avx2},
+#elif defined(__aarch64__)
+    {"neon", 2.0 * 16 * 4, fma_loop_neon, cpu_has_neon},
 #endif
     {"portable", 2.0 * 12 * PORTABLE_LANES, fma_loop_portable, cpu_has_baseline},
 };
