@@ -736,7 +736,9 @@ TEST(hardening_10_early_exits) {
     r = GENERATE(base, "the", "-n", "3", "--attention", WORK_DIR "/no_such_dir/view.json");
     test_exit_status(&r, 1, "an attention file in a missing directory");
     test_run_free(&r);
-    // SIGTERM: save, exit 143 (after at least one step)
+    // SIGTERM: save, exit 143 (after at least one step); in a directory of its own, whose log.csv
+    // only this run writes (the non-finite run above wrote one in dir)
+    fresh_dir("early_exits_sigterm", dir);
     const char *argv[] = {test_program("train"), "--resume", base, "--steps", "1000000", "--out", dir, NULL};
     fflush(stdout);
     pid_t pid = fork();
