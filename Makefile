@@ -94,7 +94,7 @@ BENCH_SRC := $(wildcard scripts/*.c)
 PROGRAMS := train generate
 MAN_PAGES := $(PROGRAMS:%=build/man/chargpt-%.1)
 
-.PHONY: all test test-backends bench clean install uninstall sanitize fuzz mpi test-mpi
+.PHONY: all test test-backends test-arm64 bench clean install uninstall sanitize fuzz mpi test-mpi
 
 all: $(PROGRAMS) $(MAN_PAGES)
 
@@ -135,6 +135,20 @@ test-backends: all $(TEST_RUNNER)
 		tail -n 1 $(BUILD)/tests-$$k.log; \
 		if [ $$status -ne 0 ]; then grep -B 12 '^FAIL' $(BUILD)/tests-$$k.log; exit 1; fi; \
 	done
+
+# AArch64 without ARM hardware: the programs and the tests cross-built (CC_ARM64, Debian's
+# gcc-aarch64-linux-gnu and the arm64 zlib) into build-arm64/, the whole suite run under
+# qemu-aarch64 on two CPU models side by side (scripts/test_arm64.sh: cortex-a72, the neon
+# kernels; max, with FEAT_BF16, the neon_bf16 kernels), then a checkpoint written by this
+# machine's ./train read by the AArch64 ./generate (scripts/check_arm64_checkpoint.sh)
+ARM64 := build-arm64
+CC_ARM64 ?= aarch64-linux-gnu-gcc
+test-arm64: all
+	$(MAKE) CC=$(CC_ARM64) MARCH= BUILD=$(ARM64) BIN=$(ARM64)/bin TEST_RUNNER=$(ARM64)/run_tests \
+		$(ARM64)/bin/train $(ARM64)/bin/generate $(ARM64)/run_tests
+	ln -sfn ../../data $(ARM64)/bin/data  # the programs look for the shipped corpus in data/ beside them
+	scripts/test_arm64.sh
+	scripts/check_arm64_checkpoint.sh
 
 bench: all scripts/bench
 	./scripts/bench.sh
@@ -216,7 +230,7 @@ fuzz: $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%)
 	done
 
 clean:
-	rm -rf build build-mpi $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench tests/mpi/compare_checkpoints
+	rm -rf build build-mpi $(ARM64) $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench tests/mpi/compare_checkpoints
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/train.d $(BUILD)/generate.d build/scripts/bench.d \
 	$(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%.d)

@@ -28,8 +28,8 @@ static double seconds_now(void) {
 // A process forked from the test program starts with the test program's resident pages, and
 // Linux keeps that peak through exec: the peak RSS of a program run so would be at least the
 // test program's. So the child re-executes the test program (small when it starts) as
-// `run_tests --spawn-measured PROGRAM ARGS...`, which runs PROGRAM as its own child, writes
-// its peak RSS to PEAK_RSS_FD and leaves with its exit status (or signal).
+// `run_tests --spawn-measured PROGRAM ARGS...` (self_path), which runs PROGRAM as its own
+// child, writes its peak RSS to PEAK_RSS_FD and leaves with its exit status (or signal).
 int test_spawn_measured(char **argv) {
     fcntl(PEAK_RSS_FD, F_SETFD, FD_CLOEXEC);
     pid_t pid = fork();
@@ -51,12 +51,25 @@ int test_spawn_measured(char **argv) {
     return WEXITSTATUS(status);
 }
 
+// The test program as the measuring process runs it: itself (/proc/self/exe), or the
+// run_tests in $CHARGPT_BIN where there is one. Under qemu-user a program cannot execute
+// itself (without binfmt_misc the kernel runs no AArch64 executable), so scripts/test_arm64.sh
+// puts a script there that runs it under the emulator, as it does for ./train and ./generate.
+static const char *self_path(void) {
+    static char path[1024];
+    const char *dir = getenv("CHARGPT_BIN");
+    if (dir && *dir && snprintf(path, sizeof(path), "%s/run_tests", dir) < (int)sizeof(path) && access(path, X_OK) == 0)
+        return path;
+    return "/proc/self/exe";
+}
+
 // Runs argv with stdout into stdout_path and stderr into out_path (the same file when
 // stdout_path is NULL); the run's output is out_path's text.
 static TestRun run_child(const char *const *argv, const char *in_path, const char *stdout_path, const char *out_path,
                          long file_size_limit, double timeout_s) {
     TestRun r = {-1, 0.0, 0, NULL};
     fflush(stdout);
+    const char *self = self_path();
     double start = seconds_now();
     int peak_rss[2];
     if (pipe(peak_rss) != 0) return r;
@@ -76,7 +89,7 @@ static TestRun run_child(const char *const *argv, const char *in_path, const cha
         }
         const char *spawn[64] = {"run_tests", SPAWN_FLAG};
         for (int i = 0; argv[i] && i < 61; i++) spawn[i + 2] = argv[i];
-        execv("/proc/self/exe", (char *const *)spawn);
+        execv(self, (char *const *)spawn);
         _exit(127);
     }
     close(peak_rss[1]);
