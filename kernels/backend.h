@@ -180,8 +180,6 @@ extern const Bf16Kernels bf16_avx512_kernels;
 // Bf16Kernels.tile and dot_rows with BFDOT (bf16_neon.c)
 void bfdot_tile(int kp, const bf16 *a, const bf16 *b, float *c, long ldc, const float *start_row, int half);
 void bfdot_dot_rows(float *out, const bf16 *x, const bf16 *w, const float *bias, int C, int o0, int o1);
-// Whether the CPU has FEAT_BF16 (BFDOT, BFMMLA), as the operating system tells it (dispatch.c).
-int cpu_has_arm_bf16(void);
 
 // The backend in use (dispatch.c): the one kernels_init or kernels_use chose, else the
 // fastest this CPU runs.

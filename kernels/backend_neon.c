@@ -11,6 +11,8 @@
 // in flight that two or four FMA pipes of 4-cycle latency need.
 #include <arm_neon.h>
 
+#include "../common/platform.h"
+
 #define MR NEON_MR
 #define NR NEON_NR
 #include "matmul_kernels.h"
@@ -145,6 +147,6 @@ const Backend backend_neon = {
 };
 
 const Backend backend_neon_bf16 = {
-    .name = "neon_bf16", .needs = "Advanced SIMD and FEAT_BF16 (BFDOT)", .cpu_runs = cpu_has_arm_bf16,
+    .name = "neon_bf16", .needs = "Advanced SIMD and FEAT_BF16 (BFDOT)", .cpu_runs = platform_cpu_has_arm_bf16,
     .bf16 = &bf16_bfdot_kernels, MATMUL_PRODUCTS, POINTWISE_KERNELS,
 };

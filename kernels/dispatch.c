@@ -5,12 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__aarch64__) && defined(__linux__)
-#include <sys/auxv.h>
-#elif defined(__aarch64__) && defined(__APPLE__)
-#include <sys/sysctl.h>
-#endif
-
 #include "backend.h"
 #include "kernels.h"
 
@@ -38,24 +32,6 @@ static const Backend *const backends[] = {
     &backend_portable,
 };
 
-#if defined(__aarch64__)
-// FEAT_BF16, as the operating system reports it: Linux in the auxiliary vector's HWCAP2,
-// macOS in a sysctl; elsewhere taken as absent.
-int cpu_has_arm_bf16(void) {
-#if defined(__linux__)
-#ifndef HWCAP2_BF16
-#define HWCAP2_BF16 (1UL << 14)  // Linux's arch/arm64/include/uapi/asm/hwcap.h
-#endif
-    return (getauxval(AT_HWCAP2) & HWCAP2_BF16) != 0;
-#elif defined(__APPLE__)
-    int has = 0;
-    size_t size = sizeof(has);
-    return sysctlbyname("hw.optional.arm.FEAT_BF16", &has, &size, NULL, 0) == 0 && has;
-#else
-    return 0;
-#endif
-}
-#endif
 #define NUM_BACKENDS ((int)(sizeof(backends) / sizeof(backends[0])))
 
 static const Backend *active;
