@@ -6,8 +6,12 @@
 # tests/tmp/, and bin/ with the programs the suite starts (CHARGPT_BIN), scripts that run the
 # AArch64 ./train, ./generate and the test program itself (which re-executes itself to measure
 # a program's memory: tests/test_helpers.c) under the same CPU model. Each run's output goes to
-# build-arm64/tests-CPU.log; this prints its kernels line and its last line, and for a failed
-# run the failed tests' checks.
+# build-arm64/tests-CPU.log; this prints its kernels line, its last line and the CPU time its
+# processes took, and for a failed run the failed tests' checks.
+# Run by default on both models, the runs share out the per-backend tests (tests/test.h's
+# test_backends): max, whose kernels are neon_bf16, runs them on neon_bf16 alone
+# (CHARGPT_TEST_BACKENDS), as neon and portable, the same code on any AArch64 CPU, run them in
+# the cortex-a72 run.
 # Usage: scripts/test_arm64.sh [CPU...]. Exit status 0 when every run passed, else 1.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +21,8 @@ if [ ! -x "$arm/run_tests" ] || [ ! -x "$arm/bin/train" ] || [ ! -x "$arm/bin/ge
     echo "test_arm64: build the AArch64 programs and tests first (make test-arm64)" >&2
     exit 1
 fi
-[ $# -gt 0 ] || set -- cortex-a72 max
+shared=0
+[ $# -gt 0 ] || { set -- cortex-a72 max; shared=1; }
 
 start=$(date +%s)
 pids=()
@@ -36,8 +41,12 @@ for cpu in "$@"; do
             > "$run/bin/${p#bin/}"
         chmod +x "$run/bin/${p#bin/}"
     done
-    (cd "$run" && QEMU_CPU="$cpu" CHARGPT_BIN="$root/$run/bin" "$root/scripts/qemu_arm64.sh" "$root/$arm/run_tests" \
-        > "$root/$arm/tests-$cpu.log" 2>&1) &
+    only=
+    [ $shared = 1 ] && [ "$cpu" = max ] && only=neon_bf16
+    (cd "$run" && TIMEFORMAT="user %0U s, system %0S s" && {
+        time QEMU_CPU="$cpu" CHARGPT_BIN="$root/$run/bin" CHARGPT_TEST_BACKENDS="$only" \
+            "$root/scripts/qemu_arm64.sh" "$root/$arm/run_tests" > "$root/$arm/tests-$cpu.log" 2>&1
+    } 2> "$root/$arm/cpu-time-$cpu") &
     pids+=($!)
 done
 
@@ -48,7 +57,8 @@ for cpu in "$@"; do
     status=$?
     i=$((i + 1))
     log="$arm/tests-$cpu.log"
-    echo "qemu-aarch64 -cpu $cpu: $(head -n 1 "$log"); $(tail -n 1 "$log")"
+    echo "qemu-aarch64 -cpu $cpu: $(head -n 1 "$log"); $(tail -n 1 "$log") (CPU time:" \
+        "$(cat "$arm/cpu-time-$cpu"))"
     if [ $status -ne 0 ]; then
         grep -B 12 '^FAIL' "$log"
         failed=1

@@ -30,7 +30,8 @@ double rel_error_dd(const double *got, const double *want, size_t n);
 // p[0, n) = uniform values in [-1, 1) from a fixed linear congruential sequence of seed.
 void fill_uniform(float *p, size_t n, unsigned seed);
 
-// The kernels' backends this CPU runs (kernels.h), fastest first: how many, their names.
+// The kernels' backends this CPU runs (kernels.h), fastest first, or of those only the ones
+// $CHARGPT_TEST_BACKENDS names (comma-separated): how many, their names.
 #define TEST_MAX_BACKENDS 8
 int test_backends(const char *names[TEST_MAX_BACKENDS]);
 // Switches to backend `name` (a failed check when it cannot); test_restore_backend returns

@@ -84,7 +84,22 @@ int main(int argc, char **argv) {
         fprintf(stderr, "run_tests: %s\n", err);
         return 2;
     }
+    const char *names[TEST_MAX_BACKENDS], *only = getenv("CHARGPT_TEST_BACKENDS");
+    int count = test_backends(names);
+    size_t listed_length = 0;  // the names count found in the list, with their commas
+    for (int i = 0; i < count; i++) listed_length += strlen(names[i]) + (i > 0);
+    if (only && *only && (count == 0 || listed_length != strlen(only))) {  // a name this CPU does not run
+        kernels_available_text(err, sizeof(err));
+        fprintf(stderr, "run_tests: CHARGPT_TEST_BACKENDS=%s: name only backends this CPU runs (%s), once each\n", only,
+                err);
+        return 2;
+    }
     printf("kernels: %s\n", kernels_name());
+    if (only && *only) {
+        printf("per-backend tests on:");
+        for (int i = 0; i < count; i++) printf(" %s", names[i]);
+        printf(" (CHARGPT_TEST_BACKENDS)\n");
+    }
     qsort(tests, num_tests, sizeof(TestCase), by_name);
     int passed = 0, failed = 0;
     for (int i = 0; i < num_tests; i++) {
@@ -117,7 +132,25 @@ double rel_error_ff(const float *got, const float *want, size_t n) { REL_ERROR_B
 double rel_error_fd(const float *got, const double *want, size_t n) { REL_ERROR_BODY }
 double rel_error_dd(const double *got, const double *want, size_t n) { REL_ERROR_BODY }
 
-int test_backends(const char *names[TEST_MAX_BACKENDS]) { return kernels_available(names, TEST_MAX_BACKENDS); }
+// Whether name is one of the comma-separated names of list.
+static int listed(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list;; p++) {
+        if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0')) return 1;
+        p = strchr(p, ',');
+        if (!p) return 0;
+    }
+}
+
+// Every backend this CPU runs, or of those only the ones $CHARGPT_TEST_BACKENDS names
+// (comma-separated): scripts/test_arm64.sh shares them out between its two emulated runs.
+int test_backends(const char *names[TEST_MAX_BACKENDS]) {
+    const char *all[TEST_MAX_BACKENDS], *only = getenv("CHARGPT_TEST_BACKENDS");
+    int available = kernels_available(all, TEST_MAX_BACKENDS), count = 0;
+    for (int i = 0; i < available; i++)
+        if (!only || !*only || listed(only, all[i])) names[count++] = all[i];
+    return count;
+}
 
 static char starting_backend[32];
 
