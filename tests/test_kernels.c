@@ -334,6 +334,30 @@ TEST(kernels_pointwise_match_reference) {
     printf("    gelu forward and backward, softmax row, %d backends: worst rel error %.2e\n", count, worst);
 }
 
+// exp's clamp keeps what float arithmetic gives at the edges, on every backend: GELU of a NaN
+// is a NaN, of +inf +inf and of -inf -inf; a softmax row holding a NaN is all NaN; one
+// holding -inf gives it weight 0 (exp's argument clamped at -87, its value below float's
+// smallest normal times the sum, 1) and the others their weights.
+TEST(kernels_pointwise_nonfinite) {
+    const float inf = INFINITY;
+    EACH_BACKEND(bk, names, count) {
+        float inp[3] = {NAN, inf, -inf}, out[3], dinp[3] = {0, 0, 0}, dout[3] = {1, 1, 1};
+        gelu_forward(out, inp, 3);
+        gelu_backward(dinp, inp, dout, 3);
+        CHECK(isnan(out[0]) && out[1] == inf && out[2] == -inf, "%s: gelu(nan, inf, -inf) = %g %g %g", names[bk],
+              out[0], out[1], out[2]);
+        CHECK(isnan(dinp[0]), "%s: gelu backward at nan = %g", names[bk], dinp[0]);
+        float with_nan[4] = {0.5f, NAN, 1.0f, -2.0f};
+        softmax_row(with_nan, 4, 1.0f);
+        for (int j = 0; j < 4; j++) CHECK(isnan(with_nan[j]), "%s: softmax with a nan, [%d] = %g", names[bk], j, with_nan[j]);
+        float with_inf[3] = {-inf, 0.0f, 0.0f};
+        softmax_row(with_inf, 3, 1.0f);
+        CHECK(with_inf[0] < 1e-37f && fabsf(with_inf[1] - 0.5f) < 1e-6f && fabsf(with_inf[2] - 0.5f) < 1e-6f,
+              "%s: softmax(-inf, 0, 0) = %g %g %g", names[bk], with_inf[0], with_inf[1], with_inf[2]);
+    }
+    test_restore_backend();
+}
+
 // The backend in use is the one asked for, an unknown one is refused naming those the build
 // has, and every backend this CPU runs is listed once, the portable one last. bf16 on a
 // backend without bf16 dot products (whose bf16 products are the portable C pairs) comes
