@@ -1,7 +1,7 @@
 // The AVX-512 backends (backend.h): a 14x32 register tile (28 of the 32 zmm registers hold
 // accumulators, two hold the row of B, one the broadcast A value), the products' driver, the
 // portable bf16 kernels and the pointwise kernels compiled for AVX-512 (F, BW, DQ, VL) with
-// FMA. Two backends share them: "avx512", whose bf16 products run the portable C pairs, and
+// FMA. Two backends share them: "avx512", whose bf16 products widen their operands to fp32, and
 // "avx512_bf16", whose run vdpbf16ps (bf16_avx512.c).
 #include <immintrin.h>
 

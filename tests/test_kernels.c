@@ -360,8 +360,8 @@ TEST(kernels_pointwise_nonfinite) {
 
 // The backend in use is the one asked for, an unknown one is refused naming those the build
 // has, and every backend this CPU runs is listed once, the portable one last. bf16 on a
-// backend without bf16 dot products (whose bf16 products are the portable C pairs) comes
-// with a note naming it, fp32 never does.
+// backend without bf16 dot products (whose bf16 products widen their operands to fp32)
+// comes with a note naming it, fp32 never does.
 TEST(kernels_backend_choice) {
     const char *names[TEST_MAX_BACKENDS];
     int count = test_backends(names);
@@ -371,9 +371,9 @@ TEST(kernels_backend_choice) {
             CHECK(strcmp(kernels_name(), names[i]) == 0, "asked for %s, got %s", names[i], kernels_name());
             char note[ERR_LEN], text[96];
             precision_describe(PRECISION_BF16, text, sizeof(text));
-            int portable_pairs = strstr(text, "(portable C)") != NULL;
+            int widened = strstr(text, "(widened to fp32)") != NULL;
             int noted = kernels_precision_note(PRECISION_BF16, note, sizeof(note));
-            CHECK(noted == portable_pairs && (!noted || strstr(note, names[i])),
+            CHECK(noted == widened && (!noted || strstr(note, names[i])),
                   "%s (%s): note %d '%s'", names[i], text, noted, noted ? note : "");
             CHECK(!kernels_precision_note(PRECISION_FP32, note, sizeof(note)), "%s: a note for fp32", names[i]);
         }
