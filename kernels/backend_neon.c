@@ -2,8 +2,8 @@
 // Linux or macOS runs on has: a 6x16 register tile (24 of the 32 vector registers hold
 // accumulators, four hold the row of B, two the column of A), the products' driver, the
 // portable bf16 kernels and the pointwise kernels compiled for AArch64. Two backends share
-// them: "neon", whose bf16 products run the portable C pairs, and "neon_bf16", whose run
-// BFDOT (bf16_neon.c) on CPUs with FEAT_BF16.
+// them: "neon", whose bf16 products widen their operands to fp32 and run on this tile, and
+// "neon_bf16", whose run BFDOT (bf16_neon.c) on CPUs with FEAT_BF16.
 //
 // The tile's figures. Each k step loads 6 values of A and 16 of B (88 bytes) and does
 // 6 x 16 multiply-adds (192 FLOPs): 2.2 FLOPs per byte loaded, against 0.5 for one vector
@@ -134,9 +134,9 @@ static void matmul_dot_rows(float *out, const float *x, const float *w, const fl
 #include "matmul_bf16.inc"
 #include "pointwise.inc"
 
-// The BFDOT tiles and matrix-vector rows, with the portable conversion and packing (which
-// need no bf16 instructions) compiled for NEON here.
-static const Bf16Kernels bf16_bfdot_kernels = {"bfdot", bfdot_tile, c_pairs_convert, c_pairs_pack, bfdot_dot_rows,
+// The BFDOT tiles, packing and matrix-vector rows, with the portable conversion (which needs
+// no bf16 instructions) compiled for NEON here.
+static const Bf16Kernels bf16_bfdot_kernels = {"bfdot", bfdot_tile, c_pairs_convert, bfdot_pack_pairs, bfdot_dot_rows,
                                                .bfdot_sums = 1};
 
 static int cpu_runs_neon(void) { return 1; }

@@ -65,7 +65,7 @@ static void matmul_dot_rows(float *out, const float *x, const float *w, const fl
 static int cpu_runs_portable(void) { return 1; }
 
 #if defined(__x86_64__)
-#define PORTABLE_BF16_COST BF16_COST_MEASURED("about 1.4 times")
+#define PORTABLE_BF16_COST BF16_COST_MEASURED("about 1.2 times")
 #else
 #define PORTABLE_BF16_COST BF16_COST_UNMEASURED
 #endif

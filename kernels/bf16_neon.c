@@ -11,6 +11,7 @@
 // by element, which uses the driver's pair-interleaved panels as they are, is for hardware
 // to say.
 #include <arm_neon.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "backend.h"
@@ -49,6 +50,17 @@ static inline __attribute__((always_inline)) void tile_body(
 void bfdot_tile(int kp, const bf16 *a, const bf16 *b, float *c, long ldc, const float *start_row, int half) {
     if (half) tile_body(kp, a, b, c, ldc, start_row, 2);
     else tile_body(kp, a, b, c, ldc, start_row, 4);
+}
+
+// The pair-interleaved panel (Bf16Kernels.pack_pairs): a transpose of 32-bit words, each
+// word a pair, rows past count zeros.
+void bfdot_pack_pairs(bf16 *dst, int width, int count, const bf16 *src, long ld, int pairs) {
+    for (int p = 0; p < pairs; p++)
+        for (int r = 0; r < width; r++) {
+            uint32_t pair = 0;
+            if (r < count) memcpy(&pair, src + r * ld + 2 * p, sizeof(pair));
+            memcpy(dst + ((long)p * width + r) * 2, &pair, sizeof(pair));
+        }
 }
 
 // R rows of w dotted with x, in the 32 lanes of Bf16Kernels.dot_rows: eight 4-lane

@@ -124,7 +124,9 @@ int kernels_precision_note(Precision precision, char *text, size_t n) {
     int cpu_has_them = 0;
 #define BF16_DOT_INSTRUCTIONS "bf16 dot-product instructions"
 #endif
-    snprintf(text, n, "note: %s, so the %s kernels round bf16 products in portable C: %s",
+    snprintf(text, n,
+             "note: %s, so the %s kernels widen bf16 operands to fp32 as they pack them and multiply them on their "
+             "fp32 tiles: %s",
              cpu_has_them ? "this CPU's bf16 dot products (" BF16_DOT_INSTRUCTIONS ") go unused by the kernels "
                             "CHARGPT_KERNELS chose"
                           : "this CPU has no bf16 dot-product instructions (" BF16_DOT_INSTRUCTIONS ")",
