@@ -526,7 +526,10 @@ TEST(runs_resume_new_schedule) {
 // ----------------------------------------------------------------------------
 // 6. stop signals
 
-// Starts ./train (output into log) and waits until log contains `ready`; returns the pid, or -1.
+// Starts ./train (output into log) and waits until log contains `ready`, at most READY_WAIT_S
+// (generous: under qemu-aarch64 on a loaded machine a start takes tens of seconds); returns
+// the pid, or -1.
+#define READY_WAIT_S 120.0
 static pid_t start_until(const char *log, const char *const *args, const char *ready) {
     char program[4096];
     if (!realpath(test_program("train"), program)) return -1;
@@ -544,7 +547,7 @@ static pid_t start_until(const char *log, const char *const *args, const char *r
         _exit(127);
     }
     double start = now_seconds();
-    while (pid > 0 && now_seconds() - start < 30.0) {
+    while (pid > 0 && now_seconds() - start < READY_WAIT_S) {
         size_t len;
         char *text = test_read_file(log, &len);
         int seen = text && strstr(text, ready);
@@ -553,7 +556,7 @@ static pid_t start_until(const char *log, const char *const *args, const char *r
         usleep(5000);
     }
     if (pid > 0) kill(pid, SIGKILL), waitpid(pid, NULL, 0);
-    CHECK(0, "./train did not print '%s' within 30 s", ready);
+    CHECK(0, "./train did not print '%s' within %.0f s", ready, READY_WAIT_S);
     return -1;
 }
 
