@@ -1,0 +1,209 @@
+// Tests of what the timeline measures: the head scores of hand-built attention patterns
+// against the values their definitions give (training/head_scores.h), and the logit lens
+// against the model's own predictions and a double-precision recomputation
+// (viewer/logit_lens.h).
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../model/gpt.h"
+#include "../model/layers.h"
+#include "../training/head_scores.h"
+#include "../viewer/logit_lens.h"
+#include "test.h"
+
+// H_n = 1 + 1/2 + ... + 1/n
+static double harmonic(int n) {
+    double h = 0.0;
+    for (int k = 1; k <= n; k++) h += 1.0 / k;
+    return h;
+}
+
+// (t, t) uniform causal attention: row i gives 1 / (i + 1) to keys 0..i.
+static float *uniform_attention(int t) {
+    float *a = calloc((size_t)t * t, sizeof(float));
+    for (int i = 0; i < t; i++)
+        for (int j = 0; j <= i; j++) a[i * t + j] = 1.0f / (i + 1);
+    return a;
+}
+
+// (t, t) with each row's weight 1 on key key_of(i) (clamped to 0..i).
+static float *one_hot_attention(int t, int (*key_of)(int i, int t)) {
+    float *a = calloc((size_t)t * t, sizeof(float));
+    for (int i = 0; i < t; i++) {
+        int j = key_of(i, t);
+        a[i * t + (j < 0 ? 0 : j > i ? i : j)] = 1.0f;
+    }
+    return a;
+}
+static int previous(int i, int t) { return i - 1; }
+static int itself(int i, int t) { return i; }
+// on a run of t / 2 repeated: in the second half, the key right after the query's earlier copy
+static int after_copy(int i, int t) { return i >= t / 2 ? i - t / 2 + 1 : 0; }
+
+TEST(probe_head_scores_of_hand_built_patterns) {
+    const int t = 32, n = 16;
+    int tokens[32];
+    for (int i = 0; i < n; i++) tokens[i] = tokens[n + i] = 3 + i;  // n distinct, repeated
+    float *uniform = uniform_attention(t), *prev = one_hot_attention(t, previous);
+    float *self = one_hot_attention(t, itself), *induction = one_hot_attention(t, after_copy);
+    // uniform rows: (H_t - 1) / t on the previous key, (H_2n - H_n) / 2n on the induction keys,
+    // log2(t!) / t bits of entropy
+    double log2_factorial = 0.0;
+    for (int k = 2; k <= t; k++) log2_factorial += log2(k);
+    const struct { const char *what; const float *att; double prev, induction, entropy; } cases[] = {
+        {"uniform", uniform, (harmonic(t) - 1) / t, (harmonic(2 * n) - harmonic(n)) / (2 * n), log2_factorial / t},
+        {"previous token", prev, (t - 1.0) / t, 0.0, 0.0},
+        {"itself", self, 0.0, 0.0, 0.0},
+        // the induction head: every query of the second half on its key, so n of 2n rows: 1/2
+        {"induction", induction, 1.0 / t, 0.5, 0.0},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        double p = head_score_previous_token(cases[c].att, t), q = head_score_induction(cases[c].att, tokens, t);
+        double e = head_attention_entropy(cases[c].att, t);
+        CHECK(fabs(p - cases[c].prev) < 1e-6, "%s: previous-token %.7f, want %.7f", cases[c].what, p, cases[c].prev);
+        CHECK(fabs(q - cases[c].induction) < 1e-6, "%s: induction %.7f, want %.7f", cases[c].what, q,
+              cases[c].induction);
+        CHECK(fabs(e - cases[c].entropy) < 1e-5, "%s: entropy %.6f, want %.6f", cases[c].what, e, cases[c].entropy);
+    }
+    // the previous-token head at the boundary of the run: row n attends to key n - 1, which is not
+    // right after an earlier copy of token n (that is key 1): no induction credit
+    CHECK(head_score_induction(prev, tokens, t) == 0.0, "the previous-token head scores %g as induction",
+          head_score_induction(prev, tokens, t));
+    // a token seen twice before: both keys after its copies count, so a row split between them
+    // scores 1 (TransformerLens's duplicate pattern marks every earlier occurrence)
+    int dup[6] = {7, 8, 7, 9, 7, 5};
+    float split[36] = {0};
+    for (int i = 0; i < 6; i++) split[i * 6 + i] = 1.0f;
+    split[4 * 6 + 4] = 0.0f, split[4 * 6 + 1] = 0.5f, split[4 * 6 + 3] = 0.5f;  // query 4 ('7') on keys 1 and 3
+    CHECK(fabs(head_score_induction(split, dup, 6) - 1.0 / 6) < 1e-7, "split row: induction %g, want 1/6",
+          head_score_induction(split, dup, 6));
+    // the same token twice in a row: the induction pattern marks the query's own position
+    int twice[3] = {4, 4, 2};
+    float diagonal[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    CHECK(fabs(head_score_induction(diagonal, twice, 3) - 1.0 / 3) < 1e-7, "repeated token: induction %g, want 1/3",
+          head_score_induction(diagonal, twice, 3));
+    free(uniform), free(prev), free(self), free(induction);
+}
+
+TEST(probe_repeated_sequence) {
+    int tokens[64];
+    CHECK(head_repeat_run(64) == 32 && head_repeat_run(16) == 8 && head_repeat_run(1) == 0 &&
+              head_repeat_run(256) == HEAD_REPEAT_RUN,
+          "repeat runs %d %d %d %d", head_repeat_run(64), head_repeat_run(16), head_repeat_run(1), head_repeat_run(256));
+    head_repeated_sequence(tokens, 32, 65, 1337);
+    int distinct = 1;
+    for (int i = 0; i < 32; i++) {
+        CHECK(tokens[i] == tokens[32 + i] && tokens[i] >= 0 && tokens[i] < 65, "token %d: %d and %d", i, tokens[i],
+              tokens[32 + i]);
+        for (int k = 0; k < i; k++) distinct &= tokens[k] != tokens[i];
+    }
+    CHECK(distinct, "the run of 32 from a vocabulary of 65 repeats a token");
+    int again[64];
+    head_repeated_sequence(again, 32, 65, 1337);
+    CHECK(memcmp(tokens, again, sizeof(tokens)) == 0, "the same seed gave another sequence");
+    head_repeated_sequence(tokens, 8, 3, 1);  // fewer tokens than the run: drawn with replacement
+    for (int i = 0; i < 8; i++) CHECK(tokens[i] >= 0 && tokens[i] < 3, "token %d of a vocabulary of 3", tokens[i]);
+}
+
+// A random small model (2 layers, vocabulary 11) and a forward of its one sequence of t.
+static int random_model(GPT *m, int t, int *tokens, char err[ERR_LEN]) {
+    GPTConfig c = {11, 16, 2, 2, 24, 12, 1, 0.0f};
+    if (gpt_build(m, &c, 0, err) != 0) return -1;
+    gpt_init_weights(m, 7);
+    // larger weights than the initialisation's, so that the layers' predictions differ
+    for (size_t i = 0; i < m->num_parameters; i++) m->params_memory[i] *= 6.0f;
+    if (gpt_alloc_activations(m, 1, err) != 0) return -1;
+    for (int i = 0; i < t; i++) tokens[i] = (i * 7 + 3) % 11;
+    gpt_forward(m, tokens, NULL, 1, t, NULL);
+    return 0;
+}
+
+// Row r of the lens in double precision: the residual stream through the final LayerNorm and
+// the tied head, probabilities at position i into p (V).
+static void lens_in_double(const GPT *m, int r, int i, double *p) {
+    const GPTConfig *c = &m->config;
+    const int C = c->n_embd, V = c->vocab_size;
+    const float *x = gpt_residual_stream(m, r - 1) + (size_t)i * C;
+    double mean = 0.0, var = 0.0;
+    for (int k = 0; k < C; k++) mean += x[k];
+    mean /= C;
+    for (int k = 0; k < C; k++) var += (x[k] - mean) * (x[k] - mean);
+    double rstd = 1.0 / sqrt(var / C + LAYERNORM_EPS), max = -INFINITY, sum = 0.0;
+    for (int v = 0; v < V; v++) {
+        double z = 0.0;
+        for (int k = 0; k < C; k++)
+            z += ((x[k] - mean) * rstd * m->params.lnfw[k] + m->params.lnfb[k]) * m->params.wte[(size_t)v * C + k];
+        p[v] = z;
+        max = fmax(max, z);
+    }
+    for (int v = 0; v < V; v++) sum += p[v] = exp(p[v] - max);
+    for (int v = 0; v < V; v++) p[v] /= sum;
+}
+
+TEST(probe_logit_lens_last_layer_is_the_model) {
+    const int t = 13;
+    GPT model;
+    int tokens[16], next[16];
+    char err[ERR_LEN];
+    if (!CHECK(random_model(&model, t, tokens, err) == 0, "%s", err)) return;
+    for (int i = 0; i < t; i++) next[i] = i + 1 < t ? tokens[i + 1] : -1;
+    LogitLens lens;
+    if (!CHECK(logit_lens_init(&lens, &model.config, t, err) == 0, "%s", err)) return;
+    logit_lens_compute(&lens, &model, next);
+    const int V = model.config.vocab_size, last = lens.rows - 1;
+    CHECK(lens.rows == 3 && lens.k == 3, "rows %d, k %d", lens.rows, lens.k);
+    // the last row's logits are the model's own (the same kernels on the same rows)
+    CHECK(rel_error_ff(lens.logits, model.acts.logits, (size_t)t * V) <= 1e-6,
+          "the last row's logits differ from the model's by %g", rel_error_ff(lens.logits, model.acts.logits, (size_t)t * V));
+    int rows_differ = 0;
+    for (int i = 0; i < t; i++) {
+        LensCell want;
+        logit_lens_cell(model.acts.logits + (size_t)i * V, V, next[i], &want);
+        const LensCell *got = &lens.cells[(size_t)last * t + i];
+        CHECK(memcmp(got->top, want.top, sizeof(want.top)) == 0 && got->next_rank == want.next_rank,
+              "position %d: the last row's top or rank differ from the model's", i);
+        for (int k = 0; k < 3; k++)
+            CHECK(fabsf(got->top_prob[k] - want.top_prob[k]) < 1e-6f, "position %d: p %g vs the model's %g", i,
+                  got->top_prob[k], want.top_prob[k]);
+        CHECK(i + 1 < t ? fabsf(got->next_prob - want.next_prob) < 1e-6f && got->next_rank >= 1 && got->next_rank <= V
+                        : isnan(got->next_prob) && got->next_rank == 0,
+              "position %d: next p %g rank %d", i, got->next_prob, got->next_rank);
+        // every row against the double-precision lens
+        for (int r = 0; r < lens.rows; r++) {
+            double p[11];
+            lens_in_double(&model, r, i, p);
+            const LensCell *cell = &lens.cells[(size_t)r * t + i];
+            int best = 0;
+            for (int v = 1; v < V; v++) best = p[v] > p[best] ? v : best;
+            CHECK(fabs(cell->top_prob[0] - p[cell->top[0]]) < 1e-4 && p[cell->top[0]] >= p[best] - 1e-6,
+                  "row %d position %d: top %d with p %g, the double lens has %d with %g", r, i, cell->top[0],
+                  cell->top_prob[0], best, p[best]);
+            if (next[i] >= 0)
+                CHECK(fabs(cell->next_prob - p[next[i]]) < 1e-4, "row %d position %d: p(next) %g, double %g", r, i,
+                      cell->next_prob, p[next[i]]);
+            rows_differ += r < last && cell->top[0] != lens.cells[(size_t)last * t + i].top[0];
+        }
+    }
+    CHECK(rows_differ > 0, "every row of the lens predicts what the last one does: the rows are not the layers'");
+    logit_lens_free(&lens);
+    gpt_free(&model);
+}
+
+TEST(probe_logits_top_ties_and_small_vocabulary) {
+    float z[4] = {1.0f, 3.0f, 3.0f, -2.0f};
+    int32_t top[5];
+    float prob[5], next_prob;
+    int32_t rank;
+    double log_p = logits_top(z, 4, 5, 2, top, prob, &next_prob, &rank);
+    CHECK(top[0] == 1 && top[1] == 2 && top[2] == 0 && top[3] == 3 && top[4] == -1, "order %d %d %d %d %d", top[0],
+          top[1], top[2], top[3], top[4]);
+    CHECK(rank == 2 && fabs(log_p - log(next_prob)) < 1e-6 && prob[4] == 0.0f, "rank %d, log p %g vs p %g", rank,
+          log_p, next_prob);
+    double sum = 0.0;
+    for (int k = 0; k < 4; k++) sum += prob[k];
+    CHECK(fabs(sum - 1.0) < 1e-6, "probabilities sum to %g", sum);
+    CHECK(isnan(logits_top(z, 4, 2, -1, top, prob, &next_prob, &rank)) && isnan(next_prob) && rank == 0,
+          "an unknown next token");
+}
