@@ -164,7 +164,7 @@ sanitize:
 FUZZ := build-fuzz
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := checkpoint safetensors json corpus prompt
+FUZZ_TARGETS := checkpoint safetensors json corpus prompt probe_file
 FUZZ_CFLAGS := -O1 -g $(MARCH) -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -MMD -MP -Wno-pass-failed \
 	-fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o)
