@@ -1,5 +1,7 @@
 // Tests of what the timeline measures: the head scores of hand-built attention patterns
-// against the values their definitions give (training/head_scores.h), and the logit lens
+// against the values their definitions give (training/head_scores.h), the probe of a
+// constructed model that copies the previous character (training/probe.h), the update-to-weight
+// ratios of the parameter groups (training/update_ratio.h), and the logit lens
 // against the model's own predictions and a double-precision recomputation
 // (viewer/logit_lens.h).
 #include <math.h>
@@ -7,9 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../model/adamw.h"
 #include "../model/gpt.h"
 #include "../model/layers.h"
 #include "../training/head_scores.h"
+#include "../training/probe.h"
+#include "../training/update_ratio.h"
 #include "../viewer/logit_lens.h"
 #include "test.h"
 
@@ -105,6 +110,53 @@ TEST(probe_repeated_sequence) {
     CHECK(memcmp(tokens, again, sizeof(tokens)) == 0, "the same seed gave another sequence");
     head_repeated_sequence(tokens, 8, 3, 1);  // fewer tokens than the run: drawn with replacement
     for (int i = 0; i < 8; i++) CHECK(tokens[i] >= 0 && tokens[i] < 3, "token %d of a vocabulary of 3", tokens[i]);
+}
+
+// A one-layer, one-head model whose head attends from each position to the one before it:
+// position i's embedding is the unit vector e_i (tokens embed to 0), so after ln_1 it is
+// a e_i - b 1; the keys are that vector, the queries s times it shifted by one
+// (q_r = s x_{r+1}), and q_i . k_j = a^2 s [j = i - 1] plus what does not depend on j.
+static int build_previous_token_model(GPT *m, int T, char err[ERR_LEN]) {
+    const int C = T + 8;
+    GPTConfig c = {4, T, 1, 1, C, C, 0, 0.0f};
+    if (gpt_build(m, &c, 0, err) != 0) return -1;
+    for (int i = 0; i < T; i++) m->params.wpe[(size_t)i * C + i] = 1.0f;
+    for (int k = 0; k < C; k++) m->params.ln1w[k] = m->params.ln2w[k] = m->params.lnfw[k] = 1.0f;
+    float *q = m->params.qkvw, *k = q + (size_t)C * C;  // (3A, C): queries, keys, values
+    for (int r = 0; r + 1 < C; r++) q[(size_t)r * C + r + 1] = 10.0f;
+    for (int r = 0; r < C; r++) k[(size_t)r * C + r] = 1.0f;
+    return gpt_alloc_activations(m, 1, err);
+}
+
+TEST(probe_previous_token_model_scores_one) {
+    const int T = 32;
+    GPT model;
+    char err[ERR_LEN];
+    if (!CHECK(build_previous_token_model(&model, T, err) == 0, "%s", err)) return;
+    ProbeHeader h = {0};
+    h.n_layer = 1, h.n_head = 1, h.vocab_size = 4, h.block_size = T, h.probe_len = T, h.repeat_len = T;
+    h.groups = 1, h.prompt_len = 0, h.sample_chars = 0;
+    if (!CHECK(probe_header_alloc(&h, err) == 0, "%s", err)) return;
+    for (int i = 0; i <= T; i++) h.passage[i] = i % 4;
+    for (int i = 0; i < T; i++) h.repeated[i] = i % (T / 2) % 4;
+    Probe probe;
+    ProbeRecord rec;
+    if (!CHECK(probe_init(&probe, &model, &h, err) == 0 && probe_record_alloc(&rec, &h, err) == 0, "%s", err)) return;
+    rec.flags = 0;
+    CHECK(probe_measure(&probe, &rec, err) == 0, "%s", err);
+    // every query but the first (which has only itself) on the key before it: (T - 1) / T
+    CHECK(rec.previous_token[0] > 0.96f && rec.previous_token[0] <= (T - 1.0f) / T + 1e-6f,
+          "previous-token score %.5f, want about %.5f", rec.previous_token[0], (T - 1.0) / T);
+    CHECK(rec.entropy[0] < 0.05f, "a head with one key per query has entropy %g bits", rec.entropy[0]);
+    CHECK(rec.flags & PROBE_HAS_PROBE, "the record's flags %u lack PROBE_HAS_PROBE", rec.flags);
+    // the stored weights: row 5 has 255 on key 4 (its quantized sqrt(1)) and 0 elsewhere
+    const uint8_t *row5 = rec.att_passage + 5 * 6 / 2;
+    CHECK(row5[4] == 255 && row5[0] == 0 && row5[5] == 0, "row 5 stored as %u %u .. %u %u", row5[0], row5[1], row5[4],
+          row5[5]);
+    probe_record_free(&rec);
+    probe_free(&probe);
+    probe_header_free(&h);
+    gpt_free(&model);
 }
 
 // A random small model (2 layers, vocabulary 11) and a forward of its one sequence of t.
@@ -206,4 +258,53 @@ TEST(probe_logits_top_ties_and_small_vocabulary) {
     CHECK(fabs(sum - 1.0) < 1e-6, "probabilities sum to %g", sum);
     CHECK(isnan(logits_top(z, 4, 2, -1, top, prob, &next_prob, &rank)) && isnan(next_prob) && rank == 0,
           "an unknown next token");
+}
+
+TEST(probe_update_ratios_per_group) {
+    GPTConfig c = {9, 8, 2, 2, 16, 8, 1, 0.0f};
+    GPT m;
+    AdamW opt;
+    DataParallel dp;
+    char err[ERR_LEN], names[PROBE_MAX_GROUPS][PROBE_GROUP_NAME];
+    if (!CHECK(gpt_build(&m, &c, 1, err) == 0 && adamw_init(&opt, &m, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0 &&
+                   data_parallel_plan(&dp, 4, 8, 1, 0, m.num_parameters, err) == 0,
+               "%s", err))
+        return;
+    int groups = update_groups(&c, names);
+    CHECK(groups == 16 && !strcmp(names[0], "transformer.wte.weight") && !strcmp(names[4], "attn.c_attn.weight") &&
+              !strcmp(names[15], "transformer.ln_f.bias"),
+          "%d groups: %s, %s, ..., %s", groups, names[0], names[4], names[groups - 1]);
+    GPTConfig no_bias = c;
+    no_bias.qkv_bias = 0;
+    CHECK(update_groups(&no_bias, names) == 15, "without the qkv bias: %d groups", update_groups(&no_bias, names));
+    update_groups(&c, names);
+    gpt_init_weights(&m, 5);
+    float *before = malloc(m.num_parameters * sizeof(float));
+    memcpy(before, m.params_memory, m.num_parameters * sizeof(float));
+    fill_uniform(m.grads_memory, m.num_parameters, 2);
+    adamw_update(&opt, m.params_memory, m.grads_memory, 3e-3f);
+    float ratios[PROBE_MAX_GROUPS];
+    update_ratios(&dp, &m, &opt, 3e-3f, ratios);
+    double moved[PROBE_MAX_GROUPS] = {0}, weights[PROBE_MAX_GROUPS] = {0};
+    for (int i = 0; i < gpt_num_tensors(&c); i++) {
+        TensorInfo info;
+        gpt_tensor_info(&c, i, &info);
+        int g = 0;
+        while (g < groups && !strstr(info.name, names[g])) g++;
+        for (size_t k = info.offset; k < info.offset + info.size; k++) {
+            moved[g] += ((double)before[k] - m.params_memory[k]) * ((double)before[k] - m.params_memory[k]);
+            weights[g] += (double)m.params_memory[k] * m.params_memory[k];
+        }
+    }
+    for (int g = 0; g < groups; g++) {
+        double want = weights[g] > 0 ? sqrt(moved[g]) / sqrt(weights[g]) : NAN;
+        CHECK(isnan(want) ? isnan(ratios[g]) : fabs(ratios[g] - want) <= 1e-4 * want, "%s: ratio %g, want %g", names[g],
+              ratios[g], want);
+    }
+    // biases start at 0, so after the first update they are that update: a ratio of 1
+    CHECK(fabsf(ratios[5] - 1.0f) < 1e-5f && ratios[0] > 0 && ratios[0] < 0.5f,
+          "%s (from 0) has a ratio %g, want 1; %s %g", names[5], ratios[5], names[0], ratios[0]);
+    free(before);
+    adamw_free(&opt);
+    gpt_free(&m);
 }
