@@ -835,8 +835,8 @@ int main(int argc, char **argv) {
 
     double run_start = now_seconds(), elapsed_before = state.elapsed_s;
     long start_step = state.step;
-    double loss_sum = 0.0, ms_sum = 0.0, train_s = 0.0, report_loss = NAN, step_comm_s = 0.0;
-    int loss_count = 0, report_count = 0;
+    double loss_sum = 0.0, ms_sum = 0.0, train_s = 0.0, report_loss = NAN, step_comm_s = 0.0, grad_sum = 0.0;
+    int loss_count = 0, report_count = 0, clipped_count = 0;
     float lr = 0.0f, train_loss = NAN;
     while (state.step < o.steps) {
         double t0 = now_seconds();
@@ -858,6 +858,8 @@ int main(int argc, char **argv) {
         train_loss = model->mean_loss;
         loss_sum += train_loss;
         loss_count++;
+        grad_sum += norm;
+        clipped_count += grad_clipped(norm, o.grad_clip);
         double step_s = now_seconds() - t0;
         ms_sum += 1000.0 * step_s;
         train_s += step_s;
@@ -914,10 +916,11 @@ int main(int argc, char **argv) {
         }
         if (report) {
             double mean_loss = loss_sum / loss_count;
-            if (dist_rank() == 0 && run_log_row(&run.log, state.step, mean_loss, evaluated ? state.last_val_loss : NAN,
-                                                lr, state.tokens_seen, state.elapsed_s, err) != 0)
-                die(EXIT_DATA, "%s", err);
-            LossPoint point = {state.step, mean_loss, evaluated ? state.last_val_loss : NAN, lr};
+            double val_loss = evaluated ? state.last_val_loss : NAN, grad_norm = grad_sum / loss_count;
+            RunLogRow row = {state.step, mean_loss, val_loss, lr, state.tokens_seen, state.elapsed_s, grad_norm,
+                             clipped_count};
+            if (dist_rank() == 0 && run_log_row(&run.log, &row, err) != 0) die(EXIT_DATA, "%s", err);
+            LossPoint point = {state.step, mean_loss, val_loss, lr, grad_norm, clipped_count};
             if (loss_history_add(&run.losses, point, err) != 0) die(EXIT_DATA, "%s", err);
             if (evaluated && dist_rank() == 0) {
                 if (loss_plot_write(plot_path, run.losses.points, run.losses.n, plot_title, err) != 0)
@@ -928,8 +931,8 @@ int main(int argc, char **argv) {
             }
             report_loss = mean_loss;
             report_count = loss_count;
-            loss_sum = ms_sum = 0.0;
-            loss_count = 0;
+            loss_sum = ms_sum = grad_sum = 0.0;
+            loss_count = clipped_count = 0;
         }
         if (stop && dist_rank() == 0 && run_log_close(&run.log, err) != 0) die(EXIT_DATA, "%s", err);
         agree();  // what rank 0 wrote above was written, or every process leaves

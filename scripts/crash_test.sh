@@ -97,7 +97,7 @@ for ((i = 1; i <= kills; i++)); do
         fail "kill $i: resuming from step $step failed: $(cat "$work/resumed.log")"
     grep -q '^done: 2 steps' "$work/resumed.log" || fail "kill $i: the resumed run did not finish: $(cat "$work/resumed.log")"
     [ "$(temporaries)" -eq 0 ] || fail "kill $i: temporary files remain after the resume: $(find "$work" -name '*.tmp.*')"
-    awk -F, 'NR > 1 { if (NF != 6 || $1 !~ /^[0-9]+$/ || $1 <= last) exit 1; last = $1 }' "$work/log.csv" ||
+    awk -F, 'NR > 1 { if (NF != 8 || $1 !~ /^[0-9]+$/ || $1 <= last) exit 1; last = $1 }' "$work/log.csv" ||
         fail "kill $i: log.csv has a row that is not whole, or its steps do not only increase"
     echo "kill $i after $ms ms: $second; checkpoint at step $step loads, resumed to step $((step + 2));" \
         "$left temporary file(s) left by the kills, removed"
