@@ -47,7 +47,7 @@ NO_PASS_FAILED := $(shell $(CC) -Werror -Wpass-failed -fsyntax-only -x c /dev/nu
 CFLAGS ?= -O3 $(MARCH) -Wall -Wextra -Wno-unused-parameter $(NO_FORMAT_TRUNCATION) $(NO_PASS_FAILED)
 # -fno-math-errno: sqrtf need not set errno (nothing reads it), so loops that call it can be
 # vectorised as their `omp simd` asks; the values computed are the same.
-override CFLAGS += -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -MMD -MP
+override CFLAGS += -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -MMD -MP -I$(GEN)
 ifeq ($(MPI),1)
 override CFLAGS += -DCHARGPT_MPI
 endif
@@ -55,6 +55,8 @@ LDFLAGS ?=
 LDLIBS = -fopenmp -lz -lm
 # where objects go and where the programs are made (`make sanitize` sets these)
 BUILD ?= build
+# files made from the sources, the same for every build: the timeline's page as a C string
+GEN := build/gen
 BIN ?= .
 TEST_RUNNER ?= tests/run_tests
 
@@ -75,6 +77,15 @@ all: $(PROGRAMS) $(MAN_PAGES)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(ISA_FLAGS_$(notdir $*)) -c $< -o $@
+
+# the timeline's page (viewer/timeline_page.html) as C string literals, one per line, that
+# viewer/timeline.c includes: the page stays a readable HTML file (\ " and ? escaped, the
+# last so that no ?? starts a trigraph)
+$(GEN)/timeline_page.inc: viewer/timeline_page.html
+	@mkdir -p $(dir $@)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/?/\\?/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp
+	mv $@.tmp $@
+$(BUILD)/viewer/timeline.o: $(GEN)/timeline_page.inc
 
 $(BUILD)/libchargpt.a: $(LIB_OBJ)
 	rm -f $@
@@ -165,11 +176,12 @@ FUZZ := build-fuzz
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := checkpoint safetensors json corpus prompt probe_file
-FUZZ_CFLAGS := -O1 -g $(MARCH) -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -MMD -MP -Wno-pass-failed \
+FUZZ_CFLAGS := -O1 -g $(MARCH) -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -MMD -MP -Wno-pass-failed -I$(GEN) \
 	-fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o)
 .SECONDARY: $(FUZZ_LIB_OBJ)  # kept between runs, though only the pattern rule below names them
 
+$(FUZZ)/viewer/timeline.o: $(GEN)/timeline_page.inc
 $(FUZZ)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(ISA_FLAGS_$(notdir $*)) -fsanitize=fuzzer-no-link -c $< -o $@

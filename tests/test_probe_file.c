@@ -1,5 +1,6 @@
-// Tests of the probe file (format/probe_file.h): records read back as written, a torn tail cut
-// at every byte, damage found, a resumed file cut at its step.
+// Tests of the probe file (format/probe_file.h) and the timeline page made from it
+// (viewer/timeline.h): records read back as written, a torn tail cut at every byte, damage
+// found, a resumed file cut at its step, and the page's data, its bounds and its thinning.
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../format/json.h"
 #include "../format/probe_file.h"
+#include "../viewer/timeline.h"
 #include "test.h"
 
 #define TMP "tests/tmp/probe_file"
@@ -313,5 +316,134 @@ TEST(probe_file_damage_found) {
     fclose(fp);
     free(copy);
     free(bytes);
+    probe_header_free(&h);
+}
+
+// The page's JSON data, parsed.
+static int page_data(const char *path, JsonDoc *doc, char **text) {
+    size_t len;
+    *text = test_read_file(path, &len);
+    if (!CHECK(*text != NULL, "%s was not written", path)) return -1;
+    const char *open = "<script type=\"application/json\" id=\"timeline-data\">";
+    char *start = strstr(*text, open), *end = start ? strstr(start, "</script>") : NULL;
+    if (!CHECK(end != NULL, "%s holds no data", path)) return -1;
+    start += strlen(open);
+    char err[ERR_LEN];
+    return CHECK(json_parse(start, (size_t)(end - start), 1 << 22, doc, err) == 0, "%s: %s", path, err) ? 0 : -1;
+}
+
+TEST(probe_file_timeline_page) {
+    make_tmp();
+    ProbeHeader h;
+    if (make_header(&h, 2, 2, 6, 8, 4) != 0) return;
+    const char *path = TMP "/page.bin", *page = TMP "/page.html";
+    if (write_file(path, &h, 7) != 0) return;  // 5 whole records, 2 light
+    // a torn tail is left out and said
+    FILE *fp = fopen(path, "ab");
+    fwrite("\x10\x00\x00", 1, 3, fp);
+    fclose(fp);
+    LossPoint points[3] = {{10, 4.0, NAN, 1e-3, 0.5, 0}, {20, 3.5, 3.6, 1e-3, 0.4, 2}, {30, 3.0, NAN, 1e-3, NAN, NAN}};
+    TimelineSummary s;
+    char err[ERR_LEN], *text;
+    if (!CHECK(timeline_write(page, path, points, 3, "run <one>", TIMELINE_MAX_RECORD_BYTES, &s, err) == 0, "%s", err))
+        return;
+    CHECK(s.records == 7 && s.whole == 5 && s.kept == 7 && s.kept_whole == 5 && s.torn_bytes == 3,
+          "summary: %ld records, %ld whole, kept %ld and %ld whole, %llu torn", s.records, s.whole, s.kept,
+          s.kept_whole, (unsigned long long)s.torn_bytes);
+    JsonDoc doc;
+    if (page_data(page, &doc, &text) != 0) return;
+    const JsonNode *root = doc.nodes, *records = json_object_get(&doc, root, "records");
+    const JsonNode *losses = json_object_get(&doc, root, "losses"), *vocab = json_object_get(&doc, root, "vocab");
+    const JsonNode *title = json_object_get(&doc, root, "title");
+    CHECK(records && records->count == 7, "the page holds %u records", records ? records->count : 0);
+    CHECK(losses && losses->count == 3, "the page holds %u loss rows", losses ? losses->count : 0);
+    CHECK(vocab && vocab->count == 6 && !strcmp(json_string(&doc, json_first(vocab) + 3), "\xF0\x9F\x8C\x9E"),
+          "the vocabulary in the page");
+    CHECK(title && !strcmp(json_string(&doc, title), "run <one>"), "the title in the data");
+    CHECK(strstr(text, "<title>run &lt;one&gt;: 5 steps, 2 layers \xC3\x97 2 heads, 8 characters</title>") != NULL,
+          "the page's title");
+    CHECK(!strstr(strstr(text, "timeline-data"), "<one>") && !strstr(strstr(text, "timeline-data"), "<passage>"),
+          "a < left unescaped in the data could end its <script>");
+    CHECK(strstr(text, "@DATA@") == NULL && strstr(text, "@TITLE@") == NULL, "a mark left in the page");
+    // each record is its payload, whole or light, as base64
+    const JsonNode *first = json_first(records);
+    size_t b64 = strlen(json_string(&doc, first));
+    CHECK(b64 == 4 * ((probe_record_bytes(&h) + 2) / 3), "a whole record of %zu base64 characters, want %zu", b64,
+          4 * ((probe_record_bytes(&h) + 2) / 3));
+    json_free(&doc);
+    free(text);
+    probe_header_free(&h);
+}
+
+// Writes the page of a 30-record file (20 whole, 10 light) of header h within budget and
+// checks what it kept: the counts wanted, the records' bytes within the budget, the first and
+// last records among them.
+static void check_thinning(ProbeHeader *h, const char *name, double budget_in_lights, double extra_wholes,
+                           long want_kept, long want_whole) {
+    char path[256], page[256];
+    snprintf(path, sizeof(path), TMP "/%s.bin", name);
+    snprintf(page, sizeof(page), TMP "/%s.html", name);
+    if (write_file(path, h, 30) != 0) return;
+    double light = 4.0 * ((probe_light_bytes(h) + 2) / 3) + 3, whole = 4.0 * ((probe_record_bytes(h) + 2) / 3) + 3;
+    double budget = budget_in_lights * light + extra_wholes * (whole - light);
+    TimelineSummary s;
+    char err[ERR_LEN], *text;
+    if (!CHECK(timeline_write(page, path, NULL, 0, "thin", budget, &s, err) == 0, "%s", err)) return;
+    CHECK(s.kept == want_kept && s.kept_whole == want_whole, "%s, budget %.0f: kept %ld records (%ld whole), want %ld "
+          "(%ld)", name, budget, s.kept, s.kept_whole, want_kept, want_whole);
+    JsonDoc doc;
+    if (page_data(page, &doc, &text) != 0) return;
+    const JsonNode *records = json_object_get(&doc, doc.nodes, "records");
+    size_t total = 0, wholes = 0;
+    const JsonNode *r = json_first(records);
+    for (uint32_t i = 0; i < records->count; i++, r = json_next(r)) {
+        size_t n = strlen(json_string(&doc, r)) + 3;
+        total += n;
+        wholes += n == (size_t)whole;
+    }
+    CHECK(records->count == (uint32_t)s.kept && wholes == (size_t)s.kept_whole && total <= budget,
+          "%s: %u records, %zu whole, %zu bytes in a budget of %.0f", name, records->count, wholes, total, budget);
+    // the first record (step 0) and the last (step 290) are kept
+    const JsonNode *last = json_first(records);
+    for (uint32_t i = 1; i < records->count; i++) last = json_next(last);
+    CHECK(!strncmp(json_string(&doc, json_first(records)), "AwAAAAAAAAAAAAAA", 16) &&
+              !strncmp(json_string(&doc, last), "AQAAACIBAAAAAAAA", 16),
+          "%s: the first and last records kept are not steps 0 and 290", name);
+    json_free(&doc);
+    free(text);
+}
+
+TEST(probe_file_timeline_page_thinned_to_its_budget) {
+    make_tmp();
+    ProbeHeader h;
+    if (make_header(&h, 2, 2, 6, 16, 4) != 0) return;
+    check_thinning(&h, "all", 30, 20, 30, 20);      // every record as it is: it all fits
+    check_thinning(&h, "wholes", 30, 5.5, 30, 5);   // every record light, 5 whole
+    probe_header_free(&h);
+    // long samples: the light parts alone take more than half the budget, so 10 records are
+    // kept, evenly spaced (0, 3, 6, 10, 13, 16, 19, 23, 26, 29), and of them the 7 whole ones
+    if (make_header(&h, 2, 2, 6, 16, 1000) != 0) return;
+    double light = 4.0 * ((probe_light_bytes(&h) + 2) / 3) + 3;
+    check_thinning(&h, "records", 20 + 2 / light, 0, 10, 7);
+    probe_header_free(&h);
+}
+
+// Writes tests/tmp/timeline_sample.html, a page of made-up records (4 layers x 4 heads, a
+// block of 64, nine steps of which three are samples only), for scripts/check_timeline.sh.
+TEST(probe_file_timeline_sample_page) {
+    make_tmp();
+    ProbeHeader h;
+    if (make_header(&h, 4, 4, 40, 64, 120) != 0) return;
+    const char *path = TMP "/sample.bin";
+    if (write_file(path, &h, 9) != 0) return;
+    LossPoint points[40];
+    for (int i = 0; i < 40; i++)
+        points[i] = (LossPoint){2 * (i + 1), 4.2 - 2.0 * i / 40, (i + 1) % 5 ? NAN : 4.3 - 2.0 * i / 40, 1e-3,
+                                2.0 - i / 30.0, i < 10 ? 2 : 0};
+    TimelineSummary s;
+    char err[ERR_LEN];
+    CHECK(timeline_write("tests/tmp/timeline_sample.html", path, points, 40, "chargpt: a made-up run",
+                         TIMELINE_MAX_RECORD_BYTES, &s, err) == 0, "%s", err);
+    CHECK(s.kept_whole == 6 && s.kept == 9, "the sample page holds %ld steps of %ld records", s.kept_whole, s.kept);
     probe_header_free(&h);
 }
