@@ -41,11 +41,14 @@
 #include "training/run_identity.h"
 #include "training/run_lock.h"
 #include "training/run_log.h"
+#include "training/run_probe.h"
 #include "training/run_state.h"
 #include "training/same_run.h"
 #include "training/stop_signals.h"
+#include "training/update_ratio.h"
 #include "training/validation_pass.h"
 #include "viewer/loss_plot.h"
+#include "viewer/timeline.h"
 
 #define THREADS_PER_CORE 4  // --threads may ask for at most this many per core
 #define MIB (1024.0 * 1024.0)
@@ -59,7 +62,7 @@ static const TrainOptions default_options = {
     .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
     .eval_every = 250, .eval_batches = 200, .save_every = 500, .log_every = 10,
     .seed = 1337, .threads = 0, .max_memory = 0.0, .grad_accum = 1, .zero = 0, .precision = PRECISION_FP32,
-    .mpi_timeout = 300,
+    .mpi_timeout = 300, .sample_chars = 200,
 };
 
 static void usage(FILE *f) {
@@ -140,6 +143,15 @@ static void usage(FILE *f) {
             "  --mpi-timeout S      with mpirun, end every process when one has waited S seconds\n"
             "                       for the others in a collective (a process stopped or cut\n"
             "                       off); 0 = wait without limit (default %g)\n"
+            "the timeline (the run's probe.bin and timeline.html, a page that shows the model learn):\n"
+            "  --probe FILE         the passage run through the model at each evaluation, its first\n"
+            "                       block-size + 1 characters (default: that many of the validation\n"
+            "                       split, from the start of its first whole line)\n"
+            "  --sample-prompt TEXT the prompt of the samples (default: the passage's first line)\n"
+            "  --sample-chars N     characters of each sample, printed under the progress at each\n"
+            "                       evaluation and kept for the timeline; 0 = none (default %d)\n"
+            "  --sample-every N     a sample every N steps too (default: at evaluations only)\n"
+            "  --no-probe           no probe, samples or timeline\n"
             "  -h, --help           show this help\n"
             "progress: on a terminal one line rewritten in place, fitted to its width (else\n"
             "$COLUMNS, else 80 columns) by dropping the least important figures first (elapsed,\n"
@@ -152,7 +164,7 @@ static void usage(FILE *f) {
             program_invocation_name, d->val_fraction, d->out, d->n_layer, d->n_head, d->n_embd, d->block_size,
             d->dropout, d->batch_size, d->steps, d->lr, d->min_lr, d->warmup, d->weight_decay,
             d->grad_clip, d->eval_every, d->eval_batches, d->save_every, d->log_every, d->seed,
-            THREADS_PER_CORE, d->threads, d->mpi_timeout);
+            THREADS_PER_CORE, d->threads, d->mpi_timeout, d->sample_chars);
 }
 
 // A process that fails meets the others at their next agreement (agree() below, dist.h), so
@@ -228,6 +240,7 @@ enum {
     OPT_WARMUP, OPT_DECAY_STEPS, OPT_WEIGHT_DECAY, OPT_GRAD_CLIP, OPT_EVAL_EVERY, OPT_EVAL_BATCHES,
     OPT_SAVE_EVERY, OPT_LOG_EVERY, OPT_SEED, OPT_THREADS, OPT_VAL_FRACTION, OPT_GRAD_ACCUM, OPT_ZERO,
     OPT_MAX_MEMORY, OPT_INIT_FROM, OPT_SKIP_UNKNOWN, OPT_KEEP_CR, OPT_FORCE, OPT_PRECISION, OPT_MPI_TIMEOUT,
+    OPT_PROBE, OPT_SAMPLE_PROMPT, OPT_SAMPLE_CHARS, OPT_SAMPLE_EVERY, OPT_NO_PROBE,
     OPT_COUNT
 };
 
@@ -266,6 +279,11 @@ static const struct option long_options[] = {
     {"force", no_argument, 0, OPT_FORCE},
     {"precision", required_argument, 0, OPT_PRECISION},
     {"mpi-timeout", required_argument, 0, OPT_MPI_TIMEOUT},
+    {"probe", required_argument, 0, OPT_PROBE},
+    {"sample-prompt", required_argument, 0, OPT_SAMPLE_PROMPT},
+    {"sample-chars", required_argument, 0, OPT_SAMPLE_CHARS},
+    {"sample-every", required_argument, 0, OPT_SAMPLE_EVERY},
+    {"no-probe", no_argument, 0, OPT_NO_PROBE},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
@@ -334,6 +352,11 @@ static void parse_options(int argc, char **argv, TrainOptions *o, GivenOptions *
                     die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", optarg);
                 break;
             case OPT_MPI_TIMEOUT: o->mpi_timeout = parse_float(name, optarg, 0.0, 1e9, 1); break;
+            case OPT_PROBE: copy_path(o->probe, name, optarg); break;
+            case OPT_SAMPLE_PROMPT: o->sample_prompt = optarg; break;
+            case OPT_SAMPLE_CHARS: o->sample_chars = (int)parse_long(name, optarg, 0, PROBE_MAX_SAMPLE); break;
+            case OPT_SAMPLE_EVERY: o->sample_every = parse_long(name, optarg, 1, TRAIN_MAX_STEPS); break;
+            case OPT_NO_PROBE: o->no_probe = 1; break;
         }
     }
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
@@ -368,14 +391,16 @@ static void check_options(TrainOptions *o) {
 static void resume_options(const Checkpoint *ck, TrainOptions *o, const GivenOptions *given, TrainState *s) {
     static const int allowed[] = {OPT_RESUME, OPT_STEPS, OPT_OUT, OPT_THREADS, OPT_SAVE_EVERY, OPT_EVAL_EVERY,
                                   OPT_MAX_MEMORY, OPT_DATA, OPT_DECAY_STEPS, OPT_WARMUP, OPT_GRAD_ACCUM,
-                                  OPT_ZERO, OPT_PRECISION, OPT_MPI_TIMEOUT, OPT_FORCE};
+                                  OPT_ZERO, OPT_PRECISION, OPT_MPI_TIMEOUT, OPT_FORCE, OPT_SAMPLE_EVERY,
+                                  OPT_NO_PROBE};
     for (int i = 0; long_options[i].name; i++) {
         int v = long_options[i].val, ok = 0;
         for (size_t k = 0; k < sizeof(allowed) / sizeof(allowed[0]); k++) ok |= allowed[k] == v;
         if (v < (int)(sizeof(given->given) / sizeof(int)) && given->given[v] && !ok)
             die(EXIT_USAGE, "--%s cannot be changed when resuming (only --steps, --out, --threads, "
                 "--save-every, --eval-every, --max-memory, --data, --decay-steps, --warmup, --grad-accum, "
-                "--zero, --precision, --mpi-timeout and --force can)", long_options[i].name);
+                "--zero, --precision, --mpi-timeout, --force, --sample-every and --no-probe can; what the timeline "
+                "probes is its probe.bin's)", long_options[i].name);
     }
     if (!ck->has_optimizer)
         die(EXIT_DATA, "%s has no optimizer state, so its run cannot be resumed (./generate can still use it)",
@@ -407,6 +432,8 @@ static void resume_options(const Checkpoint *ck, TrainOptions *o, const GivenOpt
     o->grad_accum = given_values.grad_accum;
     o->zero = given_values.zero;
     o->mpi_timeout = given_values.mpi_timeout;
+    o->sample_every = given_values.sample_every;
+    o->no_probe = given_values.no_probe;
     if (given->given[OPT_PRECISION]) o->precision = given_values.precision;
 }
 
@@ -434,6 +461,7 @@ static struct {
     RunLog log;
     RunLock lock;  // of --out, held by rank 0
     LossHistory losses;
+    RunProbe probe;  // rank 0's probe file, samples and timeline page
 } run;
 
 static void free_run(void) {
@@ -442,6 +470,7 @@ static void free_run(void) {
     run_log_close(&run.log, err);  // a failure here was already reported, or does not matter any more
     run_lock_release(&run.lock);
     loss_history_free(&run.losses);
+    run_probe_free(&run.probe);
     adamw_free(&run.opt);
     data_parallel_free(&run.dp);
     gpt_free(&run.model);
@@ -549,13 +578,15 @@ static void lock_out_dir(const TrainOptions *o) {
 // there, or newer work of the resumed one, is refused unless --force: training/run_dir.h), but
 // nothing is changed yet; the temporary files that a killed run left beside this run's outputs
 // are removed, and the directory takes new files.
-static void prepare_out_dir(const TrainOptions *o, long step, RunDirPlan *plan, const char *const outputs[4]) {
+#define OUTPUTS 6  // the files a run writes in --out: checkpoints, log, loss plot, probe file, timeline
+
+static void prepare_out_dir(const TrainOptions *o, long step, RunDirPlan *plan, const char *const outputs[OUTPUTS]) {
     char err[ERR_LEN];
     int planned = o->resume[0] ? run_dir_plan_resume(o->out, o->resume, step, o->force, plan, err)
                                : run_dir_plan_new(o->out, o->init_from[0] ? o->init_from : NULL, o->force, plan, err);
     if (planned != 0) die(planned == RUN_DIR_REFUSED ? EXIT_USAGE : EXIT_DATA, "%s", err);
     int removed = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < OUTPUTS; i++) {
         int n = atomic_file_remove_stale(outputs[i], err);
         if (n < 0) die(EXIT_DATA, "%s", err);
         removed += n;
@@ -574,6 +605,22 @@ static void start_out_dir(const TrainOptions *o, const RunDirPlan *plan, long st
     if (run_dir_apply(o->out, plan, err) != 0) die(EXIT_DATA, "%s", err);
     if (plan->message[0]) printf("%s\n", plan->message);
     if (run_log_open(&run.log, log_path, !plan->fresh_log, step, err) != 0) die(EXIT_DATA, "%s", err);
+}
+
+// The timeline's record of a step (rank 0, training/run_probe.h); a failure is reported and
+// ends the probing, not the run.
+static void probe_step(const RunProbeStep *step, int tty) {
+    char err[ERR_LEN];
+    if (run_probe_step(&run.probe, step, err) != 0)
+        fprintf(stderr, "%s%s: warning: %s; the timeline stops here (training goes on)\n", tty ? "\n" : "",
+                program_invocation_short_name, err);
+}
+
+// timeline.html rewritten (rank 0); a failure is reported, and the run goes on.
+static void probe_page(const char *title, int tty) {
+    char err[ERR_LEN];
+    if (run_probe_page(&run.probe, &run.losses, title, err) != 0)
+        fprintf(stderr, "%s%s: warning: %s (training goes on)\n", tty ? "\n" : "", program_invocation_short_name, err);
 }
 
 static void format_duration(char *buf, size_t n, double s) {
@@ -663,14 +710,17 @@ int main(int argc, char **argv) {
     check_options(&o);
     if (kernels_init(err) != 0) die(EXIT_USAGE, "%s", err);
     set_threads(o.threads);
-    char ckpt_path[1100], best_path[1100], log_path[1100], plot_path[1100];
+    char ckpt_path[1100], best_path[1100], log_path[1100], plot_path[1100], probe_path[1100], timeline_path[1100];
     snprintf(ckpt_path, sizeof(ckpt_path), "%s/ckpt.safetensors", o.out);
     snprintf(best_path, sizeof(best_path), "%s/best.safetensors", o.out);
     snprintf(log_path, sizeof(log_path), "%s/log.csv", o.out);
     snprintf(plot_path, sizeof(plot_path), "%s/loss.svg", o.out);
+    snprintf(probe_path, sizeof(probe_path), "%s/%s", o.out, PROBE_FILE);
+    snprintf(timeline_path, sizeof(timeline_path), "%s/%s", o.out, TIMELINE_FILE);
     RunDirPlan out_plan;
-    if (dist_rank() == 0) prepare_out_dir(&o, state.step, &out_plan, (const char *const[4]){ckpt_path, best_path,
-                                                                                             log_path, plot_path});
+    if (dist_rank() == 0)
+        prepare_out_dir(&o, state.step, &out_plan, (const char *const[OUTPUTS]){ckpt_path, best_path, log_path, plot_path,
+                                                                               probe_path, timeline_path});
 
     // corpus -> vocabulary -> tokens -> train/val split; the text takes 4 bytes a character
     // (its code points, then its tokens in their place), and no more than the memory limit
@@ -760,6 +810,9 @@ int main(int argc, char **argv) {
     // the model's size, and the memory it needs, before anything is allocated for it
     GPTConfig config = {vocab->size, o.block_size, o.n_layer, o.n_head, o.n_embd, o.head_size, o.qkv_bias, o.dropout};
     if (gpt_config_validate(&config, err) != 0) die(EXIT_USAGE, "%s", err);
+    // what the timeline probes (rank 0), checked before anything in --out changes
+    int probe_ready = run_probe_prepare(&run.probe, &o, &config, vocab, &ds, resuming, err);
+    if (probe_ready != 0) die(probe_ready == -2 ? EXIT_USAGE : EXIT_DATA, "%s", err);
     int B = o.batch_size, T = o.block_size;
     int tty = isatty(STDOUT_FILENO) && dist_size() == 1;  // mpirun forwards output: no rewritten line
     printf("chargpt: %s, %zu characters, vocabulary %d; train %zu, val %zu\n", o.data, run.corpus.len, vocab->size,
@@ -774,6 +827,7 @@ int main(int argc, char **argv) {
     gpt_memory_plan_precision(&plan, &config, dp->rows, GPT_PLAN_TRAINING, o.precision);
     plan.optimizer *= (double)dp->shard_n / (double)num_parameters;
     plan.text = text_bytes;
+    plan.probe = run_probe_memory(&run.probe, &config);
     char precision[64], precision_note[ERR_LEN];
     precision_describe(o.precision, precision, sizeof(precision));
     printf("model: %d layers, %d heads of %d, n_embd %d, block %d, %zu parameters; batch %d, %d threads; "
@@ -825,6 +879,10 @@ int main(int argc, char **argv) {
                    o.decay_steps);
     }
     if (dist_rank() == 0) start_out_dir(&o, &out_plan, state.step, log_path);
+    char probe_message[2 * ERR_LEN];
+    if (run_probe_open(&run.probe, model, state.step, probe_message, sizeof(probe_message), err) != 0)
+        die(EXIT_DATA, "%s", err);
+    if (probe_message[0]) printf("%s\n", probe_message);
     // the loss plot's points: a resumed run's log.csv so far, then one per report
     char plot_title[1200];
     snprintf(plot_title, sizeof(plot_title), "chargpt: %s", o.data);
@@ -832,6 +890,10 @@ int main(int argc, char **argv) {
     int plot_written = 0;
     flush_output();
     agree();  // every process has its data and memory (or all leave, with the failure's status)
+    if (!resuming && have_val) {  // the timeline starts with the untrained model
+        probe_step(&(RunProbeStep){0, 1, NAN, NAN, NAN, NAN, NAN, NULL}, tty);
+        probe_page(plot_title, tty);
+    }
 
     double run_start = now_seconds(), elapsed_before = state.elapsed_s;
     long start_step = state.step;
@@ -883,6 +945,12 @@ int main(int argc, char **argv) {
                 printf("%sevaluation at step %ld abandoned\n", tty ? "\n" : "", state.step);
             }
         }
+        float ratios[PROBE_MAX_GROUPS];  // the step's update-to-weight ratios (training/update_ratio.h)
+        if (evaluated && (dp->zero || dist_rank() == 0)) update_ratios(dp, model, opt, lr, ratios);
+        // the timeline's record, before the step's checkpoint (training/run_probe.h)
+        probe_step(&(RunProbeStep){state.step, evaluated, (float)(loss_sum / loss_count),
+                                   evaluated ? (float)state.last_val_loss : NAN, lr, (float)norm,
+                                   (float)grad_clipped(norm, o.grad_clip), evaluated ? ratios : NULL}, tty);
         if (state.step % o.save_every == 0 || last || stop) saves[1] = ckpt_path;
         if (saves[0] || saves[1]) save_checkpoints(saves, &o, &state);
 
@@ -910,10 +978,12 @@ int main(int argc, char **argv) {
         const char *field_texts[8];
         for (int i = 0; i < 8; i++) field_texts[i] = fields[i];
         progress_line_fit(field_texts, importance, 8, tty ? terminal_width(STDOUT_FILENO) : 100000, line, sizeof(line));
-        if (tty || report) {
-            printf("%s%s%s", tty ? "\r\033[K" : "", line, tty && !evaluated ? "" : "\n");
-            flush_progress();
+        if (tty || report) printf("%s%s%s", tty ? "\r\033[K" : "", line, tty && !evaluated ? "" : "\n");
+        if (run.probe.sampled) {  // under the progress
+            if (tty && !evaluated) printf("\n");
+            run_probe_print_sample(&run.probe, stdout);
         }
+        if (tty || report) flush_progress();
         if (report) {
             double mean_loss = loss_sum / loss_count;
             double val_loss = evaluated ? state.last_val_loss : NAN, grad_norm = grad_sum / loss_count;
@@ -928,6 +998,7 @@ int main(int argc, char **argv) {
                             program_invocation_short_name, err);
                 else
                     plot_written = 1;
+                probe_page(plot_title, tty);
             }
             report_loss = mean_loss;
             report_count = loss_count;
@@ -959,6 +1030,10 @@ int main(int argc, char **argv) {
                1000.0 * step_comm_s / (steps_run > 0 ? steps_run : 1), dist_size());
     printf("\ncheckpoints: %s%s%s; log: %s%s%s\n", ckpt_path, have_best ? ", " : "", have_best ? best_path : "",
            log_path, plot_written ? "; loss plot: " : "", plot_written ? plot_path : "");
+    if (run.probe.probes > 0)
+        printf("timeline: %s (%ld step%s probed in this run; the probe, samples and page took %.2f s, %.0f ms an "
+               "evaluation, %.1f%% of the run)\n", timeline_path, run.probe.probes, run.probe.probes == 1 ? "" : "s",
+               run.probe.seconds, 1000.0 * run.probe.seconds / run.probe.probes, 100.0 * run.probe.seconds / wall);
     if (have_val) {
         fflush(stdout);
         long scored;
