@@ -1,8 +1,9 @@
 // Tests of the timeline in use (issue 23): ./train's probe file, samples and timeline page,
 // across --resume (without a duplicate or a gap, after a kill's torn record), --init-from,
 // --force and --no-probe; the sample at a step against ./generate on that step's checkpoint;
-// and a bad --probe or --sample-prompt refused with nothing changed. ./train runs as a child
-// process on a small corpus written under tests/tmp/timeline/, with a tiny model.
+// a bad --probe or --sample-prompt refused with nothing changed; and ./generate --timeline.
+// ./train runs as a child process on a small corpus written under tests/tmp/timeline/, with a
+// tiny model.
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -317,4 +318,58 @@ TEST(timeline_probe_file_passage) {
     CHECK(strcmp(passage, "ROMEO:\nBut soft, ") == 0 && h.prompt_len == 0 && strstr(h.source, "probe_text.txt"),
           "passage '%s', prompt of %d, source '%s'", passage, h.prompt_len, h.source);
     probe_header_free(&h);
+}
+
+TEST(timeline_generate_rebuilds_the_page) {
+    char dir[256], run[300], page[320], out[320], empty[320];
+    fresh_dir(dir, sizeof(dir), "rebuild");
+    snprintf(run, sizeof(run), "%s/run", dir);
+    snprintf(page, sizeof(page), "%s/timeline.html", run);
+    snprintf(out, sizeof(out), "%s/generate.log", dir);
+    snprintf(empty, sizeof(empty), "%s/empty", dir);
+    mkdir(empty, 0755);
+    TestRun r = train(dir, "train.log", (const char *[]){TINY, "--data", corpus(), "--steps", "20", "--eval-every",
+                                                         "10", "--out", run, NULL});
+    if (!test_exit_status(&r, 0, "training")) return;
+    test_run_free(&r);
+    size_t len;
+    char *written = test_read_file(page, &len);
+    TestRun g = test_run_program("generate", NULL, out, 60, (const char *[]){"--timeline", run, NULL});
+    if (test_exit_status(&g, 2, "--timeline over the run's page"))
+        test_output_has(&g, "timeline.html exists: give --force to replace it", "--timeline without --force");
+    test_run_free(&g);
+    g = test_run_program("generate", NULL, out, 60, (const char *[]){"--timeline", run, "--force", NULL});
+    if (test_exit_status(&g, 0, "--timeline --force")) test_output_has(&g, "3 probed steps of 3 in full", "--timeline");
+    test_run_free(&g);
+    // the same records as ./train wrote
+    char *rebuilt = test_read_file(page, &len);
+    const char *a = written ? strstr(written, "\"records\":[") : NULL, *b = rebuilt ? strstr(rebuilt, "\"records\":[") : NULL;
+    CHECK(a && b && strcmp(a, b) == 0, "the rebuilt page's records differ from ./train's");
+    free(written);
+    free(rebuilt);
+    const struct { const char *dir; int status; const char *message; } cases[] = {
+        {empty, 1, "it holds no probe.bin"}, {TMP "/rebuild/none", 1, "no such directory"},
+    };
+    for (size_t c = 0; c < 2; c++) {
+        g = test_run_program("generate", NULL, out, 60, (const char *[]){"--timeline", cases[c].dir, NULL});
+        if (test_exit_status(&g, cases[c].status, cases[c].dir)) test_output_has(&g, cases[c].message, cases[c].dir);
+        test_run_free(&g);
+    }
+    g = test_run_program("generate", NULL, out, 60, (const char *[]){"--timeline", run, "--seed", "3", NULL});
+    if (test_exit_status(&g, 2, "--timeline with --seed")) test_output_has(&g, "it takes only --force, not '--seed'", "");
+    test_run_free(&g);
+    // an option refused is named as an option, whether its value came with it or after it
+    char ck[320], text[320];
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", run);
+    snprintf(text, sizeof(text), "%s/text.txt", dir);
+    test_write_file(text, "ROMEO: hi\n", 10);
+    const char *given[][2] = {{"-n", "5"}, {"-n5", NULL}, {"--max-new", "5"}, {"--max-new=5", NULL}};
+    for (int c = 0; c < 4; c++) {
+        g = test_run_program("generate", NULL, out, 60,
+                             (const char *[]){ck, "--score", text, given[c][0], given[c][1], NULL});
+        if (test_exit_status(&g, 2, given[c][0]))
+            test_output_has(&g, c < 2 ? ": -n is for generating text" : ": --max-new is for generating text",
+                            given[c][0]);
+        test_run_free(&g);
+    }
 }
