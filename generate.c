@@ -398,7 +398,9 @@ static void check_generation_memory(const GPTConfig *c, const Options *o, long t
     gpt_memory_plan_precision(&plan, c, o->num_samples, GPT_PLAN_GENERATION, o->precision);
     plan.generation += (double)o->num_samples * text_len * sizeof(int);
     plan.text = prompt_bytes;
-    if (o->num_attention) plan.generation += (double)c->n_layer * c->n_head * c->block_size * c->block_size * sizeof(float);
+    if (o->num_attention)  // the copy of the attention weights, and the logit lens
+        plan.generation += (double)c->n_layer * c->n_head * c->block_size * c->block_size * sizeof(float) +
+                           logit_lens_bytes(c, c->block_size) + (double)c->block_size * sizeof(int);
     char what[128];
     if (o->num_samples == 1) snprintf(what, sizeof(what), "generating %ld characters", o->max_new);
     else snprintf(what, sizeof(what), "generating %d samples of %ld characters", o->num_samples, o->max_new);
@@ -406,8 +408,8 @@ static void check_generation_memory(const GPTConfig *c, const Options *o, long t
 }
 
 // Runs the last window of text through the training forward pass and writes the attention
-// weights of every layer and head, (L, H, t, t), and what the model predicted at each
-// position, to each of the n paths in the format its extension names.
+// weights of every layer and head, (L, H, t, t), what the model predicted at each position
+// and the logit lens over them, to each of the n paths in the format its extension names.
 static void record_attention(GPT *model, const Vocab *vocab, const int *text, long len, const char *const *paths,
                              int n) {
     const GPTConfig *c = &model->config;
@@ -422,17 +424,22 @@ static void record_attention(GPT *model, const Vocab *vocab, const int *text, lo
     float *att = malloc((size_t)c->n_layer * per_layer * sizeof(float));
     uint32_t *chars = malloc((size_t)t * sizeof(uint32_t));
     AttentionPrediction *pred = malloc((size_t)t * sizeof(AttentionPrediction));
+    int *next = malloc((size_t)t * sizeof(int));
+    LogitLens lens = {0};
     char err[ERR_LEN];
     int rc = -1;
     snprintf(err, ERR_LEN, "out of memory for the attention weights");
-    if (att && chars && pred) {
+    if (att && chars && pred && next && logit_lens_init(&lens, c, t, err) == 0) {
         for (int l = 0; l < c->n_layer; l++)
             memcpy(att + l * per_layer, gpt_attention_weights(model, l), per_layer * sizeof(float));
         for (int i = 0; i < t; i++) chars[i] = vocab->chars[window[i]];
         attention_predictions(model->acts.logits, window, t, c->vocab_size, vocab->chars, pred);
+        for (int i = 0; i < t; i++) next[i] = i + 1 < t ? window[i + 1] : -1;
+        logit_lens_compute(&lens, model, next);
+        AttentionLens shown = {lens.rows, lens.cells, vocab->chars};
         rc = 0;
         for (int i = 0; i < n && rc == 0; i++) {
-            rc = attention_export(paths[i], chars, t, c->n_layer, c->n_head, att, pred, err);
+            rc = attention_export(paths[i], chars, t, c->n_layer, c->n_head, att, pred, &shown, err);
             if (rc == 0)
                 fprintf(stderr, "attention of %d layers x %d heads over %d characters written to %s\n", c->n_layer,
                         c->n_head, t, paths[i]);
@@ -441,6 +448,8 @@ static void record_attention(GPT *model, const Vocab *vocab, const int *text, lo
     free(att);
     free(chars);
     free(pred);
+    free(next);
+    logit_lens_free(&lens);
     if (rc == -2) die(EXIT_USAGE, "%s", err);
     if (rc != 0) die(EXIT_DATA, "%s", err);
 }

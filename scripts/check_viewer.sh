@@ -10,7 +10,8 @@
 # reads back what it drew (see viewer/attention_html.c); the counts must match the sizes
 # the page's title states ("N characters, L layers x H heads"): L x H model-view heatmaps
 # and N x N heatmap cells showing their weights' colours, N characters coloured by
-# surprisal with their code points in the hover text; the chosen view must be the
+# surprisal with their code points in the hover text, and, when the page has a logit lens,
+# (L + 1) x N lens cells in the colours of their probabilities; the chosen view must be the
 # address's; at 800 x 600 the panels must stack, the heatmap keep cells of at least 10
 # pixels, and the page not be wider than the window.
 #
@@ -61,7 +62,7 @@ view() {
         --window-size="$size" --enable-logging=stderr --v=0 \
         --dump-dom "$url#$fragment${fragment:+&}selftest" >"$work/$name.html" 2>"$work/$name.log"
     body=$(grep -o '<body[^>]*>' "$work/$name.html" | head -n 1)
-    if ! echo "$body" | grep -q 'data-rendered="model,text,heatmap,lines"'; then
+    if ! echo "$body" | grep -Eq 'data-rendered="model,text,heatmap,lines(,lens)?"'; then
         fail "$name: the page did not finish drawing (no data-rendered on <body>)"
     fi
     if echo "$body" | grep -q 'data-failed='; then
@@ -96,11 +97,16 @@ expect() {
     fi
 }
 
-# the counts every view must show
+# the counts every view must show; a page with a logit lens (./generate writes one) must show
+# each of its layers + 1 rows of cells in their colours
 expect_cells() {
     expect "$1" model-heatmaps $((layers * heads))
     expect "$1" heatmap-cells $((chars * chars))
     expect "$1" text-cells "$chars"
+    if [ "$(attribute lens-rows)" != 0 ]; then
+        expect "$1" lens-rows $((layers + 1))
+        expect "$1" lens-cells $(((layers + 1) * chars))
+    fi
 }
 
 view model_view 1400,1000 ""

@@ -1,20 +1,24 @@
 // Tests of what the timeline measures: the head scores of hand-built attention patterns
 // against the values their definitions give (training/head_scores.h), the probe of a
 // constructed model that copies the previous character (training/probe.h), the update-to-weight
-// ratios of the parameter groups (training/update_ratio.h), and the logit lens
-// against the model's own predictions and a double-precision recomputation
-// (viewer/logit_lens.h).
+// ratios of the parameter groups (training/update_ratio.h), and the logit lens against the
+// model's own predictions and a double-precision recomputation (viewer/logit_lens.h), and as
+// the inspector's .json and .html write it (viewer/attention_export.h).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "../data/utf8.h"
+#include "../format/json.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
 #include "../model/layers.h"
 #include "../training/head_scores.h"
 #include "../training/probe.h"
 #include "../training/update_ratio.h"
+#include "../viewer/attention_export.h"
 #include "../viewer/logit_lens.h"
 #include "test.h"
 
@@ -307,4 +311,70 @@ TEST(probe_update_ratios_per_group) {
     free(before);
     adamw_free(&opt);
     gpt_free(&m);
+}
+
+// The inspector's .json holds the lens it was given: each row's top 3 as characters with their
+// probabilities, the next character's probability and rank (null at the last position); the
+// .html holds it too.
+TEST(probe_logit_lens_in_the_inspector) {
+    const int t = 12;
+    GPT model;
+    int tokens[16], next[16];
+    char err[ERR_LEN];
+    if (!CHECK(random_model(&model, t, tokens, err) == 0, "%s", err)) return;
+    for (int i = 0; i < t; i++) next[i] = i + 1 < t ? tokens[i + 1] : -1;
+    LogitLens lens;
+    if (!CHECK(logit_lens_init(&lens, &model.config, t, err) == 0, "%s", err)) return;
+    logit_lens_compute(&lens, &model, next);
+    const int L = model.config.n_layer, H = model.config.n_head;
+    uint32_t vocab[11], chars[16];
+    for (int v = 0; v < 11; v++) vocab[v] = v == 3 ? 0x263A : 'a' + v;  // a 3-byte character among them
+    for (int i = 0; i < t; i++) chars[i] = vocab[tokens[i]];
+    float *att = malloc((size_t)L * H * t * t * sizeof(float));
+    for (int l = 0; l < L; l++) memcpy(att + (size_t)l * H * t * t, gpt_attention_weights(&model, l), (size_t)H * t * t * 4);
+    AttentionLens shown = {lens.rows, lens.cells, vocab};
+    mkdir("tests/tmp", 0755);
+    const char *path = "tests/tmp/probe_lens.json", *page = "tests/tmp/probe_lens.html";
+    CHECK(attention_export(path, chars, t, L, H, att, NULL, &shown, err) == 0 &&
+              attention_export(page, chars, t, L, H, att, NULL, &shown, err) == 0, "export: %s", err);
+    size_t len;
+    char *text = test_read_file(path, &len);
+    JsonDoc doc;
+    if (!CHECK(text && json_parse(text, len, 1 << 20, &doc, err) == 0, "%s: %s", path, err)) return;
+    const JsonNode *node = json_object_get(&doc, doc.nodes, "logit_lens");
+    const JsonNode *rows = node ? json_object_get(&doc, node, "rows") : NULL;
+    const JsonNode *top = node ? json_object_get(&doc, node, "top") : NULL;
+    const JsonNode *prob = node ? json_object_get(&doc, node, "next_prob") : NULL;
+    const JsonNode *rank = node ? json_object_get(&doc, node, "next_rank") : NULL;
+    if (CHECK(rows && top && prob && rank && rows->count == 3 && top->count == 3 && prob->count == 3 && rank->count == 3,
+              "logit_lens: rows, top, next_prob and next_rank of 3 rows")) {
+        CHECK(!strcmp(json_string(&doc, json_first(rows)), "embeddings") &&
+                  !strcmp(json_string(&doc, json_next(json_next(json_first(rows)))), "block 1"), "the rows' names");
+        int bad = 0;
+        const JsonNode *top_row = json_first(top), *prob_row = json_first(prob), *rank_row = json_first(rank);
+        for (int r = 0; r < lens.rows; r++) {
+            const JsonNode *cell = json_first(top_row), *p = json_first(prob_row), *k = json_first(rank_row);
+            for (int i = 0; i < t; i++) {
+                const LensCell *want = &lens.cells[r * t + i];
+                const JsonNode *pair = json_first(cell);
+                char ch[5] = {0};
+                utf8_encode(vocab[want->top[0]], ch);
+                bad += cell->count != 3 || strcmp(json_string(&doc, json_first(pair)), ch) != 0 ||
+                       (float)json_number(json_next(json_first(pair))) != want->top_prob[0];
+                bad += i + 1 < t ? (float)json_number(p) != want->next_prob || json_number(k) != want->next_rank
+                                 : p->type != JSON_NULL || k->type != JSON_NULL;
+                cell = json_next(cell), p = json_next(p), k = json_next(k);
+            }
+            top_row = json_next(top_row), prob_row = json_next(prob_row), rank_row = json_next(rank_row);
+        }
+        CHECK(bad == 0, "%d lens values in the .json differ from the lens", bad);
+    }
+    json_free(&doc);
+    free(text);
+    text = test_read_file(page, &len);
+    CHECK(text && strstr(text, "\"lens\":{\"rows\":3,\"cells\":["), "the page holds no lens");
+    free(text);
+    free(att);
+    logit_lens_free(&lens);
+    gpt_free(&model);
 }

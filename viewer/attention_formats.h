@@ -17,6 +17,7 @@ typedef struct {
     int n_head;             // H
     const float *att;       // (L, H, t, t) softmax weights, 0 above the diagonal
     const AttentionPrediction *pred;  // (t), or NULL when none were given
+    const AttentionLens *lens;        // the logit lens, or NULL
 } Attention;
 
 // Each returns 0, or -1 with err (out of memory, compression failure). Errors of the

@@ -1,6 +1,7 @@
 // .json: tokens, sizes and the full (L, H, t, t) attention as nested arrays, one query row
 // per line, weights with %.9g (non-finite numbers, which JSON cannot hold, as null); then,
-// when given, the surprisal and top predictions at each position, one position per line.
+// when given, the surprisal and top predictions at each position, one position per line, and
+// the logit lens, one row of it per line.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,53 @@ static void write_predictions(FILE *fp, const Attention *a) {
     fputc(']', fp);
 }
 
+// "logit_lens": {"rows": [...], "top": [rows][t][k], "next_prob": [rows][t], "next_rank": [rows][t]}
+static void write_lens(FILE *fp, const Attention *a) {
+    const AttentionLens *lens = a->lens;
+    char line[LOGIT_LENS_TOP * (JSON_CHAR_MAX + 16 + 4) + 4];
+    fputs(",\n\"logit_lens\": {\"rows\": [", fp);
+    for (int r = 0; r < lens->rows; r++) {
+        if (r == 0) fputs("\"embeddings\"", fp);
+        else fprintf(fp, ", \"block %d\"", r - 1);
+    }
+    fputs("],\n\"top\": [", fp);
+    for (int r = 0; r < lens->rows; r++) {
+        fputs(r ? ",\n[" : "\n[", fp);
+        for (int i = 0; i < a->t; i++) {
+            const LensCell *cell = &lens->cells[(size_t)r * a->t + i];
+            int n = 0;
+            line[n++] = '[';
+            for (int k = 0; k < LOGIT_LENS_TOP && cell->top[k] >= 0; k++) {
+                if (k) line[n++] = ',';
+                line[n++] = '[';
+                n += viewer_append_json_char(line + n, lens->vocab_chars[cell->top[k]], 0);
+                line[n++] = ',';
+                n += append_number(line + n, cell->top_prob[k]);
+                line[n++] = ']';
+            }
+            line[n++] = ']';
+            if (i + 1 < a->t) line[n++] = ',';
+            fwrite(line, 1, (size_t)n, fp);
+        }
+        fputc(']', fp);
+    }
+    for (int which = 0; which < 2; which++) {
+        fputs(which ? "],\n\"next_rank\": [" : "],\n\"next_prob\": [", fp);
+        for (int r = 0; r < lens->rows; r++) {
+            fputs(r ? ",\n[" : "\n[", fp);
+            for (int i = 0; i < a->t; i++) {
+                const LensCell *cell = &lens->cells[(size_t)r * a->t + i];
+                if (i) fputc(',', fp);
+                if (cell->next_rank == 0) fputs("null", fp);
+                else if (which) fprintf(fp, "%d", cell->next_rank);
+                else fwrite(line, 1, (size_t)append_number(line, cell->next_prob), fp);
+            }
+            fputc(']', fp);
+        }
+    }
+    fputs("]}", fp);
+}
+
 int attention_write_json(FILE *fp, const Attention *a, char err[ERR_LEN]) {
     int t = a->t;
     // one row: t numbers of at most 16 bytes and a comma each, brackets, comma, newline
@@ -84,6 +132,7 @@ int attention_write_json(FILE *fp, const Attention *a, char err[ERR_LEN]) {
     }
     fputc(']', fp);
     if (a->pred) write_predictions(fp, a);
+    if (a->lens) write_lens(fp, a);
     fputs("}\n", fp);
     free(row);
     return 0;
