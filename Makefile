@@ -133,7 +133,10 @@ mpi: build-mpi/bin/train
 tests/mpi/compare_checkpoints: build/tests/mpi/compare_checkpoints.o build/libchargpt.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-test-mpi: all tests/mpi/compare_checkpoints
+tests/mpi/compare_probes: build/tests/mpi/compare_probes.o build/libchargpt.a
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+test-mpi: all tests/mpi/compare_checkpoints tests/mpi/compare_probes
 	$(MAKE) MPI=1 mpi
 	tests/mpi/test_mpi.sh
 
@@ -201,7 +204,8 @@ fuzz: $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%)
 	done
 
 clean:
-	rm -rf build build-mpi $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench tests/mpi/compare_checkpoints
+	rm -rf build build-mpi $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench tests/mpi/compare_checkpoints \
+	       tests/mpi/compare_probes
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/train.d $(BUILD)/generate.d build/scripts/bench.d \
 	$(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%.d)
