@@ -1030,10 +1030,13 @@ int main(int argc, char **argv) {
                1000.0 * step_comm_s / (steps_run > 0 ? steps_run : 1), dist_size());
     printf("\ncheckpoints: %s%s%s; log: %s%s%s\n", ckpt_path, have_best ? ", " : "", have_best ? best_path : "",
            log_path, plot_written ? "; loss plot: " : "", plot_written ? plot_path : "");
-    if (run.probe.probes > 0)
-        printf("timeline: %s (%ld step%s probed in this run; the probe, samples and page took %.2f s, %.0f ms an "
-               "evaluation, %.1f%% of the run)\n", timeline_path, run.probe.probes, run.probe.probes == 1 ? "" : "s",
-               run.probe.seconds, 1000.0 * run.probe.seconds / run.probe.probes, 100.0 * run.probe.seconds / wall);
+    if (run.probe.probes > 0) {
+        char cost[160];
+        run_probe_describe_cost(&run.probe, cost, sizeof(cost));
+        printf("timeline: %s (%ld step%s probed in this run in %.2f s, %.1f%% of the run: %s)\n", timeline_path,
+               run.probe.probes, run.probe.probes == 1 ? "" : "s", run.probe.seconds, 100.0 * run.probe.seconds / wall,
+               cost);
+    }
     if (have_val) {
         fflush(stdout);
         long scored;

@@ -117,7 +117,8 @@ TEST(timeline_train_writes_probe_samples_and_page) {
                                                          "10", "--sample-chars", "40", "--out", run, NULL});
     if (!test_exit_status(&r, 0, "training")) return;
     test_output_has(&r, "sample at step 30 (seed 1337):", "the sample under the progress");
-    test_output_has(&r, "timeline: " TMP "/basic/run/timeline.html (4 steps probed", "the timeline line");
+    test_output_has(&r, "timeline: " TMP "/basic/run/timeline.html (4 steps probed in this run in ", "the timeline line");
+    test_output_has(&r, " ms and the files ", "the timeline line's costs");
     test_output_has(&r, ", probe ", "the memory line names the probe's");
     Records got;
     ProbeHeader h;

@@ -116,10 +116,14 @@ int run_probe_step(RunProbe *rp, const RunProbeStep *s, char err[ERR_LEN]) {
     int heads = h->n_layer * h->n_head, rc = 0;
     for (int i = 0; i < heads; i++) rec->previous_token[i] = rec->induction[i] = rec->entropy[i] = NAN;
     if (s->evaluated) rc = probe_measure(&rp->probe, rec, err);
+    double t1 = now_seconds();
     if (rc == 0 && wants_sample(rp, s)) {
         rc = sample_write(&rp->probe.view, h, rp->newline, rec->sample, err);
         rec->flags |= rc == 0 ? PROBE_HAS_SAMPLE : 0;
+        rp->samples += rc == 0;
     }
+    rp->probe_s += t1 - t0;
+    rp->sample_s += now_seconds() - t1;
     if (!(rec->flags & PROBE_HAS_SAMPLE)) memset(rec->sample, 0, (size_t)h->sample_chars * sizeof(int32_t));
     if (rc == 0) rc = probe_file_append(&rp->file, rec, err);
     rp->sampled = rc == 0 && (rec->flags & PROBE_HAS_SAMPLE);
@@ -153,6 +157,13 @@ int run_probe_page(RunProbe *rp, const LossHistory *losses, const char *title, c
                             err);
     rp->seconds += now_seconds() - t0;
     return rc;
+}
+
+void run_probe_describe_cost(const RunProbe *rp, char *text, size_t size) {
+    double files = rp->seconds - rp->probe_s - rp->sample_s;
+    snprintf(text, size, "the probe %.0f ms, the sample %.0f ms and the files %.0f ms an evaluation",
+             1000.0 * rp->probe_s / (rp->probes ? rp->probes : 1), 1000.0 * rp->sample_s / (rp->samples ? rp->samples : 1),
+             1000.0 * files / (rp->probes ? rp->probes : 1));
 }
 
 void run_probe_free(RunProbe *rp) {
