@@ -3,36 +3,39 @@
 // layer and head for a viewer; or, with --score, measures the model's loss on a text.
 // Exit status: 0 done, 1 bad checkpoint, text or I/O, 2 bad usage, prompt or text characters,
 // or a checkpoint too large for the memory.
+//
+// main is the outline: the options and the files it will write checked, the checkpoint
+// opened, then either a text scored (score_text) or a prompt read, the model loaded, the
+// samples generated (generation/decoder.h) and the attention recorded.
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
-#include "common/finite.h"
+#include "common/platform.h"
+#include "common/program.h"
 #include "data/corpus.h"
 #include "data/utf8.h"
 #include "data/vocab.h"
 #include "format/atomic_file.h"
 #include "format/checkpoint.h"
 #include "format/output.h"
-#include "model/gpt.h"
-#include "kernels/kernels.h"
+#include "generation/attention_record.h"
 #include "generation/decoder.h"
 #include "generation/prompt.h"
 #include "generation/score.h"
 #include "generation/surprisal_csv.h"
+#include "kernels/kernels.h"
+#include "model/gpt.h"
 #include "training/loss_history.h"
 #include "viewer/attention_export.h"
 #include "viewer/timeline.h"
@@ -63,7 +66,7 @@ typedef struct {
     double max_memory;        // bytes generation may plan to use; 0: the machine's available memory
     Precision precision;      // of the matrix products
     const char *timeline;     // --timeline RUN_DIR: rebuild its timeline.html, or NULL
-    int force;                // --force: --timeline may replace the page
+    int force;                // --force: the files written may replace files that are there
     char other_flag[40];      // the first option given that --timeline does not take, or ""
 } Options;
 
@@ -111,55 +114,21 @@ static void usage(FILE *f) {
             "      --max-memory MIB   refuse a checkpoint whose generation needs more memory than MIB\n"
             "                         mebibytes, and a --score text that would take more beside the\n"
             "                         model, at 4 bytes a character (a .gz stops being inflated once\n"
-            "                         past it); default: the memory available now, MemAvailable in\n"
-            "                         /proc/meminfo\n"
+            "                         past it); default: the memory available now (MemAvailable in\n"
+            "                         /proc/meminfo on Linux, free and inactive pages on macOS;\n"
+            "                         elsewhere unknown: no limit)\n"
             "      --precision P      fp32, or bf16: matrix products on bf16 weights and activations\n"
             "                         with fp32 sums, faster where the CPU has AVX512_BF16 (default\n"
             "                         fp32, whatever the checkpoint was trained in)\n"
             "      --timeline RUN_DIR rebuild RUN_DIR/timeline.html, the page of a training run, from its\n"
             "                         probe.bin and log.csv (a run copied from elsewhere); no CKPT\n"
-            "      --force            with --timeline: replace a timeline.html that is there already\n"
+            "      --force            replace files that are there already (--attention, --surprisal,\n"
+            "                         --timeline's page); without it they are refused\n"
             "  -h, --help             show this help\n"
             "An empty prompt starts from a newline (if the vocabulary has one). A prompt file may hold\n"
             "at most %d bytes.\n",
-            program_invocation_name, program_invocation_name, program_invocation_name, d->max_new, d->sampler.temperature, d->sampler.top_k,
+            program_invocation(), program_invocation(), program_invocation(), d->max_new, d->sampler.temperature, d->sampler.top_k,
             d->sampler.top_p, d->seed, d->num_samples, d->stride, MAX_ATTENTION_FILES, THREADS_PER_CORE, d->threads, PROMPT_MAX_BYTES);
-}
-
-static void die(int status, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fflush(stdout);
-    fprintf(stderr, "%s: ", program_invocation_short_name);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(status);
-}
-
-// Flushes standard output; a write to it that failed ends the program (exit 1), so that no
-// text is lost without a message.
-static void flush_output(void) {
-    char err[ERR_LEN];
-    if (output_flush(stdout, "standard output", err) != 0) die(EXIT_DATA, "%s", err);
-}
-
-static double parse_number(const char *flag, const char *s, double min, double max) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v)) die(EXIT_USAGE, "%s expects a number, got '%s' (see --help)", flag, s);
-    if (v < min || v > max) die(EXIT_USAGE, "%s must be in [%g, %g], got %s", flag, min, max, s);
-    return v;
-}
-
-static long parse_whole(const char *flag, const char *s, long min, long max) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end) die(EXIT_USAGE, "%s expects a whole number, got '%s' (see --help)", flag, s);
-    if (v < min || v > max) die(EXIT_USAGE, "%s must be between %ld and %ld, got %ld", flag, min, max, v);
-    return v;
 }
 
 enum {
@@ -175,6 +144,8 @@ static int is_sampling_option(int c) {
         default: return 0;
     }
 }
+
+static void check_option_combinations(const Options *o);
 
 static void parse_options(int argc, char **argv, Options *o) {
     static const struct option long_options[] = {
@@ -203,16 +174,16 @@ static void parse_options(int argc, char **argv, Options *o) {
         if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_FORCE && c != 'h' && c != ':' && c != '?')
             snprintf(o->other_flag, sizeof(o->other_flag), "%s", name);
         switch (c) {
-            case 'n': o->max_new = parse_whole("--max-new", optarg, 0, 1L << 40); break;
-            case 't': o->sampler.temperature = (float)parse_number("--temperature", optarg, 0.0, 100.0); break;
-            case 'k': o->sampler.top_k = (int)parse_whole("--top-k", optarg, 0, 1 << 30); break;
+            case 'n': o->max_new = option_long("--max-new", optarg, 0, 1L << 40); break;
+            case 't': o->sampler.temperature = (float)option_double("--temperature", optarg, 0.0, 100.0, 1); break;
+            case 'k': o->sampler.top_k = (int)option_long("--top-k", optarg, 0, 1 << 30); break;
             case 'p': {
-                double p = parse_number("--top-p", optarg, 0.0, 1.0);
+                double p = option_double("--top-p", optarg, 0.0, 1.0, 1);
                 if (p <= 0.0) die(EXIT_USAGE, "--top-p must be above 0, got %s", optarg);
                 o->sampler.top_p = (float)p;
                 break;
             }
-            case 's': o->seed = (uint64_t)parse_whole("--seed", optarg, 0, LONG_MAX); break;
+            case 's': o->seed = (uint64_t)option_long("--seed", optarg, 0, LONG_MAX); break;
             case 'f': o->prompt_file = optarg; break;
             case OPT_NO_CACHE: o->use_cache = 0; break;
             case OPT_ATTENTION:
@@ -221,12 +192,12 @@ static void parse_options(int argc, char **argv, Options *o) {
                 o->attention[o->num_attention++] = optarg;
                 break;
             case OPT_THREADS:
-                o->threads = (int)parse_whole("--threads", optarg, 0, THREADS_PER_CORE * (long)omp_get_num_procs());
+                o->threads = (int)option_long("--threads", optarg, 0, THREADS_PER_CORE * (long)omp_get_num_procs());
                 break;
             case OPT_SKIP_UNKNOWN: o->skip_unknown = 1; break;
-            case OPT_MAX_MEMORY: o->max_memory = parse_number("--max-memory", optarg, 1.0, 1e12) * MIB; break;
-            case OPT_STRIDE: o->stride = (int)parse_whole("--stride", optarg, 1, 1 << 16); break;
-            case OPT_NUM_SAMPLES: o->num_samples = (int)parse_whole("--num-samples", optarg, 1, MAX_SAMPLES); break;
+            case OPT_MAX_MEMORY: o->max_memory = option_double("--max-memory", optarg, 1.0, 1e12, 1) * MIB; break;
+            case OPT_STRIDE: o->stride = (int)option_long("--stride", optarg, 1, 1 << 16); break;
+            case OPT_NUM_SAMPLES: o->num_samples = (int)option_long("--num-samples", optarg, 1, MAX_SAMPLES); break;
             case OPT_SCORE: o->score = optarg; break;
             case OPT_SURPRISAL: o->surprisal = optarg; break;
             case OPT_PRECISION:
@@ -239,16 +210,16 @@ static void parse_options(int argc, char **argv, Options *o) {
                 // "-h" or "--help" (or its abbreviation); "-hi" is a prompt given before "--"
                 if (strcmp(flag, "-h") != 0 && strncmp(flag, "--h", 3) != 0)
                     die(EXIT_USAGE, "unknown option '%s' (a prompt that starts with '-' goes after '--': %s CKPT "
-                        "-- '%s'; see --help)", argv[optind], program_invocation_name, argv[optind]);
+                        "-- '%s'; see --help)", argv[optind], program_invocation(), argv[optind]);
                 usage(stdout);
                 exit(0);
             case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", flag); break;
             default:
                 if (optopt)
                     die(EXIT_USAGE, "unknown option '-%c' (a prompt that starts with '-' goes after '--': %s CKPT "
-                        "-- PROMPT; see --help)", optopt, program_invocation_name);
+                        "-- PROMPT; see --help)", optopt, program_invocation());
                 die(EXIT_USAGE, "unknown option '%s' (a prompt that starts with '-' goes after '--': %s CKPT -- "
-                    "PROMPT; see --help)", flag, program_invocation_name);
+                    "PROMPT; see --help)", flag, program_invocation());
         }
     }
     if (o->timeline) {
@@ -257,12 +228,16 @@ static void parse_options(int argc, char **argv, Options *o) {
                 o->other_flag[0] ? o->other_flag : argv[optind]);
         return;
     }
-    if (o->force) die(EXIT_USAGE, "--force is for --timeline (see --help)");
     if (optind >= argc)
-        die(EXIT_USAGE, "no checkpoint given (usage: %s CKPT [PROMPT]; see --help)", program_invocation_name);
+        die(EXIT_USAGE, "no checkpoint given (usage: %s CKPT [PROMPT]; see --help)", program_invocation());
     o->checkpoint = argv[optind++];
     if (optind < argc) o->prompt = argv[optind++];
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (quote a prompt with spaces)", argv[optind]);
+    check_option_combinations(o);
+}
+
+// What the options given allow together, and the --attention files' formats.
+static void check_option_combinations(const Options *o) {
     if (o->prompt && o->prompt_file) die(EXIT_USAGE, "give a prompt or --prompt-file, not both");
     if (o->surprisal && !o->score) die(EXIT_USAGE, "--surprisal writes what --score computes: give --score FILE too");
     if (o->score && o->prompt) die(EXIT_USAGE, "--score reads its text from FILE: give no prompt ('%s')", o->prompt);
@@ -276,14 +251,23 @@ static void parse_options(int argc, char **argv, Options *o) {
         if (attention_check_path(o->attention[i], err) != 0) die(EXIT_USAGE, "%s", err);
 }
 
-// Before the model runs: the files the run will write can be written, and the temporary files
-// that killed runs left beside them are removed.
+// A file that is there already is replaced only with --force (exit 2 without it); what is not a
+// regular file output_prepare refuses.
+static void refuse_existing(const char *flag, const char *path, int force) {
+    struct stat st;
+    if (!force && stat(path, &st) == 0 && S_ISREG(st.st_mode))
+        die(EXIT_USAGE, "%s %s exists: give --force to replace it", flag, path);
+}
+
+// Before the model runs: the files the run will write are new (or --force was given) and can
+// be written, and the temporary files that killed runs left beside them are removed.
 static void prepare_outputs(const Options *o) {
     const char *paths[MAX_ATTENTION_FILES + 1], *flags[MAX_ATTENTION_FILES + 1];
     int n = 0, removed = 0;
     for (int i = 0; i < o->num_attention; i++) paths[n] = o->attention[i], flags[n++] = "--attention";
     if (o->surprisal) paths[n] = o->surprisal, flags[n++] = "--surprisal";
     char err[ERR_LEN];
+    for (int i = 0; i < n; i++) refuse_existing(flags[i], paths[i], o->force);
     for (int i = 0; i < n; i++) {
         int k;
         if (output_prepare(paths[i], &k, err) != 0) die(EXIT_DATA, "%s %s", flags[i], err);
@@ -291,50 +275,12 @@ static void prepare_outputs(const Options *o) {
     }
     if (removed > 0)
         fprintf(stderr, "%s: removed %d temporary file%s left beside the outputs by a run that was stopped\n",
-                program_invocation_short_name, removed, removed == 1 ? "" : "s");
-}
-
-// Reads the whole prompt file (or stdin for "-"), at most PROMPT_MAX_BYTES, into a
-// NUL-terminated buffer; *len its size. Anything but a regular file or stdin is refused.
-static char *read_prompt_file(const char *path, size_t *len) {
-    FILE *f = stdin;
-    if (strcmp(path, "-") != 0) {
-        int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a FIFO must not block the open
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) != 0) die(EXIT_DATA, "cannot open prompt file %s: %s", path, strerror(errno));
-        if (!S_ISREG(st.st_mode))
-            die(EXIT_DATA, "prompt file %s is not a regular file (use -f - to read the prompt from stdin)", path);
-        f = fdopen(fd, "rb");
-        if (!f) die(EXIT_DATA, "cannot open prompt file %s: %s", path, strerror(errno));
-    }
-    char *buf = malloc(PROMPT_MAX_BYTES + 2);
-    if (!buf) die(EXIT_DATA, "out of memory reading %s", path);
-    // one byte more than the limit tells a file at the limit from a longer one
-    size_t n = fread(buf, 1, PROMPT_MAX_BYTES + 1, f);
-    int read_failed = ferror(f);
-    if (f != stdin) fclose(f);
-    if (read_failed) {
-        free(buf);
-        die(EXIT_DATA, "cannot read prompt file %s: %s", path, strerror(errno));
-    }
-    if (n > PROMPT_MAX_BYTES) {
-        free(buf);
-        die(EXIT_DATA, "prompt file %s is longer than %d bytes, the limit", path, PROMPT_MAX_BYTES);
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
+                program_name(), removed, removed == 1 ? "" : "s");
 }
 
 static void write_char(FILE *f, uint32_t cp) {
     char bytes[4];
     fwrite(bytes, 1, (size_t)utf8_encode(cp, bytes), f);
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
 // What main allocates, freed by an exit handler whichever way the program ends.
@@ -357,30 +303,15 @@ static void free_run(void) {
     gpt_free(&run.model);
 }
 
-// A signal that ends the program removes the temporary file of an attention file being written.
-static void on_fatal_signal(int sig) {
-    atomic_file_remove_open();
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void install_signal_handlers(void) {
-    static const int fatal[] = {SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGALRM, SIGTERM, SIGUSR1, SIGUSR2};
-    for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++) signal(fatal[i], on_fatal_signal);
-    // a file-size limit makes the write fail with EFBIG, reported, instead of killing the program
-    signal(SIGXFSZ, SIG_IGN);
-}
-
-// The memory generation may take (0: unknown, no limit), and its source for messages.
-static double memory_limit(const Options *o, const char **source) {
-    *source = o->max_memory > 0 ? "--max-memory" : "available (MemAvailable)";
-    return o->max_memory > 0 ? o->max_memory : gpt_memory_available();
+// The generation's memory limit (0: unknown, no limit), and its source for messages.
+static double generation_memory_limit(const Options *o, const char **source) {
+    return memory_limit(o->max_memory, 1, source);
 }
 
 // Refuses (exit 2) a plan that needs more memory than the limit; `what` says what for.
 static void check_memory(GPTMemoryPlan *plan, const GPTConfig *c, const Options *o, const char *what) {
     const char *source;
-    double limit = memory_limit(o, &source);
+    double limit = generation_memory_limit(o, &source);
     if (limit <= 0 || gpt_memory_total(plan) <= limit) return;
     char needed[512], limit_text[32];
     gpt_memory_describe(plan, needed, sizeof(needed));
@@ -407,51 +338,17 @@ static void check_generation_memory(const GPTConfig *c, const Options *o, long t
     check_memory(&plan, c, o, what);
 }
 
-// Runs the last window of text through the training forward pass and writes the attention
-// weights of every layer and head, (L, H, t, t), what the model predicted at each position
-// and the logit lens over them, to each of the n paths in the format its extension names.
-static void record_attention(GPT *model, const Vocab *vocab, const int *text, long len, const char *const *paths,
-                             int n) {
+// --attention: the weights of every layer and head over the text's last window, written to
+// each file (generation/attention_record.h).
+static void record_attention(GPT *model, const int *text, long len, const Options *o) {
+    char err[ERR_LEN];
+    int written, status = attention_record(model, &run.vocab, text, len, o->attention, o->num_attention, &written, err);
     const GPTConfig *c = &model->config;
     int t = len < c->block_size ? (int)len : c->block_size;
-    const int *window = text + len - t;
-    gpt_forward(model, window, NULL, 1, t, NULL);
-    long bad = first_nonfinite(model->acts.logits, (size_t)t * c->vocab_size);
-    if (bad >= 0)
-        die(EXIT_DATA, "--attention: the model's logits at position %ld of the text are not finite (%g for token %ld): "
-            "its weights overflow float", bad / c->vocab_size, model->acts.logits[bad], bad % c->vocab_size);
-    size_t per_layer = (size_t)c->n_head * t * t;
-    float *att = malloc((size_t)c->n_layer * per_layer * sizeof(float));
-    uint32_t *chars = malloc((size_t)t * sizeof(uint32_t));
-    AttentionPrediction *pred = malloc((size_t)t * sizeof(AttentionPrediction));
-    int *next = malloc((size_t)t * sizeof(int));
-    LogitLens lens = {0};
-    char err[ERR_LEN];
-    int rc = -1;
-    snprintf(err, ERR_LEN, "out of memory for the attention weights");
-    if (att && chars && pred && next && logit_lens_init(&lens, c, t, err) == 0) {
-        for (int l = 0; l < c->n_layer; l++)
-            memcpy(att + l * per_layer, gpt_attention_weights(model, l), per_layer * sizeof(float));
-        for (int i = 0; i < t; i++) chars[i] = vocab->chars[window[i]];
-        attention_predictions(model->acts.logits, window, t, c->vocab_size, vocab->chars, pred);
-        for (int i = 0; i < t; i++) next[i] = i + 1 < t ? window[i + 1] : -1;
-        logit_lens_compute(&lens, model, next);
-        AttentionLens shown = {lens.rows, lens.cells, vocab->chars};
-        rc = 0;
-        for (int i = 0; i < n && rc == 0; i++) {
-            rc = attention_export(paths[i], chars, t, c->n_layer, c->n_head, att, pred, &shown, err);
-            if (rc == 0)
-                fprintf(stderr, "attention of %d layers x %d heads over %d characters written to %s\n", c->n_layer,
-                        c->n_head, t, paths[i]);
-        }
-    }
-    free(att);
-    free(chars);
-    free(pred);
-    free(next);
-    logit_lens_free(&lens);
-    if (rc == -2) die(EXIT_USAGE, "%s", err);
-    if (rc != 0) die(EXIT_DATA, "%s", err);
+    for (int i = 0; i < written; i++)
+        fprintf(stderr, "attention of %d layers x %d heads over %d characters written to %s\n", c->n_layer, c->n_head,
+                t, o->attention[i]);
+    if (status != 0) die(status, "%s", err);
 }
 
 // Prints a warning about the characters prompt_from_chars dropped from `what`.
@@ -460,7 +357,7 @@ static void warn_dropped(const Prompt *p, const char *what) {
     char shown[5];
     prompt_printable_char(p->first_dropped, shown);
     fprintf(stderr, "%s: warning: dropped %ld character%s of %s not in the vocabulary, the first '%s' (U+%04" PRIX32
-            ") at position %ld\n", program_invocation_short_name, p->dropped, p->dropped == 1 ? "" : "s", what, shown,
+            ") at position %ld\n", program_name(), p->dropped, p->dropped == 1 ? "" : "s", what, shown,
             p->first_dropped, p->first_dropped_at);
 }
 
@@ -499,7 +396,7 @@ static void score_text(const Options *o) {
     plan.scratch += 2.0 * SCORE_BATCH * c->block_size * sizeof(int);
     check_memory(&plan, c, o, "scoring a text");
     const char *source;
-    double limit = memory_limit(o, &source);
+    double limit = generation_memory_limit(o, &source);
     double held = gpt_memory_total(&plan) + (double)run.ck.file.file_len;
     size_t max_chars = limit > 0 ? corpus_max_chars(limit - held) : CORPUS_NO_LIMIT;
     Corpus scored;
@@ -539,8 +436,103 @@ static void score_text(const Options *o) {
     double nats = score.sum_nats / score.scored;
     printf("%s: %ld characters scored (block size %d, stride %d): %.6f nats/char, %.6f bits/char, perplexity %.4f\n",
            name, score.scored, c->block_size, o->stride, nats, nats / M_LN2, exp(nats));
-    flush_output();
+    stdout_flush_or_die();
     if (o->surprisal) fprintf(stderr, "surprisal of %ld characters written to %s\n", score.scored, o->surprisal);
+}
+
+// The threads and the kernels (kernels/kernels.h), and what bf16 costs on them when asked for.
+static void start_kernels(const Options *o) {
+    if (o->threads > 0) omp_set_num_threads(o->threads);
+    char err[ERR_LEN];
+    if (kernels_init(err) != 0) die(EXIT_USAGE, "%s", err);
+    if (kernels_precision_note(o->precision, err, sizeof(err))) fprintf(stderr, "%s\n", err);
+}
+
+// The checkpoint, checked whole before anything sized by its config is allocated, and its
+// vocabulary.
+static void open_checkpoint(const Options *o) {
+    char err[ERR_LEN];
+    if (checkpoint_open(o->checkpoint, &run.ck, err) != 0) die(EXIT_DATA, "%s", err);
+    const GPTConfig *c = &run.ck.config;
+    if (vocab_from_chars(&run.vocab, run.ck.vocab, c->vocab_size, err) != 0)
+        die(EXIT_DATA, "%s: %s", o->checkpoint, err);
+    if (o->stride > c->block_size)
+        die(EXIT_USAGE, "--stride %d is larger than the checkpoint's block size %d", o->stride, c->block_size);
+}
+
+// The prompt (the command line's, or --prompt-file's): UTF-8 -> tokens. Returns its size in
+// bytes.
+static size_t read_prompt(const Options *o) {
+    char err[ERR_LEN];
+    size_t bytes = 0;
+    if (o->prompt_file) {
+        if (prompt_read_file(o->prompt_file, PROMPT_MAX_BYTES, &run.prompt_text, &bytes, err) != 0)
+            die(EXIT_DATA, "%s", err);
+    } else {
+        run.prompt_text = strdup(o->prompt ? o->prompt : "");
+        if (!run.prompt_text) die(EXIT_DATA, "out of memory for the prompt");
+        bytes = strlen(run.prompt_text);
+    }
+    char what[1100];
+    if (o->prompt_file)
+        snprintf(what, sizeof(what), "prompt file %s", strcmp(o->prompt_file, "-") ? o->prompt_file : "stdin");
+    else
+        snprintf(what, sizeof(what), "the prompt");
+    int rc = prompt_encode(&run.prompt, &run.vocab, run.prompt_text, bytes, o->skip_unknown, what, err);
+    if (rc != 0) die(rc == -1 ? EXIT_USAGE : EXIT_DATA, "%s", err);
+    warn_dropped(&run.prompt, "the prompt");
+    return bytes;
+}
+
+// The model, in the precision asked for (the checkpoint is closed once it is read).
+static GPT *load_model(const Options *o) {
+    char err[ERR_LEN];
+    if (checkpoint_load_model(&run.ck, &run.model, 0, err) != 0) die(EXIT_USAGE, "%s", err);
+    checkpoint_close(&run.ck);
+    if (gpt_set_precision(&run.model, o->precision, err) != 0) die(EXIT_USAGE, "%s", err);
+    return &run.model;
+}
+
+// Decodes o->max_new characters of every sample (generation/decoder.h) from the start text:
+// the first sample streams to stdout as it is made, the others follow it. Returns the seconds
+// the characters took.
+static double generate_samples(GPT *model, const int *start, long start_len, const Options *o) {
+    char err[ERR_LEN];
+    DecoderConfig config = {o->num_samples, o->stride, o->use_cache, o->sampler, o->seed};
+    if (decoder_init(&run.decoder, model, start, start_len, o->max_new, &config, err) != 0) die(EXIT_USAGE, "%s", err);
+    const Prompt *prompt = &run.prompt;
+    Decoder *d = &run.decoder;
+    for (long i = 0; i < prompt->len; i++) write_char(stdout, run.vocab.chars[prompt->tokens[i]]);
+    stdout_flush_or_die();
+    double t0 = now_seconds();
+    for (long n = 0; n < o->max_new; n++) {
+        const int *next = decoder_step(d, err);
+        if (!next) die(EXIT_DATA, "%s: %s", o->checkpoint, err);
+        write_char(stdout, run.vocab.chars[next[0]]);
+        stdout_flush_or_die();
+    }
+    double secs = now_seconds() - t0;
+    if (prompt->len > 0 || o->max_new > 0) printf("\n");
+    for (int s = 1; s < o->num_samples; s++) {
+        printf("--- sample %d of %d (seed %" PRIu64 ") ---\n", s + 1, o->num_samples, o->seed + (uint64_t)s);
+        for (long i = 0; i < prompt->len; i++) write_char(stdout, run.vocab.chars[prompt->tokens[i]]);
+        const int *text = decoder_text(d, s);
+        for (long i = start_len; i < d->len; i++) write_char(stdout, run.vocab.chars[text[i]]);
+        printf("\n");
+    }
+    stdout_flush_or_die();  // the text ends before the messages on stderr
+    return secs;
+}
+
+// "generated 500 characters in 0.412 s (1214 chars/s, precision fp32)" on stderr.
+static void report_speed(const Options *o, double secs) {
+    if (o->max_new == 0) return;
+    long chars = o->max_new * o->num_samples;
+    char precision[96] = ", precision ";
+    precision_describe(o->precision, precision + strlen(precision), sizeof(precision) - strlen(precision));
+    fprintf(stderr, "generated %ld characters%s in %.3f s (%.0f chars/s%s%s)\n", chars,
+            o->num_samples > 1 ? " in all samples" : "", secs, secs > 0 ? chars / secs : 0.0,
+            o->use_cache ? "" : ", without the cache", precision);
 }
 
 // --timeline RUN_DIR: the run's timeline.html made anew from its probe.bin and log.csv, as
@@ -556,8 +548,7 @@ static void rebuild_timeline(const Options *o) {
     if (access(probe, F_OK) != 0)
         die(EXIT_DATA, "--timeline %s: it holds no probe.bin (a run from before the timeline, or with --no-probe)",
             o->timeline);
-    if (lstat(page, &st) == 0 && !o->force)
-        die(EXIT_USAGE, "%s exists: give --force to replace it", page);
+    refuse_existing("--timeline", page, o->force);
     int removed;
     if (output_prepare(page, &removed, err) != 0) die(EXIT_DATA, "--timeline %s", err);
     LossHistory losses = {0};
@@ -567,101 +558,44 @@ static void rebuild_timeline(const Options *o) {
     int rc = timeline_write(page, probe, losses.points, losses.n, title, TIMELINE_MAX_RECORD_BYTES, &s, err);
     loss_history_free(&losses);
     if (rc != 0) die(EXIT_DATA, "%s", err);
-    printf("%s: %ld probed step%s of %ld in full, %ld of %ld records%s\n", page, s.kept_whole, s.kept_whole == 1 ? "" : "s",
-           s.whole, s.kept, s.records, s.torn_bytes ? "; a torn record at the end of probe.bin left out" : "");
-    flush_output();
+    printf("%s: %ld probed step%s of %ld in full, %ld of %ld records%s\n", page, s.kept_whole,
+           s.kept_whole == 1 ? "" : "s", s.whole, s.kept, s.records,
+           s.torn_bytes ? "; a torn record at the end of probe.bin left out" : "");
+    stdout_flush_or_die();
 }
 
 int main(int argc, char **argv) {
+    platform_init(argc, argv);
     Options o;
     parse_options(argc, argv, &o);
     if (o.timeline) {
-        install_signal_handlers();
+        fatal_signals_install(atomic_file_remove_open, 0);  // a killed run leaves no temporary file
         rebuild_timeline(&o);
         return 0;
     }
-    prepare_outputs(&o);
+    prepare_outputs(&o);  // the files it will write can be written
     atexit(free_run);
-    install_signal_handlers();
-    if (o.threads > 0) omp_set_num_threads(o.threads);
-    char err[ERR_LEN];
-    if (kernels_init(err) != 0) die(EXIT_USAGE, "%s", err);
-    if (kernels_precision_note(o.precision, err, sizeof(err))) fprintf(stderr, "%s\n", err);
-
-    // the checkpoint is checked whole before anything sized by its config is allocated
-    if (checkpoint_open(o.checkpoint, &run.ck, err) != 0) die(EXIT_DATA, "%s", err);
-    const GPTConfig *c = &run.ck.config;
-    const int T = c->block_size, V = c->vocab_size;
-    if (vocab_from_chars(&run.vocab, run.ck.vocab, V, err) != 0) die(EXIT_DATA, "%s: %s", o.checkpoint, err);
-    if (o.stride > T) die(EXIT_USAGE, "--stride %d is larger than the checkpoint's block size %d", o.stride, T);
+    fatal_signals_install(atomic_file_remove_open, 0);  // a killed run leaves no temporary file
+    start_kernels(&o);
+    open_checkpoint(&o);
     if (o.score) {
         score_text(&o);
         return 0;
     }
 
-    // prompt: UTF-8 -> tokens
-    size_t prompt_bytes = 0;
-    if (o.prompt_file) {
-        run.prompt_text = read_prompt_file(o.prompt_file, &prompt_bytes);
-    } else {
-        run.prompt_text = strdup(o.prompt ? o.prompt : "");
-        if (!run.prompt_text) die(EXIT_DATA, "out of memory for the prompt");
-        prompt_bytes = strlen(run.prompt_text);
-    }
-    char what[1100];
-    if (o.prompt_file) snprintf(what, sizeof(what), "prompt file %s", strcmp(o.prompt_file, "-") ? o.prompt_file : "stdin");
-    else snprintf(what, sizeof(what), "the prompt");
-    int rc = prompt_encode(&run.prompt, &run.vocab, run.prompt_text, prompt_bytes, o.skip_unknown, what, err);
-    if (rc != 0) die(rc == -1 ? EXIT_USAGE : EXIT_DATA, "%s", err);
+    size_t prompt_bytes = read_prompt(&o);
     const Prompt *prompt = &run.prompt;
-    warn_dropped(prompt, "the prompt");
     if (prompt->len == 0 && o.max_new == 0 && !o.num_attention) return 0;  // nothing to do
 
     // the model, after its memory was found to fit; an empty prompt starts from a newline
     long start_len = prompt->len > 0 ? prompt->len : 1;
-    check_generation_memory(c, &o, start_len + o.max_new, (double)prompt_bytes + (double)prompt->len * sizeof(int));
-    GPT *model = &run.model;
-    if (checkpoint_load_model(&run.ck, model, 0, err) != 0) die(EXIT_USAGE, "%s", err);
-    checkpoint_close(&run.ck);
-    if (gpt_set_precision(model, o.precision, err) != 0) die(EXIT_USAGE, "%s", err);
-    c = &model->config;
+    check_generation_memory(&run.ck.config, &o, start_len + o.max_new,
+                            (double)prompt_bytes + (double)prompt->len * sizeof(int));
+    GPT *model = load_model(&o);
     int newline = vocab_index(&run.vocab, '\n');
     int start_token = newline >= 0 ? newline : 0;
-    const int *start_text = prompt->len > 0 ? prompt->tokens : &start_token;
-    DecoderConfig config = {o.num_samples, o.stride, o.use_cache, o.sampler, o.seed};
-    if (decoder_init(&run.decoder, model, start_text, start_len, o.max_new, &config, err) != 0)
-        die(EXIT_USAGE, "%s", err);
-    Decoder *d = &run.decoder;
-
-    // the first sample streams as it is made; the others follow it
-    for (long i = 0; i < prompt->len; i++) write_char(stdout, run.vocab.chars[prompt->tokens[i]]);
-    flush_output();
-    double t0 = now_seconds();
-    for (long n = 0; n < o.max_new; n++) {
-        const int *next = decoder_step(d, err);
-        if (!next) die(EXIT_DATA, "%s: %s", o.checkpoint, err);
-        write_char(stdout, run.vocab.chars[next[0]]);
-        flush_output();
-    }
-    double secs = now_seconds() - t0;
-    if (prompt->len > 0 || o.max_new > 0) printf("\n");
-    for (int s = 1; s < o.num_samples; s++) {
-        printf("--- sample %d of %d (seed %" PRIu64 ") ---\n", s + 1, o.num_samples, o.seed + (uint64_t)s);
-        for (long i = 0; i < prompt->len; i++) write_char(stdout, run.vocab.chars[prompt->tokens[i]]);
-        const int *text = decoder_text(d, s);
-        for (long i = start_len; i < d->len; i++) write_char(stdout, run.vocab.chars[text[i]]);
-        printf("\n");
-    }
-    flush_output();  // the text ends before the messages on stderr
-    if (o.max_new > 0) {
-        long chars = o.max_new * o.num_samples;
-        char precision[96] = ", precision ";
-        precision_describe(o.precision, precision + strlen(precision), sizeof(precision) - strlen(precision));
-        fprintf(stderr, "generated %ld characters%s in %.3f s (%.0f chars/s%s%s)\n", chars,
-                o.num_samples > 1 ? " in all samples" : "", secs, secs > 0 ? chars / secs : 0.0,
-                o.use_cache ? "" : ", without the cache", precision);
-    }
-    if (o.num_attention)
-        record_attention(model, &run.vocab, decoder_text(d, 0), d->len, o.attention, o.num_attention);
+    double secs = generate_samples(model, prompt->len > 0 ? prompt->tokens : &start_token, start_len, &o);
+    report_speed(&o, secs);
+    if (o.num_attention) record_attention(model, decoder_text(&run.decoder, 0), run.decoder.len, &o);
     return 0;
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/clock.h"
+
 #ifdef CHARGPT_MPI
 #include <mpi.h>
 #endif
@@ -58,12 +60,6 @@ void dist_share(size_t total, int rank, size_t *first, size_t *end) {
 }
 
 #ifdef CHARGPT_MPI
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 void dist_set_timeout(double seconds, DistStallHandler *on_stall) {
     dist.timeout = seconds;
@@ -211,6 +207,17 @@ static void sum_in_place(void *x, size_t n, MPI_Datatype type, size_t size, cons
 void dist_sum_floats(float *x, size_t n) { sum_in_place(x, n, MPI_FLOAT, sizeof(float), "float"); }
 void dist_sum_doubles(double *x, int n) { sum_in_place(x, (size_t)n, MPI_DOUBLE, sizeof(double), "double"); }
 
+// The start of a collective over the processes' shares of n floats: the shares filled
+// (fill_shares), `what` it is for messages ("the all-gather of 1000 floats"), every process
+// arrived. Returns when it started, for dist.comm_seconds.
+static double begin_shared(size_t n, const char *name, const char *where, char *what, size_t size) {
+    double t0 = now_seconds();
+    fill_shares(n);
+    snprintf(what, size, "%s of %zu floats%s", name, n, where);
+    arrive(n * sizeof(float), what);
+    return t0;
+}
+
 // A ring: at step s (0 .. N-2) process r sends its partial sum of share (r - s - 1) mod N to
 // process r + 1 and adds the one of share (r - s - 2) mod N from process r - 1 into x, so
 // that after N - 1 steps its own share r holds the sum of every process's, added in ring
@@ -218,12 +225,9 @@ void dist_sum_doubles(double *x, int n) { sum_in_place(x, (size_t)n, MPI_DOUBLE,
 // only one piece of memory besides x, where OpenMPI's takes a temporary of 1.5 x (OpenMPI
 // 4.1 on 2 processes), which would cost more than sharding the moments saves.
 void dist_reduce_scatter_floats(float *x, size_t n) {
-    double t0 = now_seconds();
-    fill_shares(n);
-    int N = dist.size, next = (dist.rank + 1) % N, prev = (dist.rank + N - 1) % N;
     char what[160];
-    snprintf(what, sizeof(what), "the reduce-scatter of %zu floats", n);
-    arrive(n * sizeof(float), what);
+    double t0 = begin_shared(n, "the reduce-scatter", "", what, sizeof(what));
+    int N = dist.size, next = (dist.rank + 1) % N, prev = (dist.rank + N - 1) % N;
     for (int s = 0; s < N - 1; s++) {
         int out = ((dist.rank - s - 1) % N + N) % N, in = ((dist.rank - s - 2) % N + N) % N;
         float *send = x + dist.displs[out], *sum = x + dist.displs[in];
@@ -246,11 +250,8 @@ void dist_reduce_scatter_floats(float *x, size_t n) {
 }
 
 void dist_all_gather_floats(float *x, size_t n) {
-    double t0 = now_seconds();
-    fill_shares(n);
     char what[96];
-    snprintf(what, sizeof(what), "the all-gather of %zu floats", n);
-    arrive(n * sizeof(float), what);
+    double t0 = begin_shared(n, "the all-gather", "", what, sizeof(what));
     MPI_Request req;
     MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, dist.counts, dist.displs, MPI_FLOAT, MPI_COMM_WORLD, &req);
     transfer(&req, 1, n * sizeof(float), what, "MPI_Iallgatherv");
@@ -258,11 +259,8 @@ void dist_all_gather_floats(float *x, size_t n) {
 }
 
 void dist_gather_floats(const float *shard, float *all, size_t n) {
-    double t0 = now_seconds();
-    fill_shares(n);
     char what[96];
-    snprintf(what, sizeof(what), "the gather of %zu floats on rank 0", n);
-    arrive(n * sizeof(float), what);
+    double t0 = begin_shared(n, "the gather", " on rank 0", what, sizeof(what));
     MPI_Request req;
     MPI_Igatherv(shard, dist.counts[dist.rank], MPI_FLOAT, all, dist.counts, dist.displs, MPI_FLOAT, 0,
                  MPI_COMM_WORLD, &req);
@@ -299,8 +297,10 @@ static void describe_difference(const DistFact *facts, const char (*rank0)[DIST_
                                 char err[ERR_LEN]) {
     uint64_t mask = dist.masks[r];
     int f = __builtin_ctzll(mask), others = __builtin_popcountll(mask) - 1, ranks = 0;
-    int len = snprintf(err, ERR_LEN, "rank %d's %s differs from rank 0's: rank %d has %s; rank 0 has %s", r,
-                       facts[f].name, r, value, rank0[f]);
+    const char *name = f == DIST_BUILD_FACT ? "build of chargpt (rebuild every machine's from the same sources)"
+                                            : facts[f].name;
+    int len = snprintf(err, ERR_LEN, "rank %d's %s differs from rank 0's: rank %d has %s; rank 0 has %s", r, name, r,
+                       value, rank0[f]);
     if (others > 0 && len < ERR_LEN) len += snprintf(err + len, ERR_LEN - len, "; rank %d's ", r);
     for (int i = f + 1, k = 0; i < 64; i++)
         if (mask >> i & 1) append_listed(err, &len, k++, others, facts[i].name);
@@ -317,23 +317,34 @@ static void describe_difference(const DistFact *facts, const char (*rank0)[DIST_
 
 int dist_check_same(const DistFact *facts, int n, char err[ERR_LEN]) {
     double t0 = now_seconds();
-    static char rank0[64][DIST_FACT_LEN];  // rank 0's values, sent to every process
-    if (dist.rank == 0)
+    // rank 0's values, sent to every process, always all 64 of them with their count in the
+    // last: a process built from other sources (another list of facts) is then told apart
+    // instead of failing the broadcast (its fact DIST_BUILD_FACT)
+    static char rank0[64][DIST_FACT_LEN];
+    if (dist.rank == 0) {
         for (int i = 0; i < n; i++) snprintf(rank0[i], DIST_FACT_LEN, "%s", facts[i].value);
+        snprintf(rank0[DIST_BUILD_FACT], DIST_FACT_LEN, "a list of %d facts to compare", n);
+    }
     const char *what = "the comparison of every process's values with rank 0's";
     MPI_Request req;
-    MPI_Ibcast(rank0, n * DIST_FACT_LEN, MPI_CHAR, 0, MPI_COMM_WORLD, &req);
-    transfer(&req, 1, (size_t)n * DIST_FACT_LEN, what, "MPI_Ibcast of rank 0's values");
+    MPI_Ibcast(rank0, sizeof(rank0), MPI_CHAR, 0, MPI_COMM_WORLD, &req);
+    transfer(&req, 1, sizeof(rank0), what, "MPI_Ibcast of rank 0's values");
     uint64_t mine = 0;
-    for (int i = 0; i < n; i++)
-        if (strncmp(facts[i].value, rank0[i], DIST_FACT_LEN) != 0) mine |= (uint64_t)1 << i;
+    char build[DIST_FACT_LEN];
+    snprintf(build, sizeof(build), "a list of %d facts to compare", n);
+    if (strcmp(build, rank0[DIST_BUILD_FACT]) != 0)
+        mine = (uint64_t)1 << DIST_BUILD_FACT;
+    else
+        for (int i = 0; i < n; i++)
+            if (strncmp(facts[i].value, rank0[i], DIST_FACT_LEN) != 0) mine |= (uint64_t)1 << i;
     MPI_Iallgather(&mine, 1, MPI_UINT64_T, dist.masks, 1, MPI_UINT64_T, MPI_COMM_WORLD, &req);
     transfer(&req, 1, sizeof(mine), what, "MPI_Iallgather of the differences");
     int r = 1;
     while (r < dist.size && !dist.masks[r]) r++;
     if (r < dist.size) {  // rank r's first differing value, to every process
         char value[DIST_FACT_LEN];
-        if (dist.rank == r) snprintf(value, sizeof(value), "%s", facts[__builtin_ctzll(mine)].value);
+        if (dist.rank == r)
+            snprintf(value, sizeof(value), "%s", mine >> DIST_BUILD_FACT ? build : facts[__builtin_ctzll(mine)].value);
         MPI_Ibcast(value, sizeof(value), MPI_CHAR, r, MPI_COMM_WORLD, &req);
         transfer(&req, 1, sizeof(value), what, "MPI_Ibcast of the first difference");
         describe_difference(facts, rank0, r, value, err);

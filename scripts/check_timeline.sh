@@ -20,21 +20,10 @@
 # e.g. after a run: scripts/check_timeline.sh out/timeline.html tests/tmp/timeline_shots
 set -u
 
-if [ $# -ne 2 ]; then
-    echo "usage: $0 PAGE.html OUT_DIR" >&2
-    exit 2
-fi
+USAGE="PAGE.html OUT_DIR" SAMPLE=tests/tmp/timeline_sample.html
+source "$(dirname "$0")/headless_browser.sh"  # the arguments checked; $browser and its $flags
 page=$1
 out=$2
-if [ ! -f "$page" ]; then
-    echo "$page: no such file (./train writes timeline.html in its --out)" >&2
-    exit 2
-fi
-browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
-if [ -z "$browser" ]; then
-    echo "check_timeline: no chromium found" >&2
-    exit 2
-fi
 title=$(grep -o '<title>[^<]*</title>' "$page" | head -n 1)
 read -r steps layers heads chars < <(echo "$title" |
     sed -n 's/.*: \([0-9]*\) steps\?, \([0-9]*\) layers\? × \([0-9]*\) heads\?, \([0-9]*\) characters<.*/\1 \2 \3 \4/p')
@@ -53,8 +42,6 @@ mkdir -p "$out"
 url="file://$(cd "$(dirname "$page")" && pwd)/$(basename "$page")"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run
-       --disable-background-networking --disable-component-update --disable-sync)
 status=0
 fail() {
     echo "check_timeline: $page: $*" >&2

@@ -1217,3 +1217,40 @@ TEST(generate_several_attention_files) {
     CHECK(!file_exists(html), "%s was written though another --attention file cannot be", html);
     run_free(&r);
 }
+
+// An --attention or --surprisal file that is there already is refused without --force (exit 2,
+// naming the file and --force, the file as it was and the model never run), and replaced with it.
+TEST(generate_existing_outputs_need_force) {
+    if (!test_checkpoint()) return;
+    const char *html = TMP_DIR "/gen_existing.html", *csv = TMP_DIR "/gen_existing.csv";
+    const char *text = TMP_DIR "/gen_existing.txt";
+    test_write_file(text, "the cat", 7);
+    test_write_file(html, "mine", 4);
+    test_write_file(csv, "mine", 4);
+    Run r = run_generate(NULL, ARGS(CKPT, "-n", "3", "--attention", html, "the cat"));
+    CHECK(r.status == 2 && strstr(r.err, "--attention " TMP_DIR "/gen_existing.html exists: give --force"),
+          "an existing --attention file: status %d: '%s'", r.status, r.err);
+    CHECK(r.out_len == 0, "the model ran before the existing file was refused: '%s'", r.out);
+    run_free(&r);
+    r = run_generate(NULL, ARGS(CKPT, "--score", text, "--surprisal", csv));
+    CHECK(r.status == 2 && strstr(r.err, "--surprisal " TMP_DIR "/gen_existing.csv exists: give --force"),
+          "an existing --surprisal file: status %d: '%s'", r.status, r.err);
+    run_free(&r);
+    size_t len;
+    char *kept = test_read_file(html, &len);
+    CHECK(kept && len == 4 && memcmp(kept, "mine", 4) == 0, "the refused run changed %s", html);
+    free(kept);
+    r = run_generate(NULL, ARGS(CKPT, "-n", "0", "--attention", html, "--force", "the cat"));
+    CHECK(r.status == 0, "--attention with --force: status %d: %s", r.status, r.err);
+    run_free(&r);
+    kept = test_read_file(html, &len);
+    CHECK(kept && strstr(kept, "<html"), "--force did not replace %s", html);
+    free(kept);
+    r = run_generate(NULL, ARGS(CKPT, "--score", text, "--surprisal", csv, "--force"));
+    CHECK(r.status == 0, "--surprisal with --force: status %d: %s", r.status, r.err);
+    run_free(&r);
+    kept = test_read_file(csv, &len);
+    CHECK(kept && len > 4 && memcmp(kept, "mine", 4) != 0, "--force did not replace %s", csv);
+    free(kept);
+    remove(html), remove(csv), remove(text);
+}

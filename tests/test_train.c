@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../common/clock.h"
 #include "../model/adamw.h"
 #include "../format/checkpoint.h"
 #include "../model/gpt.h"
@@ -1091,6 +1092,26 @@ TEST(train_resume_defaults_out_to_checkpoint_dir) {
     CHECK(n == 4, "run/log.csv has %d rows after resuming to step 20, want 4", n);
 }
 
+// Options refused on their own (a resume with an option it cannot change, an option out of
+// range) are refused before anything touches the disk: the --out they name is not created.
+TEST(train_refused_options_create_no_out_dir) {
+    if (!have_train()) return;
+    char dir[256], ck[300], out[300], log[300];
+    fresh_dir(dir, sizeof(dir), "refused_options");
+    snprintf(ck, sizeof(ck), "%s/first/ckpt.safetensors", dir);
+    snprintf(out, sizeof(out), "%s/first", dir);
+    snprintf(log, sizeof(log), "%s/first.log", dir);
+    int status = run_train(log, SMALL_MODEL, BLOCK_16, "--data", shared_corpus(), "--steps", "2", "--out", out, NULL);
+    if (!exited_with(status, 0, "the run to resume", log)) return;
+    snprintf(out, sizeof(out), "%s/new", dir);
+    status = run_train(log, "--resume", ck, "--out", out, "--lr", "1", NULL);
+    if (exited_with(status, 2, "--resume with --lr", log)) output_has(log, "--lr cannot be changed", "--resume --lr");
+    CHECK(access(out, F_OK) != 0, "--resume with --lr, refused, created its --out %s", out);
+    status = run_train(log, "--out", out, "--n-layer", "0", NULL);
+    exited_with(status, 2, "--n-layer 0", log);
+    CHECK(access(out, F_OK) != 0, "--n-layer 0, refused, created its --out %s", out);
+}
+
 // ----------------------------------------------------------------------------
 // 7. the checkpoint's names, shapes and metadata
 
@@ -1236,12 +1257,6 @@ TEST(train_nonfinite_loss_stops) {
 // ----------------------------------------------------------------------------
 // 9. SIGINT and SIGTERM save and exit 128 + signal
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 // Starts a long run, waits for its first report line, sends sig and checks exit status
 // 128 + sig, the message, and the checkpoint it saved.
 static void check_stopped_by(int sig, const char *name, const char *dir, const char *corpus) {
@@ -1253,14 +1268,14 @@ static void check_stopped_by(int sig, const char *name, const char *dir, const c
                     "--eval-every", "1000", "--save-every", "100000000", "--out", out, NULL};
     pid_t pid = start_train(log, args);
     if (!CHECK(pid > 0, "fork failed")) return;
-    double start = now_s(), reported = -1.0;
+    double start = now_seconds(), reported = -1.0;
     size_t n;
-    while (now_s() - start < 20.0) {
+    while (now_seconds() - start < 20.0) {
         char *text = test_read_file(log, &n);
         int seen = text && strstr(text, "step 200/");
         free(text);
         if (seen) {
-            reported = now_s() - start;
+            reported = now_seconds() - start;
             break;
         }
         int status;
@@ -1272,9 +1287,9 @@ static void check_stopped_by(int sig, const char *name, const char *dir, const c
     }
     kill(pid, sig);
     int status = -1;
-    double sent = now_s();
+    double sent = now_seconds();
     while (waitpid(pid, &status, WNOHANG) == 0) {
-        if (now_s() - sent > 20.0) {
+        if (now_seconds() - sent > 20.0) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
             CHECK(0, "%s: ./train did not stop within 20 s", name);
@@ -1282,7 +1297,7 @@ static void check_stopped_by(int sig, const char *name, const char *dir, const c
         }
         usleep(2000);
     }
-    printf("    %s: first report after %.2f s, stopped %.3f s after the signal\n", name, reported, now_s() - sent);
+    printf("    %s: first report after %.2f s, stopped %.3f s after the signal\n", name, reported, now_seconds() - sent);
     CHECK(reported >= 0, "%s: no report line within 20 s", name);
     if (!exited_with(status, 128 + sig, name, log)) return;
     snprintf(msg, sizeof(msg), "stopped by %s after step ", name);
