@@ -127,8 +127,9 @@ static void usage(FILE *f) {
             "  -h, --help             show this help\n"
             "An empty prompt starts from a newline (if the vocabulary has one). A prompt file may hold\n"
             "at most %d bytes.\n",
-            program_invocation(), program_invocation(), program_invocation(), d->max_new, d->sampler.temperature, d->sampler.top_k,
-            d->sampler.top_p, d->seed, d->num_samples, d->stride, MAX_ATTENTION_FILES, THREADS_PER_CORE, d->threads, PROMPT_MAX_BYTES);
+            program_invocation(), program_invocation(), program_invocation(), d->max_new, d->sampler.temperature,
+            d->sampler.top_k, d->sampler.top_p, d->seed, d->num_samples, d->stride, MAX_ATTENTION_FILES,
+            THREADS_PER_CORE, d->threads, PROMPT_MAX_BYTES);
 }
 
 enum {
@@ -170,7 +171,8 @@ static void parse_options(int argc, char **argv, Options *o) {
         if (index >= 0) snprintf(name, sizeof(name), "--%s", long_options[index].name);
         else snprintf(name, sizeof(name), "-%c", c);
         index = -1;
-        if (!o->sampling_flag[0] && is_sampling_option(c)) snprintf(o->sampling_flag, sizeof(o->sampling_flag), "%s", name);
+        if (!o->sampling_flag[0] && is_sampling_option(c))
+            snprintf(o->sampling_flag, sizeof(o->sampling_flag), "%s", name);
         if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_FORCE && c != 'h' && c != ':' && c != '?')
             snprintf(o->other_flag, sizeof(o->other_flag), "%s", name);
         switch (c) {

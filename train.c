@@ -771,8 +771,8 @@ static void say_how_the_run_starts(const Run *r) {
 
 // Once every check has passed: --out changed as planned, log.csv and probe.bin opened (rank 0;
 // a resumed run's rows and records after its step dropped), the loss plot's points so far, and
-// the processes agree
-// that each has its data and memory (or all leave, with the failure's status).
+// the processes agree that each has its data and memory (or all leave, with the failure's
+// status).
 static void start_out_dir(Run *r) {
     char err[ERR_LEN];
     if (dist_rank() == 0) {

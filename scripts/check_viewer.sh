@@ -30,59 +30,8 @@ if [ -z "${heads:-}" ]; then
     echo "check_viewer: $page: no sizes in the title ($title)" >&2
     exit 1
 fi
-mkdir -p "$out"
-
-url="file://$(cd "$(dirname "$page")" && pwd)/$(basename "$page")"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-status=0
-fail() {
-    echo "check_viewer: $page: $*" >&2
-    status=1
-}
-
-# view NAME SIZE FRAGMENT: loads the page at the window size with the fragment plus
-# selftest, leaves the <body> tag's attributes in $body, and takes the screenshot
-view() {
-    local name=$1 size=$2 fragment=$3
-    timeout 120 "$browser" "${flags[@]}" --user-data-dir="$work/profile-$name-dom" \
-        --window-size="$size" --enable-logging=stderr --v=0 \
-        --dump-dom "$url#$fragment${fragment:+&}selftest" >"$work/$name.html" 2>"$work/$name.log"
-    body=$(grep -o '<body[^>]*>' "$work/$name.html" | head -n 1)
-    if ! echo "$body" | grep -Eq 'data-rendered="model,text,heatmap,lines(,lens)?"'; then
-        fail "$name: the page did not finish drawing (no data-rendered on <body>)"
-    fi
-    if echo "$body" | grep -q 'data-failed='; then
-        fail "$name: the page reported script errors:"
-        tr '\n' ' ' <"$work/$name.html" | sed -n 's/.*<div id="errors"[^>]*>\([^<]*\)<.*/  \1\n/p' >&2
-    fi
-    if grep -E 'Uncaught|CONSOLE\(.*(Error|error)' "$work/$name.log" >&2; then
-        fail "$name: errors on the console (above)"
-    fi
-    rm -f "$out/$name.png"
-    timeout 120 "$browser" "${flags[@]}" --user-data-dir="$work/profile-$name-shot" \
-        --window-size="$size" --screenshot="$out/$name.png" "$url${fragment:+#}$fragment" \
-        >"$work/$name-shot.log" 2>&1
-    local bytes
-    bytes=$(stat -c %s "$out/$name.png" 2>/dev/null || echo 0)
-    if [ "$bytes" -lt 20000 ]; then
-        fail "$name: no screenshot or a near-empty one ($bytes bytes)"
-    fi
-}
-
-# attribute NAME: the value of data-NAME in $body
-attribute() {
-    echo "$body" | grep -o "data-$1=\"[^\"]*\"" | sed 's/.*="\(.*\)"/\1/'
-}
-
-# expect VIEW NAME WANT: data-NAME must be WANT
-expect() {
-    local got
-    got=$(attribute "$2")
-    if [ "$got" != "$3" ]; then
-        fail "$1: data-$2 is '$got', want '$3'"
-    fi
-}
+RENDERED="model,text,heatmap,lines(,lens)?"
+source "$(dirname "$0")/page_checks.sh"  # view, attribute, expect, fail
 
 # the counts every view must show; a page with a logit lens (./generate writes one) must show
 # each of its layers + 1 rows of cells in their colours
