@@ -259,7 +259,8 @@ TEST(timeline_bad_probe_options_change_nothing) {
     snprintf(run, sizeof(run), "%s/run", dir);
     snprintf(text, sizeof(text), "%s/probe_text.txt", dir);
     snprintf(one, sizeof(one), "%s/one.txt", dir);
-    test_write_file(text, "ROMEO: a \xE2\x98\x83 snowman in a passage", 39);
+    const char *passage = "ROMEO: a \xE2\x98\x83 snowman in a passage";
+    test_write_file(text, passage, strlen(passage));
     test_write_file(one, "R", 1);
     const struct { const char *flag, *value; int status; const char *message; } cases[] = {
         {"--probe", TMP "/bad/missing.txt", 1, "missing.txt"},
