@@ -1,4 +1,5 @@
-// Fuzz target: the corpus reader, plain text or gzip.
+// Fuzz target: the corpus reader, plain text or gzip (other compressions refused), UTF-8 or an
+// 8-bit encoding.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +15,10 @@ int fuzz_corpus(const uint8_t *data, size_t size) {
     if (!fp) return 0;
     Corpus corpus;
     char err[ERR_LEN];
-    // every third input is read with a limit of 100 characters
+    // every third input is read with a limit of 100 characters, in one of the encodings
     size_t max_chars = size % 3 == 0 ? 100 : CORPUS_NO_LIMIT;
-    int rc = corpus_read(fp, "fuzz", (int)(size % 2), max_chars, &corpus, err);
+    TextOptions options = {.keep_cr = (int)(size % 2), .encoding = (TextEncoding)(size / 2 % 3)};
+    int rc = corpus_read_as(fp, "fuzz", &options, max_chars, &corpus, err);
     fclose(fp);
     if (rc != 0) {
         if (strncmp(err, "fuzz: ", 6) != 0 || corpus.text || corpus.len) abort();
@@ -24,9 +26,10 @@ int fuzz_corpus(const uint8_t *data, size_t size) {
         return 0;
     }
     if (corpus.len > max_chars) abort();
-    // every character of an accepted corpus has a token in its vocabulary
+    // every character of an accepted corpus has a token in its vocabulary, and none is NUL
     Vocab vocab;
     if (vocab_build(&vocab, corpus.text, corpus.len, err) != 0) abort();
+    if (vocab.chars[0] == 0) abort();
     size_t bad;
     if (corpus_encode(&corpus, &vocab, &bad) != 0) abort();
     for (size_t i = 0; i < corpus.len; i++)
