@@ -620,7 +620,7 @@ static void save_checkpoints(const char *const paths[2], const TrainOptions *o, 
         die(EXIT_USAGE, "%s", err);
     run_meta_write(&meta, o, s);
     for (int i = 0; i < 2 && dist_rank() == 0; i++)
-        if (paths[i] && checkpoint_save(paths[i], &run.model, run.vocab.chars, opt, meta.entries, meta.count, err) != 0)
+        if (paths[i] && checkpoint_save(paths[i], &run.model, &run.vocab, opt, meta.entries, meta.count, err) != 0)
             die(EXIT_DATA, "%s", err);
     data_parallel_release_optimizer(&run.dp);
 }

@@ -112,7 +112,7 @@ static const char *small_checkpoint(const char *path, float ln_f_weight) {
     gpt_init_weights(&model, 7);
     if (ln_f_weight != 0.0f)
         for (int c = 0; c < config.n_embd; c++) model.params.lnfw[c] = ln_f_weight;
-    int rc = checkpoint_save(path, &model, vocab, NULL, NULL, 0, err);
+    int rc = checkpoint_save(path, &model, &(Vocab){(uint32_t *)vocab, model.config.vocab_size, 0}, NULL, NULL, 0, err);
     gpt_free(&model);
     return CHECK(rc == 0, "%s", err) ? path : NULL;
 }

@@ -302,7 +302,8 @@ TEST(hardening_02_memory_plan_refuses_what_does_not_fit) {
     static const uint32_t vocab[2] = {10, 'a'};
     const char *huge_path = WORK_DIR "/memory/huge_block.safetensors";
     if (CHECK(gpt_build(&model, &huge, 0, err) == 0, "%s", err)) {
-        CHECK(checkpoint_save(huge_path, &model, vocab, NULL, NULL, 0, err) == 0, "%s", err);
+        CHECK(checkpoint_save(huge_path, &model, &(Vocab){(uint32_t *)vocab, model.config.vocab_size, 0},
+                              NULL, NULL, 0, err) == 0, "%s", err);
         gpt_free(&model);
         r = GENERATE(huge_path, "a", "-n", "3");
         if (test_exit_status(&r, 2, "a block of 65536 with 1024 heads")) {

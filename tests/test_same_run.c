@@ -83,7 +83,7 @@ static const char *change_option(TrainOptions *o, int k) {
 
 TEST(same_run_each_compared_option_is_its_own_fact) {
     TrainOptions a = base_options();
-    Vocab vocab = {base_chars, 5};
+    Vocab vocab = {base_chars, 5, 0};
     SameRun run_a = {&a, "1000:0123abcd", &vocab, NULL, 0};
     DistFact facts[SAME_RUN_MAX_FACTS];
     int n = same_run_facts(&run_a, facts);
@@ -105,7 +105,7 @@ TEST(same_run_each_compared_option_is_its_own_fact) {
 
     // the corpus and the vocabulary
     uint32_t other_chars[] = {'\n', ' ', 'a', 'b', 'd'};
-    Vocab other = {other_chars, 5};
+    Vocab other = {other_chars, 5, 0};
     SameRun run_b = run_a;
     run_b.vocab = &other;
     differing(&run_a, &run_b, names, sizeof(names));
