@@ -868,7 +868,7 @@ int main(int argc, char **argv) {
         int evaluated = 0;
         const char *saves[2] = {NULL, NULL};
         if (have_val && (state.step % o.eval_every == 0 || last)) {
-            double val_loss = data_parallel_evaluate(dp, model, &ds, o.eval_batches, run.inputs, run.targets);
+            double val_loss = data_parallel_evaluate(dp, model, &ds, o.eval_batches, NULL, run.inputs, run.targets);
             if (!isnan(val_loss)) {
                 state.last_val_loss = val_loss;
                 evaluated = 1;
@@ -959,8 +959,8 @@ int main(int argc, char **argv) {
     if (have_val) {
         fflush(stdout);
         long scored;
-        double loss = validation_pass(model, &ds, dp->rows, T, dist_rank(), dist_size(), run.inputs, run.targets,
-                                      &scored);
+        double loss = validation_pass(model, &ds, -1, dp->rows, T, dist_rank(), dist_size(), NULL, run.inputs,
+                                      run.targets, &scored);
         int stop = agree();  // a stop signal ends the pass on every process
         if (stop) {
             printf("stopped by %s during the whole-validation pass (%s was saved at step %ld before it)\n",
