@@ -43,6 +43,7 @@
 #include "training/run_log.h"
 #include "training/run_state.h"
 #include "training/same_run.h"
+#include "training/schedule.h"
 #include "training/stop_signals.h"
 #include "training/validation_pass.h"
 #include "viewer/loss_plot.h"
@@ -501,17 +502,6 @@ static double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-// nanoGPT's schedule: linear warm-up, cosine decay to min_lr at decay_steps, then min_lr. It
-// starts at schedule_start: 0, or the step where a resumed run began a new schedule.
-static float learning_rate(const TrainOptions *o, long step) {
-    long from = o->schedule_start;
-    if (step - from < o->warmup) return o->lr * (float)(step - from + 1) / (float)(o->warmup + 1);
-    if (step >= o->decay_steps) return o->min_lr;
-    double ratio = (double)(step - from - o->warmup) / (double)(o->decay_steps - from - o->warmup);
-    double coeff = 0.5 * (1.0 + cos(M_PI * ratio));
-    return (float)(o->min_lr + coeff * (o->lr - o->min_lr));
 }
 
 static void make_dirs(const char *path) {
