@@ -116,8 +116,12 @@ scripts/bench: build/scripts/bench.o build/libchargpt.a
 	$(CC) $^ -o $@ $(LDLIBS)
 
 # the MPI build's trainer, with the shipped corpus in data/ beside it as the programs expect
-mpi: build-mpi/bin/train
+mpi: build-mpi/bin/train build-mpi/bin/check_same_build
 	ln -sfn ../../data build-mpi/bin/data
+
+# a test's stand-in for processes built from different sources (tests/mpi/test_mpi.sh)
+$(BIN)/check_same_build: $(BUILD)/tests/mpi/check_same_build.o $(BUILD)/libchargpt.a
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 tests/mpi/compare_checkpoints: build/tests/mpi/compare_checkpoints.o build/libchargpt.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)

@@ -3,8 +3,11 @@
 // layer and head for a viewer; or, with --score, measures the model's loss on a text.
 // Exit status: 0 done, 1 bad checkpoint, text or I/O, 2 bad usage, prompt or text characters,
 // or a checkpoint too large for the memory.
+//
+// main is the outline: the options and the files it will write checked, the checkpoint
+// opened, then either a text scored (score_text) or a prompt read, the model loaded, the
+// samples generated (generation/decoder.h) and the attention recorded.
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -15,24 +18,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/errors.h"
-#include "common/finite.h"
 #include "data/corpus.h"
 #include "data/utf8.h"
 #include "data/vocab.h"
 #include "format/atomic_file.h"
 #include "format/checkpoint.h"
 #include "format/output.h"
-#include "model/gpt.h"
-#include "kernels/kernels.h"
+#include "generation/attention_record.h"
 #include "generation/decoder.h"
 #include "generation/prompt.h"
 #include "generation/score.h"
 #include "generation/surprisal_csv.h"
+#include "kernels/kernels.h"
+#include "model/gpt.h"
 #include "viewer/attention_export.h"
 
 #define THREADS_PER_CORE 4           // --threads may ask for at most this many per core
@@ -167,6 +169,8 @@ static int is_sampling_option(int c) {
     }
 }
 
+static void check_option_combinations(const Options *o);
+
 static void parse_options(int argc, char **argv, Options *o) {
     static const struct option long_options[] = {
         {"max-new", required_argument, 0, 'n'},     {"temperature", required_argument, 0, 't'},
@@ -238,6 +242,11 @@ static void parse_options(int argc, char **argv, Options *o) {
     o->checkpoint = argv[optind++];
     if (optind < argc) o->prompt = argv[optind++];
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (quote a prompt with spaces)", argv[optind]);
+    check_option_combinations(o);
+}
+
+// What the options given allow together, and the --attention files' formats.
+static void check_option_combinations(const Options *o) {
     if (o->prompt && o->prompt_file) die(EXIT_USAGE, "give a prompt or --prompt-file, not both");
     if (o->surprisal && !o->score) die(EXIT_USAGE, "--surprisal writes what --score computes: give --score FILE too");
     if (o->score && o->prompt) die(EXIT_USAGE, "--score reads its text from FILE: give no prompt ('%s')", o->prompt);
@@ -267,38 +276,6 @@ static void prepare_outputs(const Options *o) {
     if (removed > 0)
         fprintf(stderr, "%s: removed %d temporary file%s left beside the outputs by a run that was stopped\n",
                 program_invocation_short_name, removed, removed == 1 ? "" : "s");
-}
-
-// Reads the whole prompt file (or stdin for "-"), at most PROMPT_MAX_BYTES, into a
-// NUL-terminated buffer; *len its size. Anything but a regular file or stdin is refused.
-static char *read_prompt_file(const char *path, size_t *len) {
-    FILE *f = stdin;
-    if (strcmp(path, "-") != 0) {
-        int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a FIFO must not block the open
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) != 0) die(EXIT_DATA, "cannot open prompt file %s: %s", path, strerror(errno));
-        if (!S_ISREG(st.st_mode))
-            die(EXIT_DATA, "prompt file %s is not a regular file (use -f - to read the prompt from stdin)", path);
-        f = fdopen(fd, "rb");
-        if (!f) die(EXIT_DATA, "cannot open prompt file %s: %s", path, strerror(errno));
-    }
-    char *buf = malloc(PROMPT_MAX_BYTES + 2);
-    if (!buf) die(EXIT_DATA, "out of memory reading %s", path);
-    // one byte more than the limit tells a file at the limit from a longer one
-    size_t n = fread(buf, 1, PROMPT_MAX_BYTES + 1, f);
-    int read_failed = ferror(f);
-    if (f != stdin) fclose(f);
-    if (read_failed) {
-        free(buf);
-        die(EXIT_DATA, "cannot read prompt file %s: %s", path, strerror(errno));
-    }
-    if (n > PROMPT_MAX_BYTES) {
-        free(buf);
-        die(EXIT_DATA, "prompt file %s is longer than %d bytes, the limit", path, PROMPT_MAX_BYTES);
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
 }
 
 static void write_char(FILE *f, uint32_t cp) {
@@ -380,44 +357,17 @@ static void check_generation_memory(const GPTConfig *c, const Options *o, long t
     check_memory(&plan, c, o, what);
 }
 
-// Runs the last window of text through the training forward pass and writes the attention
-// weights of every layer and head, (L, H, t, t), and what the model predicted at each
-// position, to each of the n paths in the format its extension names.
-static void record_attention(GPT *model, const Vocab *vocab, const int *text, long len, const char *const *paths,
-                             int n) {
+// --attention: the weights of every layer and head over the text's last window, written to
+// each file (generation/attention_record.h).
+static void record_attention(GPT *model, const int *text, long len, const Options *o) {
+    char err[ERR_LEN];
+    int written, status = attention_record(model, &run.vocab, text, len, o->attention, o->num_attention, &written, err);
     const GPTConfig *c = &model->config;
     int t = len < c->block_size ? (int)len : c->block_size;
-    const int *window = text + len - t;
-    gpt_forward(model, window, NULL, 1, t, NULL);
-    long bad = first_nonfinite(model->acts.logits, (size_t)t * c->vocab_size);
-    if (bad >= 0)
-        die(EXIT_DATA, "--attention: the model's logits at position %ld of the text are not finite (%g for token %ld): "
-            "its weights overflow float", bad / c->vocab_size, model->acts.logits[bad], bad % c->vocab_size);
-    size_t per_layer = (size_t)c->n_head * t * t;
-    float *att = malloc((size_t)c->n_layer * per_layer * sizeof(float));
-    uint32_t *chars = malloc((size_t)t * sizeof(uint32_t));
-    AttentionPrediction *pred = malloc((size_t)t * sizeof(AttentionPrediction));
-    char err[ERR_LEN];
-    int rc = -1;
-    snprintf(err, ERR_LEN, "out of memory for the attention weights");
-    if (att && chars && pred) {
-        for (int l = 0; l < c->n_layer; l++)
-            memcpy(att + l * per_layer, gpt_attention_weights(model, l), per_layer * sizeof(float));
-        for (int i = 0; i < t; i++) chars[i] = vocab->chars[window[i]];
-        attention_predictions(model->acts.logits, window, t, c->vocab_size, vocab->chars, pred);
-        rc = 0;
-        for (int i = 0; i < n && rc == 0; i++) {
-            rc = attention_export(paths[i], chars, t, c->n_layer, c->n_head, att, pred, err);
-            if (rc == 0)
-                fprintf(stderr, "attention of %d layers x %d heads over %d characters written to %s\n", c->n_layer,
-                        c->n_head, t, paths[i]);
-        }
-    }
-    free(att);
-    free(chars);
-    free(pred);
-    if (rc == -2) die(EXIT_USAGE, "%s", err);
-    if (rc != 0) die(EXIT_DATA, "%s", err);
+    for (int i = 0; i < written; i++)
+        fprintf(stderr, "attention of %d layers x %d heads over %d characters written to %s\n", c->n_layer, c->n_head,
+                t, o->attention[i]);
+    if (status != 0) die(status, "%s", err);
 }
 
 // Prints a warning about the characters prompt_from_chars dropped from `what`.
@@ -509,91 +459,127 @@ static void score_text(const Options *o) {
     if (o->surprisal) fprintf(stderr, "surprisal of %ld characters written to %s\n", score.scored, o->surprisal);
 }
 
-int main(int argc, char **argv) {
-    Options o;
-    parse_options(argc, argv, &o);
-    prepare_outputs(&o);
-    atexit(free_run);
-    install_signal_handlers();
-    if (o.threads > 0) omp_set_num_threads(o.threads);
+// The threads and the kernels (kernels/kernels.h), and what bf16 costs on them when asked for.
+static void start_kernels(const Options *o) {
+    if (o->threads > 0) omp_set_num_threads(o->threads);
     char err[ERR_LEN];
     if (kernels_init(err) != 0) die(EXIT_USAGE, "%s", err);
-    if (kernels_precision_note(o.precision, err, sizeof(err))) fprintf(stderr, "%s\n", err);
+    if (kernels_precision_note(o->precision, err, sizeof(err))) fprintf(stderr, "%s\n", err);
+}
 
-    // the checkpoint is checked whole before anything sized by its config is allocated
-    if (checkpoint_open(o.checkpoint, &run.ck, err) != 0) die(EXIT_DATA, "%s", err);
+// The checkpoint, checked whole before anything sized by its config is allocated, and its
+// vocabulary.
+static void open_checkpoint(const Options *o) {
+    char err[ERR_LEN];
+    if (checkpoint_open(o->checkpoint, &run.ck, err) != 0) die(EXIT_DATA, "%s", err);
     const GPTConfig *c = &run.ck.config;
-    const int T = c->block_size, V = c->vocab_size;
-    if (vocab_from_chars(&run.vocab, run.ck.vocab, V, err) != 0) die(EXIT_DATA, "%s: %s", o.checkpoint, err);
-    if (o.stride > T) die(EXIT_USAGE, "--stride %d is larger than the checkpoint's block size %d", o.stride, T);
-    if (o.score) {
-        score_text(&o);
-        return 0;
-    }
+    if (vocab_from_chars(&run.vocab, run.ck.vocab, c->vocab_size, err) != 0)
+        die(EXIT_DATA, "%s: %s", o->checkpoint, err);
+    if (o->stride > c->block_size)
+        die(EXIT_USAGE, "--stride %d is larger than the checkpoint's block size %d", o->stride, c->block_size);
+}
 
-    // prompt: UTF-8 -> tokens
-    size_t prompt_bytes = 0;
-    if (o.prompt_file) {
-        run.prompt_text = read_prompt_file(o.prompt_file, &prompt_bytes);
+// The prompt (the command line's, or --prompt-file's): UTF-8 -> tokens. Returns its size in
+// bytes.
+static size_t read_prompt(const Options *o) {
+    char err[ERR_LEN];
+    size_t bytes = 0;
+    if (o->prompt_file) {
+        if (prompt_read_file(o->prompt_file, PROMPT_MAX_BYTES, &run.prompt_text, &bytes, err) != 0)
+            die(EXIT_DATA, "%s", err);
     } else {
-        run.prompt_text = strdup(o.prompt ? o.prompt : "");
+        run.prompt_text = strdup(o->prompt ? o->prompt : "");
         if (!run.prompt_text) die(EXIT_DATA, "out of memory for the prompt");
-        prompt_bytes = strlen(run.prompt_text);
+        bytes = strlen(run.prompt_text);
     }
     char what[1100];
-    if (o.prompt_file) snprintf(what, sizeof(what), "prompt file %s", strcmp(o.prompt_file, "-") ? o.prompt_file : "stdin");
-    else snprintf(what, sizeof(what), "the prompt");
-    int rc = prompt_encode(&run.prompt, &run.vocab, run.prompt_text, prompt_bytes, o.skip_unknown, what, err);
+    if (o->prompt_file)
+        snprintf(what, sizeof(what), "prompt file %s", strcmp(o->prompt_file, "-") ? o->prompt_file : "stdin");
+    else
+        snprintf(what, sizeof(what), "the prompt");
+    int rc = prompt_encode(&run.prompt, &run.vocab, run.prompt_text, bytes, o->skip_unknown, what, err);
     if (rc != 0) die(rc == -1 ? EXIT_USAGE : EXIT_DATA, "%s", err);
-    const Prompt *prompt = &run.prompt;
-    warn_dropped(prompt, "the prompt");
-    if (prompt->len == 0 && o.max_new == 0 && !o.num_attention) return 0;  // nothing to do
+    warn_dropped(&run.prompt, "the prompt");
+    return bytes;
+}
 
-    // the model, after its memory was found to fit; an empty prompt starts from a newline
-    long start_len = prompt->len > 0 ? prompt->len : 1;
-    check_generation_memory(c, &o, start_len + o.max_new, (double)prompt_bytes + (double)prompt->len * sizeof(int));
-    GPT *model = &run.model;
-    if (checkpoint_load_model(&run.ck, model, 0, err) != 0) die(EXIT_USAGE, "%s", err);
+// The model, in the precision asked for (the checkpoint is closed once it is read).
+static GPT *load_model(const Options *o) {
+    char err[ERR_LEN];
+    if (checkpoint_load_model(&run.ck, &run.model, 0, err) != 0) die(EXIT_USAGE, "%s", err);
     checkpoint_close(&run.ck);
-    if (gpt_set_precision(model, o.precision, err) != 0) die(EXIT_USAGE, "%s", err);
-    c = &model->config;
-    int newline = vocab_index(&run.vocab, '\n');
-    int start_token = newline >= 0 ? newline : 0;
-    const int *start_text = prompt->len > 0 ? prompt->tokens : &start_token;
-    DecoderConfig config = {o.num_samples, o.stride, o.use_cache, o.sampler, o.seed};
-    if (decoder_init(&run.decoder, model, start_text, start_len, o.max_new, &config, err) != 0)
-        die(EXIT_USAGE, "%s", err);
-    Decoder *d = &run.decoder;
+    if (gpt_set_precision(&run.model, o->precision, err) != 0) die(EXIT_USAGE, "%s", err);
+    return &run.model;
+}
 
-    // the first sample streams as it is made; the others follow it
+// Decodes o->max_new characters of every sample (generation/decoder.h) from the start text:
+// the first sample streams to stdout as it is made, the others follow it. Returns the seconds
+// the characters took.
+static double generate_samples(GPT *model, const int *start, long start_len, const Options *o) {
+    char err[ERR_LEN];
+    DecoderConfig config = {o->num_samples, o->stride, o->use_cache, o->sampler, o->seed};
+    if (decoder_init(&run.decoder, model, start, start_len, o->max_new, &config, err) != 0) die(EXIT_USAGE, "%s", err);
+    const Prompt *prompt = &run.prompt;
+    Decoder *d = &run.decoder;
     for (long i = 0; i < prompt->len; i++) write_char(stdout, run.vocab.chars[prompt->tokens[i]]);
     flush_output();
     double t0 = now_seconds();
-    for (long n = 0; n < o.max_new; n++) {
+    for (long n = 0; n < o->max_new; n++) {
         const int *next = decoder_step(d, err);
-        if (!next) die(EXIT_DATA, "%s: %s", o.checkpoint, err);
+        if (!next) die(EXIT_DATA, "%s: %s", o->checkpoint, err);
         write_char(stdout, run.vocab.chars[next[0]]);
         flush_output();
     }
     double secs = now_seconds() - t0;
-    if (prompt->len > 0 || o.max_new > 0) printf("\n");
-    for (int s = 1; s < o.num_samples; s++) {
-        printf("--- sample %d of %d (seed %" PRIu64 ") ---\n", s + 1, o.num_samples, o.seed + (uint64_t)s);
+    if (prompt->len > 0 || o->max_new > 0) printf("\n");
+    for (int s = 1; s < o->num_samples; s++) {
+        printf("--- sample %d of %d (seed %" PRIu64 ") ---\n", s + 1, o->num_samples, o->seed + (uint64_t)s);
         for (long i = 0; i < prompt->len; i++) write_char(stdout, run.vocab.chars[prompt->tokens[i]]);
         const int *text = decoder_text(d, s);
         for (long i = start_len; i < d->len; i++) write_char(stdout, run.vocab.chars[text[i]]);
         printf("\n");
     }
     flush_output();  // the text ends before the messages on stderr
-    if (o.max_new > 0) {
-        long chars = o.max_new * o.num_samples;
-        char precision[96] = ", precision ";
-        precision_describe(o.precision, precision + strlen(precision), sizeof(precision) - strlen(precision));
-        fprintf(stderr, "generated %ld characters%s in %.3f s (%.0f chars/s%s%s)\n", chars,
-                o.num_samples > 1 ? " in all samples" : "", secs, secs > 0 ? chars / secs : 0.0,
-                o.use_cache ? "" : ", without the cache", precision);
+    return secs;
+}
+
+// "generated 500 characters in 0.412 s (1214 chars/s, precision fp32)" on stderr.
+static void report_speed(const Options *o, double secs) {
+    if (o->max_new == 0) return;
+    long chars = o->max_new * o->num_samples;
+    char precision[96] = ", precision ";
+    precision_describe(o->precision, precision + strlen(precision), sizeof(precision) - strlen(precision));
+    fprintf(stderr, "generated %ld characters%s in %.3f s (%.0f chars/s%s%s)\n", chars,
+            o->num_samples > 1 ? " in all samples" : "", secs, secs > 0 ? chars / secs : 0.0,
+            o->use_cache ? "" : ", without the cache", precision);
+}
+
+int main(int argc, char **argv) {
+    Options o;
+    parse_options(argc, argv, &o);
+    prepare_outputs(&o);  // the files it will write can be written
+    atexit(free_run);
+    install_signal_handlers();
+    start_kernels(&o);
+    open_checkpoint(&o);
+    if (o.score) {
+        score_text(&o);
+        return 0;
     }
-    if (o.num_attention)
-        record_attention(model, &run.vocab, decoder_text(d, 0), d->len, o.attention, o.num_attention);
+
+    size_t prompt_bytes = read_prompt(&o);
+    const Prompt *prompt = &run.prompt;
+    if (prompt->len == 0 && o.max_new == 0 && !o.num_attention) return 0;  // nothing to do
+
+    // the model, after its memory was found to fit; an empty prompt starts from a newline
+    long start_len = prompt->len > 0 ? prompt->len : 1;
+    check_generation_memory(&run.ck.config, &o, start_len + o.max_new,
+                            (double)prompt_bytes + (double)prompt->len * sizeof(int));
+    GPT *model = load_model(&o);
+    int newline = vocab_index(&run.vocab, '\n');
+    int start_token = newline >= 0 ? newline : 0;
+    double secs = generate_samples(model, prompt->len > 0 ? prompt->tokens : &start_token, start_len, &o);
+    report_speed(&o, secs);
+    if (o.num_attention) record_attention(model, decoder_text(&run.decoder, 0), run.decoder.len, &o);
     return 0;
 }

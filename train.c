@@ -5,6 +5,11 @@
 // Built with MPI (`make MPI=1`), `mpirun -np N` runs one training on N processes (dist/,
 // training/data_parallel.h): rank 0 alone prints and writes, and the processes agree on
 // failures and signals at fixed points of the run, so that they all leave together.
+//
+// main is the outline: the options, then the run set up (its checkpoint, output directory,
+// text, memory and model), trained step by step (take_step, evaluate, save_checkpoints,
+// report) and finished (the summary and the whole-validation pass). The machinery is in
+// training/; docs/how-a-step-runs.md follows one step through it.
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -16,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,23 +29,26 @@
 #include "data/corpus.h"
 #include "data/corpus_fingerprint.h"
 #include "data/vocab.h"
-#include "data/vocab_coverage.h"
 #include "dist/dist.h"
 #include "format/atomic_file.h"
 #include "format/checkpoint.h"
 #include "format/output.h"
+#include "kernels/kernels.h"
 #include "model/adamw.h"
 #include "model/gpt.h"
-#include "kernels/kernels.h"
 #include "model/rng.h"
 #include "training/data_parallel.h"
 #include "training/loss_history.h"
+#include "training/out_dir.h"
 #include "training/progress_line.h"
+#include "training/progress_report.h"
+#include "training/run_checkpoint.h"
 #include "training/run_dir.h"
 #include "training/run_identity.h"
 #include "training/run_lock.h"
 #include "training/run_log.h"
 #include "training/run_state.h"
+#include "training/run_text.h"
 #include "training/same_run.h"
 #include "training/schedule.h"
 #include "training/stop_signals.h"
@@ -63,8 +70,8 @@ static const TrainOptions default_options = {
     .mpi_timeout = 300,
 };
 
-static void usage(FILE *f) {
-    const TrainOptions *d = &default_options;
+// --help, in two parts: what to train on and where to write, then the model and training.
+static void usage_data_and_output(FILE *f, const TrainOptions *d) {
     fprintf(f,
             "usage: %s [options]\n"
             "Trains a character-level GPT on a UTF-8 text corpus (plain or gzip).\n\n"
@@ -99,7 +106,12 @@ static void usage(FILE *f) {
             "                       any --data) from CKPT's weights, architecture and vocabulary;\n"
             "                       the model options come from CKPT (--dropout may be given)\n"
             "  --skip-unknown       with --init-from: drop corpus characters CKPT's vocabulary lacks\n"
-            "                       (default: an error naming them with their counts)\n"
+            "                       (default: an error naming them with their counts)\n",
+            program_invocation_name, d->val_fraction, d->out);
+}
+
+static void usage_model_and_training(FILE *f, const TrainOptions *d) {
+    fprintf(f,
             "model:\n"
             "  --n-layer N          transformer blocks (default %d)\n"
             "  --n-head N           attention heads (default %d)\n"
@@ -150,10 +162,14 @@ static void usage(FILE *f) {
             "evaluation or saving. Ctrl-C, SIGTERM or SIGHUP: the step ends, an evaluation under way\n"
             "is abandoned, the checkpoint is saved; a second one exits at once without saving. During\n"
             "the whole-validation pass at the end (after the last save) it stops the pass.\n",
-            program_invocation_name, d->val_fraction, d->out, d->n_layer, d->n_head, d->n_embd, d->block_size,
-            d->dropout, d->batch_size, d->steps, d->lr, d->min_lr, d->warmup, d->weight_decay,
-            d->grad_clip, d->eval_every, d->eval_batches, d->save_every, d->log_every, d->seed,
-            THREADS_PER_CORE, d->threads, d->mpi_timeout);
+            d->n_layer, d->n_head, d->n_embd, d->block_size, d->dropout, d->batch_size, d->steps, d->lr, d->min_lr,
+            d->warmup, d->weight_decay, d->grad_clip, d->eval_every, d->eval_batches, d->save_every, d->log_every,
+            d->seed, THREADS_PER_CORE, d->threads, d->mpi_timeout);
+}
+
+static void usage(FILE *f) {
+    usage_data_and_output(f, &default_options);
+    usage_model_and_training(f, &default_options);
 }
 
 // A process that fails meets the others at their next agreement (agree() below, dist.h), so
@@ -170,6 +186,15 @@ static void die(int status, const char *fmt, ...) {
         va_end(ap);
     }
     exit(a.status);
+}
+
+// Meets the other processes (dist.h) at a point every one of them reaches: when one has
+// failed, leaves with its status (it printed why); else returns the stop signal that any of
+// them has received, or 0.
+static int agree(void) {
+    DistAgreement a = dist_agree(0, stop_signals_received());
+    if (a.status) exit(a.status);
+    return a.signal;
 }
 
 // Flushes standard output before training starts; a write to it that failed ends the program
@@ -194,7 +219,7 @@ static void flush_progress(void) {
 }
 
 // ----------------------------------------------------------------------------
-// option parsing
+// options
 
 static long parse_long(const char *flag, const char *s, long min, long max) {
     char *end;
@@ -276,12 +301,90 @@ typedef struct {
     int given[OPT_COUNT];
 } GivenOptions;
 
+// Sets option c (its --name in `name`) from its value.
+static void set_option(TrainOptions *o, int c, const char *name, const char *value) {
+    long max_threads = THREADS_PER_CORE * (long)omp_get_num_procs();
+    switch (c) {
+        case OPT_DATA: copy_path(o->data, name, value); break;
+        case OPT_OUT: copy_path(o->out, name, value); break;
+        case OPT_RESUME: copy_path(o->resume, name, value); break;
+        case OPT_N_LAYER: o->n_layer = (int)parse_long(name, value, 1, 1024); break;
+        case OPT_N_HEAD: o->n_head = (int)parse_long(name, value, 1, 1024); break;
+        case OPT_N_EMBD: o->n_embd = (int)parse_long(name, value, 1, 65536); break;
+        case OPT_HEAD_SIZE: o->head_size = (int)parse_long(name, value, 1, 65536); break;
+        case OPT_BLOCK_SIZE: o->block_size = (int)parse_long(name, value, 1, 65536); break;
+        case OPT_BATCH_SIZE: o->batch_size = (int)parse_long(name, value, 1, TRAIN_MAX_BATCH_SIZE); break;
+        case OPT_DROPOUT: o->dropout = parse_float(name, value, 0.0, 1.0, 0); break;
+        case OPT_NO_QKV_BIAS: o->qkv_bias = 0; break;
+        case OPT_STEPS: o->steps = parse_long(name, value, 0, TRAIN_MAX_STEPS); break;
+        case OPT_LR: o->lr = parse_float(name, value, 0.0, TRAIN_MAX_LR, 1); break;
+        case OPT_MIN_LR: o->min_lr = parse_float(name, value, 0.0, TRAIN_MAX_LR, 1); break;
+        case OPT_WARMUP: o->warmup = parse_long(name, value, 0, TRAIN_MAX_STEPS); break;
+        case OPT_DECAY_STEPS: o->decay_steps = parse_long(name, value, 1, TRAIN_MAX_STEPS); break;
+        case OPT_WEIGHT_DECAY: o->weight_decay = parse_float(name, value, 0.0, TRAIN_MAX_LR, 1); break;
+        case OPT_GRAD_CLIP: o->grad_clip = parse_float(name, value, 0.0, TRAIN_MAX_GRAD_CLIP, 1); break;
+        case OPT_EVAL_EVERY: o->eval_every = parse_long(name, value, 1, TRAIN_MAX_STEPS); break;
+        case OPT_EVAL_BATCHES: o->eval_batches = parse_long(name, value, 1, TRAIN_MAX_EVAL_BATCHES); break;
+        case OPT_SAVE_EVERY: o->save_every = parse_long(name, value, 1, TRAIN_MAX_STEPS); break;
+        case OPT_LOG_EVERY: o->log_every = parse_long(name, value, 1, TRAIN_MAX_STEPS); break;
+        case OPT_SEED: o->seed = (uint64_t)parse_long(name, value, 0, LONG_MAX); break;
+        case OPT_THREADS: o->threads = (int)parse_long(name, value, 0, max_threads); break;
+        case OPT_VAL_FRACTION: o->val_fraction = parse_float(name, value, 0.0, 1.0, 0); break;
+        case OPT_GRAD_ACCUM: o->grad_accum = (int)parse_long(name, value, 1, TRAIN_MAX_BATCH_SIZE); break;
+        case OPT_ZERO: o->zero = (int)parse_long(name, value, 0, 1); break;
+        case OPT_MAX_MEMORY: o->max_memory = parse_float(name, value, 1.0, 1e12, 1) * MIB; break;
+        case OPT_INIT_FROM: copy_path(o->init_from, name, value); break;
+        case OPT_SKIP_UNKNOWN: o->skip_unknown = 1; break;
+        case OPT_KEEP_CR: o->keep_cr = 1; break;
+        case OPT_FORCE: o->force = 1; break;
+        case OPT_PRECISION:
+            if (precision_parse(value, &o->precision) != 0)
+                die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", value);
+            break;
+        case OPT_MPI_TIMEOUT: o->mpi_timeout = parse_float(name, value, 0.0, 1e9, 1); break;
+    }
+}
+
+// The --name of option c.
+static const char *option_name(int c) {
+    for (int i = 0; long_options[i].name; i++)
+        if (long_options[i].val == c) return long_options[i].name;
+    return "?";
+}
+
+// What the options given allow together, checked before anything touches the disk.
+static void check_given_options(const GivenOptions *given) {
+    if (given->given[OPT_INIT_FROM] && given->given[OPT_RESUME])
+        die(EXIT_USAGE, "--init-from starts a new run and --resume continues one: give one of them");
+    if (given->given[OPT_INIT_FROM]) {
+        static const int model_options[] = {OPT_N_LAYER, OPT_N_HEAD, OPT_N_EMBD, OPT_HEAD_SIZE,
+                                            OPT_BLOCK_SIZE, OPT_NO_QKV_BIAS};
+        for (size_t k = 0; k < sizeof(model_options) / sizeof(model_options[0]); k++)
+            if (given->given[model_options[k]])
+                die(EXIT_USAGE, "--%s cannot be given with --init-from: the model is the checkpoint's",
+                    option_name(model_options[k]));
+    } else if (given->given[OPT_SKIP_UNKNOWN]) {
+        die(EXIT_USAGE, "--skip-unknown is for --init-from (a new run's vocabulary is its corpus's)");
+    }
+    if (!given->given[OPT_RESUME]) return;
+    static const int allowed[] = {OPT_RESUME, OPT_STEPS, OPT_OUT, OPT_THREADS, OPT_SAVE_EVERY, OPT_EVAL_EVERY,
+                                  OPT_MAX_MEMORY, OPT_DATA, OPT_DECAY_STEPS, OPT_WARMUP, OPT_GRAD_ACCUM,
+                                  OPT_ZERO, OPT_PRECISION, OPT_MPI_TIMEOUT, OPT_FORCE};
+    for (int i = 0; long_options[i].name; i++) {
+        int v = long_options[i].val, ok = 0;
+        for (size_t k = 0; k < sizeof(allowed) / sizeof(allowed[0]); k++) ok |= allowed[k] == v;
+        if (v < OPT_COUNT && given->given[v] && !ok)
+            die(EXIT_USAGE, "--%s cannot be changed when resuming (only --steps, --out, --threads, "
+                "--save-every, --eval-every, --max-memory, --data, --decay-steps, --warmup, --grad-accum, "
+                "--zero, --precision, --mpi-timeout and --force can)", long_options[i].name);
+    }
+}
+
 static void parse_options(int argc, char **argv, TrainOptions *o, GivenOptions *given) {
     *o = default_options;
     memset(given, 0, sizeof(*given));
     opterr = 0;
     int c, index = -1;
-    long max_threads = THREADS_PER_CORE * (long)omp_get_num_procs();
     while ((c = getopt_long(argc, argv, ":h", long_options, &index)) != -1) {
         switch (c) {
             case 'h': usage(stdout); exit(0);
@@ -295,63 +398,10 @@ static void parse_options(int argc, char **argv, TrainOptions *o, GivenOptions *
         given->given[c] = 1;
         char name[64];
         snprintf(name, sizeof(name), "--%s", long_options[index].name);
-        switch (c) {
-            case OPT_DATA: copy_path(o->data, name, optarg); break;
-            case OPT_OUT: copy_path(o->out, name, optarg); break;
-            case OPT_RESUME: copy_path(o->resume, name, optarg); break;
-            case OPT_N_LAYER: o->n_layer = (int)parse_long(name, optarg, 1, 1024); break;
-            case OPT_N_HEAD: o->n_head = (int)parse_long(name, optarg, 1, 1024); break;
-            case OPT_N_EMBD: o->n_embd = (int)parse_long(name, optarg, 1, 65536); break;
-            case OPT_HEAD_SIZE: o->head_size = (int)parse_long(name, optarg, 1, 65536); break;
-            case OPT_BLOCK_SIZE: o->block_size = (int)parse_long(name, optarg, 1, 65536); break;
-            case OPT_BATCH_SIZE: o->batch_size = (int)parse_long(name, optarg, 1, TRAIN_MAX_BATCH_SIZE); break;
-            case OPT_DROPOUT: o->dropout = parse_float(name, optarg, 0.0, 1.0, 0); break;
-            case OPT_NO_QKV_BIAS: o->qkv_bias = 0; break;
-            case OPT_STEPS: o->steps = parse_long(name, optarg, 0, TRAIN_MAX_STEPS); break;
-            case OPT_LR: o->lr = parse_float(name, optarg, 0.0, TRAIN_MAX_LR, 1); break;
-            case OPT_MIN_LR: o->min_lr = parse_float(name, optarg, 0.0, TRAIN_MAX_LR, 1); break;
-            case OPT_WARMUP: o->warmup = parse_long(name, optarg, 0, TRAIN_MAX_STEPS); break;
-            case OPT_DECAY_STEPS: o->decay_steps = parse_long(name, optarg, 1, TRAIN_MAX_STEPS); break;
-            case OPT_WEIGHT_DECAY: o->weight_decay = parse_float(name, optarg, 0.0, TRAIN_MAX_LR, 1); break;
-            case OPT_GRAD_CLIP: o->grad_clip = parse_float(name, optarg, 0.0, TRAIN_MAX_GRAD_CLIP, 1); break;
-            case OPT_EVAL_EVERY: o->eval_every = parse_long(name, optarg, 1, TRAIN_MAX_STEPS); break;
-            case OPT_EVAL_BATCHES: o->eval_batches = parse_long(name, optarg, 1, TRAIN_MAX_EVAL_BATCHES); break;
-            case OPT_SAVE_EVERY: o->save_every = parse_long(name, optarg, 1, TRAIN_MAX_STEPS); break;
-            case OPT_LOG_EVERY: o->log_every = parse_long(name, optarg, 1, TRAIN_MAX_STEPS); break;
-            case OPT_SEED: o->seed = (uint64_t)parse_long(name, optarg, 0, LONG_MAX); break;
-            case OPT_THREADS:
-                o->threads = (int)parse_long(name, optarg, 0, max_threads);
-                break;
-            case OPT_VAL_FRACTION: o->val_fraction = parse_float(name, optarg, 0.0, 1.0, 0); break;
-            case OPT_GRAD_ACCUM: o->grad_accum = (int)parse_long(name, optarg, 1, TRAIN_MAX_BATCH_SIZE); break;
-            case OPT_ZERO: o->zero = (int)parse_long(name, optarg, 0, 1); break;
-            case OPT_MAX_MEMORY: o->max_memory = parse_float(name, optarg, 1.0, 1e12, 1) * MIB; break;
-            case OPT_INIT_FROM: copy_path(o->init_from, name, optarg); break;
-            case OPT_SKIP_UNKNOWN: o->skip_unknown = 1; break;
-            case OPT_KEEP_CR: o->keep_cr = 1; break;
-            case OPT_FORCE: o->force = 1; break;
-            case OPT_PRECISION:
-                if (precision_parse(optarg, &o->precision) != 0)
-                    die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", optarg);
-                break;
-            case OPT_MPI_TIMEOUT: o->mpi_timeout = parse_float(name, optarg, 0.0, 1e9, 1); break;
-        }
+        set_option(o, c, name, optarg);
     }
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
-    if (given->given[OPT_INIT_FROM] && given->given[OPT_RESUME])
-        die(EXIT_USAGE, "--init-from starts a new run and --resume continues one: give one of them");
-    if (given->given[OPT_INIT_FROM]) {
-        static const int model_options[] = {OPT_N_LAYER, OPT_N_HEAD, OPT_N_EMBD, OPT_HEAD_SIZE,
-                                            OPT_BLOCK_SIZE, OPT_NO_QKV_BIAS};
-        for (size_t k = 0; k < sizeof(model_options) / sizeof(model_options[0]); k++)
-            if (given->given[model_options[k]])
-                for (int i = 0; long_options[i].name; i++)
-                    if (long_options[i].val == model_options[k])
-                        die(EXIT_USAGE, "--%s cannot be given with --init-from: the model is the checkpoint's",
-                            long_options[i].name);
-    } else if (given->given[OPT_SKIP_UNKNOWN]) {
-        die(EXIT_USAGE, "--skip-unknown is for --init-from (a new run's vocabulary is its corpus's)");
-    }
+    check_given_options(given);
 }
 
 // Options the model and schedule need that depend on others.
@@ -365,19 +415,9 @@ static void check_options(TrainOptions *o) {
     if (o->min_lr > o->lr) die(EXIT_USAGE, "--min-lr %g is larger than --lr %g", o->min_lr, o->lr);
 }
 
-// Restores the saved options (keeping those --resume may change) and the training state.
+// Restores the saved options (keeping those --resume may change: check_given_options refused
+// the others) and the training state.
 static void resume_options(const Checkpoint *ck, TrainOptions *o, const GivenOptions *given, TrainState *s) {
-    static const int allowed[] = {OPT_RESUME, OPT_STEPS, OPT_OUT, OPT_THREADS, OPT_SAVE_EVERY, OPT_EVAL_EVERY,
-                                  OPT_MAX_MEMORY, OPT_DATA, OPT_DECAY_STEPS, OPT_WARMUP, OPT_GRAD_ACCUM,
-                                  OPT_ZERO, OPT_PRECISION, OPT_MPI_TIMEOUT, OPT_FORCE};
-    for (int i = 0; long_options[i].name; i++) {
-        int v = long_options[i].val, ok = 0;
-        for (size_t k = 0; k < sizeof(allowed) / sizeof(allowed[0]); k++) ok |= allowed[k] == v;
-        if (v < (int)(sizeof(given->given) / sizeof(int)) && given->given[v] && !ok)
-            die(EXIT_USAGE, "--%s cannot be changed when resuming (only --steps, --out, --threads, "
-                "--save-every, --eval-every, --max-memory, --data, --decay-steps, --warmup, --grad-accum, "
-                "--zero, --precision, --mpi-timeout and --force can)", long_options[i].name);
-    }
     if (!ck->has_optimizer)
         die(EXIT_DATA, "%s has no optimizer state, so its run cannot be resumed (./generate can still use it)",
             ck->path);
@@ -420,22 +460,50 @@ static void resume_out_dir(TrainOptions *o, const GivenOptions *given) {
     if (!o->out[0]) strcpy(o->out, "/");
 }
 
+// A fine-tuning run's model is its checkpoint's: its architecture, and its dropout unless
+// --dropout is given.
+static void init_from_options(const Checkpoint *ck, TrainOptions *o, const GivenOptions *given) {
+    const GPTConfig *c = &ck->config;
+    o->n_layer = c->n_layer, o->n_head = c->n_head, o->n_embd = c->n_embd, o->head_size = c->head_size;
+    o->block_size = c->block_size, o->qkv_bias = c->qkv_bias;
+    if (!given->given[OPT_DROPOUT]) o->dropout = c->dropout;
+}
+
 // ----------------------------------------------------------------------------
 // the run
 
-// What main allocates, freed by an exit handler whichever way the program ends.
-static struct {
-    Checkpoint ck;
-    Corpus corpus;
+// What main sets up, trains and reports on; what it holds is freed by an exit handler
+// whichever way the program ends.
+typedef struct {
+    TrainOptions o;
+    GivenOptions given;
+    TrainState state;
+    int resuming, initializing;  // --resume, --init-from
+    Checkpoint ck;               // --resume's or --init-from's
+    OutPaths paths;              // the files in --out
+    RunDirPlan out_plan;         // what the run does to --out once every check has passed
+    RunLock lock;                // of --out, held by rank 0
+    Corpus corpus;               // its text, then its tokens
+    double text_bytes;           // the text's memory, as read
+    char fingerprint[CORPUS_FINGERPRINT_LEN];
     Vocab vocab;
-    int *inputs, *targets;
+    Dataset ds;                  // the train and validation splits of the tokens
+    GPTConfig config;
     GPT model;
     AdamW opt;
     DataParallel dp;
+    int *inputs, *targets;       // a batch (B, T)
     RunLog log;
-    RunLock lock;  // of --out, held by rank 0
-    LossHistory losses;
-} run;
+    LossHistory losses;          // the loss plot's points
+    char plot_title[1200];
+    int plot_written;
+    int tty;                     // stdout a terminal: the progress line is rewritten in place
+    ProgressReport report;
+    float lr;                    // the last step's learning rate
+    double run_start, elapsed_before;  // when training started; the time of the steps before it
+} Run;
+
+static Run run;
 
 static void free_run(void) {
     atomic_file_remove_open();
@@ -454,23 +522,16 @@ static void free_run(void) {
     dist_finalize();
 }
 
-// Meets the other processes (dist.h) at a point every one of them reaches: when one has
-// failed, leaves with its status (it printed why); else returns the stop signal that any of
-// them has received, or 0.
-static int agree(void) {
-    DistAgreement a = dist_agree(0, stop_signals_received());
-    if (a.status) exit(a.status);
-    return a.signal;
-}
-
-// Threads per process: --threads, else the cores this process may use, shared with the
-// other processes of the run on this machine.
-static void set_threads(int threads) {
-    if (threads == 0 && dist_local_size() > 1) {
-        long share = sysconf(_SC_NPROCESSORS_ONLN) / dist_local_size();
-        threads = share < 1 ? 1 : share < omp_get_max_threads() ? (int)share : omp_get_max_threads();
+// MPI (when built with it) and the exit handler, which ends MPI too, however the program ends.
+static void start_processes(int *argc, char ***argv) {
+    char err[ERR_LEN];
+    if (dist_init(argc, argv, err) != 0) {
+        if (dist_rank() == 0) fprintf(stderr, "%s: %s\n", program_invocation_short_name, err);
+        dist_finalize();
+        exit(EXIT_USAGE);
     }
-    if (threads > 0) omp_set_num_threads(threads);
+    if (dist_rank() != 0 && !freopen("/dev/null", "w", stdout)) exit(EXIT_DATA);  // rank 0 alone reports
+    atexit(free_run);
 }
 
 // Other signals that end the program remove the temporary file of a save in progress first.
@@ -478,15 +539,6 @@ static void on_fatal_signal(int sig) {
     atomic_file_remove_open();
     signal(sig, SIG_DFL);
     raise(sig);
-}
-
-// A collective has waited --mpi-timeout seconds: a process has stopped or is cut off, and MPI
-// cannot take the collective back, so every process ends.
-static void on_stalled(const char *message) {
-    fprintf(stderr, "%s: %s, longer than --mpi-timeout: a process has stopped or cannot be reached (if it is only "
-            "slow, give a longer --mpi-timeout); ending every process\n", program_invocation_short_name, message);
-    dist_abort(EXIT_DATA);
-    exit(EXIT_DATA);  // without MPI, dist_abort returns
 }
 
 static void install_signal_handlers(void) {
@@ -498,79 +550,29 @@ static void install_signal_handlers(void) {
     signal(SIGXFSZ, SIG_IGN);
 }
 
+// A collective has waited --mpi-timeout seconds: a process has stopped or is cut off, and MPI
+// cannot take the collective back, so every process ends.
+static void on_stalled(const char *message) {
+    fprintf(stderr, "%s: %s, longer than --mpi-timeout: a process has stopped or cannot be reached (if it is only "
+            "slow, give a longer --mpi-timeout); ending every process\n", program_invocation_short_name, message);
+    dist_abort(EXIT_DATA);
+    exit(EXIT_DATA);  // without MPI, dist_abort returns
+}
+
 static double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-static void make_dirs(const char *path) {
-    char buf[1024];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *p = buf + 1; ; p++) {
-        if (*p == '/' || *p == '\0') {
-            char saved = *p;
-            *p = '\0';
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) die(EXIT_DATA, "cannot create directory %s: %s", buf, strerror(errno));
-            *p = saved;
-            if (saved == '\0') break;
-        }
+// Threads per process: --threads, else the cores this process may use, shared with the
+// other processes of the run on this machine.
+static void set_threads(int threads) {
+    if (threads == 0 && dist_local_size() > 1) {
+        long share = sysconf(_SC_NPROCESSORS_ONLN) / dist_local_size();
+        threads = share < 1 ? 1 : share < omp_get_max_threads() ? (int)share : omp_get_max_threads();
     }
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) die(EXIT_DATA, "%s is not a directory", path);
-}
-
-// Before anything in the output directory is read or written (rank 0): it exists and this run
-// holds its lock (training/run_lock.h), so that a second run there exits 2 naming the first.
-// A --resume of a checkpoint that does not exist locks nothing (checkpoint_open says why next).
-static void lock_out_dir(const TrainOptions *o) {
-    if (o->resume[0] && access(o->resume, F_OK) != 0) return;
-    make_dirs(o->out);
-    char err[ERR_LEN];
-    int locked = run_lock_take(&run.lock, o->out, err);
-    if (locked == RUN_LOCK_BUSY) die(EXIT_USAGE, "%s", err);
-    if (locked == RUN_LOCK_FAILED) die(EXIT_DATA, "cannot write into --out %s: %s", o->out, err);
-    if (locked == RUN_LOCK_UNSUPPORTED)
-        fprintf(stderr, "%s: warning: %s (this file system has no locks: make sure no other run writes into %s)\n",
-                program_invocation_short_name, err, o->out);
-}
-
-// Before any work (rank 0): what the run will do to its output directory is planned (a run
-// there, or newer work of the resumed one, is refused unless --force: training/run_dir.h), but
-// nothing is changed yet; the temporary files that a killed run left beside this run's outputs
-// are removed, and the directory takes new files.
-static void prepare_out_dir(const TrainOptions *o, long step, RunDirPlan *plan, const char *const outputs[4]) {
-    char err[ERR_LEN];
-    int planned = o->resume[0] ? run_dir_plan_resume(o->out, o->resume, step, o->force, plan, err)
-                               : run_dir_plan_new(o->out, o->init_from[0] ? o->init_from : NULL, o->force, plan, err);
-    if (planned != 0) die(planned == RUN_DIR_REFUSED ? EXIT_USAGE : EXIT_DATA, "%s", err);
-    int removed = 0;
-    for (int i = 0; i < 4; i++) {
-        int n = atomic_file_remove_stale(outputs[i], err);
-        if (n < 0) die(EXIT_DATA, "%s", err);
-        removed += n;
-    }
-    if (removed > 0) printf("removed %d temporary file%s left in %s by a run that was stopped\n", removed,
-                            removed == 1 ? "" : "s", o->out);
-    AtomicFile probe;
-    if (atomic_file_open(&probe, outputs[0], err) != 0) die(EXIT_DATA, "cannot write into --out %s: %s", o->out, err);
-    atomic_file_abort(&probe);
-}
-
-// Once every check of the run has passed (rank 0): the output directory changed as planned,
-// and log.csv opened (a resumed run's rows after its step dropped).
-static void start_out_dir(const TrainOptions *o, const RunDirPlan *plan, long step, const char *log_path) {
-    char err[ERR_LEN];
-    if (run_dir_apply(o->out, plan, err) != 0) die(EXIT_DATA, "%s", err);
-    if (plan->message[0]) printf("%s\n", plan->message);
-    if (run_log_open(&run.log, log_path, !plan->fresh_log, step, err) != 0) die(EXIT_DATA, "%s", err);
-}
-
-static void format_duration(char *buf, size_t n, double s) {
-    if (!isfinite(s) || s < 0) s = 0;
-    long t = (long)(s + 0.5);
-    if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
-    else snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+    if (threads > 0) omp_set_num_threads(threads);
 }
 
 // The memory the run may take (0: unknown, no limit), and where that figure comes from. The
@@ -599,362 +601,343 @@ static void check_memory(const GPTMemoryPlan *plan, const TrainOptions *o) {
     }
 }
 
-// Writes the checkpoints asked for (paths NULL or not) from rank 0, with the optimizer state
-// gathered from every process first.
-static void save_checkpoints(const char *const paths[2], const TrainOptions *o, const TrainState *s) {
-    static RunMeta meta;
+// ----------------------------------------------------------------------------
+// setting up the run
+
+// Before anything in the output directory is read or written (rank 0): it exists and this run
+// holds its lock (training/out_dir.h). A --resume of a checkpoint that does not exist locks
+// nothing (checkpoint_open says why next).
+static void lock_out_dir(const TrainOptions *o) {
+    if (o->resume[0] && access(o->resume, F_OK) != 0) return;
     char err[ERR_LEN];
-    AdamW copy;
-    const AdamW *opt;
-    if (data_parallel_gather_optimizer(&run.dp, &run.model, &run.opt, &copy, &opt, err) != 0)
-        die(EXIT_USAGE, "%s", err);
-    run_meta_write(&meta, o, s);
-    for (int i = 0; i < 2 && dist_rank() == 0; i++)
-        if (paths[i] && checkpoint_save(paths[i], &run.model, &run.vocab, opt, meta.entries, meta.count, err) != 0)
-            die(EXIT_DATA, "%s", err);
-    data_parallel_release_optimizer(&run.dp);
+    int status = out_dir_lock(o->out, &run.lock, err);
+    if (status != 0) die(status, "%s", err);
+    if (err[0]) fprintf(stderr, "%s: warning: %s\n", program_invocation_short_name, err);
 }
 
-int main(int argc, char **argv) {
+// The run's options: a resumed run's are its checkpoint's (with those --resume may change),
+// a fine-tuning run's model is its checkpoint's; the run's identity (training/run_identity.h)
+// is its checkpoint's when it resumes one that has it, else new. --out is locked before the
+// checkpoint is read.
+static void set_up_options(Run *r) {
+    TrainOptions *o = &r->o;
     char err[ERR_LEN];
-    if (dist_init(&argc, &argv, err) != 0) {
-        if (dist_rank() == 0) fprintf(stderr, "%s: %s\n", program_invocation_short_name, err);
-        dist_finalize();
-        return EXIT_USAGE;
+    r->state = (TrainState){0, {0}, INFINITY, NAN, 0, 0.0};
+    rng_seed(&r->state.rng, o->seed);
+    r->resuming = o->resume[0] != '\0', r->initializing = o->init_from[0] != '\0';
+    if (r->resuming) resume_out_dir(o, &r->given);
+    if (dist_rank() == 0) lock_out_dir(o);
+    if (r->resuming) {
+        if (checkpoint_open(o->resume, &r->ck, err) != 0) die(EXIT_DATA, "%s", err);
+        resume_options(&r->ck, o, &r->given, &r->state);
     }
-    if (dist_rank() != 0 && !freopen("/dev/null", "w", stdout)) return EXIT_DATA;  // rank 0 alone reports
-    atexit(free_run);  // which ends MPI too, however the program ends
-    TrainOptions o;
-    GivenOptions given;
-    parse_options(argc, argv, &o, &given);
-    install_signal_handlers();
-    dist_set_timeout(o.mpi_timeout, on_stalled);
-    TrainState state = {0, {0}, INFINITY, NAN, 0, 0.0};
-    rng_seed(&state.rng, o.seed);
-
-    int resuming = o.resume[0] != '\0', initializing = o.init_from[0] != '\0';
-    if (resuming) resume_out_dir(&o, &given);
-    if (dist_rank() == 0) lock_out_dir(&o);
-    if (resuming) {
-        if (checkpoint_open(o.resume, &run.ck, err) != 0) die(EXIT_DATA, "%s", err);
-        resume_options(&run.ck, &o, &given, &state);
+    if (r->initializing) {
+        if (checkpoint_open(o->init_from, &r->ck, err) != 0) die(EXIT_DATA, "%s", err);
+        init_from_options(&r->ck, o, &r->given);
     }
-    if (initializing) {
-        // the checkpoint's architecture; its dropout unless --dropout is given
-        if (checkpoint_open(o.init_from, &run.ck, err) != 0) die(EXIT_DATA, "%s", err);
-        const GPTConfig *c = &run.ck.config;
-        o.n_layer = c->n_layer, o.n_head = c->n_head, o.n_embd = c->n_embd, o.head_size = c->head_size;
-        o.block_size = c->block_size, o.qkv_bias = c->qkv_bias;
-        if (!given.given[OPT_DROPOUT]) o.dropout = c->dropout;
-    }
-    // the run's identity: a resumed run keeps its checkpoint's (one from before train.run_id gets
-    // a new one); a new run and a fine-tuning one get a new one (training/run_identity.h)
-    if (!resuming || !o.run_id[0]) run_id_new(o.run_id);
-    check_options(&o);
+    if (!r->resuming || !o->run_id[0]) run_id_new(o->run_id);
+    check_options(o);
     if (kernels_init(err) != 0) die(EXIT_USAGE, "%s", err);
-    set_threads(o.threads);
-    char ckpt_path[1100], best_path[1100], log_path[1100], plot_path[1100];
-    snprintf(ckpt_path, sizeof(ckpt_path), "%s/ckpt.safetensors", o.out);
-    snprintf(best_path, sizeof(best_path), "%s/best.safetensors", o.out);
-    snprintf(log_path, sizeof(log_path), "%s/log.csv", o.out);
-    snprintf(plot_path, sizeof(plot_path), "%s/loss.svg", o.out);
-    RunDirPlan out_plan;
-    if (dist_rank() == 0) prepare_out_dir(&o, state.step, &out_plan, (const char *const[4]){ckpt_path, best_path,
-                                                                                             log_path, plot_path});
+    set_threads(o->threads);
+}
 
-    // corpus -> vocabulary -> tokens -> train/val split; the text takes 4 bytes a character
-    // (its code points, then its tokens in their place), and no more than the memory limit
-    // leaves beside the checkpoint being resumed or fine-tuned
-    if (!o.data[0] && corpus_default_path(o.data, sizeof(o.data), err) != 0)
+// Before any work (rank 0): what the run will do to --out is planned, nothing changed yet.
+static void set_up_out_dir(Run *r) {
+    out_paths(r->o.out, &r->paths);
+    if (dist_rank() != 0) return;
+    char err[ERR_LEN];
+    int removed;
+    int status = out_dir_prepare(&r->o, r->state.step, &r->paths, &r->out_plan, &removed, err);
+    if (removed > 0)
+        printf("removed %d temporary file%s left in %s by a run that was stopped\n", removed, removed == 1 ? "" : "s",
+               r->o.out);
+    if (status != 0) die(status, "%s", err);
+}
+
+// corpus -> vocabulary -> tokens -> train/val split (training/run_text.h); the text takes 4
+// bytes a character (its code points, then its tokens in their place), and no more than the
+// memory limit leaves beside the checkpoint being resumed or fine-tuned.
+static void set_up_text(Run *r) {
+    TrainOptions *o = &r->o;
+    const int *given = r->given.given;
+    char err[ERR_LEN], note[ERR_LEN];
+    if (!o->data[0] && corpus_default_path(o->data, sizeof(o->data), err) != 0)
         die(EXIT_DATA, "%s; give --data FILE", err);
-    const char *limit_source;
-    double limit = memory_limit(&o, &limit_source), held = (double)run.ck.file.file_len;
-    int loaded = corpus_load(o.data, o.keep_cr, limit > 0 ? corpus_max_chars(limit - held) : CORPUS_NO_LIMIT,
-                             &run.corpus, err);
-    if (loaded == -2) {
-        char limit_text[32], held_text[64] = "";
-        gpt_format_bytes(limit, limit_text, sizeof(limit_text));
-        if (held > 0) {
-            strcpy(held_text, " beside the checkpoint's ");
-            gpt_format_bytes(held, held_text + strlen(held_text), sizeof(held_text) - strlen(held_text));
-        }
-        die(EXIT_USAGE, "%s: the text, at 4 bytes a character, needs more than the %s %s%s%s", err, limit_text,
-            limit_source, held_text, o.max_memory > 0 ? "" : " (or set --max-memory)");
-    }
-    if (loaded != 0)
-        die(EXIT_DATA, "%s%s", err, resuming && !given.given[OPT_DATA] ? " (give --data FILE if the corpus moved)" : "");
-    double text_bytes = (double)run.corpus.len * sizeof(uint32_t);
-    char cleaned[160];
-    text_cleanup_describe(&run.corpus.cleanup, cleaned, sizeof(cleaned));
-    if (cleaned[0])
-        printf("%s: %s%s\n", o.data, cleaned,
-               run.corpus.cleanup.crlf || run.corpus.cleanup.lone_cr ? " (--keep-cr keeps them)" : "");
-    // the text's fingerprint, of the text as cleaned: a resumed run's must be the checkpoint's
-    char fingerprint[CORPUS_FINGERPRINT_LEN];
-    corpus_fingerprint(run.corpus.text, run.corpus.len, fingerprint);
-    int saved_fingerprint = o.corpus_fingerprint[0] != '\0';
-    if (resuming && saved_fingerprint && strcmp(fingerprint, o.corpus_fingerprint) != 0) {
-        char have[64], want[64];
-        corpus_fingerprint_describe(fingerprint, have, sizeof(have));
-        corpus_fingerprint_describe(o.corpus_fingerprint, want, sizeof(want));
-        die(EXIT_DATA, "%s is not the text %s was trained on: it has %s, the checkpoint's corpus %s", o.data,
-            o.resume, have, want);
-    }
-    if (resuming && !saved_fingerprint && given.given[OPT_DATA])
-        die(EXIT_USAGE, "%s keeps no corpus fingerprint (an older checkpoint), so --data cannot be checked: resume "
-            "without --data", o.resume);
-    strcpy(o.corpus_fingerprint, fingerprint);
-    if (resuming || initializing) {
-        // the checkpoint's vocabulary; a fine-tuning corpus may only use its characters
-        if (vocab_from_chars(&run.vocab, run.ck.vocab, run.ck.config.vocab_size, err) != 0)
-            die(EXIT_DATA, "%s: %s", run.ck.path, err);
-        MissingChars missing;
-        if (vocab_coverage_find(&run.vocab, run.corpus.text, run.corpus.len, &missing, err) != 0)
-            die(EXIT_DATA, "%s", err);
-        char listed[600];
-        vocab_coverage_describe(&missing, 12, listed, sizeof(listed));
-        size_t total = missing.total;
-        int distinct = missing.distinct;
-        vocab_coverage_free(&missing);
-        if (distinct > 0 && !o.skip_unknown)
-            die(EXIT_DATA, "%s: %zu character%s (%d distinct) not in the vocabulary of %s: %s; give --skip-unknown "
-                "to drop them", o.data, total, total == 1 ? "" : "s", distinct, run.ck.path, listed);
-        if (distinct > 0) {
-            run.corpus.len = vocab_coverage_drop(&run.vocab, run.corpus.text, run.corpus.len);
-            printf("%s: dropped %zu character%s (%d distinct) not in the vocabulary of %s: %s\n", o.data, total,
-                   total == 1 ? "" : "s", distinct, run.ck.path, listed);
-        }
-    } else if (vocab_build(&run.vocab, run.corpus.text, run.corpus.len, err) != 0) {
-        die(EXIT_DATA, "%s: %s", o.data, err);
-    }
-    Vocab corpus_vocab = {0};  // an older checkpoint, without a fingerprint: the corpus's vocabulary must be its
-    if (resuming && !saved_fingerprint &&
-        (vocab_build(&corpus_vocab, run.corpus.text, run.corpus.len, err) != 0 || corpus_vocab.size != run.vocab.size ||
-         memcmp(corpus_vocab.chars, run.vocab.chars, run.vocab.size * sizeof(uint32_t)) != 0))
-        die(EXIT_DATA, "%s: the vocabulary of %s differs from the checkpoint's; resume needs the same corpus",
-            o.resume, o.data);
-    vocab_free(&corpus_vocab);
+    TextBudget budget = {.limit_given = o->max_memory > 0, .held = (double)r->ck.file.file_len};
+    budget.limit = memory_limit(o, &budget.source);
+    int status = run_text_read(o->data, o->keep_cr, &budget, &r->corpus, err);
+    if (status != 0)
+        die(status, "%s%s", err,
+            status == EXIT_DATA && r->resuming && !given[OPT_DATA] ? " (give --data FILE if the corpus moved)" : "");
+    r->text_bytes = (double)r->corpus.len * sizeof(uint32_t);
+    text_cleanup_describe(&r->corpus.cleanup, note, sizeof(note));
+    if (note[0])
+        printf("%s: %s%s\n", o->data, note,
+               r->corpus.cleanup.crlf || r->corpus.cleanup.lone_cr ? " (--keep-cr keeps them)" : "");
+    corpus_fingerprint(r->corpus.text, r->corpus.len, r->fingerprint);
+    int saved_fingerprint = o->corpus_fingerprint[0] != '\0';
+    if (r->resuming &&
+        (status = run_text_recognise(o->data, r->fingerprint, o->resume, o->corpus_fingerprint, given[OPT_DATA], err)))
+        die(status, "%s", err);
+    strcpy(o->corpus_fingerprint, r->fingerprint);
+    const Checkpoint *ck = r->resuming || r->initializing ? &r->ck : NULL;
+    if ((status = run_text_vocabulary(ck, o->data, o->skip_unknown, &r->corpus, &r->vocab, note, err)) != 0)
+        die(status, "%s", err);
+    if (note[0]) printf("%s\n", note);
+    if (r->resuming && !saved_fingerprint &&
+        (status = run_text_same_vocabulary(&r->corpus, &r->vocab, o->data, o->resume, err)) != 0)
+        die(status, "%s", err);
     size_t bad_pos;
-    corpus_encode(&run.corpus, &run.vocab, &bad_pos);  // every character is in the vocabulary by now
-    Dataset ds;
-    if (dataset_split(&ds, run.corpus.tokens, run.corpus.len, o.val_fraction, o.block_size, err) != 0)
-        die(given.given[OPT_BLOCK_SIZE] || given.given[OPT_VAL_FRACTION] ? EXIT_USAGE : EXIT_DATA, "%s: %s", o.data, err);
-    int have_val = ds.val_len > 0;
-    const Vocab *vocab = &run.vocab;
-    // the first agreement: every process has read its corpus and checkpoint, which must be the
-    // same everywhere, with the same options, before any collective sized by them
+    corpus_encode(&r->corpus, &r->vocab, &bad_pos);  // every character is in the vocabulary by now
+    if (dataset_split(&r->ds, r->corpus.tokens, r->corpus.len, o->val_fraction, o->block_size, err) != 0)
+        die(given[OPT_BLOCK_SIZE] || given[OPT_VAL_FRACTION] ? EXIT_USAGE : EXIT_DATA, "%s: %s", o->data, err);
+}
+
+// The first agreement: every process has read its corpus and checkpoint, which must be the
+// same everywhere, with the same options, before any collective sized by them.
+static void agree_on_the_run(Run *r) {
     agree();
-    SameRun same = {&o, fingerprint, vocab, resuming || initializing ? &run.ck : NULL, state.step};
+    char err[ERR_LEN];
+    SameRun same = {&r->o, r->fingerprint, &r->vocab, r->resuming || r->initializing ? &r->ck : NULL, r->state.step};
     if (same_run_check(&same, err) != 0) die(EXIT_DATA, "%s", err);
+}
 
-    // the model's size, and the memory it needs, before anything is allocated for it
-    GPTConfig config = {vocab->size, o.block_size, o.n_layer, o.n_head, o.n_embd, o.head_size, o.qkv_bias, o.dropout};
-    if (gpt_config_validate(&config, err) != 0) die(EXIT_USAGE, "%s", err);
-    int B = o.batch_size, T = o.block_size;
-    int tty = isatty(STDOUT_FILENO) && dist_size() == 1;  // mpirun forwards output: no rewritten line
-    printf("chargpt: %s, %zu characters, vocabulary %d; train %zu, val %zu\n", o.data, run.corpus.len, vocab->size,
-           ds.train_len, ds.val_len);
+// The model's size and the memory the run needs (this process's share: activations of one
+// micro-batch's rows, moments of its shard), printed and checked before anything is allocated.
+static void plan_memory(Run *r) {
+    const TrainOptions *o = &r->o;
+    char err[ERR_LEN];
+    r->config = (GPTConfig){r->vocab.size, o->block_size, o->n_layer, o->n_head, o->n_embd, o->head_size, o->qkv_bias,
+                            o->dropout};
+    if (gpt_config_validate(&r->config, err) != 0) die(EXIT_USAGE, "%s", err);
+    int B = o->batch_size, T = o->block_size;
+    r->tty = isatty(STDOUT_FILENO) && dist_size() == 1;  // mpirun forwards output: no rewritten line
+    printf("chargpt: %s, %zu characters, vocabulary %d; train %zu, val %zu\n", o->data, r->corpus.len, r->vocab.size,
+           r->ds.train_len, r->ds.val_len);
     GPTMemoryPlan plan;
-    gpt_memory_plan(&config, B, 1, &plan);
-    DataParallel *dp = &run.dp;
+    gpt_memory_plan(&r->config, B, 1, &plan);
+    DataParallel *dp = &r->dp;
     size_t num_parameters = (size_t)(plan.parameters / sizeof(float));
-    if (data_parallel_plan(dp, B, T, o.grad_accum, o.zero, num_parameters, err) != 0) die(EXIT_USAGE, "%s", err);
-    // this process's share: activations of one micro-batch's rows, moments of its shard
-    gpt_memory_plan(&config, dp->rows, 1, &plan);
-    gpt_memory_plan_precision(&plan, &config, dp->rows, GPT_PLAN_TRAINING, o.precision);
+    if (data_parallel_plan(dp, B, T, o->grad_accum, o->zero, num_parameters, err) != 0) die(EXIT_USAGE, "%s", err);
+    gpt_memory_plan(&r->config, dp->rows, 1, &plan);
+    gpt_memory_plan_precision(&plan, &r->config, dp->rows, GPT_PLAN_TRAINING, o->precision);
     plan.optimizer *= (double)dp->shard_n / (double)num_parameters;
-    plan.text = text_bytes;
+    plan.text = r->text_bytes;
     char precision[64], precision_note[ERR_LEN];
-    precision_describe(o.precision, precision, sizeof(precision));
+    precision_describe(o->precision, precision, sizeof(precision));
     printf("model: %d layers, %d heads of %d, n_embd %d, block %d, %zu parameters; batch %d, %d threads; "
-           "precision %s\n", o.n_layer, o.n_head, o.head_size, o.n_embd, o.block_size, num_parameters, B,
+           "precision %s\n", o->n_layer, o->n_head, o->head_size, o->n_embd, o->block_size, num_parameters, B,
            omp_get_max_threads(), precision);
-    if (kernels_precision_note(o.precision, precision_note, sizeof(precision_note))) printf("%s\n", precision_note);
-    if (dist_size() > 1 || o.grad_accum > 1)
+    if (kernels_precision_note(o->precision, precision_note, sizeof(precision_note))) printf("%s\n", precision_note);
+    if (dist_size() > 1 || o->grad_accum > 1)
         printf("data parallel: %d process%s x %d micro-batch%s of %d sequences%s\n", dist_size(),
-               dist_size() == 1 ? "" : "es", o.grad_accum, o.grad_accum == 1 ? "" : "es", dp->rows,
+               dist_size() == 1 ? "" : "es", o->grad_accum, o->grad_accum == 1 ? "" : "es", dp->rows,
                dp->zero ? "; optimizer state sharded (ZeRO stage 1)" : "");
-    check_memory(&plan, &o);
+    check_memory(&plan, o);
+}
 
-    // model and optimizer; failing to allocate what the plan allowed is also "too large"
-    GPT *model = &run.model;
-    AdamW *opt = &run.opt;
-    if (resuming || initializing) {
-        if (checkpoint_load_model(&run.ck, model, 1, err) != 0) die(EXIT_USAGE, "%s", err);
-        model->config.dropout = o.dropout;  // --init-from may change it
-        if (initializing) checkpoint_close(&run.ck);
+// The model (the checkpoint's, or new weights from the seed), its activations, the optimizer
+// and the batch; failing to allocate what the plan allowed is also "too large".
+static void build_model(Run *r) {
+    const TrainOptions *o = &r->o;
+    char err[ERR_LEN];
+    if (r->resuming || r->initializing) {
+        if (checkpoint_load_model(&r->ck, &r->model, 1, err) != 0) die(EXIT_USAGE, "%s", err);
+        r->model.config.dropout = o->dropout;  // --init-from may change it
+        if (r->initializing) checkpoint_close(&r->ck);
     } else {
-        if (gpt_build(model, &config, 1, err) != 0) die(EXIT_USAGE, "%s", err);
-        gpt_init_weights(model, o.seed);
+        if (gpt_build(&r->model, &r->config, 1, err) != 0) die(EXIT_USAGE, "%s", err);
+        gpt_init_weights(&r->model, o->seed);
     }
-    if (gpt_set_precision(model, o.precision, err) != 0) die(EXIT_USAGE, "%s", err);
-    if (gpt_alloc_activations(model, dp->rows, err) != 0) die(EXIT_USAGE, "%s", err);
-    if (data_parallel_init(dp, model, opt, o.beta1, o.beta2, o.eps, o.weight_decay, err) != 0)
+    if (gpt_set_precision(&r->model, o->precision, err) != 0) die(EXIT_USAGE, "%s", err);
+    if (gpt_alloc_activations(&r->model, r->dp.rows, err) != 0) die(EXIT_USAGE, "%s", err);
+    if (data_parallel_init(&r->dp, &r->model, &r->opt, o->beta1, o->beta2, o->eps, o->weight_decay, err) != 0)
         die(EXIT_USAGE, "%s", err);
-    if (resuming) {
-        if (checkpoint_load_optimizer(&run.ck, opt, err) != 0) die(EXIT_DATA, "%s", err);
-        checkpoint_close(&run.ck);
+    if (r->resuming) {
+        if (checkpoint_load_optimizer(&r->ck, &r->opt, err) != 0) die(EXIT_DATA, "%s", err);
+        checkpoint_close(&r->ck);
     }
-    run.inputs = malloc((size_t)B * T * sizeof(int));
-    run.targets = malloc((size_t)B * T * sizeof(int));
-    if (!run.inputs || !run.targets) die(EXIT_USAGE, "out of memory for batches of %d x %d tokens", B, T);
-    if (initializing)
+    int B = o->batch_size, T = o->block_size;
+    r->inputs = malloc((size_t)B * T * sizeof(int));
+    r->targets = malloc((size_t)B * T * sizeof(int));
+    if (!r->inputs || !r->targets) die(EXIT_USAGE, "out of memory for batches of %d x %d tokens", B, T);
+}
+
+// What a fine-tuning or resumed run starts from, and on which learning-rate schedule.
+static void say_how_the_run_starts(const Run *r) {
+    const TrainOptions *o = &r->o;
+    long step = r->state.step;
+    if (r->initializing)
         printf("fine-tuning %s's weights from step 0 of %ld: new optimizer state, learning rate %g with %ld warm-up "
-               "steps and cosine decay to %g at step %ld\n", o.init_from, o.steps, o.lr, o.warmup, o.min_lr,
-               o.decay_steps);
-    if (resuming) {
-        printf("resuming %s at step %ld of %ld", o.resume, state.step, o.steps);
-        if (given.given[OPT_DECAY_STEPS] || given.given[OPT_WARMUP])
-            printf("; new learning-rate schedule: %ld warm-up steps from step %ld to %g, then cosine decay to %g at "
-                   "step %ld\n", o.warmup, o.schedule_start, o.lr, o.min_lr, o.decay_steps);
-        else if (state.step >= o.decay_steps && o.steps > state.step)
-            printf("; the saved schedule's decay ended at step %ld, so the new steps train at --min-lr %g (give "
-                   "--decay-steps, and --warmup, for a new schedule)\n", o.decay_steps, o.min_lr);
-        else
-            printf(" on the saved learning-rate schedule (cosine decay to %g at step %ld)\n", o.min_lr,
-                   o.decay_steps);
+               "steps and cosine decay to %g at step %ld\n", o->init_from, o->steps, o->lr, o->warmup, o->min_lr,
+               o->decay_steps);
+    if (!r->resuming) return;
+    printf("resuming %s at step %ld of %ld", o->resume, step, o->steps);
+    if (r->given.given[OPT_DECAY_STEPS] || r->given.given[OPT_WARMUP])
+        printf("; new learning-rate schedule: %ld warm-up steps from step %ld to %g, then cosine decay to %g at "
+               "step %ld\n", o->warmup, o->schedule_start, o->lr, o->min_lr, o->decay_steps);
+    else if (step >= o->decay_steps && o->steps > step)
+        printf("; the saved schedule's decay ended at step %ld, so the new steps train at --min-lr %g (give "
+               "--decay-steps, and --warmup, for a new schedule)\n", o->decay_steps, o->min_lr);
+    else
+        printf(" on the saved learning-rate schedule (cosine decay to %g at step %ld)\n", o->min_lr, o->decay_steps);
+}
+
+// Once every check has passed: --out changed as planned and log.csv opened (rank 0; a resumed
+// run's rows after its step dropped), the loss plot's points so far, and the processes agree
+// that each has its data and memory (or all leave, with the failure's status).
+static void start_out_dir(Run *r) {
+    char err[ERR_LEN];
+    if (dist_rank() == 0) {
+        if (run_dir_apply(r->o.out, &r->out_plan, err) != 0) die(EXIT_DATA, "%s", err);
+        if (r->out_plan.message[0]) printf("%s\n", r->out_plan.message);
+        if (run_log_open(&r->log, r->paths.log, !r->out_plan.fresh_log, r->state.step, err) != 0)
+            die(EXIT_DATA, "%s", err);
     }
-    if (dist_rank() == 0) start_out_dir(&o, &out_plan, state.step, log_path);
-    // the loss plot's points: a resumed run's log.csv so far, then one per report
-    char plot_title[1200];
-    snprintf(plot_title, sizeof(plot_title), "chargpt: %s", o.data);
-    if (resuming && dist_rank() == 0 && loss_history_read(&run.losses, log_path, err) != 0) die(EXIT_DATA, "%s", err);
-    int plot_written = 0;
+    snprintf(r->plot_title, sizeof(r->plot_title), "chargpt: %s", r->o.data);
+    if (r->resuming && dist_rank() == 0 && loss_history_read(&r->losses, r->paths.log, err) != 0)
+        die(EXIT_DATA, "%s", err);
     flush_output();
-    agree();  // every process has its data and memory (or all leave, with the failure's status)
-
-    double run_start = now_seconds(), elapsed_before = state.elapsed_s;
-    long start_step = state.step;
-    double loss_sum = 0.0, ms_sum = 0.0, train_s = 0.0, report_loss = NAN, step_comm_s = 0.0;
-    int loss_count = 0, report_count = 0;
-    float lr = 0.0f, train_loss = NAN;
-    while (state.step < o.steps) {
-        double t0 = now_seconds();
-        dataset_train_batch(&ds, &state.rng, B, T, run.inputs, run.targets);
-        uint64_t dropout_seed = hash_mix64(o.seed ^ hash_mix64((uint64_t)state.step + 1));
-        lr = learning_rate(&o, state.step);
-        double comm_before = dist_comm_seconds();
-        double norm = data_parallel_step(dp, model, opt, run.inputs, run.targets, dropout_seed, lr, o.grad_clip);
-        step_comm_s += dist_comm_seconds() - comm_before;
-        if (!isfinite(model->mean_loss) || !isfinite(norm)) {  // the same on every process
-            if (dist_rank() == 0)
-                fprintf(stderr, "%s%s: step %ld: %s is not finite; stopping (the last saved checkpoint is unchanged)\n",
-                        tty ? "\n" : "", program_invocation_short_name, state.step + 1,
-                        isfinite(model->mean_loss) ? "the gradient norm" : "the loss");
-            return EXIT_NONFINITE;
-        }
-        state.step++;
-        state.tokens_seen += (long)B * T;
-        train_loss = model->mean_loss;
-        loss_sum += train_loss;
-        loss_count++;
-        double step_s = now_seconds() - t0;
-        ms_sum += 1000.0 * step_s;
-        train_s += step_s;
-        state.elapsed_s = elapsed_before + now_seconds() - run_start;
-        int stop = agree();  // every process stops after the same step
-
-        int last = state.step == o.steps;
-        int evaluated = 0;
-        const char *saves[2] = {NULL, NULL};
-        if (have_val && (state.step % o.eval_every == 0 || last)) {
-            double val_loss = data_parallel_evaluate(dp, model, &ds, o.eval_batches, NULL, run.inputs, run.targets);
-            if (!isnan(val_loss)) {
-                state.last_val_loss = val_loss;
-                evaluated = 1;
-                if (state.last_val_loss < state.best_val_loss) {
-                    state.best_val_loss = state.last_val_loss;
-                    saves[0] = best_path;
-                }
-            } else {
-                stop = stop ? stop : agree();  // the signal that abandoned it, agreed by every process
-                printf("%sevaluation at step %ld abandoned\n", tty ? "\n" : "", state.step);
-            }
-        }
-        if (state.step % o.save_every == 0 || last || stop) saves[1] = ckpt_path;
-        if (saves[0] || saves[1]) save_checkpoints(saves, &o, &state);
-
-        // progress: the terminal line is rewritten every step, fitted to its width; reports
-        // every log_every steps. The loss is the mean since the last report, as log.csv has it;
-        // ms/step, tok/s and the ETA count training steps only.
-        int report = state.step % o.log_every == 0 || last || evaluated || stop;
-        double ms_per_step = ms_sum / loss_count;
-        double tok_per_s = B * T / (ms_per_step / 1000.0);
-        double eta = (o.steps - state.step) * train_s / (state.step - start_step);
-        char elapsed_text[32], eta_text[32];
-        format_duration(elapsed_text, sizeof(elapsed_text), state.elapsed_s);
-        format_duration(eta_text, sizeof(eta_text), eta);
-        char fields[8][64], line[600];
-        snprintf(fields[0], 64, "step %ld/%ld", state.step, o.steps);
-        snprintf(fields[1], 64, "loss %.4f (mean of %d)", loss_sum / loss_count, loss_count);
-        if (isnan(state.last_val_loss)) snprintf(fields[2], 64, "val -");
-        else snprintf(fields[2], 64, "val %.4f", state.last_val_loss);
-        snprintf(fields[3], 64, "lr %.2e", lr);
-        snprintf(fields[4], 64, "%.1f ms/step", ms_per_step);
-        snprintf(fields[5], 64, "%.0f tok/s", tok_per_s);
-        snprintf(fields[6], 64, "%s elapsed", elapsed_text);
-        snprintf(fields[7], 64, "ETA %s", eta_text);
-        static const int importance[8] = {0, 1, 3, 5, 6, 4, 7, 2};
-        const char *field_texts[8];
-        for (int i = 0; i < 8; i++) field_texts[i] = fields[i];
-        progress_line_fit(field_texts, importance, 8, tty ? terminal_width(STDOUT_FILENO) : 100000, line, sizeof(line));
-        if (tty || report) {
-            printf("%s%s%s", tty ? "\r\033[K" : "", line, tty && !evaluated ? "" : "\n");
-            flush_progress();
-        }
-        if (report) {
-            double mean_loss = loss_sum / loss_count;
-            if (dist_rank() == 0 && run_log_row(&run.log, state.step, mean_loss, evaluated ? state.last_val_loss : NAN,
-                                                lr, state.tokens_seen, state.elapsed_s, err) != 0)
-                die(EXIT_DATA, "%s", err);
-            LossPoint point = {state.step, mean_loss, evaluated ? state.last_val_loss : NAN, lr};
-            if (loss_history_add(&run.losses, point, err) != 0) die(EXIT_DATA, "%s", err);
-            if (evaluated && dist_rank() == 0) {
-                if (loss_plot_write(plot_path, run.losses.points, run.losses.n, plot_title, err) != 0)
-                    fprintf(stderr, "%s%s: warning: %s (training goes on)\n", tty ? "\n" : "",
-                            program_invocation_short_name, err);
-                else
-                    plot_written = 1;
-            }
-            report_loss = mean_loss;
-            report_count = loss_count;
-            loss_sum = ms_sum = 0.0;
-            loss_count = 0;
-        }
-        if (stop && dist_rank() == 0 && run_log_close(&run.log, err) != 0) die(EXIT_DATA, "%s", err);
-        agree();  // what rank 0 wrote above was written, or every process leaves
-        if (stop) {
-            printf("%sstopped by %s after step %ld; saved %s (continue with --resume %s)\n", tty ? "\n" : "",
-                   stop_signal_name(stop), state.step, ckpt_path, ckpt_path);
-            return 128 + stop;
-        }
-    }
-    if (state.step == start_step) save_checkpoints((const char *const[2]){NULL, ckpt_path}, &o, &state);
-    if (dist_rank() == 0 && run_log_close(&run.log, err) != 0) die(EXIT_DATA, "%s", err);
     agree();
-    double wall = now_seconds() - run_start;
-    long steps_run = state.step - start_step;
-    if (tty) printf("\n");
-    printf("done: %ld steps in %.1f s: %.1f s training at %.0f tok/s, %.1f s evaluating and saving", steps_run, wall,
-           train_s, steps_run * (double)B * T / (train_s > 0 ? train_s : 1), wall - train_s);
-    if (report_count > 0) printf("; final train loss %.4f (mean of the last %d steps)", report_loss, report_count);
-    if (isfinite(state.best_val_loss))
-        printf(", val loss %.4f, best val loss %.4f", state.last_val_loss, state.best_val_loss);
-    int have_best = access(best_path, F_OK) == 0;
-    if (dist_size() > 1)
-        printf("\ncommunication: %.2f ms/step in the steps' collectives over %d processes (waiting included)",
-               1000.0 * step_comm_s / (steps_run > 0 ? steps_run : 1), dist_size());
-    printf("\ncheckpoints: %s%s%s; log: %s%s%s\n", ckpt_path, have_best ? ", " : "", have_best ? best_path : "",
-           log_path, plot_written ? "; loss plot: " : "", plot_written ? plot_path : "");
-    if (have_val) {
+}
+
+// ----------------------------------------------------------------------------
+// training: step, evaluate, save, report
+
+// One optimizer step on a batch of the training split: forward, backward, gradient clipping
+// and AdamW over the processes and micro-batches (training/data_parallel.h). A loss or
+// gradient norm that is not finite (the same on every process) ends the run, exit 3, the last
+// checkpoint as it was.
+static void take_step(Run *r) {
+    const TrainOptions *o = &r->o;
+    TrainState *s = &r->state;
+    int B = o->batch_size, T = o->block_size;
+    double t0 = now_seconds();
+    dataset_train_batch(&r->ds, &s->rng, B, T, r->inputs, r->targets);
+    uint64_t dropout_seed = hash_mix64(o->seed ^ hash_mix64((uint64_t)s->step + 1));
+    r->lr = learning_rate(o, s->step);
+    double comm_before = dist_comm_seconds();
+    double norm = data_parallel_step(&r->dp, &r->model, &r->opt, r->inputs, r->targets, dropout_seed, r->lr,
+                                     o->grad_clip);
+    double comm_s = dist_comm_seconds() - comm_before;
+    if (!isfinite(r->model.mean_loss) || !isfinite(norm)) {
+        if (dist_rank() == 0)
+            fprintf(stderr, "%s%s: step %ld: %s is not finite; stopping (the last saved checkpoint is unchanged)\n",
+                    r->tty ? "\n" : "", program_invocation_short_name, s->step + 1,
+                    isfinite(r->model.mean_loss) ? "the gradient norm" : "the loss");
+        exit(EXIT_NONFINITE);
+    }
+    s->step++;
+    s->tokens_seen += (long)B * T;
+    progress_report_step(&r->report, r->model.mean_loss, now_seconds() - t0, comm_s);
+    s->elapsed_s = r->elapsed_before + now_seconds() - r->run_start;
+}
+
+// Every --eval-every steps and at the last: the loss on the validation batches; a new best is
+// to be saved to best.safetensors (*best). A stop signal abandons it (every process agrees on
+// that signal, *stop). Returns 1 when it evaluated.
+static int evaluate(Run *r, int last, int *stop, const char **best) {
+    TrainState *s = &r->state;
+    if (r->ds.val_len == 0 || (s->step % r->o.eval_every != 0 && !last)) return 0;
+    double val_loss = data_parallel_evaluate(&r->dp, &r->model, &r->ds, r->o.eval_batches, NULL, r->inputs, r->targets);
+    if (isnan(val_loss)) {
+        *stop = *stop ? *stop : agree();  // the signal that abandoned it, agreed by every process
+        printf("%sevaluation at step %ld abandoned\n", r->tty ? "\n" : "", s->step);
+        return 0;
+    }
+    s->last_val_loss = val_loss;
+    if (s->last_val_loss < s->best_val_loss) {
+        s->best_val_loss = s->last_val_loss;
+        *best = r->paths.best;
+    }
+    return 1;
+}
+
+// Writes best.safetensors and ckpt.safetensors when asked (paths NULL or not).
+static void save_checkpoints(Run *r, const char *best, const char *ckpt) {
+    const char *paths[2] = {best, ckpt};
+    if (!best && !ckpt) return;
+    char err[ERR_LEN];
+    int status = run_checkpoint_save(paths, &r->dp, &r->model, &r->opt, &r->vocab, &r->o, &r->state, err);
+    if (status != 0) die(status, "%s", err);
+}
+
+// After an evaluation (rank 0): loss.svg redrawn; a failure is only a warning.
+static void draw_loss_plot(Run *r) {
+    char err[ERR_LEN];
+    if (loss_plot_write(r->paths.plot, r->losses.points, r->losses.n, r->plot_title, err) != 0)
+        fprintf(stderr, "%s%s: warning: %s (training goes on)\n", r->tty ? "\n" : "", program_invocation_short_name,
+                err);
+    else
+        r->plot_written = 1;
+}
+
+// The progress line, rewritten every step on a terminal (fitted to its width), and when a
+// report is due (every --log-every steps, at an evaluation, the last step or a stop) kept,
+// with a log.csv row and a point of the loss plot: the mean loss since the last report.
+static void report(Run *r, int due, int evaluated) {
+    const TrainState *s = &r->state;
+    if (r->tty || due) {
+        char line[600];
+        progress_report_line(&r->report, s->step, s->last_val_loss, r->lr, s->elapsed_s,
+                             r->tty ? terminal_width(STDOUT_FILENO) : 100000, line, sizeof(line));
+        printf("%s%s%s", r->tty ? "\r\033[K" : "", line, r->tty && !evaluated ? "" : "\n");
+        flush_progress();
+    }
+    if (!due) return;
+    double mean_loss = progress_report_close(&r->report), val_loss = evaluated ? s->last_val_loss : NAN;
+    char err[ERR_LEN];
+    if (dist_rank() == 0 &&
+        run_log_row(&r->log, s->step, mean_loss, val_loss, r->lr, s->tokens_seen, s->elapsed_s, err) != 0)
+        die(EXIT_DATA, "%s", err);
+    if (loss_history_add(&r->losses, (LossPoint){s->step, mean_loss, val_loss, r->lr}, err) != 0)
+        die(EXIT_DATA, "%s", err);
+    if (evaluated && dist_rank() == 0) draw_loss_plot(r);
+}
+
+static void close_log(Run *r) {
+    char err[ERR_LEN];
+    if (dist_rank() == 0 && run_log_close(&r->log, err) != 0) die(EXIT_DATA, "%s", err);
+}
+
+// Stopped by a signal after saving: says how to continue; the exit status is 128 + the signal.
+static int stopped(const Run *r, int signal) {
+    printf("%sstopped by %s after step %ld; saved %s (continue with --resume %s)\n", r->tty ? "\n" : "",
+           stop_signal_name(signal), r->state.step, r->paths.ckpt, r->paths.ckpt);
+    return 128 + signal;
+}
+
+// ----------------------------------------------------------------------------
+// the end of the run
+
+// "done: ...", then the files this run wrote.
+static void print_summary(const Run *r) {
+    const TrainState *s = &r->state;
+    double wall = now_seconds() - r->run_start;
+    if (r->tty) printf("\n");
+    char summary[1024];
+    progress_report_summary(&r->report, s->step, wall, s->last_val_loss, s->best_val_loss, dist_size(), summary,
+                            sizeof(summary));
+    int have_best = access(r->paths.best, F_OK) == 0;
+    printf("%s\ncheckpoints: %s%s%s; log: %s%s%s\n", summary, r->paths.ckpt, have_best ? ", " : "",
+           have_best ? r->paths.best : "", r->paths.log, r->plot_written ? "; loss plot: " : "",
+           r->plot_written ? r->paths.plot : "");
+}
+
+// The loss of the whole validation split, each character once (training/validation_pass.h),
+// shared by the processes; a stop signal ends it (exit 128 + the signal). Returns the exit
+// status.
+static int whole_validation(Run *r) {
+    if (r->ds.val_len > 0) {
         fflush(stdout);
         long scored;
-        double loss = validation_pass(model, &ds, -1, dp->rows, T, dist_rank(), dist_size(), NULL, run.inputs,
-                                      run.targets, &scored);
+        int T = r->o.block_size;
+        double loss = validation_pass(&r->model, &r->ds, -1, r->dp.rows, T, dist_rank(), dist_size(), NULL, r->inputs,
+                                      r->targets, &scored);
         int stop = agree();  // a stop signal ends the pass on every process
         if (stop) {
             printf("stopped by %s during the whole-validation pass (%s was saved at step %ld before it)\n",
-                   stop_signal_name(stop), ckpt_path, state.step);
+                   stop_signal_name(stop), r->paths.ckpt, r->state.step);
             return 128 + stop;
         }
         dist_sum_doubles(&loss, 1);
@@ -963,4 +946,47 @@ int main(int argc, char **argv) {
     }
     flush_progress();
     return 0;
+}
+
+int main(int argc, char **argv) {
+    Run *r = &run;
+    start_processes(&argc, &argv);
+    parse_options(argc, argv, &r->o, &r->given);
+    install_signal_handlers();
+    dist_set_timeout(r->o.mpi_timeout, on_stalled);
+
+    // set up the run: nothing in --out changes until every check has passed
+    set_up_options(r);    // the checkpoint's options when resuming or fine-tuning
+    set_up_out_dir(r);    // what the run will do to --out
+    set_up_text(r);       // corpus -> vocabulary -> tokens -> train/val split
+    agree_on_the_run(r);  // every process has the same text, checkpoint and options
+    plan_memory(r);       // the model's size and the memory it needs, before allocating it
+    build_model(r);       // the model, its activations, the optimizer, a batch
+    say_how_the_run_starts(r);
+    start_out_dir(r);     // --out changed as planned, log.csv opened
+
+    // train: step, evaluate, save, report
+    long start_step = r->state.step;
+    progress_report_init(&r->report, start_step, r->o.steps, (long)r->o.batch_size * r->o.block_size);
+    r->run_start = now_seconds(), r->elapsed_before = r->state.elapsed_s;
+    while (r->state.step < r->o.steps) {
+        take_step(r);
+        int stop = agree();  // every process stops after the same step
+        int last = r->state.step == r->o.steps;
+        const char *best = NULL;
+        int evaluated = evaluate(r, last, &stop, &best);
+        int save = r->state.step % r->o.save_every == 0 || last || stop;
+        save_checkpoints(r, best, save ? r->paths.ckpt : NULL);
+        report(r, r->state.step % r->o.log_every == 0 || last || evaluated || stop, evaluated);
+        if (stop) close_log(r);
+        agree();  // what rank 0 wrote above was written, or every process leaves
+        if (stop) return stopped(r, stop);
+    }
+
+    // finish: a run with no step left still saves, then the summary and the whole split's loss
+    if (r->state.step == start_step) save_checkpoints(r, NULL, r->paths.ckpt);
+    close_log(r);
+    agree();
+    print_summary(r);
+    return whole_validation(r);
 }

@@ -2,12 +2,16 @@
 // exit statuses.
 //
 // Library functions that can fail return 0 or -1 and write one line saying why into a
-// caller's buffer of ERR_LEN bytes; they never print or exit. The programs turn a failure
-// into a message and one of the statuses below.
+// caller's buffer of ERR_LEN bytes; they never print or exit. Those whose failures are of
+// more than one kind (training/out_dir.h, training/run_text.h) return the exit status below
+// that the program should end with instead of -1. The programs turn a failure into a message
+// and one of these statuses.
 #ifndef CHARGPT_ERRORS_H
 #define CHARGPT_ERRORS_H
 
-#define ERR_LEN 512
+// Long enough for a message naming two paths of up to 1023 bytes (the programs' limit) and a
+// list: the programs print what a function wrote whole.
+#define ERR_LEN 4096
 
 #define EXIT_DATA 1        // bad data or I/O: a corpus, checkpoint or file that cannot be used
 #define EXIT_USAGE 2       // bad usage, or a run too large for the memory

@@ -299,8 +299,10 @@ static void describe_difference(const DistFact *facts, const char (*rank0)[DIST_
                                 char err[ERR_LEN]) {
     uint64_t mask = dist.masks[r];
     int f = __builtin_ctzll(mask), others = __builtin_popcountll(mask) - 1, ranks = 0;
-    int len = snprintf(err, ERR_LEN, "rank %d's %s differs from rank 0's: rank %d has %s; rank 0 has %s", r,
-                       facts[f].name, r, value, rank0[f]);
+    const char *name = f == DIST_BUILD_FACT ? "build of chargpt (rebuild every machine's from the same sources)"
+                                            : facts[f].name;
+    int len = snprintf(err, ERR_LEN, "rank %d's %s differs from rank 0's: rank %d has %s; rank 0 has %s", r, name, r,
+                       value, rank0[f]);
     if (others > 0 && len < ERR_LEN) len += snprintf(err + len, ERR_LEN - len, "; rank %d's ", r);
     for (int i = f + 1, k = 0; i < 64; i++)
         if (mask >> i & 1) append_listed(err, &len, k++, others, facts[i].name);
@@ -317,23 +319,34 @@ static void describe_difference(const DistFact *facts, const char (*rank0)[DIST_
 
 int dist_check_same(const DistFact *facts, int n, char err[ERR_LEN]) {
     double t0 = now_seconds();
-    static char rank0[64][DIST_FACT_LEN];  // rank 0's values, sent to every process
-    if (dist.rank == 0)
+    // rank 0's values, sent to every process, always all 64 of them with their count in the
+    // last: a process built from other sources (another list of facts) is then told apart
+    // instead of failing the broadcast (its fact DIST_BUILD_FACT)
+    static char rank0[64][DIST_FACT_LEN];
+    if (dist.rank == 0) {
         for (int i = 0; i < n; i++) snprintf(rank0[i], DIST_FACT_LEN, "%s", facts[i].value);
+        snprintf(rank0[DIST_BUILD_FACT], DIST_FACT_LEN, "a list of %d facts to compare", n);
+    }
     const char *what = "the comparison of every process's values with rank 0's";
     MPI_Request req;
-    MPI_Ibcast(rank0, n * DIST_FACT_LEN, MPI_CHAR, 0, MPI_COMM_WORLD, &req);
-    transfer(&req, 1, (size_t)n * DIST_FACT_LEN, what, "MPI_Ibcast of rank 0's values");
+    MPI_Ibcast(rank0, sizeof(rank0), MPI_CHAR, 0, MPI_COMM_WORLD, &req);
+    transfer(&req, 1, sizeof(rank0), what, "MPI_Ibcast of rank 0's values");
     uint64_t mine = 0;
-    for (int i = 0; i < n; i++)
-        if (strncmp(facts[i].value, rank0[i], DIST_FACT_LEN) != 0) mine |= (uint64_t)1 << i;
+    char build[DIST_FACT_LEN];
+    snprintf(build, sizeof(build), "a list of %d facts to compare", n);
+    if (strcmp(build, rank0[DIST_BUILD_FACT]) != 0)
+        mine = (uint64_t)1 << DIST_BUILD_FACT;
+    else
+        for (int i = 0; i < n; i++)
+            if (strncmp(facts[i].value, rank0[i], DIST_FACT_LEN) != 0) mine |= (uint64_t)1 << i;
     MPI_Iallgather(&mine, 1, MPI_UINT64_T, dist.masks, 1, MPI_UINT64_T, MPI_COMM_WORLD, &req);
     transfer(&req, 1, sizeof(mine), what, "MPI_Iallgather of the differences");
     int r = 1;
     while (r < dist.size && !dist.masks[r]) r++;
     if (r < dist.size) {  // rank r's first differing value, to every process
         char value[DIST_FACT_LEN];
-        if (dist.rank == r) snprintf(value, sizeof(value), "%s", facts[__builtin_ctzll(mine)].value);
+        if (dist.rank == r)
+            snprintf(value, sizeof(value), "%s", mine >> DIST_BUILD_FACT ? build : facts[__builtin_ctzll(mine)].value);
         MPI_Ibcast(value, sizeof(value), MPI_CHAR, r, MPI_COMM_WORLD, &req);
         transfer(&req, 1, sizeof(value), what, "MPI_Ibcast of the first difference");
         describe_difference(facts, rank0, r, value, err);

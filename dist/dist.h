@@ -76,12 +76,14 @@ DistAgreement dist_agree(int status, int signal);
 // A value that every process must have the same (the corpus's fingerprint, an option), for
 // dist_check_same: its name for messages ("corpus", "--seed") and its value as text.
 #define DIST_FACT_LEN 96
+#define DIST_BUILD_FACT 63
 typedef struct {
     const char *name;
     char value[DIST_FACT_LEN];
 } DistFact;
-// Compares every process's facts[0, n) (n <= 64, the same list on every process) with rank
-// 0's. Returns 0 when they are all the same; else -1 on every process, with the same message
+// Compares every process's facts[0, n) (n <= DIST_BUILD_FACT, the same list on every process
+// built from the same sources; a process whose list has another length is reported as another
+// build) with rank 0's. Returns 0 when they are all the same; else -1 on every process, with the same message
 // in err on each, naming the lowest-ranked process that differs, its first differing fact with
 // both values, its other differing facts, and the other processes that differ: "rank 1's corpus
 // differs from rank 0's: rank 1 has ...; rank 0 has ...". Collective; its messages' sizes do

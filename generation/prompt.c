@@ -1,9 +1,13 @@
 #include "prompt.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../data/utf8.h"
 
@@ -63,4 +67,55 @@ int prompt_encode(Prompt *p, const Vocab *vocab, const char *bytes, size_t n, in
 void prompt_free(Prompt *p) {
     free(p->tokens);
     memset(p, 0, sizeof(*p));
+}
+
+// Opens the prompt file at path for reading: stdin for "-", else a regular file. Returns the
+// stream, or NULL with err.
+static FILE *open_prompt_file(const char *path, char err[ERR_LEN]) {
+    if (strcmp(path, "-") == 0) return stdin;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a FIFO must not block the open
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(err, ERR_LEN, "cannot open prompt file %s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, ERR_LEN, "prompt file %s is not a regular file (use -f - to read the prompt from stdin)", path);
+        close(fd);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        snprintf(err, ERR_LEN, "cannot open prompt file %s: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
+int prompt_read_file(const char *path, size_t max_bytes, char **bytes, size_t *len, char err[ERR_LEN]) {
+    *bytes = NULL;
+    *len = 0;
+    FILE *f = open_prompt_file(path, err);
+    if (!f) return -1;
+    char *buf = malloc(max_bytes + 2);
+    if (!buf) {
+        snprintf(err, ERR_LEN, "out of memory reading %s", path);
+        if (f != stdin) fclose(f);
+        return -1;
+    }
+    // one byte more than the limit tells a file at the limit from a longer one
+    size_t n = fread(buf, 1, max_bytes + 1, f);
+    int read_failed = ferror(f), error = errno;
+    if (f != stdin) fclose(f);
+    if (read_failed) snprintf(err, ERR_LEN, "cannot read prompt file %s: %s", path, strerror(error));
+    else if (n > max_bytes) snprintf(err, ERR_LEN, "prompt file %s is longer than %zu bytes, the limit", path, max_bytes);
+    if (read_failed || n > max_bytes) {
+        free(buf);
+        return -1;
+    }
+    buf[n] = '\0';
+    *bytes = buf;
+    *len = n;
+    return 0;
 }

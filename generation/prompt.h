@@ -27,6 +27,10 @@ int prompt_from_chars(Prompt *p, const Vocab *vocab, uint32_t *chars, long n, in
 // err when the bytes are not valid UTF-8 (bad data) or memory runs out.
 int prompt_encode(Prompt *p, const Vocab *vocab, const char *bytes, size_t n, int skip_unknown, const char *what,
                   char err[ERR_LEN]);
+// Reads the whole prompt file at path ("-": stdin), at most max_bytes of it, into a malloc'd,
+// NUL-terminated buffer (*bytes, *len its size). Anything but a regular file or stdin is
+// refused (a FIFO does not block the open). Returns 0, or -1 with err.
+int prompt_read_file(const char *path, size_t max_bytes, char **bytes, size_t *len, char err[ERR_LEN]);
 // Writes cp for a message: its UTF-8 when printable, else nothing.
 void prompt_printable_char(uint32_t cp, char out[5]);
 void prompt_free(Prompt *p);

@@ -1044,6 +1044,26 @@ TEST(train_resume_defaults_out_to_checkpoint_dir) {
     CHECK(n == 4, "run/log.csv has %d rows after resuming to step 20, want 4", n);
 }
 
+// Options refused on their own (a resume with an option it cannot change, an option out of
+// range) are refused before anything touches the disk: the --out they name is not created.
+TEST(train_refused_options_create_no_out_dir) {
+    if (!have_train()) return;
+    char dir[256], ck[300], out[300], log[300];
+    fresh_dir(dir, sizeof(dir), "refused_options");
+    snprintf(ck, sizeof(ck), "%s/first/ckpt.safetensors", dir);
+    snprintf(out, sizeof(out), "%s/first", dir);
+    snprintf(log, sizeof(log), "%s/first.log", dir);
+    int status = run_train(log, SMALL_MODEL, BLOCK_16, "--data", shared_corpus(), "--steps", "2", "--out", out, NULL);
+    if (!exited_with(status, 0, "the run to resume", log)) return;
+    snprintf(out, sizeof(out), "%s/new", dir);
+    status = run_train(log, "--resume", ck, "--out", out, "--lr", "1", NULL);
+    if (exited_with(status, 2, "--resume with --lr", log)) output_has(log, "--lr cannot be changed", "--resume --lr");
+    CHECK(access(out, F_OK) != 0, "--resume with --lr, refused, created its --out %s", out);
+    status = run_train(log, "--out", out, "--n-layer", "0", NULL);
+    exited_with(status, 2, "--n-layer 0", log);
+    CHECK(access(out, F_OK) != 0, "--n-layer 0, refused, created its --out %s", out);
+}
+
 // ----------------------------------------------------------------------------
 // 7. the checkpoint's names, shapes and metadata
 

@@ -48,6 +48,13 @@ int run_dir_find_run(const char *dir, char *found, size_t size) {
     return n;
 }
 
+// "rows of steps 20 to 30", or "row of step 30" when there is one
+static const char *rows_text(const RunLogRows *rows, char text[80]) {
+    if (rows->first == rows->last) snprintf(text, 80, "row of step %ld", rows->first);
+    else snprintf(text, 80, "rows of steps %ld to %ld", rows->first, rows->last);
+    return text;
+}
+
 static int exists(const char *dir, const char *name) {
     char path[4200];
     struct stat st;
@@ -82,7 +89,7 @@ static int is_source(const RunDirPlan *plan, const struct stat *st) {
 int run_dir_plan_new(const char *dir, const char *source, int force, RunDirPlan *plan, char err[ERR_LEN]) {
     if (plan_start(plan, source, err) != 0) return -1;
     plan->fresh_log = 1;
-    char found[128], path[4200];
+    char found[128], path[4200], text[80];
     if (run_dir_find_run(dir, found, sizeof(found)) == 0) return 0;
     if (force) {
         plan_replace(plan, dir, found);
@@ -99,8 +106,8 @@ int run_dir_plan_new(const char *dir, const char *source, int force, RunDirPlan 
         return -1;
     else
         snprintf(err, ERR_LEN, "%s already holds a run: the log.csv of a run stopped before it saved a checkpoint "
-                 "(rows of steps %ld to %ld), so it cannot be continued; give --force to replace it, or another --out",
-                 dir, rows.first, rows.last);
+                 "(%s), so it cannot be continued; give --force to replace it, or another --out",
+                 dir, rows_text(&rows, text));
     return RUN_DIR_REFUSED;
 }
 
@@ -174,7 +181,7 @@ int run_dir_plan_resume(const char *dir, const char *checkpoint, long step, int 
     RunIdentity mine;
     RunLogRows after, all;
     Dropped dropped = {.count = 0};
-    char log[4200], other[ERR_LEN] = "", found[128];
+    char log[4200], other[ERR_LEN] = "", found[128], text[80];
     if (run_identity_read(checkpoint, &mine, err) != 0 || run_log_rows_after(in_dir(log, dir, "log.csv"), step,
                                                                              &after, err) != 0 ||
         run_log_rows_after(log, -1, &all, err) != 0)
@@ -183,8 +190,7 @@ int run_dir_plan_resume(const char *dir, const char *checkpoint, long step, int 
     run_dir_find_run(dir, found, sizeof(found));
     int checkpoints = compare_checkpoints(dir, &mine, plan, other, sizeof(other), &dropped);
     if (!other[0] && checkpoints == 0 && all.count > 0 && !in_same_dir(checkpoint, dir))
-        snprintf(other, sizeof(other), "its log.csv (rows of steps %ld to %ld) is of a run that saved no checkpoint",
-                 all.first, all.last);
+        snprintf(other, sizeof(other), "its log.csv (%s) is of a run that saved no checkpoint", rows_text(&all, text));
     if (other[0]) {
         plan->remove_ckpt = plan->remove_best = 0;
         if (force) {
@@ -198,8 +204,7 @@ int run_dir_plan_resume(const char *dir, const char *checkpoint, long step, int 
     }
     int newer = dropped.count > 0;
     if (after.count > 0)
-        snprintf(dropped.parts[dropped.count++], sizeof(dropped.parts[0]), "log.csv's rows of steps %ld to %ld",
-                 after.first, after.last);
+        snprintf(dropped.parts[dropped.count++], sizeof(dropped.parts[0]), "log.csv's %s", rows_text(&after, text));
     char what[500];
     join_dropped(&dropped, what, sizeof(what));
     if (newer && !force) {

@@ -9,6 +9,7 @@
 #   - a corpus missing on one rank, a bad flag, an indivisible batch and a loss that stops
 #     being finite end both ranks with the same status (1, 2, 2, 3) within 30 s, the message
 #     printed once;
+#   - processes built from different sources: one message naming the build, no MPI error;
 #   - ranks that read different texts (of the same vocabulary, and of another), a stale copy
 #     of the checkpoint, or are given another --seed: both exit 1 at their first agreement with
 #     one message naming rank 1 and what differs, nothing written (the run directory of the
@@ -180,6 +181,16 @@ mismatch "rank 1 reads a text of another vocabulary" "$DIR/other_vocab" \
 mismatch "rank 1 is given another --seed" "$DIR/other_seed" \
     "rank 1's --seed differs from rank 0's: rank 1 has 1331; rank 0 has 1330" \
     "${MODEL[@]}" --steps 5 --out "$DIR/other_seed" --seed 133@RANK@
+# processes built from different sources: rank 0 compares three facts, rank 1 two
+# (tests/mpi/check_same_build.c): the message naming the build (from one rank or both: mpirun
+# ends the job at the first failure), no MPI error
+name="a rank built from other sources (another list of facts) is named, no MPI error"
+mpirun --oversubscribe -np 2 --bind-to none build-mpi/bin/check_same_build > "$DIR/build.log" 2>&1
+status=$?
+count=$(grep -c "rank 1's build of chargpt (rebuild every machine's from the same sources) differs from rank 0's: rank 1 has a list of 2 facts to compare; rank 0 has a list of 3 facts to compare" "$DIR/build.log")
+echo "     $name: mpirun status $status, the message printed by $count rank(s)"
+if [ "$status" = 1 ] && [ "$count" -ge 1 ] && ! grep -q "MPI_ERR" "$DIR/build.log"; then pass "$name"
+else fail "$name" "$DIR/build.log"; fi
 # rank 0 resumes the run of step 30 (in its directory, which must not change), rank 1 a copy
 # of its checkpoint of step 15: the same path on each, as on two machines, made here by links
 mkdir -p "$DIR/machines"
