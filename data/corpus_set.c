@@ -64,11 +64,11 @@ static int read_document(SetReader *s, FILE *fp, const char *path, size_t size, 
     return status == TEXT_TOO_LONG ? -2 : -1;
 }
 
-// Opens path without waiting on a FIFO; *st gets what it is.
-static int open_path(const char *path, struct stat *st, char err[ERR_LEN]) {
+// Opens path without waiting on a FIFO; *st gets what it is. noun names it in messages.
+static int open_path(const char *path, const char *noun, struct stat *st, char err[ERR_LEN]) {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0 || fstat(fd, st) != 0) {
-        snprintf(err, ERR_LEN, "cannot open %s: %s", path, strerror(errno));
+        snprintf(err, ERR_LEN, "cannot open %s%s%s: %s", noun, noun[0] ? " " : "", path, strerror(errno));
         if (fd >= 0) close(fd);
         return -1;
     }
@@ -102,7 +102,7 @@ static FILE *open_pipe(int fd, const char *path, char err[ERR_LEN]) {
 // Reads a file the walk found to be a regular file (it is checked again once open).
 static int read_walked_file(SetReader *s, const char *path, char err[ERR_LEN]) {
     struct stat st;
-    int fd = open_path(path, &st, err);
+    int fd = open_path(path, "", &st, err);
     if (fd < 0) return -1;
     if (!S_ISREG(st.st_mode)) {  // replaced since the walk looked at it
         close(fd);
@@ -258,7 +258,7 @@ static int read_stdin(SetReader *s, char err[ERR_LEN]) {
 static int read_path(SetReader *s, const char *path, char err[ERR_LEN]) {
     if (strcmp(path, CORPUS_STDIN) == 0) return read_stdin(s, err);
     struct stat st;
-    int fd = open_path(path, &st, err);
+    int fd = open_path(path, s->spec->options.noun ? s->spec->options.noun : "corpus", &st, err);
     if (fd < 0) return -1;
     if (S_ISDIR(st.st_mode)) {
         close(fd);

@@ -179,7 +179,7 @@ TEST(bounds_04_gzip_bomb_stopped_while_inflating) {
     r = GENERATE(ckpt, "--score", bomb, "--max-memory", limit);
     check_bomb_refused(&r, "./generate --score bomb.gz", "characters (decompressing stopped there");
     r = run_program("generate", bomb, (const char *[]){ckpt, "--score", "-", "--max-memory", limit, NULL});
-    check_bomb_refused(&r, "./generate --score - < bomb.gz", "stdin: more than");
+    check_bomb_refused(&r, "./generate --score - < bomb.gz", "standard input: more than");
     unlink(bomb);
     // a plain file: refused at once when its size alone is too much, else stopped while read
     const char *plain = WORK_DIR "/plain.txt";

@@ -661,7 +661,7 @@ TEST(hardening_08_special_files_refused) {
         {GENERATE(fifo, "the"), "a FIFO as the checkpoint", "not a regular file", 1},
         {GENERATE(dir, "the"), "a directory as the checkpoint", "not a regular file", 1},
         {TRAIN("--resume", fifo), "a FIFO for --resume", "not a regular file", 1},
-        {TRAIN(SMALL_MODEL, "--data", fifo, "--out", dir), "a FIFO as the corpus", "not a regular file", 1},
+        {TRAIN(SMALL_MODEL, "--data", fifo, "--out", dir), "a FIFO as the corpus", "no process writing into it", 1},
         {TRAIN(SMALL_MODEL, "--data", "/dev/zero", "--out", dir), "/dev/zero as the corpus", "not a regular file", 1},
         {GENERATE(base, "-f", "/dev/zero"), "-f /dev/zero", "not a regular file", 1},
         {GENERATE(base, "-f", fifo), "-f FIFO", "not a regular file", 1},
