@@ -49,8 +49,8 @@ EncodingGuess encoding_guess(const unsigned char *bytes, size_t n, int at_start)
         if (bytes[i] >= 0x80 && bytes[i] < 0xA0) c1++;
     }
     size_t pairs = n / 2;
-    if (nul_odd > pairs / 4 && nul_even <= nul_odd / 8) return GUESS_UTF16LE;
-    if (nul_even > pairs / 4 && nul_odd <= nul_even / 8) return GUESS_UTF16BE;
+    if (nul_odd > pairs / 2 && nul_even <= nul_odd / 8) return GUESS_UTF16LE;
+    if (nul_even > pairs / 2 && nul_odd <= nul_even / 8) return GUESS_UTF16BE;
     if (nul_even + nul_odd > 0) return GUESS_BINARY;
     return c1 > 0 ? GUESS_CP1252 : GUESS_LATIN1;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -24,6 +25,8 @@
 static void make_dir(const char *path) {
     if (mkdir(path, 0755) != 0 && errno != EEXIST) CHECK(0, "cannot create %s: %s", path, strerror(errno));
 }
+
+static void sleep_ms(long ms) { nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL); }
 
 static void put(const char *path, const void *bytes, size_t len) { test_write_file(path, bytes, len); }
 static void put_text(const char *path, const char *text) { put(path, text, strlen(text)); }
@@ -267,13 +270,13 @@ TEST(corpus_set_fifo) {
     pid_t pid = fork();
     if (pid == 0) {
         int fd = open(fifo, O_WRONLY);  // waits for the reader
-        usleep(100000);                 // the reader finds the writer there before any data
+        sleep_ms(100);                  // the reader finds the writer there before any data
         _exit(fd >= 0 && write(fd, "piped text\n", 11) == 11 ? 0 : 1);
     }
     // the reader must come after the writer has opened (else: no writer, refused)
     int ok = 0;
     for (int attempt = 0; attempt < 50 && !ok; attempt++) {
-        usleep(20000);
+        sleep_ms(20);
         ok = load_set(&fifo, 1, "", ENCODING_UTF8, CORPUS_NO_LIMIT, &c, &r, err) == 0;
     }
     if (CHECK(ok, "a FIFO with a writer: %s", err)) {
