@@ -28,6 +28,7 @@
 #include "data/vocab.h"
 #include "format/atomic_file.h"
 #include "format/checkpoint.h"
+#include "format/float_text.h"
 #include "format/output.h"
 #include "generation/attention_record.h"
 #include "generation/decoder.h"
@@ -153,10 +154,11 @@ static double parse_number(const char *flag, const char *s, double min, double m
 }
 
 static long parse_whole(const char *flag, const char *s, long min, long max) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end) die(EXIT_USAGE, "%s expects a whole number, got '%s' (see --help)", flag, s);
+    long v;
+    int read = whole_number_parse(s, &v);
+    if (read == -2) die(EXIT_USAGE, "%s expects a whole number (such as 500 or 5e2), got '%s'", flag, s);
+    if (read == -3) die(EXIT_USAGE, "%s must be between %ld and %ld, got %s", flag, min, max, s);
+    if (read != 0) die(EXIT_USAGE, "%s expects a whole number, got '%s' (see --help)", flag, s);
     if (v < min || v > max) die(EXIT_USAGE, "%s must be between %ld and %ld, got %ld", flag, min, max, v);
     return v;
 }

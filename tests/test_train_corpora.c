@@ -470,3 +470,23 @@ TEST(corpora_one_thread_said_so) {
     if (test_exit_status(&r, 0, "--threads 1")) test_output_has(&r, "batch 4, 1 thread;", "one thread");
     test_run_free(&r);
 }
+
+// --steps 1e3 is a thousand steps (a whole number in any form strtod reads); 1.5 is refused.
+TEST(corpora_whole_numbers_in_exponent_form) {
+    char dir[256], path[300], out[300];
+    fresh_dir(dir, sizeof(dir), "numbers");
+    char *text = words(4000, 10);
+    put(dir, "corpus.txt", text, strlen(text));
+    free(text);
+    snprintf(path, sizeof(path), "%s/corpus.txt", dir);
+    snprintf(out, sizeof(out), "%s/out", dir);
+    TestRun r = train(NULL, ARGS(TINY, "--data", path, "--steps", "3e0", "--log-every", "1e0", "--out", out));
+    if (test_exit_status(&r, 0, "--steps 3e0")) test_output_has(&r, "done: 3 steps", "three steps");
+    test_run_free(&r);
+    r = train(NULL, ARGS(TINY, "--data", path, "--steps", "1.5", "--out", out, "--force"));
+    if (test_exit_status(&r, 2, "--steps 1.5")) test_output_has(&r, "--steps expects a whole number", "--steps 1.5");
+    test_run_free(&r);
+    r = generate(NULL, ARGS("no_such.safetensors", "-n", "1e40"));
+    if (test_exit_status(&r, 2, "-n 1e40")) test_output_has(&r, "--max-new must be between 0 and", "-n 1e40");
+    test_run_free(&r);
+}
