@@ -249,7 +249,7 @@ static int read_stdin(SetReader *s, char err[ERR_LEN]) {
         const char *into = s->spec->options.pipe_into;
         snprintf(err, ERR_LEN, "--data %s reads standard input, which is a terminal: pipe a text into it (%s%s)",
                  CORPUS_STDIN, into ? "cat books/*.txt | " : "cat books/*.txt | ...", into ? into : "");
-        return -1;
+        return -3;
     }
     return read_document(s, stdin, TEXT_STDIN_NAME, S_ISREG(st.st_mode) ? (size_t)st.st_size : 0, 0, err);
 }
@@ -290,7 +290,7 @@ int corpus_set_load(const CorpusSetSpec *spec, Corpus *corpus, CorpusSetReport *
     for (int i = 0; i < spec->n; i++)
         if (strcmp(spec->paths[i], CORPUS_STDIN) == 0 && stdin_given++) {
             snprintf(err, ERR_LEN, "standard input (--data %s) can be read once only", CORPUS_STDIN);
-            return -1;
+            return -3;
         }
     SetReader s = {.spec = spec, .report = report};
     if (text_reader_init(&s.reader, &spec->options, spec->max_chars, spec->separator, spec->separator_len, err) != 0)

@@ -57,10 +57,11 @@ typedef struct {
 } CorpusSetReport;
 
 // Reads the set into corpus (corpus->cleanup sums the documents'). Returns 0; -1 with err when
-// a path cannot be read, a file named on its own is not text or its gzip stream is damaged,
-// standard input is a terminal, a FIFO has no writer, or the set holds no text at all; -2 with
-// err when the text (with the walk's names) would need more than max_chars characters. On
-// failure corpus is left empty; report counts what was read until then.
+// a path cannot be read, a file named on its own is not text or its gzip stream is damaged, a
+// FIFO has no writer, or the set holds no text at all; -2 with err when the text (with the
+// walk's names) would need more than max_chars characters; -3 with err when standard input is
+// named twice or is a terminal (a usage error). On failure corpus is left empty; report counts
+// what was read until then.
 int corpus_set_load(const CorpusSetSpec *spec, Corpus *corpus, CorpusSetReport *report, char err[ERR_LEN]);
 
 // Reads a separator as --separator takes it: UTF-8 text in which \n, \t, \r and \\ stand for

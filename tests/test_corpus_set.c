@@ -251,7 +251,7 @@ TEST(corpus_set_standard_input) {
               strstr(err, "xz"), "xz on standard input: %s", err);
     // standard input twice
     const char *twice[] = {CORPUS_STDIN, CORPUS_STDIN};
-    CHECK(load_set(twice, 2, "", ENCODING_UTF8, CORPUS_NO_LIMIT, &c, &r, err) == -1 && strstr(err, "once"),
+    CHECK(load_set(twice, 2, "", ENCODING_UTF8, CORPUS_NO_LIMIT, &c, &r, err) == -3 && strstr(err, "once"),
           "stdin twice: %s", err);
 }
 

@@ -175,7 +175,7 @@ TEST(corpora_standard_input) {
     test_exit_status(&r, 0, "resuming it with the text on standard input again");
     test_run_free(&r);
     r = train(one, ARGS(TINY, "--data", "-", "--data", "-", "--out", out, "--force"));
-    if (test_exit_status(&r, 1, "--data - twice")) test_output_has(&r, "once only", "--data - twice");
+    if (test_exit_status(&r, 2, "--data - twice")) test_output_has(&r, "once only", "--data - twice");
     test_run_free(&r);
 }
 

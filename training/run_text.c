@@ -71,7 +71,7 @@ int run_text_read(const TextSource *source, const TextBudget *budget, Corpus *co
     if (loaded == 0) return 0;
     if (loaded != -2) {
         snprintf(err, ERR_LEN, "%s", why);
-        return EXIT_DATA;
+        return loaded == -3 ? EXIT_USAGE : EXIT_DATA;
     }
     char limit_text[32], held_text[64] = "";
     gpt_format_bytes(limit, limit_text, sizeof(limit_text));

@@ -56,8 +56,8 @@ typedef struct {
 } TextSource;
 
 // Reads the corpus into corpus; *report says what the set held and skipped. Returns 0;
-// EXIT_USAGE when the text needs more than the budget or the separator is not one;
-// EXIT_DATA when it cannot be read or is not a text.
+// EXIT_USAGE when the text needs more than the budget, the separator is not one, or standard
+// input is named twice or is a terminal; EXIT_DATA when it cannot be read or is not a text.
 int run_text_read(const TextSource *source, const TextBudget *budget, Corpus *corpus, CorpusSetReport *report,
                   char err[ERR_LEN]);
 // A resumed run's text (data, of fingerprint) against the checkpoint at `resume`, whose
