@@ -190,21 +190,8 @@ static int list_directory(SetReader *s, const char *dir, char ***out, size_t *co
 
 static int walk(SetReader *s, const char *dir, const Ancestor *up, char err[ERR_LEN]);
 
-// One entry of a directory being walked: a hidden one skipped, a directory walked, a regular
-// file read, anything else skipped.
-static int walk_entry(SetReader *s, const char *dir, const char *name, const Ancestor *up, char err[ERR_LEN]) {
-    if (name[0] == '.') {
-        s->report->hidden++;
-        return 0;
-    }
-    size_t dir_len = strlen(dir);
-    int slash = dir_len > 0 && dir[dir_len - 1] != '/';
-    if (dir_len + slash + strlen(name) >= PATH_MAX) {
-        snprintf(err, ERR_LEN, "%s: a path in it is longer than %d bytes", dir, PATH_MAX - 1);
-        return -1;
-    }
-    char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s%s%s", dir, slash ? "/" : "", name);
+// A path the walk found: a directory walked, a regular file read, anything else skipped.
+static int walk_path(SetReader *s, const char *path, const Ancestor *up, char err[ERR_LEN]) {
     struct stat st;
     if (stat(path, &st) != 0) {
         if (errno == ENOENT || errno == ELOOP) {  // a broken link, or one that loops
@@ -226,6 +213,31 @@ static int walk_entry(SetReader *s, const char *dir, const char *name, const Anc
         }
     Ancestor here = {st.st_dev, st.st_ino, up};
     return walk(s, path, &here, err);
+}
+
+// One entry of a directory being walked: a hidden one skipped, the others by what they are.
+static int walk_entry(SetReader *s, const char *dir, const char *name, const Ancestor *up, char err[ERR_LEN]) {
+    if (name[0] == '.') {
+        s->report->hidden++;
+        return 0;
+    }
+    // the path on the heap, not the stack: a walk as deep as PATH_MAX allows keeps one per level
+    size_t dir_len = strlen(dir);
+    int slash = dir_len > 0 && dir[dir_len - 1] != '/';
+    if (dir_len + slash + strlen(name) >= PATH_MAX) {
+        snprintf(err, ERR_LEN, "%s: a path in it is longer than %d bytes", dir, PATH_MAX - 1);
+        return -1;
+    }
+    size_t size = dir_len + (size_t)slash + strlen(name) + 1;
+    char *path = malloc(size);
+    if (!path) {
+        snprintf(err, ERR_LEN, "%s: out of memory for a path", dir);
+        return -1;
+    }
+    snprintf(path, size, "%s%s%s", dir, slash ? "/" : "", name);
+    int rc = walk_path(s, path, up, err);
+    free(path);
+    return rc;
 }
 
 static int walk(SetReader *s, const char *dir, const Ancestor *up, char err[ERR_LEN]) {

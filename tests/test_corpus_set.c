@@ -354,3 +354,36 @@ TEST(corpus_set_separator_parse) {
     char err[ERR_LEN];
     CHECK(corpus_separator_parse(long_arg, out, &len, err) == -1 && strstr(err, "more than"), "a long separator: %s", err);
 }
+
+// A chain of 1500 directories, as deep as PATH_MAX lets a path go: walked (one path on the
+// heap per level, not a PATH_MAX buffer on the stack), the file at its bottom read.
+TEST(corpus_set_deep_directories) {
+    make_dir("tests/tmp");
+    make_dir(SET_DIR);
+    char *path = malloc(4096);
+    size_t n = (size_t)snprintf(path, 4096, SET_DIR "/deep");
+    char command[128];
+    snprintf(command, sizeof(command), "rm -rf '%s'", path);
+    CHECK(system(command) == 0, "%s failed", command);
+    make_dir(path);
+    for (int i = 0; i < 1500; i++) {
+        n += (size_t)snprintf(path + n, 4096 - n, "/d");
+        if (mkdir(path, 0755) != 0) {
+            CHECK(0, "mkdir at depth %d: %s", i, strerror(errno));
+            break;
+        }
+    }
+    snprintf(path + n, 4096 - n, "/bottom.txt");
+    put_text(path, "at the bottom\n");
+    const char *top = SET_DIR "/deep";
+    Corpus c;
+    CorpusSetReport r;
+    char err[ERR_LEN];
+    if (CHECK(load_set(&top, 1, "", ENCODING_UTF8, CORPUS_NO_LIMIT, &c, &r, err) == 0, "%s", err)) {
+        CHECK(same_text(&c, "at the bottom\n") && r.directories == 1501, "read \"%s\" in %zu directories", shown(&c),
+              r.directories);
+        corpus_free(&c);
+    }
+    CHECK(system(command) == 0, "%s failed", command);
+    free(path);
+}
