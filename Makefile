@@ -18,6 +18,13 @@
 # (objects, and the program as build-mpi/bin/train: `mpirun -np N build-mpi/bin/train ...`), apart
 # from the plain build, which needs no MPI. `make test-mpi` runs the multi-process tests
 # (tests/mpi/test_mpi.sh) on it.
+#
+# `make PLATFORM=posix` builds with common/platform.c's plain-POSIX answers instead of this
+# system's (Linux's or macOS's): the memory available unknown (no limit unless --max-memory),
+# the program's own path unknown (the shipped corpus looked for in PREFIX/share/chargpt/, then
+# in ./data/), the program's name from argv[0]. It builds into build-posix/ (the programs in
+# build-posix/bin/), apart from the plain build; `make PLATFORM=posix test` runs the whole
+# suite on it.
 CC ?= cc
 ifeq ($(MPI),1)
 MPICC ?= mpicc
@@ -25,6 +32,11 @@ CC := $(MPICC)
 BUILD := build-mpi
 BIN := build-mpi/bin
 .DEFAULT_GOAL := mpi
+endif
+ifeq ($(PLATFORM),posix)
+BUILD := build-posix
+BIN := build-posix/bin
+TEST_RUNNER := build-posix/run_tests
 endif
 # x86-64: the backends beyond the portable one, and the flags of their files
 ifneq ($(findstring x86_64,$(shell $(CC) -dumpmachine)),)
@@ -45,11 +57,19 @@ NO_FORMAT_TRUNCATION := $(shell $(CC) -Werror -Wformat-truncation -fsyntax-only 
 # AVX-512's masks: kernels/pointwise.inc); gcc does not know the option.
 NO_PASS_FAILED := $(shell $(CC) -Werror -Wpass-failed -fsyntax-only -x c /dev/null 2>/dev/null && echo -Wno-pass-failed)
 CFLAGS ?= -O3 $(MARCH) -Wall -Wextra -Wno-unused-parameter $(NO_FORMAT_TRUNCATION) $(NO_PASS_FAILED)
+# The C library's names beyond C11: POSIX.1-2008 with X/Open's (XSI: realpath, M_PI), and the
+# BSD ones (flock; usleep and wait4 in the tests, MAP_ANONYMOUS in the bench) that glibc gives
+# with _DEFAULT_SOURCE and macOS with _DARWIN_C_SOURCE. Only common/platform.c asks for more
+# (glibc's names of the program, with _GNU_SOURCE).
+FEATURES := -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -D_DARWIN_C_SOURCE
 # -fno-math-errno: sqrtf need not set errno (nothing reads it), so loops that call it can be
 # vectorised as their `omp simd` asks; the values computed are the same.
-override CFLAGS += -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -MMD -MP
+override CFLAGS += -std=c11 $(FEATURES) -fopenmp -fno-math-errno -MMD -MP
 ifeq ($(MPI),1)
 override CFLAGS += -DCHARGPT_MPI
+endif
+ifeq ($(PLATFORM),posix)
+override CFLAGS += -DCHARGPT_PLATFORM_POSIX
 endif
 LDFLAGS ?=
 LDLIBS = -fopenmp -lz -lm
@@ -58,23 +78,30 @@ BUILD ?= build
 BIN ?= .
 TEST_RUNNER ?= tests/run_tests
 
-LIB_SRC := $(filter-out $(OTHER_ARCH_KERNELS),$(wildcard kernels/*.c)) $(wildcard model/*.c) $(wildcard format/*.c) $(wildcard generation/*.c) $(wildcard data/*.c) \
+LIB_SRC := $(wildcard common/*.c) $(filter-out $(OTHER_ARCH_KERNELS),$(wildcard kernels/*.c)) $(wildcard model/*.c) $(wildcard format/*.c) $(wildcard generation/*.c) $(wildcard data/*.c) \
            $(wildcard viewer/*.c) $(wildcard training/*.c) $(wildcard dist/*.c)
-TEST_SRC := $(wildcard tests/*.c) $(wildcard tests/fuzz/fuzz_*.c)
+# model/reference.c, the model's plain double-precision specification, is built into the tests alone
+REFERENCE_SRC := model/reference.c
+LIB_SRC := $(filter-out $(REFERENCE_SRC),$(LIB_SRC))
+TEST_SRC := $(wildcard tests/*.c) $(wildcard tests/fuzz/fuzz_*.c) $(REFERENCE_SRC)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC := $(wildcard scripts/*.c)
 PROGRAMS := train generate
-MAN_PAGES := $(PROGRAMS:%=build/man/chargpt-%.1)
+MAN_PAGES := $(PROGRAMS:%=$(BUILD)/man/chargpt-%.1)
 
 .PHONY: all test test-backends bench clean install uninstall sanitize fuzz mpi test-mpi
 
-all: $(PROGRAMS) $(MAN_PAGES)
+all: $(PROGRAMS:%=$(BIN)/%) $(MAN_PAGES)
 
 # a backend's file gets its instruction set's flags too (ISA_FLAGS_<file>)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(ISA_FLAGS_$(notdir $*)) -c $< -o $@
+
+# where the shipped corpus is installed, for a system that does not say where the program is
+# (data/corpus.c; `make clean` when changing PREFIX for such a system)
+$(BUILD)/data/corpus.o: override CFLAGS += -DCHARGPT_PREFIX='"$(PREFIX)"'
 
 $(BUILD)/libchargpt.a: $(LIB_OBJ)
 	rm -f $@
@@ -85,26 +112,27 @@ $(BIN)/train: $(BUILD)/train.o $(BUILD)/libchargpt.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 $(BIN)/generate: $(BUILD)/generate.o $(BUILD)/libchargpt.a
+	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 # man pages from each program's --help, under its installed name
-build/man/chargpt-%.1: % scripts/make_man.sh
+$(BUILD)/man/chargpt-%.1: $(BIN)/% scripts/make_man.sh
 	@mkdir -p $(dir $@)
-	scripts/make_man.sh chargpt-$* ./$* $(filter-out chargpt-$*,$(PROGRAMS:%=chargpt-%)) > $@.tmp
+	scripts/make_man.sh chargpt-$* $(BIN)/$* $(filter-out chargpt-$*,$(PROGRAMS:%=chargpt-%)) > $@.tmp
 	mv $@.tmp $@
 
 $(TEST_RUNNER): $(TEST_OBJ) $(BUILD)/libchargpt.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 test: all $(TEST_RUNNER)
-	./$(TEST_RUNNER)
+	CHARGPT_BIN=$(BIN) ./$(TEST_RUNNER)
 
 # the whole suite once per kernels' backend this CPU runs (CHARGPT_KERNELS=name), each run's
 # output in $(BUILD)/tests-<name>.log; a failure shows the failed tests' checks
 test-backends: all $(TEST_RUNNER)
 	@for k in $$(./$(TEST_RUNNER) --backends); do \
 		echo "CHARGPT_KERNELS=$$k ./$(TEST_RUNNER)"; \
-		CHARGPT_KERNELS=$$k ./$(TEST_RUNNER) > $(BUILD)/tests-$$k.log 2>&1; status=$$?; \
+		CHARGPT_KERNELS=$$k CHARGPT_BIN=$(BIN) ./$(TEST_RUNNER) > $(BUILD)/tests-$$k.log 2>&1; status=$$?; \
 		tail -n 1 $(BUILD)/tests-$$k.log; \
 		if [ $$status -ne 0 ]; then grep -B 12 '^FAIL' $(BUILD)/tests-$$k.log; exit 1; fi; \
 	done
@@ -134,13 +162,13 @@ test-mpi: all tests/mpi/compare_checkpoints
 # under another PREFIX needs no rebuild.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/chargpt $(DESTDIR)$(PREFIX)/share/man/man1
-	for p in $(PROGRAMS); do install -m 755 $$p $(DESTDIR)$(PREFIX)/bin/chargpt-$$p || exit 1; done
+	for p in $(PROGRAMS); do install -m 755 $(BIN)/$$p $(DESTDIR)$(PREFIX)/bin/chargpt-$$p || exit 1; done
 	install -m 644 data/tinyshakespeare.txt.gz $(DESTDIR)$(PREFIX)/share/chargpt/
 	install -m 644 $(MAN_PAGES) $(DESTDIR)$(PREFIX)/share/man/man1/
 
 uninstall:
 	rm -f $(PROGRAMS:%=$(DESTDIR)$(PREFIX)/bin/chargpt-%) $(DESTDIR)$(PREFIX)/share/chargpt/tinyshakespeare.txt.gz \
-	      $(MAN_PAGES:build/man/%=$(DESTDIR)$(PREFIX)/share/man/man1/%)
+	      $(MAN_PAGES:$(BUILD)/man/%=$(DESTDIR)$(PREFIX)/share/man/man1/%)
 	if [ -d $(DESTDIR)$(PREFIX)/share/chargpt ]; then rmdir $(DESTDIR)$(PREFIX)/share/chargpt; fi
 
 # ---- sanitizers: reports go to files in build-sanitize/reports/, which are counted
@@ -169,7 +197,7 @@ FUZZ := build-fuzz
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := checkpoint safetensors json corpus prompt
-FUZZ_CFLAGS := -O1 -g $(MARCH) -std=c11 -D_GNU_SOURCE -fopenmp -fno-math-errno -MMD -MP -Wno-pass-failed \
+FUZZ_CFLAGS := -O1 -g $(MARCH) -std=c11 $(FEATURES) -fopenmp -fno-math-errno -MMD -MP -Wno-pass-failed \
 	-fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o)
 .SECONDARY: $(FUZZ_LIB_OBJ)  # kept between runs, though only the pattern rule below names them
@@ -193,7 +221,8 @@ fuzz: $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%)
 	done
 
 clean:
-	rm -rf build build-mpi $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench tests/mpi/compare_checkpoints
+	rm -rf build build-mpi build-posix $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench \
+		tests/mpi/compare_checkpoints
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/train.d $(BUILD)/generate.d build/scripts/bench.d \
 	$(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%.d)

@@ -7,28 +7,26 @@
 // main is the outline: the options and the files it will write checked, the checkpoint
 // opened, then either a text scored (score_text) or a prompt read, the model loaded, the
 // samples generated (generation/decoder.h) and the attention recorded.
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
+#include "common/platform.h"
+#include "common/program.h"
 #include "data/corpus.h"
 #include "data/encoding.h"
 #include "data/utf8.h"
 #include "data/vocab.h"
 #include "format/atomic_file.h"
 #include "format/checkpoint.h"
-#include "format/float_text.h"
 #include "format/output.h"
 #include "generation/attention_record.h"
 #include "generation/decoder.h"
@@ -114,53 +112,17 @@ static void usage(FILE *f) {
             "      --max-memory MIB   refuse a checkpoint whose generation needs more memory than MIB\n"
             "                         mebibytes, and a --score text that would take more beside the\n"
             "                         model, at 4 bytes a character (a .gz stops being inflated once\n"
-            "                         past it); default: the memory available now, MemAvailable in\n"
-            "                         /proc/meminfo\n"
+            "                         past it); default: the memory available now (MemAvailable in\n"
+            "                         /proc/meminfo on Linux, free and inactive pages on macOS;\n"
+            "                         elsewhere unknown: no limit)\n"
             "      --precision P      fp32, or bf16: matrix products on bf16 weights and activations\n"
             "                         with fp32 sums, faster where the CPU has AVX512_BF16 (default\n"
             "                         fp32, whatever the checkpoint was trained in)\n"
             "  -h, --help             show this help\n"
             "An empty prompt starts from a newline (if the vocabulary has one). A prompt file may hold\n"
             "at most %d bytes.\n",
-            program_invocation_name, program_invocation_name, d->max_new, d->sampler.temperature, d->sampler.top_k,
+            program_invocation(), program_invocation(), d->max_new, d->sampler.temperature, d->sampler.top_k,
             d->sampler.top_p, d->seed, d->num_samples, d->stride, MAX_ATTENTION_FILES, THREADS_PER_CORE, d->threads, PROMPT_MAX_BYTES);
-}
-
-static void die(int status, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fflush(stdout);
-    fprintf(stderr, "%s: ", program_invocation_short_name);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(status);
-}
-
-// Flushes standard output; a write to it that failed ends the program (exit 1), so that no
-// text is lost without a message.
-static void flush_output(void) {
-    char err[ERR_LEN];
-    if (output_flush(stdout, "standard output", err) != 0) die(EXIT_DATA, "%s", err);
-}
-
-static double parse_number(const char *flag, const char *s, double min, double max) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v)) die(EXIT_USAGE, "%s expects a number, got '%s' (see --help)", flag, s);
-    if (v < min || v > max) die(EXIT_USAGE, "%s must be in [%g, %g], got %s", flag, min, max, s);
-    return v;
-}
-
-static long parse_whole(const char *flag, const char *s, long min, long max) {
-    long v;
-    int read = whole_number_parse(s, &v);
-    if (read == -2) die(EXIT_USAGE, "%s expects a whole number (such as 500 or 5e2), got '%s'", flag, s);
-    if (read == -3) die(EXIT_USAGE, "%s must be between %ld and %ld, got %s", flag, min, max, s);
-    if (read != 0) die(EXIT_USAGE, "%s expects a whole number, got '%s' (see --help)", flag, s);
-    if (v < min || v > max) die(EXIT_USAGE, "%s must be between %ld and %ld, got %ld", flag, min, max, v);
-    return v;
 }
 
 enum {
@@ -200,16 +162,16 @@ static void parse_options(int argc, char **argv, Options *o) {
         const char *flag = argv[optind - 1];
         if (!o->sampling_flag && is_sampling_option(c)) o->sampling_flag = flag;
         switch (c) {
-            case 'n': o->max_new = parse_whole("--max-new", optarg, 0, 1L << 40); break;
-            case 't': o->sampler.temperature = (float)parse_number("--temperature", optarg, 0.0, 100.0); break;
-            case 'k': o->sampler.top_k = (int)parse_whole("--top-k", optarg, 0, 1 << 30); break;
+            case 'n': o->max_new = option_long("--max-new", optarg, 0, 1L << 40); break;
+            case 't': o->sampler.temperature = (float)option_double("--temperature", optarg, 0.0, 100.0, 1); break;
+            case 'k': o->sampler.top_k = (int)option_long("--top-k", optarg, 0, 1 << 30); break;
             case 'p': {
-                double p = parse_number("--top-p", optarg, 0.0, 1.0);
+                double p = option_double("--top-p", optarg, 0.0, 1.0, 1);
                 if (p <= 0.0) die(EXIT_USAGE, "--top-p must be above 0, got %s", optarg);
                 o->sampler.top_p = (float)p;
                 break;
             }
-            case 's': o->seed = (uint64_t)parse_whole("--seed", optarg, 0, LONG_MAX); break;
+            case 's': o->seed = (uint64_t)option_long("--seed", optarg, 0, LONG_MAX); break;
             case 'f': o->prompt_file = optarg; break;
             case OPT_NO_CACHE: o->use_cache = 0; break;
             case OPT_ATTENTION:
@@ -218,12 +180,12 @@ static void parse_options(int argc, char **argv, Options *o) {
                 o->attention[o->num_attention++] = optarg;
                 break;
             case OPT_THREADS:
-                o->threads = (int)parse_whole("--threads", optarg, 0, THREADS_PER_CORE * (long)omp_get_num_procs());
+                o->threads = (int)option_long("--threads", optarg, 0, THREADS_PER_CORE * (long)omp_get_num_procs());
                 break;
             case OPT_SKIP_UNKNOWN: o->skip_unknown = 1; break;
-            case OPT_MAX_MEMORY: o->max_memory = parse_number("--max-memory", optarg, 1.0, 1e12) * MIB; break;
-            case OPT_STRIDE: o->stride = (int)parse_whole("--stride", optarg, 1, 1 << 16); break;
-            case OPT_NUM_SAMPLES: o->num_samples = (int)parse_whole("--num-samples", optarg, 1, MAX_SAMPLES); break;
+            case OPT_MAX_MEMORY: o->max_memory = option_double("--max-memory", optarg, 1.0, 1e12, 1) * MIB; break;
+            case OPT_STRIDE: o->stride = (int)option_long("--stride", optarg, 1, 1 << 16); break;
+            case OPT_NUM_SAMPLES: o->num_samples = (int)option_long("--num-samples", optarg, 1, MAX_SAMPLES); break;
             case OPT_SCORE: o->score = optarg; break;
             case OPT_SURPRISAL: o->surprisal = optarg; break;
             case OPT_PRECISION:
@@ -239,20 +201,20 @@ static void parse_options(int argc, char **argv, Options *o) {
                 // "-h" or "--help" (or its abbreviation); "-hi" is a prompt given before "--"
                 if (strcmp(flag, "-h") != 0 && strncmp(flag, "--h", 3) != 0)
                     die(EXIT_USAGE, "unknown option '%s' (a prompt that starts with '-' goes after '--': %s CKPT "
-                        "-- '%s'; see --help)", argv[optind], program_invocation_name, argv[optind]);
+                        "-- '%s'; see --help)", argv[optind], program_invocation(), argv[optind]);
                 usage(stdout);
                 exit(0);
             case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", flag); break;
             default:
                 if (optopt)
                     die(EXIT_USAGE, "unknown option '-%c' (a prompt that starts with '-' goes after '--': %s CKPT "
-                        "-- PROMPT; see --help)", optopt, program_invocation_name);
+                        "-- PROMPT; see --help)", optopt, program_invocation());
                 die(EXIT_USAGE, "unknown option '%s' (a prompt that starts with '-' goes after '--': %s CKPT -- "
-                    "PROMPT; see --help)", flag, program_invocation_name);
+                    "PROMPT; see --help)", flag, program_invocation());
         }
     }
     if (optind >= argc)
-        die(EXIT_USAGE, "no checkpoint given (usage: %s CKPT [PROMPT]; see --help)", program_invocation_name);
+        die(EXIT_USAGE, "no checkpoint given (usage: %s CKPT [PROMPT]; see --help)", program_invocation());
     o->checkpoint = argv[optind++];
     if (optind < argc) o->prompt = argv[optind++];
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (quote a prompt with spaces)", argv[optind]);
@@ -290,18 +252,12 @@ static void prepare_outputs(const Options *o) {
     }
     if (removed > 0)
         fprintf(stderr, "%s: removed %d temporary file%s left beside the outputs by a run that was stopped\n",
-                program_invocation_short_name, removed, removed == 1 ? "" : "s");
+                program_name(), removed, removed == 1 ? "" : "s");
 }
 
 static void write_char(FILE *f, uint32_t cp) {
     char bytes[4];
     fwrite(bytes, 1, (size_t)utf8_encode(cp, bytes), f);
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
 // What main allocates, freed by an exit handler whichever way the program ends.
@@ -324,30 +280,15 @@ static void free_run(void) {
     gpt_free(&run.model);
 }
 
-// A signal that ends the program removes the temporary file of an attention file being written.
-static void on_fatal_signal(int sig) {
-    atomic_file_remove_open();
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void install_signal_handlers(void) {
-    static const int fatal[] = {SIGHUP, SIGINT, SIGQUIT, SIGPIPE, SIGALRM, SIGTERM, SIGUSR1, SIGUSR2};
-    for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++) signal(fatal[i], on_fatal_signal);
-    // a file-size limit makes the write fail with EFBIG, reported, instead of killing the program
-    signal(SIGXFSZ, SIG_IGN);
-}
-
-// The memory generation may take (0: unknown, no limit), and its source for messages.
-static double memory_limit(const Options *o, const char **source) {
-    *source = o->max_memory > 0 ? "--max-memory" : "available (MemAvailable)";
-    return o->max_memory > 0 ? o->max_memory : gpt_memory_available();
+// The generation's memory limit (0: unknown, no limit), and its source for messages.
+static double generation_memory_limit(const Options *o, const char **source) {
+    return memory_limit(o->max_memory, 1, source);
 }
 
 // Refuses (exit 2) a plan that needs more memory than the limit; `what` says what for.
 static void check_memory(GPTMemoryPlan *plan, const GPTConfig *c, const Options *o, const char *what) {
     const char *source;
-    double limit = memory_limit(o, &source);
+    double limit = generation_memory_limit(o, &source);
     if (limit <= 0 || gpt_memory_total(plan) <= limit) return;
     char needed[512], limit_text[32];
     gpt_memory_describe(plan, needed, sizeof(needed));
@@ -392,7 +333,7 @@ static void warn_dropped(const Prompt *p, const char *what) {
     prompt_printable_char(p->first_dropped, shown);
     long n = p->dropped ? p->dropped : p->unknown;
     fprintf(stderr, "%s: %s %ld character%s of %s not in the vocabulary%s, the first '%s' (U+%04" PRIX32
-            ") at position %ld\n", program_invocation_short_name, p->dropped ? "warning: dropped" : "note:", n,
+            ") at position %ld\n", program_name(), p->dropped ? "warning: dropped" : "note:", n,
             n == 1 ? "" : "s", what, p->dropped ? "" : n == 1 ? " takes its unknown token U+FFFD" :
             " take its unknown token U+FFFD", shown, p->first_dropped, p->first_dropped_at);
 }
@@ -432,12 +373,12 @@ static void score_text(const Options *o) {
     plan.scratch += 2.0 * SCORE_BATCH * c->block_size * sizeof(int);
     check_memory(&plan, c, o, "scoring a text");
     const char *source;
-    double limit = memory_limit(o, &source);
+    double limit = generation_memory_limit(o, &source);
     double held = gpt_memory_total(&plan) + (double)run.ck.file.file_len;
     size_t max_chars = limit > 0 ? corpus_max_chars(limit - held) : CORPUS_NO_LIMIT;
     Corpus scored;
     char pipe_into[1100];
-    snprintf(pipe_into, sizeof(pipe_into), "%s %s --score -", program_invocation_name, o->checkpoint);
+    snprintf(pipe_into, sizeof(pipe_into), "%s %s --score -", program_invocation(), o->checkpoint);
     TextOptions read_as = {0, o->encoding, "scored text", pipe_into};
     int rc = strcmp(o->score, "-") == 0 ? corpus_read_as(stdin, name, &read_as, max_chars, &scored, err)
                                         : corpus_load_as(o->score, &read_as, max_chars, &scored, err);
@@ -475,7 +416,7 @@ static void score_text(const Options *o) {
     double nats = score.sum_nats / score.scored;
     printf("%s: %ld characters scored (block size %d, stride %d): %.6f nats/char, %.6f bits/char, perplexity %.4f\n",
            name, score.scored, c->block_size, o->stride, nats, nats / M_LN2, exp(nats));
-    flush_output();
+    stdout_flush_or_die();
     if (o->surprisal) fprintf(stderr, "surprisal of %ld characters written to %s\n", score.scored, o->surprisal);
 }
 
@@ -541,13 +482,13 @@ static double generate_samples(GPT *model, const int *start, long start_len, con
     const Prompt *prompt = &run.prompt;
     Decoder *d = &run.decoder;
     for (long i = 0; i < prompt->len; i++) write_char(stdout, run.vocab.chars[prompt->tokens[i]]);
-    flush_output();
+    stdout_flush_or_die();
     double t0 = now_seconds();
     for (long n = 0; n < o->max_new; n++) {
         const int *next = decoder_step(d, err);
         if (!next) die(EXIT_DATA, "%s: %s", o->checkpoint, err);
         write_char(stdout, run.vocab.chars[next[0]]);
-        flush_output();
+        stdout_flush_or_die();
     }
     double secs = now_seconds() - t0;
     if (prompt->len > 0 || o->max_new > 0) printf("\n");
@@ -558,7 +499,7 @@ static double generate_samples(GPT *model, const int *start, long start_len, con
         for (long i = start_len; i < d->len; i++) write_char(stdout, run.vocab.chars[text[i]]);
         printf("\n");
     }
-    flush_output();  // the text ends before the messages on stderr
+    stdout_flush_or_die();  // the text ends before the messages on stderr
     return secs;
 }
 
@@ -574,11 +515,12 @@ static void report_speed(const Options *o, double secs) {
 }
 
 int main(int argc, char **argv) {
+    platform_init(argc, argv);
     Options o;
     parse_options(argc, argv, &o);
     prepare_outputs(&o);  // the files it will write can be written
     atexit(free_run);
-    install_signal_handlers();
+    fatal_signals_install(atomic_file_remove_open, 0);  // a killed run leaves no temporary file
     start_kernels(&o);
     open_checkpoint(&o);
     if (o.score) {

@@ -10,21 +10,20 @@
 // text, memory and model), trained step by step (take_step, evaluate, save_checkpoints,
 // report) and finished (the summary and the whole-validation pass). The machinery is in
 // training/; docs/how-a-step-runs.md follows one step through it.
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
+#include "common/platform.h"
+#include "common/program.h"
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "data/corpus_fingerprint.h"
@@ -34,8 +33,6 @@
 #include "dist/dist.h"
 #include "format/atomic_file.h"
 #include "format/checkpoint.h"
-#include "format/float_text.h"
-#include "format/output.h"
 #include "kernels/kernels.h"
 #include "model/adamw.h"
 #include "model/gpt.h"
@@ -130,7 +127,7 @@ static void usage_data_and_output(FILE *f, const TrainOptions *d) {
             "  --skip-unknown       with --init-from: drop corpus characters CKPT's vocabulary lacks\n"
             "                       (default: they take CKPT's unknown token if it has one, else an\n"
             "                       error naming them with their counts)\n",
-            program_invocation_name, program_invocation_name, d->val_fraction, d->out);
+            program_invocation(), program_invocation(), d->val_fraction, d->out);
 }
 
 static void usage_model_and_training(FILE *f, const TrainOptions *d) {
@@ -170,8 +167,9 @@ static void usage_model_and_training(FILE *f, const TrainOptions *d) {
             "                       (default 0)\n"
             "  --max-memory MIB     refuse a run that needs more memory than MIB mebibytes, its corpus\n"
             "                       included at 4 bytes a character (a .gz stops being inflated once\n"
-            "                       past it); default: the memory available now, MemAvailable in\n"
-            "                       /proc/meminfo\n"
+            "                       past it); default: the memory available now (MemAvailable in\n"
+            "                       /proc/meminfo on Linux, free and inactive pages on macOS;\n"
+            "                       elsewhere unknown: no limit)\n"
             "  --precision P        fp32, or bf16: matrix products on bf16 copies of the weights and\n"
             "                       activations with fp32 sums, faster where the CPU has AVX512_BF16;\n"
             "                       master weights, gradients and optimizer stay fp32 (default fp32;\n"
@@ -201,20 +199,13 @@ static void usage(FILE *f) {
     usage_model_and_training(f, &default_options);
 }
 
-// A process that fails meets the others at their next agreement (agree() below, dist.h), so
-// that every process leaves with the same status; the lowest-ranked failure's message is
-// printed, once.
-static void die(int status, const char *fmt, ...) {
+// die's meeting (common/program.h): a process that fails meets the others at their next
+// agreement (agree() below, dist.h), so that every process leaves with the same status; the
+// lowest-ranked failure's message is printed, once.
+static int meet_to_die(int status, int *report) {
     DistAgreement a = dist_agree(status, 0);
-    if (a.rank == dist_rank()) {
-        va_list ap;
-        va_start(ap, fmt);
-        fprintf(stderr, "%s: ", program_invocation_short_name);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
-        va_end(ap);
-    }
-    exit(a.status);
+    *report = a.rank == dist_rank();
+    return a.status;
 }
 
 // Meets the other processes (dist.h) at a point every one of them reaches: when one has
@@ -226,13 +217,6 @@ static int agree(void) {
     return a.signal;
 }
 
-// Flushes standard output before training starts; a write to it that failed ends the program
-// (exit 1), so that no report is lost without a message.
-static void flush_output(void) {
-    char err[ERR_LEN];
-    if (output_flush(stdout, "standard output", err) != 0) die(EXIT_DATA, "%s", err);
-}
-
 // Flushes the progress lines once training has started. A failed write no longer ends the run,
 // whose work is worth more than its report: the run goes on (log.csv keeps every report) after
 // one message on stderr. After a stop signal a write may fail by design (mpirun stops reading
@@ -240,36 +224,15 @@ static void flush_output(void) {
 static void flush_progress(void) {
     static int warned = 0;
     char err[ERR_LEN];
-    if (output_flush(stdout, "standard output", err) == 0) return;
+    if (stdout_flush(err) == 0) return;
     clearerr(stdout);
     if (!warned && !stop_signals_received())
-        fprintf(stderr, "%s: %s; training goes on (log.csv has every report)\n", program_invocation_short_name, err);
+        fprintf(stderr, "%s: %s; training goes on (log.csv has every report)\n", program_name(), err);
     warned = 1;
 }
 
 // ----------------------------------------------------------------------------
 // options
-
-static long parse_long(const char *flag, const char *s, long min, long max) {
-    long v;
-    int read = whole_number_parse(s, &v);
-    if (read == -2) die(EXIT_USAGE, "%s expects a whole number (such as 2000 or 2e3), got '%s'", flag, s);
-    if (read == -3) die(EXIT_USAGE, "%s must be between %ld and %ld, got %s", flag, min, max, s);
-    if (read != 0) die(EXIT_USAGE, "%s expects a whole number, got '%s' (see --help)", flag, s);
-    if (v < min || v > max) die(EXIT_USAGE, "%s must be between %ld and %ld, got %ld", flag, min, max, v);
-    return v;
-}
-
-static float parse_float(const char *flag, const char *s, double min, double max, int max_inclusive) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v))
-        die(EXIT_USAGE, "%s expects a number, got '%s' (see --help)", flag, s);
-    if (v < min || v > max || (!max_inclusive && v == max))
-        die(EXIT_USAGE, "%s must be in [%g, %g%c, got %s", flag, min, max, max_inclusive ? ']' : ')', s);
-    return (float)v;
-}
 
 static void copy_path(char *dst, const char *flag, const char *s) {
     if (!*s) die(EXIT_USAGE, "%s needs a non-empty path", flag);
@@ -358,31 +321,31 @@ static void set_option(TrainOptions *o, int c, const char *name, const char *val
         case OPT_DATA: add_data_path(o, value); break;
         case OPT_OUT: copy_path(o->out, name, value); break;
         case OPT_RESUME: copy_path(o->resume, name, value); break;
-        case OPT_N_LAYER: o->n_layer = (int)parse_long(name, value, 1, 1024); break;
-        case OPT_N_HEAD: o->n_head = (int)parse_long(name, value, 1, 1024); break;
-        case OPT_N_EMBD: o->n_embd = (int)parse_long(name, value, 1, 65536); break;
-        case OPT_HEAD_SIZE: o->head_size = (int)parse_long(name, value, 1, 65536); break;
-        case OPT_BLOCK_SIZE: o->block_size = (int)parse_long(name, value, 1, 65536); break;
-        case OPT_BATCH_SIZE: o->batch_size = (int)parse_long(name, value, 1, TRAIN_MAX_BATCH_SIZE); break;
-        case OPT_DROPOUT: o->dropout = parse_float(name, value, 0.0, 1.0, 0); break;
+        case OPT_N_LAYER: o->n_layer = (int)option_long(name, value, 1, 1024); break;
+        case OPT_N_HEAD: o->n_head = (int)option_long(name, value, 1, 1024); break;
+        case OPT_N_EMBD: o->n_embd = (int)option_long(name, value, 1, 65536); break;
+        case OPT_HEAD_SIZE: o->head_size = (int)option_long(name, value, 1, 65536); break;
+        case OPT_BLOCK_SIZE: o->block_size = (int)option_long(name, value, 1, 65536); break;
+        case OPT_BATCH_SIZE: o->batch_size = (int)option_long(name, value, 1, TRAIN_MAX_BATCH_SIZE); break;
+        case OPT_DROPOUT: o->dropout = (float)option_double(name, value, 0.0, 1.0, 0); break;
         case OPT_NO_QKV_BIAS: o->qkv_bias = 0; break;
-        case OPT_STEPS: o->steps = parse_long(name, value, 0, TRAIN_MAX_STEPS); break;
-        case OPT_LR: o->lr = parse_float(name, value, 0.0, TRAIN_MAX_LR, 1); break;
-        case OPT_MIN_LR: o->min_lr = parse_float(name, value, 0.0, TRAIN_MAX_LR, 1); break;
-        case OPT_WARMUP: o->warmup = parse_long(name, value, 0, TRAIN_MAX_STEPS); break;
-        case OPT_DECAY_STEPS: o->decay_steps = parse_long(name, value, 1, TRAIN_MAX_STEPS); break;
-        case OPT_WEIGHT_DECAY: o->weight_decay = parse_float(name, value, 0.0, TRAIN_MAX_LR, 1); break;
-        case OPT_GRAD_CLIP: o->grad_clip = parse_float(name, value, 0.0, TRAIN_MAX_GRAD_CLIP, 1); break;
-        case OPT_EVAL_EVERY: o->eval_every = parse_long(name, value, 1, TRAIN_MAX_STEPS); break;
-        case OPT_EVAL_BATCHES: o->eval_batches = parse_long(name, value, 1, TRAIN_MAX_EVAL_BATCHES); break;
-        case OPT_SAVE_EVERY: o->save_every = parse_long(name, value, 1, TRAIN_MAX_STEPS); break;
-        case OPT_LOG_EVERY: o->log_every = parse_long(name, value, 1, TRAIN_MAX_STEPS); break;
-        case OPT_SEED: o->seed = (uint64_t)parse_long(name, value, 0, LONG_MAX); break;
-        case OPT_THREADS: o->threads = (int)parse_long(name, value, 0, max_threads); break;
-        case OPT_VAL_FRACTION: o->val_fraction = parse_float(name, value, 0.0, 1.0, 0); break;
-        case OPT_GRAD_ACCUM: o->grad_accum = (int)parse_long(name, value, 1, TRAIN_MAX_BATCH_SIZE); break;
-        case OPT_ZERO: o->zero = (int)parse_long(name, value, 0, 1); break;
-        case OPT_MAX_MEMORY: o->max_memory = parse_float(name, value, 1.0, 1e12, 1) * MIB; break;
+        case OPT_STEPS: o->steps = option_long(name, value, 0, TRAIN_MAX_STEPS); break;
+        case OPT_LR: o->lr = (float)option_double(name, value, 0.0, TRAIN_MAX_LR, 1); break;
+        case OPT_MIN_LR: o->min_lr = (float)option_double(name, value, 0.0, TRAIN_MAX_LR, 1); break;
+        case OPT_WARMUP: o->warmup = option_long(name, value, 0, TRAIN_MAX_STEPS); break;
+        case OPT_DECAY_STEPS: o->decay_steps = option_long(name, value, 1, TRAIN_MAX_STEPS); break;
+        case OPT_WEIGHT_DECAY: o->weight_decay = (float)option_double(name, value, 0.0, TRAIN_MAX_LR, 1); break;
+        case OPT_GRAD_CLIP: o->grad_clip = (float)option_double(name, value, 0.0, TRAIN_MAX_GRAD_CLIP, 1); break;
+        case OPT_EVAL_EVERY: o->eval_every = option_long(name, value, 1, TRAIN_MAX_STEPS); break;
+        case OPT_EVAL_BATCHES: o->eval_batches = option_long(name, value, 1, TRAIN_MAX_EVAL_BATCHES); break;
+        case OPT_SAVE_EVERY: o->save_every = option_long(name, value, 1, TRAIN_MAX_STEPS); break;
+        case OPT_LOG_EVERY: o->log_every = option_long(name, value, 1, TRAIN_MAX_STEPS); break;
+        case OPT_SEED: o->seed = (uint64_t)option_long(name, value, 0, LONG_MAX); break;
+        case OPT_THREADS: o->threads = (int)option_long(name, value, 0, max_threads); break;
+        case OPT_VAL_FRACTION: o->val_fraction = (float)option_double(name, value, 0.0, 1.0, 0); break;
+        case OPT_GRAD_ACCUM: o->grad_accum = (int)option_long(name, value, 1, TRAIN_MAX_BATCH_SIZE); break;
+        case OPT_ZERO: o->zero = (int)option_long(name, value, 0, 1); break;
+        case OPT_MAX_MEMORY: o->max_memory = (float)option_double(name, value, 1.0, 1e12, 1) * MIB; break;
         case OPT_INIT_FROM: copy_path(o->init_from, name, value); break;
         case OPT_SKIP_UNKNOWN: o->skip_unknown = 1; break;
         case OPT_KEEP_CR: o->keep_cr = 1; break;
@@ -391,16 +354,16 @@ static void set_option(TrainOptions *o, int c, const char *name, const char *val
             if (precision_parse(value, &o->precision) != 0)
                 die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", value);
             break;
-        case OPT_MPI_TIMEOUT: o->mpi_timeout = parse_float(name, value, 0.0, 1e9, 1); break;
+        case OPT_MPI_TIMEOUT: o->mpi_timeout = (float)option_double(name, value, 0.0, 1e9, 1); break;
         case OPT_SEPARATOR: set_separator(o, value); break;
         case OPT_ENCODING:
             if (encoding_parse(value, &o->encoding) != 0)
                 die(EXIT_USAGE, "--encoding must be utf-8, latin-1 or cp1252, got '%s'", value);
             break;
-        case OPT_MIN_CHAR_COUNT: o->min_char_count = parse_long(name, value, 1, 1000000000000000L); break;
+        case OPT_MIN_CHAR_COUNT: o->min_char_count = option_long(name, value, 1, 1000000000000000L); break;
         case OPT_GROW_VOCAB: o->grow_vocab = 1; break;
         case OPT_FINAL_VAL_CHARS:
-            o->final_val_chars = strcmp(value, "all") == 0 ? -1 : parse_long(name, value, 0, LONG_MAX);
+            o->final_val_chars = strcmp(value, "all") == 0 ? -1 : option_long(name, value, 0, LONG_MAX);
             break;
     }
 }
@@ -611,52 +574,40 @@ static void free_run(void) {
 
 // MPI (when built with it) and the exit handler, which ends MPI too, however the program ends.
 static void start_processes(int *argc, char ***argv) {
+    platform_init(*argc, *argv);
     char err[ERR_LEN];
     if (dist_init(argc, argv, err) != 0) {
-        if (dist_rank() == 0) fprintf(stderr, "%s: %s\n", program_invocation_short_name, err);
+        if (dist_rank() == 0) fprintf(stderr, "%s: %s\n", program_name(), err);
         dist_finalize();
         exit(EXIT_USAGE);
     }
     if (dist_rank() != 0 && !freopen("/dev/null", "w", stdout)) exit(EXIT_DATA);  // rank 0 alone reports
+    die_meets_others(meet_to_die);
     atexit(free_run);
 }
 
-// Other signals that end the program remove the temporary file of a save in progress first.
-static void on_fatal_signal(int sig) {
-    atomic_file_remove_open();
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
+// SIGINT, SIGTERM, SIGHUP stop the run after its step and save (several processes: see
+// stop_signals.h); the other signals that end a program remove the temporary file of a save
+// in progress first (common/program.h).
 static void install_signal_handlers(void) {
-    static const int fatal[] = {SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2};
-    for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++) signal(fatal[i], on_fatal_signal);
-    // SIGINT, SIGTERM, SIGHUP: stop after the step and save (several processes: see stop_signals.h)
+    fatal_signals_install(atomic_file_remove_open, 1);
     stop_signals_install(dist_size() > 1);
-    // a file-size limit makes the write fail with EFBIG, reported, instead of killing the run
-    signal(SIGXFSZ, SIG_IGN);
 }
 
 // A collective has waited --mpi-timeout seconds: a process has stopped or is cut off, and MPI
 // cannot take the collective back, so every process ends.
 static void on_stalled(const char *message) {
     fprintf(stderr, "%s: %s, longer than --mpi-timeout: a process has stopped or cannot be reached (if it is only "
-            "slow, give a longer --mpi-timeout); ending every process\n", program_invocation_short_name, message);
+            "slow, give a longer --mpi-timeout); ending every process\n", program_name(), message);
     dist_abort(EXIT_DATA);
     exit(EXIT_DATA);  // without MPI, dist_abort returns
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
 // Threads per process: --threads, else the cores this process may use, shared with the
 // other processes of the run on this machine.
 static void set_threads(int threads) {
     if (threads == 0 && dist_local_size() > 1) {
-        long share = sysconf(_SC_NPROCESSORS_ONLN) / dist_local_size();
+        long share = platform_cpu_count() / dist_local_size();
         threads = share < 1 ? 1 : share < omp_get_max_threads() ? (int)share : omp_get_max_threads();
     }
     if (threads > 0) omp_set_num_threads(threads);
@@ -664,22 +615,20 @@ static void set_threads(int threads) {
 
 // The memory the run may take (0: unknown, no limit), and where that figure comes from. The
 // memory available is shared by the processes of the run on this machine.
-static double memory_limit(const TrainOptions *o, const char **source) {
-    *source = o->max_memory > 0 ? "--max-memory"
-              : dist_local_size() > 1 ? "available (MemAvailable) per process on this machine"
-              : "available (MemAvailable)";
-    return o->max_memory > 0 ? o->max_memory : gpt_memory_available() / dist_local_size();
+static double run_memory_limit(const TrainOptions *o, const char **source) {
+    return memory_limit(o->max_memory, dist_local_size(), source);
 }
 
 // Prints the memory the run needs with its limit; exits 2 when it needs more.
 static void check_memory(const GPTMemoryPlan *plan, const TrainOptions *o) {
     const char *source;
-    double limit = memory_limit(o, &source);
+    double limit = run_memory_limit(o, &source);
     char needed[512], limit_text[32];
     gpt_memory_describe(plan, needed, sizeof(needed));
     gpt_format_bytes(limit, limit_text, sizeof(limit_text));
-    printf("memory: %s; %s %s\n", needed, limit_text, source);
-    flush_output();
+    if (limit > 0) printf("memory: %s; %s %s\n", needed, limit_text, source);
+    else printf("memory: %s; no limit: the memory available is %s (--max-memory sets one)\n", needed, source);
+    stdout_flush_or_die();
     if (limit > 0 && gpt_memory_total(plan) > limit) {
         gpt_format_bytes(gpt_memory_total(plan), needed, sizeof(needed));
         die(EXIT_USAGE, "the run needs %s of memory, more than the %s %s: use a smaller model, --batch-size or "
@@ -699,7 +648,7 @@ static void lock_out_dir(const TrainOptions *o) {
     char err[ERR_LEN];
     int status = out_dir_lock(o->out, &run.lock, err);
     if (status != 0) die(status, "%s", err);
-    if (err[0]) fprintf(stderr, "%s: warning: %s\n", program_invocation_short_name, err);
+    if (err[0]) fprintf(stderr, "%s: warning: %s\n", program_name(), err);
 }
 
 // The run's options: a resumed run's are its checkpoint's (with those --resume may change),
@@ -755,10 +704,10 @@ static void read_text(Run *r) {
         if (strcmp(paths.paths[i], CORPUS_STDIN) == 0)
             die(EXIT_USAGE, "--data - reads standard input, which mpirun gives to rank 0 alone: every process reads "
                 "the corpus itself, so give it a file");
-    snprintf(pipe_into, sizeof(pipe_into), "%s --data -", program_invocation_name);
+    snprintf(pipe_into, sizeof(pipe_into), "%s --data -", program_invocation());
     TextSource source = {o->data, o->separator, {o->keep_cr, o->encoding, NULL, pipe_into}};
     TextBudget budget = {.limit_given = o->max_memory > 0, .held = (double)r->ck.file.file_len};
-    budget.limit = memory_limit(o, &budget.source);
+    budget.limit = run_memory_limit(o, &budget.source);
     CorpusSetReport report;
     int status = run_text_read(&source, &budget, &r->corpus, &report, err);
     if (status != 0)
@@ -910,7 +859,7 @@ static void start_out_dir(Run *r) {
     snprintf(r->plot_title, sizeof(r->plot_title), "chargpt: %s", r->data_name);
     if (r->resuming && dist_rank() == 0 && loss_history_read(&r->losses, r->paths.log, err) != 0)
         die(EXIT_DATA, "%s", err);
-    flush_output();
+    stdout_flush_or_die();
     agree();
 }
 
@@ -936,7 +885,7 @@ static void take_step(Run *r) {
     if (!isfinite(r->model.mean_loss) || !isfinite(norm)) {
         if (dist_rank() == 0)
             fprintf(stderr, "%s%s: step %ld: %s is not finite; stopping (the last saved checkpoint is unchanged)\n",
-                    r->tty ? "\n" : "", program_invocation_short_name, s->step + 1,
+                    r->tty ? "\n" : "", program_name(), s->step + 1,
                     isfinite(r->model.mean_loss) ? "the gradient norm" : "the loss");
         exit(EXIT_NONFINITE);
     }
@@ -1009,7 +958,7 @@ static void save_checkpoints(Run *r, const char *best, const char *ckpt) {
 static void draw_loss_plot(Run *r) {
     char err[ERR_LEN];
     if (loss_plot_write(r->paths.plot, r->losses.points, r->losses.n, r->plot_title, err) != 0)
-        fprintf(stderr, "%s%s: warning: %s (training goes on)\n", r->tty ? "\n" : "", program_invocation_short_name,
+        fprintf(stderr, "%s%s: warning: %s (training goes on)\n", r->tty ? "\n" : "", program_name(),
                 err);
     else
         r->plot_written = 1;

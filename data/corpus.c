@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/platform.h"
 #include "vocab.h"
 
 // Reads fp (size_hint > 0: its size in bytes) into corpus as one document.
@@ -83,28 +84,46 @@ int corpus_encode(Corpus *corpus, const Vocab *vocab, size_t *bad_pos) {
     return vocab_encode(vocab, corpus->text, corpus->len, corpus->tokens, bad_pos);
 }
 
-int corpus_default_path(char *out, size_t size, char err[ERR_LEN]) {
-    static const char *name = "tinyshakespeare.txt.gz";
-    static const char *places[2] = {"/../share/chargpt/", "/data/"};  // installed, build tree
-    char dir[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
-    if (n <= 0) {
-        snprintf(err, ERR_LEN, "cannot find the default corpus %s: /proc/self/exe: %s", name,
-                 n < 0 ? strerror(errno) : "empty");
-        return -1;
-    }
-    dir[n] = '\0';
-    *strrchr(dir, '/') = '\0';  // the link is an absolute path: keep its directory
-    for (int i = 0; i < 2; i++) {
+#define CORPUS_DEFAULT_NAME "tinyshakespeare.txt.gz"  // the corpus shipped with chargpt
+
+// Where chargpt was installed: the programs find the shipped corpus in CHARGPT_PREFIX/share/chargpt/
+// when the system does not say where they are (the Makefile passes its PREFIX).
+#ifndef CHARGPT_PREFIX
+#define CHARGPT_PREFIX "/usr/local"
+#endif
+
+// The first of the n places (each a directory and "/") that holds the default corpus, its
+// absolute path into out. Returns 0, or -1 when none has it.
+static int find_default_corpus(const char *const *places, int n, char *out, size_t size) {
+    for (int i = 0; i < n; i++) {
         char path[PATH_MAX + 64], resolved[PATH_MAX];
-        snprintf(path, sizeof(path), "%s%s%s", dir, places[i], name);
+        snprintf(path, sizeof(path), "%s%s", places[i], CORPUS_DEFAULT_NAME);
         if (access(path, R_OK) == 0 && realpath(path, resolved) && strlen(resolved) < size) {
             strcpy(out, resolved);
             return 0;
         }
     }
-    snprintf(err, ERR_LEN, "the default corpus %s is neither in %s%s nor in %s%s", name, dir, places[0], dir,
-             places[1]);
+    return -1;
+}
+
+int corpus_default_path(char *out, size_t size, char err[ERR_LEN]) {
+    char dir[PATH_MAX], why[ERR_LEN];
+    if (platform_executable_path(dir, sizeof(dir), why) != 0) {
+        // the install prefix, then data/ in the current directory (the build tree)
+        const char *places[2] = {CHARGPT_PREFIX "/share/chargpt/", "data/"};
+        if (find_default_corpus(places, 2, out, size) == 0) return 0;
+        snprintf(err, ERR_LEN, "the default corpus %s is neither in %s nor in %s (%s)", CORPUS_DEFAULT_NAME, places[0],
+                 places[1], why);
+        return -1;
+    }
+    *strrchr(dir, '/') = '\0';  // an absolute path: keep its directory
+    char installed[PATH_MAX + 32], build_tree[PATH_MAX + 32];
+    snprintf(installed, sizeof(installed), "%s/../share/chargpt/", dir);
+    snprintf(build_tree, sizeof(build_tree), "%s/data/", dir);
+    const char *places[2] = {installed, build_tree};
+    if (find_default_corpus(places, 2, out, size) == 0) return 0;
+    snprintf(err, ERR_LEN, "the default corpus %s is neither in %s nor in %s", CORPUS_DEFAULT_NAME, installed,
+             build_tree);
     return -1;
 }
 

@@ -56,9 +56,11 @@ int corpus_encode(Corpus *corpus, const Vocab *vocab, size_t *bad_pos);
 void corpus_free(Corpus *corpus);
 
 // Finds the corpus shipped with chargpt (tinyshakespeare.txt.gz) relative to the running
-// program (/proc/self/exe): installed, in <prefix>/share/chargpt/ beside <prefix>/bin/; in
-// the build tree, in data/ beside the binary. Returns 0 with its absolute path in out, or -1
-// with err naming the places looked in.
+// program (platform_executable_path): installed, in <prefix>/share/chargpt/ beside
+// <prefix>/bin/; in the build tree, in data/ beside the binary. On a system that does not say
+// where the program is: in the install prefix the build was made for (the Makefile's PREFIX),
+// then in data/ in the current directory. Returns 0 with its absolute path in out, or -1 with
+// err naming the places looked in.
 int corpus_default_path(char *out, size_t size, char err[ERR_LEN]);
 
 #endif

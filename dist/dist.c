@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/clock.h"
+
 #ifdef CHARGPT_MPI
 #include <mpi.h>
 #endif
@@ -58,12 +60,6 @@ void dist_share(size_t total, int rank, size_t *first, size_t *end) {
 }
 
 #ifdef CHARGPT_MPI
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 void dist_set_timeout(double seconds, DistStallHandler *on_stall) {
     dist.timeout = seconds;
@@ -211,6 +207,17 @@ static void sum_in_place(void *x, size_t n, MPI_Datatype type, size_t size, cons
 void dist_sum_floats(float *x, size_t n) { sum_in_place(x, n, MPI_FLOAT, sizeof(float), "float"); }
 void dist_sum_doubles(double *x, int n) { sum_in_place(x, (size_t)n, MPI_DOUBLE, sizeof(double), "double"); }
 
+// The start of a collective over the processes' shares of n floats: the shares filled
+// (fill_shares), `what` it is for messages ("the all-gather of 1000 floats"), every process
+// arrived. Returns when it started, for dist.comm_seconds.
+static double begin_shared(size_t n, const char *name, const char *where, char *what, size_t size) {
+    double t0 = now_seconds();
+    fill_shares(n);
+    snprintf(what, size, "%s of %zu floats%s", name, n, where);
+    arrive(n * sizeof(float), what);
+    return t0;
+}
+
 // A ring: at step s (0 .. N-2) process r sends its partial sum of share (r - s - 1) mod N to
 // process r + 1 and adds the one of share (r - s - 2) mod N from process r - 1 into x, so
 // that after N - 1 steps its own share r holds the sum of every process's, added in ring
@@ -218,12 +225,9 @@ void dist_sum_doubles(double *x, int n) { sum_in_place(x, (size_t)n, MPI_DOUBLE,
 // only one piece of memory besides x, where OpenMPI's takes a temporary of 1.5 x (OpenMPI
 // 4.1 on 2 processes), which would cost more than sharding the moments saves.
 void dist_reduce_scatter_floats(float *x, size_t n) {
-    double t0 = now_seconds();
-    fill_shares(n);
-    int N = dist.size, next = (dist.rank + 1) % N, prev = (dist.rank + N - 1) % N;
     char what[160];
-    snprintf(what, sizeof(what), "the reduce-scatter of %zu floats", n);
-    arrive(n * sizeof(float), what);
+    double t0 = begin_shared(n, "the reduce-scatter", "", what, sizeof(what));
+    int N = dist.size, next = (dist.rank + 1) % N, prev = (dist.rank + N - 1) % N;
     for (int s = 0; s < N - 1; s++) {
         int out = ((dist.rank - s - 1) % N + N) % N, in = ((dist.rank - s - 2) % N + N) % N;
         float *send = x + dist.displs[out], *sum = x + dist.displs[in];
@@ -246,11 +250,8 @@ void dist_reduce_scatter_floats(float *x, size_t n) {
 }
 
 void dist_all_gather_floats(float *x, size_t n) {
-    double t0 = now_seconds();
-    fill_shares(n);
     char what[96];
-    snprintf(what, sizeof(what), "the all-gather of %zu floats", n);
-    arrive(n * sizeof(float), what);
+    double t0 = begin_shared(n, "the all-gather", "", what, sizeof(what));
     MPI_Request req;
     MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, x, dist.counts, dist.displs, MPI_FLOAT, MPI_COMM_WORLD, &req);
     transfer(&req, 1, n * sizeof(float), what, "MPI_Iallgatherv");
@@ -258,11 +259,8 @@ void dist_all_gather_floats(float *x, size_t n) {
 }
 
 void dist_gather_floats(const float *shard, float *all, size_t n) {
-    double t0 = now_seconds();
-    fill_shares(n);
     char what[96];
-    snprintf(what, sizeof(what), "the gather of %zu floats on rank 0", n);
-    arrive(n * sizeof(float), what);
+    double t0 = begin_shared(n, "the gather", " on rank 0", what, sizeof(what));
     MPI_Request req;
     MPI_Igatherv(shard, dist.counts[dist.rank], MPI_FLOAT, all, dist.counts, dist.displs, MPI_FLOAT, 0,
                  MPI_COMM_WORLD, &req);

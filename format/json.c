@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../data/utf8.h"
+
 typedef struct {
     const char *text;
     size_t len;
@@ -128,30 +130,6 @@ static long read_hex4(const Parser *p) {
     return v;
 }
 
-// Writes code point cp as UTF-8 at out; returns the number of bytes.
-static size_t encode_utf8(uint32_t cp, char *out) {
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 // Parses the \uXXXX escape at p->pos (just after the backslash and 'u'), joining a
 // surrogate pair; appends the UTF-8 to out and returns the bytes written, or -1.
 static long parse_unicode_escape(Parser *p, char *out) {
@@ -172,7 +150,7 @@ static long parse_unicode_escape(Parser *p, char *out) {
         p->pos += 4;
         cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
     }
-    return (long)encode_utf8((uint32_t)cp, out);
+    return utf8_encode((uint32_t)cp, out);
 }
 
 // Parses the string starting at the opening quote at p->pos into a new string node. A

@@ -6,13 +6,6 @@
 
 #include "atomic_file.h"
 
-int output_flush(FILE *f, const char *name, char err[ERR_LEN]) {
-    errno = 0;
-    if (fflush(f) == 0 && !ferror(f)) return 0;
-    snprintf(err, ERR_LEN, "cannot write to %s: %s", name, errno ? strerror(errno) : "an earlier write failed");
-    return -1;
-}
-
 int output_prepare(const char *path, int *removed, char err[ERR_LEN]) {
     *removed = 0;
     struct stat st;

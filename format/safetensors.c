@@ -289,21 +289,46 @@ static int parse_metadata(const char *path, const JsonDoc *doc, const JsonNode *
     return 0;
 }
 
-// qsort_r comparators of indices into st->meta and st->tensors
-static int by_meta_key(const void *a, const void *b, void *arg) {
-    const SafeTensors *st = arg;
-    return strcmp(st->meta[*(const int *)a].key, st->meta[*(const int *)b].key);
+// Orders of indices into st->meta and st->tensors: negative, 0 or positive as strcmp.
+typedef int IndexOrder(const SafeTensors *st, int i, int j);
+
+static int by_meta_key(const SafeTensors *st, int i, int j) { return strcmp(st->meta[i].key, st->meta[j].key); }
+static int by_tensor_name(const SafeTensors *st, int i, int j) {
+    return strcmp(st->tensors[i].name, st->tensors[j].name);
 }
-static int by_tensor_name(const void *a, const void *b, void *arg) {
-    const SafeTensors *st = arg;
-    return strcmp(st->tensors[*(const int *)a].name, st->tensors[*(const int *)b].name);
-}
-static int by_tensor_offset(const void *a, const void *b, void *arg) {
-    const SafeTensors *st = arg;
-    const StTensor *x = &st->tensors[*(const int *)a], *y = &st->tensors[*(const int *)b];
+static int by_tensor_offset(const SafeTensors *st, int i, int j) {
+    const StTensor *x = &st->tensors[i], *y = &st->tensors[j];
     if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
     if (x->nbytes != y->nbytes) return x->nbytes < y->nbytes ? -1 : 1;
     return 0;
+}
+
+// Whether index i goes before j: by order, ties by the index itself.
+static int goes_before(IndexOrder *order, const SafeTensors *st, int i, int j) {
+    int c = order(st, i, j);
+    return c < 0 || (c == 0 && i < j);
+}
+
+static void sift_down(int *idx, int root, int n, IndexOrder *order, const SafeTensors *st) {
+    for (int child; (child = 2 * root + 1) < n; root = child) {
+        if (child + 1 < n && goes_before(order, st, idx[child], idx[child + 1])) child++;
+        if (!goes_before(order, st, idx[root], idx[child])) return;
+        int swap = idx[root];
+        idx[root] = idx[child];
+        idx[child] = swap;
+    }
+}
+
+// Sorts the indices idx[0, n) by order, ties by index, so every C library gives the same
+// order (a heap sort, in place: standard C's qsort passes its comparator no context).
+static void sort_indices(int *idx, int n, IndexOrder *order, const SafeTensors *st) {
+    for (int i = n / 2 - 1; i >= 0; i--) sift_down(idx, i, n, order, st);
+    for (int end = n - 1; end > 0; end--) {
+        int swap = idx[0];
+        idx[0] = idx[end];
+        idx[end] = swap;
+        sift_down(idx, 0, end, order, st);
+    }
 }
 
 // Sorts the tensor names and metadata keys (kept in tensor_order and meta_order for lookups)
@@ -320,7 +345,7 @@ static int check_layout(const char *path, SafeTensors *st, char err[ERR_LEN]) {
     }
     char a[64], b[64];
     for (int i = 0; i < st->num_meta; i++) st->meta_order[i] = i;
-    qsort_r(st->meta_order, (size_t)st->num_meta, sizeof(int), by_meta_key, st);
+    sort_indices(st->meta_order, st->num_meta, by_meta_key, st);
     for (int i = 1; i < st->num_meta && rc == 0; i++) {
         const char *key = st->meta[st->meta_order[i]].key;
         if (strcmp(st->meta[st->meta_order[i - 1]].key, key) == 0)
@@ -328,14 +353,14 @@ static int check_layout(const char *path, SafeTensors *st, char err[ERR_LEN]) {
     }
 
     for (int i = 0; i < st->num_tensors; i++) st->tensor_order[i] = by_offset[i] = i;
-    qsort_r(st->tensor_order, (size_t)st->num_tensors, sizeof(int), by_tensor_name, st);
+    sort_indices(st->tensor_order, st->num_tensors, by_tensor_name, st);
     for (int i = 1; i < st->num_tensors && rc == 0; i++) {
         const char *name = st->tensors[st->tensor_order[i]].name;
         if (strcmp(st->tensors[st->tensor_order[i - 1]].name, name) == 0)
             rc = fail(err, path, "duplicate tensor name '%s'", printable(name, strlen(name), a));
     }
 
-    qsort_r(by_offset, (size_t)st->num_tensors, sizeof(int), by_tensor_offset, st);
+    sort_indices(by_offset, st->num_tensors, by_tensor_offset, st);
     size_t pos = 0;  // end of the tensors so far
     for (int i = 0; i < st->num_tensors && rc == 0; i++) {
         const StTensor *t = &st->tensors[by_offset[i]];

@@ -9,6 +9,8 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "../common/clock.h"
+
 // How long a thread spins before it sleeps: a barrier reached by running threads within
 // this much of each other costs no system call.
 #define SPIN_NS 50000L
@@ -164,12 +166,6 @@ void tuner_record(ThreadTuner *t, double seconds) {
         tried->interval = tried->interval * 2 < MAX_INTERVAL ? tried->interval * 2 : MAX_INTERVAL;
         tried->next_trial = t->samples + tried->interval;
     }
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
 int tuner_start(ThreadTuner *t, const void *pass_kind, long pass_shape) {

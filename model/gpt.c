@@ -183,6 +183,17 @@ static int make_kernels(GPT *model, char err[ERR_LEN]) {
     return model->kernels ? 0 : -1;
 }
 
+// Frees the activations, the scratch and the batch's tokens (none allocated: batch_size 0).
+static void free_activations(GPT *model) {
+    free(model->acts_memory);
+    free(model->scratch_memory);
+    free(model->inputs);
+    free(model->targets);
+    model->acts_memory = model->scratch_memory = NULL;
+    model->inputs = model->targets = NULL;
+    model->batch_size = 0;
+}
+
 int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
     const GPTConfig *c = &model->config;
     if (B < 1) {
@@ -194,13 +205,7 @@ int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
     activation_sizes(c, B, act_floats, scratch_floats);
     for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) floats += act_floats[i];
     for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) floats += scratch_floats[i];
-    free(model->acts_memory);
-    free(model->scratch_memory);
-    free(model->inputs);
-    free(model->targets);
-    model->acts_memory = model->scratch_memory = NULL;
-    model->inputs = model->targets = NULL;
-    model->batch_size = 0;
+    free_activations(model);
     // sizes no machine has are refused before they are converted to size_t
     if (floats * sizeof(float) > 0x1p60) {
         snprintf(err, ERR_LEN, "out of memory for activations of batch %d x %zu", B, T);
@@ -215,12 +220,7 @@ int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
     model->targets = malloc(N * sizeof(int));
     if (!model->acts_memory || !model->scratch_memory || !model->inputs || !model->targets) {
         snprintf(err, ERR_LEN, "out of memory for activations of batch %d x %zu", B, T);
-        free(model->acts_memory);
-        free(model->scratch_memory);
-        free(model->inputs);
-        free(model->targets);
-        model->acts_memory = model->scratch_memory = NULL;
-        model->inputs = model->targets = NULL;
+        free_activations(model);
         return -1;
     }
     model->num_activations = num_acts;
@@ -313,24 +313,10 @@ void gpt_memory_describe(const GPTMemoryPlan *p, char *text, size_t n) {
     if (used < n) snprintf(text + used, n - used, ")");
 }
 
-double gpt_memory_available(void) {
-    FILE *fp = fopen("/proc/meminfo", "r");
-    if (!fp) return 0.0;
-    char line[256];
-    double kib = 0.0;
-    while (fgets(line, sizeof(line), fp))
-        if (sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
-    fclose(fp);
-    return kib * 1024.0;
-}
-
 void gpt_free(GPT *model) {
     free(model->params_memory);
     free(model->grads_memory);
-    free(model->acts_memory);
-    free(model->scratch_memory);
-    free(model->inputs);
-    free(model->targets);
+    free_activations(model);
     kernels_free(model->kernels);
     memset(model, 0, sizeof(*model));
 }

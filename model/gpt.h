@@ -189,9 +189,6 @@ double gpt_memory_total(const GPTMemoryPlan *plan);
 void gpt_memory_describe(const GPTMemoryPlan *plan, char *text, size_t n);
 // Writes bytes as "832 KiB", "40.5 MiB", "3.2 TiB".
 void gpt_format_bytes(double bytes, char *text, size_t n);
-// The memory this machine has available now, in bytes (MemAvailable in /proc/meminfo:
-// free memory and what the kernel can reclaim without swapping), or 0 when unknown.
-double gpt_memory_available(void);
 
 // Initialises parameters from a seed: linear weights and embeddings N(0, 0.02), the two
 // residual projections N(0, 0.02/sqrt(2L)), biases 0, LayerNorm weight 1 and bias 0.

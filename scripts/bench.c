@@ -20,7 +20,8 @@
 // set a backend of this CPU uses, and a training result is a share of its own backend's.
 //
 // Output: one line per result, "kind key=value ...", read by scripts/bench.sh. Progress
-// goes to stderr. Exit status: 0 done, 1 a measurement failed, 2 bad usage, 3 non-finite loss.
+// goes to stderr. Exit status (common/errors.h): 0 done, 1 a measurement failed, 2 bad usage,
+// 3 non-finite loss.
 //
 // FLOPs of one training step, counting a multiply-add as 2, over N = B*T tokens (A = H*hs):
 //   matmuls, forward:   2 * N * (L * (3A*C + A*C + 4C*C + 4C*C) + V*C)
@@ -41,7 +42,6 @@
 #include <getopt.h>
 #include <math.h>
 #include <omp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +55,10 @@
 #include <immintrin.h>
 #endif
 
+#include "../common/clock.h"
+#include "../common/errors.h"
+#include "../common/platform.h"
+#include "../common/program.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
 #include "../generation/decoder.h"
@@ -62,10 +66,6 @@
 #include "../model/rng.h"
 #include "../model/train_step.h"
 #include "../generation/sampler.h"
-
-#define EXIT_FAILED 1
-#define EXIT_USAGE 2
-#define EXIT_NONFINITE 3
 
 // Training hyperparameters as ./train's defaults (a constant learning rate: the schedule
 // does not change the work).
@@ -109,27 +109,10 @@ typedef struct {
     int threads;
 } Peak;
 
-static void die(int status, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fflush(stdout);
-    fputs("bench: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(status);
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 static long peak_rss_kb(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss;  // kilobytes on Linux
+    return platform_max_rss_kib(ru.ru_maxrss);
 }
 
 // CPU seconds (user + system) this process has used, all threads together.
@@ -296,9 +279,9 @@ static void build_model(GPT *model, const BenchConfig *bc, Precision precision) 
     GPTConfig config = {bc->vocab_size, bc->block_size, bc->n_layer, bc->n_head,
                         bc->n_embd, bc->n_embd / bc->n_head, 1, 0.0f};
     char err[ERR_LEN];
-    if (gpt_build(model, &config, 1, err) != 0) die(EXIT_FAILED, "%s: %s", bc->name, err);
+    if (gpt_build(model, &config, 1, err) != 0) die(EXIT_DATA, "%s: %s", bc->name, err);
     gpt_init_weights(model, SEED);
-    if (gpt_set_precision(model, precision, err) != 0) die(EXIT_FAILED, "%s: %s", bc->name, err);
+    if (gpt_set_precision(model, precision, err) != 0) die(EXIT_DATA, "%s: %s", bc->name, err);
 }
 
 // "fp32", or "bf16:vdpbf16ps": the precision and path as one word, + for spaces
@@ -353,11 +336,11 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
     GPT model;
     build_model(&model, bc, o->precision);
     char err[ERR_LEN];
-    if (gpt_alloc_activations(&model, B, err) != 0) die(EXIT_FAILED, "%s: %s", bc->name, err);
+    if (gpt_alloc_activations(&model, B, err) != 0) die(EXIT_DATA, "%s: %s", bc->name, err);
     AdamW opt;
-    if (adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.1f, err) != 0) die(EXIT_FAILED, "%s: %s", bc->name, err);
+    if (adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.1f, err) != 0) die(EXIT_DATA, "%s: %s", bc->name, err);
     int *inputs = malloc((size_t)B * T * sizeof(int)), *targets = malloc((size_t)B * T * sizeof(int));
-    if (!inputs || !targets) die(EXIT_FAILED, "out of memory");
+    if (!inputs || !targets) die(EXIT_DATA, "out of memory");
     Rng rng;
     rng_seed(&rng, SEED);
 
@@ -369,14 +352,14 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
     // timed: --steps steps, or else at least MIN_TIMED_STEPS and --seconds
     long steps = 0, capacity = 64;
     double *step_secs = malloc((size_t)capacity * sizeof(double));
-    if (!step_secs) die(EXIT_FAILED, "out of memory");
+    if (!step_secs) die(EXIT_DATA, "out of memory");
     float loss = NAN;
     long thread_steps = 0;  // sum over the timed steps of the threads each ran on
     double start = now_seconds(), cpu_start = cpu_seconds(), total = 0.0;
     while (o->steps ? steps < o->steps : (steps < MIN_TIMED_STEPS || total < o->seconds)) {
         if (steps == capacity) {
             step_secs = realloc(step_secs, (size_t)(capacity *= 2) * sizeof(double));
-            if (!step_secs) die(EXIT_FAILED, "out of memory");
+            if (!step_secs) die(EXIT_DATA, "out of memory");
         }
         double t0 = now_seconds();
         loss = bench_step(&model, &opt, &rng, inputs, targets, B, T);
@@ -428,14 +411,14 @@ static void run_train_paired(const BenchConfig *bc, const Options *o) {
         build_model(&models[p], bc, p ? PRECISION_BF16 : PRECISION_FP32);
         if (gpt_alloc_activations(&models[p], B, err) != 0 ||
             adamw_init(&opts[p], &models[p], 0.9f, 0.99f, 1e-8f, 0.1f, err) != 0)
-            die(EXIT_FAILED, "%s: %s", bc->name, err);
+            die(EXIT_DATA, "%s: %s", bc->name, err);
         rng_seed(&rngs[p], SEED);
     }
     int *inputs = malloc((size_t)B * T * sizeof(int)), *targets = malloc((size_t)B * T * sizeof(int));
     long capacity = 64, pairs = 0;
     double *secs[2] = {malloc((size_t)capacity * sizeof(double)), malloc((size_t)capacity * sizeof(double))};
     double *ratios = malloc((size_t)capacity * sizeof(double));
-    if (!inputs || !targets || !secs[0] || !secs[1] || !ratios) die(EXIT_FAILED, "out of memory");
+    if (!inputs || !targets || !secs[0] || !secs[1] || !ratios) die(EXIT_DATA, "out of memory");
     for (int i = 0; i < o->warmup; i++)
         for (int p = 0; p < 2; p++) bench_step(&models[p], &opts[p], &rngs[p], inputs, targets, B, T);
     fprintf(stderr, "bench: %s: fp32 and bf16 training in turn\n", bc->name);
@@ -446,7 +429,7 @@ static void run_train_paired(const BenchConfig *bc, const Options *o) {
             secs[0] = realloc(secs[0], (size_t)capacity * sizeof(double));
             secs[1] = realloc(secs[1], (size_t)capacity * sizeof(double));
             ratios = realloc(ratios, (size_t)capacity * sizeof(double));
-            if (!secs[0] || !secs[1] || !ratios) die(EXIT_FAILED, "out of memory");
+            if (!secs[0] || !secs[1] || !ratios) die(EXIT_DATA, "out of memory");
         }
         for (int p = 0; p < 2; p++) {
             double t0 = now_seconds();
@@ -479,11 +462,11 @@ static GenRun generate_chars(GPT *model, const int *prompt, int prompt_len, long
     const DecoderConfig config = {num_samples, 1, use_cache, {0.8f, 0, 1.0f}, SEED};  // ./generate's defaults
     Decoder decoder;
     char err[ERR_LEN];
-    if (decoder_init(&decoder, model, prompt, prompt_len, n, &config, err) != 0) die(EXIT_FAILED, "%s", err);
+    if (decoder_init(&decoder, model, prompt, prompt_len, n, &config, err) != 0) die(EXIT_DATA, "%s", err);
     double t0 = now_seconds();
     long made = 0;
     while (made < n) {
-        if (!decoder_step(&decoder, err)) die(EXIT_FAILED, "%s", err);
+        if (!decoder_step(&decoder, err)) die(EXIT_DATA, "%s", err);
         made++;
         if (now_seconds() - t0 > max_secs) break;
     }
@@ -530,7 +513,7 @@ static void run_generate_paired(const BenchConfig *bc, const Options *o) {
         build_model(&models[p], bc, p ? PRECISION_BF16 : PRECISION_FP32);
         generate_chars(&models[p], prompt, PROMPT_LEN, 8, 1, 1, o->gen_seconds);  // warm-up
         if (decoder_init(&decoders[p], &models[p], prompt, PROMPT_LEN, o->gen_chars, &config, err) != 0)
-            die(EXIT_FAILED, "%s", err);
+            die(EXIT_DATA, "%s", err);
     }
     fprintf(stderr, "bench: %s: fp32 and bf16 generation in turn\n", bc->name);
     double secs[2] = {0.0, 0.0};
@@ -538,7 +521,7 @@ static void run_generate_paired(const BenchConfig *bc, const Options *o) {
     while (made < o->gen_chars && secs[0] + secs[1] <= 2.0 * o->gen_seconds) {
         for (int p = 0; p < 2; p++) {
             double t0 = now_seconds();
-            if (!decoder_step(&decoders[p], err)) die(EXIT_FAILED, "%s", err);
+            if (!decoder_step(&decoders[p], err)) die(EXIT_DATA, "%s", err);
             secs[p] += now_seconds() - t0;
         }
         made++;
@@ -594,7 +577,7 @@ static int run_child(int job, const BenchConfig *bc, const Options *o, Peak *pea
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
-    if (pid < 0) die(EXIT_FAILED, "fork: %s", strerror(errno));
+    if (pid < 0) die(EXIT_DATA, "fork: %s", strerror(errno));
     if (pid == 0) {
         if (job == JOB_PEAK) run_peak(peak);
         else if (job == JOB_TRAIN) run_train(bc, o, peak);
@@ -605,11 +588,11 @@ static int run_child(int job, const BenchConfig *bc, const Options *o, Peak *pea
     }
     int status;
     while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) die(EXIT_FAILED, "waitpid: %s", strerror(errno));
+        if (errno != EINTR) die(EXIT_DATA, "waitpid: %s", strerror(errno));
     }
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     fprintf(stderr, "bench: a child was killed by signal %d\n", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-    return EXIT_FAILED;
+    return EXIT_DATA;
 }
 
 static void usage(FILE *f) {
@@ -635,15 +618,6 @@ static void usage(FILE *f) {
             "  -h, --help         show this help\n", MIN_TIMED_STEPS);
 }
 
-static double parse_number(const char *flag, const char *s, double min, double max) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < min || v > max)
-        die(EXIT_USAGE, "%s expects a number in [%g, %g], got '%s'", flag, min, max, s);
-    return v;
-}
-
 static void parse_options(int argc, char **argv, Options *o) {
     enum { OPT_CONFIG = 256, OPT_SECONDS, OPT_STEPS, OPT_WARMUP, OPT_GEN_CHARS, OPT_GEN_SECONDS, OPT_TRAIN_ONLY,
            OPT_PRECISION, OPT_NO_SAMPLES, OPT_PAIRED, OPT_LIST_BACKENDS };
@@ -664,11 +638,11 @@ static void parse_options(int argc, char **argv, Options *o) {
         const char *flag = argv[optind - 1];
         switch (c) {
             case OPT_CONFIG: o->config = optarg; break;
-            case OPT_SECONDS: o->seconds = parse_number("--seconds", optarg, 0.0, 3600.0); break;
-            case OPT_STEPS: o->steps = (long)parse_number("--steps", optarg, 1, 1e6); break;
-            case OPT_WARMUP: o->warmup = (int)parse_number("--warmup", optarg, 1, 1000); break;
-            case OPT_GEN_CHARS: o->gen_chars = (long)parse_number("--gen-chars", optarg, 1, 1e7); break;
-            case OPT_GEN_SECONDS: o->gen_seconds = parse_number("--gen-seconds", optarg, 0.0, 3600.0); break;
+            case OPT_SECONDS: o->seconds = option_double("--seconds", optarg, 0.0, 3600.0, 1); break;
+            case OPT_STEPS: o->steps = option_long("--steps", optarg, 1, 1000000); break;
+            case OPT_WARMUP: o->warmup = (int)option_long("--warmup", optarg, 1, 1000); break;
+            case OPT_GEN_CHARS: o->gen_chars = option_long("--gen-chars", optarg, 1, 10000000); break;
+            case OPT_GEN_SECONDS: o->gen_seconds = option_double("--gen-seconds", optarg, 0.0, 3600.0, 1); break;
             case OPT_TRAIN_ONLY: o->train_only = 1; break;
             case OPT_NO_SAMPLES: o->no_samples = 1; break;
             case OPT_PAIRED: o->paired = 1; break;
@@ -694,13 +668,14 @@ static void parse_options(int argc, char **argv, Options *o) {
 }
 
 int main(int argc, char **argv) {
+    platform_init(argc, argv);
     Options o;
     parse_options(argc, argv, &o);
     char err[ERR_LEN];
     if (kernels_init(err) != 0) die(EXIT_USAGE, "%s", err);
     // shared with the children: the peak child writes it, the training children read it
     Peak *peak = mmap(NULL, sizeof(Peak), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (peak == MAP_FAILED) die(EXIT_FAILED, "mmap: %s", strerror(errno));
+    if (peak == MAP_FAILED) die(EXIT_DATA, "mmap: %s", strerror(errno));
     memset(peak, 0, sizeof(*peak));
     int rc = o.train_only || o.no_samples || o.paired ? 0 : run_child(JOB_PEAK, NULL, &o, peak);
     if (rc != 0) return rc;

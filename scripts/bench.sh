@@ -28,7 +28,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(nproc)}"
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(getconf _NPROCESSORS_ONLN)}"
 seconds="${BENCH_SECONDS:-4}"
 gen_chars="${BENCH_GEN_CHARS:-500}"
 gen_seconds="${BENCH_GEN_SECONDS:-20}"
@@ -50,8 +50,11 @@ trap 'stop_busy; rm -rf "$out"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
-echo "machine: ${cpu_model:-unknown CPU}, $(nproc) threads online; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+# the CPU's name: Linux's /proc/cpuinfo, else macOS's sysctl; the load from uptime, on any system
+cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)"
+[ -n "$cpu_model" ] || cpu_model="$(sysctl -n machdep.cpu.brand_string 2>/dev/null || true)"
+echo "machine: ${cpu_model:-unknown CPU}, $(getconf _NPROCESSORS_ONLN) threads online; load average" \
+     "$(uptime | sed 's/.*load averages*: *//; s/,* / /g')"
 echo "compiler: $(${CC:-cc} --version | head -n 1); benchmark threads: OMP_NUM_THREADS=$OMP_NUM_THREADS"
 echo "OMP_WAIT_POLICY: chargpt ${OMP_WAIT_POLICY:-unset, the libgomp default}, PyTorch passive"
 echo

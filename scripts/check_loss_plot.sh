@@ -11,26 +11,13 @@
 # e.g. after `make test`: scripts/check_loss_plot.sh tests/tmp/loss_plot_sample.svg tests/tmp/loss_plot_sample.png
 set -u
 
-if [ $# -ne 2 ]; then
-    echo "usage: $0 PLOT.svg OUT.png" >&2
-    exit 2
-fi
+USAGE="PLOT.svg OUT.png" SAMPLE=tests/tmp/loss_plot_sample.svg
+source "$(dirname "$0")/headless_browser.sh"  # the arguments checked; $browser and its $flags
 plot=$1
 shot=$2
-if [ ! -f "$plot" ]; then
-    echo "$plot: no such file (run \`make test\` to write tests/tmp/loss_plot_sample.svg)" >&2
-    exit 2
-fi
-browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
-if [ -z "$browser" ]; then
-    echo "check_loss_plot: no chromium found" >&2
-    exit 2
-fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run
-       --disable-background-networking --disable-component-update --disable-sync)
 
 # the SVG as base64 inside the page: a data: image does not taint the canvas
 {

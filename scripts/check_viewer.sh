@@ -18,21 +18,10 @@
 # e.g. after `make test`: scripts/check_viewer.sh tests/tmp/viewer_sample.html tests/tmp/viewer_shots
 set -u
 
-if [ $# -ne 2 ]; then
-    echo "usage: $0 PAGE.html OUT_DIR" >&2
-    exit 2
-fi
+USAGE="PAGE.html OUT_DIR" SAMPLE=tests/tmp/viewer_sample.html
+source "$(dirname "$0")/headless_browser.sh"  # the arguments checked; $browser and its $flags
 page=$1
 out=$2
-if [ ! -f "$page" ]; then
-    echo "$page: no such file (run \`make test\` to write tests/tmp/viewer_sample.html)" >&2
-    exit 2
-fi
-browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
-if [ -z "$browser" ]; then
-    echo "check_viewer: no chromium found" >&2
-    exit 2
-fi
 title=$(grep -o '<title>[^<]*</title>' "$page" | head -n 1)
 read -r chars layers heads < <(echo "$title" |
     sed -n 's/.*: \([0-9]*\) characters\?, \([0-9]*\) layers\? &times; \([0-9]*\) heads\?<.*/\1 \2 \3/p')
@@ -45,8 +34,6 @@ mkdir -p "$out"
 url="file://$(cd "$(dirname "$page")" && pwd)/$(basename "$page")"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run
-       --disable-background-networking --disable-component-update --disable-sync)
 status=0
 fail() {
     echo "check_viewer: $page: $*" >&2

@@ -48,6 +48,10 @@ void test_restore_backend(void);
 // The whole file, malloc'd and NUL-terminated (*len excludes the NUL), or NULL.
 char *test_read_file(const char *path, size_t *len);
 
+// The test program's own path (platform_executable_path, else its argv[0] made absolute), to
+// run it again (test_run's measuring process).
+const char *test_self_path(void);
+
 // Path of a built program ("train", "generate"): in the directory $CHARGPT_BIN names (as
 // `make sanitize` sets it), else in the working directory, the repository root.
 const char *test_program(const char *name);

@@ -5,22 +5,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../common/clock.h"
+#include "../common/platform.h"
 #include "../format/checkpoint.h"
 #include "../format/safetensors.h"
 #include "test.h"
 
-static double seconds_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 #define SPAWN_FLAG "--spawn-measured"
 #define PEAK_RSS_FD 3  // where the measuring process reports the program's peak RSS
@@ -29,20 +25,33 @@ static double seconds_now(void) {
 // Linux keeps that peak through exec: the peak RSS of a program run so would be at least the
 // test program's. So the child re-executes the test program (small when it starts) as
 // `run_tests --spawn-measured PROGRAM ARGS...`, which runs PROGRAM as its own child, writes
-// its peak RSS to PEAK_RSS_FD and leaves with its exit status (or signal).
+// its peak RSS to PEAK_RSS_FD and leaves with its exit status (or signal). A signal that
+// ends the measuring process (SIGTERM at a test's timeout, Ctrl-C) ends PROGRAM first.
+static volatile sig_atomic_t measured_pid;
+
+static void end_measured(int sig) {
+    if (measured_pid > 0) kill(measured_pid, SIGKILL);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 int test_spawn_measured(char **argv) {
     fcntl(PEAK_RSS_FD, F_SETFD, FD_CLOEXEC);
+    static const int ending[] = {SIGTERM, SIGINT, SIGHUP};
+    for (size_t i = 0; i < sizeof(ending) / sizeof(ending[0]); i++) signal(ending[i], end_measured);
     pid_t pid = fork();
     if (pid < 0) return 126;
     if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);  // ends with this process (killed at a timeout)
-        execv(argv[0], argv);
+        execv(argv[0], argv);  // which gives the signals caught here their default action again
         _exit(127);
     }
+    measured_pid = pid;
     int status;
     struct rusage usage;
-    if (wait4(pid, &status, 0, &usage) != pid) return 126;
-    long kib = usage.ru_maxrss;
+    pid_t done;
+    while ((done = wait4(pid, &status, 0, &usage)) < 0 && errno == EINTR) continue;
+    if (done != pid) return 126;
+    long kib = platform_max_rss_kib(usage.ru_maxrss);
     if (write(PEAK_RSS_FD, &kib, sizeof(kib)) != (ssize_t)sizeof(kib)) return 126;
     if (WIFSIGNALED(status)) {
         signal(WTERMSIG(status), SIG_DFL);
@@ -56,8 +65,9 @@ int test_spawn_measured(char **argv) {
 static TestRun run_child(const char *const *argv, const char *in_path, const char *stdout_path, const char *out_path,
                          long file_size_limit, double timeout_s) {
     TestRun r = {-1, 0.0, 0, NULL};
+    const char *self = test_self_path();
     fflush(stdout);
-    double start = seconds_now();
+    double start = now_seconds();
     int peak_rss[2];
     if (pipe(peak_rss) != 0) return r;
     pid_t pid = fork();
@@ -76,7 +86,7 @@ static TestRun run_child(const char *const *argv, const char *in_path, const cha
         }
         const char *spawn[64] = {"run_tests", SPAWN_FLAG};
         for (int i = 0; argv[i] && i < 61; i++) spawn[i + 2] = argv[i];
-        execv("/proc/self/exe", (char *const *)spawn);
+        execv(self, (char *const *)spawn);
         _exit(127);
     }
     close(peak_rss[1]);
@@ -89,8 +99,8 @@ static TestRun run_child(const char *const *argv, const char *in_path, const cha
             close(peak_rss[0]);
             return r;
         }
-        if (seconds_now() - start > timeout_s) {
-            kill(pid, SIGKILL);
+        if (now_seconds() - start > timeout_s) {
+            kill(pid, SIGTERM);  // the measuring process ends the program, then itself
             wait4(pid, &status, 0, &usage);
             CHECK(0, "%s did not finish within %.0f s: killed", argv[0], timeout_s);
             break;
@@ -99,8 +109,9 @@ static TestRun run_child(const char *const *argv, const char *in_path, const cha
     }
     long kib;
     r.status = status;
-    r.seconds = seconds_now() - start;
-    r.max_rss_kib = read(peak_rss[0], &kib, sizeof(kib)) == (ssize_t)sizeof(kib) ? kib : usage.ru_maxrss;
+    r.seconds = now_seconds() - start;
+    r.max_rss_kib = read(peak_rss[0], &kib, sizeof(kib)) == (ssize_t)sizeof(kib) ? kib
+                                                                           : platform_max_rss_kib(usage.ru_maxrss);
     close(peak_rss[0]);
     size_t n;
     r.output = test_read_file(out_path, &n);

@@ -12,9 +12,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../common/platform.h"
 #include "test.h"
 
 #define PREFIX "/opt/chargpt"
+#ifdef CHARGPT_PLATFORM_POSIX
+#define PLATFORM_ARG "PLATFORM=posix"  // the nested make installs this build: the plain-POSIX platform
+#else
+#define PLATFORM_ARG NULL
+#endif
 
 // Runs argv (argv[0] looked up in PATH) in cwd (NULL: here) with stdout and stderr into log;
 // returns its exit status, or -1 when it did not exit normally. A nested make must not
@@ -93,6 +99,26 @@ done:
     free(help);
 }
 
+// Trains 10 steps with chargpt-train from run_dir, which has no data/, on the corpus it
+// installed (at corpus, under DESTDIR). Where the system says where the program is
+// (common/platform.h), the program finds it beside itself; else it looks in the install prefix
+// the build was made for and in ./data, and says where it looked, so --data names it.
+static int train_installed_corpus(const char *train, const char *corpus, const char *run_dir, const char *log) {
+    char self[PATH_MAX], why[ERR_LEN];
+    if (platform_executable_path(self, sizeof(self), why) == 0) {
+        char *args[] = {(char *)train, "--steps", "10", "--eval-batches", "2", NULL};
+        if (!ran(run_in(run_dir, log, args), 0, "chargpt-train --steps 10", log)) return 0;
+        return output_has(log, PREFIX "/share/chargpt/tinyshakespeare.txt.gz, 1115394 characters", "installed corpus");
+    }
+    char *no_data[] = {(char *)train, "--steps", "1", "--out", "probe", NULL};
+    int status = run_in(run_dir, log, no_data);
+    if (status != 0 && ran(status, 1, "chargpt-train without --data, on a system that does not say its path", log))
+        output_has(log, "tinyshakespeare.txt.gz is neither in", "where the default corpus was looked for");
+    char *args[] = {(char *)train, "--data", (char *)corpus, "--steps", "10", "--eval-batches", "2", NULL};
+    if (!ran(run_in(run_dir, log, args), 0, "chargpt-train --data CORPUS --steps 10", log)) return 0;
+    return output_has(log, "tinyshakespeare.txt.gz, 1115394 characters", "installed corpus");
+}
+
 TEST(install_runs_from_another_directory) {
     char tmp[PATH_MAX];
     mkdir("tests/tmp", 0755);
@@ -115,7 +141,7 @@ TEST(install_runs_from_another_directory) {
 
     char *clean[] = {"rm", "-rf", dest, run_dir, NULL};
     if (!ran(run_in(NULL, log, clean), 0, "rm -rf", log)) return;
-    char *install[] = {"make", "--no-print-directory", "install", destdir_arg, "PREFIX=" PREFIX, NULL};
+    char *install[] = {"make", "--no-print-directory", "install", destdir_arg, "PREFIX=" PREFIX, PLATFORM_ARG, NULL};
     if (!ran(run_in(NULL, log, install), 0, "make install", log)) return;
     CHECK(access(train, X_OK) == 0 && access(generate, X_OK) == 0, "no executable chargpt-train or chargpt-generate in %s", bin);
     CHECK(same_file(corpus, "data/tinyshakespeare.txt.gz"), "%s is not data/tinyshakespeare.txt.gz", corpus);
@@ -130,9 +156,7 @@ TEST(install_runs_from_another_directory) {
 
     // from a directory without data/: the installed corpus, out/ written here
     if (!CHECK(mkdir(run_dir, 0755) == 0, "cannot create %s: %s", run_dir, strerror(errno))) return;
-    char *train_args[] = {train, "--steps", "10", "--eval-batches", "2", NULL};
-    if (!ran(run_in(run_dir, log, train_args), 0, "chargpt-train --steps 10", log)) return;
-    output_has(log, PREFIX "/share/chargpt/tinyshakespeare.txt.gz, 1115394 characters", "installed corpus");
+    if (!train_installed_corpus(train, corpus, run_dir, log)) return;
     CHECK(access(ckpt, R_OK) == 0, "no %s", ckpt);
     char *generate_args[] = {generate, "out/ckpt.safetensors", "ROMEO:", "-n", "5", "-t", "0", NULL};
     if (ran(run_in(run_dir, log, generate_args), 0, "chargpt-generate", log)) output_has(log, "ROMEO:", "generated text");
@@ -149,7 +173,8 @@ TEST(install_runs_from_another_directory) {
     if (ran(run_in(NULL, log, no_ckpt), 2, "chargpt-generate", log))
         output_has(log, "chargpt-generate: no checkpoint given", "error message");
 
-    char *uninstall[] = {"make", "--no-print-directory", "uninstall", destdir_arg, "PREFIX=" PREFIX, NULL};
+    char *uninstall[] = {"make", "--no-print-directory", "uninstall", destdir_arg, "PREFIX=" PREFIX, PLATFORM_ARG,
+                         NULL};
     if (ran(run_in(NULL, log, uninstall), 0, "make uninstall", log)) {
         CHECK(access(train, F_OK) != 0 && access(generate, F_OK) != 0 && access(corpus, F_OK) != 0 &&
                   access(man_train, F_OK) != 0 && access(man_generate, F_OK) != 0,

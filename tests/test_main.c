@@ -1,13 +1,15 @@
 // Runs every registered test in name order and prints "N passed, N failed", on the kernels'
 // backend CHARGPT_KERNELS names (else the fastest this CPU runs). `run_tests --backends`
 // prints the backends this CPU runs instead, one a line.
+#include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <math.h>
 
+#include "../common/clock.h"
+#include "../common/platform.h"
 #include "../kernels/kernels.h"
 #include "test.h"
 
@@ -49,8 +51,16 @@ static int by_name(const void *a, const void *b) {
     return strcmp(((const TestCase *)a)->name, ((const TestCase *)b)->name);
 }
 
+static char self_path[PATH_MAX];
+
+const char *test_self_path(void) { return self_path; }
+
 int main(int argc, char **argv) {
+    platform_init(argc, argv);
     if (argc > 2 && strcmp(argv[1], "--spawn-measured") == 0) return test_spawn_measured(argv + 2);
+    char err[ERR_LEN];
+    if (platform_executable_path(self_path, sizeof(self_path), err) != 0 && !realpath(argv[0], self_path))
+        snprintf(self_path, sizeof(self_path), "%s", argv[0]);
     const char *filter = argc > 1 ? argv[1] : NULL;
     if (filter && strcmp(filter, "--backends") == 0) {
         const char *names[TEST_MAX_BACKENDS];
@@ -58,7 +68,6 @@ int main(int argc, char **argv) {
         for (int i = 0; i < count; i++) printf("%s\n", names[i]);
         return 0;
     }
-    char err[ERR_LEN];
     if (kernels_init(err) != 0) {  // CHARGPT_KERNELS=name runs every test on that backend
         fprintf(stderr, "run_tests: %s\n", err);
         return 2;
@@ -69,11 +78,9 @@ int main(int argc, char **argv) {
     for (int i = 0; i < num_tests; i++) {
         if (filter && !strstr(tests[i].name, filter)) continue;
         current_failures = 0;
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        double t0 = now_seconds();
         tests[i].fn();
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double secs = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+        double secs = now_seconds() - t0;
         if (current_failures == 0) passed++;
         else failed++;
         printf("%s %s (%.2fs)\n", current_failures ? "FAIL" : "ok  ", tests[i].name, secs);

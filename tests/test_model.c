@@ -14,7 +14,7 @@
 #include "../kernels/parallel.h"
 #include "../model/rng.h"
 #include "../model/train_step.h"
-#include "ref_ops.h"
+#include "../model/reference.h"
 #include "test.h"
 
 #define FD_STEP 1e-5

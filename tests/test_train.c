@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../common/clock.h"
 #include "../model/adamw.h"
 #include "../format/checkpoint.h"
 #include "../model/gpt.h"
@@ -1209,12 +1210,6 @@ TEST(train_nonfinite_loss_stops) {
 // ----------------------------------------------------------------------------
 // 9. SIGINT and SIGTERM save and exit 128 + signal
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 // Starts a long run, waits for its first report line, sends sig and checks exit status
 // 128 + sig, the message, and the checkpoint it saved.
 static void check_stopped_by(int sig, const char *name, const char *dir, const char *corpus) {
@@ -1226,14 +1221,14 @@ static void check_stopped_by(int sig, const char *name, const char *dir, const c
                     "--eval-every", "1000", "--save-every", "100000000", "--out", out, NULL};
     pid_t pid = start_train(log, args);
     if (!CHECK(pid > 0, "fork failed")) return;
-    double start = now_s(), reported = -1.0;
+    double start = now_seconds(), reported = -1.0;
     size_t n;
-    while (now_s() - start < 20.0) {
+    while (now_seconds() - start < 20.0) {
         char *text = test_read_file(log, &n);
         int seen = text && strstr(text, "step 200/");
         free(text);
         if (seen) {
-            reported = now_s() - start;
+            reported = now_seconds() - start;
             break;
         }
         int status;
@@ -1245,9 +1240,9 @@ static void check_stopped_by(int sig, const char *name, const char *dir, const c
     }
     kill(pid, sig);
     int status = -1;
-    double sent = now_s();
+    double sent = now_seconds();
     while (waitpid(pid, &status, WNOHANG) == 0) {
-        if (now_s() - sent > 20.0) {
+        if (now_seconds() - sent > 20.0) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
             CHECK(0, "%s: ./train did not stop within 20 s", name);
@@ -1255,7 +1250,7 @@ static void check_stopped_by(int sig, const char *name, const char *dir, const c
         }
         usleep(2000);
     }
-    printf("    %s: first report after %.2f s, stopped %.3f s after the signal\n", name, reported, now_s() - sent);
+    printf("    %s: first report after %.2f s, stopped %.3f s after the signal\n", name, reported, now_seconds() - sent);
     CHECK(reported >= 0, "%s: no report line within 20 s", name);
     if (!exited_with(status, 128 + sig, name, log)) return;
     snprintf(msg, sizeof(msg), "stopped by %s after step ", name);

@@ -10,17 +10,18 @@
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
-#include <pty.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../common/clock.h"
 #include "../format/safetensors.h"
 #include "../training/progress_line.h"
 #include "../training/run_dir.h"
@@ -163,6 +164,36 @@ TEST(runs_progress_line_fit) {
     close(fds[0]), close(fds[1]);
 }
 
+// forkpty's work in POSIX calls: forks a child whose controlling terminal, stdin, stdout and
+// stderr are a new pseudo-terminal of size ws. Returns the child's pid (0 in the child) with
+// the terminal's other side in *master, or -1.
+static pid_t fork_on_terminal(int *master, const struct winsize *ws) {
+    int m = posix_openpt(O_RDWR | O_NOCTTY);
+    const char *name = m >= 0 && grantpt(m) == 0 && unlockpt(m) == 0 ? ptsname(m) : NULL;
+    char slave[256];
+    if (!name || snprintf(slave, sizeof(slave), "%s", name) >= (int)sizeof(slave)) {
+        if (m >= 0) close(m);
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid != 0) {
+        if (pid > 0) *master = m;
+        else close(m);
+        return pid;
+    }
+    close(m);
+    setsid();
+    int s = open(slave, O_RDWR);  // the session's first terminal: its controlling terminal
+    if (s < 0) _exit(126);
+#ifdef TIOCSCTTY
+    ioctl(s, TIOCSCTTY, 0);  // where opening it is not enough (the BSDs, macOS)
+#endif
+    if (ioctl(s, TIOCSWINSZ, ws) != 0) _exit(126);
+    dup2(s, 0), dup2(s, 1), dup2(s, 2);
+    if (s > 2) close(s);
+    return 0;
+}
+
 // Runs ./train on a pseudo-terminal `columns` wide; returns its output (malloc'd) or NULL.
 static char *train_on_terminal(int columns, const char *const *args) {
     char program[4096];
@@ -174,7 +205,7 @@ static char *train_on_terminal(int columns, const char *const *args) {
     struct winsize ws = {24, (unsigned short)columns, 0, 0};
     int master;
     fflush(stdout);
-    pid_t pid = forkpty(&master, NULL, NULL, &ws);
+    pid_t pid = fork_on_terminal(&master, &ws);
     if (pid < 0) return NULL;
     if (pid == 0) {
         unsetenv("COLUMNS");
@@ -603,12 +634,6 @@ TEST(runs_schedule_messages_match_logged_rates) {
 // ----------------------------------------------------------------------------
 // 6. stop signals
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 // Starts ./train (output into log) and waits until log contains `ready`; returns the pid, or -1.
 static pid_t start_until(const char *log, const char *const *args, const char *ready) {
     char program[4096];
@@ -626,8 +651,8 @@ static pid_t start_until(const char *log, const char *const *args, const char *r
         execv(program, (char *const *)argv);
         _exit(127);
     }
-    double start = now_s();
-    while (pid > 0 && now_s() - start < 30.0) {
+    double start = now_seconds();
+    while (pid > 0 && now_seconds() - start < 30.0) {
         size_t len;
         char *text = test_read_file(log, &len);
         int seen = text && strstr(text, ready);
@@ -642,16 +667,16 @@ static pid_t start_until(const char *log, const char *const *args, const char *r
 
 // Waits for pid at most 20 s; returns its wait status (-1: killed for taking too long).
 static int wait_at_most(pid_t pid, double *seconds) {
-    double start = now_s();
+    double start = now_seconds();
     int status;
     while (waitpid(pid, &status, WNOHANG) == 0) {
-        if (now_s() - start > 20.0) {
+        if (now_seconds() - start > 20.0) {
             kill(pid, SIGKILL), waitpid(pid, &status, 0);
             return -1;
         }
         usleep(2000);
     }
-    *seconds = now_s() - start;
+    *seconds = now_seconds() - start;
     return status;
 }
 

@@ -3,15 +3,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
+
+#include "../common/platform.h"
 
 #define MAX_FIELDS 16
 #define SEPARATOR " | "
 
 int terminal_width(int fd) {
-    struct winsize ws;
-    if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+    int width = platform_terminal_width(fd);
+    if (width > 0) return width;
     const char *columns = getenv("COLUMNS");
     if (columns) {
         char *end;

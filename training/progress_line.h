@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-// Columns of the terminal on fd (TIOCGWINSZ) when fd is one that knows its size; else
+// Columns of the terminal on fd (platform_terminal_width) when fd is one that knows its size; else
 // $COLUMNS when it is a number from 1 to 10000; else 80.
 int terminal_width(int fd);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/platform.h"
 #include "../format/atomic_file.h"
 
 // Signals may arrive together on different threads: the counter decides which is the first.
@@ -23,7 +24,7 @@ const char *stop_signal_name(int sig) {
 
 // write(2) is async-signal-safe, stdio is not
 static void say(const char *a, const char *b, const char *c) {
-    const char *parts[] = {"\n", program_invocation_short_name, ": ", a, b, c, "\n"};
+    const char *parts[] = {"\n", program_name(), ": ", a, b, c, "\n"};
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
         if (write(STDERR_FILENO, parts[i], strlen(parts[i])) < 0) return;
 }

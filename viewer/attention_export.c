@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -174,4 +175,78 @@ int viewer_append_uint(char *out, uint32_t x) {
     } while (x);
     for (int i = 0; i < n; i++) out[i] = digits[n - 1 - i];
     return n;
+}
+
+// The t characters as JSON strings separated by commas.
+static void write_tokens(FILE *fp, const Attention *a, int html_safe) {
+    char text[JSON_CHAR_MAX + 1];
+    for (int i = 0; i < a->t; i++) {
+        int n = viewer_append_json_char(text, a->chars[i], html_safe);
+        if (i + 1 < a->t) text[n++] = ',';
+        fwrite(text, 1, (size_t)n, fp);
+    }
+}
+
+// "[[head, ...], ...]": the L layers of H heads each.
+static void write_attention(FILE *fp, const Attention *a, const JsonLayout *layout, char *row) {
+    int t = a->t;
+    for (int l = 0; l < a->n_layer; l++) {
+        fputc('[', fp);
+        for (int h = 0; h < a->n_head; h++) {
+            fputc('[', fp);
+            layout->write_head(fp, a->att + ((size_t)l * a->n_head + h) * t * t, t, row);
+            fputs(h + 1 < a->n_head ? layout->head_end : "]", fp);
+        }
+        fputs(l + 1 < a->n_layer ? "],\n" : layout->last_layer_end, fp);
+    }
+    fputc(']', fp);
+}
+
+// The surprisal array (t numbers) and the predictions array (t positions, each a list of k
+// [character, probability] pairs).
+static void write_predictions(FILE *fp, const Attention *a, const JsonLayout *layout) {
+    // one position: k pairs of a character, a number and punctuation
+    char line[ATTENTION_TOP_K * (JSON_CHAR_MAX + 24 + 4) + 4];
+    fputs(layout->surprisal_open, fp);
+    for (int i = 0; i < a->t; i++) {
+        int n = layout->append_surprisal(line, a->pred[i].surprisal);
+        if (i + 1 < a->t) line[n++] = ',';
+        fwrite(line, 1, (size_t)n, fp);
+    }
+    fputs(layout->predictions_open, fp);
+    size_t end_len = strlen(layout->position_end);
+    for (int i = 0; i < a->t; i++) {
+        const AttentionPrediction *p = &a->pred[i];
+        int n = 0;
+        line[n++] = '[';
+        for (int r = 0; r < p->k; r++) {
+            line[n++] = '[';
+            n += viewer_append_json_char(line + n, p->top_char[r], layout->html_safe);
+            line[n++] = ',';
+            n += layout->append_probability(line + n, p->top_prob[r]);
+            line[n++] = ']';
+            if (r + 1 < p->k) line[n++] = ',';
+        }
+        line[n++] = ']';
+        if (i + 1 < a->t) line[n++] = ',';
+        memcpy(line + n, layout->position_end, end_len);
+        fwrite(line, 1, (size_t)n + end_len, fp);
+    }
+    fputc(']', fp);
+}
+
+int viewer_write_json(FILE *fp, const Attention *a, const JsonLayout *layout, char err[ERR_LEN]) {
+    char *row = malloc(layout->row_bytes(a->t));
+    if (!row) {
+        snprintf(err, ERR_LEN, "%s: out of memory for a %d-character row", a->path, a->t);
+        return -1;
+    }
+    fputs(layout->open, fp);
+    write_tokens(fp, a, layout->html_safe);
+    layout->write_sizes(fp, a);
+    write_attention(fp, a, layout, row);
+    if (a->pred) write_predictions(fp, a, layout);
+    fputs(layout->close, fp);
+    free(row);
+    return 0;
 }

@@ -64,6 +64,31 @@ int viewer_append_float(char *out, float x);
 // Appends a non-negative integer in decimal. Returns the length.
 int viewer_append_uint(char *out, uint32_t x);
 
+// The attention as one JSON document, which the .json file and the .html page's embedded data
+// both are, in a layout of their own (spacing, numbers, what each head holds):
+//   {"tokens": [t strings], <sizes>, "attention": [L][H][<head>]
+//    [, "surprisal": [t numbers], "predictions": [t][k][character, probability]]}
+typedef struct {
+    int html_safe;             // viewer_append_json_char's
+    const char *open;          // "{" and the tokens' key, up to the first string
+    // writes what comes after the tokens' strings up to the attention's first layer
+    void (*write_sizes)(FILE *fp, const Attention *a);
+    size_t (*row_bytes)(int t);  // room write_head needs for one row
+    // writes one head's rows (weights (t, t)) inside its brackets, with `row` as room
+    void (*write_head)(FILE *fp, const float *head, int t, char *row);
+    const char *head_end;      // after a head's "]" when another follows
+    const char *last_layer_end;  // after the last layer's "]"
+    const char *surprisal_open;    // what comes before the surprisal's numbers
+    const char *predictions_open;  // what comes between them and the predictions
+    const char *position_end;      // after each position's predictions
+    // append a surprisal (in bits) or a probability, finite or not; return the length (< 24)
+    int (*append_surprisal)(char *out, float bits);
+    int (*append_probability)(char *out, float p);
+    const char *close;         // after everything
+} JsonLayout;
+// Writes the document. Returns 0, or -1 with err when memory for a row runs out.
+int viewer_write_json(FILE *fp, const Attention *a, const JsonLayout *layout, char err[ERR_LEN]);
+
 // The longest CSV character field: a quoted, doubled quote or a 4-byte UTF-8 sequence.
 #define CSV_CHAR_MAX 6
 // Appends cp as a CSV field: its UTF-8, quoted per RFC 4180 when it is a comma, a double

@@ -18,6 +18,7 @@
 // the page is wider than the window). scripts/check_viewer.sh checks them.
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "attention_formats.h"
 
@@ -784,82 +785,46 @@ static uint32_t quantize(float w) {
     return (uint32_t)lrintf(w * WEIGHT_SCALE);
 }
 
-// ,"surprisal":[t],"predictions":[t][k] as described at the top of this file; row holds
-// one position's predictions.
-static void write_predictions(FILE *fp, const Attention *a, char *row) {
-    int t = a->t;
-    fputs(",\n\"surprisal\":[", fp);
-    for (int i = 0; i < t; i++) {
-        float s = a->pred[i].surprisal;
-        if (isfinite(s)) fprintf(fp, "%.3f", (double)s);
-        else fputs("null", fp);
-        if (i + 1 < t) fputc(',', fp);
+// The surprisal to 3 decimals, or null.
+static int append_surprisal(char *out, float bits) {
+    if (!isfinite(bits)) {
+        memcpy(out, "null", 4);
+        return 4;
     }
-    fputs("],\n\"predictions\":[", fp);
+    int n = snprintf(out, 24, "%.3f", (double)bits);
+    return n < 24 ? n : 23;
+}
+
+static int append_probability(char *out, float p) { return viewer_append_uint(out, quantize(p)); }
+
+static void write_sizes(FILE *fp, const Attention *a) {
+    fprintf(fp, "],\"n_layer\":%d,\"n_head\":%d,\"scale\":%d,\"attention\":[\n", a->n_layer, a->n_head,
+            WEIGHT_SCALE);
+}
+
+// one query row: up to t integers of at most 5 digits and a comma
+static size_t row_bytes(int t) { return (size_t)t * 6 + 2; }
+
+// The lower triangle row by row, on one line: "w,w,...,w".
+static void write_head(FILE *fp, const float *head, int t, char *row) {
     for (int i = 0; i < t; i++) {
-        const AttentionPrediction *p = &a->pred[i];
         size_t n = 0;
-        row[n++] = '[';
-        for (int r = 0; r < p->k; r++) {
-            row[n++] = '[';
-            n += viewer_append_json_char(row + n, p->top_char[r], 1);
+        for (int j = 0; j <= i; j++) {
+            n += viewer_append_uint(row + n, quantize(head[(size_t)i * t + j]));
             row[n++] = ',';
-            n += viewer_append_uint(row + n, quantize(p->top_prob[r]));
-            row[n++] = ']';
-            if (r + 1 < p->k) row[n++] = ',';
         }
-        row[n++] = ']';
-        if (i + 1 < t) row[n++] = ',';
+        if (i + 1 == t) n--;  // no comma after the last weight
         fwrite(row, 1, n, fp);
     }
-    fputc(']', fp);
 }
 
 // The embedded JSON described at the top of this file, one head per line.
-static int write_data(FILE *fp, const Attention *a, char err[ERR_LEN]) {
-    int t = a->t;
-    // one query row: up to t integers of at most 5 digits and a comma; one position's
-    // predictions: k characters and integers with their punctuation
-    size_t row_cap = (size_t)t * 6 + JSON_CHAR_MAX + 2;
-    size_t prediction_cap = ATTENTION_TOP_K * (JSON_CHAR_MAX + 9) + 3;
-    if (row_cap < prediction_cap) row_cap = prediction_cap;
-    char *row = malloc(row_cap);
-    if (!row) {
-        snprintf(err, ERR_LEN, "%s: out of memory for a %d-character row", a->path, t);
-        return -1;
-    }
-    fputs("{\"tokens\":[", fp);
-    for (int i = 0; i < t; i++) {
-        int n = viewer_append_json_char(row, a->chars[i], 1);
-        if (i + 1 < t) row[n++] = ',';
-        fwrite(row, 1, (size_t)n, fp);
-    }
-    fprintf(fp, "],\"n_layer\":%d,\"n_head\":%d,\"scale\":%d,\"attention\":[\n", a->n_layer,
-            a->n_head, WEIGHT_SCALE);
-    for (int l = 0; l < a->n_layer; l++) {
-        fputc('[', fp);
-        for (int h = 0; h < a->n_head; h++) {
-            const float *head = a->att + ((size_t)l * a->n_head + h) * t * t;
-            fputc('[', fp);
-            for (int i = 0; i < t; i++) {
-                size_t n = 0;
-                for (int j = 0; j <= i; j++) {
-                    n += viewer_append_uint(row + n, quantize(head[(size_t)i * t + j]));
-                    row[n++] = ',';
-                }
-                if (i + 1 == t) n--;  // no comma after the last weight
-                fwrite(row, 1, n, fp);
-            }
-            fputs(h + 1 < a->n_head ? "],\n" : "]", fp);
-        }
-        fputs(l + 1 < a->n_layer ? "],\n" : "]", fp);
-    }
-    fputc(']', fp);
-    if (a->pred) write_predictions(fp, a, row);
-    fputc('}', fp);
-    free(row);
-    return 0;
-}
+static const JsonLayout html_layout = {
+    .html_safe = 1, .open = "{\"tokens\":[", .write_sizes = write_sizes, .row_bytes = row_bytes,
+    .write_head = write_head, .head_end = "],\n", .last_layer_end = "]",
+    .surprisal_open = ",\n\"surprisal\":[", .predictions_open = "],\n\"predictions\":[", .position_end = "",
+    .append_surprisal = append_surprisal, .append_probability = append_probability, .close = "}",
+};
 
 int attention_write_html(FILE *fp, const Attention *a, char err[ERR_LEN]) {
     write_lines(fp, PAGE_HEAD, PAGE_LINES(PAGE_HEAD));
@@ -867,7 +832,7 @@ int attention_write_html(FILE *fp, const Attention *a, char err[ERR_LEN]) {
     write_lines(fp, PAGE_AFTER_TITLE, PAGE_LINES(PAGE_AFTER_TITLE));
     write_summary(fp, a);
     write_lines(fp, PAGE_AFTER_HEADING, PAGE_LINES(PAGE_AFTER_HEADING));
-    if (write_data(fp, a, err) != 0) return -1;
+    if (viewer_write_json(fp, a, &html_layout, err) != 0) return -1;
     write_lines(fp, PAGE_TAIL, PAGE_LINES(PAGE_TAIL));
     return 0;
 }

@@ -14,77 +14,36 @@ static int append_number(char *out, float x) {
     return 4;
 }
 
-// "surprisal": [t] and "predictions": [t][k] of [character, probability].
-static void write_predictions(FILE *fp, const Attention *a) {
-    // one position: k pairs of a character, a number and punctuation
-    char line[ATTENTION_TOP_K * (JSON_CHAR_MAX + 16 + 4) + 4];
-    fputs(",\n\"surprisal\": [", fp);
-    for (int i = 0; i < a->t; i++) {
-        int n = append_number(line, a->pred[i].surprisal);
-        if (i + 1 < a->t) line[n++] = ',';
-        fwrite(line, 1, (size_t)n, fp);
-    }
-    fputs("],\n\"predictions\": [\n", fp);
-    for (int i = 0; i < a->t; i++) {
-        const AttentionPrediction *p = &a->pred[i];
-        int n = 0;
-        line[n++] = '[';
-        for (int r = 0; r < p->k; r++) {
-            line[n++] = '[';
-            n += viewer_append_json_char(line + n, p->top_char[r], 0);
-            line[n++] = ',';
-            n += append_number(line + n, p->top_prob[r]);
-            line[n++] = ']';
-            if (r + 1 < p->k) line[n++] = ',';
-        }
-        line[n++] = ']';
-        if (i + 1 < a->t) line[n++] = ',';
-        line[n++] = '\n';
-        fwrite(line, 1, (size_t)n, fp);
-    }
-    fputc(']', fp);
+static void write_sizes(FILE *fp, const Attention *a) {
+    fprintf(fp, "],\n\"n_layer\": %d, \"n_head\": %d,\n\"attention\": [\n", a->n_layer, a->n_head);
 }
 
-int attention_write_json(FILE *fp, const Attention *a, char err[ERR_LEN]) {
-    int t = a->t;
-    // one row: t numbers of at most 16 bytes and a comma each, brackets, comma, newline
-    char *row = malloc((size_t)t * 17 + JSON_CHAR_MAX + 4);
-    if (!row) {
-        snprintf(err, ERR_LEN, "%s: out of memory for a %d-character row", a->path, t);
-        return -1;
-    }
-    fputs("{\"tokens\": [", fp);
+// one row: t numbers of at most 16 bytes and a comma each, brackets, comma, newline
+static size_t row_bytes(int t) { return (size_t)t * 17 + 4; }
+
+// Every query row in full, one a line: "[w, ..., w],\n".
+static void write_head(FILE *fp, const float *head, int t, char *row) {
     for (int i = 0; i < t; i++) {
-        int n = viewer_append_json_char(row, a->chars[i], 0);
-        if (i + 1 < t) row[n++] = ',';
-        fwrite(row, 1, (size_t)n, fp);
-    }
-    fprintf(fp, "],\n\"n_layer\": %d, \"n_head\": %d,\n\"attention\": [\n", a->n_layer,
-            a->n_head);
-    for (int l = 0; l < a->n_layer; l++) {
-        fputc('[', fp);
-        for (int h = 0; h < a->n_head; h++) {
-            const float *head = a->att + ((size_t)l * a->n_head + h) * t * t;
-            fputc('[', fp);
-            for (int i = 0; i < t; i++) {
-                size_t n = 0;
-                row[n++] = '[';
-                for (int j = 0; j < t; j++) {
-                    n += append_number(row + n, head[(size_t)i * t + j]);
-                    if (j + 1 < t) row[n++] = ',';
-                }
-                row[n++] = ']';
-                if (i + 1 < t) row[n++] = ',';
-                row[n++] = '\n';
-                fwrite(row, 1, n, fp);
-            }
-            fputs(h + 1 < a->n_head ? "]," : "]", fp);
+        size_t n = 0;
+        row[n++] = '[';
+        for (int j = 0; j < t; j++) {
+            n += append_number(row + n, head[(size_t)i * t + j]);
+            if (j + 1 < t) row[n++] = ',';
         }
-        fputs(l + 1 < a->n_layer ? "],\n" : "]\n", fp);
+        row[n++] = ']';
+        if (i + 1 < t) row[n++] = ',';
+        row[n++] = '\n';
+        fwrite(row, 1, n, fp);
     }
-    fputc(']', fp);
-    if (a->pred) write_predictions(fp, a);
-    fputs("}\n", fp);
-    free(row);
-    return 0;
+}
+
+static const JsonLayout json_layout = {
+    .html_safe = 0, .open = "{\"tokens\": [", .write_sizes = write_sizes, .row_bytes = row_bytes,
+    .write_head = write_head, .head_end = "],", .last_layer_end = "]\n",
+    .surprisal_open = ",\n\"surprisal\": [", .predictions_open = "],\n\"predictions\": [\n", .position_end = "\n",
+    .append_surprisal = append_number, .append_probability = append_number, .close = "}\n",
+};
+
+int attention_write_json(FILE *fp, const Attention *a, char err[ERR_LEN]) {
+    return viewer_write_json(fp, a, &json_layout, err);
 }

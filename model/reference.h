@@ -1,19 +1,32 @@
-// A plain double-precision reference of every layer in model/layers.h and kernels/kernels.h,
-// and of the whole GPT forward and backward built from them. Written for clarity (simple
-// loops, nothing cached that can be recomputed) so the float kernels can be checked against
-// it and it can itself be checked against finite differences.
+// The model's specification: every layer of the network and the whole GPT, forward and
+// backward, in plain double precision. Written to be read, not to be fast: simple loops over
+// the shapes given in the comments, nothing cached that can be recomputed, each backward
+// beside its forward, the whole model in one function (ref_gpt_forward_backward) that reads
+// top to bottom like the architecture. It is built into the tests alone, never into ./train
+// or ./generate: the float model (model/gpt.c, model/layers.c, model/attention.c) and the
+// kernels (kernels/) are the fast versions of what is written here.
+//
+// How the tests use it (a learner's reading order is in docs/how-a-step-runs.md):
+//   tests/test_ops.c      each backward here against central finite differences of its
+//                         forward; then every float layer against it, forward and backward
+//   tests/test_kernels.c  the pointwise kernels (GELU, softmax) of every backend against it
+//   tests/test_model.c    the whole float model against ref_gpt_forward_backward (loss,
+//                         logits, every gradient, with and without dropout), and that
+//                         function's gradient against finite differences
+// (The whole float model is also checked against PyTorch through a committed fixture:
+// tests/test_torch_parity.c.)
 //
 // Conventions follow the kernels: N rows of C channels, row-major; every backward
 // ACCUMULATES (+=) into its gradients. Dropout uses the same mask function as the kernels,
 // dropout_keep(key, index, p) from model/rng.h; a NULL Dropout or p == 0 is the identity.
-#ifndef CHARGPT_REF_OPS_H
-#define CHARGPT_REF_OPS_H
+#ifndef CHARGPT_REFERENCE_H
+#define CHARGPT_REFERENCE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../model/gpt.h"
-#include "../model/layers.h"
+#include "gpt.h"
+#include "layers.h"
 
 // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]; out (B*t, C)
 void ref_encoder_forward(double *out, const int *tokens, const double *wte, const double *wpe,

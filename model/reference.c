@@ -1,11 +1,11 @@
-// Double-precision reference layers and GPT. See ref_ops.h.
-#include "ref_ops.h"
+// The double-precision reference: every layer, then the whole GPT. See reference.h.
+#include "reference.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../model/rng.h"
+#include "rng.h"
 
 // ---------------------------------------------------------------------------------------
 // encoder
@@ -326,74 +326,162 @@ void ref_gpt_layout(const GPTConfig *cfg, RefLayout *lay) {
 
 static double *zeros(size_t n) { return calloc(n ? n : 1, sizeof(double)); }
 
+// The sizes of a forward over tokens (B, t): N = B t rows, C channels, H heads of hs,
+// A = H hs the heads' width, V the vocabulary.
+typedef struct {
+    const GPTConfig *cfg;
+    RefLayout lay;
+    int B, t, N, C, H, hs, A, V;
+    float p;                // dropout's probability (0: off)
+    uint64_t dropout_seed;  // the key of layer l's site s is dropout_key(dropout_seed, l, s)
+} RefShape;
+
+// Where layer l's tensors start in the flat parameter vector (the same offsets index the
+// gradient); qkvb is unused without the attention's bias.
+typedef struct {
+    size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
+} RefBlock;
+
+static RefBlock block_offsets(const RefShape *m, int l) {
+    const size_t *o = m->lay.offset, C = (size_t)m->C, A = (size_t)m->A, L = (size_t)l;
+    return (RefBlock){o[REF_LN1W] + L * C,          o[REF_LN1B] + L * C,
+                      o[REF_QKVW] + L * 3 * A * C,  o[REF_QKVB] + L * 3 * A,
+                      o[REF_ATTPROJW] + L * C * A,  o[REF_ATTPROJB] + L * C,
+                      o[REF_LN2W] + L * C,          o[REF_LN2B] + L * C,
+                      o[REF_FCW] + L * 4 * C * C,   o[REF_FCB] + L * 4 * C,
+                      o[REF_FCPROJW] + L * C * 4 * C, o[REF_FCPROJB] + L * C};
+}
+
+// Dropout at layer l's site (DROPOUT_ATTN_WEIGHTS, DROPOUT_ATTN_RESIDUAL, DROPOUT_MLP_RESIDUAL),
+// its mask indexed over the whole batch.
+static Dropout block_dropout(const RefShape *m, int l, int site) {
+    return (Dropout){m->p, dropout_key(m->dropout_seed, l, site), 0};
+}
+
+// What one block's forward keeps for its backward.
+typedef struct {
+    double *x_in;  // (N, C) the residual stream entering the block
+    double *ln1;   // (N, C) ln_1(x_in)
+    double *qkv;   // (N, 3A) c_attn(ln1): queries, keys and values of every head
+    double *atty;  // (N, A) the heads' outputs, side by side
+    double *res2;  // (N, C) x_in + dropout(attn's c_proj(atty))
+    double *ln2;   // (N, C) ln_2(res2)
+    double *fch;   // (N, 4C) the MLP's c_fc(ln2)
+    double *gelu;  // (N, 4C) gelu(fch)
+} RefBlockActs;
+
+static RefBlockActs block_acts_alloc(const RefShape *m) {
+    size_t N = (size_t)m->N;
+    return (RefBlockActs){zeros(N * m->C), zeros(N * m->C), zeros(N * 3 * m->A), zeros(N * m->A),
+                          zeros(N * m->C), zeros(N * m->C), zeros(N * 4 * m->C), zeros(N * 4 * m->C)};
+}
+
+static void block_acts_free(RefBlockActs *a) {
+    free(a->x_in), free(a->ln1), free(a->qkv), free(a->atty);
+    free(a->res2), free(a->ln2), free(a->fch), free(a->gelu);
+}
+
+// Block l, pre-LayerNorm:  res2 = x + dropout(c_proj(attention(c_attn(ln_1(x)))))
+//                          x    = res2 + dropout(c_proj(gelu(c_fc(ln_2(res2)))))
+// x (N, C) in and out; att (B, H, t, t) gets the attention weights when not NULL; branch
+// (N, C) is scratch.
+static void block_forward(const RefShape *m, const double *params, int l, double *x, RefBlockActs *a,
+                          double *att, double *branch) {
+    const int N = m->N, C = m->C, A = m->A;
+    const size_t NC = (size_t)N * C;
+    RefBlock o = block_offsets(m, l);
+    Dropout d_att = block_dropout(m, l, DROPOUT_ATTN_WEIGHTS), d_res1 = block_dropout(m, l, DROPOUT_ATTN_RESIDUAL);
+    Dropout d_res2 = block_dropout(m, l, DROPOUT_MLP_RESIDUAL);
+    memcpy(a->x_in, x, NC * sizeof(double));
+    ref_layernorm_forward(a->ln1, NULL, NULL, a->x_in, params + o.ln1w, params + o.ln1b, N, C);
+    ref_matmul_forward(a->qkv, a->ln1, params + o.qkvw, m->cfg->qkv_bias ? params + o.qkvb : NULL, N, C, 3 * A);
+    ref_attention_forward(a->atty, att, a->qkv, m->B, m->t, m->H, m->hs, &d_att);
+    ref_matmul_forward(branch, a->atty, params + o.attprojw, params + o.attprojb, N, A, C);
+    ref_dropout_forward(branch, branch, NC, &d_res1);
+    ref_residual_forward(a->res2, a->x_in, branch, NC);
+    ref_layernorm_forward(a->ln2, NULL, NULL, a->res2, params + o.ln2w, params + o.ln2b, N, C);
+    ref_matmul_forward(a->fch, a->ln2, params + o.fcw, params + o.fcb, N, C, 4 * C);
+    ref_gelu_forward(a->gelu, a->fch, (size_t)N * 4 * C);
+    ref_matmul_forward(branch, a->gelu, params + o.fcprojw, params + o.fcprojb, N, 4 * C, C);
+    ref_dropout_forward(branch, branch, NC, &d_res2);
+    ref_residual_forward(x, a->res2, branch, NC);
+}
+
+// The backward of block_forward: dx (N, C) holds d(loss)/d(the block's output) and becomes
+// d(loss)/d(its input); the parameters' gradients are added to grads.
+static void block_backward(const RefShape *m, const double *params, double *grads, int l, double *dx,
+                           const RefBlockActs *a) {
+    const int N = m->N, C = m->C, A = m->A;
+    const size_t NC = (size_t)N * C;
+    RefBlock o = block_offsets(m, l);
+    Dropout d_att = block_dropout(m, l, DROPOUT_ATTN_WEIGHTS), d_res1 = block_dropout(m, l, DROPOUT_ATTN_RESIDUAL);
+    Dropout d_res2 = block_dropout(m, l, DROPOUT_MLP_RESIDUAL);
+    double *dres2 = zeros(NC), *dbranch = zeros(NC), *dln = zeros(NC);
+    double *dgelu = zeros((size_t)N * 4 * C), *dfch = zeros((size_t)N * 4 * C);
+    double *datty = zeros((size_t)N * A), *dqkv = zeros((size_t)N * 3 * A);
+
+    // x = res2 + dropout(mlp(ln_2(res2))): the residual passes dx on to res2
+    memcpy(dres2, dx, NC * sizeof(double));
+    ref_dropout_backward(dbranch, dx, NC, &d_res2);
+    ref_matmul_backward(dgelu, grads + o.fcprojw, grads + o.fcprojb, dbranch, a->gelu, params + o.fcprojw, N,
+                        4 * C, C);
+    ref_gelu_backward(dfch, a->fch, dgelu, (size_t)N * 4 * C);
+    ref_matmul_backward(dln, grads + o.fcw, grads + o.fcb, dfch, a->ln2, params + o.fcw, N, C, 4 * C);
+    ref_layernorm_backward(dres2, grads + o.ln2w, grads + o.ln2b, dln, a->res2, params + o.ln2w, N, C);
+
+    // res2 = x_in + dropout(attn(ln_1(x_in))): the residual passes dres2 on to x_in
+    memcpy(dx, dres2, NC * sizeof(double));
+    memset(dbranch, 0, NC * sizeof(double));
+    ref_dropout_backward(dbranch, dres2, NC, &d_res1);
+    ref_matmul_backward(datty, grads + o.attprojw, grads + o.attprojb, dbranch, a->atty, params + o.attprojw, N,
+                        A, C);
+    ref_attention_backward(dqkv, datty, a->qkv, m->B, m->t, m->H, m->hs, &d_att);
+    memset(dln, 0, NC * sizeof(double));
+    ref_matmul_backward(dln, grads + o.qkvw, m->cfg->qkv_bias ? grads + o.qkvb : NULL, dqkv, a->ln1,
+                        params + o.qkvw, N, C, 3 * A);
+    ref_layernorm_backward(dx, grads + o.ln1w, grads + o.ln1b, dln, a->x_in, params + o.ln1w, N, C);
+    free(dres2), free(dbranch), free(dln), free(dgelu), free(dfch), free(datty), free(dqkv);
+}
+
+// The head and the loss, backward: from d(mean loss)/d(loss of each token), 1/N, to the
+// gradient of the residual stream leaving the last block, into dx (N, C); the tied head adds
+// to wte's gradient.
+static void head_backward(const RefShape *m, const double *params, double *grads, const double *x_last,
+                          const double *lnf, const double *probs, const int *targets, double *dx) {
+    const int N = m->N, C = m->C, V = m->V;
+    const size_t *off = m->lay.offset;
+    double *dlosses = zeros(N), *dlogits = zeros((size_t)N * V), *dlnf = zeros((size_t)N * C);
+    for (int n = 0; n < N; n++) dlosses[n] = 1.0 / N;
+    ref_crossentropy_backward(dlogits, probs, targets, dlosses, N, V);
+    ref_matmul_backward(dlnf, grads + off[REF_WTE], NULL, dlogits, lnf, params + off[REF_WTE], N, C, V);
+    ref_layernorm_backward(dx, grads + off[REF_LNFW], grads + off[REF_LNFB], dlnf, x_last, params + off[REF_LNFW],
+                           N, C);
+    free(dlosses), free(dlogits), free(dlnf);
+}
+
+// The GPT: tokens and positions embedded, L blocks, a final LayerNorm, the head tied to the
+// token embedding (logits = lnf @ wte^T), cross-entropy; then, with grads, every step back.
 double ref_gpt_forward_backward(const GPTConfig *cfg, const double *params, const int *inputs,
                                 const int *targets, int B, int t, int training,
                                 uint64_t dropout_seed, double *logits_out, double *att_out,
                                 double *grads) {
-    int V = cfg->vocab_size, L = cfg->n_layer, C = cfg->n_embd, H = cfg->n_head;
-    int hs = cfg->head_size, A = H * hs, N = B * t;
-    size_t NC = (size_t)N * C;
-    RefLayout lay;
-    ref_gpt_layout(cfg, &lay);
-    const double *wte = params + lay.offset[REF_WTE], *wpe = params + lay.offset[REF_WPE];
-    float p = training && cfg->dropout > 0.0f ? cfg->dropout : 0.0f;
-
-    // activations of every layer, (L, ...)
-    double *x_in = zeros(L * NC);            // residual stream entering the layer
-    double *ln1 = zeros(L * NC);
-    double *qkv = zeros((size_t)L * N * 3 * A);
-    double *atty = zeros((size_t)L * N * A);
-    double *branch1 = zeros(L * NC);         // attn c_proj output
-    double *res2 = zeros(L * NC);
-    double *ln2 = zeros(L * NC);
-    double *fch = zeros((size_t)L * N * 4 * C);
-    double *gelu = zeros((size_t)L * N * 4 * C);
-    double *branch2 = zeros(L * NC);         // mlp c_proj output
-    double *x = zeros(NC), *dropped = zeros(NC), *lnf = zeros(NC);
+    RefShape m = {cfg, {{0}, {0}, 0}, B, t, B * t, cfg->n_embd, cfg->n_head, cfg->head_size,
+                  cfg->n_head * cfg->head_size, cfg->vocab_size,
+                  training && cfg->dropout > 0.0f ? cfg->dropout : 0.0f, dropout_seed};
+    ref_gpt_layout(cfg, &m.lay);
+    const int N = m.N, C = m.C, V = m.V, L = cfg->n_layer;
+    const size_t NC = (size_t)N * C, att_size = (size_t)B * m.H * t * t, *off = m.lay.offset;
+    RefBlockActs *acts = calloc((size_t)(L > 0 ? L : 1), sizeof(RefBlockActs));
+    double *x = zeros(NC), *branch = zeros(NC), *lnf = zeros(NC);
     double *logits = zeros((size_t)N * V), *probs = zeros((size_t)N * V), *losses = zeros(N);
-    size_t att_size = (size_t)B * H * t * t;
 
-    ref_encoder_forward(x, inputs, wte, wpe, B, t, C);
+    ref_encoder_forward(x, inputs, params + off[REF_WTE], params + off[REF_WPE], B, t, C);
     for (int l = 0; l < L; l++) {
-        const double *ln1w = params + lay.offset[REF_LN1W] + (size_t)l * C;
-        const double *ln1b = params + lay.offset[REF_LN1B] + (size_t)l * C;
-        const double *qkvw = params + lay.offset[REF_QKVW] + (size_t)l * 3 * A * C;
-        const double *qkvb = cfg->qkv_bias ? params + lay.offset[REF_QKVB] + (size_t)l * 3 * A : NULL;
-        const double *attprojw = params + lay.offset[REF_ATTPROJW] + (size_t)l * C * A;
-        const double *attprojb = params + lay.offset[REF_ATTPROJB] + (size_t)l * C;
-        const double *ln2w = params + lay.offset[REF_LN2W] + (size_t)l * C;
-        const double *ln2b = params + lay.offset[REF_LN2B] + (size_t)l * C;
-        const double *fcw = params + lay.offset[REF_FCW] + (size_t)l * 4 * C * C;
-        const double *fcb = params + lay.offset[REF_FCB] + (size_t)l * 4 * C;
-        const double *fcprojw = params + lay.offset[REF_FCPROJW] + (size_t)l * C * 4 * C;
-        const double *fcprojb = params + lay.offset[REF_FCPROJB] + (size_t)l * C;
-        Dropout d_att = {p, dropout_key(dropout_seed, l, DROPOUT_ATTN_WEIGHTS), 0};
-        Dropout d_res1 = {p, dropout_key(dropout_seed, l, DROPOUT_ATTN_RESIDUAL), 0};  // the whole batch
-        Dropout d_res2 = {p, dropout_key(dropout_seed, l, DROPOUT_MLP_RESIDUAL), 0};  // the whole batch
-        double *l_x = x_in + l * NC, *l_ln1 = ln1 + l * NC, *l_res2 = res2 + l * NC;
-        double *l_qkv = qkv + (size_t)l * N * 3 * A, *l_atty = atty + (size_t)l * N * A;
-        double *l_ln2 = ln2 + l * NC, *l_fch = fch + (size_t)l * N * 4 * C;
-        double *l_gelu = gelu + (size_t)l * N * 4 * C;
-        double *l_b1 = branch1 + l * NC, *l_b2 = branch2 + l * NC;
-
-        memcpy(l_x, x, NC * sizeof(double));
-        ref_layernorm_forward(l_ln1, NULL, NULL, l_x, ln1w, ln1b, N, C);
-        ref_matmul_forward(l_qkv, l_ln1, qkvw, qkvb, N, C, 3 * A);
-        ref_attention_forward(l_atty, att_out ? att_out + l * att_size : NULL, l_qkv, B, t, H, hs,
-                              &d_att);
-        ref_matmul_forward(l_b1, l_atty, attprojw, attprojb, N, A, C);
-        ref_dropout_forward(dropped, l_b1, NC, &d_res1);
-        ref_residual_forward(l_res2, l_x, dropped, NC);
-        ref_layernorm_forward(l_ln2, NULL, NULL, l_res2, ln2w, ln2b, N, C);
-        ref_matmul_forward(l_fch, l_ln2, fcw, fcb, N, C, 4 * C);
-        ref_gelu_forward(l_gelu, l_fch, (size_t)N * 4 * C);
-        ref_matmul_forward(l_b2, l_gelu, fcprojw, fcprojb, N, 4 * C, C);
-        ref_dropout_forward(dropped, l_b2, NC, &d_res2);
-        ref_residual_forward(x, l_res2, dropped, NC);
+        acts[l] = block_acts_alloc(&m);
+        block_forward(&m, params, l, x, &acts[l], att_out ? att_out + l * att_size : NULL, branch);
     }
-    const double *lnfw = params + lay.offset[REF_LNFW], *lnfb = params + lay.offset[REF_LNFB];
-    ref_layernorm_forward(lnf, NULL, NULL, x, lnfw, lnfb, N, C);
-    ref_matmul_forward(logits, lnf, wte, NULL, N, C, V);  // weight tying: wte is the head
+    ref_layernorm_forward(lnf, NULL, NULL, x, params + off[REF_LNFW], params + off[REF_LNFB], N, C);
+    ref_matmul_forward(logits, lnf, params + off[REF_WTE], NULL, N, C, V);  // weight tying: wte is the head
     ref_crossentropy_forward(losses, probs, logits, targets, N, V);
     double loss = 0.0;
     for (int n = 0; n < N; n++) loss += losses[n];
@@ -401,73 +489,15 @@ double ref_gpt_forward_backward(const GPTConfig *cfg, const double *params, cons
     if (logits_out) memcpy(logits_out, logits, (size_t)N * V * sizeof(double));
 
     if (grads) {
-        memset(grads, 0, lay.total * sizeof(double));
-        double *g = grads;
-        double *dlosses = zeros(N), *dlogits = zeros((size_t)N * V), *dlnf = zeros(NC);
-        double *dx = zeros(NC);         // gradient of the residual stream
-        double *dres2 = zeros(NC), *dbranch = zeros(NC), *dln = zeros(NC);
-        double *dgelu = zeros((size_t)N * 4 * C), *dfch = zeros((size_t)N * 4 * C);
-        double *datty = zeros((size_t)N * A), *dqkv = zeros((size_t)N * 3 * A);
-        for (int n = 0; n < N; n++) dlosses[n] = 1.0 / N;
-        ref_crossentropy_backward(dlogits, probs, targets, dlosses, N, V);
-        ref_matmul_backward(dlnf, g + lay.offset[REF_WTE], NULL, dlogits, lnf, wte, N, C, V);
-        ref_layernorm_backward(dx, g + lay.offset[REF_LNFW], g + lay.offset[REF_LNFB], dlnf, x,
-                               lnfw, N, C);
-        for (int l = L - 1; l >= 0; l--) {
-            size_t o3A = (size_t)l * 3 * A;
-            const double *ln1w = params + lay.offset[REF_LN1W] + (size_t)l * C;
-            const double *qkvw = params + lay.offset[REF_QKVW] + o3A * C;
-            const double *attprojw = params + lay.offset[REF_ATTPROJW] + (size_t)l * C * A;
-            const double *ln2w = params + lay.offset[REF_LN2W] + (size_t)l * C;
-            const double *fcw = params + lay.offset[REF_FCW] + (size_t)l * 4 * C * C;
-            const double *fcprojw = params + lay.offset[REF_FCPROJW] + (size_t)l * C * 4 * C;
-            Dropout d_att = {p, dropout_key(dropout_seed, l, DROPOUT_ATTN_WEIGHTS), 0};
-            Dropout d_res1 = {p, dropout_key(dropout_seed, l, DROPOUT_ATTN_RESIDUAL), 0};
-            Dropout d_res2 = {p, dropout_key(dropout_seed, l, DROPOUT_MLP_RESIDUAL), 0};
-
-            // x_out = res2 + dropout(mlp(ln2(res2))); dx holds dL/dx_out
-            memcpy(dres2, dx, NC * sizeof(double));
-            memset(dbranch, 0, NC * sizeof(double));
-            ref_dropout_backward(dbranch, dx, NC, &d_res2);
-            memset(dgelu, 0, (size_t)N * 4 * C * sizeof(double));
-            ref_matmul_backward(dgelu, g + lay.offset[REF_FCPROJW] + (size_t)l * C * 4 * C,
-                                g + lay.offset[REF_FCPROJB] + (size_t)l * C, dbranch,
-                                gelu + (size_t)l * N * 4 * C, fcprojw, N, 4 * C, C);
-            memset(dfch, 0, (size_t)N * 4 * C * sizeof(double));
-            ref_gelu_backward(dfch, fch + (size_t)l * N * 4 * C, dgelu, (size_t)N * 4 * C);
-            memset(dln, 0, NC * sizeof(double));
-            ref_matmul_backward(dln, g + lay.offset[REF_FCW] + (size_t)l * 4 * C * C,
-                                g + lay.offset[REF_FCB] + (size_t)l * 4 * C, dfch,
-                                ln2 + l * NC, fcw, N, C, 4 * C);
-            ref_layernorm_backward(dres2, g + lay.offset[REF_LN2W] + (size_t)l * C,
-                                   g + lay.offset[REF_LN2B] + (size_t)l * C, dln, res2 + l * NC,
-                                   ln2w, N, C);
-
-            // res2 = x_in + dropout(attn(ln1(x_in)))
-            memcpy(dx, dres2, NC * sizeof(double));
-            memset(dbranch, 0, NC * sizeof(double));
-            ref_dropout_backward(dbranch, dres2, NC, &d_res1);
-            memset(datty, 0, (size_t)N * A * sizeof(double));
-            ref_matmul_backward(datty, g + lay.offset[REF_ATTPROJW] + (size_t)l * C * A,
-                                g + lay.offset[REF_ATTPROJB] + (size_t)l * C, dbranch,
-                                atty + (size_t)l * N * A, attprojw, N, A, C);
-            memset(dqkv, 0, (size_t)N * 3 * A * sizeof(double));
-            ref_attention_backward(dqkv, datty, qkv + (size_t)l * N * 3 * A, B, t, H, hs, &d_att);
-            memset(dln, 0, NC * sizeof(double));
-            ref_matmul_backward(dln, g + lay.offset[REF_QKVW] + o3A * C,
-                                cfg->qkv_bias ? g + lay.offset[REF_QKVB] + o3A : NULL, dqkv,
-                                ln1 + l * NC, qkvw, N, C, 3 * A);
-            ref_layernorm_backward(dx, g + lay.offset[REF_LN1W] + (size_t)l * C,
-                                   g + lay.offset[REF_LN1B] + (size_t)l * C, dln, x_in + l * NC,
-                                   ln1w, N, C);
-        }
-        ref_encoder_backward(g + lay.offset[REF_WTE], g + lay.offset[REF_WPE], dx, inputs, B, t, C);
-        free(dlosses); free(dlogits); free(dlnf); free(dx); free(dres2); free(dbranch);
-        free(dln); free(dgelu); free(dfch); free(datty); free(dqkv);
+        memset(grads, 0, m.lay.total * sizeof(double));
+        double *dx = zeros(NC);  // the gradient of the residual stream
+        head_backward(&m, params, grads, x, lnf, probs, targets, dx);
+        for (int l = L - 1; l >= 0; l--) block_backward(&m, params, grads, l, dx, &acts[l]);
+        ref_encoder_backward(grads + off[REF_WTE], grads + off[REF_WPE], dx, inputs, B, t, C);
+        free(dx);
     }
-    free(x_in); free(ln1); free(qkv); free(atty); free(branch1); free(res2); free(ln2);
-    free(fch); free(gelu); free(branch2); free(x); free(dropped); free(lnf); free(logits);
-    free(probs); free(losses);
+    for (int l = 0; l < L; l++) block_acts_free(&acts[l]);
+    free(acts), free(x), free(branch), free(lnf), free(logits), free(probs), free(losses);
     return loss;
 }
 

@@ -1,0 +1,48 @@
+// Everything chargpt asks of the operating system, in one place: the memory available now,
+// the program's own path and name, a terminal's width, the processors and what the CPU can
+// do beyond what the compiler knows. platform.c has three versions of each: Linux's, macOS's
+// and one for any other POSIX system, which answers "unknown" where POSIX has no way to ask
+// (`make PLATFORM=posix` builds that one on Linux too, so that its answers are tested).
+// Nothing else in chargpt reads /proc or uses a name only GNU or one system has.
+#ifndef CHARGPT_PLATFORM_H
+#define CHARGPT_PLATFORM_H
+
+#include <stddef.h>
+
+#include "errors.h"
+
+// "linux", "macos" or "posix": the version in use.
+const char *platform_name(void);
+
+// Called first by a program's main: the POSIX version takes the program's name from argv[0]
+// (Linux and macOS keep it themselves).
+void platform_init(int argc, char **argv);
+// The program's name as messages begin ("train: ..."): its file name, as it was invoked.
+const char *program_name(void);
+// The program as it was invoked ("./train", "chargpt-train"), as usage lines show it.
+const char *program_invocation(void);
+
+// The memory this machine has available now, in bytes (free memory and what the system can
+// reclaim without swapping), or 0 when this system cannot say. *source names the figure in
+// messages: "MemAvailable" (Linux's /proc/meminfo), "free and inactive pages" (macOS), or,
+// for 0, "unknown ..." and why.
+double platform_memory_available(const char **source);
+
+// The running program's own path, absolute, into path (size bytes). Returns 0, or -1 with
+// err when the system cannot say (then the program looks for its files in fixed places).
+int platform_executable_path(char *path, size_t size, char err[ERR_LEN]);
+
+// Columns of the terminal on fd, or 0 when fd is not a terminal or it does not know its size.
+int platform_terminal_width(int fd);
+
+// getrusage's ru_maxrss in KiB: Linux (and the BSDs) count it in kilobytes, macOS in bytes.
+long platform_max_rss_kib(long ru_maxrss);
+
+// Processors online (at least 1).
+int platform_cpu_count(void);
+// 1 when the CPU has AArch64's FEAT_BF16 (BFDOT, BFMMLA), as the system reports it (Linux: the
+// auxiliary vector's HWCAP2; macOS: sysctl hw.optional.arm.FEAT_BF16); 0 on other CPUs, or
+// where the system does not say. (x86's features need no system: the kernels ask the CPU.)
+int platform_cpu_has_arm_bf16(void);
+
+#endif

@@ -1,0 +1,56 @@
+// What the programs share (./train, ./generate and scripts/bench; the tests use it too), and
+// library code never uses: a fatal error's message and exit status, option values checked
+// against their range, standard output's writes checked, the signals that end a program, and
+// the memory a program may plan to use. Library functions return errors instead
+// (common/errors.h); a program turns them into one of these.
+#ifndef CHARGPT_PROGRAM_H
+#define CHARGPT_PROGRAM_H
+
+#include <stdio.h>
+
+#include "errors.h"
+
+// Prints "<program>: <message>" on stderr, after flushing standard output so that what the
+// program printed comes first, and exits with status. When a meeting is set, die first meets
+// the program's other processes there, which decides the status and whether this process is
+// the one to print (./train under MPI: dist_agree).
+_Noreturn void die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// A meeting of the processes for die: returns the status every process exits with, and sets
+// *report to 1 in the process that prints the message.
+typedef int DieMeeting(int status, int *report);
+void die_meets_others(DieMeeting *meet);
+
+// Option values: the number in s, checked to be a whole number (or a finite number) within
+// [min, max] (or [min, max) when !max_inclusive); else die(EXIT_USAGE) with a message naming
+// flag ("--steps must be between 0 and 1099511627776, got -1"). A whole number may be written
+// as a person would: "2000", "2e3", "1.5e3" (see whole_number_parse).
+long option_long(const char *flag, const char *s, long min, long max);
+double option_double(const char *flag, const char *s, double min, double max, int max_inclusive);
+// Reads the whole number s spells: decimal digits, or any number strtod reads (an exponent,
+// a fraction) whose value is a whole number within long's range. Returns 0 with *value; -1
+// when s is not a number; -2 when it is one but not a whole number ("1.5"); -3 when it is a
+// whole number beyond long's range ("1e30").
+int whole_number_parse(const char *s, long *value);
+
+// Flushes standard output and tells whether every write to it so far succeeded (stdio keeps
+// a failed write's error until asked). Returns 0, or -1 with err "cannot write to standard
+// output: why" (a full disk or /dev/full, a closed pipe, a file-size limit).
+int stdout_flush(char err[ERR_LEN]);
+// The same, ending the program (exit 1) when a write failed, so no output is lost unsaid.
+void stdout_flush_or_die(void);
+
+// The signals that would end the program (SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, and
+// SIGHUP, SIGINT, SIGTERM unless stop_signals_handled: ./train stops on those itself, see
+// training/stop_signals.h) first call cleanup (async-signal-safe: remove a temporary file),
+// then end the program by that signal. SIGXFSZ is ignored: a write past the file-size limit
+// fails with EFBIG, which the program reports, instead of killing it.
+void fatal_signals_install(void (*cleanup)(void), int stop_signals_handled);
+
+// The memory a program may plan to use, in bytes: max_memory (--max-memory) when above 0,
+// else the memory available now (common/platform.h) shared by `processes` of one run on this
+// machine, else 0: unknown, no limit. *source names the figure for messages: "--max-memory",
+// "available (MemAvailable)", "available (MemAvailable) per process on this machine", or for
+// 0 what is unknown.
+double memory_limit(double max_memory, int processes, const char **source);
+
+#endif
