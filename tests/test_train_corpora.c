@@ -245,9 +245,10 @@ static char *rare_text(void) {
     return text;
 }
 
-// The text with each of '€', 'ß' and '中' replaced by U+FFFD.
+// The text with each of '€', 'ß' and '中' replaced by U+FFFD (3 bytes: 'ß' takes 2, so the
+// text may grow by half).
 static char *replaced(const char *text) {
-    char *out = malloc(strlen(text) + 1);
+    char *out = malloc(strlen(text) * 3 / 2 + 4);
     size_t n = 0;
     for (const char *p = text; *p;) {
         if (strncmp(p, "€", 3) == 0 || strncmp(p, "中", 3) == 0) {
