@@ -53,8 +53,8 @@ PREFIX ?= /usr/local
 # and warns about it, so it is turned off only where the compiler knows it.
 NO_FORMAT_TRUNCATION := $(shell $(CC) -Werror -Wformat-truncation -fsyntax-only -x c /dev/null \
                           2>/dev/null && echo -Wno-format-truncation)
-# clang says when a loop marked `omp simd` does not vectorise (GELU's, on backends without
-# AVX-512's masks: kernels/pointwise.inc); gcc does not know the option.
+# clang says when a loop marked `omp simd` does not vectorise (a softmax row's maximum, whose
+# float comparisons it will not reorder: kernels/pointwise.inc); gcc does not know the option.
 NO_PASS_FAILED := $(shell $(CC) -Werror -Wpass-failed -fsyntax-only -x c /dev/null 2>/dev/null && echo -Wno-pass-failed)
 CFLAGS ?= -O3 $(MARCH) -Wall -Wextra -Wno-unused-parameter $(NO_FORMAT_TRUNCATION) $(NO_PASS_FAILED)
 # The C library's names beyond C11: POSIX.1-2008 with X/Open's (XSI: realpath, M_PI), and the

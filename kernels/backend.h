@@ -15,14 +15,20 @@
 // of one, and start a team of their own for a large product when called from serial code.
 // Results do not depend on the thread count.
 //
+// The products of the linear layers pack their operands whole, once per product, into the
+// team's buffer (PackBuffer), and the tasks run the tiles on the packed panels.
+//
 // Each product also comes in bf16 (the *_bf16 functions): every operand rounded to bf16
 // (bf16.h), the weight taken from its rounded copy, activations rounded as they are packed,
 // and every sum in fp32, pairs of products added as AVX512_BF16's vdpbf16ps adds them:
-// c = (c + a[2p+1] b[2p+1]) + a[2p] b[2p], k in pairs from the start of each block of
-// BF16_KC (an odd block ends with a zero). With vdpbf16ps where the backend has it, else in
-// C that rounds the same way: the results are the same bits, except that vdpbf16ps flushes
-// a sum below 2^-126 (float's smallest normal) to zero where the C keeps the denormal
-// (matmul_kernels.h).
+// c = (c + a[2p+1] b[2p+1]) + a[2p] b[2p], k in pairs from the start (an odd K ends with a
+// zero). With vdpbf16ps where the backend has it; else on the fp32 tiles, the operands
+// widened to floats once, as they are packed, and each pair's two steps swapped (the
+// product of two bf16 is exact in float, so a fused multiply-add of it rounds as the
+// addition does). The results are the same bits, except where a sum or a product falls
+// below 2^-126 (float's smallest normal): vdpbf16ps flushes such a sum to zero, and a
+// product there is rounded before it is added on a backend without FMA (portable) and not
+// on one with it (matmul_kernels.h).
 #ifndef CHARGPT_BACKEND_H
 #define CHARGPT_BACKEND_H
 
@@ -30,10 +36,10 @@
 
 #include "bf16.h"
 
-// A buffer for a team's packed bf16 operands, grown as products need it (one team at a time).
+// A buffer for a team's packed operands, grown as products need it (one team at a time).
 typedef struct {
-    bf16 *data;
-    size_t capacity;
+    void *data;
+    size_t capacity;  // bytes
 } PackBuffer;
 
 // The small products of attention's heads, on the calling thread:
@@ -60,15 +66,17 @@ enum {
 };
 
 typedef struct Bf16Kernels Bf16Kernels;
-// The bf16 kernels of one instruction set. Every c[i][j] below gets the pairs p of its sum
-// in order, each added as vdpbf16ps adds it:
+// The bf16 kernels of one instruction set. With bf16 dot-product instructions, tile and
+// pack_pairs run its products on pairs of bf16 (FORMAT_PAIRS); without them both are NULL
+// and the products run on the backend's fp32 tile (FORMAT_ROUNDED). Every c[i][j] below
+// gets the pairs p of its sum in order, each added as vdpbf16ps adds it:
 //   c = (c + A(i, 2p+1) B(2p+1, j)) + A(i, 2p) B(2p, j),
-// each addition rounded to nearest even (the product of two bf16 is exact in float).
-// vdpbf16ps also treats a denormal c as zero and flushes a sum below 2^-126 to zero; the
-// portable C keeps denormals, which is the only difference between the two (operands are
-// never denormal: bf16_from_float makes denormals zero).
+// each addition rounded to nearest even (the product of two bf16 is exact in float unless
+// below 2^-126). vdpbf16ps also treats a denormal c as zero and flushes a sum below 2^-126
+// to zero; the fp32 tiles and the portable C keep denormals, which is the only difference
+// between them (operands are never denormal: bf16_from_float makes denormals zero).
 struct Bf16Kernels {
-    const char *name;  // how the products run: "AVX512_BF16 vdpbf16ps", "portable C"
+    const char *name;  // how the products run: "vdpbf16ps", "widened to fp32"
     // One register tile (MR, NR as for matmul_tile) over kp pairs of packed operands:
     //   A(i, 2p + e) = a[(p*MR + i)*2 + e]   (pair p of the MR rows together)
     //   B(2p + e, j) = b[(p*NR + j)*2 + e]   (pair p of the NR columns together)
@@ -101,8 +109,10 @@ struct Backend {
     // NULL with them.
     const char *bf16_cost;
 
-    // out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias (OC); bias may be NULL.
-    void (*forward)(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
+    // out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias (OC); bias may be NULL. buf (or NULL:
+    // the tasks pack as they go) receives the packed operands.
+    void (*forward)(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC,
+                    PackBuffer *buf);
     // The same as one matrix-vector product per row of inp: each row of out has the bits that
     // a one-row forward gives it, whatever N is.
     void (*forward_rows)(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
@@ -110,16 +120,20 @@ struct Backend {
     // dweight (OC, C) += dout^T @ inp, dbias (OC) += the sum of dout's rows; dinp and dbias
     // may be NULL (not wanted).
     void (*backward)(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                     const float *weight, int N, int C, int OC);
+                     const float *weight, int N, int C, int OC, PackBuffer *buf);
     void (*small)(float *c, long ldc, const float *a, long lda, const float *b, long ldb, int M, int N, int K,
                   int flags);
+    // small in bf16 on fp32 operands, each rounded to bf16 as the product packs it, on the fp32
+    // tile (the bf16 products of attention's heads on a backend without bf16 dot products).
+    void (*small_rounded)(float *c, long ldc, const float *a, long lda, const float *b, long ldb, int M, int N, int K,
+                          int flags);
 
     // The same with bf16 operands, packed in buf: weight is the bf16 copy of the (OC, C)
     // weight, weight_panels (when not NULL) the same packed by pack_weight_bf16, so that the
     // product does not pack it again. keep16 (N, C), when not NULL, receives inp rounded to
     // bf16 as the product packs it; returns 1 when it did (0: buf had no room).
     int (*forward_bf16)(const Backend *b, float *out, const float *inp, bf16 *keep16, const bf16 *weight,
-                        const bf16 *weight_panels, const float *bias, int N, int C, int OC, PackBuffer *buf);
+                        const void *weight_panels, const float *bias, int N, int C, int OC, PackBuffer *buf);
     void (*forward_rows_bf16)(const Backend *b, float *out, const float *inp, const bf16 *weight, const float *bias,
                               int N, int C, int OC);
     // The backward, its input in fp32 (inp) or already rounded to bf16 (inp16, the other NULL).
@@ -129,10 +143,12 @@ struct Backend {
     // small with operands already rounded (bf16_from_float of each).
     void (*small_bf16)(const Backend *b, float *c, long ldc, const bf16 *a, long lda, const bf16 *b16, long ldb,
                        int M, int N, int K, int flags);
-    // bf16 in a packed (OC, C) weight, and the packing: weight_panels = the column panels of
-    // weight^T that forward_bf16's product reads; a team function.
-    size_t (*weight_panels_size)(int C, int OC);
-    void (*pack_weight_bf16)(const Backend *b, bf16 *weight_panels, const bf16 *weight, int C, int OC);
+    // Bytes of a packed (OC, C) bf16 weight, and the packing: weight_panels = the column panels
+    // of weight^T that forward_bf16's product reads, from the fp32 weight and its bf16 copy
+    // weight16 (the same values); a team function.
+    size_t (*weight_panels_bytes)(const Backend *b, int C, int OC);
+    void (*pack_weight_bf16)(const Backend *b, void *weight_panels, const float *weight, const bf16 *weight16, int C,
+                             int OC);
     // dst[i] = bf16_from_float(src[i]) for i < n; a team function.
     void (*convert_bf16)(const Backend *b, bf16 *dst, const float *src, size_t n);
     // dst (rows, cols), rows ldd bf16 apart, = bf16_from_float of the rows of src, ld floats

@@ -142,5 +142,5 @@ static int cpu_runs_avx2(void) { return __builtin_cpu_supports("avx2") && __buil
 
 const Backend backend_avx2 = {
     .name = "avx2", .needs = "AVX2 and FMA", .cpu_runs = cpu_runs_avx2, .bf16 = &bf16_portable_kernels,
-    .bf16_cost = "about 2 times", MATMUL_PRODUCTS, POINTWISE_KERNELS,
+    .bf16_cost = "about 1.1 times", MATMUL_PRODUCTS, POINTWISE_KERNELS,
 };

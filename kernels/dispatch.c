@@ -113,9 +113,9 @@ int kernels_precision_note(Precision precision, char *text, size_t n) {
     cpu_has_them = backend_avx512_bf16.cpu_runs();
 #endif
     snprintf(text, n,
-             "note: %s, so the %s kernels round bf16 products in portable C: a training step in bf16 takes %s "
-             "the time of one in fp32 on them (measured on a Xeon with these kernels forced); --precision fp32 "
-             "is faster here",
+             "note: %s, so the %s kernels widen bf16 operands to fp32 as they pack them and multiply them on their "
+             "fp32 tiles: a training step in bf16 takes %s the time of one in fp32 on them (measured on a Xeon "
+             "with these kernels forced); --precision fp32 is faster here",
              cpu_has_them ? "this CPU's bf16 dot products (AVX512_BF16) go unused by the kernels CHARGPT_KERNELS chose"
                           : "this CPU has no bf16 dot-product instructions (AVX512_BF16's vdpbf16ps)",
              b->name, b->bf16_cost);

@@ -47,7 +47,7 @@ const char *kernels_name(void);
 int kernels_available(const char **names, int max);
 void kernels_available_text(char *text, size_t n);
 // The precision and the kernels running it: "fp32, kernels avx512_bf16", "bf16 (vdpbf16ps),
-// kernels avx512_bf16", "bf16 (portable C), kernels avx2 (CHARGPT_KERNELS)".
+// kernels avx512_bf16", "bf16 (widened to fp32), kernels avx2 (CHARGPT_KERNELS)".
 void precision_describe(Precision precision, char *text, size_t n);
 // For bf16 on kernels without bf16 dot-product instructions: a note for the user, what the
 // CPU lacks and what bf16 costs there, and 1; else 0 (nothing to say).
@@ -138,7 +138,8 @@ void softmax_row(float *row, int n, float scale);
 
 // A head's operands: queries, keys and values (t, hs) rows ld floats apart, and for the
 // backward the output gradient g (t, hs) rows ldg apart (else NULL). head_begin prepares
-// them once for the head's products (in bf16, rounded into the thread's room) and gives the
+// them once for the head's products (in bf16 on bf16 dot products, rounded into the
+// thread's room; without them the products round them as they pack them) and gives the
 // caller a (t, t) buffer of the thread's own, `work`. It returns 0, or -1 when the thread
 // has no room (more threads than the workspace was made for, or out of memory).
 typedef struct {
@@ -146,7 +147,8 @@ typedef struct {
     long ld, ldg;
     int t, hs;
     float *work;
-    void *rounded;                  // the operands in the precision's format (or NULL in fp32)
+    void *rounded;                  // the operands in bf16 (or NULL: the fp32 ones are read)
+    int rounds_when_packed;         // bf16 products on the fp32 operands
     const struct Backend *backend;  // the kernels' own
 } AttentionHead;
 int head_begin(Kernels *k, AttentionHead *h, const float *q, const float *keys, const float *v, long ld,

@@ -41,6 +41,22 @@ static void matmul_dot_rows(float *out, const float *x, const float *w, const fl
 
 // ---- the general product that matmul.inc cuts into tiles (its top comment)
 
+// How a product's operands are packed and which tile runs them (backend.h):
+//   FORMAT_FP32     fp32 operands as given, panels of floats, matmul_tile;
+//   FORMAT_ROUNDED  bf16 operands widened to floats as they are packed (rounded first when
+//                   they come in fp32), the two steps of each pair swapped so that
+//                   matmul_tile's chain adds a pair as vdpbf16ps does (step 2p + 1, then 2p);
+//   FORMAT_PAIRS    bf16 operands in pair-interleaved panels for Bf16Kernels.tile
+//                   (matmul_bf16.inc).
+// A panel of `width` rows of A (MR) or columns of B (NR) holds every k step of them, steps
+// padded to an even count in the bf16 formats, `width` values a step (in FORMAT_PAIRS the
+// values of a pair side by side): width * packed_steps elements, a k block from k0 on at
+// k0 * width.
+enum { FORMAT_FP32 = 0, FORMAT_ROUNDED = 1, FORMAT_PAIRS = 2 };
+
+static inline int packed_steps(int K, int format) { return format == FORMAT_FP32 ? K : K + (K & 1); }
+static inline size_t format_element(int format) { return format == FORMAT_PAIRS ? sizeof(bf16) : sizeof(float); }
+
 typedef struct {
     int M, Nc, K;
     const float *a;     // A(i, k) = a[i*lda + k], or a[k*lda + i] when a_kmajor
@@ -56,15 +72,15 @@ typedef struct {
     const float *bias;  // (Nc) or NULL, when !accumulate
     float *a_row_sums;  // (M) or NULL: a_row_sums[i] += A(i, k) for every k (k-major A)
     int triangle;       // MATMUL_LOWER, MATMUL_A_ZERO_ABOVE, MATMUL_A_ZERO_BELOW (backend.h)
-    int use_bf16;       // 1: bf16 operands (matmul_bf16.inc), with kern's kernels; B may then come from b16 or wt16
-    const Bf16Kernels *kern;
+    int format;         // FORMAT_*; in the bf16 formats B may come from b16 or wt16, A from a16
+    const Bf16Kernels *kern;  // the bf16 formats' conversions, and FORMAT_PAIRS's tile
     const bf16 *b16;    // B(k, j) = b16[k*ldb + j]
     const bf16 *wt16;   // B(k, j) = wt16[j*ldwt + k]
     const bf16 *a16;    // A in bf16, laid out as a, or NULL
-    const bf16 *a_panels;  // A packed whole into row panels (matmul_bf16_convert_operands), or NULL
-    const bf16 *b_panels;  // B packed whole into column panels (matmul_bf16_convert_operands), or NULL
+    const void *a_panels;  // A packed whole into row panels in the format's layout, or NULL
+    const void *b_panels;  // B packed whole into column panels, or NULL
     bf16 *a_keep;       // (M, K) or NULL: receives A (rows contiguous, from a) rounded as it is packed
-    PackBuffer *pack;   // the team's buffer for packed operands (matmul_bf16_convert_operands)
+    PackBuffer *pack;   // the team's buffer for packed operands (matmul_pack_operands)
 } Gemm;
 
 // What a tile at column j (nr of NR columns valid) starts from in k block k0: NULL to carry
@@ -103,6 +119,18 @@ static inline void gemm_edge_tile_store(float *c, long ldc, const float *tile, i
     for (int ii = 0; ii < mr; ii++) memcpy(c + (long)ii * ldc, tile + ii * NR, (size_t)nr * sizeof(float));
 }
 
+// Asks for the MR rows of NR floats of a tile of C at c to be brought into the cache (to be
+// written), while the tile before it is computed: a tile whose rows are not in the cache
+// (a k block after the first reads them) otherwise waits out their latency before its first
+// multiply-add.
+static inline void gemm_prefetch_tile(const float *c, long ldc) {
+    for (int ii = 0; ii < MR; ii++) {
+        const char *row = (const char *)(c + ii * ldc);
+        for (int b = 0; b < NR * (int)sizeof(float); b += 64) __builtin_prefetch(row + b, 1);
+        __builtin_prefetch(row + NR * sizeof(float) - 1, 1);
+    }
+}
+
 // a_row_sums[i] += A(i, k) for rows [i0, i1) and the k block [k0, k0 + kc) of a k-major A.
 static inline void gemm_add_row_sums(const Gemm *g, int i0, int i1, int k0, int kc) {
     float *sums = g->a_row_sums;
@@ -112,24 +140,35 @@ static inline void gemm_add_row_sums(const Gemm *g, int i0, int i1, int k0, int 
     }
 }
 
-// ---- bf16 operands, fp32 sums (backend.h)
+// Rows of a k-major operand packed at a time, in one pass over its rows: a group of
+// PACK_GROUP_PANELS row panels of A (or as many columns of B).
+#define PACK_GROUP_PANELS 20
+#define PACK_GROUP_ROWS (PACK_GROUP_PANELS * MR)
+_Static_assert(PACK_GROUP_ROWS >= NR, "a group holds at least a column panel of B");
 
-// Rows [i0, i1) x columns [j0, j1) of a bf16 product (g->use_bf16), i0 and j0 on tile
-// boundaries, each element's sum in the same order whatever the task (matmul_bf16.inc).
+// Team function: packs the B of count products whole into the column panels their tiles
+// read, in their format, and their A into row panels where it is k-major or in bf16, in the
+// team's buffer (g->pack, grown as needed), adds a k-major A's row sums as it goes (and
+// clears a_row_sums), writes A rounded to a_keep where one is given, and points a_panels and
+// b_panels at the panels, so that the tasks neither convert the same floats nor pack the
+// same panel again and again.
+// Returns 1; or 0 without the memory for it (nothing kept: the tasks then pack as they go,
+// with the same results).
+static int matmul_pack_operands(Gemm *g, int count);
+
+// ---- bf16 pairs, fp32 sums (backend.h, matmul_bf16.inc)
+
+// Rows [i0, i1) x columns [j0, j1) of a product in FORMAT_PAIRS, i0 and j0 on tile
+// boundaries, each element's sum in the same order whatever the task.
 static void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1);
 
-// Team function: packs the A of count bf16 products whole into the row panels and each B
-// into the column panels the tile kernels read, in the team's buffer (g->pack, grown as
-// needed), adds a k-major A's row sums as it goes (and clears a_row_sums), writes A rounded
-// to a_keep where one is given, and points a_panels and b_panels at the panels, so that the
-// tasks neither convert the same floats nor pack the same panel again and again. Returns 1;
-// or 0 without the memory for it (nothing kept: the products then convert and pack as they
-// go, with the same results).
-static int matmul_bf16_convert_operands(Gemm *g, int count);
+// Row panels [q0, q1) of A, or column panels [q0, q1) of B, over all K steps in FORMAT_PAIRS,
+// into dst (the first panel), with A's row sums and kept rows as matmul_pack_operands says.
+static void pairs_pack_a_panels(bf16 *dst, const Gemm *g, int q0, int q1);
+static void pairs_pack_b_panels(bf16 *dst, const Gemm *g, int q0, int q1);
 
 // k steps in a block of a bf16 product; even, so that no pair straddles two blocks. A block
 // of a column panel of B (384 x 32 bf16, 24 KiB) stays in L1 while the tiles of a group use it.
 #define BF16_KC 384
-
 
 #endif

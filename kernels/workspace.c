@@ -24,8 +24,8 @@ int precision_parse(const char *text, Precision *precision) {
 const char *precision_name(Precision precision) { return precision == PRECISION_BF16 ? "bf16" : "fp32"; }
 
 // What a thread keeps for attention's heads, allocated by the thread when it first needs it:
-// a (t, t) buffer of floats for the caller, then in bf16 the head's operands rounded
-// (HeadBf16).
+// a (t, t) buffer of floats for the caller, then in bf16 on bf16 dot products the head's
+// operands rounded (HeadBf16).
 typedef struct {
     float *data;
 } ThreadRoom;
@@ -37,10 +37,11 @@ struct Kernels {
     LinearWeights groups[KERNELS_MAX_GROUPS];
     int matrices;                             // weights in all groups
     KernelsShape shape;
-    // bf16: every weight rounded (weights16) and packed for its forward (panels), and the
-    // input its latest forward rounded (inputs16: rows x cols each, from the pointer `read`
-    // with `read_rows` rows; read_rows 0 while it holds none)
-    bf16 *weights16, *panels, *inputs16;
+    // bf16: every weight rounded (weights16) and packed for its forward (panels, in the
+    // backend's bf16 format), and the input its latest forward rounded (inputs16: rows x cols
+    // each, from the pointer `read` with `read_rows` rows; read_rows 0 while it holds none)
+    bf16 *weights16, *inputs16;
+    unsigned char *panels;
     struct {
         const float *read;
         int read_rows;
@@ -56,31 +57,42 @@ struct Kernels {
 // matrices (the weights after dropout and the scores' gradient).
 static size_t head_bf16_count(int t, int hs) { return (size_t)4 * t * hs + (size_t)2 * t * t; }
 
+// Whether a head's bf16 products on backend b read operands rounded into the thread's room
+// (on bf16 dot products), rather than round the fp32 ones as they pack them.
+static int heads_convert(Precision precision, const Backend *b) { return precision == PRECISION_BF16 && b->bf16->tile; }
+
 // Floats of a thread's room: the caller's (t, t), then the bf16 operands (two in a float).
-static size_t room_floats(Precision precision, int t, int hs) {
-    return (size_t)t * t + (precision == PRECISION_BF16 ? (head_bf16_count(t, hs) + 1) / 2 : 0);
+static size_t room_floats(Precision precision, const Backend *b, int t, int hs) {
+    return (size_t)t * t + (heads_convert(precision, b) ? (head_bf16_count(t, hs) + 1) / 2 : 0);
 }
 
 static size_t matrix_floats(const LinearWeights *w) { return (size_t)w->rows * w->cols; }
 
 KernelsMemory kernels_memory(Precision precision, const LinearWeights *groups, int count, const KernelsShape *shape) {
     int rows = shape->rows, training = shape->training;
-    KernelsMemory m = {0.0, 0.0, (double)shape->threads * room_floats(precision, shape->t, shape->hs) * sizeof(float)};
     const Backend *b = kernels_backend();
-    if (precision != PRECISION_BF16) return m;
-    double packed = 0.0;  // bf16 of the largest product's packed operands
+    KernelsMemory m = {0.0, 0.0, (double)shape->threads * room_floats(precision, b, shape->t, shape->hs) * sizeof(float)};
+    int bf16 = precision == PRECISION_BF16;
+    // bytes of an element of packed operands: fp32, or bf16 where the products run on bf16 pairs
+    double element = bf16 && b->bf16->tile ? sizeof(bf16) : sizeof(float);
+    double packed = 0.0;  // elements of the largest product's packed operands
     for (int g = 0; g < count; g++) {
         const LinearWeights *w = &groups[g];
         double OC = w->rows, C = w->cols;
-        m.weights += (double)w->count * (matrix_floats(w) + b->weight_panels_size(w->cols, w->rows)) * sizeof(bf16);
-        if (training) m.inputs += (double)w->count * rows * C * sizeof(bf16);
+        if (bf16) {
+            m.weights += (double)w->count * matrix_floats(w) * sizeof(bf16);
+            m.weights += (double)w->count * b->weight_panels_bytes(b, w->cols, w->rows);
+            if (training) m.inputs += (double)w->count * rows * C * sizeof(bf16);
+        }
         // rows and columns padded to panels of at most 32 and k to an even number: a forward
-        // packs its input (its weight comes packed); a backward its output gradient twice
-        // (for dweight and for dinp), its input and its weight
-        double forward = rows * (C + 32), backward = rows * (2 * OC + C + 3 * 32) + 2 * (OC + 32) * (C + 32);
-        packed = fmax(packed, training ? backward : forward);
+        // packs its weight in fp32 and its input in bf16 (where the weight comes packed); a
+        // backward its output gradient once for dweight and in bf16 once more for dinp, its
+        // input and its weight
+        double weight = (OC + 32) * (C + 32), forward = bf16 ? rows * (C + 32) : weight;
+        double backward = rows * ((bf16 ? 2 : 1) * OC + C + 3 * 32) + 2 * weight;
+        packed = fmax(packed, training ? fmax(forward, backward) : forward);
     }
-    m.work += packed * sizeof(bf16);
+    m.work += packed * element;
     return m;
 }
 
@@ -116,19 +128,20 @@ Kernels *kernels_new(Precision precision, const LinearWeights *groups, int count
     if (k->shape.threads <= 0) k->shape.threads = 4 * omp_get_num_procs();
     if (k->shape.threads < omp_get_max_threads()) k->shape.threads = omp_get_max_threads();
     if (!shape->training) k->shape.rows = 0;  // no input kept for a backward
-    size_t rows = (size_t)k->shape.rows, weights = 0, panels = 0, inputs = 0;
+    size_t rows = (size_t)k->shape.rows, weights = 0, panel_bytes = 0, inputs = 0;
     for (int g = 0; g < count; g++) {
         const LinearWeights *w = &groups[g];
         k->groups[g] = *w;
         k->matrices += w->count;
         weights += w->count * matrix_floats(w);
-        panels += w->count * k->backend->weight_panels_size(w->cols, w->rows);
+        if (precision == PRECISION_BF16)
+            panel_bytes += w->count * k->backend->weight_panels_bytes(k->backend, w->cols, w->rows);
         inputs += w->count * rows * w->cols;
     }
     int ok = (k->room = calloc((size_t)k->shape.threads, sizeof(ThreadRoom))) != NULL;
     if (ok && precision == PRECISION_BF16) {
         k->weights16 = malloc(weights * sizeof(bf16) + 64);
-        k->panels = malloc(panels * sizeof(bf16) + 64);
+        k->panels = aligned_alloc(64, (panel_bytes + 64) / 64 * 64);
         k->inputs16 = malloc(inputs * sizeof(bf16) + 64);
         k->kept = calloc((size_t)k->matrices + 1, sizeof(*k->kept));
         ok = k->weights16 && k->panels && k->inputs16 && k->kept;
@@ -148,12 +161,14 @@ Precision kernels_precision(const Kernels *k) { return k->precision; }
 void kernels_weights_changed(Kernels *k) {
     if (k->precision != PRECISION_BF16) return;
     const Backend *b = k->backend;
-    bf16 *copy = k->weights16, *panels = k->panels;
+    bf16 *copy = k->weights16;
+    unsigned char *panels = k->panels;
     for (int g = 0; g < k->count; g++) {
         const LinearWeights *w = &k->groups[g];
-        size_t n = matrix_floats(w), per = b->weight_panels_size(w->cols, w->rows);
+        size_t n = matrix_floats(w), per = b->weight_panels_bytes(b, w->cols, w->rows);
         b->convert_bf16(b, copy, w->first, w->count * n);
-        for (int l = 0; l < w->count; l++) b->pack_weight_bf16(b, panels + l * per, copy + l * n, w->cols, w->rows);
+        for (int l = 0; l < w->count; l++)
+            b->pack_weight_bf16(b, panels + l * per, w->first + l * n, copy + l * n, w->cols, w->rows);
         copy += w->count * n;
         panels += w->count * per;
     }
@@ -163,7 +178,8 @@ void kernels_weights_changed(Kernels *k) {
 // kept input; index -1 when it is none of them (or the workspace keeps no copies: fp32).
 typedef struct {
     int index, rows, cols;
-    const bf16 *copy, *panels;
+    const bf16 *copy;
+    const unsigned char *panels;
     bf16 *input;
 } WeightCopies;
 
@@ -175,7 +191,7 @@ static WeightCopies weight_copies(const Kernels *k, const float *weight) {
     int index = 0;
     for (int g = 0; g < k->count; g++) {
         const LinearWeights *w = &k->groups[g];
-        size_t n = matrix_floats(w), per = k->backend->weight_panels_size(w->cols, w->rows);
+        size_t n = matrix_floats(w), per = k->backend->weight_panels_bytes(k->backend, w->cols, w->rows);
         size_t input = (size_t)k->shape.rows * w->cols;
         if (weight >= w->first && weight < w->first + w->count * n && (size_t)(weight - w->first) % n == 0) {
             size_t l = (size_t)(weight - w->first) / n;
@@ -204,7 +220,7 @@ void linear_forward(Kernels *k, float *out, const float *inp, const float *weigh
     if (w.cols != C || w.rows != OC) w = no_copies;  // another shape: not the weight it seemed
     const Backend *b = k ? k->backend : kernels_backend();
     if (w.index < 0) {
-        b->forward(out, inp, weight, bias, N, C, OC);
+        b->forward(out, inp, weight, bias, N, C, OC, k ? &k->pack : NULL);
         return;
     }
     bf16 *keep = N <= k->shape.rows ? w.input : NULL;
@@ -230,7 +246,7 @@ void linear_backward(Kernels *k, float *dinp, float *dweight, float *dbias, cons
     if (w.cols != C || w.rows != OC) w = no_copies;  // another shape: not the weight it seemed
     const Backend *b = k ? k->backend : kernels_backend();
     if (w.index < 0) {
-        b->backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+        b->backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC, k ? &k->pack : NULL);
         return;
     }
     int kept = k->kept[w.index].read_rows == N && (!inp || k->kept[w.index].read == inp);
@@ -277,13 +293,14 @@ static void triangle_to_bf16(const Backend *b, bf16 *dst, const float *src, int 
 int head_begin(Kernels *k, AttentionHead *h, const float *q, const float *keys, const float *v, long ld,
                const float *g, long ldg, int t, int hs) {
     int thread = omp_get_thread_num();
-    *h = (AttentionHead){q, keys, v, g, ld, ldg, t, hs, NULL, NULL, k->backend};
+    *h = (AttentionHead){q, keys, v, g, ld, ldg, t, hs, NULL, NULL, 0, k->backend};
     if (thread >= k->shape.threads || t > k->shape.t || hs > k->shape.hs) return -1;
     ThreadRoom *room = &k->room[thread];  // the thread's own: no other thread touches it
-    if (!room->data && !(room->data = malloc(room_floats(k->precision, k->shape.t, k->shape.hs) * sizeof(float))))
-        return -1;
+    size_t floats = room_floats(k->precision, k->backend, k->shape.t, k->shape.hs);
+    if (!room->data && !(room->data = malloc(floats * sizeof(float)))) return -1;
     h->work = room->data;
-    if (k->precision != PRECISION_BF16) return 0;
+    h->rounds_when_packed = k->precision == PRECISION_BF16 && !heads_convert(k->precision, k->backend);
+    if (!heads_convert(k->precision, k->backend)) return 0;
     h->rounded = h->work + (size_t)t * t;
     HeadBf16 b = head_bf16(h);
     const Backend *kb = k->backend;
@@ -294,11 +311,18 @@ int head_begin(Kernels *k, AttentionHead *h, const float *q, const float *keys, 
     return 0;
 }
 
+// A product of a head on fp32 operands: in fp32, or in bf16 rounding them as it packs them.
+static void head_product(const AttentionHead *h, float *c, long ldc, const float *a, long lda, const float *b,
+                         long ldb, int M, int N, int K, int flags) {
+    const Backend *kb = h->backend;
+    (h->rounds_when_packed ? kb->small_rounded : kb->small)(c, ldc, a, lda, b, ldb, M, N, K, flags);
+}
+
 void head_scores(const AttentionHead *h, float *scores) {
     const Backend *kb = h->backend;
     int t = h->t, hs = h->hs;
     if (!h->rounded) {
-        kb->small(scores, t, h->q, h->ld, h->k, h->ld, t, t, hs, MATMUL_B_T | MATMUL_LOWER);
+        head_product(h, scores, t, h->q, h->ld, h->k, h->ld, t, t, hs, MATMUL_B_T | MATMUL_LOWER);
         return;
     }
     HeadBf16 b = head_bf16(h);
@@ -309,7 +333,7 @@ void head_values(const AttentionHead *h, float *out, long ldo, const float *w) {
     const Backend *kb = h->backend;
     int t = h->t, hs = h->hs;
     if (!h->rounded) {
-        kb->small(out, ldo, w, t, h->v, h->ld, t, hs, t, MATMUL_A_ZERO_ABOVE);
+        head_product(h, out, ldo, w, t, h->v, h->ld, t, hs, t, MATMUL_A_ZERO_ABOVE);
         return;
     }
     HeadBf16 b = head_bf16(h);
@@ -321,8 +345,8 @@ void head_values_backward(const AttentionHead *h, float *dv, long ldv, const flo
     const Backend *kb = h->backend;
     int t = h->t, hs = h->hs;
     if (!h->rounded) {
-        kb->small(dv, ldv, w, t, h->g, h->ldg, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD);
-        kb->small(dw, t, h->g, h->ldg, h->v, h->ld, t, t, hs, MATMUL_B_T | MATMUL_LOWER);
+        head_product(h, dv, ldv, w, t, h->g, h->ldg, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD);
+        head_product(h, dw, t, h->g, h->ldg, h->v, h->ld, t, t, hs, MATMUL_B_T | MATMUL_LOWER);
         return;
     }
     HeadBf16 b = head_bf16(h);
@@ -335,8 +359,8 @@ void head_scores_backward(const AttentionHead *h, float *dq, float *dk, long ld,
     const Backend *kb = h->backend;
     int t = h->t, hs = h->hs;
     if (!h->rounded) {
-        kb->small(dq, ld, ds, t, h->k, h->ld, t, hs, t, MATMUL_A_ZERO_ABOVE | MATMUL_ADD);
-        kb->small(dk, ld, ds, t, h->q, h->ld, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD);
+        head_product(h, dq, ld, ds, t, h->k, h->ld, t, hs, t, MATMUL_A_ZERO_ABOVE | MATMUL_ADD);
+        head_product(h, dk, ld, ds, t, h->q, h->ld, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD);
         return;
     }
     HeadBf16 b = head_bf16(h);

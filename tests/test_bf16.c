@@ -212,7 +212,8 @@ TEST(bf16_linear_matches_reference) {
 
 // The small bf16 products (backend.h) with each flag attention uses, on shapes that cut tiles,
 // pairs and the diagonal awkwardly; the A given to the triangle flags has their zeros within
-// MATMUL_TRIANGLE_BAND of the diagonal and NaN beyond, which must not reach the result.
+// MATMUL_TRIANGLE_BAND of the diagonal and NaN beyond, which must not reach the result. On
+// operands in bf16 (small_bf16) and on fp32 ones rounded as they are packed (small_rounded).
 static void run_small(int M, int N, int K, int flags, unsigned seed, Errors *worst, float **c_out) {
     long lda = (flags & MATMUL_A_T ? M : K) + 3, ldb = (flags & MATMUL_B_T ? K : N) + 5, ldc = N + 2;
     size_t na = (size_t)(flags & MATMUL_A_T ? K : M) * lda, nb = (size_t)(flags & MATMUL_B_T ? N : K) * ldb;
@@ -238,6 +239,23 @@ static void run_small(int M, int N, int K, int flags, unsigned seed, Errors *wor
                 a16[i * sa + k * ta] = 0x7FC0;  // a bf16 NaN
     backend->small_bf16(backend, c, ldc, a16, lda, b16, ldb, M, N, K, flags);
     free(a16), free(b16);
+    // the same product on the fp32 operands, rounded as it packs them (attention's heads on
+    // kernels without bf16 dot products): the same bits, NaN beyond the band too
+    float *af = malloc(na * sizeof(float)), *c2 = malloc((size_t)M * ldc * sizeof(float));
+    memcpy(af, a, na * sizeof(float));
+    memcpy(c2, c0, (size_t)M * ldc * sizeof(float));
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++)
+            if (((flags & MATMUL_A_ZERO_ABOVE) && k > i + MATMUL_TRIANGLE_BAND) ||
+                ((flags & MATMUL_A_ZERO_BELOW) && k < i - MATMUL_TRIANGLE_BAND))
+                af[i * sa + k * ta] = NAN;
+    backend->small_rounded(c2, ldc, af, lda, b, ldb, M, N, K, flags);
+    int differ = 0;
+    for (int i = 0; i < M; i++)
+        differ += memcmp(c + (size_t)i * ldc, c2 + (size_t)i * ldc, (size_t)(flags & MATMUL_LOWER ? i + 1 : N) * 4) != 0;
+    CHECK(differ == 0, "%s small product M=%d N=%d K=%d flags %d rounded as packed: %d rows differ from bf16's",
+          backend->name, M, N, K, flags, differ);
+    free(af), free(c2);
     Errors e = check_product(c, ldc, a, sa, ta, b, sb, tb, flags & MATMUL_ADD ? c0 : NULL, ldc, 1, M, N, K,
                              (flags & MATMUL_LOWER) != 0);
     CHECK(within(e), "%s small bf16 product M=%d N=%d K=%d flags %d: error / bound %.2f (rounded), %.2f (given)",

@@ -77,6 +77,17 @@ static Problem problem_new(Shape s, unsigned seed) {
     return p;
 }
 
+// An fp32 workspace holding p's weight, through which the products pack their operands
+// whole (without one, each task packs its own).
+static Kernels *workspace_for(const Problem *p) {
+    char err[ERR_LEN];
+    LinearWeights weight = {p->w, 1, p->OC, p->C};
+    KernelsShape shape = {p->N, 0, 0, 0, 1};
+    Kernels *k = kernels_new(PRECISION_FP32, &weight, 1, &shape, err);
+    CHECK(k != NULL, "%s", err);
+    return k;
+}
+
 static void problem_free(Problem *p) {
     free(p->inp);
     free(p->w);
@@ -87,26 +98,30 @@ static void problem_free(Problem *p) {
     free(p->dbias);
 }
 
+// By tiles (with and without a workspace, so with operands packed whole and by each task)
+// and by rows.
 TEST(kernels_linear_forward_matches_reference) {
     EACH_BACKEND(bk, names, count)
     for (int s = 0; s < NUM_SHAPES; s++) {
         Shape sh = awkward_shapes[s];
         Problem p = problem_new(sh, 10 + s);
+        Kernels *k = workspace_for(&p);
         size_t no = (size_t)sh.N * sh.OC;
         float *out = malloc(no * sizeof(float));
         double *want = malloc(no * sizeof(double));
         for (int with_bias = 0; with_bias <= 1; with_bias++) {
             const float *bias = with_bias ? p.bias : NULL;
             ref_forward(want, p.inp, p.w, bias, sh.N, sh.C, sh.OC);
-            for (int by_rows = 0; by_rows <= 1; by_rows++) {
+            for (int way = 0; way < 3; way++) {
                 memset(out, 0xff, no * sizeof(float));  // NaN: every element must be written
-                if (by_rows) linear_forward_rows(NULL, out, p.inp, p.w, bias, sh.N, sh.C, sh.OC);
-                else linear_forward(NULL, out, p.inp, p.w, bias, sh.N, sh.C, sh.OC);
+                if (way == 2) linear_forward_rows(NULL, out, p.inp, p.w, bias, sh.N, sh.C, sh.OC);
+                else linear_forward(way ? k : NULL, out, p.inp, p.w, bias, sh.N, sh.C, sh.OC);
                 double err = rel_error_fd(out, want, no);
                 CHECK(err <= 1e-5, "%s forward%s N=%d C=%d OC=%d bias=%d: rel error %g", names[bk],
-                      by_rows ? " by rows" : "", sh.N, sh.C, sh.OC, with_bias, err);
+                      way == 2 ? " by rows" : way ? " in a workspace" : "", sh.N, sh.C, sh.OC, with_bias, err);
             }
         }
+        kernels_free(k);
         free(out);
         free(want);
         problem_free(&p);
@@ -124,13 +139,23 @@ TEST(kernels_linear_backward_accumulates_like_reference) {
         double *want_dweight = to_double(p.dweight, oc);
         double *want_dbias = to_double(p.dbias, (size_t)sh.OC);
         ref_backward(want_dinp, want_dweight, want_dbias, p.dout, p.inp, p.w, sh.N, sh.C, sh.OC);
-        linear_backward(NULL, p.dinp, p.dweight, p.dbias, p.dout, p.inp, p.w, sh.N, sh.C, sh.OC);
-        double e_inp = rel_error_fd(p.dinp, want_dinp, nc);
-        double e_w = rel_error_fd(p.dweight, want_dweight, oc);
-        double e_b = rel_error_fd(p.dbias, want_dbias, (size_t)sh.OC);
-        CHECK(e_inp <= 1e-4 && e_w <= 1e-4 && e_b <= 1e-4,
-              "%s backward N=%d C=%d OC=%d: rel error dinp %g dweight %g dbias %g", names[bk], sh.N, sh.C,
-              sh.OC, e_inp, e_w, e_b);
+        for (int packed = 0; packed <= 1; packed++) {  // without and with a workspace
+            Kernels *k = packed ? workspace_for(&p) : NULL;
+            float *dinp = malloc(nc * sizeof(float)), *dweight = malloc(oc * sizeof(float));
+            float *dbias = malloc((size_t)sh.OC * sizeof(float));
+            memcpy(dinp, p.dinp, nc * sizeof(float));
+            memcpy(dweight, p.dweight, oc * sizeof(float));
+            memcpy(dbias, p.dbias, (size_t)sh.OC * sizeof(float));
+            linear_backward(k, dinp, dweight, dbias, p.dout, p.inp, p.w, sh.N, sh.C, sh.OC);
+            double e_inp = rel_error_fd(dinp, want_dinp, nc);
+            double e_w = rel_error_fd(dweight, want_dweight, oc);
+            double e_b = rel_error_fd(dbias, want_dbias, (size_t)sh.OC);
+            CHECK(e_inp <= 1e-4 && e_w <= 1e-4 && e_b <= 1e-4,
+                  "%s backward%s N=%d C=%d OC=%d: rel error dinp %g dweight %g dbias %g", names[bk],
+                  packed ? " in a workspace" : "", sh.N, sh.C, sh.OC, e_inp, e_w, e_b);
+            free(dinp), free(dweight), free(dbias);
+            kernels_free(k);
+        }
         free(want_dinp);
         free(want_dweight);
         free(want_dbias);
@@ -168,17 +193,19 @@ typedef struct {
     float *out, *dinp, *dweight, *dbias;
 } Results;
 
-static Results run_all(const Problem *p) {
+static Results run_all_in(const Problem *p, Kernels *k) {
     size_t nc = (size_t)p->N * p->C, oc = (size_t)p->OC * p->C, no = (size_t)p->N * p->OC;
     Results r = {malloc(no * sizeof(float)), malloc(nc * sizeof(float)),
                  malloc(oc * sizeof(float)), malloc((size_t)p->OC * sizeof(float))};
     memcpy(r.dinp, p->dinp, nc * sizeof(float));
     memcpy(r.dweight, p->dweight, oc * sizeof(float));
     memcpy(r.dbias, p->dbias, (size_t)p->OC * sizeof(float));
-    linear_forward(NULL, r.out, p->inp, p->w, p->bias, p->N, p->C, p->OC);
-    linear_backward(NULL, r.dinp, r.dweight, r.dbias, p->dout, p->inp, p->w, p->N, p->C, p->OC);
+    linear_forward(k, r.out, p->inp, p->w, p->bias, p->N, p->C, p->OC);
+    linear_backward(k, r.dinp, r.dweight, r.dbias, p->dout, p->inp, p->w, p->N, p->C, p->OC);
     return r;
 }
+
+static Results run_all(const Problem *p) { return run_all_in(p, NULL); }
 
 static int same_bits(const Results *a, const Results *b, const Problem *p) {
     size_t nc = (size_t)p->N * p->C, oc = (size_t)p->OC * p->C, no = (size_t)p->N * p->OC;
@@ -195,8 +222,9 @@ static void results_free(Results *r) {
     free(r->dbias);
 }
 
-// 1, 2 and 3 threads and a repeated call give the same bits, on shapes that take the
-// matrix-vector path, partial tiles, several k blocks and enough work to run in parallel.
+// 1, 2 and 3 threads and a repeated call give the same bits, and so do products that pack
+// their operands whole in a workspace, on shapes that take the matrix-vector path, partial
+// tiles, several k blocks, B packed whole or by the tasks and enough work to run in parallel.
 TEST(kernels_linear_same_bits_for_any_thread_count) {
     static const Shape shapes[] = {{1, 1536, 384}, {2, 300, 700}, {129, 383, 65}, {768, 128, 512},
                                    {300, 1536, 127}};
@@ -214,6 +242,16 @@ TEST(kernels_linear_same_bits_for_any_thread_count) {
         CHECK(same_bits(&one, &two, &p), "%s N=%d C=%d OC=%d: 1 and 2 threads differ", names[bk], p.N, p.C, p.OC);
         CHECK(same_bits(&two, &again, &p), "%s N=%d C=%d OC=%d: repeated call differs", names[bk], p.N, p.C, p.OC);
         CHECK(same_bits(&one, &three, &p), "%s N=%d C=%d OC=%d: 1 and 3 threads differ", names[bk], p.N, p.C, p.OC);
+        // operands packed whole in a workspace: each sum in the same order, the same bits
+        Kernels *k = workspace_for(&p);
+        Results packed = run_all_in(&p, k);
+        omp_set_num_threads(1);
+        Results packed_one = run_all_in(&p, k);
+        CHECK(same_bits(&two, &packed, &p) && same_bits(&two, &packed_one, &p),
+              "%s N=%d C=%d OC=%d: operands packed whole give other bits", names[bk], p.N, p.C, p.OC);
+        results_free(&packed);
+        results_free(&packed_one);
+        kernels_free(k);
         results_free(&one);
         results_free(&two);
         results_free(&again);
@@ -334,10 +372,34 @@ TEST(kernels_pointwise_match_reference) {
     printf("    gelu forward and backward, softmax row, %d backends: worst rel error %.2e\n", count, worst);
 }
 
+// exp's clamp keeps what float arithmetic gives at the edges, on every backend: GELU of a NaN
+// is a NaN, of +inf +inf and of -inf -inf; a softmax row holding a NaN is all NaN; one
+// holding -inf gives it weight 0 (exp's argument clamped at -87, its value below float's
+// smallest normal times the sum, 1) and the others their weights.
+TEST(kernels_pointwise_nonfinite) {
+    const float inf = INFINITY;
+    EACH_BACKEND(bk, names, count) {
+        float inp[3] = {NAN, inf, -inf}, out[3], dinp[3] = {0, 0, 0}, dout[3] = {1, 1, 1};
+        gelu_forward(out, inp, 3);
+        gelu_backward(dinp, inp, dout, 3);
+        CHECK(isnan(out[0]) && out[1] == inf && out[2] == -inf, "%s: gelu(nan, inf, -inf) = %g %g %g", names[bk],
+              out[0], out[1], out[2]);
+        CHECK(isnan(dinp[0]), "%s: gelu backward at nan = %g", names[bk], dinp[0]);
+        float with_nan[4] = {0.5f, NAN, 1.0f, -2.0f};
+        softmax_row(with_nan, 4, 1.0f);
+        for (int j = 0; j < 4; j++) CHECK(isnan(with_nan[j]), "%s: softmax with a nan, [%d] = %g", names[bk], j, with_nan[j]);
+        float with_inf[3] = {-inf, 0.0f, 0.0f};
+        softmax_row(with_inf, 3, 1.0f);
+        CHECK(with_inf[0] < 1e-37f && fabsf(with_inf[1] - 0.5f) < 1e-6f && fabsf(with_inf[2] - 0.5f) < 1e-6f,
+              "%s: softmax(-inf, 0, 0) = %g %g %g", names[bk], with_inf[0], with_inf[1], with_inf[2]);
+    }
+    test_restore_backend();
+}
+
 // The backend in use is the one asked for, an unknown one is refused naming those the build
 // has, and every backend this CPU runs is listed once, the portable one last. bf16 on a
-// backend without bf16 dot products (whose bf16 products are the portable C pairs) comes
-// with a note naming it, fp32 never does.
+// backend without bf16 dot products (whose bf16 products widen their operands to fp32)
+// comes with a note naming it, fp32 never does.
 TEST(kernels_backend_choice) {
     const char *names[TEST_MAX_BACKENDS];
     int count = test_backends(names);
@@ -347,9 +409,9 @@ TEST(kernels_backend_choice) {
             CHECK(strcmp(kernels_name(), names[i]) == 0, "asked for %s, got %s", names[i], kernels_name());
             char note[ERR_LEN], text[96];
             precision_describe(PRECISION_BF16, text, sizeof(text));
-            int portable_pairs = strstr(text, "(portable C)") != NULL;
+            int widened = strstr(text, "(widened to fp32)") != NULL;
             int noted = kernels_precision_note(PRECISION_BF16, note, sizeof(note));
-            CHECK(noted == portable_pairs && (!noted || strstr(note, names[i])),
+            CHECK(noted == widened && (!noted || strstr(note, names[i])),
                   "%s (%s): note %d '%s'", names[i], text, noted, noted ? note : "");
             CHECK(!kernels_precision_note(PRECISION_FP32, note, sizeof(note)), "%s: a note for fp32", names[i]);
         }
