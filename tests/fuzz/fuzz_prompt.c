@@ -12,7 +12,7 @@ static const Vocab *fuzz_vocab(int with_unknown) {
     static Vocab vocabs[2];
     Vocab *v = &vocabs[with_unknown];
     if (!v->chars) {
-        uint32_t chars[100];
+        uint32_t chars[101];  // newline, 95 printable, 3 more, U+FFFD and 🙂
         int n = 0;
         chars[n++] = '\n';
         for (uint32_t c = ' '; c < 0x7F; c++) chars[n++] = c;
