@@ -64,7 +64,7 @@ CFLAGS ?= -O3 $(MARCH) -Wall -Wextra -Wno-unused-parameter $(NO_FORMAT_TRUNCATIO
 FEATURES := -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -D_DARWIN_C_SOURCE
 # -fno-math-errno: sqrtf need not set errno (nothing reads it), so loops that call it can be
 # vectorised as their `omp simd` asks; the values computed are the same.
-override CFLAGS += -std=c11 $(FEATURES) -fopenmp -fno-math-errno -MMD -MP
+override CFLAGS += -std=c11 $(FEATURES) -fopenmp -fno-math-errno -MMD -MP -I$(GEN)
 ifeq ($(MPI),1)
 override CFLAGS += -DCHARGPT_MPI
 endif
@@ -75,6 +75,8 @@ LDFLAGS ?=
 LDLIBS = -fopenmp -lz -lm
 # where objects go and where the programs are made (`make sanitize` sets these)
 BUILD ?= build
+# files made from the sources, the same for every build: the timeline's page as a C string
+GEN := build/gen
 BIN ?= .
 TEST_RUNNER ?= tests/run_tests
 
@@ -98,6 +100,15 @@ all: $(PROGRAMS:%=$(BIN)/%) $(MAN_PAGES)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(ISA_FLAGS_$(notdir $*)) -c $< -o $@
+
+# the timeline's page (viewer/timeline_page.html) as C string literals, one per line, that
+# viewer/timeline.c includes: the page stays a readable HTML file (\ " and ? escaped, the
+# last so that no ?? starts a trigraph)
+$(GEN)/timeline_page.inc: viewer/timeline_page.html
+	@mkdir -p $(dir $@)
+	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/?/\\?/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp
+	mv $@.tmp $@
+$(BUILD)/viewer/timeline.o: $(GEN)/timeline_page.inc
 
 # where the shipped corpus is installed, for a system that does not say where the program is
 # (data/corpus.c; `make clean` when changing PREFIX for such a system)
@@ -154,7 +165,10 @@ $(BIN)/check_same_build: $(BUILD)/tests/mpi/check_same_build.o $(BUILD)/libcharg
 tests/mpi/compare_checkpoints: build/tests/mpi/compare_checkpoints.o build/libchargpt.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-test-mpi: all tests/mpi/compare_checkpoints
+tests/mpi/compare_probes: build/tests/mpi/compare_probes.o build/libchargpt.a
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+test-mpi: all tests/mpi/compare_checkpoints tests/mpi/compare_probes
 	$(MAKE) MPI=1 mpi
 	tests/mpi/test_mpi.sh
 
@@ -196,12 +210,13 @@ sanitize:
 FUZZ := build-fuzz
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := checkpoint safetensors json corpus prompt
-FUZZ_CFLAGS := -O1 -g $(MARCH) -std=c11 $(FEATURES) -fopenmp -fno-math-errno -MMD -MP -Wno-pass-failed \
+FUZZ_TARGETS := checkpoint safetensors json corpus prompt probe_file
+FUZZ_CFLAGS := -O1 -g $(MARCH) -std=c11 $(FEATURES) -fopenmp -fno-math-errno -MMD -MP -Wno-pass-failed -I$(GEN) \
 	-fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o)
 .SECONDARY: $(FUZZ_LIB_OBJ)  # kept between runs, though only the pattern rule below names them
 
+$(FUZZ)/viewer/timeline.o: $(GEN)/timeline_page.inc
 $(FUZZ)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(ISA_FLAGS_$(notdir $*)) -fsanitize=fuzzer-no-link -c $< -o $@
@@ -222,7 +237,7 @@ fuzz: $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%)
 
 clean:
 	rm -rf build build-mpi build-posix $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench \
-		tests/mpi/compare_checkpoints
+		tests/mpi/compare_checkpoints tests/mpi/compare_probes
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/train.d $(BUILD)/generate.d build/scripts/bench.d \
 	$(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%.d)

@@ -7,6 +7,7 @@
 // main is the outline: the options and the files it will write checked, the checkpoint
 // opened, then either a text scored (score_text) or a prompt read, the model loaded, the
 // samples generated (generation/decoder.h) and the attention recorded.
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "common/clock.h"
 #include "common/errors.h"
@@ -35,7 +37,9 @@
 #include "generation/surprisal_csv.h"
 #include "kernels/kernels.h"
 #include "model/gpt.h"
+#include "training/loss_history.h"
 #include "viewer/attention_export.h"
+#include "viewer/timeline.h"
 
 #define THREADS_PER_CORE 4           // --threads may ask for at most this many per core
 #define PROMPT_MAX_BYTES (1 << 20)   // a longer prompt file is refused
@@ -51,7 +55,7 @@ typedef struct {
     int num_attention;
     const char *score;        // text to score ("-" for stdin), or NULL
     const char *surprisal;    // with score: the per-character CSV, or NULL
-    const char *sampling_flag;// the first option given that only sampling uses, or NULL
+    char sampling_flag[40];   // the first option given that only sampling uses, or ""
     long max_new;
     SamplerConfig sampler;
     uint64_t seed;
@@ -64,6 +68,9 @@ typedef struct {
     Precision precision;      // of the matrix products
     TextEncoding encoding;    // of the text --score reads
     int encoding_given;
+    const char *timeline;     // --timeline RUN_DIR: rebuild its timeline.html, or NULL
+    int force;                // --force: the files written may replace files that are there
+    char other_flag[40];      // the first option given that --timeline does not take, or ""
 } Options;
 
 static const Options default_options = {
@@ -76,6 +83,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: %s CKPT [PROMPT] [options]   (a PROMPT that starts with '-' goes after '--':\n"
             "       %s CKPT [options] -- PROMPT)\n"
+            "       %s --timeline RUN_DIR [--force]\n"
             "Streams text sampled from a checkpoint written by ./train (or, with --score, scores a text).\n\n"
             "  -n, --max-new N        characters to generate; 0 only reads the prompt (default %ld)\n"
             "  -t, --temperature F    sampling temperature; 0 = greedy argmax (default %g)\n"
@@ -118,16 +126,21 @@ static void usage(FILE *f) {
             "      --precision P      fp32, or bf16: matrix products on bf16 weights and activations\n"
             "                         with fp32 sums, faster where the CPU has AVX512_BF16 (default\n"
             "                         fp32, whatever the checkpoint was trained in)\n"
+            "      --timeline RUN_DIR rebuild RUN_DIR/timeline.html, the page of a training run, from its\n"
+            "                         probe.bin and log.csv (a run copied from elsewhere); no CKPT\n"
+            "      --force            replace files that are there already (--attention, --surprisal,\n"
+            "                         --timeline's page); without it they are refused\n"
             "  -h, --help             show this help\n"
             "An empty prompt starts from a newline (if the vocabulary has one). A prompt file may hold\n"
             "at most %d bytes.\n",
-            program_invocation(), program_invocation(), d->max_new, d->sampler.temperature, d->sampler.top_k,
-            d->sampler.top_p, d->seed, d->num_samples, d->stride, MAX_ATTENTION_FILES, THREADS_PER_CORE, d->threads, PROMPT_MAX_BYTES);
+            program_invocation(), program_invocation(), program_invocation(), d->max_new, d->sampler.temperature,
+            d->sampler.top_k, d->sampler.top_p, d->seed, d->num_samples, d->stride, MAX_ATTENTION_FILES,
+            THREADS_PER_CORE, d->threads, PROMPT_MAX_BYTES);
 }
 
 enum {
     OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY, OPT_STRIDE, OPT_NUM_SAMPLES,
-    OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING,
+    OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE,
 };
 
 // Options that only generating text uses (--score refuses them).
@@ -152,15 +165,23 @@ static void parse_options(int argc, char **argv, Options *o) {
         {"num-samples", required_argument, 0, OPT_NUM_SAMPLES}, {"score", required_argument, 0, OPT_SCORE},
         {"surprisal", required_argument, 0, OPT_SURPRISAL}, {"precision", required_argument, 0, OPT_PRECISION},
         {"encoding", required_argument, 0, OPT_ENCODING},
+        {"timeline", required_argument, 0, OPT_TIMELINE}, {"force", no_argument, 0, OPT_FORCE},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     *o = default_options;
     opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":n:t:k:p:s:f:h", long_options, NULL)) != -1) {
+    int c, index = -1;
+    while ((c = getopt_long(argc, argv, ":n:t:k:p:s:f:h", long_options, &index)) != -1) {
         const char *flag = argv[optind - 1];
-        if (!o->sampling_flag && is_sampling_option(c)) o->sampling_flag = flag;
+        char name[40];  // the option as its name, whether its value came with it or after it
+        if (index >= 0) snprintf(name, sizeof(name), "--%s", long_options[index].name);
+        else snprintf(name, sizeof(name), "-%c", c);
+        index = -1;
+        if (!o->sampling_flag[0] && is_sampling_option(c))
+            snprintf(o->sampling_flag, sizeof(o->sampling_flag), "%s", name);
+        if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_FORCE && c != 'h' && c != ':' && c != '?')
+            snprintf(o->other_flag, sizeof(o->other_flag), "%s", name);
         switch (c) {
             case 'n': o->max_new = option_long("--max-new", optarg, 0, 1L << 40); break;
             case 't': o->sampler.temperature = (float)option_double("--temperature", optarg, 0.0, 100.0, 1); break;
@@ -197,6 +218,8 @@ static void parse_options(int argc, char **argv, Options *o) {
                     die(EXIT_USAGE, "--encoding must be utf-8, latin-1 or cp1252, got '%s'", optarg);
                 o->encoding_given = 1;
                 break;
+            case OPT_TIMELINE: o->timeline = optarg; break;
+            case OPT_FORCE: o->force = 1; break;
             case 'h':
                 // "-h" or "--help" (or its abbreviation); "-hi" is a prompt given before "--"
                 if (strcmp(flag, "-h") != 0 && strncmp(flag, "--h", 3) != 0)
@@ -213,6 +236,12 @@ static void parse_options(int argc, char **argv, Options *o) {
                     "PROMPT; see --help)", flag, program_invocation());
         }
     }
+    if (o->timeline) {
+        if (o->other_flag[0] || optind < argc)
+            die(EXIT_USAGE, "--timeline rebuilds a run's page from its directory: it takes only --force, not '%s'",
+                o->other_flag[0] ? o->other_flag : argv[optind]);
+        return;
+    }
     if (optind >= argc)
         die(EXIT_USAGE, "no checkpoint given (usage: %s CKPT [PROMPT]; see --help)", program_invocation());
     o->checkpoint = argv[optind++];
@@ -227,7 +256,7 @@ static void check_option_combinations(const Options *o) {
     if (o->surprisal && !o->score) die(EXIT_USAGE, "--surprisal writes what --score computes: give --score FILE too");
     if (o->score && o->prompt) die(EXIT_USAGE, "--score reads its text from FILE: give no prompt ('%s')", o->prompt);
     if (o->encoding_given && !o->score) die(EXIT_USAGE, "--encoding is --score's text's: give --score FILE too");
-    if (o->score && o->sampling_flag)
+    if (o->score && o->sampling_flag[0])
         die(EXIT_USAGE, "%s is for generating text; --score only takes --stride, --skip-unknown, --surprisal, "
             "--encoding, --threads, --precision and --max-memory", o->sampling_flag);
     if (o->num_samples > 1 && o->num_attention)
@@ -237,14 +266,23 @@ static void check_option_combinations(const Options *o) {
         if (attention_check_path(o->attention[i], err) != 0) die(EXIT_USAGE, "%s", err);
 }
 
-// Before the model runs: the files the run will write can be written, and the temporary files
-// that killed runs left beside them are removed.
+// A file that is there already is replaced only with --force (exit 2 without it); what is not a
+// regular file output_prepare refuses.
+static void refuse_existing(const char *flag, const char *path, int force) {
+    struct stat st;
+    if (!force && stat(path, &st) == 0 && S_ISREG(st.st_mode))
+        die(EXIT_USAGE, "%s %s exists: give --force to replace it", flag, path);
+}
+
+// Before the model runs: the files the run will write are new (or --force was given) and can
+// be written, and the temporary files that killed runs left beside them are removed.
 static void prepare_outputs(const Options *o) {
     const char *paths[MAX_ATTENTION_FILES + 1], *flags[MAX_ATTENTION_FILES + 1];
     int n = 0, removed = 0;
     for (int i = 0; i < o->num_attention; i++) paths[n] = o->attention[i], flags[n++] = "--attention";
     if (o->surprisal) paths[n] = o->surprisal, flags[n++] = "--surprisal";
     char err[ERR_LEN];
+    for (int i = 0; i < n; i++) refuse_existing(flags[i], paths[i], o->force);
     for (int i = 0; i < n; i++) {
         int k;
         if (output_prepare(paths[i], &k, err) != 0) die(EXIT_DATA, "%s %s", flags[i], err);
@@ -306,7 +344,9 @@ static void check_generation_memory(const GPTConfig *c, const Options *o, long t
     gpt_memory_plan_precision(&plan, c, o->num_samples, GPT_PLAN_GENERATION, o->precision);
     plan.generation += (double)o->num_samples * text_len * sizeof(int);
     plan.text = prompt_bytes;
-    if (o->num_attention) plan.generation += (double)c->n_layer * c->n_head * c->block_size * c->block_size * sizeof(float);
+    if (o->num_attention)  // the copy of the attention weights, and the logit lens
+        plan.generation += (double)c->n_layer * c->n_head * c->block_size * c->block_size * sizeof(float) +
+                           logit_lens_bytes(c, c->block_size) + (double)c->block_size * sizeof(int);
     char what[128];
     if (o->num_samples == 1) snprintf(what, sizeof(what), "generating %ld characters", o->max_new);
     else snprintf(what, sizeof(what), "generating %d samples of %ld characters", o->num_samples, o->max_new);
@@ -514,10 +554,44 @@ static void report_speed(const Options *o, double secs) {
             o->use_cache ? "" : ", without the cache", precision);
 }
 
+// --timeline RUN_DIR: the run's timeline.html made anew from its probe.bin and log.csv, as
+// ./train writes it at each evaluation (viewer/timeline.h); an existing page needs --force.
+static void rebuild_timeline(const Options *o) {
+    char probe[4200], log[4200], page[4200], err[ERR_LEN], title[4300];
+    snprintf(probe, sizeof(probe), "%s/probe.bin", o->timeline);
+    snprintf(log, sizeof(log), "%s/log.csv", o->timeline);
+    snprintf(page, sizeof(page), "%s/%s", o->timeline, TIMELINE_FILE);
+    struct stat st;
+    if (stat(o->timeline, &st) != 0 || !S_ISDIR(st.st_mode))
+        die(EXIT_DATA, "--timeline %s: %s", o->timeline, errno == ENOENT ? "no such directory" : "not a directory");
+    if (access(probe, F_OK) != 0)
+        die(EXIT_DATA, "--timeline %s: it holds no probe.bin (a run from before the timeline, or with --no-probe)",
+            o->timeline);
+    refuse_existing("--timeline", page, o->force);
+    int removed;
+    if (output_prepare(page, &removed, err) != 0) die(EXIT_DATA, "--timeline %s", err);
+    LossHistory losses = {0};
+    if (loss_history_read(&losses, log, err) != 0) die(EXIT_DATA, "%s", err);
+    snprintf(title, sizeof(title), "chargpt: %s", o->timeline);
+    TimelineSummary s;
+    int rc = timeline_write(page, probe, losses.points, losses.n, title, TIMELINE_MAX_RECORD_BYTES, &s, err);
+    loss_history_free(&losses);
+    if (rc != 0) die(EXIT_DATA, "%s", err);
+    printf("%s: %ld probed step%s of %ld in full, %ld of %ld records%s\n", page, s.kept_whole,
+           s.kept_whole == 1 ? "" : "s", s.whole, s.kept, s.records,
+           s.torn_bytes ? "; a torn record at the end of probe.bin left out" : "");
+    stdout_flush_or_die();
+}
+
 int main(int argc, char **argv) {
     platform_init(argc, argv);
     Options o;
     parse_options(argc, argv, &o);
+    if (o.timeline) {
+        fatal_signals_install(atomic_file_remove_open, 0);  // a killed run leaves no temporary file
+        rebuild_timeline(&o);
+        return 0;
+    }
     prepare_outputs(&o);  // the files it will write can be written
     atexit(free_run);
     fatal_signals_install(atomic_file_remove_open, 0);  // a killed run leaves no temporary file

@@ -47,11 +47,13 @@
 #include "training/run_identity.h"
 #include "training/run_lock.h"
 #include "training/run_log.h"
+#include "training/run_probe.h"
 #include "training/run_state.h"
 #include "training/run_text.h"
 #include "training/same_run.h"
 #include "training/schedule.h"
 #include "training/stop_signals.h"
+#include "training/update_ratio.h"
 #include "training/validation_pass.h"
 #include "viewer/loss_plot.h"
 
@@ -67,7 +69,7 @@ static const TrainOptions default_options = {
     .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
     .eval_every = 250, .eval_batches = 200, .save_every = 500, .log_every = 10,
     .seed = 1337, .threads = 0, .max_memory = 0.0, .grad_accum = 1, .zero = 0, .precision = PRECISION_FP32,
-    .mpi_timeout = 300, .separator = "\\n", .encoding = ENCODING_UTF8, .min_char_count = 1,
+    .mpi_timeout = 300, .separator = "\\n", .encoding = ENCODING_UTF8, .min_char_count = 1, .sample_chars = 200,
     .final_val_chars = VALIDATION_PASS_DEFAULT_CHARS,
 };
 
@@ -108,7 +110,8 @@ static void usage_data_and_output(FILE *f, const TrainOptions *d) {
             "                       --out, --threads, --save-every, --eval-every, --max-memory,\n"
             "                       --data, --separator, --encoding, --decay-steps, --warmup,\n"
             "                       --grad-accum, --zero, --precision, --final-val-chars,\n"
-            "                       --mpi-timeout and --force may be given again. --out defaults to\n"
+            "                       --mpi-timeout, --force, --sample-every and --no-probe may be given\n"
+            "                       again (what is probed is the run's probe.bin's). --out defaults to\n"
             "                       CKPT's directory; one holding another run, or newer checkpoints\n"
             "                       of this one, needs --force. --data must give the same text (its\n"
             "                       length and CRC-32, kept in CKPT, are checked); without it the\n"
@@ -177,6 +180,15 @@ static void usage_model_and_training(FILE *f, const TrainOptions *d) {
             "  --mpi-timeout S      with mpirun, end every process when one has waited S seconds\n"
             "                       for the others in a collective (a process stopped or cut\n"
             "                       off); 0 = wait without limit (default %g)\n"
+            "the timeline (the run's probe.bin and timeline.html, a page that shows the model learn):\n"
+            "  --probe FILE         the passage run through the model at each evaluation, its first\n"
+            "                       block-size + 1 characters (default: that many of the validation\n"
+            "                       split, from the start of its first whole line)\n"
+            "  --sample-prompt TEXT the prompt of the samples (default: the passage's first line)\n"
+            "  --sample-chars N     characters of each sample, printed under the progress at each\n"
+            "                       evaluation and kept for the timeline; 0 = none (default %d)\n"
+            "  --sample-every N     a sample every N steps too (default: at evaluations only)\n"
+            "  --no-probe           no probe, samples or timeline\n"
             "  -h, --help           show this help\n"
             "progress: on a terminal one line rewritten in place, fitted to its width (else\n"
             "$COLUMNS, else 80 columns) by dropping the least important figures first (elapsed,\n"
@@ -190,8 +202,7 @@ static void usage_model_and_training(FILE *f, const TrainOptions *d) {
             "the whole-validation pass at the end (after the last save) it stops the pass.\n",
             d->n_layer, d->n_head, d->n_embd, d->block_size, d->dropout, d->batch_size, d->steps, d->lr, d->min_lr,
             d->warmup, d->weight_decay, d->grad_clip, d->eval_every, d->eval_batches, d->final_val_chars,
-            d->save_every, d->log_every,
-            d->seed, THREADS_PER_CORE, d->threads, d->mpi_timeout);
+            d->save_every, d->log_every, d->seed, THREADS_PER_CORE, d->threads, d->mpi_timeout, d->sample_chars);
 }
 
 static void usage(FILE *f) {
@@ -262,7 +273,9 @@ enum {
     OPT_WARMUP, OPT_DECAY_STEPS, OPT_WEIGHT_DECAY, OPT_GRAD_CLIP, OPT_EVAL_EVERY, OPT_EVAL_BATCHES,
     OPT_SAVE_EVERY, OPT_LOG_EVERY, OPT_SEED, OPT_THREADS, OPT_VAL_FRACTION, OPT_GRAD_ACCUM, OPT_ZERO,
     OPT_MAX_MEMORY, OPT_INIT_FROM, OPT_SKIP_UNKNOWN, OPT_KEEP_CR, OPT_FORCE, OPT_PRECISION, OPT_MPI_TIMEOUT,
-    OPT_SEPARATOR, OPT_ENCODING, OPT_MIN_CHAR_COUNT, OPT_GROW_VOCAB, OPT_FINAL_VAL_CHARS, OPT_COUNT
+    OPT_SEPARATOR, OPT_ENCODING, OPT_MIN_CHAR_COUNT, OPT_GROW_VOCAB, OPT_FINAL_VAL_CHARS,
+    OPT_PROBE, OPT_SAMPLE_PROMPT, OPT_SAMPLE_CHARS, OPT_SAMPLE_EVERY, OPT_NO_PROBE,
+    OPT_COUNT
 };
 
 static const struct option long_options[] = {
@@ -305,6 +318,11 @@ static const struct option long_options[] = {
     {"min-char-count", required_argument, 0, OPT_MIN_CHAR_COUNT},
     {"grow-vocab", no_argument, 0, OPT_GROW_VOCAB},
     {"final-val-chars", required_argument, 0, OPT_FINAL_VAL_CHARS},
+    {"probe", required_argument, 0, OPT_PROBE},
+    {"sample-prompt", required_argument, 0, OPT_SAMPLE_PROMPT},
+    {"sample-chars", required_argument, 0, OPT_SAMPLE_CHARS},
+    {"sample-every", required_argument, 0, OPT_SAMPLE_EVERY},
+    {"no-probe", no_argument, 0, OPT_NO_PROBE},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
@@ -365,6 +383,11 @@ static void set_option(TrainOptions *o, int c, const char *name, const char *val
         case OPT_FINAL_VAL_CHARS:
             o->final_val_chars = strcmp(value, "all") == 0 ? -1 : option_long(name, value, 0, LONG_MAX);
             break;
+        case OPT_PROBE: copy_path(o->probe, name, value); break;
+        case OPT_SAMPLE_PROMPT: o->sample_prompt = value; break;
+        case OPT_SAMPLE_CHARS: o->sample_chars = (int)option_long(name, value, 0, PROBE_MAX_SAMPLE); break;
+        case OPT_SAMPLE_EVERY: o->sample_every = option_long(name, value, 1, TRAIN_MAX_STEPS); break;
+        case OPT_NO_PROBE: o->no_probe = 1; break;
     }
 }
 
@@ -399,14 +422,15 @@ static void check_given_options(const GivenOptions *given) {
     static const int allowed[] = {OPT_RESUME, OPT_STEPS, OPT_OUT, OPT_THREADS, OPT_SAVE_EVERY, OPT_EVAL_EVERY,
                                   OPT_MAX_MEMORY, OPT_DATA, OPT_DECAY_STEPS, OPT_WARMUP, OPT_GRAD_ACCUM,
                                   OPT_ZERO, OPT_PRECISION, OPT_MPI_TIMEOUT, OPT_FORCE, OPT_SEPARATOR, OPT_ENCODING,
-                                  OPT_FINAL_VAL_CHARS};
+                                  OPT_FINAL_VAL_CHARS, OPT_SAMPLE_EVERY, OPT_NO_PROBE};
     for (int i = 0; long_options[i].name; i++) {
         int v = long_options[i].val, ok = 0;
         for (size_t k = 0; k < sizeof(allowed) / sizeof(allowed[0]); k++) ok |= allowed[k] == v;
         if (v < OPT_COUNT && given->given[v] && !ok)
             die(EXIT_USAGE, "--%s cannot be changed when resuming (only --steps, --out, --threads, "
                 "--save-every, --eval-every, --max-memory, --data, --separator, --encoding, --decay-steps, "
-                "--warmup, --grad-accum, --zero, --precision, --final-val-chars, --mpi-timeout and --force can)",
+                "--warmup, --grad-accum, --zero, --precision, --final-val-chars, --mpi-timeout, --force, "
+                "--sample-every and --no-probe can; what the timeline probes is its probe.bin's)",
                 long_options[i].name);
     }
 }
@@ -496,6 +520,8 @@ static void resume_options(const Checkpoint *ck, TrainOptions *o, const GivenOpt
     o->grad_accum = given_values.grad_accum;
     o->zero = given_values.zero;
     o->mpi_timeout = given_values.mpi_timeout;
+    o->sample_every = given_values.sample_every;
+    o->no_probe = given_values.no_probe;
     if (given->given[OPT_PRECISION]) o->precision = given_values.precision;
 }
 
@@ -550,6 +576,10 @@ typedef struct {
     int tty;                     // stdout a terminal: the progress line is rewritten in place
     ProgressReport report;
     float lr;                    // the last step's learning rate
+    float grad_norm;             // the last step's gradient norm before clipping
+    double grad_norm_sum;        // since the last report: the steps' gradient norms
+    int clipped_steps;           // and how many of those steps were clipped
+    RunProbe probe;              // rank 0's probe file, samples and timeline page
     double run_start, elapsed_before;  // when training started; the time of the steps before it
 } Run;
 
@@ -561,6 +591,7 @@ static void free_run(void) {
     run_log_close(&run.log, err);  // a failure here was already reported, or does not matter any more
     run_lock_release(&run.lock);
     loss_history_free(&run.losses);
+    run_probe_free(&run.probe);
     adamw_free(&run.opt);
     data_parallel_free(&run.dp);
     gpt_free(&run.model);
@@ -769,6 +800,9 @@ static void plan_memory(Run *r) {
     r->config = (GPTConfig){r->vocab.size, o->block_size, o->n_layer, o->n_head, o->n_embd, o->head_size, o->qkv_bias,
                             o->dropout};
     if (gpt_config_validate(&r->config, err) != 0) die(EXIT_USAGE, "%s", err);
+    // what the timeline probes (rank 0), checked before anything in --out changes
+    int probe_ready = run_probe_prepare(&r->probe, o, &r->config, &r->vocab, &r->ds, r->resuming, err);
+    if (probe_ready != 0) die(probe_ready == -2 ? EXIT_USAGE : EXIT_DATA, "%s", err);
     int B = o->batch_size, T = o->block_size;
     r->tty = isatty(STDOUT_FILENO) && dist_size() == 1;  // mpirun forwards output: no rewritten line
     printf("chargpt: %s, %zu characters, vocabulary %d%s; train %zu, val %zu\n", r->data_name, r->corpus.len,
@@ -782,6 +816,7 @@ static void plan_memory(Run *r) {
     gpt_memory_plan_precision(&plan, &r->config, dp->rows, GPT_PLAN_TRAINING, o->precision);
     plan.optimizer *= (double)dp->shard_n / (double)num_parameters;
     plan.text = r->text_bytes;
+    plan.probe = run_probe_memory(&r->probe, &r->config);
     char precision[64], precision_note[ERR_LEN];
     precision_describe(o->precision, precision, sizeof(precision));
     int threads = omp_get_max_threads();
@@ -845,9 +880,10 @@ static void say_how_the_run_starts(const Run *r) {
     if (schedule_warning(o, step, o->steps, warning, sizeof(warning))) printf("%s\n", warning);
 }
 
-// Once every check has passed: --out changed as planned and log.csv opened (rank 0; a resumed
-// run's rows after its step dropped), the loss plot's points so far, and the processes agree
-// that each has its data and memory (or all leave, with the failure's status).
+// Once every check has passed: --out changed as planned, log.csv and probe.bin opened (rank 0;
+// a resumed run's rows and records after its step dropped), the loss plot's points so far, and
+// the processes agree that each has its data and memory (or all leave, with the failure's
+// status).
 static void start_out_dir(Run *r) {
     char err[ERR_LEN];
     if (dist_rank() == 0) {
@@ -856,6 +892,10 @@ static void start_out_dir(Run *r) {
         if (run_log_open(&r->log, r->paths.log, !r->out_plan.fresh_log, r->state.step, err) != 0)
             die(EXIT_DATA, "%s", err);
     }
+    char probe_message[2 * ERR_LEN];
+    if (run_probe_open(&r->probe, &r->model, r->state.step, probe_message, sizeof(probe_message), err) != 0)
+        die(EXIT_DATA, "%s", err);
+    if (probe_message[0]) printf("%s\n", probe_message);
     snprintf(r->plot_title, sizeof(r->plot_title), "chargpt: %s", r->data_name);
     if (r->resuming && dist_rank() == 0 && loss_history_read(&r->losses, r->paths.log, err) != 0)
         die(EXIT_DATA, "%s", err);
@@ -891,6 +931,9 @@ static void take_step(Run *r) {
     }
     s->step++;
     s->tokens_seen += (long)B * T;
+    r->grad_norm = (float)norm;
+    r->grad_norm_sum += norm;
+    r->clipped_steps += grad_clipped(norm, o->grad_clip);
     progress_report_step(&r->report, r->model.mean_loss, now_seconds() - t0, comm_s);
     s->elapsed_s = r->elapsed_before + now_seconds() - r->run_start;
 }
@@ -964,9 +1007,43 @@ static void draw_loss_plot(Run *r) {
         r->plot_written = 1;
 }
 
+// The timeline's record of the step (rank 0, training/run_probe.h), before its checkpoint is
+// saved: the probe at an evaluation, with the update-to-weight ratios (collective under ZeRO);
+// the sample when due. A failure is reported and ends the probing, not the run.
+static void probe_step(Run *r, int evaluated) {
+    float ratios[PROBE_MAX_GROUPS];
+    if (evaluated && (r->dp.zero || dist_rank() == 0)) update_ratios(&r->dp, &r->model, &r->opt, r->lr, ratios);
+    const ProgressReport *p = &r->report;
+    RunProbeStep step = {r->state.step, evaluated, (float)(p->loss_sum / p->loss_count),
+                         evaluated ? (float)r->state.last_val_loss : NAN, r->lr, r->grad_norm,
+                         (float)grad_clipped(r->grad_norm, r->o.grad_clip), evaluated ? ratios : NULL};
+    char err[ERR_LEN];
+    if (run_probe_step(&r->probe, &step, err) != 0)
+        fprintf(stderr, "%s%s: warning: %s; the timeline stops here (training goes on)\n", r->tty ? "\n" : "",
+                program_name(), err);
+}
+
+// timeline.html rewritten (rank 0) after an evaluation's report; a failure is only a warning.
+static void draw_timeline(Run *r) {
+    char err[ERR_LEN];
+    if (run_probe_page(&r->probe, &r->losses, r->plot_title, err) != 0)
+        fprintf(stderr, "%s%s: warning: %s (training goes on)\n", r->tty ? "\n" : "", program_name(), err);
+}
+
+// A new run's timeline starts with the untrained model, probed at step 0.
+static void start_timeline(Run *r) {
+    if (r->resuming || r->ds.val_len == 0) return;
+    char err[ERR_LEN];
+    RunProbeStep step = {0, 1, NAN, NAN, NAN, NAN, NAN, NULL};
+    if (run_probe_step(&r->probe, &step, err) != 0)
+        fprintf(stderr, "%s: warning: %s; the timeline stops here (training goes on)\n", program_name(), err);
+    draw_timeline(r);
+}
+
 // The progress line, rewritten every step on a terminal (fitted to its width), and when a
 // report is due (every --log-every steps, at an evaluation, the last step or a stop) kept,
-// with a log.csv row and a point of the loss plot: the mean loss since the last report.
+// with a log.csv row and a point of the loss plot: the mean loss and gradient norm since the
+// last report, and how many of its steps were clipped. A sample made at the step follows.
 static void report(Run *r, int due, int evaluated) {
     const TrainState *s = &r->state;
     if (r->tty || due) {
@@ -974,17 +1051,25 @@ static void report(Run *r, int due, int evaluated) {
         progress_report_line(&r->report, s->step, s->last_val_loss, r->lr, s->elapsed_s,
                              r->tty ? terminal_width(STDOUT_FILENO) : 100000, line, sizeof(line));
         printf("%s%s%s", r->tty ? "\r\033[K" : "", line, r->tty && !evaluated ? "" : "\n");
-        flush_progress();
     }
+    if (r->probe.sampled) {  // the step's sample, under the progress
+        if (r->tty && !evaluated) printf("\n");
+        run_probe_print_sample(&r->probe, stdout);
+    }
+    if (r->tty || due) flush_progress();
     if (!due) return;
+    double grad_norm = r->grad_norm_sum / r->report.loss_count;
     double mean_loss = progress_report_close(&r->report), val_loss = evaluated ? s->last_val_loss : NAN;
+    RunLogRow row = {s->step, mean_loss, val_loss, r->lr, s->tokens_seen, s->elapsed_s, grad_norm, r->clipped_steps};
     char err[ERR_LEN];
-    if (dist_rank() == 0 &&
-        run_log_row(&r->log, s->step, mean_loss, val_loss, r->lr, s->tokens_seen, s->elapsed_s, err) != 0)
-        die(EXIT_DATA, "%s", err);
-    if (loss_history_add(&r->losses, (LossPoint){s->step, mean_loss, val_loss, r->lr}, err) != 0)
-        die(EXIT_DATA, "%s", err);
-    if (evaluated && dist_rank() == 0) draw_loss_plot(r);
+    if (dist_rank() == 0 && run_log_row(&r->log, &row, err) != 0) die(EXIT_DATA, "%s", err);
+    LossPoint point = {s->step, mean_loss, val_loss, r->lr, grad_norm, r->clipped_steps};
+    if (loss_history_add(&r->losses, point, err) != 0) die(EXIT_DATA, "%s", err);
+    r->grad_norm_sum = 0.0, r->clipped_steps = 0;
+    if (evaluated && dist_rank() == 0) {
+        draw_loss_plot(r);
+        draw_timeline(r);
+    }
 }
 
 static void close_log(Run *r) {
@@ -1002,7 +1087,7 @@ static int stopped(const Run *r, int signal) {
 // ----------------------------------------------------------------------------
 // the end of the run
 
-// "done: ...", then the files this run wrote.
+// "done: ...", then the files this run wrote, and what the timeline cost.
 static void print_summary(const Run *r) {
     const TrainState *s = &r->state;
     double wall = now_seconds() - r->run_start;
@@ -1014,6 +1099,13 @@ static void print_summary(const Run *r) {
     printf("%s\ncheckpoints: %s%s%s; log: %s%s%s\n", summary, r->paths.ckpt, have_best ? ", " : "",
            have_best ? r->paths.best : "", r->paths.log, r->plot_written ? "; loss plot: " : "",
            r->plot_written ? r->paths.plot : "");
+    const RunProbe *p = &r->probe;
+    if (p->probes > 0) {
+        char cost[160];
+        run_probe_describe_cost(p, cost, sizeof(cost));
+        printf("timeline: %s (%ld step%s probed in this run in %.2f s, %.1f%% of the run: %s)\n", r->paths.timeline,
+               p->probes, p->probes == 1 ? "" : "s", p->seconds, 100.0 * p->seconds / wall, cost);
+    }
 }
 
 // The loss of the whole validation split, each character once (training/validation_pass.h),
@@ -1067,7 +1159,8 @@ int main(int argc, char **argv) {
     plan_memory(r);       // the model's size and the memory it needs, before allocating it
     build_model(r);       // the model, its activations, the optimizer, a batch
     say_how_the_run_starts(r);
-    start_out_dir(r);     // --out changed as planned, log.csv opened
+    start_out_dir(r);     // --out changed as planned, log.csv and probe.bin opened
+    start_timeline(r);    // a new run's timeline starts at step 0
 
     // train: step, evaluate, save, report
     long start_step = r->state.step;
@@ -1082,6 +1175,7 @@ int main(int argc, char **argv) {
         int last = r->state.step == r->o.steps;
         const char *best = NULL;
         int evaluated = evaluate(r, last, &stop, &best);
+        probe_step(r, evaluated);  // the timeline's record, before the step's checkpoint
         int save = r->state.step % r->o.save_every == 0 || last || stop;
         save_checkpoints(r, best, save ? r->paths.ckpt : NULL);
         report(r, r->state.step % r->o.log_every == 0 || last || evaluated || stop, evaluated);

@@ -97,8 +97,10 @@ static void clip_team(float *grads, size_t n, float scale) {
     team_barrier();
 }
 
+int grad_clipped(double norm, float max_norm) { return max_norm > 0.0f && norm > max_norm; }
+
 void grad_clip(float *grads, size_t n, double norm, float max_norm) {
-    if (max_norm <= 0.0f || !(norm > max_norm)) return;
+    if (!grad_clipped(norm, max_norm)) return;
     float scale = (float)(max_norm / (norm + 1e-6));
     if (in_team()) {
         clip_team(grads, n, scale);
@@ -138,4 +140,21 @@ void adamw_update(AdamW *opt, float *params, const float *grads, float lr) {
 #pragma omp parallel
     update_team(opt, params, grads, lr, step);
     opt->step = step;
+}
+
+double adamw_last_update_sum_of_squares(const AdamW *opt, const float *params, float lr, size_t first, size_t n) {
+    if (opt->step < 1) return 0.0;
+    size_t begin = first > opt->first ? first : opt->first;
+    size_t end = first + n < opt->first + opt->n ? first + n : opt->first + opt->n;
+    const double bias1 = 1.0 - pow(opt->beta1, (double)opt->step), bias2 = 1.0 - pow(opt->beta2, (double)opt->step);
+    double sum = 0.0;
+    for (size_t g = begin; g < end; g++) {
+        size_t i = g - opt->first;
+        double a = (opt->m[i] / bias1) / (sqrt(opt->v[i] / bias2) + opt->eps);
+        double wd = opt->decay[i] ? opt->weight_decay : 0.0;
+        double before = (params[i] + lr * a) / (1.0 - lr * wd);
+        double update = lr * (a + wd * before);
+        sum += update * update;
+    }
+    return sum;
 }

@@ -282,7 +282,7 @@ void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int
 
 double gpt_memory_total(const GPTMemoryPlan *p) {
     return p->parameters + p->gradients + p->optimizer + p->activations + p->scratch + p->generation +
-           p->weight_copies + p->text;
+           p->weight_copies + p->probe + p->text;
 }
 
 void gpt_format_bytes(double bytes, char *text, size_t n) {
@@ -298,7 +298,7 @@ void gpt_memory_describe(const GPTMemoryPlan *p, char *text, size_t n) {
         {"parameters", p->parameters}, {"weight copies", p->weight_copies}, {"gradients", p->gradients},
         {"optimizer", p->optimizer},
         {"activations", p->activations}, {"scratch", p->scratch}, {"generation buffers", p->generation},
-        {"text", p->text},
+        {"probe", p->probe}, {"text", p->text},
     };
     char amount[32];
     gpt_format_bytes(gpt_memory_total(p), amount, sizeof(amount));
@@ -314,11 +314,23 @@ void gpt_memory_describe(const GPTMemoryPlan *p, char *text, size_t n) {
 }
 
 void gpt_free(GPT *model) {
-    free(model->params_memory);
+    if (!model->borrowed) free(model->params_memory);
     free(model->grads_memory);
     free_activations(model);
     kernels_free(model->kernels);
     memset(model, 0, sizeof(*model));
+}
+
+void gpt_view(GPT *view, const GPT *model) {
+    memset(view, 0, sizeof(*view));
+    view->config = model->config;
+    view->params = model->params;
+    view->params_memory = model->params_memory;
+    memcpy(view->param_sizes, model->param_sizes, sizeof(view->param_sizes));
+    view->num_parameters = model->num_parameters;
+    view->borrowed = 1;
+    view->precision = PRECISION_FP32;
+    view->mean_loss = -1.0f;
 }
 
 // ----------------------------------------------------------------------------
@@ -439,6 +451,10 @@ static LayerActs layer_acts(const GPT *m, int l) {
 }
 
 const float *gpt_attention_weights(const GPT *model, int layer) { return layer_acts(model, layer).att; }
+
+const float *gpt_residual_stream(const GPT *model, int layer) {
+    return layer < 0 ? model->acts.encoded : layer_acts(model, layer).residual3;
+}
 
 // The dropout of one site of layer l for a pass over sequences of t tokens; its elements are
 // numbered from the batch's first row (batch_offset), so a part of a batch draws the part of

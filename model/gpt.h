@@ -115,6 +115,7 @@ typedef struct {
     GPTConfig config;
     ParameterTensors params;
     float *params_memory;
+    int borrowed;            // 1: params_memory is another model's (gpt_view), never freed here
     size_t param_sizes[NUM_PARAMETER_TENSORS];
     size_t num_parameters;
     ParameterTensors grads;  // same layout as params
@@ -149,6 +150,11 @@ int gpt_build(GPT *model, const GPTConfig *config, int with_gradients, char err[
 // kernels' workspace for them in the model's precision.
 int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]);
 void gpt_free(GPT *model);
+// Makes view a model on model's parameters (the same memory, read only; never freed by
+// gpt_free(view)), without gradients and in fp32: forward passes beside a training run (its
+// probe and samples) with activations of its own (gpt_alloc_activations) that leave the
+// training's untouched. It reads the parameters as they are at each call.
+void gpt_view(GPT *view, const GPT *model);
 
 // Sets the precision of the model's products (fp32 when built). A model with activations gets
 // a new workspace for it (kernels.h). Returns 0 or -1 with err.
@@ -167,6 +173,7 @@ typedef struct {
     double scratch;      // per-call temporaries, inputs and targets
     double generation;   // generation: the key/value cache and one position's buffers per sample
     double weight_copies;  // the kernels' copies of the weights (rounded and packed)
+    double probe;        // training: the probe and samples of each evaluation (training/probe.h)
     double text;         // the corpus, scored text or prompt the program holds (its caller counts it)
 } GPTMemoryPlan;
 // What a plan is for (the values 0 and 1 are the earlier "training" flag's):
@@ -212,6 +219,9 @@ void gpt_zero_grad(GPT *model);
 // Attention weights of one layer from the last forward: (B, H, t, t), row i holding the
 // softmax weights over keys 0..i (before dropout) and 0 above the diagonal.
 const float *gpt_attention_weights(const GPT *model, int layer);
+// The residual stream of the last forward after block `layer` (-1: the embeddings, before the
+// first block), (B, t, C): what the final LayerNorm reads after the last block.
+const float *gpt_residual_stream(const GPT *model, int layer);
 
 // Parameter tensors by index, in storage order, with nanoGPT's names.
 // Returns how many tensors the config has (qkv bias absent when qkv_bias is 0).

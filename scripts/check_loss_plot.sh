@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks a loss plot written by viewer/loss_plot.c (e.g. out/loss.svg) in headless Chromium.
 # A page made here reads the SVG with the browser's XML parser (it must parse and hold the
-# train, validation and learning-rate paths, each longer than 100 pixels, validation dots,
+# train, validation and learning-rate paths, each longer than 100 pixels (and the gradient
+# norm's, when it has one), validation dots,
 # ticks on three axes and a three-entry legend), then paints it on a canvas as an image (it
 # must load, be neither blank nor filled) and again without each line in turn: each line must
 # change at least 150 pixels, so it is really drawn and visible. The page writes its verdict into <body data-checked="ok"> or data-failed="...";
@@ -47,6 +48,12 @@ if (doc.getElementsByTagName("parsererror").length || svg.nodeName !== "svg") {
     const length = path ? path.getTotalLength() : 0;
     found[cls + "-length"] = Math.round(length);
     if (length < 100) fail("path." + cls + (path ? " is only " + length.toFixed(0) + " pixels long" : " is missing"));
+  }
+  // the gradient panel, when the log has gradient norms
+  const grad = live.querySelector("path.grad-norm");
+  if (grad) {
+    found["grad-norm-length"] = Math.round(grad.getTotalLength());
+    if (grad.getTotalLength() < 100) fail("path.grad-norm is only " + found["grad-norm-length"] + " pixels long");
   }
   found["val-points"] = live.querySelectorAll("g.val-points circle").length;
   if (found["val-points"] < 1) fail("no validation dots");
@@ -118,11 +125,12 @@ if grep -E 'Uncaught|CONSOLE\(.*(Error|error)' "$work/console.log" >&2; then
     status=1
 fi
 
-# 2. a screenshot of the plot alone
+# 2. a screenshot of the plot alone, the window as tall as the SVG (the gradient panel makes it taller)
+height=$(grep -o '<svg [^>]*height="[0-9]*"' "$plot" | head -n 1 | sed 's/.*height="\([0-9]*\)"/\1/')
 rm -f "$shot"
 url="file://$(cd "$(dirname "$plot")" && pwd)/$(basename "$plot")"
 timeout 120 "$browser" "${flags[@]}" --user-data-dir="$work/profile-shot" \
-    --screenshot="$shot" --window-size=820,460 "$url" >"$work/shot.log" 2>&1
+    --screenshot="$shot" --window-size=820,"${height:-460}" "$url" >"$work/shot.log" 2>&1
 if [ ! -s "$shot" ]; then
     echo "check_loss_plot: no screenshot written to $shot" >&2
     status=1

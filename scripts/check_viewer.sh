@@ -10,7 +10,8 @@
 # reads back what it drew (see viewer/attention_html.c); the counts must match the sizes
 # the page's title states ("N characters, L layers x H heads"): L x H model-view heatmaps
 # and N x N heatmap cells showing their weights' colours, N characters coloured by
-# surprisal with their code points in the hover text; the chosen view must be the
+# surprisal with their code points in the hover text, and, when the page has a logit lens,
+# (L + 1) x N lens cells in the colours of their probabilities; the chosen view must be the
 # address's; at 800 x 600 the panels must stack, the heatmap keep cells of at least 10
 # pixels, and the page not be wider than the window.
 #
@@ -29,65 +30,19 @@ if [ -z "${heads:-}" ]; then
     echo "check_viewer: $page: no sizes in the title ($title)" >&2
     exit 1
 fi
-mkdir -p "$out"
+RENDERED="model,text,heatmap,lines(,lens)?"
+source "$(dirname "$0")/page_checks.sh"  # view, attribute, expect, fail
 
-url="file://$(cd "$(dirname "$page")" && pwd)/$(basename "$page")"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-status=0
-fail() {
-    echo "check_viewer: $page: $*" >&2
-    status=1
-}
-
-# view NAME SIZE FRAGMENT: loads the page at the window size with the fragment plus
-# selftest, leaves the <body> tag's attributes in $body, and takes the screenshot
-view() {
-    local name=$1 size=$2 fragment=$3
-    timeout 120 "$browser" "${flags[@]}" --user-data-dir="$work/profile-$name-dom" \
-        --window-size="$size" --enable-logging=stderr --v=0 \
-        --dump-dom "$url#$fragment${fragment:+&}selftest" >"$work/$name.html" 2>"$work/$name.log"
-    body=$(grep -o '<body[^>]*>' "$work/$name.html" | head -n 1)
-    if ! echo "$body" | grep -q 'data-rendered="model,text,heatmap,lines"'; then
-        fail "$name: the page did not finish drawing (no data-rendered on <body>)"
-    fi
-    if echo "$body" | grep -q 'data-failed='; then
-        fail "$name: the page reported script errors:"
-        tr '\n' ' ' <"$work/$name.html" | sed -n 's/.*<div id="errors"[^>]*>\([^<]*\)<.*/  \1\n/p' >&2
-    fi
-    if grep -E 'Uncaught|CONSOLE\(.*(Error|error)' "$work/$name.log" >&2; then
-        fail "$name: errors on the console (above)"
-    fi
-    rm -f "$out/$name.png"
-    timeout 120 "$browser" "${flags[@]}" --user-data-dir="$work/profile-$name-shot" \
-        --window-size="$size" --screenshot="$out/$name.png" "$url${fragment:+#}$fragment" \
-        >"$work/$name-shot.log" 2>&1
-    local bytes
-    bytes=$(stat -c %s "$out/$name.png" 2>/dev/null || echo 0)
-    if [ "$bytes" -lt 20000 ]; then
-        fail "$name: no screenshot or a near-empty one ($bytes bytes)"
-    fi
-}
-
-# attribute NAME: the value of data-NAME in $body
-attribute() {
-    echo "$body" | grep -o "data-$1=\"[^\"]*\"" | sed 's/.*="\(.*\)"/\1/'
-}
-
-# expect VIEW NAME WANT: data-NAME must be WANT
-expect() {
-    local got
-    got=$(attribute "$2")
-    if [ "$got" != "$3" ]; then
-        fail "$1: data-$2 is '$got', want '$3'"
-    fi
-}
-
-# the counts every view must show
+# the counts every view must show; a page with a logit lens (./generate writes one) must show
+# each of its layers + 1 rows of cells in their colours
 expect_cells() {
     expect "$1" model-heatmaps $((layers * heads))
     expect "$1" heatmap-cells $((chars * chars))
     expect "$1" text-cells "$chars"
+    if [ "$(attribute lens-rows)" != 0 ]; then
+        expect "$1" lens-rows $((layers + 1))
+        expect "$1" lens-cells $(((layers + 1) * chars))
+    fi
 }
 
 view model_view 1400,1000 ""

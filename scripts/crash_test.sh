@@ -3,10 +3,15 @@
 # each while a second run on the same directory is starting (or, one time in four, right
 # after): that one must be refused by the first one's lock (exit 2, naming it) or, when it came
 # after the kill, find the lock released and run (then it is killed too). After each kill the checkpoint must load (./generate reads
-# it) and the run must resume to completion (./train --resume, which needs the lock the killed
-# runs held: the kernel releases it), after which no temporary file may remain and log.csv's
-# rows must be whole, their steps only increasing. Works in tests/tmp/crash_test/ with a small
-# model on the default corpus.
+# it), the probe file must be readable (./generate --timeline rebuilds the page from it; a
+# record the kill cut short is left out) and the run must resume to completion (./train
+# --resume, which needs the lock the killed runs held: the kernel releases it), after which no
+# temporary file may remain, log.csv's rows must be whole, their steps only increasing, and
+# the probe file must hold one whole record for step 0 and for each row of log.csv with a
+# validation loss (no duplicate: a reader stops at a record not after the one before it; no
+# gap), and nothing torn. The runs evaluate, probe and sample every 3 steps, so kills land in
+# the middle of appending records too. Works in tests/tmp/crash_test/ with a small model on the
+# default corpus.
 # Needs ./train and ./generate (make). CRASH_SEED sets the random moments (default: the pid).
 # Exit status: 0 all passed, 1 a check failed, 2 bad usage.
 set -euo pipefail
@@ -39,8 +44,15 @@ saved_step() { grep -ao '"state.step":"[0-9]*"' "$ckpt" | head -n 1 | tr -dc '0-
 
 temporaries() { find "$work" -name '*.tmp.*' | wc -l; }
 
-./train --n-layer 2 --n-head 2 --n-embd 32 --block-size 32 --batch-size 4 --eval-every 50 \
-    --eval-batches 2 --steps 2 --out "$work" > "$work/first.log" 2>&1 || fail "the first run failed: $(cat "$work/first.log")"
+./train --n-layer 2 --n-head 2 --n-embd 32 --block-size 32 --batch-size 4 --eval-every 3 \
+    --eval-batches 2 --sample-chars 20 --steps 2 --out "$work" > "$work/first.log" 2>&1 ||
+    fail "the first run failed: $(cat "$work/first.log")"
+
+# The timeline page rebuilt from the probe file (./generate --timeline): must succeed; leaves
+# its summary line in $timeline.
+rebuild() {
+    timeline=$(./generate --timeline "$work" --force 2>&1) || fail "kill $i: $1: the probe file cannot be read: $timeline"
+}
 
 sleep_ms() { sleep "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))"; }
 
@@ -70,6 +82,7 @@ second_run() {
 }
 
 left_behind=0
+timelines=0
 refused=0
 took_over=0
 for ((i = 1; i <= kills; i++)); do
@@ -91,17 +104,29 @@ for ((i = 1; i <= kills; i++)); do
 
     ./generate "$ckpt" -n 3 > "$work/generate.log" 2>&1 ||
         fail "kill $i after $ms ms: the checkpoint does not load: $(cat "$work/generate.log")"
+    rebuild "after the kill"
+    torn=$(echo "$timeline" | grep -c 'torn record' || true)
     step=$(saved_step)
     [ -n "$step" ] || fail "kill $i: no state.step in $ckpt"
     ./train --resume "$ckpt" --steps $((step + 2)) > "$work/resumed.log" 2>&1 ||
         fail "kill $i: resuming from step $step failed: $(cat "$work/resumed.log")"
     grep -q '^done: 2 steps' "$work/resumed.log" || fail "kill $i: the resumed run did not finish: $(cat "$work/resumed.log")"
     [ "$(temporaries)" -eq 0 ] || fail "kill $i: temporary files remain after the resume: $(find "$work" -name '*.tmp.*')"
-    awk -F, 'NR > 1 { if (NF != 6 || $1 !~ /^[0-9]+$/ || $1 <= last) exit 1; last = $1 }' "$work/log.csv" ||
+    awk -F, 'NR > 1 { if (NF != 8 || $1 !~ /^[0-9]+$/ || $1 <= last) exit 1; last = $1 }' "$work/log.csv" ||
         fail "kill $i: log.csv has a row that is not whole, or its steps do not only increase"
+    rebuild "after the resume"
+    records=$(echo "$timeline" | sed -n 's/.*: \([0-9]*\) probed steps\? of \([0-9]*\) in full, \([0-9]*\) of \([0-9]*\) records.*/\2 \4/p')
+    evaluations=$(awk -F, 'NR > 1 && $3 != "" { n++ } END { print n + 1 }' "$work/log.csv")
+    [ "$records" = "$evaluations $evaluations" ] && ! echo "$timeline" | grep -q 'torn' ||
+        fail "kill $i: the probe file's records ($timeline) are not one for step 0 and each of log.csv's" \
+            "$((evaluations - 1)) evaluations"
+    timelines=$((timelines + torn))
     echo "kill $i after $ms ms: $second; checkpoint at step $step loads, resumed to step $((step + 2));" \
-        "$left temporary file(s) left by the kills, removed"
+        "$left temporary file(s) left by the kills, removed; the probe file read$([ "$torn" -gt 0 ] &&
+        echo ' (a record cut short by the kill left out, then cut)'), $evaluations records after the resume"
 done
 echo "crash test passed: $kills kills (seed $seed), each checkpoint loaded and resumed to completion;" \
     "$left_behind kill(s) left a temporary file, all removed on resume; the second run was refused by the" \
-    "lock $refused time(s) and took the directory after the kill $took_over time(s)"
+    "lock $refused time(s) and took the directory after the kill $took_over time(s); $timelines kill(s) cut a" \
+    "probe record short, each left out by the reader and cut on resume, and every resumed timeline held one" \
+    "record per evaluation"

@@ -44,7 +44,7 @@ static int replay_dir(const char *dir, FuzzTarget target) {
 TEST(fuzz_seeds_and_crashers_replay) {
     static const struct { const char *name; FuzzTarget target; } targets[] = {
         {"checkpoint", fuzz_checkpoint}, {"safetensors", fuzz_safetensors}, {"json", fuzz_json},
-        {"corpus", fuzz_corpus},         {"prompt", fuzz_prompt},
+        {"corpus", fuzz_corpus},         {"prompt", fuzz_prompt},           {"probe_file", fuzz_probe_file},
     };
     for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
         char dir[256];

@@ -591,6 +591,7 @@ typedef struct {
     float top_prob[256][5];
     int n_predictions;     // positions read
     int top_k;             // predictions per position (-1: the counts differ)
+    int lens_rows;  // the logit lens's rows: its "rows" array's length (0: no logit_lens)
 } AttentionJson;
 
 static const char *skip_ws(const char *p) {
@@ -725,6 +726,41 @@ static const char *parse_predictions(const char *p, AttentionJson *j) {
     return p + 1;
 }
 
+// Skips one JSON value (strings with their escapes, containers to their matching end); returns
+// the end or NULL. count, when not NULL, gets the number of elements of an array value.
+static const char *skip_value(const char *p, int *count) {
+    int depth = 0, elements = 0;
+    do {
+        p = skip_ws(p);
+        if (*p == '"') {
+            for (p++; *p && *p != '"'; p++)
+                if (*p == '\\' && p[1]) p++;
+            if (*p++ != '"') return NULL;
+        } else if (*p == '[' || *p == '{') {
+            depth++, p++;
+            if (depth == 1 && *skip_ws(p) != ']') elements = 1;
+        } else if (*p == ']' || *p == '}') {
+            depth--, p++;
+        } else if (*p == ',') {
+            elements += depth == 1, p++;
+        } else if (*p == ':' || (*p && strchr("-0123456789.eE+nultrfas", *p))) {
+            p++;
+        } else {
+            return NULL;
+        }
+    } while (depth > 0);
+    if (count) *count = elements;
+    return p;
+}
+
+// "logit_lens": {"rows": [...], ...}: the number of rows, the rest skipped.
+static const char *parse_lens(const char *p, AttentionJson *j) {
+    const char *rows = strstr(p, "\"rows\":");
+    if (*p != '{' || !rows) return NULL;
+    if (!skip_value(skip_ws(rows + 7), &j->lens_rows)) return NULL;
+    return skip_value(p, NULL);
+}
+
 // Parses the whole document; returns 0 or -1 (j->att must be freed either way).
 static int parse_attention_json(const char *text, AttentionJson *j) {
     memset(j, 0, sizeof(*j));
@@ -763,6 +799,9 @@ static int parse_attention_json(const char *text, AttentionJson *j) {
             if (!p) return -1;
         } else if (strcmp(key, "predictions") == 0) {
             p = parse_predictions(p, j);
+            if (!p) return -1;
+        } else if (strcmp(key, "logit_lens") == 0) {
+            p = parse_lens(p, j);
             if (!p) return -1;
         } else if (strcmp(key, "n_layer") == 0 || strcmp(key, "n_head") == 0) {
             char *end;
@@ -939,6 +978,7 @@ TEST(generate_attention_outputs) {
         CHECK(j.t == t && memcmp(j.chars, want, (size_t)t * sizeof(uint32_t)) == 0, "recorded %d characters, not the prompt", j.t);
         double worst = check_attention(&j, &model);
         check_predictions(&j, &model);
+        CHECK(j.lens_rows == L + 1, "a logit lens of %d rows, want %d", j.lens_rows, L + 1);
         printf("    %d layers x %d heads over %d characters: worst abs diff from gpt_forward %.2e\n", L, H, j.t, worst);
 
         r = run_generate(NULL, ARGS(CKPT, "-n", "0", "--attention", csv_path, prompt));
@@ -1177,4 +1217,41 @@ TEST(generate_several_attention_files) {
     CHECK(r.out_len == 0, "the model ran before the directories were checked: '%s'", r.out);
     CHECK(!file_exists(html), "%s was written though another --attention file cannot be", html);
     run_free(&r);
+}
+
+// An --attention or --surprisal file that is there already is refused without --force (exit 2,
+// naming the file and --force, the file as it was and the model never run), and replaced with it.
+TEST(generate_existing_outputs_need_force) {
+    if (!test_checkpoint()) return;
+    const char *html = TMP_DIR "/gen_existing.html", *csv = TMP_DIR "/gen_existing.csv";
+    const char *text = TMP_DIR "/gen_existing.txt";
+    test_write_file(text, "the cat", 7);
+    test_write_file(html, "mine", 4);
+    test_write_file(csv, "mine", 4);
+    Run r = run_generate(NULL, ARGS(CKPT, "-n", "3", "--attention", html, "the cat"));
+    CHECK(r.status == 2 && strstr(r.err, "--attention " TMP_DIR "/gen_existing.html exists: give --force"),
+          "an existing --attention file: status %d: '%s'", r.status, r.err);
+    CHECK(r.out_len == 0, "the model ran before the existing file was refused: '%s'", r.out);
+    run_free(&r);
+    r = run_generate(NULL, ARGS(CKPT, "--score", text, "--surprisal", csv));
+    CHECK(r.status == 2 && strstr(r.err, "--surprisal " TMP_DIR "/gen_existing.csv exists: give --force"),
+          "an existing --surprisal file: status %d: '%s'", r.status, r.err);
+    run_free(&r);
+    size_t len;
+    char *kept = test_read_file(html, &len);
+    CHECK(kept && len == 4 && memcmp(kept, "mine", 4) == 0, "the refused run changed %s", html);
+    free(kept);
+    r = run_generate(NULL, ARGS(CKPT, "-n", "0", "--attention", html, "--force", "the cat"));
+    CHECK(r.status == 0, "--attention with --force: status %d: %s", r.status, r.err);
+    run_free(&r);
+    kept = test_read_file(html, &len);
+    CHECK(kept && strstr(kept, "<html"), "--force did not replace %s", html);
+    free(kept);
+    r = run_generate(NULL, ARGS(CKPT, "--score", text, "--surprisal", csv, "--force"));
+    CHECK(r.status == 0, "--surprisal with --force: status %d: %s", r.status, r.err);
+    run_free(&r);
+    kept = test_read_file(csv, &len);
+    CHECK(kept && len > 4 && memcmp(kept, "mine", 4) != 0, "--force did not replace %s", csv);
+    free(kept);
+    remove(html), remove(csv), remove(text);
 }

@@ -124,7 +124,7 @@ static size_t synthetic_run(LossPoint *points, long steps) {
         double loss = 1.45 + 2.75 * exp(-step / 260.0) + 0.03 * rng_normal(&rng);
         int evaluated = step % 250 == 0 || step == steps;
         points[n++] = (LossPoint){step, loss, evaluated ? loss + 0.04 + 0.05 * step / steps : NAN,
-                                  schedule(step - 1, 100, steps, 1e-3, 1e-4)};
+                                  schedule(step - 1, 100, steps, 1e-3, 1e-4), NAN, NAN};
     }
     return n;
 }
@@ -177,8 +177,8 @@ TEST(loss_plot_nice_ticks_of_other_ranges) {
         {0, 250000, 7, 93, 6, "0 50000 100000 150000 200000 250000", "0 20 40 60 80 100", "0 1 2 3 4 5 6"},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-        LossPoint points[2] = {{cases[c].first_step, cases[c].loss_hi, NAN, cases[c].lr},
-                               {cases[c].last_step, cases[c].loss_lo, cases[c].loss_lo, cases[c].lr / 2}};
+        LossPoint points[2] = {{cases[c].first_step, cases[c].loss_hi, NAN, cases[c].lr, NAN, NAN},
+                               {cases[c].last_step, cases[c].loss_lo, cases[c].loss_lo, cases[c].lr / 2, NAN, NAN}};
         char *svg = plot_text(points, 2, NULL);
         if (!CHECK(svg != NULL, "no SVG")) return;
         check_well_formed(svg, "two points");
@@ -200,8 +200,8 @@ TEST(loss_plot_nice_ticks_of_other_ranges) {
 TEST(loss_plot_nan_values_are_skipped) {
     // validation only at a few steps; a NaN and an infinite train loss; no learning rate at all
     LossPoint points[6] = {
-        {10, 4.0, NAN, NAN}, {20, NAN, NAN, NAN}, {30, 3.0, 3.1, NAN},
-        {40, INFINITY, NAN, NAN}, {50, 2.5, NAN, NAN}, {60, 2.2, 2.4, NAN},
+        {10, 4.0, NAN, NAN, NAN, NAN},      {20, NAN, NAN, NAN, NAN, NAN}, {30, 3.0, 3.1, NAN, NAN, NAN},
+        {40, INFINITY, NAN, NAN, NAN, NAN}, {50, 2.5, NAN, NAN, NAN, NAN}, {60, 2.2, 2.4, NAN, NAN, NAN},
     };
     char *svg = plot_text(points, 6, NULL);
     if (!CHECK(svg != NULL, "no SVG")) return;
@@ -224,7 +224,7 @@ TEST(loss_plot_nan_values_are_skipped) {
 }
 
 TEST(loss_plot_single_point) {
-    LossPoint point = {10, 4.17, 4.2, 1e-4};
+    LossPoint point = {10, 4.17, 4.2, 1e-4, NAN, NAN};
     char *svg = plot_text(&point, 1, NULL);
     if (!CHECK(svg != NULL, "no SVG")) return;
     check_well_formed(svg, "one point");
@@ -251,7 +251,8 @@ TEST(loss_plot_extreme_values) {
         {-1e308, 1e308, 1e308, NULL, 0, 0},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-        LossPoint points[2] = {{0, cases[c].hi, cases[c].hi, cases[c].lr}, {100, cases[c].lo, NAN, cases[c].lr}};
+        LossPoint points[2] = {{0, cases[c].hi, cases[c].hi, cases[c].lr, NAN, NAN},
+                               {100, cases[c].lo, NAN, cases[c].lr, NAN, NAN}};
         char *svg = plot_text(points, 2, NULL);
         if (!CHECK(svg != NULL, "no SVG")) return;
         char what[64];
@@ -267,7 +268,7 @@ TEST(loss_plot_extreme_values) {
 }
 
 TEST(loss_plot_title_is_escaped) {
-    LossPoint point = {1, 2.0, NAN, 1e-3};
+    LossPoint point = {1, 2.0, NAN, 1e-3, NAN, NAN};
     char *svg = plot_text(&point, 1, "a<b> & \"c\"");
     if (!CHECK(svg != NULL, "no SVG")) return;
     CHECK(strstr(svg, ">a&lt;b&gt; &amp; &quot;c&quot;</text>") != NULL, "title not escaped");
@@ -329,4 +330,42 @@ TEST(loss_plot_sample) {
     char err[ERR_LEN];
     CHECK(loss_plot_write(TMP_DIR "/loss_plot_sample.svg", points, n, "chargpt: data/tinyshakespeare.txt.gz",
                           err) == 0, "%s", err);
+}
+
+TEST(loss_plot_gradient_panel) {
+    static LossPoint points[200];
+    size_t n = synthetic_run(points, 2000);
+    char *svg = plot_text(points, n, NULL);
+    if (!CHECK(svg != NULL, "no SVG")) return;
+    CHECK(!strstr(svg, "grad-norm") && strstr(svg, "height=\"460\""), "a gradient panel without gradient norms");
+    free(svg);
+    // norms falling from 3 to 0.3 (a factor of 10: a linear axis), the early reports clipped
+    int clipped = 0;
+    for (size_t i = 0; i < n; i++) {
+        points[i].grad_norm = 0.3 + 2.7 * exp(-(double)points[i].step / 300.0);
+        points[i].clipped = points[i].grad_norm > 1.0 ? 10 : 0;
+        clipped += points[i].clipped > 0;
+    }
+    points[5].grad_norm = NAN;  // a report without one (a row of an older log.csv)
+    points[5].clipped = NAN;
+    clipped -= 1;
+    svg = plot_text(points, n, NULL);
+    if (!CHECK(svg != NULL, "no SVG")) return;
+    check_well_formed(svg, "gradient panel");
+    CHECK(strstr(svg, "height=\"610\"") && path_points(svg, "grad-norm") == (int)n - 1,
+          "the gradient panel: a path of %d points, want %zu", path_points(svg, "grad-norm"), n - 1);
+    char group[65536];
+    element_text(svg, "<g class=\"clipped-points\"", "</g>", group, sizeof(group));
+    CHECK((int)count_of(group, "<circle") == clipped && strstr(group, "10 steps clipped</title>"),
+          "%zu red dots, want %d", count_of(group, "<circle"), clipped);
+    CHECK(!strstr(svg, "log scale"), "norms within a factor of 10 on a log scale");
+    free(svg);
+    // norms spanning a factor of 1000: a log scale, its ticks the norms themselves
+    for (size_t i = 0; i < n; i++) points[i].grad_norm = 100.0 * pow(1e-3, (double)i / (n - 1)), points[i].clipped = 0;
+    svg = plot_text(points, n, NULL);
+    if (!CHECK(svg != NULL, "no SVG")) return;
+    char labels[1024];
+    tick_labels(svg, "grad-ticks", labels, sizeof(labels));
+    CHECK(strstr(svg, "log scale") && strcmp(labels, "0.1 1 10 100") == 0, "log-scale ticks '%s'", labels);
+    free(svg);
 }

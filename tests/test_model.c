@@ -1,7 +1,8 @@
 // Tests of the whole model: float forward/backward against the double reference, the
 // reference's gradient against finite differences, causality, learning a short string,
 // determinism (also of train_step on any number of threads), the thread tuner, dropout
-// masks and initialisation.
+// masks and initialisation; the size of AdamW's last update worked back from its moments, and
+// a view on a model's weights.
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -696,5 +697,78 @@ TEST(model_batch_parts_sum_to_the_batch) {
         }
     }
     free(whole);
+    gpt_free(&model);
+}
+
+TEST(model_adamw_last_update_size) {
+    GPTConfig c = {9, 8, 2, 2, 16, 8, 1, 0.0f};
+    GPT m;
+    AdamW opt;
+    char err[ERR_LEN];
+    if (!CHECK(gpt_build(&m, &c, 1, err) == 0 && adamw_init(&opt, &m, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0, "%s", err))
+        return;
+    gpt_init_weights(&m, 3);
+    float *before = malloc(m.num_parameters * sizeof(float));
+    CHECK(adamw_last_update_sum_of_squares(&opt, m.params_memory, 1e-3f, 0, m.num_parameters) == 0.0,
+          "an update before the first step");
+    for (int step = 0; step < 3; step++) {
+        fill_uniform(m.grads_memory, m.num_parameters, 11 + step);
+        memcpy(before, m.params_memory, m.num_parameters * sizeof(float));
+        float lr = 1e-2f * (step + 1);
+        adamw_update(&opt, m.params_memory, m.grads_memory, lr);
+        for (int i = 0; i < gpt_num_tensors(&c); i++) {
+            TensorInfo info;
+            gpt_tensor_info(&c, i, &info);
+            double actual = 0.0;
+            for (size_t k = info.offset; k < info.offset + info.size; k++)
+                actual += ((double)before[k] - m.params_memory[k]) * ((double)before[k] - m.params_memory[k]);
+            double worked = adamw_last_update_sum_of_squares(&opt, m.params_memory, lr, info.offset, info.size);
+            CHECK(fabs(sqrt(worked) - sqrt(actual)) <= 1e-4 * sqrt(actual) + 1e-9, "step %d, %s: |update| %g, the "
+                  "parameters moved %g", step, info.name, sqrt(worked), sqrt(actual));
+        }
+    }
+    // an optimizer of a shard sees its part of a range only
+    AdamW shard;
+    if (CHECK(adamw_init_range(&shard, &m, 100, 50, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0, "%s", err)) {
+        adamw_update(&shard, m.params_memory + 100, m.grads_memory + 100, 1e-2f);
+        double all = adamw_last_update_sum_of_squares(&shard, m.params_memory + 100, 1e-2f, 0, m.num_parameters);
+        double part = adamw_last_update_sum_of_squares(&shard, m.params_memory + 100, 1e-2f, 120, 10);
+        double rest = adamw_last_update_sum_of_squares(&shard, m.params_memory + 100, 1e-2f, 0, 120) +
+                      adamw_last_update_sum_of_squares(&shard, m.params_memory + 100, 1e-2f, 130, 1000);
+        CHECK(all > 0 && fabs(all - part - rest) < 1e-12 * all + 1e-18, "the shard's ranges: %g != %g + %g", all, part,
+              rest);
+        adamw_free(&shard);
+    }
+    CHECK(grad_clipped(2.0, 1.0f) && !grad_clipped(1.0, 1.0f) && !grad_clipped(5.0, 0.0f),
+          "grad_clipped's rule is not grad_clip's");
+    free(before);
+    adamw_free(&opt);
+    gpt_free(&m);
+}
+
+// A view (gpt_view) computes with the model's weights, as they are at each call, in
+// activations of its own, and freeing it leaves the model's weights.
+TEST(model_view_shares_the_weights) {
+    GPTConfig c = {11, 16, 2, 2, 24, 12, 1, 0.0f};
+    GPT model, view;
+    int tokens[10];
+    Rng rng;
+    rng_seed(&rng, 3);
+    random_tokens(tokens, 10, 11, &rng);
+    if (build_model(&model, &c, 1) != 0) return;
+    randomize_params(&model, 7, 0.5f);
+    gpt_forward(&model, tokens, NULL, 1, 10, NULL);
+    gpt_view(&view, &model);
+    char err[ERR_LEN];
+    if (!CHECK(gpt_alloc_activations(&view, 1, err) == 0, "%s", err)) return;
+    gpt_forward(&view, tokens, NULL, 1, 10, NULL);
+    CHECK(memcmp(view.acts.logits, model.acts.logits, 10 * 11 * sizeof(float)) == 0,
+          "the view's logits differ from the model's");
+    model.params.wte[0] += 1.0f;  // read at each call, never copied
+    CHECK(view.params.wte == model.params.wte && view.grads_memory == NULL && view.precision == PRECISION_FP32,
+          "the view holds a copy of the weights, gradients, or another precision");
+    gpt_free(&view);
+    gpt_forward(&model, tokens, NULL, 1, 10, NULL);  // the model's weights are still its own (ASan)
+    CHECK(model.params.wte[0] == model.params_memory[0], "freeing the view changed the model's weights");
     gpt_free(&model);
 }

@@ -913,6 +913,8 @@ typedef struct {
     double lr;
     long tokens_seen;
     double elapsed;
+    double grad_norm;  // the report's mean gradient norm before clipping
+    int clipped;       // how many of its steps were clipped
 } LogRow;
 
 // Parses log.csv: the header and up to max rows; returns the number of rows (max + 1 when
@@ -930,10 +932,12 @@ static int read_log(const char *path, LogRow *rows, int max, char *header, size_
             break;
         }
         LogRow *r = &rows[count++];
-        // step,train_loss,val_loss,lr,tokens_seen,elapsed_s with val_loss possibly empty
+        // step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped with val_loss possibly empty
         char *c1 = strchr(line, ','), *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
         char *c3 = c2 ? strchr(c2 + 1, ',') : NULL;
-        if (!c3 || sscanf(c3 + 1, "%lf,%ld,%lf", &r->lr, &r->tokens_seen, &r->elapsed) != 3) {
+        r->grad_norm = NAN, r->clipped = -1;  // empty in a row from before those columns
+        if (!c3 || sscanf(c3 + 1, "%lf,%ld,%lf,%lf,%d", &r->lr, &r->tokens_seen, &r->elapsed, &r->grad_norm,
+                          &r->clipped) < 3) {
             free(text);
             return -1;
         }
@@ -960,7 +964,8 @@ TEST(train_log_csv_rows) {
     if (!exited_with(status, 0, "training", log)) return;
     LogRow rows[16];
     int n = read_log(csv, rows, 16, header, sizeof(header));
-    CHECK(strcmp(header, "step,train_loss,val_loss,lr,tokens_seen,elapsed_s") == 0, "header '%s'", header);
+    CHECK(strcmp(header, "step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped") == 0, "header '%s'",
+          header);
     if (!CHECK(n == 4, "%s has %d rows, want 4 (steps 5, 10, 15, 20)", csv, n)) return;
     double best_val = INFINITY;
     for (int i = 0; i < 4; i++) {
@@ -972,6 +977,8 @@ TEST(train_log_csv_rows) {
               rows[i].tokens_seen, want * 64);
         CHECK(isfinite(rows[i].train_loss) && rows[i].train_loss > 0 && rows[i].lr > 0 && rows[i].elapsed >= 0,
               "row of step %ld: train_loss %g lr %g elapsed %g", want, rows[i].train_loss, rows[i].lr, rows[i].elapsed);
+        CHECK(isfinite(rows[i].grad_norm) && rows[i].grad_norm > 0 && rows[i].clipped >= 0 && rows[i].clipped <= 5,
+              "row of step %ld: grad_norm %g, clipped %d (of its 5 steps)", want, rows[i].grad_norm, rows[i].clipped);
         if (!isnan(rows[i].val_loss) && rows[i].val_loss < best_val) best_val = rows[i].val_loss;
     }
     // the checkpoints agree with the log
@@ -1008,6 +1015,50 @@ TEST(train_log_csv_rows) {
     CHECK(n == 2 && isnan(rows[0].val_loss) && isnan(rows[1].val_loss), "--val-fraction 0: %d rows, val_loss %g %g",
           n, rows[0].val_loss, rows[1].val_loss);
     CHECK(access(best, F_OK) != 0, "--val-fraction 0 wrote %s", best);
+}
+
+// A run whose log.csv was written before grad_norm and clipped (six columns) resumes: the file
+// gets the new header, its rows those two fields empty, the new rows all eight; loss.svg shows
+// the gradient norms it has.
+TEST(train_log_csv_older_header_resumes) {
+    if (!have_train()) return;
+    char dir[256], out[300], log[300], csv[300], ck[300], plot[300];
+    fresh_dir(dir, sizeof(dir), "old_log");
+    snprintf(out, sizeof(out), "%s/run", dir);
+    snprintf(log, sizeof(log), "%s/run.log", dir);
+    snprintf(csv, sizeof(csv), "%s/log.csv", out);
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    snprintf(plot, sizeof(plot), "%s/loss.svg", out);
+    int status = run_train(log, SMALL_MODEL, BLOCK_16, "--data", shared_corpus(), "--steps", "20", "--eval-every", "10",
+                           "--out", out, NULL);
+    if (!exited_with(status, 0, "training", log)) return;
+    size_t len;
+    char *text = test_read_file(csv, &len), old[4096] = "step,train_loss,val_loss,lr,tokens_seen,elapsed_s\n";
+    size_t used = strlen(old);
+    for (char *line = strchr(text, '\n') + 1; *line; line = strchr(line, '\n') + 1) {
+        char *seventh = line;
+        for (int k = 0; k < 6; k++) seventh = strchr(seventh, ',') + 1;
+        used += (size_t)snprintf(old + used, sizeof(old) - used, "%.*s\n", (int)(seventh - 1 - line), line);
+    }
+    write_file(csv, old, used);
+    free(text);
+    status = run_train(log, "--resume", ck, "--steps", "30", "--threads", "1", NULL);
+    if (!exited_with(status, 0, "resuming a run with an older log.csv", log)) return;
+    LogRow rows[8];
+    char header[256];
+    int n = read_log(csv, rows, 8, header, sizeof(header));
+    CHECK(strcmp(header, "step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped") == 0, "header '%s'",
+          header);
+    text = test_read_file(csv, &len);
+    int old_rows = 0;
+    for (char *line = strchr(text, '\n') + 1; *line; line = strchr(line, '\n') + 1) old_rows += !strncmp(strchr(line, '\n') - 2, ",,", 2);
+    CHECK(n == 3 && old_rows == 2 && rows[2].step == 30 && rows[2].grad_norm > 0,
+          "%d rows (want 3), %d with empty grad_norm and clipped (want 2); the new row's grad_norm %g", n, old_rows,
+          n == 3 ? rows[2].grad_norm : NAN);
+    free(text);
+    char *svg = test_read_file(plot, &len);
+    CHECK(svg && strstr(svg, "<path class=\"grad-norm\""), "loss.svg shows no gradient norm");
+    free(svg);
 }
 
 // --resume without --out continues in the checkpoint's directory: its log.csv gets the new

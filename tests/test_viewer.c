@@ -298,7 +298,7 @@ TEST(viewer_json_round_trip) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_test.json";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, NULL, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, L, H, att, NULL, NULL, err) == 0, "export: %s", err);
     size_t len;
     char *text = test_read_file(path, &len);
     if (!CHECK(text, "cannot read %s", path)) return;
@@ -422,7 +422,7 @@ TEST(viewer_json_predictions) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_predictions.json";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, pred, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, L, H, att, pred, NULL, err) == 0, "export: %s", err);
     size_t len;
     char *text = test_read_file(path, &len);
     if (!CHECK(text, "cannot read %s", path)) return;
@@ -458,6 +458,19 @@ TEST(viewer_json_predictions) {
     json_export_free(&e);
     free(text);
     free(att);
+}
+
+// A made-up logit lens of rows x t cells over text chars (token i is chars[i]): the top three
+// are positions i, i + 1, i + 2 (mod t); the next character's p 0.25 at rank 2, unknown at the
+// last position.
+static void synthetic_lens(LensCell *cells, int rows, int t) {
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < t; i++) {
+            LensCell *c = &cells[r * t + i];
+            for (int k = 0; k < LOGIT_LENS_TOP; k++) c->top[k] = (i + k) % t, c->top_prob[k] = 0.5f / (k + 1) / (r + 1);
+            c->next_prob = i + 1 < t ? 0.25f : NAN;
+            c->next_rank = i + 1 < t ? 2 : 0;
+        }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -502,7 +515,7 @@ TEST(viewer_csv_rows) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_test.csv";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, NULL, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, L, H, att, NULL, NULL, err) == 0, "export: %s", err);
     size_t len;
     char *text = test_read_file(path, &len);
     if (!CHECK(text, "cannot read %s", path)) return;
@@ -615,7 +628,7 @@ static int pixel_is(const unsigned char *raw, int width, long x, long y, int r, 
 
 // An Attention as attention_export makes it, for the .png layout and raster functions.
 static Attention png_attention(const uint32_t *chars, int t, int L, int H, const float *att) {
-    Attention a = {TMP_DIR "/viewer_test.png", chars, t, L, H, att, NULL};
+    Attention a = {TMP_DIR "/viewer_test.png", chars, t, L, H, att, NULL, NULL};
     return a;
 }
 
@@ -633,7 +646,7 @@ TEST(viewer_png_decodes) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_test.png";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, NULL, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, L, H, att, NULL, NULL, err) == 0, "export: %s", err);
     Attention a = png_attention(chars, t, L, H, att);
     PngLayout p;
     attention_png_layout(&a, &p);
@@ -771,7 +784,7 @@ TEST(viewer_html_self_contained) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_test.html";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, NULL, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, L, H, att, NULL, NULL, err) == 0, "export: %s", err);
     size_t len;
     char *page = test_read_file(path, &len);
     if (!CHECK(page, "cannot read %s", path)) return;
@@ -794,7 +807,7 @@ TEST(viewer_html_self_contained) {
         {0.25f, 2, {'"', '<'}, {0.5f, 0.5f}},
         {NAN, 2, {'a', '"'}, {1.0f, 0.0f}},
     };
-    CHECK(attention_export(path, chars, t, L, H, att, pred, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, L, H, att, pred, NULL, err) == 0, "export: %s", err);
     page = test_read_file(path, &len);
     if (CHECK(page, "cannot read %s", path)) {
         CHECK(strstr(page, "[[10000,2500,7500,1000,2000,7000]]],\n\"surprisal\":[1.500,0.250,null],\n"
@@ -808,7 +821,7 @@ TEST(viewer_html_self_contained) {
     t = text_chars("</script><script>alert(1)</script>", chars);
     float *att2 = malloc((size_t)t * t * sizeof(float));
     synthetic_attention(chars, t, 1, 1, att2);
-    CHECK(attention_export(path, chars, t, 1, 1, att2, NULL, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, 1, 1, att2, NULL, NULL, err) == 0, "export: %s", err);
     page = test_read_file(path, &len);
     if (CHECK(page, "cannot read %s", path)) {
         CHECK(!strstr(page, "alert(1)</script>") && !strstr(page, "\"<\""), "a raw < in the data");
@@ -829,7 +842,7 @@ TEST(viewer_unknown_extension) {
                            TMP_DIR "/viewer_test.json.bak", TMP_DIR "/viewer.json/x"};
     for (int k = 0; k < 4; k++) {
         char err[ERR_LEN] = "";
-        int rc = attention_export(paths[k], chars, 2, 1, 1, att, NULL, err);
+        int rc = attention_export(paths[k], chars, 2, 1, 1, att, NULL, NULL, err);
         CHECK(rc == -2 && strstr(err, paths[k]), "%s: rc %d, err \"%s\"", paths[k], rc, err);
         CHECK(!file_exists(paths[k]), "%s was created", paths[k]);
     }
@@ -842,7 +855,7 @@ TEST(viewer_missing_directory) {
                            TMP_DIR "/no_such_dir/a.png", TMP_DIR "/no_such_dir/a.html"};
     for (int k = 0; k < 4; k++) {
         char err[ERR_LEN] = "";
-        int rc = attention_export(paths[k], chars, 2, 1, 1, att, NULL, err);
+        int rc = attention_export(paths[k], chars, 2, 1, 1, att, NULL, NULL, err);
         CHECK(rc == -1 && strstr(err, paths[k]), "%s: rc %d, err \"%s\"", paths[k], rc, err);
         CHECK(!file_exists(paths[k]), "%s exists", paths[k]);
     }
@@ -855,7 +868,7 @@ TEST(viewer_single_character_and_bad_sizes) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_one.json";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, 1, 1, 1, att, NULL, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, 1, 1, 1, att, NULL, NULL, err) == 0, "export: %s", err);
     size_t len;
     char *text = test_read_file(path, &len);
     JsonExport e;
@@ -867,7 +880,7 @@ TEST(viewer_single_character_and_bad_sizes) {
     }
     free(text);
     const char *others[] = {TMP_DIR "/viewer_one.csv", TMP_DIR "/viewer_one.png", TMP_DIR "/viewer_one.html"};
-    for (int k = 0; k < 3; k++) CHECK(attention_export(others[k], chars, 1, 1, 1, att, NULL, err) == 0, "%s", err);
+    for (int k = 0; k < 3; k++) CHECK(attention_export(others[k], chars, 1, 1, 1, att, NULL, NULL, err) == 0, "%s", err);
     int width = 0, height = 0;
     free(png_decode(TMP_DIR "/viewer_one.png", &width, &height));
     Attention a = png_attention(chars, 1, 1, 1, att);
@@ -877,8 +890,8 @@ TEST(viewer_single_character_and_bad_sizes) {
           p.cell, width, height, p.width, p.height);
 
     const char *zero = TMP_DIR "/viewer_zero.json";
-    CHECK(attention_export(zero, chars, 0, 1, 1, att, NULL, err) == -1 && !file_exists(zero), "t = 0 accepted");
-    CHECK(attention_export(zero, chars, 1, 0, 1, att, NULL, err) == -1 && !file_exists(zero), "L = 0 accepted");
+    CHECK(attention_export(zero, chars, 0, 1, 1, att, NULL, NULL, err) == -1 && !file_exists(zero), "t = 0 accepted");
+    CHECK(attention_export(zero, chars, 1, 0, 1, att, NULL, NULL, err) == -1 && !file_exists(zero), "L = 0 accepted");
 }
 
 // All four formats at 256 characters and 8 layers x 8 heads: they are written, the PNG has
@@ -901,7 +914,7 @@ TEST(viewer_large_all_formats) {
     const double max_mb[] = {40, 80, 4, 12};
     for (int k = 0; k < 4; k++) {
         char err[ERR_LEN];
-        CHECK(attention_export(paths[k], chars, t, L, H, att, NULL, err) == 0, "%s", err);
+        CHECK(attention_export(paths[k], chars, t, L, H, att, NULL, NULL, err) == 0, "%s", err);
         struct stat st;
         CHECK(stat(paths[k], &st) == 0 && st.st_size > 0 && st.st_size < max_mb[k] * 1e6,
               "%s: %lld bytes", paths[k], (long long)st.st_size);
@@ -917,8 +930,8 @@ TEST(viewer_large_all_formats) {
     free(att);
 }
 
-// Writes tests/tmp/viewer_sample.html (and viewer_sample_heatmap.png) from synthetic attention
-// and predictions for scripts/check_viewer.sh and for looking at. The text has characters
+// Writes tests/tmp/viewer_sample.html (and viewer_sample_heatmap.png) from synthetic attention,
+// predictions and logit lens for scripts/check_viewer.sh and for looking at. The text has characters
 // the page's fonts may lack (an emoji, CJK), a tab and an accent.
 TEST(viewer_sample_page) {
     const char *text = "ROMEO:\nWhat light through yonder window breaks?\n"
@@ -933,7 +946,11 @@ TEST(viewer_sample_page) {
     mkdir(TMP_DIR, 0755);
     char err[ERR_LEN];
     CHECK(t > 100, "sample text of %d characters", t);
-    CHECK(attention_export(TMP_DIR "/viewer_sample.html", chars, t, L, H, att, pred, err) == 0, "%s", err);
-    CHECK(attention_export(TMP_DIR "/viewer_sample_heatmap.png", chars, t, L, H, att, pred, err) == 0, "%s", err);
+    LensCell *cells = malloc((size_t)(L + 1) * t * sizeof(LensCell));
+    synthetic_lens(cells, L + 1, t);
+    AttentionLens lens = {L + 1, cells, chars};
+    CHECK(attention_export(TMP_DIR "/viewer_sample.html", chars, t, L, H, att, pred, &lens, err) == 0, "%s", err);
+    free(cells);
+    CHECK(attention_export(TMP_DIR "/viewer_sample_heatmap.png", chars, t, L, H, att, pred, NULL, err) == 0, "%s", err);
     free(att);
 }

@@ -21,8 +21,24 @@ int loss_history_add(LossHistory *h, LossPoint point, char err[ERR_LEN]) {
     return 0;
 }
 
-// One row: step,train_loss,val_loss,lr,... with val_loss possibly empty. 0, or -1 when the
-// line is not such a row.
+// An optional number field at *field, ending at a comma, a newline or the end: NAN when
+// empty. Moves *field past its comma; 0, or -1 when it is not a number.
+static int optional_field(char **field, double *value) {
+    char *f = *field, *end;
+    *value = NAN;
+    if (*f != ',' && *f != '\n' && *f != '\r' && *f != '\0') {
+        *value = strtod(f, &end);
+        if (end == f) return -1;
+        f = end;
+    }
+    if (*f == ',') f++;
+    *field = f;
+    return 0;
+}
+
+// One row: step,train_loss,val_loss,lr,tokens_seen,elapsed_s[,grad_norm,clipped] with
+// val_loss possibly empty (rows from before grad_norm and clipped lack them, or have them
+// empty). 0, or -1 when the line is not such a row.
 static int parse_row(char *line, LossPoint *p) {
     char *end;
     p->step = strtol(line, &end, 10);
@@ -31,15 +47,15 @@ static int parse_row(char *line, LossPoint *p) {
     p->train_loss = strtod(field, &end);
     if (end == field || *end != ',') return -1;
     field = end + 1;
-    p->val_loss = NAN;
-    if (*field != ',') {
-        p->val_loss = strtod(field, &end);
-        if (end == field || *end != ',') return -1;
-        field = end;
-    }
-    field++;
+    if (optional_field(&field, &p->val_loss) != 0) return -1;
     p->lr = strtod(field, &end);
-    return end == field ? -1 : 0;
+    if (end == field) return -1;
+    p->grad_norm = p->clipped = NAN;
+    // past tokens_seen and elapsed_s to grad_norm, when the row has it
+    for (int skip = 0; skip < 2 && end && *end == ','; skip++) end = strchr(end + 1, ',');
+    if (!end || *end != ',') return 0;
+    field = end + 1;
+    return optional_field(&field, &p->grad_norm) == 0 && optional_field(&field, &p->clipped) == 0 ? 0 : -1;
 }
 
 int loss_history_read(LossHistory *h, const char *log_path, char err[ERR_LEN]) {

@@ -12,8 +12,9 @@ typedef struct {
     size_t n, capacity;
 } LossHistory;
 
-// Reads the rows of log.csv (step,train_loss,val_loss,lr,...; an empty val_loss is NAN) into
-// history, which must be empty. A missing file gives no points. Returns 0, or -1 with err.
+// Reads the rows of log.csv (step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,
+// clipped; an empty field, or a missing grad_norm and clipped, is NAN) into history, which
+// must be empty. A missing file gives no points. Returns 0, or -1 with err.
 int loss_history_read(LossHistory *history, const char *log_path, char err[ERR_LEN]);
 // Appends a point. Returns 0, or -1 with err when memory runs out.
 int loss_history_add(LossHistory *history, LossPoint point, char err[ERR_LEN]);

@@ -6,12 +6,16 @@
 #include <sys/stat.h>
 
 #include "../format/atomic_file.h"
+#include "../viewer/timeline.h"
+#include "run_probe.h"
 
 void out_paths(const char *dir, OutPaths *paths) {
     snprintf(paths->ckpt, sizeof(paths->ckpt), "%s/ckpt.safetensors", dir);
     snprintf(paths->best, sizeof(paths->best), "%s/best.safetensors", dir);
     snprintf(paths->log, sizeof(paths->log), "%s/log.csv", dir);
     snprintf(paths->plot, sizeof(paths->plot), "%s/loss.svg", dir);
+    snprintf(paths->probe, sizeof(paths->probe), "%s/%s", dir, PROBE_FILE);
+    snprintf(paths->timeline, sizeof(paths->timeline), "%s/%s", dir, TIMELINE_FILE);
 }
 
 // Makes path and the directories above it. Returns 0, or -1 with err.
@@ -56,8 +60,8 @@ int out_dir_prepare(const TrainOptions *o, long step, const OutPaths *paths, Run
     int planned = o->resume[0] ? run_dir_plan_resume(o->out, o->resume, step, o->force, plan, err)
                                : run_dir_plan_new(o->out, o->init_from[0] ? o->init_from : NULL, o->force, plan, err);
     if (planned != 0) return planned == RUN_DIR_REFUSED ? EXIT_USAGE : EXIT_DATA;
-    const char *const outputs[4] = {paths->ckpt, paths->best, paths->log, paths->plot};
-    for (int i = 0; i < 4; i++) {
+    const char *const outputs[] = {paths->ckpt, paths->best, paths->log, paths->plot, paths->probe, paths->timeline};
+    for (size_t i = 0; i < sizeof(outputs) / sizeof(outputs[0]); i++) {
         int n = atomic_file_remove_stale(outputs[i], err);
         if (n < 0) {
             *removed = 0;  // the failure is what the run says

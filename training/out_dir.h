@@ -21,6 +21,8 @@ typedef struct {
     char best[1100];  // best.safetensors: the checkpoint of the best validation loss
     char log[1100];   // log.csv
     char plot[1100];  // loss.svg
+    char probe[1100];     // probe.bin: what the probe measured at each evaluation (training/run_probe.h)
+    char timeline[1100];  // timeline.html: the page made from it (viewer/timeline.h)
 } OutPaths;
 
 void out_paths(const char *dir, OutPaths *paths);

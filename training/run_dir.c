@@ -222,9 +222,11 @@ int run_dir_plan_resume(const char *dir, const char *checkpoint, long step, int 
 }
 
 int run_dir_apply(const char *dir, const RunDirPlan *plan, char err[ERR_LEN]) {
-    static const char *const names[3] = {"ckpt.safetensors", "best.safetensors", "loss.svg"};
-    const int remove[3] = {plan->remove_ckpt, plan->remove_best, plan->remove_plot};
-    for (int i = 0; i < 3; i++) {
+    static const char *const names[5] = {"ckpt.safetensors", "best.safetensors", "loss.svg", "probe.bin",
+                                         "timeline.html"};
+    const int remove[5] = {plan->remove_ckpt, plan->remove_best, plan->remove_plot, plan->remove_plot,
+                           plan->remove_plot};
+    for (int i = 0; i < 5; i++) {
         char path[4200];
         struct stat st;
         if (!remove[i] || lstat(in_dir(path, dir, names[i]), &st) != 0 || (stat(path, &st) == 0 && is_source(plan, &st)))

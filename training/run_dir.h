@@ -17,7 +17,8 @@ int run_dir_find_run(const char *dir, char *found, size_t size);
 // (run_dir_plan_new, run_dir_plan_resume), done once every check of the run has passed
 // (run_dir_apply), so that a run refused for any reason leaves the directory as it was.
 typedef struct {
-    int remove_ckpt, remove_best, remove_plot;  // files run_dir_apply removes
+    int remove_ckpt, remove_best;  // files run_dir_apply removes
+    int remove_plot;        // and loss.svg, with the timeline's probe.bin and timeline.html
     int fresh_log;          // 1: log.csv starts afresh; 0: the resumed run appends (run_log_open)
     int has_source;         // the checkpoint read from (resumed or fine-tuned), never removed:
     dev_t source_dev;
@@ -28,11 +29,11 @@ typedef struct {
 enum { RUN_DIR_REFUSED = 1 };  // the plan functions' answer when the run needs --force
 
 // A new run in dir (source: the checkpoint of --init-from, or NULL). A dir that holds a run
-// (run_dir_find_run) is refused unless force, which replaces it: its checkpoints and loss.svg
-// are removed and log.csv starts afresh. The refusal says how the run there can be continued:
-// --resume DIR/ckpt.safetensors, or DIR/best.safetensors when it has only that, or not at all
-// when it has only log.csv (a run stopped before its first save). Returns 0, RUN_DIR_REFUSED
-// with the message in err, or -1 with err.
+// (run_dir_find_run) is refused unless force, which replaces it: its checkpoints, loss.svg,
+// probe.bin and timeline.html are removed and log.csv starts afresh. The refusal says how the
+// run there can be continued: --resume DIR/ckpt.safetensors, or DIR/best.safetensors when it
+// has only that, or not at all when it has only log.csv (a run stopped before its first
+// save). Returns 0, RUN_DIR_REFUSED with the message in err, or -1 with err.
 int run_dir_plan_new(const char *dir, const char *source, int force, RunDirPlan *plan, char err[ERR_LEN]);
 // A run resumed from `checkpoint` (at `step`) into dir. Refused unless force (RUN_DIR_REFUSED,
 // the message in err) when

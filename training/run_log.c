@@ -8,7 +8,8 @@
 
 #include "../format/atomic_file.h"
 
-#define LOG_HEADER "step,train_loss,val_loss,lr,tokens_seen,elapsed_s\n"
+#define LOG_HEADER "step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped\n"
+#define OLD_HEADER "step,train_loss,val_loss,lr,tokens_seen,elapsed_s\n"  // before grad_norm and clipped
 
 static int write_failed(const char *path, char err[ERR_LEN]) {
     snprintf(err, ERR_LEN, "cannot write %s: %s", path, strerror(errno));
@@ -65,18 +66,36 @@ int run_log_rows_after(const char *path, long step, RunLogRows *rows, char err[E
     return 0;
 }
 
-// Rewrites the log without the rows of steps after `step`, when there are any.
-static int drop_rows_after(const char *path, long step, char err[ERR_LEN]) {
+// Writes the rows of text (a log without its header) up to `end` to fp, each with ",,"
+// added: the empty grad_norm and clipped of a row from before those columns.
+static void write_old_rows(FILE *fp, const char *rows, const char *end) {
+    for (const char *line = rows; line < end;) {
+        const char *eol = memchr(line, '\n', (size_t)(end - line));
+        size_t len = eol ? (size_t)(eol - line) : (size_t)(end - line);
+        fwrite(line, 1, len, fp);
+        fputs(",,\n", fp);
+        line += len + 1;
+    }
+}
+
+// Rewrites the log without the rows of steps after `step`, when there are any, and with the
+// current header when it has the older one.
+static int update_rows(const char *path, long step, char err[ERR_LEN]) {
     char *text = read_log(path, err);
     if (!text) return -1;
     // rows are in step order: keep everything before the first row past `step`
-    char *line = first_row_after(text, step);
-    int rc = 0;
-    if (line) {
+    char *line = first_row_after(text, step), *end = line ? line + 1 : text + strlen(text);
+    int old = strncmp(text, OLD_HEADER, strlen(OLD_HEADER)) == 0, rc = 0;
+    if (line || old) {
         AtomicFile f;
         rc = atomic_file_open(&f, path, err);
         if (rc == 0) {
-            fwrite(text, 1, (size_t)(line + 1 - text), f.fp);
+            if (old) {
+                fputs(LOG_HEADER, f.fp);
+                write_old_rows(f.fp, text + strlen(OLD_HEADER), end);
+            } else {
+                fwrite(text, 1, (size_t)(end - text), f.fp);
+            }
             rc = atomic_file_commit(&f, err);
         }
     }
@@ -94,7 +113,7 @@ int run_log_open(RunLog *log, const char *path, int resuming, long step, char er
         return -1;
     }
     int append = resuming && exists;
-    if (append && drop_rows_after(path, step, err) != 0) return -1;
+    if (append && update_rows(path, step, err) != 0) return -1;
     log->fp = fopen(path, append ? "a" : "w");
     if (!log->fp) return write_failed(path, err);
     if (!append && (fputs(LOG_HEADER, log->fp) == EOF || fflush(log->fp) != 0)) {
@@ -106,11 +125,12 @@ int run_log_open(RunLog *log, const char *path, int resuming, long step, char er
     return 0;
 }
 
-int run_log_row(RunLog *log, long step, double train_loss, double val_loss, double lr, long tokens_seen,
-                double elapsed_s, char err[ERR_LEN]) {
-    char val[32] = "";
-    if (!isnan(val_loss)) snprintf(val, sizeof(val), "%.6f", val_loss);
-    if (fprintf(log->fp, "%ld,%.6f,%s,%.6e,%ld,%.3f\n", step, train_loss, val, lr, tokens_seen, elapsed_s) < 0 ||
+int run_log_row(RunLog *log, const RunLogRow *row, char err[ERR_LEN]) {
+    char val[32] = "", grad[32] = "";
+    if (!isnan(row->val_loss)) snprintf(val, sizeof(val), "%.6f", row->val_loss);
+    if (!isnan(row->grad_norm)) snprintf(grad, sizeof(grad), "%.6g", row->grad_norm);
+    if (fprintf(log->fp, "%ld,%.6f,%s,%.6e,%ld,%.3f,%s,%d\n", row->step, row->train_loss, val, row->lr,
+                row->tokens_seen, row->elapsed_s, grad, row->clipped) < 0 ||
         fflush(log->fp) != 0)
         return write_failed(log->path, err);
     return 0;

@@ -1,6 +1,11 @@
 // log.csv: one row per progress report,
-//   step,train_loss,val_loss,lr,tokens_seen,elapsed_s
-// with val_loss empty where the step had no evaluation. Every write is checked.
+//   step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped
+// with val_loss empty where the step had no evaluation; grad_norm is the mean gradient norm
+// before clipping of the report's steps (as train_loss is their mean loss) and clipped how
+// many of them were clipped. The last two columns came later: a resumed run whose log.csv
+// has the older six-column header rewrites it with the new header and those two fields empty
+// in its rows, so the file stays one table; readers of the first six columns see no change.
+// Every write is checked.
 #ifndef CHARGPT_RUN_LOG_H
 #define CHARGPT_RUN_LOG_H
 
@@ -15,8 +20,9 @@ typedef struct {
 
 // Opens the log at path. A new run starts it afresh with its header. A run resuming at
 // `step` appends to it, first dropping the rows of steps after `step` (written by a run that
-// was stopped before saving them); the file is started afresh if it is missing. Returns 0, or
-// -1 with err (also when path exists and is not a regular file).
+// was stopped before saving them) and bringing an older header up to date (above); the file
+// is started afresh if it is missing. Returns 0, or -1 with err (also when path exists and is
+// not a regular file).
 int run_log_open(RunLog *log, const char *path, int resuming, long step, char err[ERR_LEN]);
 // The rows of the log at path whose step is after `step`: how many, and the first and last of
 // those steps (rows are in step order). A missing log, or a path that is not a regular file,
@@ -25,9 +31,16 @@ typedef struct {
     long count, first, last;
 } RunLogRows;
 int run_log_rows_after(const char *path, long step, RunLogRows *rows, char err[ERR_LEN]);
-// Appends a row (val_loss NAN: no evaluation) and flushes it. Returns 0, or -1 with err.
-int run_log_row(RunLog *log, long step, double train_loss, double val_loss, double lr, long tokens_seen,
-                double elapsed_s, char err[ERR_LEN]);
+// One report's figures: val_loss and grad_norm NAN when unknown (no evaluation at that step).
+typedef struct {
+    long step;
+    double train_loss, val_loss, lr;
+    long tokens_seen;
+    double elapsed_s, grad_norm;
+    int clipped;
+} RunLogRow;
+// Appends a row and flushes it. Returns 0, or -1 with err.
+int run_log_row(RunLog *log, const RunLogRow *row, char err[ERR_LEN]);
 // Closes the log. Returns 0, or -1 with err when the last writes failed.
 int run_log_close(RunLog *log, char err[ERR_LEN]);
 

@@ -50,6 +50,12 @@ typedef struct {
     Precision precision; // of the matrix products (train.precision; fp32 when a checkpoint has none)
     double mpi_timeout;  // seconds a collective may wait for the other processes; 0: no limit
     long final_val_chars;  // the whole-validation pass scores at most this many characters (-1: all)
+    // the timeline (training/run_probe.h), kept in the probe file rather than in checkpoints:
+    char probe[1024];    // --probe FILE, or "": a stretch of the validation split
+    const char *sample_prompt;  // --sample-prompt TEXT, or NULL: the probe passage's first line
+    int sample_chars;    // --sample-chars (0: no samples)
+    long sample_every;   // --sample-every N: a sample every N steps too (0: at evaluations only)
+    int no_probe;        // --no-probe: no probe file, samples or timeline
 } TrainOptions;
 
 typedef struct {

@@ -37,7 +37,7 @@ int attention_check_path(const char *path, char err[ERR_LEN]) {
 }
 
 int attention_export(const char *path, const uint32_t *chars, int t, int n_layer, int n_head,
-                     const float *att, const AttentionPrediction *pred, char err[ERR_LEN]) {
+                     const float *att, const AttentionPrediction *pred, const AttentionLens *lens, char err[ERR_LEN]) {
     if (attention_check_path(path, err) != 0) return -2;
     AttentionWriter writer = writer_for_extension(path_extension(path));
     if (t < 1 || n_layer < 1 || n_head < 1) {
@@ -45,7 +45,7 @@ int attention_export(const char *path, const uint32_t *chars, int t, int n_layer
                  n_layer, n_head);
         return -1;
     }
-    Attention a = {path, chars, t, n_layer, n_head, att, pred};
+    Attention a = {path, chars, t, n_layer, n_head, att, pred, lens};
     AtomicFile f;
     if (atomic_file_open(&f, path, err) != 0) return -1;
     if (writer(f.fp, &a, err) != 0) {
@@ -246,6 +246,7 @@ int viewer_write_json(FILE *fp, const Attention *a, const JsonLayout *layout, ch
     layout->write_sizes(fp, a);
     write_attention(fp, a, layout, row);
     if (a->pred) write_predictions(fp, a, layout);
+    if (a->lens) layout->write_lens(fp, a, row);
     fputs(layout->close, fp);
     free(row);
     return 0;

@@ -8,7 +8,11 @@
 //           (\" \\ \n \t ..., other control characters as \u00XX, the rest raw UTF-8).
 //           With predictions, two more fields: "surprisal": [t] in bits, the last null
 //           (its next character is not in the text), and "predictions": [t][k] of
-//           [character, probability] pairs, most likely first (both %.9g).
+//           [character, probability] pairs, most likely first (both %.9g). With the logit
+//           lens, one more: "logit_lens": {"rows": [names: "embeddings", "block 0", ...],
+//           "top": [rows][t][3] of [character, probability], "next_prob": [rows][t] and
+//           "next_rank": [rows][t]} (the probability and rank, 1 the most likely, of the
+//           character that came next; null at the last position).
 //   .csv   header layer,head,query_pos,key_pos,query_char,key_char,weight, then one row per
 //           (layer, head, query, key <= query) in that order, rows ending in LF, weight
 //           with %.9g. A character field holds the real character (raw UTF-8); a comma,
@@ -25,7 +29,9 @@
 //           light grey. Layout in attention_formats.h (PngLayout).
 //   .html  one self-contained page (inline CSS and JavaScript, no network): a model view
 //           (every layer x head as a small heatmap; click one to open it), the text
-//           coloured by surprisal with the top predictions on hover, a layer/head picker
+//           coloured by surprisal with the top predictions on hover, the logit-lens grid
+//           (layers x positions: each cell the most likely next character, coloured by the
+//           probability of the one that came; its top 3 and rank on hover), a layer/head picker
 //           with an "all heads" mean, a heatmap with characters along both axes and a
 //           lines view (queries left, keys right, a line per pair with opacity = weight).
 //           The URL's fragment holds the view (#layer=1&head=3&query=12). The data is
@@ -36,6 +42,7 @@
 #include <stdint.h>
 
 #include "../model/gpt.h"
+#include "logit_lens.h"
 
 #define ATTENTION_TOP_K 5
 
@@ -58,15 +65,24 @@ void attention_prediction(const float *logits, int V, int next, const uint32_t *
 void attention_predictions(const float *logits, const int *tokens, int t, int V,
                            const uint32_t *vocab_chars, AttentionPrediction *pred);
 
+// The logit lens over the text (viewer/logit_lens.h): rows = n_layer + 1 (the embeddings,
+// then each block) of t cells, their token ids turned into characters by vocab_chars (V).
+typedef struct {
+    int rows;
+    const LensCell *cells;         // (rows, t)
+    const uint32_t *vocab_chars;   // (V)
+} AttentionLens;
+
 // Returns 0 when the extension names a format, else -2 with err (checked before any work).
 int attention_check_path(const char *path, char err[ERR_LEN]);
 
 // chars: t Unicode code points; att: (L, H, t, t) row-major softmax weights, row i holds
-// the weights of keys 0..i and 0 above the diagonal; pred: (t) predictions, or NULL.
+// the weights of keys 0..i and 0 above the diagonal; pred: (t) predictions, or NULL; lens:
+// the logit lens over the same t positions, or NULL (.json and .html show it).
 // Writes `path` atomically. Returns 0; -1 with err when writing fails or the sizes are
 // not positive (no file is left behind); -2 with err when the extension is not .json
 // .csv .png or .html.
 int attention_export(const char *path, const uint32_t *chars, int t, int n_layer, int n_head,
-                     const float *att, const AttentionPrediction *pred, char err[ERR_LEN]);
+                     const float *att, const AttentionPrediction *pred, const AttentionLens *lens, char err[ERR_LEN]);
 
 #endif

@@ -17,6 +17,7 @@ typedef struct {
     int n_head;             // H
     const float *att;       // (L, H, t, t) softmax weights, 0 above the diagonal
     const AttentionPrediction *pred;  // (t), or NULL when none were given
+    const AttentionLens *lens;        // the logit lens, or NULL
 } Attention;
 
 // Each returns 0, or -1 with err (out of memory, compression failure). Errors of the
@@ -67,7 +68,7 @@ int viewer_append_uint(char *out, uint32_t x);
 // The attention as one JSON document, which the .json file and the .html page's embedded data
 // both are, in a layout of their own (spacing, numbers, what each head holds):
 //   {"tokens": [t strings], <sizes>, "attention": [L][H][<head>]
-//    [, "surprisal": [t numbers], "predictions": [t][k][character, probability]]}
+//    [, "surprisal": [t numbers], "predictions": [t][k][character, probability]] [, <lens>]}
 typedef struct {
     int html_safe;             // viewer_append_json_char's
     const char *open;          // "{" and the tokens' key, up to the first string
@@ -84,6 +85,8 @@ typedef struct {
     // append a surprisal (in bits) or a probability, finite or not; return the length (< 24)
     int (*append_surprisal)(char *out, float bits);
     int (*append_probability)(char *out, float p);
+    // writes the logit lens (a->lens, when there is one) with its key, `row` as room
+    void (*write_lens)(FILE *fp, const Attention *a, char *row);
     const char *close;         // after everything
 } JsonLayout;
 // Writes the document. Returns 0, or -1 with err when memory for a row runs out.

@@ -1,10 +1,12 @@
 // .html: one self-contained page (inline CSS and JavaScript, nothing fetched): a model view
 // of every layer and head, the text coloured by surprisal, a layer/head picker, a heatmap
-// and a lines view of the attention. The page is fixed text below; the data goes in a
+// and a lines view of the attention, and the logit-lens grid. The page is fixed text below; the data goes in a
 // <script type="application/json"> as
 //   {"tokens": [...], "n_layer": L, "n_head": H, "scale": 10000,
 //    "attention": [L][H][t(t+1)/2 integers]
-//    [, "surprisal": [t numbers, the last null], "predictions": [t][k][character, integer]]}
+//    [, "surprisal": [t numbers, the last null], "predictions": [t][k][character, integer]]
+//    [, "lens": {"rows": R, "cells": [R t of [[k characters], [k integers], integer or null,
+//     rank or null]]}]}
 // holding each head's lower triangle row by row (row i has keys 0..i) as round(w * scale),
 // the surprisal in bits to 3 decimals and the predicted probabilities as round(p * scale).
 // Strings escape every < as \u003c, so no text can end the <script> element.
@@ -14,8 +16,10 @@
 // data-heatmap-cells (such cells of the large heatmap), data-text-cells (characters shown,
 // coloured by their surprisal, with hover text naming their U+XXXX code and the top
 // prediction), data-view ("layer,head,query=p" or "key=p"), data-cell-px (the heatmap's
-// cell size), data-stacked (1 when the panels are stacked) and data-page-overflow (pixels
-// the page is wider than the window). scripts/check_viewer.sh checks them.
+// cell size), data-stacked (1 when the panels are stacked), data-page-overflow (pixels
+// the page is wider than the window), data-lens-rows (0 without a lens) and data-lens-cells
+// (logit-lens cells in the colour of their next character's probability).
+// scripts/check_viewer.sh checks them.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +83,8 @@ static const char *const PAGE_AFTER_TITLE[] = {
     ".stack canvas { position: absolute; left: 0; top: 0; }\n",
     "#tooltip { position: fixed; pointer-events: none; display: none; background: rgba(20, 20, 20, 0.85); color: #fff; font: 12px monospace; padding: 3px 6px; border-radius: 3px; white-space: pre; z-index: 10; }\n",
     ".note { font-size: 12px; color: #555; max-width: 1100px; margin-top: 10px; }\n",
+    "#lens-panel { display: none; flex: 1 1 auto; }\n",
+    "#lens-scroll { overflow-x: auto; }\n",
     "</style>\n",
     "</head>\n",
     "<body>\n",
@@ -134,6 +140,16 @@ static const char *const PAGE_AFTER_HEADING[] = {
     "<div class=\"readout\" id=\"lines-readout\">hover a character\n",
     "</div>\n",
     "<div id=\"lines-scroll\"><canvas id=\"lines\"></canvas></div>\n",
+    "</section>\n",
+    "</div>\n",
+    "<div class=\"row\" id=\"lens-row\">\n",
+    "<section id=\"lens-panel\">\n",
+    "<h2>Logit lens</h2>\n",
+    "<div class=\"caption\">what each layer's residual stream would predict, through the final LayerNorm and the tied head: rows the embeddings and each block, columns the positions. A cell shows the most likely next character; its colour is the probability of the character that came next (above each column; the last position's is unknown). The last row is the model's own prediction.</div>\n",
+    "<span class=\"legend\">p(next) 0 <canvas id=\"lens-bar\" width=\"160\" height=\"12\"></canvas> 1</span>\n",
+    "<div class=\"readout\" id=\"lens-readout\">hover a cell\n",
+    "</div>\n",
+    "<div id=\"lens-scroll\"><canvas id=\"lens\"></canvas></div>\n",
     "</section>\n",
     "</div>\n",
     "<div id=\"tooltip\"></div>\n",
@@ -730,6 +746,72 @@ static const char *const PAGE_TAIL[] = {
     "  window.addEventListener('resize', function () { if (zoomSel.value === 'fit') drawHeatmap(); });\n",
     "  window.addEventListener('hashchange', function () { readHash(); drawChosen(); });\n",
     "\n",
+    "  // ---- the logit lens: rows (embeddings, each block) x positions ----\n",
+    "  // data.lens.cells[r * T + i] = [[top characters], [their probabilities * SCALE], p(next) * SCALE, rank]\n",
+    "  var lensData = data.lens || null;\n",
+    "  var lensView = { canvas: document.getElementById('lens'), readout: document.getElementById('lens-readout'),\n",
+    "                   cellW: 16, cellH: 18, left: 78, top: 38 };\n",
+    "  var lensLut = colourTable([[255, 255, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]], 101);\n",
+    "  function lensRgb(p) { return p === null ? MASKED : lensLut[Math.round(Math.min(1, Math.max(0, p / SCALE)) * 100)]; }\n",
+    "  function lensRowName(r) { return r === 0 ? 'embeddings' : 'block ' + (r - 1); }\n",
+    "  function drawLens() {\n",
+    "    if (!lensData) return;\n",
+    "    document.getElementById('lens-panel').style.display = 'block';\n",
+    "    var R = lensData.rows, W = lensView.left + T * lensView.cellW, H = lensView.top + R * lensView.cellH;\n",
+    "    var ctx = sizeCanvas(lensView.canvas, W, H);\n",
+    "    ctx.clearRect(0, 0, W, H);\n",
+    "    ctx.textBaseline = 'middle';\n",
+    "    ctx.font = '11px system-ui, sans-serif';\n",
+    "    ctx.fillStyle = '#555';\n",
+    "    ctx.textAlign = 'right';\n",
+    "    ctx.fillText('reads', lensView.left - 6, 10);\n",
+    "    ctx.fillText('next', lensView.left - 6, 28);\n",
+    "    for (var r = 0; r < R; r++) ctx.fillText(lensRowName(r), lensView.left - 6, lensView.top + (r + 0.5) * lensView.cellH);\n",
+    "    ctx.font = '12px monospace';\n",
+    "    ctx.textAlign = 'center';\n",
+    "    for (var i = 0; i < T; i++) {\n",
+    "      var x = lensView.left + (i + 0.5) * lensView.cellW;\n",
+    "      ctx.fillStyle = ghost[i] ? '#999' : '#222';\n",
+    "      ctx.fillText(glyphs[i], x, 10);\n",
+    "      ctx.fillStyle = '#c2410c';\n",
+    "      if (i + 1 < T) ctx.fillText(glyphs[i + 1], x, 28);\n",
+    "      for (r = 0; r < R; r++) {\n",
+    "        var cell = lensData.cells[r * T + i], rgb = lensRgb(cell[2]), y = lensView.top + r * lensView.cellH;\n",
+    "        ctx.fillStyle = css(rgb);\n",
+    "        ctx.fillRect(lensView.left + i * lensView.cellW, y, lensView.cellW - 1, lensView.cellH - 1);\n",
+    "        ctx.fillStyle = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] < 140 ? '#fff' : '#222';\n",
+    "        ctx.fillText(visible(cell[0][0]), x, y + lensView.cellH / 2);\n",
+    "      }\n",
+    "    }\n",
+    "  }\n",
+    "  function lensHover(ev) {\n",
+    "    var rect = lensView.canvas.getBoundingClientRect();\n",
+    "    var i = Math.floor((ev.clientX - rect.left - lensView.left) / lensView.cellW);\n",
+    "    var r = Math.floor((ev.clientY - rect.top - lensView.top) / lensView.cellH);\n",
+    "    if (i < 0 || i >= T || r < 0 || r >= lensData.rows) return 'hover a cell\\n';\n",
+    "    var cell = lensData.cells[r * T + i];\n",
+    "    var top = cell[0].map(function (ch, k) { return visible(ch) + ' ' + fmtProb(cell[1][k] / SCALE); }).join('  ');\n",
+    "    return lensRowName(r) + ' after ' + quoted(i) + '\\n' + (cell[2] === null ? 'the next character is not in the text' :\n",
+    "      'next ' + quoted(i + 1) + ': p ' + fmtProb(cell[2] / SCALE) + ', rank ' + cell[3]) + '\\ntop: ' + top;\n",
+    "  }\n",
+    "  if (lensData) {\n",
+    "    lensView.canvas.addEventListener('mousemove', function (ev) { lensView.readout.textContent = lensHover(ev); });\n",
+    "    lensView.canvas.addEventListener('mouseleave', function () { lensView.readout.textContent = 'hover a cell\\n'; });\n",
+    "  }\n",
+    "  // the lens's cells showing the colour of their p(next), read back at a corner of each\n",
+    "  function lensCellsShown() {\n",
+    "    if (!lensData) return 0;\n",
+    "    var c = lensView.canvas, dpr = window.devicePixelRatio || 1, px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;\n",
+    "    var shown = 0;\n",
+    "    for (var r = 0; r < lensData.rows; r++)\n",
+    "      for (var i = 0; i < T; i++) {\n",
+    "        var x = Math.floor((lensView.left + i * lensView.cellW + 1.5) * dpr), y = Math.floor((lensView.top + r * lensView.cellH + 1.5) * dpr);\n",
+    "        var o = 4 * (y * c.width + x), rgb = lensRgb(lensData.cells[r * T + i][2]);\n",
+    "        if (px[o] === rgb[0] && px[o + 1] === rgb[1] && px[o + 2] === rgb[2]) shown++;\n",
+    "      }\n",
+    "    return shown;\n",
+    "  }\n",
+    "\n",
     "  // what a test reads back from the page (#selftest in the address): how many cells and\n",
     "  // characters show what the data says, the view chosen, and the layout\n",
     "  function selfTest() {\n",
@@ -751,14 +833,18 @@ static const char *const PAGE_TAIL[] = {
     "    var heatBox = document.getElementById('heatmap-panel').getBoundingClientRect();\n",
     "    d.stacked = document.getElementById('lines-panel').getBoundingClientRect().top >= heatBox.bottom ? 1 : 0;\n",
     "    d.pageOverflow = Math.max(0, document.documentElement.scrollWidth - window.innerWidth);\n",
+    "    d.lensRows = lensData ? lensData.rows : 0;\n",
+    "    d.lensCells = lensCellsShown();\n",
     "  }\n",
     "\n",
     "  buildText();\n",
     "  drawLegend('surprisal-bar', function (x) { return surpriseRgb(x * SURPRISE_MAX); });\n",
+    "  drawLegend('lens-bar', function (x) { return lensRgb(x * SCALE); });\n",
+    "  drawLens();\n",
     "  readHash();\n",
     "  drawColoured();\n",
     "  if (/(^#|&)selftest(&|$)/.test(location.hash)) selfTest();\n",
-    "  document.body.dataset.rendered = 'model,text,heatmap,lines';\n",
+    "  document.body.dataset.rendered = 'model,text,heatmap,lines' + (lensData ? ',lens' : '');\n",
     "  // milliseconds from the start of loading the page to every view drawn\n",
     "  document.body.dataset.renderMs = Math.round(performance.now());\n",
     "})();\n",
@@ -802,8 +888,12 @@ static void write_sizes(FILE *fp, const Attention *a) {
             WEIGHT_SCALE);
 }
 
-// one query row: up to t integers of at most 5 digits and a comma
-static size_t row_bytes(int t) { return (size_t)t * 6 + 2; }
+// one query row: up to t integers of at most 5 digits and a comma; or one cell of the lens
+// (write_lens): its characters and integers with their punctuation
+static size_t row_bytes(int t) {
+    size_t lens_cell = LOGIT_LENS_TOP * (JSON_CHAR_MAX + 12) + 32;
+    return (size_t)t * 6 + 2 > lens_cell ? (size_t)t * 6 + 2 : lens_cell;
+}
 
 // The lower triangle row by row, on one line: "w,w,...,w".
 static void write_head(FILE *fp, const float *head, int t, char *row) {
@@ -818,12 +908,50 @@ static void write_head(FILE *fp, const float *head, int t, char *row) {
     }
 }
 
+// ,"lens":{"rows":R,"cells":[R t cells]} as described at the top of this file, a position's cell
+// [[characters], [probabilities as integers], p(next) as an integer or null, rank or null];
+// row holds one cell.
+static void write_lens(FILE *fp, const Attention *a, char *row) {
+    const AttentionLens *lens = a->lens;
+    fprintf(fp, ",\n\"lens\":{\"rows\":%d,\"cells\":[", lens->rows);
+    for (size_t c = 0; c < (size_t)lens->rows * a->t; c++) {
+        const LensCell *cell = &lens->cells[c];
+        size_t n = 0;
+        row[n++] = c ? ',' : '\n';
+        row[n++] = '[';
+        row[n++] = '[';
+        for (int k = 0; k < LOGIT_LENS_TOP && cell->top[k] >= 0; k++) {
+            if (k) row[n++] = ',';
+            n += viewer_append_json_char(row + n, lens->vocab_chars[cell->top[k]], 1);
+        }
+        row[n++] = ']', row[n++] = ',', row[n++] = '[';
+        for (int k = 0; k < LOGIT_LENS_TOP && cell->top[k] >= 0; k++) {
+            if (k) row[n++] = ',';
+            n += viewer_append_uint(row + n, quantize(cell->top_prob[k]));
+        }
+        row[n++] = ']', row[n++] = ',';
+        if (cell->next_rank == 0) {
+            memcpy(row + n, "null,null", 9);
+            n += 9;
+        } else {
+            n += viewer_append_uint(row + n, quantize(cell->next_prob));
+            row[n++] = ',';
+            n += viewer_append_uint(row + n, (uint32_t)cell->next_rank);
+        }
+        row[n++] = ']';
+        if ((c + 1) % (size_t)a->t == 0) row[n++] = '\n';
+        fwrite(row, 1, n, fp);
+    }
+    fputs("]}", fp);
+}
+
 // The embedded JSON described at the top of this file, one head per line.
 static const JsonLayout html_layout = {
     .html_safe = 1, .open = "{\"tokens\":[", .write_sizes = write_sizes, .row_bytes = row_bytes,
     .write_head = write_head, .head_end = "],\n", .last_layer_end = "]",
     .surprisal_open = ",\n\"surprisal\":[", .predictions_open = "],\n\"predictions\":[", .position_end = "",
-    .append_surprisal = append_surprisal, .append_probability = append_probability, .close = "}",
+    .append_surprisal = append_surprisal, .append_probability = append_probability, .write_lens = write_lens,
+    .close = "}",
 };
 
 int attention_write_html(FILE *fp, const Attention *a, char err[ERR_LEN]) {

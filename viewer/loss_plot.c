@@ -8,7 +8,10 @@
 
 // canvas and plot area, in SVG user units (pixels at 100%)
 #define WIDTH 820
-#define HEIGHT 460
+#define HEIGHT 460                 // without the gradient panel
+#define GRAD_PANEL 150             // what the gradient panel adds below
+#define GRAD_TOP (HEIGHT + 18.0)
+#define GRAD_BOTTOM (HEIGHT + GRAD_PANEL - 22.0)
 #define PLOT_LEFT 72.0
 #define PLOT_RIGHT (WIDTH - 84.0)
 #define PLOT_TOP 64.0
@@ -19,6 +22,8 @@
 #define TRAIN_COLOR "#1f77b4"
 #define VAL_COLOR "#e8710a"
 #define LR_COLOR "#2ca02c"
+#define GRAD_COLOR "#7b3fa0"
+#define CLIP_COLOR "#d62728"
 #define GRID_COLOR "#e6e6e6"
 #define AXIS_COLOR "#444"
 
@@ -164,12 +169,62 @@ static void write_ticks(FILE *fp, const Axis *a, int side, const char *cls, cons
     fputs("</g>\n", fp);
 }
 
+// The gradient panel: the mean norm of each report on a linear axis, or on log10 of it when
+// the norms span more than a factor of 20 (ticks then labelled with the norms themselves), and
+// a red dot where some steps were clipped.
+static void write_grad_panel(FILE *fp, const LossPoint *points, size_t n, const Axis *x) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(points[i].grad_norm) && points[i].grad_norm > 0) {
+            lo = fmin(lo, clamp_value(points[i].grad_norm));
+            hi = fmax(hi, clamp_value(points[i].grad_norm));
+        }
+    int logarithmic = hi > 20.0 * lo;
+    Axis y = logarithmic ? nice_axis(floor(log10(lo)), ceil(log10(hi)), 5, 1.0) : nice_axis(fmin(0.0, lo), hi, 4, 0.0);
+    fprintf(fp, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"%s\"/>\n",
+            PLOT_LEFT, GRAD_TOP, PLOT_RIGHT - PLOT_LEFT, GRAD_BOTTOM - GRAD_TOP, AXIS_COLOR);
+    fprintf(fp, "<g class=\"grad-ticks\" font-size=\"12\" fill=\"%s\" text-anchor=\"end\">\n", AXIS_COLOR);
+    int ticks = (int)lround((y.hi - y.lo) / y.step) + 1;
+    for (int i = 0; i < ticks; i++) {
+        double v = y.lo + i * y.step, py = axis_position(&y, v, GRAD_BOTTOM, GRAD_TOP);
+        char label[48];
+        format_tick(label, sizeof(label), logarithmic ? pow(10.0, v) : v, logarithmic ? pow(10.0, v) : y.step);
+        write_line(fp, PLOT_LEFT, py, PLOT_RIGHT, py, GRID_COLOR);
+        fprintf(fp, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", PLOT_LEFT - 8, py + 4, label);
+    }
+    fputs("</g>\n", fp);
+    fprintf(fp, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" fill=\"%s\">gradient norm before clipping "
+            "(mean of each report%s; red: some steps clipped)</text>\n", PLOT_LEFT, GRAD_TOP - 5, GRAD_COLOR,
+            logarithmic ? ", log scale" : "");
+    fprintf(fp, "<path class=\"grad-norm\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" d=\"", GRAD_COLOR);
+    const char *command = "M";
+    for (size_t i = 0; i < n; i++) {
+        double v = points[i].grad_norm;
+        if (!isfinite(v) || v <= 0) continue;
+        fprintf(fp, "%s%.1f %.1f", command, axis_position(x, (double)points[i].step, PLOT_LEFT, PLOT_RIGHT),
+                axis_position(&y, logarithmic ? log10(clamp_value(v)) : v, GRAD_BOTTOM, GRAD_TOP));
+        command = " L";
+    }
+    fprintf(fp, "\"/>\n<g class=\"clipped-points\" fill=\"%s\">", CLIP_COLOR);
+    for (size_t i = 0; i < n; i++) {
+        double v = points[i].grad_norm;
+        if (!(points[i].clipped > 0) || !isfinite(v) || v <= 0) continue;
+        fprintf(fp, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\"><title>step %ld: %.0f step%s clipped</title></circle>",
+                axis_position(x, (double)points[i].step, PLOT_LEFT, PLOT_RIGHT),
+                axis_position(&y, logarithmic ? log10(clamp_value(v)) : v, GRAD_BOTTOM, GRAD_TOP), points[i].step,
+                points[i].clipped, points[i].clipped == 1 ? "" : "s");
+    }
+    fputs("</g>\n", fp);
+}
+
 void loss_plot_svg(FILE *fp, const LossPoint *points, size_t n, const char *title) {
     // ranges: every step; finite losses (train and validation); learning rates from 0
     double step_min = INFINITY, step_max = -INFINITY, loss_min = INFINITY, loss_max = -INFINITY;
     double lr_max = -INFINITY;
+    int grad = 0;  // some point has a gradient norm: the gradient panel is drawn
     for (size_t i = 0; i < n; i++) {
         const LossPoint *p = &points[i];
+        grad |= isfinite(p->grad_norm) && p->grad_norm > 0;
         step_min = fmin(step_min, (double)p->step);
         step_max = fmax(step_max, (double)p->step);
         for (int s = SERIES_TRAIN; s <= SERIES_VAL; s++) {
@@ -184,9 +239,10 @@ void loss_plot_svg(FILE *fp, const LossPoint *points, size_t n, const char *titl
     Axis y = nice_axis(loss_min, loss_max, 6, 0.0);
     Axis lr = nice_axis(fmin(0.0, lr_max), lr_max, 6, 0.0);
 
+    int height = HEIGHT + (grad ? GRAD_PANEL : 0);
     fprintf(fp, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-            "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n", WIDTH, HEIGHT, WIDTH, HEIGHT);
-    fprintf(fp, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", WIDTH, HEIGHT);
+            "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n", WIDTH, height, WIDTH, height);
+    fprintf(fp, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", WIDTH, height);
     fputs("<text class=\"title\" x=\"16\" y=\"24\" font-size=\"15\" font-weight=\"bold\" fill=\"#222\">", fp);
     write_escaped(fp, title ? title : "training loss");
     fputs("</text>\n", fp);
@@ -231,6 +287,7 @@ void loss_plot_svg(FILE *fp, const LossPoint *points, size_t n, const char *titl
     if (n == 0)
         fprintf(fp, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" fill=\"#888\" text-anchor=\"middle\">"
                 "no steps yet</text>\n", (PLOT_LEFT + PLOT_RIGHT) / 2, (PLOT_TOP + PLOT_BOTTOM) / 2);
+    if (grad) write_grad_panel(fp, points, n, &x);
     fputs("</svg>\n", fp);
 }
 

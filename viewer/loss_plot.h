@@ -12,6 +12,12 @@
 // <path class="lr"> (each with its stroke colour), <g class="val-points"> (one <circle> per
 // evaluation), <g class="x-ticks">, <g class="y-ticks">, <g class="lr-ticks"> (one <text>
 // per tick) and <g class="legend">.
+//
+// When some point has a gradient norm (log.csv's grad_norm column), a second panel below,
+// on the same steps, shows it: <path class="grad-norm"> (a purple line; its axis <g
+// class="grad-ticks"> on a log scale when the norms span more than a factor of 20) and <g
+// class="clipped-points">, a red dot at each report some of whose steps were clipped, with
+// a <title> saying how many.
 #ifndef CHARGPT_LOSS_PLOT_H
 #define CHARGPT_LOSS_PLOT_H
 
@@ -26,6 +32,8 @@ typedef struct {
     double train_loss;  // mean over the steps since the previous report
     double val_loss;    // NAN when this step had no evaluation
     double lr;
+    double grad_norm;   // mean gradient norm before clipping over those steps; NAN: not known
+    double clipped;     // how many of those steps were clipped; NAN: not known
 } LossPoint;
 
 // Writes the SVG of n points (in step order; n may be 0) to fp. title (may be NULL) is shown

@@ -19,5 +19,8 @@ int fuzz_json(const uint8_t *data, size_t size);
 int fuzz_corpus(const uint8_t *data, size_t size);
 // prompt_encode against a fixed vocabulary; the first byte chooses --skip-unknown.
 int fuzz_prompt(const uint8_t *data, size_t size);
+// probe_reader_open and probe_reader_next past the frames' CRCs (each whole frame's CRC is
+// recomputed first), and the invariants of the header and records they accept.
+int fuzz_probe_file(const uint8_t *data, size_t size);
 
 #endif

@@ -4,6 +4,9 @@
 #   - 30 steps of a small model with dropout 0.1: losses (training, and the whole validation
 #     split's at the end) agree with 1 process to 1e-4 and weights to relative 1e-5, without
 #     and with --zero 1; the same on 3 ranks with --zero 1 --grad-accum 2;
+#   - rank 0 alone probes and writes the timeline (probe.bin, timeline.html), a record for
+#     each evaluation as 1 process writes, its update ratios summed over the shards with
+#     --zero 1;
 #   - a 2-rank checkpoint resumes on 1 process (within 1e-5 of the uninterrupted run) and
 #     on 2 ranks (bit-exact), with --zero 1, whose optimizer state is gathered and scattered;
 #   - a corpus missing on one rank, a bad flag, an indivisible batch and a loss that stops
@@ -27,6 +30,7 @@ cd "$(dirname "$0")/../.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPI_TRAIN=build-mpi/bin/train
 COMPARE=tests/mpi/compare_checkpoints
+COMPARE_PROBES=tests/mpi/compare_probes
 DIR=tests/tmp/mpi
 rm -rf "$DIR"
 mkdir -p "$DIR"
@@ -35,7 +39,7 @@ failed=0
 pass() { echo "ok   $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1"; [ -n "${2:-}" ] && [ -f "$2" ] && sed 's/^/     | /' "$2" | tail -n 30; failed=$((failed + 1)); }
 
-for f in ./train "$MPI_TRAIN" "$COMPARE"; do
+for f in ./train "$MPI_TRAIN" "$COMPARE" "$COMPARE_PROBES"; do
     [ -x "$f" ] || { echo "$f is missing: run make && make MPI=1 first"; echo "0 passed, 1 failed"; exit 1; }
 done
 
@@ -55,9 +59,10 @@ mpi2() {
         "$MPI_TRAIN" --threads 1 "$@"
 }
 
-# largest |a - b| of the train_loss column of two log.csv files with the same rows
+# largest |a - b| of the train_loss column of two log.csv files with the same rows (each row
+# the two files' rows side by side: its second half starts at field NF / 2 + 1)
 loss_diff() {
-    paste -d, "$1" "$2" | awk -F, 'NR > 1 { if ($1 != $7) { print "rows differ"; exit } d = $2 - $8;
+    paste -d, "$1" "$2" | awk -F, 'NR > 1 { n = NF / 2; if ($1 != $(n + 1)) { print "rows differ"; exit } d = $2 - $(n + 2);
         if (d < 0) d = -d; if (d > m) m = d } END { if (NR < 2) print "empty"; else printf "%.3e\n", m }'
 }
 
@@ -102,6 +107,21 @@ else fail "$name: the run failed" "$DIR/three.log"; fi
 if ! "$COMPARE" "$DIR/seed7/ckpt.safetensors" "$DIR/one/ckpt.safetensors" 1e-3 > /dev/null; then
     pass "another seed differs by more than 1e-3 (the comparison can fail)"
 else fail "another seed's weights are within 1e-3 of the run"; fi
+
+# ---- the timeline: rank 0 alone probes; its probe file has a record for each evaluation, as 1
+# process's does, with the same update-to-weight ratios (with --zero 1 each rank's shard's sums
+# added) and head scores, up to the order of float sums
+for zero in 0 1; do
+    name="2 ranks, --zero $zero: rank 0 writes the timeline, its records the 1-process run's"
+    w=$("$COMPARE_PROBES" "$DIR/two$zero/probe.bin" "$DIR/one/probe.bin" 1e-3)
+    ok=$?
+    lines=$(grep -c '^timeline: ' "$DIR/two$zero.log")
+    samples=$(grep -c '^sample at step ' "$DIR/two$zero.log")
+    echo "     $name: $w; $samples samples printed"
+    if [ $ok -eq 0 ] && [ "$lines" = 1 ] && [ "$samples" = 4 ] && [ -f "$DIR/two$zero/timeline.html" ]; then
+        pass "$name"
+    else fail "$name: $w, $lines timeline lines, $samples samples (want 4: steps 0, 10, 20, 30)" "$DIR/two$zero.log"; fi
+done
 
 # ---- a 2-rank checkpoint (--zero 1) resumes on 1 process and on 2 ranks
 name="2-rank --zero 1 checkpoint of step 15 resumed on 2 ranks to step 30: bit-exact"

@@ -1,0 +1,449 @@
+// Tests of the probe file (format/probe_file.h) and the timeline page made from it
+// (viewer/timeline.h): records read back as written, a torn tail cut at every byte, damage
+// found, a resumed file cut at its step, and the page's data, its bounds and its thinning.
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../format/json.h"
+#include "../format/probe_file.h"
+#include "../viewer/timeline.h"
+#include "test.h"
+
+#define TMP "tests/tmp/probe_file"
+
+static void make_tmp(void) {
+    mkdir("tests/tmp", 0755);
+    mkdir(TMP, 0755);
+}
+
+// A header of the given sizes with deterministic contents.
+static int make_header(ProbeHeader *h, int L, int H, int V, int T, int S) {
+    memset(h, 0, sizeof(*h));
+    h->n_layer = L, h->n_head = H, h->vocab_size = V, h->block_size = T, h->groups = 3;
+    h->probe_len = T, h->repeat_len = T / 2 * 2, h->prompt_len = 4, h->sample_chars = S;
+    h->sample_seed = 1337, h->temperature = 0.8f, h->grad_clip = 1.0f;
+    snprintf(h->run_id, sizeof(h->run_id), "0123456789abcdef");
+    snprintf(h->source, sizeof(h->source), "a test's <passage> & \"quotes\"");
+    char err[ERR_LEN];
+    if (!CHECK(probe_header_alloc(h, err) == 0, "%s", err)) return -1;
+    for (int v = 0; v < V; v++) h->vocab[v] = v == 1 ? '\n' : v == 2 ? '<' : v == 3 ? 0x1F31E : 'a' + v;
+    for (int i = 0; i <= T; i++) h->passage[i] = (i * 5) % V;
+    for (int i = 0; i < h->repeat_len; i++) h->repeated[i] = (i % (T / 2) * 3) % V;
+    for (int i = 0; i < h->prompt_len; i++) h->prompt[i] = i % V;
+    snprintf(h->group_names[0], PROBE_GROUP_NAME, "transformer.wte.weight");
+    snprintf(h->group_names[1], PROBE_GROUP_NAME, "attn.c_attn.weight");
+    snprintf(h->group_names[2], PROBE_GROUP_NAME, "ln_1.bias");
+    return 0;
+}
+
+// Fills a record for step (whole: with the probe) from a seed.
+static void fill_record(ProbeRecord *r, const ProbeHeader *h, long step, int whole) {
+    size_t heads = (size_t)h->n_layer * h->n_head, t = h->probe_len, cells = ((size_t)h->n_layer + 1) * t;
+    r->flags = PROBE_HAS_SAMPLE | (whole ? PROBE_HAS_PROBE : 0);
+    r->step = step;
+    r->train_loss = 4.0f - step * 1e-3f, r->val_loss = step == 0 ? NAN : 4.1f, r->lr = 1e-3f;
+    r->grad_norm = 0.5f, r->clipped = step % 2;
+    for (int g = 0; g < h->groups; g++) r->update_ratio[g] = 1e-3f * (g + 1);
+    for (int i = 0; i < h->sample_chars; i++) r->sample[i] = (int32_t)((step + i) % h->vocab_size);
+    for (size_t i = 0; i < heads; i++) r->previous_token[i] = 0.1f * i, r->induction[i] = 0.01f * i, r->entropy[i] = 2;
+    for (size_t i = 0; i < t; i++) {
+        r->surprisal[i] = 1.5f + i;
+        for (int k = 0; k < PROBE_TOP; k++) {
+            r->top[i * PROBE_TOP + k] = k < h->vocab_size ? k : -1;
+            r->top_prob[i * PROBE_TOP + k] = 0.5f / (k + 1);
+        }
+    }
+    for (size_t c = 0; c < cells; c++) {
+        for (int k = 0; k < PROBE_LENS_TOP; k++) {
+            r->lens_top[c * PROBE_LENS_TOP + k] = (int32_t)((c + k) % h->vocab_size);
+            r->lens_prob[c * PROBE_LENS_TOP + k] = 0.3f;
+        }
+        r->lens_next_prob[c] = 0.25f, r->lens_next_rank[c] = 2;
+    }
+    size_t bytes = heads * (t * (t + 1) / 2 + (size_t)h->repeat_len * (h->repeat_len + 1) / 2);
+    for (size_t i = 0; i < bytes; i++) r->att_passage[i] = (uint8_t)(i * 7 + step);
+}
+
+// 1 when the light parts of a and b agree, and their heavy parts when both have one.
+static int same_record(const ProbeRecord *a, const ProbeRecord *b, const ProbeHeader *h) {
+    size_t heads = (size_t)h->n_layer * h->n_head, t = h->probe_len, cells = ((size_t)h->n_layer + 1) * t;
+    int same = a->flags == b->flags && a->step == b->step && a->train_loss == b->train_loss &&
+               (a->val_loss == b->val_loss || (isnan(a->val_loss) && isnan(b->val_loss))) &&
+               a->clipped == b->clipped && !memcmp(a->update_ratio, b->update_ratio, (size_t)h->groups * 4) &&
+               !memcmp(a->sample, b->sample, (size_t)h->sample_chars * 4) &&
+               !memcmp(a->entropy, b->entropy, heads * 4) && !memcmp(a->induction, b->induction, heads * 4);
+    if (!(a->flags & PROBE_HAS_PROBE)) return same;
+    size_t bytes = heads * (t * (t + 1) / 2 + (size_t)h->repeat_len * (h->repeat_len + 1) / 2);
+    return same && !memcmp(a->surprisal, b->surprisal, t * 4) && !memcmp(a->top, b->top, t * PROBE_TOP * 4) &&
+           !memcmp(a->lens_top, b->lens_top, cells * PROBE_LENS_TOP * 4) &&
+           !memcmp(a->lens_next_rank, b->lens_next_rank, cells * 4) && !memcmp(a->att_passage, b->att_passage, bytes);
+}
+
+// Writes a probe file of `count` records (steps 0, 10, ...; every third light) at path.
+static int write_file(const char *path, ProbeHeader *h, int count) {
+    ProbeFile pf;
+    ProbeRecord r;
+    char err[ERR_LEN];
+    if (!CHECK(probe_file_create(&pf, path, h, err) == 0 && probe_record_alloc(&r, h, err) == 0, "%s", err)) return -1;
+    int rc = 0;
+    for (int i = 0; i < count && rc == 0; i++) {
+        fill_record(&r, h, 10L * i, i % 3 != 2);
+        rc = probe_file_append(&pf, &r, err);
+        CHECK(rc == 0, "%s", err);
+    }
+    probe_record_free(&r);
+    probe_file_close(&pf);
+    return rc;
+}
+
+// Reads every record of path, checking each against fill_record's; returns how many, and
+// the torn bytes, or -1.
+static long read_back(const char *path, const ProbeHeader *h, uint64_t *torn) {
+    *torn = 0;
+    FILE *fp = fopen(path, "rb");
+    ProbeReader r;
+    char err[ERR_LEN];
+    if (!CHECK(fp && probe_reader_open(&r, fp, path, err) == 0, "%s: %s", path, fp ? err : strerror(errno))) {
+        if (fp) fclose(fp);
+        return -1;
+    }
+    ProbeRecord got, want;
+    probe_record_alloc(&got, h, err);
+    probe_record_alloc(&want, h, err);
+    long n = 0;
+    int rc;
+    while ((rc = probe_reader_next(&r, &got, err)) == 1) {
+        fill_record(&want, h, 10L * n, n % 3 != 2);
+        CHECK(same_record(&got, &want, h), "%s: record %ld (step %lld) differs from what was written", path, n,
+              (long long)got.step);
+        n++;
+    }
+    CHECK(rc == 0, "%s", err);
+    CHECK(r.header.probe_len == h->probe_len && !strcmp(r.header.run_id, h->run_id) &&
+              !strcmp(r.header.source, h->source) && !memcmp(r.header.vocab, h->vocab, (size_t)h->vocab_size * 4) &&
+              !memcmp(r.header.repeated, h->repeated, (size_t)h->repeat_len * 4) &&
+              !strcmp(r.header.group_names[1], h->group_names[1]) && r.header.sample_seed == h->sample_seed,
+          "%s: the header read back differs", path);
+    *torn = r.torn_bytes;
+    probe_record_free(&got);
+    probe_record_free(&want);
+    probe_reader_close(&r);
+    fclose(fp);
+    return n;
+}
+
+static long file_size(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+TEST(probe_file_quantized_weights) {
+    CHECK(probe_quantize(0.0f) == 0 && probe_quantize(1.0f) == 255 && probe_quantize(NAN) == 0 &&
+              probe_quantize(2.0f) == 255 && probe_quantize(-1.0f) == 0,
+          "ends: %u %u %u", probe_quantize(0.0f), probe_quantize(1.0f), probe_quantize(NAN));
+    CHECK(probe_quantize(1e-4f) == 3, "1e-4 stored as %u, want round(255 * 0.01) = 3", probe_quantize(1e-4f));
+    for (int q = 0; q < 256; q++)
+        CHECK(probe_quantize(probe_dequantize((uint8_t)q)) == q, "%d does not read back", q);
+    for (float w = 0.0f; w <= 1.0f; w += 1.0f / 512) {
+        float back = probe_dequantize(probe_quantize(w));
+        CHECK(fabsf(sqrtf(back) - sqrtf(w)) <= 0.5f / 255 + 1e-6f, "%g read back as %g", w, back);
+    }
+}
+
+TEST(probe_file_round_trip_and_sizes) {
+    make_tmp();
+    ProbeHeader h;
+    if (make_header(&h, 2, 3, 7, 8, 5) != 0) return;
+    const char *path = TMP "/round.bin";
+    if (write_file(path, &h, 7) != 0) return;
+    uint64_t torn = 0;
+    CHECK(read_back(path, &h, &torn) == 7 && torn == 0, "7 records and no torn tail (torn %llu)",
+          (unsigned long long)torn);
+    // sizes: the light part, and the whole record as the layout in probe_file.h adds it up
+    size_t heads = 6, t = 8, light = 4 + 8 + 20 + 4 * 3 + 4 * 5 + 3 * 4 * heads;
+    size_t whole = light + 4 * t + t * PROBE_TOP * 8 + 3 * t * (PROBE_LENS_TOP * 8 + 8) + heads * (36 + 36);
+    CHECK(probe_light_bytes(&h) == light && probe_record_bytes(&h) == whole, "sizes %zu and %zu, want %zu and %zu",
+          probe_light_bytes(&h), probe_record_bytes(&h), light, whole);
+    size_t header = 8 + 8 + 9 * 4 + 8 + 8 + 17 + 256 + 4 * (7 + 9 + 8 + 4) + 3 * PROBE_GROUP_NAME;
+    CHECK(file_size(path) == (long)(header + 5 * (whole + 8) + 2 * (light + 8)), "the file has %ld bytes, want %zu",
+          file_size(path), header + 5 * (whole + 8) + 2 * (light + 8));
+    // a record that does not come after the last one is refused
+    ProbeFile pf;
+    ProbeResume resume;
+    ProbeHeader read;
+    ProbeRecord r;
+    char err[ERR_LEN];
+    if (!CHECK(probe_file_resume(&pf, path, 1000, &read, &resume, err) == 0, "%s", err)) return;
+    CHECK(resume.kept == 7 && resume.dropped == 0 && resume.torn_bytes == 0, "resume kept %ld dropped %ld",
+          resume.kept, resume.dropped);
+    probe_record_alloc(&r, &read, err);
+    fill_record(&r, &read, 60, 1);
+    CHECK(probe_file_append(&pf, &r, err) == -1 && strstr(err, "step 60 after one of step 60"), "a repeated step: %s",
+          err);
+    probe_record_free(&r);
+    probe_file_close(&pf);
+    probe_header_free(&read);
+    probe_header_free(&h);
+}
+
+TEST(probe_file_torn_tail_at_every_byte) {
+    make_tmp();
+    ProbeHeader h;
+    if (make_header(&h, 1, 2, 5, 4, 3) != 0) return;
+    const char *path = TMP "/torn.bin", *cut = TMP "/torn_cut.bin";
+    if (write_file(path, &h, 3) != 0) return;  // records 0 and 10 whole, 20 light
+    size_t len;
+    char *bytes = test_read_file(path, &len);
+    size_t last = probe_light_bytes(&h) + 8, end_of_two = len - last;
+    int bad = 0;
+    for (size_t n = end_of_two; n < len && !bad; n++) {  // every length that cuts the last record
+        FILE *fp = fopen(cut, "wb");
+        fwrite(bytes, 1, n, fp);
+        fclose(fp);
+        uint64_t torn;
+        long got = read_back(cut, &h, &torn);
+        bad = !CHECK(got == 2 && torn == n - end_of_two, "cut at %zu bytes: %ld records, %llu torn bytes (want 2, %zu)",
+                     n, got, (unsigned long long)torn, n - end_of_two);
+        // a resumed run cuts the tail and appends after the two whole records
+        ProbeFile pf;
+        ProbeHeader read;
+        ProbeResume resume;
+        char err[ERR_LEN];
+        if (!bad && CHECK(probe_file_resume(&pf, cut, 15, &read, &resume, err) == 0, "%s", err)) {
+            bad = !CHECK(resume.kept == 2 && resume.torn_bytes == n - end_of_two && file_size(cut) == (long)end_of_two,
+                         "resume after a cut at %zu: kept %ld, cut %llu, size %ld", n, resume.kept,
+                         (unsigned long long)resume.torn_bytes, file_size(cut));
+            ProbeRecord r;
+            probe_record_alloc(&r, &read, err);
+            fill_record(&r, &read, 20, 0);
+            CHECK(probe_file_append(&pf, &r, err) == 0, "%s", err);
+            probe_record_free(&r);
+            probe_file_close(&pf);
+            probe_header_free(&read);
+            bad |= !CHECK(read_back(cut, &h, &torn) == 3 && torn == 0, "after the resume's record: not 3 whole records");
+        }
+    }
+    free(bytes);
+    probe_header_free(&h);
+}
+
+TEST(probe_file_resume_cuts_records_after_its_step) {
+    make_tmp();
+    ProbeHeader h, read;
+    if (make_header(&h, 1, 1, 4, 4, 2) != 0) return;
+    const char *path = TMP "/resume.bin";
+    if (write_file(path, &h, 6) != 0) return;  // steps 0 .. 50
+    ProbeFile pf;
+    ProbeResume resume;
+    char err[ERR_LEN];
+    if (!CHECK(probe_file_resume(&pf, path, 25, &read, &resume, err) == 0, "%s", err)) return;
+    CHECK(resume.kept == 3 && resume.dropped == 3 && resume.first_dropped == 30 && resume.last_dropped == 50,
+          "resume at 25: kept %ld, dropped %ld (%lld to %lld)", resume.kept, resume.dropped,
+          (long long)resume.first_dropped, (long long)resume.last_dropped);
+    ProbeRecord r;
+    probe_record_alloc(&r, &read, err);
+    for (long step = 30; step <= 50; step += 10) {  // the resumed run makes those steps again
+        fill_record(&r, &read, step, step % 30 != 20);
+        CHECK(probe_file_append(&pf, &r, err) == 0, "%s", err);
+    }
+    probe_record_free(&r);
+    probe_file_close(&pf);
+    probe_header_free(&read);
+    uint64_t torn;
+    CHECK(read_back(path, &h, &torn) == 6, "after resuming: not steps 0 to 50 once each");
+    CHECK(probe_file_resume(&pf, TMP "/missing.bin", 0, &read, &resume, err) == 1, "a missing file is not 1");
+    probe_header_free(&h);
+}
+
+// Writes bytes with byte `at` changed to path; returns the reader's verdict on it: -1 when
+// the header is refused (err), else the number of records read.
+static long damaged(const char *path, const char *bytes, size_t len, size_t at, const ProbeHeader *h,
+                    char err[ERR_LEN]) {
+    char *copy = malloc(len);
+    memcpy(copy, bytes, len);
+    copy[at] ^= 0x40;
+    FILE *fp = fopen(path, "wb");
+    fwrite(copy, 1, len, fp);
+    fclose(fp);
+    free(copy);
+    fp = fopen(path, "rb");
+    ProbeReader r;
+    long n = -1;
+    if (probe_reader_open(&r, fp, path, err) == 0) {
+        ProbeRecord rec;
+        probe_record_alloc(&rec, &r.header, err);
+        n = 0;
+        while (probe_reader_next(&r, &rec, err) == 1) n++;
+        probe_record_free(&rec);
+        probe_reader_close(&r);
+    }
+    fclose(fp);
+    return n;
+}
+
+TEST(probe_file_damage_found) {
+    make_tmp();
+    ProbeHeader h;
+    if (make_header(&h, 1, 2, 6, 6, 2) != 0) return;
+    const char *path = TMP "/good.bin", *bad = TMP "/bad.bin";
+    if (write_file(path, &h, 4) != 0) return;
+    size_t len;
+    char *bytes = test_read_file(path, &len);
+    char err[ERR_LEN];
+    CHECK(damaged(bad, bytes, len, 0, &h, err) == -1 && strstr(err, "is not a chargpt probe file"), "magic: %s", err);
+    CHECK(damaged(bad, bytes, len, 30, &h, err) == -1 && strstr(err, "fails its CRC-32"), "header byte: %s", err);
+    size_t header_end = len - 3 * (probe_record_bytes(&h) + 8) - (probe_light_bytes(&h) + 8);
+    // a damaged record ends the records read at the one before it
+    CHECK(damaged(bad, bytes, len, header_end + 8 + probe_record_bytes(&h) + 20, &h, err) == 1,
+          "a damaged second record: not 1 record read");
+    CHECK(damaged(bad, bytes, len, len - 2, &h, err) == 3, "a damaged last CRC: not 3 records read");
+    // a header claiming more than the file holds, or sizes past the limits, is refused before
+    // anything is allocated for it
+    char *copy = malloc(len);
+    memcpy(copy, bytes, len);
+    copy[8] = (char)0xff, copy[9] = (char)0xff, copy[10] = (char)0xff;
+    FILE *fp = fopen(bad, "wb");
+    fwrite(copy, 1, len, fp);
+    fclose(fp);
+    fp = fopen(bad, "rb");
+    ProbeReader r;
+    CHECK(probe_reader_open(&r, fp, bad, err) == -1 && strstr(err, "more than the file holds"), "length: %s", err);
+    fclose(fp);
+    free(copy);
+    free(bytes);
+    probe_header_free(&h);
+}
+
+// The page's JSON data, parsed.
+static int page_data(const char *path, JsonDoc *doc, char **text) {
+    size_t len;
+    *text = test_read_file(path, &len);
+    if (!CHECK(*text != NULL, "%s was not written", path)) return -1;
+    const char *open = "<script type=\"application/json\" id=\"timeline-data\">";
+    char *start = strstr(*text, open), *end = start ? strstr(start, "</script>") : NULL;
+    if (!CHECK(end != NULL, "%s holds no data", path)) return -1;
+    start += strlen(open);
+    char err[ERR_LEN];
+    return CHECK(json_parse(start, (size_t)(end - start), 1 << 22, doc, err) == 0, "%s: %s", path, err) ? 0 : -1;
+}
+
+TEST(probe_file_timeline_page) {
+    make_tmp();
+    ProbeHeader h;
+    if (make_header(&h, 2, 2, 6, 8, 4) != 0) return;
+    const char *path = TMP "/page.bin", *page = TMP "/page.html";
+    if (write_file(path, &h, 7) != 0) return;  // 5 whole records, 2 light
+    // a torn tail is left out and said
+    FILE *fp = fopen(path, "ab");
+    fwrite("\x10\x00\x00", 1, 3, fp);
+    fclose(fp);
+    LossPoint points[3] = {{10, 4.0, NAN, 1e-3, 0.5, 0}, {20, 3.5, 3.6, 1e-3, 0.4, 2}, {30, 3.0, NAN, 1e-3, NAN, NAN}};
+    TimelineSummary s;
+    char err[ERR_LEN], *text;
+    if (!CHECK(timeline_write(page, path, points, 3, "run <one>", TIMELINE_MAX_RECORD_BYTES, &s, err) == 0, "%s", err))
+        return;
+    CHECK(s.records == 7 && s.whole == 5 && s.kept == 7 && s.kept_whole == 5 && s.torn_bytes == 3,
+          "summary: %ld records, %ld whole, kept %ld and %ld whole, %llu torn", s.records, s.whole, s.kept,
+          s.kept_whole, (unsigned long long)s.torn_bytes);
+    JsonDoc doc;
+    if (page_data(page, &doc, &text) != 0) return;
+    const JsonNode *root = doc.nodes, *records = json_object_get(&doc, root, "records");
+    const JsonNode *losses = json_object_get(&doc, root, "losses"), *vocab = json_object_get(&doc, root, "vocab");
+    const JsonNode *title = json_object_get(&doc, root, "title");
+    CHECK(records && records->count == 7, "the page holds %u records", records ? records->count : 0);
+    CHECK(losses && losses->count == 3, "the page holds %u loss rows", losses ? losses->count : 0);
+    CHECK(vocab && vocab->count == 6 && !strcmp(json_string(&doc, json_first(vocab) + 3), "\xF0\x9F\x8C\x9E"),
+          "the vocabulary in the page");
+    CHECK(title && !strcmp(json_string(&doc, title), "run <one>"), "the title in the data");
+    CHECK(strstr(text, "<title>run &lt;one&gt;: 5 steps, 2 layers \xC3\x97 2 heads, 8 characters</title>") != NULL,
+          "the page's title");
+    CHECK(!strstr(strstr(text, "timeline-data"), "<one>") && !strstr(strstr(text, "timeline-data"), "<passage>"),
+          "a < left unescaped in the data could end its <script>");
+    CHECK(strstr(text, "@DATA@") == NULL && strstr(text, "@TITLE@") == NULL, "a mark left in the page");
+    // each record is its payload, whole or light, as base64
+    const JsonNode *first = json_first(records);
+    size_t b64 = strlen(json_string(&doc, first));
+    CHECK(b64 == 4 * ((probe_record_bytes(&h) + 2) / 3), "a whole record of %zu base64 characters, want %zu", b64,
+          4 * ((probe_record_bytes(&h) + 2) / 3));
+    json_free(&doc);
+    free(text);
+    probe_header_free(&h);
+}
+
+// Writes the page of a 30-record file (20 whole, 10 light) of header h within budget and
+// checks what it kept: the counts wanted, the records' bytes within the budget, the first and
+// last records among them.
+static void check_thinning(ProbeHeader *h, const char *name, double budget_in_lights, double extra_wholes,
+                           long want_kept, long want_whole) {
+    char path[256], page[256];
+    snprintf(path, sizeof(path), TMP "/%s.bin", name);
+    snprintf(page, sizeof(page), TMP "/%s.html", name);
+    if (write_file(path, h, 30) != 0) return;
+    double light = 4.0 * ((probe_light_bytes(h) + 2) / 3) + 3, whole = 4.0 * ((probe_record_bytes(h) + 2) / 3) + 3;
+    double budget = budget_in_lights * light + extra_wholes * (whole - light);
+    TimelineSummary s;
+    char err[ERR_LEN], *text;
+    if (!CHECK(timeline_write(page, path, NULL, 0, "thin", budget, &s, err) == 0, "%s", err)) return;
+    CHECK(s.kept == want_kept && s.kept_whole == want_whole, "%s, budget %.0f: kept %ld records (%ld whole), want %ld "
+          "(%ld)", name, budget, s.kept, s.kept_whole, want_kept, want_whole);
+    JsonDoc doc;
+    if (page_data(page, &doc, &text) != 0) return;
+    const JsonNode *records = json_object_get(&doc, doc.nodes, "records");
+    size_t total = 0, wholes = 0;
+    const JsonNode *r = json_first(records);
+    for (uint32_t i = 0; i < records->count; i++, r = json_next(r)) {
+        size_t n = strlen(json_string(&doc, r)) + 3;
+        total += n;
+        wholes += n == (size_t)whole;
+    }
+    CHECK(records->count == (uint32_t)s.kept && wholes == (size_t)s.kept_whole && total <= budget,
+          "%s: %u records, %zu whole, %zu bytes in a budget of %.0f", name, records->count, wholes, total, budget);
+    // the first record (step 0) and the last (step 290) are kept
+    const JsonNode *last = json_first(records);
+    for (uint32_t i = 1; i < records->count; i++) last = json_next(last);
+    CHECK(!strncmp(json_string(&doc, json_first(records)), "AwAAAAAAAAAAAAAA", 16) &&
+              !strncmp(json_string(&doc, last), "AQAAACIBAAAAAAAA", 16),
+          "%s: the first and last records kept are not steps 0 and 290", name);
+    json_free(&doc);
+    free(text);
+}
+
+TEST(probe_file_timeline_page_thinned_to_its_budget) {
+    make_tmp();
+    ProbeHeader h;
+    if (make_header(&h, 2, 2, 6, 16, 4) != 0) return;
+    check_thinning(&h, "all", 30, 20, 30, 20);      // every record as it is: it all fits
+    check_thinning(&h, "wholes", 30, 5.5, 30, 5);   // every record light, 5 whole
+    probe_header_free(&h);
+    // long samples: the light parts alone take more than half the budget, so 10 records are
+    // kept, evenly spaced (0, 3, 6, 10, 13, 16, 19, 23, 26, 29), and of them the 7 whole ones
+    if (make_header(&h, 2, 2, 6, 16, 1000) != 0) return;
+    double light = 4.0 * ((probe_light_bytes(&h) + 2) / 3) + 3;
+    check_thinning(&h, "records", 20 + 2 / light, 0, 10, 7);
+    probe_header_free(&h);
+}
+
+// Writes tests/tmp/timeline_sample.html, a page of made-up records (4 layers x 4 heads, a
+// block of 64, nine steps of which three are samples only), for scripts/check_timeline.sh.
+TEST(probe_file_timeline_sample_page) {
+    make_tmp();
+    ProbeHeader h;
+    if (make_header(&h, 4, 4, 40, 64, 120) != 0) return;
+    const char *path = TMP "/sample.bin";
+    if (write_file(path, &h, 9) != 0) return;
+    LossPoint points[40];
+    for (int i = 0; i < 40; i++)
+        points[i] = (LossPoint){2 * (i + 1), 4.2 - 2.0 * i / 40, (i + 1) % 5 ? NAN : 4.3 - 2.0 * i / 40, 1e-3,
+                                2.0 - i / 30.0, i < 10 ? 2 : 0};
+    TimelineSummary s;
+    char err[ERR_LEN];
+    CHECK(timeline_write("tests/tmp/timeline_sample.html", path, points, 40, "chargpt: a made-up run",
+                         TIMELINE_MAX_RECORD_BYTES, &s, err) == 0, "%s", err);
+    CHECK(s.kept_whole == 6 && s.kept == 9, "the sample page holds %ld steps of %ld records", s.kept_whole, s.kept);
+    probe_header_free(&h);
+}

@@ -1,0 +1,174 @@
+#include "run_probe.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../data/utf8.h"
+#include "../dist/dist.h"
+#include "../viewer/timeline.h"
+#include "sample.h"
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+// The header of the probe file at path when it is the run's (its run_id) and fits the model;
+// 1 when it is, 0 when it is not (or cannot be read: the run then starts the file anew).
+static int read_own_header(const char *path, const char *run_id, const GPTConfig *c, ProbeHeader *h) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return 0;
+    ProbeReader r;
+    char err[ERR_LEN];
+    int ok = probe_reader_open(&r, fp, path, err) == 0;
+    fclose(fp);
+    if (!ok) return 0;
+    const ProbeHeader *got = &r.header;
+    ok = run_id[0] && strcmp(got->run_id, run_id) == 0 && got->n_layer == c->n_layer && got->n_head == c->n_head &&
+         got->vocab_size == c->vocab_size && got->block_size == c->block_size;
+    free(r.payload);
+    if (ok) *h = r.header;
+    else probe_header_free(&r.header);
+    return ok;
+}
+
+int run_probe_prepare(RunProbe *rp, const TrainOptions *o, const GPTConfig *c, const Vocab *vocab,
+                      const Dataset *ds, int resuming, char err[ERR_LEN]) {
+    memset(rp, 0, sizeof(*rp));
+    rp->file.fd = -1;
+    rp->active = !o->no_probe && dist_rank() == 0;
+    if (!rp->active) return 0;
+    snprintf(rp->path, sizeof(rp->path), "%s/%s", o->out, PROBE_FILE);
+    snprintf(rp->page_path, sizeof(rp->page_path), "%s/%s", o->out, TIMELINE_FILE);
+    rp->newline = vocab_index(vocab, '\n');
+    rp->sample_every = o->sample_every;
+    rp->resuming = resuming;
+    rp->continued = resuming && read_own_header(rp->path, o->run_id, c, &rp->header);
+    if (rp->continued) return 0;
+    ProbeSetup setup = {o->probe[0] ? o->probe : NULL, o->sample_prompt, o->sample_chars, o->seed,
+                        SAMPLE_TEMPERATURE, o->keep_cr};
+    int rc = probe_header_make(&rp->header, &setup, c, vocab, ds, err);
+    if (rc != 0) {
+        rp->active = 0;
+        return rc;
+    }
+    snprintf(rp->header.run_id, sizeof(rp->header.run_id), "%s", o->run_id);
+    rp->header.grad_clip = o->grad_clip;
+    return 0;
+}
+
+double run_probe_memory(const RunProbe *rp, const GPTConfig *c) {
+    return rp->active ? probe_memory(c, &rp->header) : 0.0;
+}
+
+int run_probe_open(RunProbe *rp, GPT *model, long step, char *message, size_t size, char err[ERR_LEN]) {
+    message[0] = '\0';
+    if (!rp->active) return 0;
+    int rc;
+    if (rp->continued) {
+        ProbeHeader read;  // the file's header once more, now that it is the file's own
+        ProbeResume resume;
+        rc = probe_file_resume(&rp->file, rp->path, step, &read, &resume, err);
+        if (rc == 0) {
+            probe_header_free(&rp->header);
+            rp->header = read;
+            rp->file.header = &rp->header;
+            if (resume.dropped)
+                snprintf(message, size, "%s: dropped the records of steps %lld to %lld, written after the checkpoint "
+                         "was saved", rp->path, (long long)resume.first_dropped, (long long)resume.last_dropped);
+            if (resume.torn_bytes) {
+                size_t used = strlen(message);
+                snprintf(message + used, size - used, "%s%s: cut %llu bytes of a record that a stopped run left "
+                         "unfinished", used ? "\n" : "", rp->path, (unsigned long long)resume.torn_bytes);
+            }
+        }
+    } else {
+        rc = probe_file_create(&rp->file, rp->path, &rp->header, err);
+        if (rc == 0 && rp->resuming)
+            snprintf(message, size, "%s: the timeline starts at step %ld (the directory held no probe file of this "
+                     "run)", rp->path, step);
+    }
+    if (rc == 0) rc = probe_init(&rp->probe, model, &rp->header, err);
+    if (rc == 0) rc = probe_record_alloc(&rp->record, &rp->header, err);
+    if (rc != 0) rp->active = 0;
+    return rc;
+}
+
+// Whether the step gets a sample: at an evaluation, or every sample_every steps.
+static int wants_sample(const RunProbe *rp, const RunProbeStep *s) {
+    if (rp->header.sample_chars == 0) return 0;
+    return s->evaluated || (rp->sample_every > 0 && s->step % rp->sample_every == 0);
+}
+
+int run_probe_step(RunProbe *rp, const RunProbeStep *s, char err[ERR_LEN]) {
+    if (!rp->active || rp->failed || (!s->evaluated && !wants_sample(rp, s))) return 0;
+    double t0 = now_seconds();
+    ProbeRecord *rec = &rp->record;
+    const ProbeHeader *h = &rp->header;
+    rec->flags = 0;
+    rec->step = s->step;
+    rec->train_loss = s->train_loss, rec->val_loss = s->val_loss, rec->lr = s->lr;
+    rec->grad_norm = s->grad_norm, rec->clipped = s->clipped;
+    for (int g = 0; g < h->groups; g++) rec->update_ratio[g] = s->update_ratio ? s->update_ratio[g] : NAN;
+    int heads = h->n_layer * h->n_head, rc = 0;
+    for (int i = 0; i < heads; i++) rec->previous_token[i] = rec->induction[i] = rec->entropy[i] = NAN;
+    if (s->evaluated) rc = probe_measure(&rp->probe, rec, err);
+    double t1 = now_seconds();
+    if (rc == 0 && wants_sample(rp, s)) {
+        rc = sample_write(&rp->probe.view, h, rp->newline, rec->sample, err);
+        rec->flags |= rc == 0 ? PROBE_HAS_SAMPLE : 0;
+        rp->samples += rc == 0;
+    }
+    rp->probe_s += t1 - t0;
+    rp->sample_s += now_seconds() - t1;
+    if (!(rec->flags & PROBE_HAS_SAMPLE)) memset(rec->sample, 0, (size_t)h->sample_chars * sizeof(int32_t));
+    if (rc == 0) rc = probe_file_append(&rp->file, rec, err);
+    rp->sampled = rc == 0 && (rec->flags & PROBE_HAS_SAMPLE);
+    rp->probes += rc == 0 && s->evaluated;
+    rp->failed = rc != 0;
+    rp->seconds += now_seconds() - t0;
+    return rc;
+}
+
+void run_probe_print_sample(RunProbe *rp, FILE *fp) {
+    if (!rp->sampled) return;
+    rp->sampled = 0;
+    const ProbeHeader *h = &rp->header;
+    fprintf(fp, "sample at step %lld (seed %llu):\n  ", (long long)rp->record.step,
+            (unsigned long long)h->sample_seed);
+    char bytes[4];
+    for (int i = 0; i < h->prompt_len + h->sample_chars; i++) {
+        int id = i < h->prompt_len ? h->prompt[i] : rp->record.sample[i - h->prompt_len];
+        uint32_t cp = h->vocab[id];
+        fwrite(bytes, 1, (size_t)utf8_encode(cp, bytes), fp);
+        if (cp == '\n') fputs("  ", fp);
+    }
+    fputc('\n', fp);
+}
+
+int run_probe_page(RunProbe *rp, const LossHistory *losses, const char *title, char err[ERR_LEN]) {
+    if (!rp->active) return 0;
+    double t0 = now_seconds();
+    TimelineSummary summary;
+    int rc = timeline_write(rp->page_path, rp->path, losses->points, losses->n, title, TIMELINE_MAX_RECORD_BYTES, &summary,
+                            err);
+    rp->seconds += now_seconds() - t0;
+    return rc;
+}
+
+void run_probe_describe_cost(const RunProbe *rp, char *text, size_t size) {
+    double files = rp->seconds - rp->probe_s - rp->sample_s;
+    snprintf(text, size, "the probe %.0f ms, the sample %.0f ms and the files %.0f ms an evaluation",
+             1000.0 * rp->probe_s / (rp->probes ? rp->probes : 1), 1000.0 * rp->sample_s / (rp->samples ? rp->samples : 1),
+             1000.0 * files / (rp->probes ? rp->probes : 1));
+}
+
+void run_probe_free(RunProbe *rp) {
+    probe_file_close(&rp->file);
+    probe_free(&rp->probe);
+    probe_record_free(&rp->record);
+    probe_header_free(&rp->header);
+}

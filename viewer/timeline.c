@@ -1,0 +1,313 @@
+// The timeline page: the fixed page (viewer/timeline_page.html, made into a C string at build
+// time) with the run's data in the place of its @DATA@ mark and its title in place of @TITLE@.
+#include "timeline.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../format/atomic_file.h"
+#include "../format/probe_file.h"
+#include "attention_formats.h"
+
+static const char timeline_page[] =
+#include "timeline_page.inc"
+    ;
+
+// ----------------------------------------------------------------------------
+// JSON and base64
+
+// A UTF-8 string as a JSON string: " and \ escaped, control characters as \u00XX and < as
+// \u003c, so that no text can end the page's <script> element.
+static void write_json_text(FILE *fp, const char *s) {
+    fputc('"', fp);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(fp, "\\%c", *p);
+        else if (*p < 0x20 || *p == '<') fprintf(fp, "\\u%04x", *p);
+        else fputc(*p, fp);
+    }
+    fputc('"', fp);
+}
+
+// A float as %.9g (it reads back the same), or null when it is not finite.
+static void write_number(FILE *fp, double x) {
+    if (isfinite(x)) fprintf(fp, "%.9g", x);
+    else fputs("null", fp);
+}
+
+static void write_tokens(FILE *fp, const char *name, const int32_t *tokens, int n) {
+    fprintf(fp, ",\"%s\":[", name);
+    for (int i = 0; i < n; i++) fprintf(fp, i ? ",%d" : "%d", (int)tokens[i]);
+    fputc(']', fp);
+}
+
+// n bytes as a quoted base64 string.
+static void write_base64(FILE *fp, const uint8_t *bytes, size_t n) {
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char chunk[4 * 256];
+    size_t used = 0;
+    fputc('"', fp);
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)bytes[i] << 16 | (i + 1 < n ? (uint32_t)bytes[i + 1] << 8 : 0) |
+                     (i + 2 < n ? bytes[i + 2] : 0);
+        chunk[used++] = digits[v >> 18 & 63];
+        chunk[used++] = digits[v >> 12 & 63];
+        chunk[used++] = i + 1 < n ? digits[v >> 6 & 63] : '=';
+        chunk[used++] = i + 2 < n ? digits[v & 63] : '=';
+        if (used == sizeof(chunk)) fwrite(chunk, 1, used, fp), used = 0;
+    }
+    fwrite(chunk, 1, used, fp);
+    fputc('"', fp);
+}
+
+// The bytes of n bytes as a base64 string in the page, with its quotes and comma.
+static double base64_cost(size_t n) { return 4.0 * ((n + 2) / 3) + 3.0; }
+
+// ----------------------------------------------------------------------------
+// what the page keeps
+
+// 1 when item i of n is one of k kept evenly spaced (the first and the last among them):
+// items round(j (n - 1) / (k - 1)) for j = 0 .. k - 1; all of them when k >= n, the last
+// alone when k == 1, none when k < 1.
+static int evenly_kept(long i, long n, long k) {
+    if (k >= n) return 1;
+    if (k < 1) return 0;
+    if (k == 1) return i == n - 1;
+    long j = i * (k - 1) / (n - 1);
+    for (long c = j; c <= j + 1 && c < k; c++)
+        if ((c * (n - 1) * 2 + (k - 1)) / (2 * (k - 1)) == i) return 1;
+    return 0;
+}
+
+// The records' place in the page: for each record, 0 left out, 1 its light part, 2 whole.
+typedef struct {
+    uint8_t *keep;  // (records)
+    long records, whole, kept, kept_whole;
+} Selection;
+
+// Chooses what the page keeps of records whose flags are whole[i] (1: a probe record).
+static void select_records(Selection *s, const uint8_t *whole, const ProbeHeader *h, double budget) {
+    double light = base64_cost(probe_light_bytes(h)), full = base64_cost(probe_record_bytes(h)), all = 0.0;
+    for (long i = 0; i < s->records; i++) all += whole[i] ? full : light;
+    if (all <= budget) {
+        for (long i = 0; i < s->records; i++) s->keep[i] = whole[i] ? 2 : 1;
+        s->kept = s->records, s->kept_whole = s->whole;
+        return;
+    }
+    long light_kept = s->records * light <= budget / 2 ? s->records : (long)(budget / 2 / light);
+    long candidates = 0;
+    for (long i = 0; i < s->records; i++) {
+        s->keep[i] = (uint8_t)evenly_kept(i, s->records, light_kept);
+        candidates += s->keep[i] && whole[i];
+    }
+    long whole_kept = (long)((budget - (double)light_kept * light) / (full - light)), c = 0;
+    s->kept = light_kept, s->kept_whole = 0;
+    for (long i = 0; i < s->records; i++)
+        if (s->keep[i] && whole[i] && evenly_kept(c++, candidates, whole_kept)) s->keep[i] = 2, s->kept_whole++;
+}
+
+// Pass one over the probe file: which records are probes, and the selection. Returns 0, or
+// -1 with err.
+static int plan_page(const char *probe_path, double budget, Selection *s, uint64_t *torn, char err[ERR_LEN]) {
+    memset(s, 0, sizeof(*s));
+    FILE *fp = fopen(probe_path, "rb");
+    if (!fp) {
+        snprintf(err, ERR_LEN, "cannot read %s: %s", probe_path, strerror(errno));
+        return -1;
+    }
+    ProbeReader r;
+    ProbeRecord rec;
+    int rc = probe_reader_open(&r, fp, probe_path, err);
+    if (rc == 0 && probe_record_alloc(&rec, &r.header, err) != 0) {
+        probe_reader_close(&r);
+        rc = -1;
+    }
+    uint8_t *whole = NULL;
+    long capacity = 0;
+    int got = 0;
+    while (rc == 0 && (got = probe_reader_next(&r, &rec, err)) == 1) {
+        if (s->records == capacity) {
+            capacity = capacity ? 2 * capacity : 256;
+            uint8_t *bigger = realloc(whole, (size_t)capacity);
+            if (!bigger) {
+                snprintf(err, ERR_LEN, "out of memory for the timeline of %ld records", s->records);
+                rc = -1;
+                break;
+            }
+            whole = bigger;
+        }
+        whole[s->records++] = (rec.flags & PROBE_HAS_PROBE) != 0;
+        s->whole += (rec.flags & PROBE_HAS_PROBE) != 0;
+    }
+    if (got < 0) rc = -1;
+    if (rc == 0) {
+        *torn = r.torn_bytes;
+        s->keep = malloc((size_t)s->records + 1);
+        if (s->keep) select_records(s, whole, &r.header, budget);
+        else rc = -1, snprintf(err, ERR_LEN, "out of memory for the timeline of %ld records", s->records);
+    }
+    if (r.payload) {
+        probe_record_free(&rec);
+        probe_reader_close(&r);
+    }
+    free(whole);
+    fclose(fp);
+    return rc;
+}
+
+// ----------------------------------------------------------------------------
+// the data
+
+static void write_header(FILE *fp, const ProbeHeader *h, const char *title) {
+    fputs("{\"title\":", fp);
+    write_json_text(fp, title);
+    fprintf(fp, ",\"n_layer\":%d,\"n_head\":%d,\"vocab_size\":%d,\"block_size\":%d,\"groups\":%d,\"probe_len\":%d,"
+            "\"repeat_len\":%d,\"prompt_len\":%d,\"sample_chars\":%d,\"probe_top\":%d,\"lens_top\":%d,"
+            "\"light_bytes\":%zu,\"record_bytes\":%zu,\"seed\":\"%llu\",\"temperature\":", h->n_layer, h->n_head,
+            h->vocab_size, h->block_size, h->groups, h->probe_len, h->repeat_len, h->prompt_len, h->sample_chars,
+            PROBE_TOP, PROBE_LENS_TOP, probe_light_bytes(h), probe_record_bytes(h),
+            (unsigned long long)h->sample_seed);
+    write_number(fp, h->temperature);
+    fputs(",\"grad_clip\":", fp);
+    write_number(fp, h->grad_clip);
+    fputs(",\"source\":", fp);
+    write_json_text(fp, h->source);
+    fputs(",\"run_id\":", fp);
+    write_json_text(fp, h->run_id);
+    fputs(",\"vocab\":[", fp);
+    for (int v = 0; v < h->vocab_size; v++) {
+        char text[JSON_CHAR_MAX + 1];
+        int n = viewer_append_json_char(text, h->vocab[v], 1);
+        if (v) fputc(',', fp);
+        fwrite(text, 1, (size_t)n, fp);
+    }
+    fputc(']', fp);
+    write_tokens(fp, "passage", h->passage, h->probe_len + 1);
+    write_tokens(fp, "repeated", h->repeated, h->repeat_len);
+    write_tokens(fp, "prompt", h->prompt, h->prompt_len);
+    fputs(",\"group_names\":[", fp);
+    for (int g = 0; g < h->groups; g++) {
+        if (g) fputc(',', fp);
+        write_json_text(fp, h->group_names[g]);
+    }
+    fputc(']', fp);
+}
+
+// "losses": [[step, train, val, lr, grad_norm, clipped], ...]: every row with a validation
+// loss and at most TIMELINE_MAX_LOSS_POINTS others, evenly spaced.
+static void write_losses(FILE *fp, const LossPoint *points, size_t n) {
+    long others = 0, seen = 0;
+    for (size_t i = 0; i < n; i++) others += !isfinite(points[i].val_loss);
+    fputs(",\"losses\":[", fp);
+    int first = 1;
+    for (size_t i = 0; i < n; i++) {
+        const LossPoint *p = &points[i];
+        if (!isfinite(p->val_loss) && !evenly_kept(seen++, others, TIMELINE_MAX_LOSS_POINTS)) continue;
+        fprintf(fp, "%s\n[%ld,", first ? "" : ",", p->step);
+        first = 0;
+        const double values[5] = {p->train_loss, p->val_loss, p->lr, p->grad_norm, p->clipped};
+        for (int k = 0; k < 5; k++) {
+            if (k) fputc(',', fp);
+            write_number(fp, values[k]);
+        }
+        fputc(']', fp);
+    }
+    fputc(']', fp);
+}
+
+// Pass two: the records the selection keeps, each as its payload's light part or whole.
+static int write_records(FILE *fp, const char *probe_path, const Selection *s, char err[ERR_LEN]) {
+    FILE *in = fopen(probe_path, "rb");
+    if (!in) {
+        snprintf(err, ERR_LEN, "cannot read %s: %s", probe_path, strerror(errno));
+        return -1;
+    }
+    ProbeReader r;
+    ProbeRecord rec;
+    int rc = probe_reader_open(&r, in, probe_path, err);
+    if (rc == 0 && probe_record_alloc(&rec, &r.header, err) != 0) {
+        probe_reader_close(&r);
+        rc = -1;
+    }
+    fputs(",\"records\":[", fp);
+    long i = 0, written = 0;
+    int got = 0;
+    while (rc == 0 && i < s->records && (got = probe_reader_next(&r, &rec, err)) == 1) {
+        uint8_t keep = s->keep[i++];
+        if (!keep) continue;
+        fputs(written++ ? ",\n" : "\n", fp);
+        write_base64(fp, r.payload, keep == 2 ? r.payload_len : probe_light_bytes(&r.header));
+    }
+    if (got < 0) rc = -1;
+    fputc(']', fp);
+    if (r.payload) {
+        probe_record_free(&rec);
+        probe_reader_close(&r);
+    }
+    fclose(in);
+    return rc;
+}
+
+// Writes the page text up to the next mark (or its end); returns what follows the mark, or
+// NULL at the end.
+static const char *write_until_mark(FILE *fp, const char *page, const char *mark) {
+    const char *at = strstr(page, mark);
+    fwrite(page, 1, at ? (size_t)(at - page) : strlen(page), fp);
+    return at ? at + strlen(mark) : NULL;
+}
+
+// Writes title as HTML text (& < > " escaped).
+static void write_html_text(FILE *fp, const char *s) {
+    for (; *s; s++) {
+        if (*s == '&') fputs("&amp;", fp);
+        else if (*s == '<') fputs("&lt;", fp);
+        else if (*s == '>') fputs("&gt;", fp);
+        else if (*s == '"') fputs("&quot;", fp);
+        else fputc(*s, fp);
+    }
+}
+
+int timeline_write(const char *path, const char *probe_path, const LossPoint *points, size_t n, const char *title,
+                   double budget, TimelineSummary *summary, char err[ERR_LEN]) {
+    memset(summary, 0, sizeof(*summary));
+    Selection s;
+    uint64_t torn = 0;
+    if (plan_page(probe_path, budget, &s, &torn, err) != 0) return -1;
+    FILE *in = fopen(probe_path, "rb");
+    ProbeReader r;
+    if (!in || probe_reader_open(&r, in, probe_path, err) != 0) {
+        if (!in) snprintf(err, ERR_LEN, "cannot read %s: %s", probe_path, strerror(errno));
+        if (in) fclose(in);
+        free(s.keep);
+        return -1;
+    }
+    // the title the page shows, with the sizes scripts/check_timeline.sh reads from it
+    char heading[1400];
+    snprintf(heading, sizeof(heading), "%s: %ld step%s, %d layer%s \u00d7 %d head%s, %d characters", title,
+             s.kept_whole, s.kept_whole == 1 ? "" : "s", r.header.n_layer, r.header.n_layer == 1 ? "" : "s",
+             r.header.n_head, r.header.n_head == 1 ? "" : "s", r.header.probe_len);
+    AtomicFile f;
+    int rc = atomic_file_open(&f, path, err);
+    if (rc == 0) {
+        const char *rest = write_until_mark(f.fp, timeline_page, "@TITLE@");
+        write_html_text(f.fp, heading);
+        rest = write_until_mark(f.fp, rest, "@TITLE@");
+        write_html_text(f.fp, heading);
+        rest = write_until_mark(f.fp, rest, "@DATA@");
+        write_header(f.fp, &r.header, title);
+        write_losses(f.fp, points, n);
+        rc = write_records(f.fp, probe_path, &s, err);
+        fprintf(f.fp, ",\"summary\":{\"records\":%ld,\"whole\":%ld,\"kept\":%ld,\"kept_whole\":%ld,\"torn_bytes\":%llu,"
+                "\"budget\":%.0f}}", s.records, s.whole, s.kept, s.kept_whole, (unsigned long long)torn, budget);
+        write_until_mark(f.fp, rest, "@END@");
+        if (rc == 0) rc = atomic_file_commit(&f, err);
+        else atomic_file_abort(&f);
+    }
+    *summary = (TimelineSummary){s.records, s.whole, s.kept, s.kept_whole, torn, s.kept_whole};
+    probe_reader_close(&r);
+    fclose(in);
+    free(s.keep);
+    return rc;
+}

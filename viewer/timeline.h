@@ -1,0 +1,60 @@
+// The timeline page (timeline.html in a run's directory): one self-contained page (inline
+// CSS and JavaScript, nothing fetched) that shows a run learning, from its probe file
+// (format/probe_file.h) and its log.csv. A step slider with a play button picks an
+// evaluation; at that step the page shows the loss curves with the step marked, the sample,
+// the probe passage coloured by surprisal, the model view of every head (on the passage or on
+// the repeated random sequence) and a larger view of the chosen one, the logit-lens grid
+// (layers x positions), small charts of every head's scores over all steps, and the
+// gradient's norm and the update-to-weight ratios. Hover gives the numbers; the address keeps
+// the step, the head and the text (#step=500&layer=1&head=2&text=repeated).
+//
+// The data goes in a <script type="application/json"> as the header's contents, the loss
+// history, and each record's payload as base64, exactly as the probe file holds it (the page
+// decodes the layout probe_file.h documents). The page is bounded: the records take at most
+// TIMELINE_MAX_RECORD_BYTES of it (as base64); past that, the probe records kept whole (with
+// attention, predictions and the lens) are thinned to evenly spaced steps, always the first
+// and the last, and the other records keep their light part (scores, sample, training
+// health), themselves thinned evenly when they alone would take more than half of it. The
+// loss history keeps every row with a validation loss and at most TIMELINE_MAX_LOSS_POINTS
+// others, evenly spaced.
+//
+// With "selftest" in the address's fragment the page reads back what it drew and sets on
+// <body>: data-steps (positions of the slider), data-first-step (its first step), data-step
+// (the step shown), data-view
+// ("step,layer,head,text"), data-model-cells (model-view thumbnails whose every cell shows
+// its weight's colour), data-head-cells (such cells of the chosen head's large view),
+// data-lens-cells (lens cells showing their top character in the colour of the next
+// character's probability), data-text-cells (passage characters coloured by their surprisal),
+// data-score-charts (head charts drawn), data-stacked and data-page-overflow; and
+// data-rendered once everything is drawn, data-failed on a script error.
+// scripts/check_timeline.sh checks them in headless Chromium.
+#ifndef CHARGPT_TIMELINE_H
+#define CHARGPT_TIMELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "loss_plot.h"
+
+#define TIMELINE_MAX_RECORD_BYTES (32u << 20)
+#define TIMELINE_MAX_LOSS_POINTS 20000
+#define TIMELINE_FILE "timeline.html"
+
+// What a page holds.
+typedef struct {
+    long records;          // in the probe file
+    long whole;            // with a probe (attention, predictions, lens)
+    long kept, kept_whole; // in the page
+    uint64_t torn_bytes;   // a torn tail of the probe file, left out
+    long steps;            // positions of the slider: the records kept whole
+} TimelineSummary;
+
+// Writes the page of the run whose probe file is probe_path, with the loss history points
+// (n, log.csv's rows), to path, atomically. title names the run; budget is the bytes the
+// records may take in the page (TIMELINE_MAX_RECORD_BYTES; the tests give less). Returns 0,
+// or -1 with err (the probe file missing, damaged in its header, unreadable, or the page not
+// written).
+int timeline_write(const char *path, const char *probe_path, const LossPoint *points, size_t n, const char *title,
+                   double budget, TimelineSummary *summary, char err[ERR_LEN]);
+
+#endif
