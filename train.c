@@ -1018,9 +1018,11 @@ static void probe_step(Run *r, int evaluated) {
                          evaluated ? (float)r->state.last_val_loss : NAN, r->lr, r->grad_norm,
                          (float)grad_clipped(r->grad_norm, r->o.grad_clip), evaluated ? ratios : NULL};
     char err[ERR_LEN];
+    double start = now_seconds();
     if (run_probe_step(&r->probe, &step, err) != 0)
         fprintf(stderr, "%s%s: warning: %s; the timeline stops here (training goes on)\n", r->tty ? "\n" : "",
                 program_name(), err);
+    if (evaluated) progress_report_probed(&r->report, now_seconds() - start);  // for the ETA
 }
 
 // timeline.html rewritten (rank 0) after an evaluation's report; a failure is only a warning.

@@ -40,6 +40,12 @@ TEST(progress_report_eta_counts_evaluations_saves_and_the_final_pass) {
         if (cases[i].save_s > 0) progress_report_saved(&r, cases[i].save_s);
         double eta = progress_report_eta(&r, cases[i].step);
         CHECK(fabs(eta - cases[i].eta) < 1e-9, "%s: ETA %.6f s, want %.6f", cases[i].what, eta, cases[i].eta);
+        // the timeline's probe, 1.5 s at an evaluation, at each evaluation left
+        progress_report_probed(&r, 1.0), progress_report_probed(&r, 2.0);
+        long evals_left = cases[i].eval_batches ? (cases[i].steps - 1) / 50 - cases[i].step / 50 + 1 : 0;
+        double probed = progress_report_eta(&r, cases[i].step);
+        CHECK(fabs(probed - (cases[i].eta + 1.5 * evals_left)) < 1e-9, "%s with probes: ETA %.6f s, want %.6f",
+              cases[i].what, probed, cases[i].eta + 1.5 * evals_left);
     }
 }
 

@@ -25,6 +25,11 @@ void progress_report_saved(ProgressReport *r, double seconds) {
     r->saves++;
 }
 
+void progress_report_probed(ProgressReport *r, double seconds) {
+    r->probe_s += seconds;
+    r->probes++;
+}
+
 // Of the steps after `step` up to the run's last, how many are multiples of every, or the last.
 static long events_left(const ProgressReport *r, long step, long every) {
     if (every <= 0 || step >= r->steps) return 0;
@@ -44,7 +49,8 @@ double progress_report_eta(const ProgressReport *r, long step) {
     double evals = (double)events_left(r, step, r->eval_every) * (r->eval_batches > 0);
     double saves = (double)events_left(r, step, r->save_every);
     double final_forwards = r->final_chars > 0 ? ceil((double)r->final_chars / r->tokens_per_step) : 0.0;
-    return (r->steps - step) * step_s + evals * r->eval_batches * forward_s +
+    double probe_s = r->probes > 0 ? r->probe_s / r->probes : 0.0;
+    return (r->steps - step) * step_s + evals * (r->eval_batches * forward_s + probe_s) +
            saves * (r->saves > 0 ? r->save_s / r->saves : 0.0) + final_forwards * forward_s;
 }
 
