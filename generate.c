@@ -24,6 +24,7 @@
 #include "common/platform.h"
 #include "common/program.h"
 #include "data/corpus.h"
+#include "data/encoding.h"
 #include "data/utf8.h"
 #include "data/vocab.h"
 #include "format/atomic_file.h"
@@ -65,6 +66,8 @@ typedef struct {
     int skip_unknown;
     double max_memory;        // bytes generation may plan to use; 0: the machine's available memory
     Precision precision;      // of the matrix products
+    TextEncoding encoding;    // of the text --score reads
+    int encoding_given;
     const char *timeline;     // --timeline RUN_DIR: rebuild its timeline.html, or NULL
     int force;                // --force: the files written may replace files that are there
     char other_flag[40];      // the first option given that --timeline does not take, or ""
@@ -72,7 +75,7 @@ typedef struct {
 
 static const Options default_options = {
     .max_new = 500, .sampler = {0.8f, 0, 1.0f}, .seed = 1337, .stride = 1, .num_samples = 1, .threads = 0,
-    .use_cache = 1, .max_memory = 0.0, .precision = PRECISION_FP32,
+    .use_cache = 1, .max_memory = 0.0, .precision = PRECISION_FP32, .encoding = ENCODING_UTF8,
 };
 
 static void usage(FILE *f) {
@@ -97,7 +100,8 @@ static void usage(FILE *f) {
             "                         is faster and sees between block_size + 1 - S and block_size\n"
             "                         characters (default %d)\n"
             "      --skip-unknown     drop prompt (or scored) characters the model never saw\n"
-            "                         (default: error)\n"
+            "                         (default: they take the model's unknown token if it has one,\n"
+            "                         else an error naming them)\n"
             "      --no-cache         recompute the whole window for every character (for checking)\n"
             "      --attention FILE   record the attention weights of every layer and head over the\n"
             "                         processed text (its last block_size characters): .json, .csv,\n"
@@ -107,6 +111,8 @@ static void usage(FILE *f) {
             "                         stdin) in nats and bits per character and as perplexity, each\n"
             "                         character after the first predicted from the ones before it\n"
             "                         through the window --stride gives\n"
+            "      --encoding E       with --score: the text's encoding, utf-8, latin-1 or cp1252\n"
+            "                         (default utf-8)\n"
             "      --surprisal FILE   with --score: write one CSV row per scored character (position,\n"
             "                         character, loss in bits, probability, top 5 predictions); FILE\n"
             "                         is checked before the text is read, as --attention's are\n"
@@ -134,7 +140,7 @@ static void usage(FILE *f) {
 
 enum {
     OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY, OPT_STRIDE, OPT_NUM_SAMPLES,
-    OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_TIMELINE, OPT_FORCE,
+    OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE,
 };
 
 // Options that only generating text uses (--score refuses them).
@@ -158,6 +164,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         {"max-memory", required_argument, 0, OPT_MAX_MEMORY}, {"stride", required_argument, 0, OPT_STRIDE},
         {"num-samples", required_argument, 0, OPT_NUM_SAMPLES}, {"score", required_argument, 0, OPT_SCORE},
         {"surprisal", required_argument, 0, OPT_SURPRISAL}, {"precision", required_argument, 0, OPT_PRECISION},
+        {"encoding", required_argument, 0, OPT_ENCODING},
         {"timeline", required_argument, 0, OPT_TIMELINE}, {"force", no_argument, 0, OPT_FORCE},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -206,6 +213,11 @@ static void parse_options(int argc, char **argv, Options *o) {
                 if (precision_parse(optarg, &o->precision) != 0)
                     die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", optarg);
                 break;
+            case OPT_ENCODING:
+                if (encoding_parse(optarg, &o->encoding) != 0)
+                    die(EXIT_USAGE, "--encoding must be utf-8, latin-1 or cp1252, got '%s'", optarg);
+                o->encoding_given = 1;
+                break;
             case OPT_TIMELINE: o->timeline = optarg; break;
             case OPT_FORCE: o->force = 1; break;
             case 'h':
@@ -243,9 +255,10 @@ static void check_option_combinations(const Options *o) {
     if (o->prompt && o->prompt_file) die(EXIT_USAGE, "give a prompt or --prompt-file, not both");
     if (o->surprisal && !o->score) die(EXIT_USAGE, "--surprisal writes what --score computes: give --score FILE too");
     if (o->score && o->prompt) die(EXIT_USAGE, "--score reads its text from FILE: give no prompt ('%s')", o->prompt);
+    if (o->encoding_given && !o->score) die(EXIT_USAGE, "--encoding is --score's text's: give --score FILE too");
     if (o->score && o->sampling_flag[0])
         die(EXIT_USAGE, "%s is for generating text; --score only takes --stride, --skip-unknown, --surprisal, "
-            "--threads, --precision and --max-memory", o->sampling_flag);
+            "--encoding, --threads, --precision and --max-memory", o->sampling_flag);
     if (o->num_samples > 1 && o->num_attention)
         die(EXIT_USAGE, "--attention records one text: it cannot be combined with --num-samples %d", o->num_samples);
     char err[ERR_LEN];
@@ -355,12 +368,14 @@ static void record_attention(GPT *model, const int *text, long len, const Option
 
 // Prints a warning about the characters prompt_from_chars dropped from `what`.
 static void warn_dropped(const Prompt *p, const char *what) {
-    if (p->dropped == 0) return;
+    if (p->dropped == 0 && p->unknown == 0) return;
     char shown[5];
     prompt_printable_char(p->first_dropped, shown);
-    fprintf(stderr, "%s: warning: dropped %ld character%s of %s not in the vocabulary, the first '%s' (U+%04" PRIX32
-            ") at position %ld\n", program_name(), p->dropped, p->dropped == 1 ? "" : "s", what, shown,
-            p->first_dropped, p->first_dropped_at);
+    long n = p->dropped ? p->dropped : p->unknown;
+    fprintf(stderr, "%s: %s %ld character%s of %s not in the vocabulary%s, the first '%s' (U+%04" PRIX32
+            ") at position %ld\n", program_name(), p->dropped ? "warning: dropped" : "note:", n,
+            n == 1 ? "" : "s", what, p->dropped ? "" : n == 1 ? " takes its unknown token U+FFFD" :
+            " take its unknown token U+FFFD", shown, p->first_dropped, p->first_dropped_at);
 }
 
 // --score: what each scored character does besides counting: its CSV row, and a progress
@@ -386,7 +401,7 @@ static int on_scored(void *context, long position, int token, float loss, const 
 static void score_text(const Options *o) {
     char err[ERR_LEN];
     const GPTConfig *c = &run.ck.config;
-    const char *name = strcmp(o->score, "-") == 0 ? "stdin" : o->score;
+    const char *name = strcmp(o->score, "-") == 0 ? TEXT_STDIN_NAME : o->score;
 
     // the model's forward over SCORE_BATCH windows and their inputs and targets must fit; the
     // text may take what is left beside them and the checkpoint being read, 4 bytes a character
@@ -402,8 +417,11 @@ static void score_text(const Options *o) {
     double held = gpt_memory_total(&plan) + (double)run.ck.file.file_len;
     size_t max_chars = limit > 0 ? corpus_max_chars(limit - held) : CORPUS_NO_LIMIT;
     Corpus scored;
-    int rc = strcmp(o->score, "-") == 0 ? corpus_read(stdin, name, 0, max_chars, &scored, err)
-                                        : corpus_load(o->score, 0, max_chars, &scored, err);
+    char pipe_into[1100];
+    snprintf(pipe_into, sizeof(pipe_into), "%s %s --score -", program_invocation(), o->checkpoint);
+    TextOptions read_as = {0, o->encoding, "scored text", pipe_into};
+    int rc = strcmp(o->score, "-") == 0 ? corpus_read_as(stdin, name, &read_as, max_chars, &scored, err)
+                                        : corpus_load_as(o->score, &read_as, max_chars, &scored, err);
     if (rc == -2) {
         char limit_text[32], model_text[32];
         gpt_format_bytes(limit, limit_text, sizeof(limit_text));
@@ -456,8 +474,7 @@ static void open_checkpoint(const Options *o) {
     char err[ERR_LEN];
     if (checkpoint_open(o->checkpoint, &run.ck, err) != 0) die(EXIT_DATA, "%s", err);
     const GPTConfig *c = &run.ck.config;
-    if (vocab_from_chars(&run.vocab, run.ck.vocab, c->vocab_size, err) != 0)
-        die(EXIT_DATA, "%s: %s", o->checkpoint, err);
+    if (checkpoint_vocab(&run.ck, &run.vocab, err) != 0) die(EXIT_DATA, "%s", err);
     if (o->stride > c->block_size)
         die(EXIT_USAGE, "--stride %d is larger than the checkpoint's block size %d", o->stride, c->block_size);
 }

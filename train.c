@@ -27,6 +27,8 @@
 #include "data/batch.h"
 #include "data/corpus.h"
 #include "data/corpus_fingerprint.h"
+#include "data/corpus_set.h"
+#include "data/encoding.h"
 #include "data/vocab.h"
 #include "dist/dist.h"
 #include "format/atomic_file.h"
@@ -67,17 +69,31 @@ static const TrainOptions default_options = {
     .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
     .eval_every = 250, .eval_batches = 200, .save_every = 500, .log_every = 10,
     .seed = 1337, .threads = 0, .max_memory = 0.0, .grad_accum = 1, .zero = 0, .precision = PRECISION_FP32,
-    .mpi_timeout = 300, .sample_chars = 200,
+    .mpi_timeout = 300, .separator = "\\n", .encoding = ENCODING_UTF8, .min_char_count = 1, .sample_chars = 200,
+    .final_val_chars = VALIDATION_PASS_DEFAULT_CHARS,
 };
 
 // --help, in two parts: what to train on and where to write, then the model and training.
 static void usage_data_and_output(FILE *f, const TrainOptions *d) {
     fprintf(f,
             "usage: %s [options]\n"
-            "Trains a character-level GPT on a UTF-8 text corpus (plain or gzip).\n\n"
+            "Trains a character-level GPT on a text corpus: files (plain or gzip), directories of\n"
+            "them, or standard input.\n\n"
             "data and output:\n"
-            "  --data FILE          corpus, plain text or gzip (default: Tiny Shakespeare, shipped\n"
-            "                       with chargpt as tinyshakespeare.txt.gz)\n"
+            "  --data PATH          what to train on, given once or more: a file (plain text or\n"
+            "                       gzip; a pipe too), a directory (every file under it, in the byte\n"
+            "                       order of their names; hidden entries and files that are not\n"
+            "                       text skipped and counted) or - for standard input (xz -dc\n"
+            "                       corpus.xz | %s --data -); default: Tiny Shakespeare, shipped\n"
+            "                       with chargpt as tinyshakespeare.txt.gz\n"
+            "  --separator TEXT     put between two documents (files); \\n, \\t, \\r and \\\\ are\n"
+            "                       escapes (default '\\n', a newline; '' joins them as cat does)\n"
+            "  --encoding E         utf-8, latin-1 or cp1252 (Windows-1252): the corpus's encoding\n"
+            "                       (default utf-8; a corpus that is not UTF-8 is refused, naming the\n"
+            "                       encoding it most likely is and the iconv command)\n"
+            "  --min-char-count N   characters seen fewer than N times share one unknown token,\n"
+            "                       U+FFFD, so that a large corpus's vocabulary is its real alphabet\n"
+            "                       (default 1: every character has its own)\n"
             "  --keep-cr            keep CR characters (default: CR LF and lone CR become LF, and a\n"
             "                       leading byte-order mark is dropped; what changed is reported)\n"
             "  --val-fraction F     last fraction of the corpus held out for validation (default %g)\n"
@@ -92,23 +108,29 @@ static void usage_data_and_output(FILE *f, const TrainOptions *d) {
             "                       CKPT's own run (both refused without it, saying what is there)\n"
             "  --resume CKPT        continue the run saved in CKPT with its options; only --steps,\n"
             "                       --out, --threads, --save-every, --eval-every, --max-memory,\n"
-            "                       --data, --decay-steps, --warmup, --grad-accum, --zero, --precision\n"
+            "                       --data, --separator, --encoding, --decay-steps, --warmup,\n"
+            "                       --grad-accum, --zero, --precision, --final-val-chars,\n"
             "                       --mpi-timeout, --force, --sample-every and --no-probe may be given\n"
             "                       again (what is probed is the run's probe.bin's). --out defaults to\n"
             "                       CKPT's directory; one holding another run, or newer checkpoints\n"
-            "                       of this one, needs --force. --data must hold the same text (its\n"
+            "                       of this one, needs --force. --data must give the same text (its\n"
             "                       length and CRC-32, kept in CKPT, are checked); without it the\n"
-            "                       saved path is used, a relative one looked for in the current\n"
+            "                       saved paths are used, a relative one looked for in the current\n"
             "                       directory, then beside CKPT.\n"
             "                       --decay-steps or --warmup start a new learning-rate schedule at\n"
             "                       CKPT's step: warm-up from CKPT's step (default 0 steps), then\n"
             "                       cosine decay to --min-lr at --decay-steps (default --steps)\n"
             "  --init-from CKPT     fine-tune: a new run (step 0, new optimizer state and schedule,\n"
             "                       any --data) from CKPT's weights, architecture and vocabulary;\n"
-            "                       the model options come from CKPT (--dropout may be given)\n"
+            "                       the model options come from CKPT (--dropout may be given); its\n"
+            "                       warm-up is a tenth of --steps (at most 100) unless --warmup\n"
+            "  --grow-vocab         with --init-from: add the corpus's characters CKPT lacks to the\n"
+            "                       vocabulary (their embedding rows start as a new model's; the\n"
+            "                       others keep CKPT's)\n"
             "  --skip-unknown       with --init-from: drop corpus characters CKPT's vocabulary lacks\n"
-            "                       (default: an error naming them with their counts)\n",
-            program_invocation(), d->val_fraction, d->out);
+            "                       (default: they take CKPT's unknown token if it has one, else an\n"
+            "                       error naming them with their counts)\n",
+            program_invocation(), program_invocation(), d->val_fraction, d->out);
 }
 
 static void usage_model_and_training(FILE *f, const TrainOptions *d) {
@@ -135,6 +157,9 @@ static void usage_model_and_training(FILE *f, const TrainOptions *d) {
             "  --grad-clip F        clip the gradient's global L2 norm; 0 = off (default %g)\n"
             "  --eval-every N       validation every N steps and at the end (default %ld)\n"
             "  --eval-batches N     validation batches per evaluation (default %ld)\n"
+            "  --final-val-chars N  at the end, the loss of the validation split's first N\n"
+            "                       characters, each once (default %ld, about 12 s on the default\n"
+            "                       model here; 0 skips it; all: the whole split)\n"
             "  --save-every N       checkpoint every N steps and at the end (default %ld)\n"
             "  --log-every N        progress report and log.csv row every N steps (default %ld)\n"
             "  --seed N             seed for initialisation, batches and dropout (default %" PRIu64 ")\n"
@@ -169,13 +194,15 @@ static void usage_model_and_training(FILE *f, const TrainOptions *d) {
             "$COLUMNS, else 80 columns) by dropping the least important figures first (elapsed,\n"
             "ms/step, lr, tok/s, val, ETA); otherwise one plain line per report. 'loss' is the mean\n"
             "train loss of the steps since the last report ('mean of N'), as log.csv and done:'s\n"
-            "final train loss give it; ms/step, tok/s and the ETA count training steps only, not\n"
-            "evaluation or saving. Ctrl-C, SIGTERM or SIGHUP: the step ends, an evaluation under way\n"
+            "final train loss give it; ms/step and tok/s count training steps only, and the ETA\n"
+            "counts what is left of them, the evaluations, the saves and the final validation pass;\n"
+            "an evaluation shows on the line while it runs. Ctrl-C, SIGTERM or SIGHUP: the step\n"
+            "ends, an evaluation under way\n"
             "is abandoned, the checkpoint is saved; a second one exits at once without saving. During\n"
             "the whole-validation pass at the end (after the last save) it stops the pass.\n",
             d->n_layer, d->n_head, d->n_embd, d->block_size, d->dropout, d->batch_size, d->steps, d->lr, d->min_lr,
-            d->warmup, d->weight_decay, d->grad_clip, d->eval_every, d->eval_batches, d->save_every, d->log_every,
-            d->seed, THREADS_PER_CORE, d->threads, d->mpi_timeout, d->sample_chars);
+            d->warmup, d->weight_decay, d->grad_clip, d->eval_every, d->eval_batches, d->final_val_chars,
+            d->save_every, d->log_every, d->seed, THREADS_PER_CORE, d->threads, d->mpi_timeout, d->sample_chars);
 }
 
 static void usage(FILE *f) {
@@ -224,12 +251,29 @@ static void copy_path(char *dst, const char *flag, const char *s) {
     strcpy(dst, s);
 }
 
+// --data given once more: its path joins the list (training/run_text.h).
+static void add_data_path(TrainOptions *o, const char *path) {
+    char err[ERR_LEN];
+    if (data_paths_add(o->data, sizeof(o->data), path, err) != 0) die(EXIT_USAGE, "%s", err);
+}
+
+// --separator: checked now, kept as given (the checkpoint keeps it so).
+static void set_separator(TrainOptions *o, const char *text) {
+    uint32_t separator[CORPUS_SEPARATOR_MAX];
+    size_t len;
+    char err[ERR_LEN];
+    if (corpus_separator_parse(text, separator, &len, err) != 0) die(EXIT_USAGE, "%s", err);
+    if (strlen(text) >= sizeof(o->separator)) die(EXIT_USAGE, "--separator is too long");
+    strcpy(o->separator, text);
+}
+
 enum {
     OPT_DATA = 256, OPT_OUT, OPT_RESUME, OPT_N_LAYER, OPT_N_HEAD, OPT_N_EMBD, OPT_HEAD_SIZE,
     OPT_BLOCK_SIZE, OPT_BATCH_SIZE, OPT_DROPOUT, OPT_NO_QKV_BIAS, OPT_STEPS, OPT_LR, OPT_MIN_LR,
     OPT_WARMUP, OPT_DECAY_STEPS, OPT_WEIGHT_DECAY, OPT_GRAD_CLIP, OPT_EVAL_EVERY, OPT_EVAL_BATCHES,
     OPT_SAVE_EVERY, OPT_LOG_EVERY, OPT_SEED, OPT_THREADS, OPT_VAL_FRACTION, OPT_GRAD_ACCUM, OPT_ZERO,
     OPT_MAX_MEMORY, OPT_INIT_FROM, OPT_SKIP_UNKNOWN, OPT_KEEP_CR, OPT_FORCE, OPT_PRECISION, OPT_MPI_TIMEOUT,
+    OPT_SEPARATOR, OPT_ENCODING, OPT_MIN_CHAR_COUNT, OPT_GROW_VOCAB, OPT_FINAL_VAL_CHARS,
     OPT_PROBE, OPT_SAMPLE_PROMPT, OPT_SAMPLE_CHARS, OPT_SAMPLE_EVERY, OPT_NO_PROBE,
     OPT_COUNT
 };
@@ -269,6 +313,11 @@ static const struct option long_options[] = {
     {"force", no_argument, 0, OPT_FORCE},
     {"precision", required_argument, 0, OPT_PRECISION},
     {"mpi-timeout", required_argument, 0, OPT_MPI_TIMEOUT},
+    {"separator", required_argument, 0, OPT_SEPARATOR},
+    {"encoding", required_argument, 0, OPT_ENCODING},
+    {"min-char-count", required_argument, 0, OPT_MIN_CHAR_COUNT},
+    {"grow-vocab", no_argument, 0, OPT_GROW_VOCAB},
+    {"final-val-chars", required_argument, 0, OPT_FINAL_VAL_CHARS},
     {"probe", required_argument, 0, OPT_PROBE},
     {"sample-prompt", required_argument, 0, OPT_SAMPLE_PROMPT},
     {"sample-chars", required_argument, 0, OPT_SAMPLE_CHARS},
@@ -287,7 +336,7 @@ typedef struct {
 static void set_option(TrainOptions *o, int c, const char *name, const char *value) {
     long max_threads = THREADS_PER_CORE * (long)omp_get_num_procs();
     switch (c) {
-        case OPT_DATA: copy_path(o->data, name, value); break;
+        case OPT_DATA: add_data_path(o, value); break;
         case OPT_OUT: copy_path(o->out, name, value); break;
         case OPT_RESUME: copy_path(o->resume, name, value); break;
         case OPT_N_LAYER: o->n_layer = (int)option_long(name, value, 1, 1024); break;
@@ -324,6 +373,16 @@ static void set_option(TrainOptions *o, int c, const char *name, const char *val
                 die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", value);
             break;
         case OPT_MPI_TIMEOUT: o->mpi_timeout = (float)option_double(name, value, 0.0, 1e9, 1); break;
+        case OPT_SEPARATOR: set_separator(o, value); break;
+        case OPT_ENCODING:
+            if (encoding_parse(value, &o->encoding) != 0)
+                die(EXIT_USAGE, "--encoding must be utf-8, latin-1 or cp1252, got '%s'", value);
+            break;
+        case OPT_MIN_CHAR_COUNT: o->min_char_count = option_long(name, value, 1, 1000000000000000L); break;
+        case OPT_GROW_VOCAB: o->grow_vocab = 1; break;
+        case OPT_FINAL_VAL_CHARS:
+            o->final_val_chars = strcmp(value, "all") == 0 ? -1 : option_long(name, value, 0, LONG_MAX);
+            break;
         case OPT_PROBE: copy_path(o->probe, name, value); break;
         case OPT_SAMPLE_PROMPT: o->sample_prompt = value; break;
         case OPT_SAMPLE_CHARS: o->sample_chars = (int)option_long(name, value, 0, PROBE_MAX_SAMPLE); break;
@@ -350,22 +409,29 @@ static void check_given_options(const GivenOptions *given) {
             if (given->given[model_options[k]])
                 die(EXIT_USAGE, "--%s cannot be given with --init-from: the model is the checkpoint's",
                     option_name(model_options[k]));
-    } else if (given->given[OPT_SKIP_UNKNOWN]) {
-        die(EXIT_USAGE, "--skip-unknown is for --init-from (a new run's vocabulary is its corpus's)");
+        if (given->given[OPT_GROW_VOCAB] && given->given[OPT_SKIP_UNKNOWN])
+            die(EXIT_USAGE, "--grow-vocab adds the characters --skip-unknown would drop: give one of them");
+        if (given->given[OPT_MIN_CHAR_COUNT] && !given->given[OPT_GROW_VOCAB])
+            die(EXIT_USAGE, "--min-char-count makes a new vocabulary: with --init-from, whose vocabulary is the "
+                "checkpoint's, it needs --grow-vocab (and then says which new characters are added)");
+    } else if (given->given[OPT_SKIP_UNKNOWN] || given->given[OPT_GROW_VOCAB]) {
+        die(EXIT_USAGE, "--%s is for --init-from (a new run's vocabulary is its corpus's)",
+            option_name(given->given[OPT_SKIP_UNKNOWN] ? OPT_SKIP_UNKNOWN : OPT_GROW_VOCAB));
     }
     if (!given->given[OPT_RESUME]) return;
     static const int allowed[] = {OPT_RESUME, OPT_STEPS, OPT_OUT, OPT_THREADS, OPT_SAVE_EVERY, OPT_EVAL_EVERY,
                                   OPT_MAX_MEMORY, OPT_DATA, OPT_DECAY_STEPS, OPT_WARMUP, OPT_GRAD_ACCUM,
-                                  OPT_ZERO, OPT_PRECISION, OPT_MPI_TIMEOUT, OPT_FORCE, OPT_SAMPLE_EVERY,
-                                  OPT_NO_PROBE};
+                                  OPT_ZERO, OPT_PRECISION, OPT_MPI_TIMEOUT, OPT_FORCE, OPT_SEPARATOR, OPT_ENCODING,
+                                  OPT_FINAL_VAL_CHARS, OPT_SAMPLE_EVERY, OPT_NO_PROBE};
     for (int i = 0; long_options[i].name; i++) {
         int v = long_options[i].val, ok = 0;
         for (size_t k = 0; k < sizeof(allowed) / sizeof(allowed[0]); k++) ok |= allowed[k] == v;
         if (v < OPT_COUNT && given->given[v] && !ok)
             die(EXIT_USAGE, "--%s cannot be changed when resuming (only --steps, --out, --threads, "
-                "--save-every, --eval-every, --max-memory, --data, --decay-steps, --warmup, --grad-accum, "
-                "--zero, --precision, --mpi-timeout, --force, --sample-every and --no-probe can; what the timeline "
-                "probes is its probe.bin's)", long_options[i].name);
+                "--save-every, --eval-every, --max-memory, --data, --separator, --encoding, --decay-steps, "
+                "--warmup, --grad-accum, --zero, --precision, --final-val-chars, --mpi-timeout, --force, "
+                "--sample-every and --no-probe can; what the timeline probes is its probe.bin's)",
+                long_options[i].name);
     }
 }
 
@@ -404,6 +470,23 @@ static void check_options(TrainOptions *o) {
     if (o->min_lr > o->lr) die(EXIT_USAGE, "--min-lr %g is larger than --lr %g", o->min_lr, o->lr);
 }
 
+// A resumed run without --data reads the saved paths: a relative one where it is from here, or
+// beside the checkpoint (run_dir_find_corpus); standard input cannot be read again.
+static void find_saved_data(TrainOptions *o, const char *checkpoint_path) {
+    DataPaths saved;
+    char err[ERR_LEN];
+    if (data_paths_split(o->data, &saved, err) != 0) die(EXIT_DATA, "%s: train.data: %s", checkpoint_path, err);
+    o->data[0] = '\0';
+    for (int i = 0; i < saved.n; i++) {
+        if (strcmp(saved.paths[i], CORPUS_STDIN) == 0)
+            die(EXIT_USAGE, "%s was trained on standard input (--data -), which cannot be read again: give --data, "
+                "with the same text", checkpoint_path);
+        char found[sizeof(o->data)];
+        run_dir_find_corpus(saved.paths[i], checkpoint_path, found, sizeof(found));
+        add_data_path(o, found);
+    }
+}
+
 // Restores the saved options (keeping those --resume may change: check_given_options refused
 // the others) and the training state.
 static void resume_options(const Checkpoint *ck, TrainOptions *o, const GivenOptions *given, TrainState *s) {
@@ -426,12 +509,12 @@ static void resume_options(const Checkpoint *ck, TrainOptions *o, const GivenOpt
             die(EXIT_USAGE, "the new schedule's decay must end after the checkpoint's step %ld: give --decay-steps "
                 "(default --steps) above it", s->step);
     }
-    if (given->given[OPT_DATA]) strcpy(o->data, given_values.data);  // checked against the fingerprint
-    else {
-        char saved[sizeof(o->data)];
-        strcpy(saved, o->data);
-        run_dir_find_corpus(saved, ck->path, o->data, sizeof(o->data));
-    }
+    // the text, checked against the fingerprint: --data's, or the saved paths, found again
+    if (given->given[OPT_DATA]) strcpy(o->data, given_values.data);
+    else find_saved_data(o, ck->path);
+    if (given->given[OPT_SEPARATOR]) strcpy(o->separator, given_values.separator);
+    if (given->given[OPT_ENCODING]) o->encoding = given_values.encoding;
+    o->final_val_chars = given_values.final_val_chars;
     if (given->given[OPT_SAVE_EVERY]) o->save_every = given_values.save_every;
     if (given->given[OPT_EVAL_EVERY]) o->eval_every = given_values.eval_every;
     o->grad_accum = given_values.grad_accum;
@@ -458,6 +541,7 @@ static void init_from_options(const Checkpoint *ck, TrainOptions *o, const Given
     o->n_layer = c->n_layer, o->n_head = c->n_head, o->n_embd = c->n_embd, o->head_size = c->head_size;
     o->block_size = c->block_size, o->qkv_bias = c->qkv_bias;
     if (!given->given[OPT_DROPOUT]) o->dropout = c->dropout;
+    if (!given->given[OPT_WARMUP]) o->warmup = schedule_fine_tune_warmup(o->steps);
 }
 
 // ----------------------------------------------------------------------------
@@ -475,6 +559,7 @@ typedef struct {
     RunDirPlan out_plan;         // what the run does to --out once every check has passed
     RunLock lock;                // of --out, held by rank 0
     Corpus corpus;               // its text, then its tokens
+    char data_name[1100];        // --data's paths for messages ("books/, notes.txt")
     double text_bytes;           // the text's memory, as read
     char fingerprint[CORPUS_FINGERPRINT_LEN];
     Vocab vocab;
@@ -636,6 +721,40 @@ static void set_up_out_dir(Run *r) {
     if (status != 0) die(status, "%s", err);
 }
 
+// Reads --data (training/run_text.h) within the memory limit less the checkpoint being read,
+// and says what the set held and skipped and what reading changed.
+static void read_text(Run *r) {
+    TrainOptions *o = &r->o;
+    char err[ERR_LEN], note[ERR_LEN], pipe_into[1100];
+    if (!o->data[0] && corpus_default_path(o->data, sizeof(o->data), err) != 0)
+        die(EXIT_DATA, "%s; give --data FILE", err);
+    data_paths_name(o->data, r->data_name, sizeof(r->data_name));
+    DataPaths paths;
+    if (data_paths_split(o->data, &paths, err) != 0) die(EXIT_USAGE, "%s", err);
+    for (int i = 0; i < paths.n && dist_size() > 1; i++)
+        if (strcmp(paths.paths[i], CORPUS_STDIN) == 0)
+            die(EXIT_USAGE, "--data - reads standard input, which mpirun gives to rank 0 alone: every process reads "
+                "the corpus itself, so give it a file");
+    snprintf(pipe_into, sizeof(pipe_into), "%s --data -", program_invocation());
+    TextSource source = {o->data, o->separator, {o->keep_cr, o->encoding, NULL, pipe_into}};
+    TextBudget budget = {.limit_given = o->max_memory > 0, .held = (double)r->ck.file.file_len};
+    budget.limit = run_memory_limit(o, &budget.source);
+    CorpusSetReport report;
+    int status = run_text_read(&source, &budget, &r->corpus, &report, err);
+    if (status != 0)
+        die(status, "%s%s", err, status == EXIT_DATA && r->resuming && !r->given.given[OPT_DATA]
+                                     ? " (give --data if the corpus moved)" : "");
+    if (report.directories || report.files > 1 || report.empty) {
+        corpus_set_describe(&report, note, sizeof(note));
+        printf("%s: %s\n", r->data_name, note);
+    }
+    r->text_bytes = (double)r->corpus.len * sizeof(uint32_t);
+    text_cleanup_describe(&r->corpus.cleanup, note, sizeof(note));
+    if (note[0])
+        printf("%s: %s%s\n", r->data_name, note,
+               r->corpus.cleanup.crlf || r->corpus.cleanup.lone_cr ? " (--keep-cr keeps them)" : "");
+}
+
 // corpus -> vocabulary -> tokens -> train/val split (training/run_text.h); the text takes 4
 // bytes a character (its code points, then its tokens in their place), and no more than the
 // memory limit leaves beside the checkpoint being resumed or fine-tuned.
@@ -643,36 +762,25 @@ static void set_up_text(Run *r) {
     TrainOptions *o = &r->o;
     const int *given = r->given.given;
     char err[ERR_LEN], note[ERR_LEN];
-    if (!o->data[0] && corpus_default_path(o->data, sizeof(o->data), err) != 0)
-        die(EXIT_DATA, "%s; give --data FILE", err);
-    TextBudget budget = {.limit_given = o->max_memory > 0, .held = (double)r->ck.file.file_len};
-    budget.limit = run_memory_limit(o, &budget.source);
-    int status = run_text_read(o->data, o->keep_cr, &budget, &r->corpus, err);
-    if (status != 0)
-        die(status, "%s%s", err,
-            status == EXIT_DATA && r->resuming && !given[OPT_DATA] ? " (give --data FILE if the corpus moved)" : "");
-    r->text_bytes = (double)r->corpus.len * sizeof(uint32_t);
-    text_cleanup_describe(&r->corpus.cleanup, note, sizeof(note));
-    if (note[0])
-        printf("%s: %s%s\n", o->data, note,
-               r->corpus.cleanup.crlf || r->corpus.cleanup.lone_cr ? " (--keep-cr keeps them)" : "");
+    read_text(r);
     corpus_fingerprint(r->corpus.text, r->corpus.len, r->fingerprint);
-    int saved_fingerprint = o->corpus_fingerprint[0] != '\0';
-    if (r->resuming &&
-        (status = run_text_recognise(o->data, r->fingerprint, o->resume, o->corpus_fingerprint, given[OPT_DATA], err)))
+    int saved_fingerprint = o->corpus_fingerprint[0] != '\0', status;
+    if (r->resuming && (status = run_text_recognise(r->data_name, r->fingerprint, o->resume, o->corpus_fingerprint,
+                                                    given[OPT_DATA], err)))
         die(status, "%s", err);
     strcpy(o->corpus_fingerprint, r->fingerprint);
     const Checkpoint *ck = r->resuming || r->initializing ? &r->ck : NULL;
-    if ((status = run_text_vocabulary(ck, o->data, o->skip_unknown, &r->corpus, &r->vocab, note, err)) != 0)
+    VocabOptions vocab = {o->min_char_count, o->skip_unknown, o->grow_vocab, r->resuming};
+    if ((status = run_text_vocabulary(ck, r->data_name, &vocab, &r->corpus, &r->vocab, note, err)) != 0)
         die(status, "%s", err);
     if (note[0]) printf("%s\n", note);
     if (r->resuming && !saved_fingerprint &&
-        (status = run_text_same_vocabulary(&r->corpus, &r->vocab, o->data, o->resume, err)) != 0)
+        (status = run_text_same_vocabulary(&r->corpus, &r->vocab, r->data_name, o->resume, err)) != 0)
         die(status, "%s", err);
     size_t bad_pos;
-    corpus_encode(&r->corpus, &r->vocab, &bad_pos);  // every character is in the vocabulary by now
+    corpus_encode(&r->corpus, &r->vocab, &bad_pos);  // every character has a token by now
     if (dataset_split(&r->ds, r->corpus.tokens, r->corpus.len, o->val_fraction, o->block_size, err) != 0)
-        die(given[OPT_BLOCK_SIZE] || given[OPT_VAL_FRACTION] ? EXIT_USAGE : EXIT_DATA, "%s: %s", o->data, err);
+        die(given[OPT_BLOCK_SIZE] || given[OPT_VAL_FRACTION] ? EXIT_USAGE : EXIT_DATA, "%s: %s", r->data_name, err);
 }
 
 // The first agreement: every process has read its corpus and checkpoint, which must be the
@@ -697,8 +805,8 @@ static void plan_memory(Run *r) {
     if (probe_ready != 0) die(probe_ready == -2 ? EXIT_USAGE : EXIT_DATA, "%s", err);
     int B = o->batch_size, T = o->block_size;
     r->tty = isatty(STDOUT_FILENO) && dist_size() == 1;  // mpirun forwards output: no rewritten line
-    printf("chargpt: %s, %zu characters, vocabulary %d; train %zu, val %zu\n", o->data, r->corpus.len, r->vocab.size,
-           r->ds.train_len, r->ds.val_len);
+    printf("chargpt: %s, %zu characters, vocabulary %d%s; train %zu, val %zu\n", r->data_name, r->corpus.len,
+           r->vocab.size, r->vocab.unknown ? " (an unknown token among them)" : "", r->ds.train_len, r->ds.val_len);
     GPTMemoryPlan plan;
     gpt_memory_plan(&r->config, B, 1, &plan);
     DataParallel *dp = &r->dp;
@@ -711,9 +819,10 @@ static void plan_memory(Run *r) {
     plan.probe = run_probe_memory(&r->probe, &r->config);
     char precision[64], precision_note[ERR_LEN];
     precision_describe(o->precision, precision, sizeof(precision));
-    printf("model: %d layers, %d heads of %d, n_embd %d, block %d, %zu parameters; batch %d, %d threads; "
+    int threads = omp_get_max_threads();
+    printf("model: %d layers, %d heads of %d, n_embd %d, block %d, %zu parameters; batch %d, %d thread%s; "
            "precision %s\n", o->n_layer, o->n_head, o->head_size, o->n_embd, o->block_size, num_parameters, B,
-           omp_get_max_threads(), precision);
+           threads, threads == 1 ? "" : "s", precision);
     if (kernels_precision_note(o->precision, precision_note, sizeof(precision_note))) printf("%s\n", precision_note);
     if (dist_size() > 1 || o->grad_accum > 1)
         printf("data parallel: %d process%s x %d micro-batch%s of %d sequences%s\n", dist_size(),
@@ -727,7 +836,11 @@ static void plan_memory(Run *r) {
 static void build_model(Run *r) {
     const TrainOptions *o = &r->o;
     char err[ERR_LEN];
-    if (r->resuming || r->initializing) {
+    if (r->initializing && r->vocab.size != r->ck.config.vocab_size) {  // --grow-vocab added characters
+        if (checkpoint_load_model_grown(&r->ck, &r->vocab, o->seed, &r->model, 1, err) != 0) die(EXIT_USAGE, "%s", err);
+        r->model.config.dropout = o->dropout;
+        checkpoint_close(&r->ck);
+    } else if (r->resuming || r->initializing) {
         if (checkpoint_load_model(&r->ck, &r->model, 1, err) != 0) die(EXIT_USAGE, "%s", err);
         r->model.config.dropout = o->dropout;  // --init-from may change it
         if (r->initializing) checkpoint_close(&r->ck);
@@ -749,24 +862,22 @@ static void build_model(Run *r) {
     if (!r->inputs || !r->targets) die(EXIT_USAGE, "out of memory for batches of %d x %d tokens", B, T);
 }
 
-// What a fine-tuning or resumed run starts from, and on which learning-rate schedule.
+// What a fine-tuning or resumed run starts from, and what the learning rate does over the
+// run's steps (training/schedule.h), with a warning when the run ends inside its warm-up.
 static void say_how_the_run_starts(const Run *r) {
     const TrainOptions *o = &r->o;
     long step = r->state.step;
+    char schedule[1024], warning[512];
+    schedule_describe(o, step, o->steps, schedule, sizeof(schedule));
     if (r->initializing)
-        printf("fine-tuning %s's weights from step 0 of %ld: new optimizer state, learning rate %g with %ld warm-up "
-               "steps and cosine decay to %g at step %ld\n", o->init_from, o->steps, o->lr, o->warmup, o->min_lr,
-               o->decay_steps);
-    if (!r->resuming) return;
-    printf("resuming %s at step %ld of %ld", o->resume, step, o->steps);
-    if (r->given.given[OPT_DECAY_STEPS] || r->given.given[OPT_WARMUP])
-        printf("; new learning-rate schedule: %ld warm-up steps from step %ld to %g, then cosine decay to %g at "
-               "step %ld\n", o->warmup, o->schedule_start, o->lr, o->min_lr, o->decay_steps);
-    else if (step >= o->decay_steps && o->steps > step)
-        printf("; the saved schedule's decay ended at step %ld, so the new steps train at --min-lr %g (give "
-               "--decay-steps, and --warmup, for a new schedule)\n", o->decay_steps, o->min_lr);
+        printf("fine-tuning %s's weights from step 0 of %ld: new optimizer state; learning rate: %s\n", o->init_from,
+               o->steps, schedule);
+    else if (r->resuming)
+        printf("resuming %s at step %ld of %ld on %s learning-rate schedule: %s\n", o->resume, step, o->steps,
+               r->given.given[OPT_DECAY_STEPS] || r->given.given[OPT_WARMUP] ? "a new" : "the saved", schedule);
     else
-        printf(" on the saved learning-rate schedule (cosine decay to %g at step %ld)\n", o->min_lr, o->decay_steps);
+        printf("learning rate: %s\n", schedule);
+    if (schedule_warning(o, step, o->steps, warning, sizeof(warning))) printf("%s\n", warning);
 }
 
 // Once every check has passed: --out changed as planned, log.csv and probe.bin opened (rank 0;
@@ -785,7 +896,7 @@ static void start_out_dir(Run *r) {
     if (run_probe_open(&r->probe, &r->model, r->state.step, probe_message, sizeof(probe_message), err) != 0)
         die(EXIT_DATA, "%s", err);
     if (probe_message[0]) printf("%s\n", probe_message);
-    snprintf(r->plot_title, sizeof(r->plot_title), "chargpt: %s", r->o.data);
+    snprintf(r->plot_title, sizeof(r->plot_title), "chargpt: %s", r->data_name);
     if (r->resuming && dist_rank() == 0 && loss_history_read(&r->losses, r->paths.log, err) != 0)
         die(EXIT_DATA, "%s", err);
     stdout_flush_or_die();
@@ -827,13 +938,41 @@ static void take_step(Run *r) {
     s->elapsed_s = r->elapsed_before + now_seconds() - r->run_start;
 }
 
+// A pass in progress on the terminal's progress line (an evaluation, or the whole-validation
+// pass at the end), redrawn at most 5 times a second.
+typedef struct {
+    Run *run;
+    const char *what;  // "evaluation" or "final"
+    double start, drawn;
+} Progress;
+
+static void show_progress(void *context, long done, long total) {
+    Progress *p = context;
+    double now = now_seconds();
+    if (done < total && now - p->drawn < 0.2) return;
+    p->drawn = now;
+    char line[300];
+    int width = terminal_width(STDOUT_FILENO);
+    if (strcmp(p->what, "evaluation") == 0)
+        progress_report_eval_line(&p->run->report, p->run->state.step, done, total, now - p->start, width, line,
+                                  sizeof(line));
+    else
+        progress_report_final_line(done, total, now - p->start, width, line, sizeof(line));
+    printf("\r\033[K%s", line);
+    flush_progress();
+}
+
 // Every --eval-every steps and at the last: the loss on the validation batches; a new best is
 // to be saved to best.safetensors (*best). A stop signal abandons it (every process agrees on
 // that signal, *stop). Returns 1 when it evaluated.
 static int evaluate(Run *r, int last, int *stop, const char **best) {
     TrainState *s = &r->state;
     if (r->ds.val_len == 0 || (s->step % r->o.eval_every != 0 && !last)) return 0;
-    double val_loss = data_parallel_evaluate(&r->dp, &r->model, &r->ds, r->o.eval_batches, r->inputs, r->targets);
+    Progress shown = {r, "evaluation", now_seconds(), 0.0};
+    PassProgress progress = {show_progress, &shown};
+    double val_loss = data_parallel_evaluate(&r->dp, &r->model, &r->ds, r->o.eval_batches, r->tty ? &progress : NULL,
+                                             r->inputs, r->targets);
+    progress_report_evaluated(&r->report, now_seconds() - shown.start);
     if (isnan(val_loss)) {
         *stop = *stop ? *stop : agree();  // the signal that abandoned it, agreed by every process
         printf("%sevaluation at step %ld abandoned\n", r->tty ? "\n" : "", s->step);
@@ -852,8 +991,10 @@ static void save_checkpoints(Run *r, const char *best, const char *ckpt) {
     const char *paths[2] = {best, ckpt};
     if (!best && !ckpt) return;
     char err[ERR_LEN];
+    double start = now_seconds();
     int status = run_checkpoint_save(paths, &r->dp, &r->model, &r->opt, &r->vocab, &r->o, &r->state, err);
     if (status != 0) die(status, "%s", err);
+    progress_report_saved(&r->report, now_seconds() - start);
 }
 
 // After an evaluation (rank 0): loss.svg redrawn; a failure is only a warning.
@@ -877,9 +1018,11 @@ static void probe_step(Run *r, int evaluated) {
                          evaluated ? (float)r->state.last_val_loss : NAN, r->lr, r->grad_norm,
                          (float)grad_clipped(r->grad_norm, r->o.grad_clip), evaluated ? ratios : NULL};
     char err[ERR_LEN];
+    double start = now_seconds();
     if (run_probe_step(&r->probe, &step, err) != 0)
         fprintf(stderr, "%s%s: warning: %s; the timeline stops here (training goes on)\n", r->tty ? "\n" : "",
                 program_name(), err);
+    if (evaluated) progress_report_probed(&r->report, now_seconds() - start);  // for the ETA
 }
 
 // timeline.html rewritten (rank 0) after an evaluation's report; a failure is only a warning.
@@ -971,22 +1114,34 @@ static void print_summary(const Run *r) {
 // shared by the processes; a stop signal ends it (exit 128 + the signal). Returns the exit
 // status.
 static int whole_validation(Run *r) {
-    if (r->ds.val_len > 0) {
-        fflush(stdout);
-        long scored;
-        int T = r->o.block_size;
-        double loss = validation_pass(&r->model, &r->ds, r->dp.rows, T, dist_rank(), dist_size(), r->inputs,
-                                      r->targets, &scored);
-        int stop = agree();  // a stop signal ends the pass on every process
-        if (stop) {
-            printf("stopped by %s during the whole-validation pass (%s was saved at step %ld before it)\n",
-                   stop_signal_name(stop), r->paths.ckpt, r->state.step);
-            return 128 + stop;
-        }
-        dist_sum_doubles(&loss, 1);
+    long chars = validation_pass_chars(r->ds.val_len, r->o.final_val_chars);
+    flush_progress();  // what came before is out, whatever the pass does
+    if (r->ds.val_len > 0 && chars == 0)
+        printf("whole-validation pass skipped (--final-val-chars 0; ./generate %s --score FILE --stride %d scores a "
+               "text)\n", r->paths.ckpt, r->o.block_size);
+    if (r->ds.val_len == 0 || chars == 0) return 0;
+    long scored;
+    int T = r->o.block_size;
+    Progress shown = {r, "final", now_seconds(), 0.0};
+    PassProgress progress = {show_progress, &shown};
+    double loss = validation_pass(&r->model, &r->ds, r->o.final_val_chars, r->dp.rows, T, dist_rank(), dist_size(),
+                                  r->tty ? &progress : NULL, r->inputs, r->targets, &scored);
+    if (r->tty) printf("\r\033[K");
+    int stop = agree();  // a stop signal ends the pass on every process
+    if (stop) {
+        printf("stopped by %s during the whole-validation pass (%s was saved at step %ld before it)\n",
+               stop_signal_name(stop), r->paths.ckpt, r->state.step);
+        return 128 + stop;
+    }
+    dist_sum_doubles(&loss, 1);
+    long all = (long)r->ds.val_len - 1;
+    if (scored < all)
+        printf("validation split: loss %.6f over its first %ld of %ld characters (--final-val-chars; all scores the "
+               "whole split), in consecutive windows of %d (as ./generate --score --stride %d gives it)\n", loss,
+               scored, all, T, T);
+    else
         printf("whole validation split: loss %.6f over %ld characters, in consecutive windows of %d (as ./generate "
                "--score --stride %d gives it)\n", loss, scored, T, T);
-    }
     flush_progress();
     return 0;
 }
@@ -1012,6 +1167,9 @@ int main(int argc, char **argv) {
     // train: step, evaluate, save, report
     long start_step = r->state.step;
     progress_report_init(&r->report, start_step, r->o.steps, (long)r->o.batch_size * r->o.block_size);
+    int have_val = r->ds.val_len > 0;
+    progress_report_plan(&r->report, r->o.eval_every, have_val ? r->o.eval_batches : 0, r->o.save_every,
+                         have_val ? validation_pass_chars(r->ds.val_len, r->o.final_val_chars) : 0);
     r->run_start = now_seconds(), r->elapsed_before = r->state.elapsed_s;
     while (r->state.step < r->o.steps) {
         take_step(r);

@@ -1,6 +1,7 @@
 #include "program.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -28,11 +29,30 @@ void die(int status, const char *fmt, ...) {
     exit(status);
 }
 
-long option_long(const char *flag, const char *s, long min, long max) {
+int whole_number_parse(const char *s, long *value) {
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || end == s || *end) die(EXIT_USAGE, "%s expects a whole number, got '%s' (see --help)", flag, s);
+    if (!errno && end != s && !*end) {
+        *value = v;
+        return 0;
+    }
+    errno = 0;
+    double d = strtod(s, &end);
+    if (end == s || *end || isnan(d)) return -1;
+    if (d != floor(d)) return -2;
+    // LONG_MIN is a power of 2, a double; -LONG_MIN is the first whole number past LONG_MAX
+    if (errno || d < (double)LONG_MIN || d >= -(double)LONG_MIN) return -3;
+    *value = (long)d;
+    return 0;
+}
+
+long option_long(const char *flag, const char *s, long min, long max) {
+    long v;
+    int read = whole_number_parse(s, &v);
+    if (read == -2) die(EXIT_USAGE, "%s expects a whole number (such as 2000 or 2e3), got '%s'", flag, s);
+    if (read == -3) die(EXIT_USAGE, "%s must be between %ld and %ld, got %s", flag, min, max, s);
+    if (read != 0) die(EXIT_USAGE, "%s expects a whole number, got '%s' (see --help)", flag, s);
     if (v < min || v > max) die(EXIT_USAGE, "%s must be between %ld and %ld, got %ld", flag, min, max, v);
     return v;
 }

@@ -22,9 +22,15 @@ void die_meets_others(DieMeeting *meet);
 
 // Option values: the number in s, checked to be a whole number (or a finite number) within
 // [min, max] (or [min, max) when !max_inclusive); else die(EXIT_USAGE) with a message naming
-// flag ("--steps must be between 0 and 1099511627776, got -1").
+// flag ("--steps must be between 0 and 1099511627776, got -1"). A whole number may be written
+// as a person would: "2000", "2e3", "1.5e3" (see whole_number_parse).
 long option_long(const char *flag, const char *s, long min, long max);
 double option_double(const char *flag, const char *s, double min, double max, int max_inclusive);
+// Reads the whole number s spells: decimal digits, or any number strtod reads (an exponent,
+// a fraction) whose value is a whole number within long's range. Returns 0 with *value; -1
+// when s is not a number; -2 when it is one but not a whole number ("1.5"); -3 when it is a
+// whole number beyond long's range ("1e30").
+int whole_number_parse(const char *s, long *value);
 
 // Flushes standard output and tells whether every write to it so far succeeded (stdio keeps
 // a failed write's error until asked). Returns 0, or -1 with err "cannot write to standard

@@ -11,8 +11,7 @@ static int is_scalar_value(uint32_t cp) {
 }
 
 int vocab_build(Vocab *v, const uint32_t *text, size_t len, char err[ERR_LEN]) {
-    v->chars = NULL;
-    v->size = 0;
+    memset(v, 0, sizeof(*v));
     if (len == 0) {
         snprintf(err, ERR_LEN, "cannot build a vocabulary from empty text");
         return -1;
@@ -52,8 +51,7 @@ int vocab_build(Vocab *v, const uint32_t *text, size_t len, char err[ERR_LEN]) {
 }
 
 int vocab_from_chars(Vocab *v, const uint32_t *chars, int n, char err[ERR_LEN]) {
-    v->chars = NULL;
-    v->size = 0;
+    memset(v, 0, sizeof(*v));
     if (n <= 0) {
         snprintf(err, ERR_LEN, "the vocabulary is empty (%d characters)", n);
         return -1;
@@ -92,14 +90,28 @@ int vocab_index(const Vocab *v, uint32_t cp) {
     return lo < v->size && v->chars[lo] == cp ? lo : -1;
 }
 
+int vocab_set_unknown(Vocab *v, char err[ERR_LEN]) {
+    if (vocab_index(v, VOCAB_UNKNOWN_CHAR) < 0) {
+        snprintf(err, ERR_LEN, "the vocabulary has no U+FFFD, the unknown token's character");
+        return -1;
+    }
+    v->unknown = 1;
+    return 0;
+}
+
+int vocab_token(const Vocab *v, uint32_t cp) {
+    int id = vocab_index(v, cp);
+    return id >= 0 || !v->unknown ? id : vocab_index(v, VOCAB_UNKNOWN_CHAR);
+}
+
 int vocab_encode(const Vocab *v, const uint32_t *text, size_t len, int *tokens,
                  size_t *bad_pos) {
     // ids of U+0000..U+00FF looked up once: most characters of most corpora are in that
     // range, and a table read beats a binary search per character
     int latin1[256];
-    for (uint32_t cp = 0; cp < 256; cp++) latin1[cp] = vocab_index(v, cp);
+    for (uint32_t cp = 0; cp < 256; cp++) latin1[cp] = vocab_token(v, cp);
     for (size_t i = 0; i < len; i++) {
-        int id = text[i] < 256 ? latin1[text[i]] : vocab_index(v, text[i]);
+        int id = text[i] < 256 ? latin1[text[i]] : vocab_token(v, text[i]);
         if (id < 0) {
             *bad_pos = i;
             return -1;
@@ -111,6 +123,5 @@ int vocab_encode(const Vocab *v, const uint32_t *text, size_t len, int *tokens,
 
 void vocab_free(Vocab *v) {
     free(v->chars);
-    v->chars = NULL;
-    v->size = 0;
+    memset(v, 0, sizeof(*v));
 }

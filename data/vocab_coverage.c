@@ -84,11 +84,60 @@ void vocab_coverage_describe(const MissingChars *missing, int max_listed, char *
         char shown[64];
         describe_char(missing->chars[i].cp, shown, sizeof(shown));
         size_t count = missing->chars[i].count;
-        used += (size_t)snprintf(buf + used, size - used, "%s%s %zu time%s", i ? ", " : "", shown, count,
-                                 count == 1 ? "" : "s");
+        if (count == 0)  // vocab_grow's unknown token, which stands for the rarer characters
+            used += (size_t)snprintf(buf + used, size - used, "%s%s (the unknown token)", i ? ", " : "", shown);
+        else
+            used += (size_t)snprintf(buf + used, size - used, "%s%s %zu time%s", i ? ", " : "", shown, count,
+                                     count == 1 ? "" : "s");
     }
     if (listed < missing->distinct && used < size)
         snprintf(buf + used, size - used, " and %d more", missing->distinct - listed);
+}
+
+static int by_code_point(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int vocab_grow(const Vocab *old, const MissingChars *missing, size_t min_count, Vocab *grown, MissingChars *added,
+               char err[ERR_LEN]) {
+    memset(grown, 0, sizeof(*grown));
+    memset(added, 0, sizeof(*added));
+    int rare = 0;
+    added->chars = malloc(((size_t)missing->distinct + 1) * sizeof(CharCount));
+    uint32_t *chars = malloc(((size_t)old->size + (size_t)missing->distinct + 1) * sizeof(uint32_t));
+    if (!added->chars || !chars) {
+        free(chars);
+        vocab_coverage_free(added);
+        snprintf(err, ERR_LEN, "out of memory growing the vocabulary");
+        return -1;
+    }
+    memcpy(chars, old->chars, (size_t)old->size * sizeof(uint32_t));
+    int n = old->size, has_unknown = vocab_index(old, VOCAB_UNKNOWN_CHAR) >= 0;
+    for (int i = 0; i < missing->distinct; i++) {
+        const CharCount *c = &missing->chars[i];
+        if (c->count < min_count) {
+            rare++;
+            continue;
+        }
+        chars[n++] = c->cp;
+        added->chars[added->distinct++] = *c;
+        added->total += c->count;
+        has_unknown |= c->cp == VOCAB_UNKNOWN_CHAR;
+    }
+    if (rare > 0 && !has_unknown) {  // the rare ones' token, added with no occurrence of its own
+        chars[n++] = VOCAB_UNKNOWN_CHAR;
+        added->chars[added->distinct++] = (CharCount){VOCAB_UNKNOWN_CHAR, 0};
+    }
+    qsort(chars, (size_t)n, sizeof(uint32_t), by_code_point);
+    int rc = vocab_from_chars(grown, chars, n, err);
+    free(chars);
+    if (rc == 0 && (old->unknown || rare > 0)) rc = vocab_set_unknown(grown, err);
+    if (rc != 0) {
+        vocab_free(grown);
+        vocab_coverage_free(added);
+    }
+    return rc;
 }
 
 size_t vocab_coverage_drop(const Vocab *vocab, uint32_t *text, size_t len) {

@@ -28,6 +28,13 @@ int vocab_coverage_find(const Vocab *vocab, const uint32_t *text, size_t len, Mi
 // characters and "and N more" after; characters without a glyph (control characters,
 // whitespace but the space) by their code point alone, with a name for the common ones.
 void vocab_coverage_describe(const MissingChars *missing, int max_listed, char *buf, size_t size);
+// The vocabulary `old` grown by the characters of `missing` (what a text has that old lacks)
+// seen at least min_count times (train --init-from --grow-vocab); when the others are rarer,
+// they share the unknown token, U+FFFD, which joins too when old lacks it. *added lists the
+// characters added, most frequent first (free it with vocab_coverage_free). Returns 0, or -1
+// with err when memory runs out.
+int vocab_grow(const Vocab *old, const MissingChars *missing, size_t min_count, Vocab *grown, MissingChars *added,
+               char err[ERR_LEN]);
 // Removes from text the characters vocab lacks, in place; returns the new length.
 size_t vocab_coverage_drop(const Vocab *vocab, uint32_t *text, size_t len);
 void vocab_coverage_free(MissingChars *missing);

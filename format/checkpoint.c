@@ -41,8 +41,10 @@ static char *vocab_to_json(const uint32_t *vocab, int n) {
     return s;
 }
 
-int checkpoint_save(const char *path, const GPT *model, const uint32_t *vocab, const AdamW *opt,
-                    const StMeta *extra, int num_extra, char err[ERR_LEN]) {
+#define UNKNOWN_KEY "vocab_unknown"
+
+int checkpoint_save(const char *path, const GPT *model, const Vocab *vocab, const AdamW *opt, const StMeta *extra,
+                    int num_extra, char err[ERR_LEN]) {
     const GPTConfig *c = &model->config;
     if (opt && (opt->first != 0 || opt->n != model->num_parameters)) {
         snprintf(err, ERR_LEN, "%s: the optimizer holds %zu of the %zu parameters' moments", path, opt->n,
@@ -53,9 +55,9 @@ int checkpoint_save(const char *path, const GPT *model, const uint32_t *vocab, c
     int num_tensors = count * (opt ? 3 : 1);
     StWriteTensor *tensors = calloc((size_t)num_tensors, sizeof(StWriteTensor));
     char (*names)[ST_MAX_NAME + 1] = calloc((size_t)num_tensors, ST_MAX_NAME + 1);
-    int num_meta = 3 + NUM_CONFIG_KEYS + num_extra;
+    int num_meta = 4 + NUM_CONFIG_KEYS + num_extra;
     StMeta *meta = calloc((size_t)num_meta, sizeof(StMeta));
-    char *vocab_json = vocab_to_json(vocab, c->vocab_size);
+    char *vocab_json = vocab_to_json(vocab->chars, c->vocab_size);
     int rc = -1;
     if (!tensors || !names || !meta || !vocab_json) {
         snprintf(err, ERR_LEN, "%s: out of memory", path);
@@ -85,6 +87,9 @@ int checkpoint_save(const char *path, const GPT *model, const uint32_t *vocab, c
     int m = 0;
     meta[m++] = (StMeta){"format", CHECKPOINT_FORMAT};
     meta[m++] = (StMeta){"vocab", vocab_json};
+    char unknown[16];
+    snprintf(unknown, sizeof(unknown), "%u", (unsigned)VOCAB_UNKNOWN_CHAR);
+    if (vocab->unknown) meta[m++] = (StMeta){UNKNOWN_KEY, unknown};
     meta[m++] = (StMeta){"optimizer.step", opt_step};
     for (int i = 0; i < NUM_CONFIG_KEYS; i++) meta[m++] = (StMeta){config_meta[i].key, config_meta[i].value};
     for (int i = 0; i < num_extra; i++) meta[m++] = extra[i];
@@ -238,6 +243,22 @@ static int check_tensors(Checkpoint *ck, char err[ERR_LEN]) {
     return 0;
 }
 
+// vocab_unknown, when present: U+FFFD, which the vocabulary must hold.
+static int parse_unknown(Checkpoint *ck, char err[ERR_LEN]) {
+    const char *unknown = safetensors_meta(&ck->file, UNKNOWN_KEY);
+    if (!unknown) return 0;
+    long cp;
+    int found = 0;
+    for (int i = 0; i < ck->config.vocab_size; i++) found |= ck->vocab[i] == VOCAB_UNKNOWN_CHAR;
+    if (parse_int(unknown, 0, 0x10FFFF, &cp) != 0 || cp != VOCAB_UNKNOWN_CHAR || !found) {
+        snprintf(err, ERR_LEN, "%s: checkpoint metadata '" UNKNOWN_KEY "' is '%.16s': it can only be %u (U+FFFD), "
+                 "and the vocabulary must hold it", ck->path, unknown, (unsigned)VOCAB_UNKNOWN_CHAR);
+        return -1;
+    }
+    ck->vocab_unknown = 1;
+    return 0;
+}
+
 // Checks everything in ck->file (see checkpoint_open) and reads the config and vocabulary.
 static int check_checkpoint(Checkpoint *ck, char err[ERR_LEN]) {
     const char *format = safetensors_meta(&ck->file, "format");
@@ -260,7 +281,7 @@ static int check_checkpoint(Checkpoint *ck, char err[ERR_LEN]) {
                  ck->path, ck->config.vocab_size);
         return -1;
     }
-    return 0;
+    return parse_unknown(ck, err);
 }
 
 int checkpoint_open(const char *path, Checkpoint *ck, char err[ERR_LEN]) {
@@ -309,6 +330,48 @@ int checkpoint_load_model(const Checkpoint *ck, GPT *model, int with_gradients, 
         TensorInfo info;
         gpt_tensor_info(&ck->config, i, &info);
         copy_tensor(ck, info.name, model->params_memory + info.offset);
+    }
+    return 0;
+}
+
+int checkpoint_vocab(const Checkpoint *ck, Vocab *vocab, char err[ERR_LEN]) {
+    char why[ERR_LEN];
+    if (vocab_from_chars(vocab, ck->vocab, ck->config.vocab_size, why) != 0 ||
+        (ck->vocab_unknown && vocab_set_unknown(vocab, why) != 0)) {
+        vocab_free(vocab);
+        snprintf(err, ERR_LEN, "%s: %s", ck->path, why);
+        return -1;
+    }
+    return 0;
+}
+
+int checkpoint_load_model_grown(const Checkpoint *ck, const Vocab *grown, uint64_t seed, GPT *model, int with_gradients,
+                                char err[ERR_LEN]) {
+    GPTConfig config = ck->config;
+    config.vocab_size = grown->size;
+    if (gpt_build(model, &config, with_gradients, err) != 0) return -1;
+    gpt_init_weights(model, seed);
+    int count = gpt_num_tensors(&ck->config);
+    for (int i = 0; i < count; i++) {
+        TensorInfo from, to;
+        gpt_tensor_info(&ck->config, i, &from);
+        gpt_tensor_info(&config, i, &to);
+        const float *src = safetensors_tensor_data(&ck->file, safetensors_find(&ck->file, from.name));
+        if (strcmp(from.name, "transformer.wte.weight") != 0) {
+            memcpy(model->params_memory + to.offset, src, from.size * sizeof(float));
+            continue;
+        }
+        size_t C = (size_t)config.n_embd;
+        for (int row = 0; row < ck->config.vocab_size; row++) {
+            int at = vocab_index(grown, ck->vocab[row]);
+            if (at < 0) {
+                snprintf(err, ERR_LEN, "%s: the grown vocabulary lacks the checkpoint's character U+%04X", ck->path,
+                         (unsigned)ck->vocab[row]);
+                gpt_free(model);
+                return -1;
+            }
+            memcpy(model->params_memory + to.offset + (size_t)at * C, src + (size_t)row * C, C * sizeof(float));
+        }
     }
     return 0;
 }

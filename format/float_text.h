@@ -1,5 +1,5 @@
-// Numbers as the shortest decimal text that reads back to the same value, for metadata a
-// person reads: 0.1f is written "0.1", not "0.100000001".
+// Numbers as text: written as the shortest decimal that reads back to the same value, for
+// metadata a person reads (0.1f is written "0.1", not "0.100000001").
 #ifndef CHARGPT_FLOAT_TEXT_H
 #define CHARGPT_FLOAT_TEXT_H
 

@@ -66,6 +66,17 @@ static uint32_t crc32_update(uint32_t crc, const unsigned char *p, size_t n) {
 // ---------------------------------------------------------------------------------------
 // reading
 
+// A safetensors file begins with its header's length, 8 bytes, then the header, a JSON object:
+// a file whose ninth byte is not '{' is something else (a log.csv, a corpus), said so rather
+// than its first bytes read as an absurd length.
+static int check_start(const char *path, const unsigned char *first, size_t n, char err[ERR_LEN]) {
+    if (n <= 8 || first[8] == '{') return 0;
+    char shown[64];
+    return fail(err, path, "not a safetensors file (not a checkpoint): it begins with \"%s\", where a checkpoint "
+                "has its header's length in 8 bytes and then '{'",
+                printable((const char *)first, n < 12 ? n : 12, shown));
+}
+
 // Checks the header length in the file's first 8 bytes against the file's size.
 static int check_header_length(const char *path, const unsigned char len_bytes[8], size_t file_len,
                                size_t *header_len, char err[ERR_LEN]) {
@@ -120,11 +131,16 @@ static int read_file(const char *path, SafeTensors *st, int header_only, size_t 
         return fail(err, path, "cannot open: %s", strerror(errno));
     }
     size_t file_len = (size_t)sb.st_size, read_len = file_len;
-    unsigned char len_bytes[8];
+    unsigned char first[12];  // the header's length, and the start of the header
+    size_t n_first = fread(first, 1, sizeof(first), fp);
+    unsigned char *len_bytes = first;
     int rc = -1;
-    if (file_len < 8 || fread(len_bytes, 1, 8, fp) != 8) {
+    if (file_len < 8 || n_first < 8) {
         too_short(path, file_len, err);
-    } else if (check_header_length(path, len_bytes, file_len, header_len, err) == 0 &&
+    } else if (fseek(fp, 8, SEEK_SET) != 0) {
+        fail(err, path, "cannot seek: %s", strerror(errno));
+    } else if (check_start(path, first, n_first, err) == 0 &&
+               check_header_length(path, len_bytes, file_len, header_len, err) == 0 &&
                (read_len = header_only ? 8 + *header_len : file_len,
                 alloc_file(path, st, *header_len, read_len, err) == 0)) {
         memcpy(st->file, len_bytes, 8);
@@ -445,7 +461,8 @@ int safetensors_parse(const void *bytes, size_t len, const char *name, SafeTenso
     memset(st, 0, sizeof(*st));
     if (len < 8) return too_short(name, len, err);
     size_t header_len = 0;
-    if (check_header_length(name, bytes, len, &header_len, err) != 0 ||
+    if (check_start(name, bytes, len < 12 ? len : 12, err) != 0 ||
+        check_header_length(name, bytes, len, &header_len, err) != 0 ||
         alloc_file(name, st, header_len, len, err) != 0) {
         safetensors_free(st);
         return -1;

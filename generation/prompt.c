@@ -10,37 +10,56 @@
 #include <unistd.h>
 
 #include "../data/utf8.h"
+#include "../data/vocab_coverage.h"
 
 void prompt_printable_char(uint32_t cp, char out[5]) {
     memset(out, 0, 5);
     if (cp >= 0x20 && cp != 0x7F) utf8_encode(cp, out);
 }
 
+// The error for characters of chars (n) that vocab lacks: every one named, with its count.
+static void unknown_characters(const Vocab *vocab, const uint32_t *chars, long n, uint32_t first, long first_at,
+                               const char *what, char err[ERR_LEN]) {
+    MissingChars missing;
+    if (vocab_coverage_find(vocab, chars, (size_t)n, &missing, err) != 0) return;
+    char listed[ERR_LEN / 2];
+    vocab_coverage_describe(&missing, 24, listed, sizeof(listed));
+    char shown[5];
+    prompt_printable_char(first, shown);
+    snprintf(err, ERR_LEN, "%s has %zu character%s (%d distinct) not in the checkpoint's vocabulary: %s; the first, "
+             "'%s' (U+%04" PRIX32 "), at position %ld (use --skip-unknown to drop such characters)", what,
+             missing.total, missing.total == 1 ? "" : "s", missing.distinct, listed, shown, first, first_at);
+    vocab_coverage_free(&missing);
+}
+
 int prompt_from_chars(Prompt *p, const Vocab *vocab, uint32_t *chars, long n, int skip_unknown, const char *what,
                       char err[ERR_LEN]) {
     memset(p, 0, sizeof(*p));
+    // the characters' tokens, with the first one the vocabulary lacks found before any is written
+    long first_at = -1;
+    for (long i = 0; i < n && first_at < 0; i++)
+        if (vocab_index(vocab, chars[i]) < 0) first_at = i;
+    if (first_at >= 0 && !skip_unknown && !vocab->unknown) {
+        unknown_characters(vocab, chars, n, chars[first_at], first_at, what, err);
+        free(chars);
+        return -1;
+    }
+    if (first_at >= 0) p->first_dropped = chars[first_at], p->first_dropped_at = first_at;
     // token i is written where character i or a later one was, after that one was read
     // (int and uint32_t may alias each other)
     p->tokens = (int *)chars;
     for (long i = 0; i < n; i++) {
         uint32_t c = chars[i];
         int id = vocab_index(vocab, c);
-        if (id >= 0) {
-            p->tokens[p->len++] = id;
+        if (id < 0 && skip_unknown) {
+            p->dropped++;
             continue;
         }
-        if (p->dropped++ == 0) {
-            p->first_dropped = c;
-            p->first_dropped_at = i;
+        if (id < 0) {
+            id = vocab_token(vocab, c);
+            p->unknown++;
         }
-        if (!skip_unknown) {
-            char shown[5];
-            prompt_printable_char(c, shown);
-            snprintf(err, ERR_LEN, "character '%s' (U+%04" PRIX32 ") at position %ld of %s is not in the checkpoint's "
-                     "vocabulary (use --skip-unknown to drop such characters)", shown, c, i, what);
-            prompt_free(p);
-            return -1;
-        }
+        p->tokens[p->len++] = id;
     }
     return 0;
 }

@@ -11,16 +11,18 @@ typedef struct {
     int *tokens;             // (len) token ids of the characters kept
     long len;
     long dropped;            // characters dropped as not in the vocabulary (skip_unknown)
-    uint32_t first_dropped;  // the first of them, and its position among the prompt's characters
+    long unknown;            // or given the vocabulary's unknown token (data/vocab.h)
+    uint32_t first_dropped;  // the first of either, and its position among the prompt's characters
     long first_dropped_at;
 } Prompt;
 
 // Turns the n code points at chars into tokens of vocab, in place, and takes the array over:
 // chars (malloc'd, n entries) becomes p->tokens, freed by prompt_free (or here on failure), so
-// a text takes 4 bytes a character once, not twice. A character the vocabulary lacks is an
-// error naming it, its code and its position in `what` ("the prompt", a file's name), unless
-// skip_unknown: then it is dropped and counted. Returns 0, or -1 with err for an unknown
-// character (p is then empty).
+// a text takes 4 bytes a character once, not twice. A character the vocabulary lacks is
+// dropped and counted with skip_unknown; else it takes the vocabulary's unknown token if it
+// has one (counted too); else it is an error naming every such character with its count and
+// code point, and the first one's position in `what` ("the prompt", a file's name). Returns 0,
+// or -1 with err for an unknown character (p is then empty).
 int prompt_from_chars(Prompt *p, const Vocab *vocab, uint32_t *chars, long n, int skip_unknown, const char *what,
                       char err[ERR_LEN]);
 // The same from n bytes of UTF-8: -1 with err for an unknown character (bad usage); -2 with

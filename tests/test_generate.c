@@ -107,7 +107,8 @@ static const char *test_checkpoint(void) {
         GPT model;
         if (build_test_model(&model, &PROGRAM_CONFIG, 42) != 0) return NULL;
         char err[ERR_LEN];
-        int rc = checkpoint_save(CKPT, &model, vocab, NULL, NULL, 0, err);
+        int rc = checkpoint_save(CKPT, &model, &(Vocab){(uint32_t *)vocab, model.config.vocab_size, 0},
+                                 NULL, NULL, 0, err);
         gpt_free(&model);
         if (!CHECK(rc == 0, "checkpoint_save: %s", err)) return NULL;
         state = 1;

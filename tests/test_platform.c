@@ -149,3 +149,23 @@ TEST(library_code_never_exits) {
                                        "training", "viewer"};
     each_source(dirs, (int)(sizeof(dirs) / sizeof(dirs[0])), check_library_code);
 }
+
+// Option values as a person writes them: --steps 2e3 is 2000, 1.5 is no whole number, 1e30 too large.
+TEST(program_whole_numbers_as_people_write_them) {
+    static const struct {
+        const char *text;
+        int rc;
+        long value;
+    } cases[] = {
+        {"2000", 0, 2000}, {"2e3", 0, 2000}, {"1.5e3", 0, 1500}, {"1E3", 0, 1000}, {"-7", 0, -7}, {"0", 0, 0},
+        {"9223372036854775807", 0, 9223372036854775807L}, {"1.5", -2, 0}, {"1e-3", -2, 0}, {"1e30", -3, 0},
+        {"9.3e18", -3, 0}, {"-1e19", -3, 0}, {"", -1, 0}, {"2k", -1, 0}, {"1e3x", -1, 0}, {"nan", -1, 0},
+        {"inf", -3, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        long v = 12345;
+        int rc = whole_number_parse(cases[i].text, &v);
+        CHECK(rc == cases[i].rc && (rc != 0 || v == cases[i].value), "'%s': rc %d, value %ld (want %d, %ld)",
+              cases[i].text, rc, v, cases[i].rc, cases[i].value);
+    }
+}

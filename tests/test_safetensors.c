@@ -235,7 +235,8 @@ typedef struct {
 static const BadHeader bad_headers[] = {
     {"{\"w\":{\"dtype\":\"F32\",}}", 0, {"invalid JSON", "line 1 column 21"}},
     {"{\"w\":{\"dtype\":\"F32\",\n\"shape\":[1] \"x\"}}", 0, {"invalid JSON", "line 2 column 13"}},
-    {"[1, 2]", 0, {"not a JSON object", NULL}},
+    {"[1, 2]", 0, {"not a safetensors file", NULL}},  // a header must begin with '{'
+    {" {}", 0, {"not a safetensors file", NULL}},
     {"{\"w\":5}", 4, {"'w'", "not an object"}},
     {"{\"w\":{\"shape\":[1],\"data_offsets\":[0,4]}}", 4, {"'w'", "missing \"dtype\""}},
     {"{\"w\":{\"dtype\":\"F32\",\"data_offsets\":[0,4]}}", 4, {"'w'", "missing \"shape\""}},
@@ -326,6 +327,13 @@ TEST(safetensors_rejects_malformed) {
     CHECK(safetensors_read(path, &st, err) == -1 && strstr(err, "absurd"), "absurd header length: %s", err);
     write_bytes(path, (const unsigned char *)"\xff\xff\xff\xff\xff\xff\xff\xff{}      ", 16);
     CHECK(safetensors_read(path, &st, err) == -1 && strstr(err, "absurd"), "header length 2^64-1: %s", err);
+    // another kind of file (a run's log.csv): said to be no checkpoint, not an absurd header length
+    const char *csv = "step,train_loss,val_loss,lr,tokens_seen,elapsed_s\n10,2.5,,0.001,7680,1.2\n";
+    write_bytes(path, (const unsigned char *)csv, strlen(csv));
+    CHECK(safetensors_read(path, &st, err) == -1 && strstr(err, "not a safetensors file (not a checkpoint)") &&
+              strstr(err, "\"step,train_l\"") && !strstr(err, "absurd"), "log.csv: %s", err);
+    CHECK(safetensors_parse(csv, strlen(csv), "log.csv", &st, err) == -1 && strstr(err, "not a safetensors file"),
+          "log.csv in memory: %s", err);
 }
 
 // For an accepted file: every tensor lies inside the data section with the size its shape needs.

@@ -67,23 +67,28 @@ static const char *change_option(TrainOptions *o, int k) {
         case 23: o->eval_every = 10; return "--eval-every";
         case 24: o->eval_batches = 4; return "--eval-batches";
         case 25: o->save_every = 10; return "--save-every";
-        // what concerns one process alone, or what the corpus's fingerprint covers: no fact
-        case 26: strcpy(o->data, "/elsewhere/corpus.txt.gz"); return "";
-        case 27: strcpy(o->out, "other"); return "";
-        case 28: o->threads = 3; return "";
-        case 29: o->max_memory = 1e9; return "";
-        case 30: o->log_every = 1; return "";
-        case 31: o->mpi_timeout = 5; return "";
-        case 32: o->force = 1; return "";
-        case 33: o->keep_cr = 1; return "";
-        case 34: o->skip_unknown = 1; return "";
+        case 26: o->final_val_chars = 100; return "--final-val-chars";
+        // what concerns one process alone, or what the corpus's fingerprint or vocabulary covers: no fact
+        case 27: strcpy(o->data, "/elsewhere/corpus.txt.gz"); return "";
+        case 28: strcpy(o->out, "other"); return "";
+        case 29: o->threads = 3; return "";
+        case 30: o->max_memory = 1e9; return "";
+        case 31: o->log_every = 1; return "";
+        case 32: o->mpi_timeout = 5; return "";
+        case 33: o->force = 1; return "";
+        case 34: o->keep_cr = 1; return "";
+        case 35: o->skip_unknown = 1; return "";
+        case 36: strcpy(o->separator, "\\n\\n"); return "";
+        case 37: o->encoding = ENCODING_LATIN1; return "";
+        case 38: o->min_char_count = 10; return "";
+        case 39: o->grow_vocab = 1; return "";
         default: return NULL;
     }
 }
 
 TEST(same_run_each_compared_option_is_its_own_fact) {
     TrainOptions a = base_options();
-    Vocab vocab = {base_chars, 5};
+    Vocab vocab = {base_chars, 5, 0};
     SameRun run_a = {&a, "1000:0123abcd", &vocab, NULL, 0};
     DistFact facts[SAME_RUN_MAX_FACTS];
     int n = same_run_facts(&run_a, facts);
@@ -105,11 +110,15 @@ TEST(same_run_each_compared_option_is_its_own_fact) {
 
     // the corpus and the vocabulary
     uint32_t other_chars[] = {'\n', ' ', 'a', 'b', 'd'};
-    Vocab other = {other_chars, 5};
+    Vocab other = {other_chars, 5, 0};
     SameRun run_b = run_a;
     run_b.vocab = &other;
     differing(&run_a, &run_b, names, sizeof(names));
     CHECK(strcmp(names, "vocabulary") == 0, "another character: facts '%s' differ, want the vocabulary", names);
+    Vocab with_unknown = {base_chars, 5, 1};  // the same characters, one of them standing for the rest
+    run_b.vocab = &with_unknown;
+    differing(&run_a, &run_b, names, sizeof(names));
+    CHECK(strcmp(names, "vocabulary") == 0, "an unknown token: facts '%s' differ, want the vocabulary", names);
     run_b = run_a;
     run_b.corpus_fingerprint = "1000:0123abce";
     differing(&run_a, &run_b, names, sizeof(names));

@@ -160,7 +160,7 @@ TEST(score_validation_split_equals_training_whole_pass) {
         CHECK(pz.scored == p.scored && pz.nats == p.nats, "gzip: %ld characters, %.6f nats", pz.scored, pz.nats);
     if (test_exit_status(&piped, 0, "--score -") && parse_score(&piped, &pp)) {
         CHECK(pp.scored == p.scored && pp.nats == p.nats, "stdin: %ld characters, %.6f nats", pp.scored, pp.nats);
-        test_output_has(&piped, "stdin:", "--score -");
+        test_output_has(&piped, "standard input:", "--score -");
     }
     // the default stride reads every character with the full block before it: another loss
     TestRun exact = GENERATE(CKPT, "--score", txt);
@@ -343,7 +343,8 @@ TEST(score_bad_texts) {
     TestRun r = GENERATE(CKPT, "--score", unknown, "--surprisal", csv);
     if (test_exit_status(&r, 2, "an unknown character")) {
         test_output_has(&r, "U+20AC", "an unknown character");
-        test_output_has(&r, "position 8 of " WORK_DIR "/unknown.txt", "an unknown character");
+        test_output_has(&r, WORK_DIR "/unknown.txt has 1 character (1 distinct) not in the checkpoint's vocabulary: "
+                        "'€' U+20AC 1 time; the first, '€' (U+20AC), at position 8", "an unknown character");
         test_output_has(&r, "--skip-unknown", "an unknown character");
     }
     CHECK(access(csv, F_OK) != 0, "%s was written", csv);

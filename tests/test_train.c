@@ -561,7 +561,8 @@ TEST(train_checkpoint_round_trip_exact) {
         opt.step = 123456789012L;
         StMeta extra[2] = {{"train.note", "h\xc3\xa9llo \xe2\x9c\x93 \"quoted\" \\ back"}, {"state.step", "42"}};
         snprintf(path, sizeof(path), "%s/round_trip%d.safetensors", dir, c);
-        if (!CHECK(checkpoint_save(path, &model, vocab, &opt, extra, 2, err) == 0, "%s", err)) return;
+        if (!CHECK(checkpoint_save(path, &model, &(Vocab){(uint32_t *)vocab, model.config.vocab_size, 0},
+                                   &opt, extra, 2, err) == 0, "%s", err)) return;
 
         Checkpoint ck;
         if (!CHECK(checkpoint_open(path, &ck, err) == 0, "%s", err)) return;
@@ -594,7 +595,8 @@ TEST(train_checkpoint_round_trip_exact) {
 
         // without an optimizer the model still loads, and asking for the moments fails cleanly
         snprintf(path, sizeof(path), "%s/no_optimizer%d.safetensors", dir, c);
-        if (!CHECK(checkpoint_save(path, &model, vocab, NULL, NULL, 0, err) == 0, "%s", err)) return;
+        if (!CHECK(checkpoint_save(path, &model, &(Vocab){(uint32_t *)vocab, model.config.vocab_size, 0},
+                                   NULL, NULL, 0, err) == 0, "%s", err)) return;
         if (CHECK(checkpoint_open(path, &ck, err) == 0, "%s", err)) {
             if (CHECK(checkpoint_load_model(&ck, &loaded, 0, err) == 0, "%s", err)) {
                 CHECK(memcmp(loaded.params_memory, model.params_memory, model.num_parameters * 4) == 0,
@@ -632,7 +634,8 @@ TEST(train_checkpoint_sharded_moments) {
     fill_bits(opt.v, opt.n, 1, &rng);
     opt.step = 77;
     snprintf(path, sizeof(path), "%s/full.safetensors", dir);
-    if (!CHECK(checkpoint_save(path, &model, vocab, &opt, NULL, 0, err) == 0, "%s", err)) return;
+    if (!CHECK(checkpoint_save(path, &model, &(Vocab){(uint32_t *)vocab, model.config.vocab_size, 0},
+                               &opt, NULL, 0, err) == 0, "%s", err)) return;
     Checkpoint ck;
     if (!CHECK(checkpoint_open(path, &ck, err) == 0, "%s", err)) return;
     size_t P = model.num_parameters, cuts[4] = {0, P / 3 + 1, P / 3 + 2, P};  // 3 parts, one of 1 parameter
@@ -648,7 +651,8 @@ TEST(train_checkpoint_sharded_moments) {
         // a part is not a checkpoint's optimizer state
         snprintf(path, sizeof(path), "%s/part%d.safetensors", dir, k);
         err[0] = '\0';
-        CHECK(checkpoint_save(path, &model, vocab, &part, NULL, 0, err) != 0 && strstr(err, "of the"),
+        CHECK(checkpoint_save(path, &model, &(Vocab){(uint32_t *)vocab, model.config.vocab_size, 0},
+                              &part, NULL, 0, err) != 0 && strstr(err, "of the"),
               "saving the moments of parameters %zu..%zu only: '%s'", first, first + n, err);
         adamw_free(&part);
     }

@@ -243,7 +243,9 @@ static int check_fitted(const char *out, int columns, const char *must_have, con
                   (int)len, p);
             char line[512];
             snprintf(line, sizeof(line), "%.*s", (int)len, p);
-            CHECK(strstr(line, must_have) != NULL, "%d columns: '%s' lacks '%s'", columns, line, must_have);
+            int evaluating = strstr(line, "| evaluating: ") != NULL;  // an evaluation's own line
+            CHECK(evaluating || strstr(line, must_have) != NULL, "%d columns: '%s' lacks '%s'", columns, line,
+                  must_have);
             if (must_lack) CHECK(strstr(line, must_lack) == NULL, "%d columns: '%s' has '%s'", columns, line, must_lack);
         }
         p += len;
@@ -261,6 +263,8 @@ TEST(runs_progress_line_on_terminal) {
     if (!CHECK(text != NULL, "cannot run ./train on a pseudo-terminal")) return;
     int lines = check_fitted(text, 60, "loss ", "elapsed");
     CHECK(lines >= 12, "60 columns: %d progress lines, want one per step", lines);
+    CHECK(strstr(text, "step 6/12 | evaluating: ") && strstr(text, " batches | ETA "),
+          "an evaluation does not show on the line:\n%s", text);
     CHECK(strstr(text, "\r\033[K") != NULL, "the terminal line is not rewritten in place");
     free(text);
     snprintf(out, sizeof(out), "%s/wide", dir);
@@ -502,13 +506,14 @@ TEST(runs_resume_new_schedule) {
     if (!ok) return;
     // extended without a new schedule: min_lr, and the message says so
     r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "12"));
-    if (test_exit_status(&r, 0, "extended on the old schedule")) test_output_has(&r, "train at --min-lr", "warned");
+    if (test_exit_status(&r, 0, "extended on the old schedule"))
+        test_output_has(&r, "steps 11-12 at --min-lr 0.0001 (the decay ended at step 10", "warned");
     test_run_free(&r);
     CHECK(fabs(logged_lr(csv, 12) - 1e-4) < 1e-9, "step 12 on the old schedule: lr %g, want 1e-4", logged_lr(csv, 12));
     // a new schedule: 2 warm-up steps from step 12, cosine to min_lr at step 20
     r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "20", "--decay-steps", "20", "--warmup", "2"));
     if (test_exit_status(&r, 0, "a new schedule"))
-        test_output_has(&r, "new learning-rate schedule: 2 warm-up steps from step 12", "the resume message");
+        test_output_has(&r, "on a new learning-rate schedule: steps 13-14 warm up", "the resume message");
     test_run_free(&r);
     double want[] = {1e-3 / 3, 2e-3 / 3, 1e-3, 1e-4 + 0.5 * (1 + cos(M_PI / 6)) * 9e-4};
     for (int i = 0; i < 4; i++)
@@ -521,6 +526,109 @@ TEST(runs_resume_new_schedule) {
     if (test_exit_status(&r, 2, "--decay-steps before the checkpoint's step"))
         test_output_has(&r, "after the checkpoint's step 20", "message");
     test_run_free(&r);
+}
+
+// The schedule as a run prints it ("learning rate: steps 1-2 warm up from X to Y, then steps
+// 3-10 decay (cosine) from ..."), each phase checked against the rates log.csv logged for its
+// steps: a warm-up rises, a decay falls, --min-lr is flat, and the printed figures (3
+// significant digits) are the logged rates of its first and last steps. Returns the last
+// step the phases reach, or -1 when the text holds no schedule.
+static long check_printed_schedule(const char *output, const char *csv, const char *what) {
+    const char *text = strstr(output, "learning rate: ");
+    if (!text) text = strstr(output, "learning-rate schedule: ");
+    if (!CHECK(text != NULL, "%s: no schedule printed:\n%s", what, output)) return -1;
+    text = strchr(text, ':') + 2;
+    long last_step = -1;
+    char line[1024];
+    snprintf(line, sizeof(line), "%.*s", (int)strcspn(text, "\n"), text);
+    for (char *phase = line; phase; ) {
+        char *next = strstr(phase, ", then ");
+        if (next) *next = '\0';
+        long a, b;
+        double x = NAN, y = NAN;
+        int kind = -1;  // 0 warm-up, 1 decay, 2 --min-lr
+        if (sscanf(phase, "steps %ld-%ld warm up from %lf to %lf", &a, &b, &x, &y) == 4) kind = 0;
+        else if (sscanf(phase, "step %ld warms up at %lf", &a, &x) == 2) kind = 0, b = a, y = x;
+        else if (sscanf(phase, "steps %ld-%ld decay (cosine) from %lf to %lf", &a, &b, &x, &y) == 4) kind = 1;
+        else if (sscanf(phase, "step %ld decays (cosine) at %lf", &a, &x) == 2) kind = 1, b = a, y = x;
+        else if (sscanf(phase, "steps %ld-%ld at --min-lr %lf", &a, &b, &x) == 3) kind = 2, y = x;
+        else if (sscanf(phase, "step %ld at --min-lr %lf", &a, &x) == 2) kind = 2, b = a, y = x;
+        if (!CHECK(kind >= 0, "%s: a phase the test cannot read: '%s'", what, phase)) return -1;
+        CHECK(last_step < 0 || a == last_step + 1, "%s: a phase starts at step %ld after %ld", what, a, last_step);
+        double previous = NAN;
+        for (long step = a; step <= b; step++) {
+            double lr = logged_lr(csv, step);
+            int ok = kind == 0 ? isnan(previous) || lr > previous
+                     : kind == 1 ? isnan(previous) || lr <= previous
+                                 : fabs(lr - x) <= 5e-3 * x;
+            CHECK(ok && !isnan(lr), "%s: step %ld logged lr %g, not what '%s' says", what, step, lr, phase);
+            previous = lr;
+        }
+        CHECK(fabs(logged_lr(csv, a) - x) <= 5e-3 * x && fabs(logged_lr(csv, b) - y) <= 5e-3 * y,
+              "%s: '%s' but steps %ld and %ld logged %g and %g", what, phase, a, b, logged_lr(csv, a),
+              logged_lr(csv, b));
+        last_step = b;
+        phase = next ? next + strlen(", then ") : NULL;
+    }
+    return last_step;
+}
+
+// A table of schedules, new runs, resumes and fine-tunes, whose printed description is held
+// against the rates each run logged (tests/test_schedule.c checks the descriptions against
+// learning_rate itself, for more of them).
+TEST(runs_schedule_messages_match_logged_rates) {
+    char dir[256], corpus[300], log[300];
+    fresh_dir(dir, sizeof(dir), "schedule_table");
+    base_corpus(dir, corpus, sizeof(corpus));
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    static const struct {
+        const char *what, *out, *from;  // from: the run resumed (--resume) or fine-tuned (--init-from)
+        const char *args[8];
+        long first, last;  // the steps the run takes
+        const char *warning;  // in its output, or NULL: no warning
+    } cases[] = {
+        {"a run inside its warm-up", "short", NULL, {"--steps", "8", NULL}, 1, 8, "inside its 100-step warm-up"},
+        {"its resume to 12", "short", "--resume", {"--steps", "12", NULL}, 9, 12, "last step, 12, is inside"},
+        {"a new schedule on resume", "short", "--resume", {"--steps", "20", "--warmup", "2", NULL}, 13, 20, NULL},
+        {"a decay that ends inside the warm-up", "inside", NULL,
+         {"--steps", "12", "--warmup", "6", "--decay-steps", "3", NULL}, 1, 12, NULL},
+        {"warm-up, decay and --min-lr", "three", NULL, {"--steps", "10", "--warmup", "2", "--decay-steps", "6", NULL}, 1,
+         10, NULL},
+        {"a fine-tune's default warm-up", "tuned", "--init-from", {"--steps", "20", NULL}, 1, 20, NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char out[300], ck[300], csv[300], from[300];
+        snprintf(out, sizeof(out), "%s/%s", dir, cases[i].out);
+        snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+        snprintf(csv, sizeof(csv), "%s/log.csv", out);
+        snprintf(from, sizeof(from), "%s/short/ckpt.safetensors", dir);
+        const char *argv[MAX_ARGS];
+        int n = 0;
+        if (cases[i].from && strcmp(cases[i].from, "--resume") == 0) argv[n++] = "--resume", argv[n++] = ck;
+        else argv[n++] = "--data", argv[n++] = corpus, argv[n++] = "--out", argv[n++] = out;
+        if (cases[i].from && strcmp(cases[i].from, "--init-from") == 0) argv[n++] = "--init-from", argv[n++] = from;
+        else if (!cases[i].from) {
+            const char *tiny[] = {TINY};
+            for (size_t k = 0; k < sizeof(tiny) / sizeof(tiny[0]); k++) argv[n++] = tiny[k];
+        }
+        if (!cases[i].from || strcmp(cases[i].from, "--resume") != 0)  // a resume keeps the run's
+            argv[n++] = "--log-every", argv[n++] = "1";
+        for (int k = 0; cases[i].args[k]; k++) argv[n++] = cases[i].args[k];
+        argv[n] = NULL;
+        TestRun r = train_in(NULL, log, argv);
+        if (test_exit_status(&r, 0, cases[i].what)) {
+            long last = check_printed_schedule(r.output, csv, cases[i].what);
+            CHECK(last == cases[i].last, "%s: the phases end at step %ld, want %ld", cases[i].what, last,
+                  cases[i].last);
+            char first[32];
+            snprintf(first, sizeof(first), "step%s %ld", cases[i].first == cases[i].last ? "" : "s", cases[i].first);
+            CHECK(strstr(r.output, first) != NULL, "%s: the schedule does not start at step %ld", cases[i].what,
+                  cases[i].first);
+            if (cases[i].warning) test_output_has(&r, cases[i].warning, cases[i].what);
+            else CHECK(!strstr(r.output, "warning: this run's last step"), "%s warned:\n%s", cases[i].what, r.output);
+        }
+        test_run_free(&r);
+    }
 }
 
 // ----------------------------------------------------------------------------

@@ -104,8 +104,8 @@ double data_parallel_step(DataParallel *dp, GPT *model, AdamW *opt, const int *i
     return norm;
 }
 
-double data_parallel_evaluate(DataParallel *dp, GPT *model, const Dataset *ds, long num_batches, int *inputs,
-                              int *targets) {
+double data_parallel_evaluate(DataParallel *dp, GPT *model, const Dataset *ds, long num_batches,
+                              const PassProgress *progress, int *inputs, int *targets) {
     size_t first, end, most, unused;
     dist_share((size_t)num_batches, dist_rank(), &first, &end);
     dist_share((size_t)num_batches, 0, &unused, &most);  // rank 0's share is the largest
@@ -114,6 +114,7 @@ double data_parallel_evaluate(DataParallel *dp, GPT *model, const Dataset *ds, l
     for (size_t i = 0; i < most; i++) {
         if (dist_agree(0, stop_signals_received()).signal)  // abandoned by every process together
             return NAN;
+        pass_progress(progress, (long)(i * (size_t)num_batches / most), num_batches);
         size_t b = first + i;
         if (b >= end) continue;
         dataset_val_batch(ds, (int)b, (int)num_batches, B, T, inputs, targets);
@@ -130,6 +131,7 @@ double data_parallel_evaluate(DataParallel *dp, GPT *model, const Dataset *ds, l
         sum += batch_sum / ((double)B * T);
     }
     dist_sum_doubles(&sum, 1);
+    pass_progress(progress, num_batches, num_batches);
     return sum / num_batches;
 }
 

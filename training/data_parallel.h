@@ -17,6 +17,7 @@
 #include "../data/batch.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
+#include "pass_progress.h"
 #include "../kernels/parallel.h"
 
 typedef struct {
@@ -51,9 +52,10 @@ double data_parallel_step(DataParallel *dp, GPT *model, AdamW *opt, const int *i
 // Mean loss over the fixed validation batches 0 .. num_batches - 1 (dropout off), each
 // process computing its share of them. inputs, targets: room for (B, T). NAN when a stop
 // signal (stop_signals.h) abandoned it: the processes agree on that before each batch, so
-// all abandon it together. Collective.
-double data_parallel_evaluate(DataParallel *dp, GPT *model, const Dataset *ds, long num_batches, int *inputs,
-                              int *targets);
+// all abandon it together. progress (or NULL) hears of the batches done (all processes'
+// together, counted from this one's share). Collective.
+double data_parallel_evaluate(DataParallel *dp, GPT *model, const Dataset *ds, long num_batches,
+                              const PassProgress *progress, int *inputs, int *targets);
 
 // The optimizer with every parameter's moments, as a checkpoint stores it, in *full on rank 0:
 // opt itself, or with ZeRO `copy`, gathered from the processes (its moments valid until

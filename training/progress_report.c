@@ -10,6 +10,75 @@ void progress_report_init(ProgressReport *r, long start_step, long steps, long t
                           .report_loss = NAN};
 }
 
+void progress_report_plan(ProgressReport *r, long eval_every, long eval_batches, long save_every, long final_chars) {
+    r->eval_every = eval_every, r->eval_batches = eval_batches, r->save_every = save_every;
+    r->final_chars = final_chars;
+}
+
+void progress_report_evaluated(ProgressReport *r, double seconds) {
+    r->eval_s += seconds;
+    r->evals++;
+}
+
+void progress_report_saved(ProgressReport *r, double seconds) {
+    r->save_s += seconds;
+    r->saves++;
+}
+
+void progress_report_probed(ProgressReport *r, double seconds) {
+    r->probe_s += seconds;
+    r->probes++;
+}
+
+// Of the steps after `step` up to the run's last, how many are multiples of every, or the last.
+static long events_left(const ProgressReport *r, long step, long every) {
+    if (every <= 0 || step >= r->steps) return 0;
+    return r->steps / every - step / every + (r->steps % every != 0);
+}
+
+// A forward of B * T tokens: measured by the evaluations, else a third of a step.
+static double forward_seconds(const ProgressReport *r, long step) {
+    if (r->evals > 0 && r->eval_batches > 0) return r->eval_s / ((double)r->evals * r->eval_batches);
+    long steps_done = step - r->start_step;
+    return steps_done > 0 ? r->train_s / steps_done / 3.0 : 0.0;
+}
+
+double progress_report_eta(const ProgressReport *r, long step) {
+    long steps_done = step - r->start_step;
+    double step_s = steps_done > 0 ? r->train_s / steps_done : 0.0, forward_s = forward_seconds(r, step);
+    double evals = (double)events_left(r, step, r->eval_every) * (r->eval_batches > 0);
+    double saves = (double)events_left(r, step, r->save_every);
+    double final_forwards = r->final_chars > 0 ? ceil((double)r->final_chars / r->tokens_per_step) : 0.0;
+    double probe_s = r->probes > 0 ? r->probe_s / r->probes : 0.0;
+    return (r->steps - step) * step_s + evals * (r->eval_batches * forward_s + probe_s) +
+           saves * (r->saves > 0 ? r->save_s / r->saves : 0.0) + final_forwards * forward_s;
+}
+
+// "<what> | ETA <eta>", fitted to width (the ETA goes first).
+static void task_line(const char *what, double eta, int width, char *line, size_t size) {
+    char eta_text[32], fields[2][96];
+    format_duration(eta_text, sizeof(eta_text), eta);
+    snprintf(fields[0], sizeof(fields[0]), "%s", what);
+    snprintf(fields[1], sizeof(fields[1]), "ETA %s", eta_text);
+    static const int importance[2] = {0, 1};
+    const char *texts[2] = {fields[0], fields[1]};
+    progress_line_fit(texts, importance, 2, width, line, size);
+}
+
+void progress_report_eval_line(const ProgressReport *r, long step, long done, long total, double seconds, int width,
+                               char *line, size_t size) {
+    double per_batch = done > 0 ? seconds / done : forward_seconds(r, step);
+    char what[96];
+    snprintf(what, sizeof(what), "step %ld/%ld | evaluating: %ld/%ld batches", step, r->steps, done, total);
+    task_line(what, (total - done) * per_batch + progress_report_eta(r, step), width, line, size);
+}
+
+void progress_report_final_line(long done, long total, double seconds, int width, char *line, size_t size) {
+    char what[96];
+    snprintf(what, sizeof(what), "whole-validation pass: %ld/%ld characters", done, total);
+    task_line(what, done > 0 ? (total - done) * seconds / done : 0.0, width, line, size);
+}
+
 void progress_report_step(ProgressReport *r, double loss, double seconds, double comm_seconds) {
     r->loss_sum += loss;
     r->loss_count++;
@@ -22,7 +91,7 @@ void progress_report_line(const ProgressReport *r, long step, double val_loss, f
                           char *line, size_t size) {
     double ms_per_step = r->ms_sum / r->loss_count;
     double tok_per_s = r->tokens_per_step / (ms_per_step / 1000.0);
-    double eta = (r->steps - step) * r->train_s / (step - r->start_step);
+    double eta = progress_report_eta(r, step);
     char elapsed_text[32], eta_text[32];
     format_duration(elapsed_text, sizeof(elapsed_text), elapsed_s);
     format_duration(eta_text, sizeof(eta_text), eta);

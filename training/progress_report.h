@@ -1,7 +1,9 @@
 // What ./train tells while it trains and when it ends: the figures of each report (the mean
-// train loss of the steps since the last report, which log.csv gets too; ms/step, tok/s and the
-// ETA of training steps alone, not evaluating or saving), the progress line that shows them
-// (training/progress_line.h fits it to a terminal's width), and the end-of-run summary.
+// train loss of the steps since the last report, which log.csv gets too; ms/step and tok/s of
+// training steps alone), the ETA of everything left (the steps, the evaluations, the saves and
+// the whole-validation pass at the end), the progress line that shows them
+// (training/progress_line.h fits it to a terminal's width), the line an evaluation or the
+// final pass shows while it runs, and the end-of-run summary.
 #ifndef CHARGPT_PROGRESS_REPORT_H
 #define CHARGPT_PROGRESS_REPORT_H
 
@@ -17,9 +19,39 @@ typedef struct {
     int loss_count;           // and how many steps
     double report_loss;    // the last report's mean loss (NAN before the first)
     int report_count;      // and how many steps it covered (0 before the first)
+    // what the run does besides steps (progress_report_plan), and what it took so far
+    long eval_every, eval_batches;  // an evaluation of eval_batches batches (0: none) every
+                                    // eval_every steps and at the last
+    long save_every;                // a save every save_every steps and at the last
+    long final_chars;               // characters the whole-validation pass scores (0: none)
+    double eval_s, save_s;          // seconds spent evaluating and saving
+    long evals, saves;              // evaluations and saves done
+    double probe_s;                 // seconds the timeline's probes at evaluations took
+    long probes;                    // and how many there were
 } ProgressReport;
 
 void progress_report_init(ProgressReport *r, long start_step, long steps, long tokens_per_step);
+// What the run does besides its steps, for the ETA (see ProgressReport).
+void progress_report_plan(ProgressReport *r, long eval_every, long eval_batches, long save_every, long final_chars);
+// An evaluation, or a save (of one checkpoint or two), took `seconds`.
+void progress_report_evaluated(ProgressReport *r, double seconds);
+void progress_report_saved(ProgressReport *r, double seconds);
+// The timeline's probe at an evaluation (training/run_probe.h) took `seconds`.
+void progress_report_probed(ProgressReport *r, double seconds);
+// The time left after `step` steps: the steps left at the mean step's time, the evaluations
+// left at the mean evaluation's (before the first, eval_batches forwards at a third of a step
+// each: a forward is about a third of a forward and backward), the saves left at the mean
+// save's, the timeline's probes at the evaluations left at the mean probe's, and the
+// whole-validation pass (its forwards, as an evaluation's).
+double progress_report_eta(const ProgressReport *r, long step);
+// The line while the evaluation after `step` steps runs, `done` of its `total` batches in
+// `seconds`: "step 250/2000 | evaluating: 45/200 batches | ETA 1m05s" (the ETA counts the
+// rest of it).
+void progress_report_eval_line(const ProgressReport *r, long step, long done, long total, double seconds, int width,
+                               char *line, size_t size);
+// The line while the whole-validation pass runs, `done` of `total` characters in `seconds`:
+// "whole-validation pass: 350000/1000000 characters | ETA 0m08s".
+void progress_report_final_line(long done, long total, double seconds, int width, char *line, size_t size);
 // A training step's loss and time, seconds in all, comm_seconds of them in collectives.
 void progress_report_step(ProgressReport *r, double loss, double seconds, double comm_seconds);
 // The progress line after `step` steps, fitted to width columns (a large width: every

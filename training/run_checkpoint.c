@@ -12,7 +12,7 @@ int run_checkpoint_save(const char *const paths[2], DataParallel *dp, GPT *model
     run_meta_write(&meta, o, s);
     int status = 0;
     for (int i = 0; i < 2 && dist_rank() == 0 && status == 0; i++)
-        if (paths[i] && checkpoint_save(paths[i], model, vocab->chars, full, meta.entries, meta.count, err) != 0)
+        if (paths[i] && checkpoint_save(paths[i], model, vocab, full, meta.entries, meta.count, err) != 0)
             status = EXIT_DATA;
     data_parallel_release_optimizer(dp);
     return status;

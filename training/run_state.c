@@ -50,6 +50,8 @@ static const Field fields[] = {
     OPTION("train.keep_cr", FIELD_INT, keep_cr, 0, 1, OPTIONAL),
     OPTION("train.skip_unknown", FIELD_INT, skip_unknown, 0, 1, OPTIONAL),
     OPTION("train.schedule_start", FIELD_LONG, schedule_start, 0, TRAIN_MAX_STEPS, OPTIONAL),
+    OPTION("train.min_char_count", FIELD_LONG, min_char_count, 1, 1e15, OPTIONAL),
+    OPTION("train.grow_vocab", FIELD_INT, grow_vocab, 0, 1, OPTIONAL),
     STATE("state.step", FIELD_LONG, step, 0, TRAIN_MAX_STEPS, 0),
     STATE("state.rng", FIELD_U64, rng.state, 0, 0, 0),
     STATE("state.best_val_loss", FIELD_DOUBLE, best_val_loss, 0, INFINITY, 0),
@@ -71,9 +73,11 @@ static void meta_add(RunMeta *m, const char *key, const char *value) {
 }
 
 void run_meta_write(RunMeta *m, const TrainOptions *o, const TrainState *s) {
-    _Static_assert(NUM_FIELDS + 5 <= RUN_META_MAX, "RunMeta holds every field");
+    _Static_assert(NUM_FIELDS + 7 <= RUN_META_MAX, "RunMeta holds every field");
     m->count = 0;
     meta_add(m, "train.data", o->data);
+    meta_add(m, "train.separator", o->separator);
+    meta_add(m, "train.encoding", encoding_name(o->encoding));
     meta_add(m, "train.precision", precision_name(o->precision));
     if (o->corpus_fingerprint[0]) meta_add(m, "train.corpus_fingerprint", o->corpus_fingerprint);
     if (o->init_from[0]) meta_add(m, "train.init_from", o->init_from);
@@ -150,6 +154,20 @@ int run_meta_read(const Checkpoint *ck, TrainOptions *o, TrainState *s, char err
         return -1;
     }
     strcpy(o->data, data);
+    // a single file has no separator: older checkpoints, which read one, take the default
+    const char *separator = checkpoint_meta(ck, "train.separator");
+    if (separator && strlen(separator) >= sizeof(o->separator)) {
+        snprintf(err, ERR_LEN, "%s: checkpoint metadata 'train.separator' is too long", ck->path);
+        return -1;
+    }
+    snprintf(o->separator, sizeof(o->separator), "%s", separator ? separator : "\\n");
+    const char *encoding = checkpoint_meta(ck, "train.encoding");
+    o->encoding = ENCODING_UTF8;
+    if (encoding && encoding_parse(encoding, &o->encoding) != 0) {
+        snprintf(err, ERR_LEN, "%s: checkpoint metadata 'train.encoding' is '%.40s', not utf-8, latin-1 or cp1252",
+                 ck->path, encoding);
+        return -1;
+    }
     const char *fingerprint = checkpoint_meta(ck, "train.corpus_fingerprint");
     snprintf(o->corpus_fingerprint, sizeof(o->corpus_fingerprint), "%s", fingerprint ? fingerprint : "");
     const char *init_from = checkpoint_meta(ck, "train.init_from");

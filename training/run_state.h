@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "../data/corpus_fingerprint.h"
+#include "../data/encoding.h"
 #include "../format/checkpoint.h"
 #include "../kernels/kernels.h"
 #include "../model/rng.h"
@@ -20,13 +21,17 @@
 #define TRAIN_MAX_GRAD_CLIP 1e9
 
 typedef struct {
-    char data[1024];    // corpus
+    char data[1024];    // corpus: its paths (files, directories, "-"), one a line
     char out[1024];     // directory for checkpoints and log.csv
     char resume[1024];  // checkpoint to continue, or ""
     char init_from[1024];  // checkpoint whose weights start a new run, or ""
     char corpus_fingerprint[CORPUS_FINGERPRINT_LEN];  // of the text trained on; "" unknown (older checkpoints)
     char run_id[RUN_ID_LEN];  // the run's identity (run_identity.h); "" in older checkpoints
+    char separator[1028];  // between the corpus's documents, as --separator takes it (escapes)
+    TextEncoding encoding; // of the corpus's bytes
     int keep_cr;         // 1: CR characters are kept (corpus_load)
+    long min_char_count; // characters rarer than this share the unknown token (<= 1: none)
+    int grow_vocab;      // 1: --init-from's vocabulary grows by the corpus's new characters
     int skip_unknown;    // 1: characters outside the vocabulary of --init-from's checkpoint are dropped
     int force;           // 1: a run already in out is replaced
     int n_layer, n_head, n_embd, head_size, block_size, batch_size, qkv_bias;
@@ -44,6 +49,7 @@ typedef struct {
     double max_memory;   // bytes a run may plan to use; 0: the machine's available memory
     Precision precision; // of the matrix products (train.precision; fp32 when a checkpoint has none)
     double mpi_timeout;  // seconds a collective may wait for the other processes; 0: no limit
+    long final_val_chars;  // the whole-validation pass scores at most this many characters (-1: all)
     // the timeline (training/run_probe.h), kept in the probe file rather than in checkpoints:
     char probe[1024];    // --probe FILE, or "": a stretch of the validation split
     const char *sample_prompt;  // --sample-prompt TEXT, or NULL: the probe passage's first line
@@ -70,11 +76,12 @@ typedef struct {
     int count;
 } RunMeta;
 
-// Fills meta from the options that shape the run (not out, resume, force, threads or
-// max_memory) and the state. Keys added after the first checkpoints (train.keep_cr,
-// train.skip_unknown, train.schedule_start, train.corpus_fingerprint, train.init_from,
-// train.run_id) are optional when read: absent, they take the value older runs had (0, or "":
-// unknown).
+// Fills meta from the options that shape the run (not out, resume, force, threads,
+// max_memory or final_val_chars) and the state. Keys added after the first checkpoints
+// (train.keep_cr, train.skip_unknown, train.schedule_start, train.corpus_fingerprint,
+// train.init_from, train.run_id, train.separator, train.encoding, train.min_char_count,
+// train.grow_vocab) are optional when read: absent, they take the value older runs had (0,
+// "": unknown, the separator "\n", UTF-8).
 void run_meta_write(RunMeta *meta, const TrainOptions *o, const TrainState *s);
 // Reads back what run_meta_write stored, and the model options from the checkpoint's config.
 // Every field is checked: present, a number of the right kind, within the limits the command

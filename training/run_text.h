@@ -1,12 +1,15 @@
 // A run's text, from its corpus to the tokens it trains on:
-//   read       the corpus (data/corpus.h) within what the memory limit leaves beside the
-//              checkpoint being read, at 4 bytes a character;
+//   read       every --data (data/corpus_set.h: files, directories, standard input, joined by
+//              the separator) within what the memory limit leaves beside the checkpoint being
+//              read, at 4 bytes a character;
 //   recognised a resumed run's text must be the one its checkpoint was trained on: the same
 //              fingerprint (data/corpus_fingerprint.h), or for an older checkpoint without one,
 //              the same vocabulary;
-//   vocabulary a new run's is its text's characters; a resumed or fine-tuned run's is its
-//              checkpoint's, which a fine-tuning text may only use (data/vocab_coverage.h:
-//              --skip-unknown drops the others);
+//   vocabulary a new run's is its text's characters, those rarer than --min-char-count
+//              sharing the unknown token (data/char_counts.h); a resumed or fine-tuned run's is
+//              its checkpoint's, which a fine-tuning text may only use, unless the checkpoint
+//              has an unknown token (which the others take), --skip-unknown drops them or
+//              --grow-vocab adds them (data/vocab_coverage.h);
 // then the text becomes tokens in its place (corpus_encode) and is split (data/batch.h).
 // The functions return 0 or the exit status the program ends with (common/errors.h), with a
 // message in err.
@@ -14,6 +17,7 @@
 #define CHARGPT_RUN_TEXT_H
 
 #include "../data/corpus.h"
+#include "../data/corpus_set.h"
 #include "../data/vocab.h"
 #include "../format/checkpoint.h"
 
@@ -28,21 +32,58 @@ typedef struct {
     double held;
 } TextBudget;
 
-// Reads the corpus at path into corpus (keep_cr: corpus_load). Returns 0; EXIT_USAGE when the
-// text needs more than the budget; EXIT_DATA when it cannot be read or is not a text.
-int run_text_read(const char *path, int keep_cr, const TextBudget *budget, Corpus *corpus, char err[ERR_LEN]);
+// --data's paths, which the options keep one a line (--data given several times).
+#define RUN_TEXT_MAX_PATHS 64
+typedef struct {
+    char text[1024];
+    const char *paths[RUN_TEXT_MAX_PATHS];
+    int n;
+} DataPaths;
+// Splits data (paths one a line) into p. Returns 0, or -1 with err when there are more than
+// RUN_TEXT_MAX_PATHS or none.
+int data_paths_split(const char *data, DataPaths *p, char err[ERR_LEN]);
+// Appends path to data (size bytes), on a line of its own. Returns 0, or -1 with err when it
+// does not fit, is empty or holds a newline.
+int data_paths_add(char *data, size_t size, const char *path, char err[ERR_LEN]);
+// The paths for a message: "books/, notes.txt" ("standard input" for "-").
+void data_paths_name(const char *data, char *name, size_t size);
+
+// What --data names and how it is read.
+typedef struct {
+    const char *data;       // the paths, one a line
+    const char *separator;  // between documents, as --separator takes it (escapes)
+    TextOptions options;    // encoding, --keep-cr, and the command a message pipes into
+} TextSource;
+
+// Reads the corpus into corpus; *report says what the set held and skipped. Returns 0;
+// EXIT_USAGE when the text needs more than the budget, the separator is not one, or standard
+// input is named twice or is a terminal; EXIT_DATA when it cannot be read or is not a text.
+int run_text_read(const TextSource *source, const TextBudget *budget, Corpus *corpus, CorpusSetReport *report,
+                  char err[ERR_LEN]);
 // A resumed run's text (data, of fingerprint) against the checkpoint at `resume`, whose
 // fingerprint is `saved` ("" in checkpoints older than train.corpus_fingerprint): refused
 // with EXIT_DATA when the fingerprints differ, and with EXIT_USAGE when there is no saved one
 // to check --data's text against (data_given). Returns 0 otherwise.
 int run_text_recognise(const char *data, const char *fingerprint, const char *resume, const char *saved,
                        int data_given, char err[ERR_LEN]);
-// The vocabulary of a new run (ck NULL): the text's characters. Of a run that resumes or
-// fine-tunes ck: ck's; characters of the text it lacks are refused (EXIT_DATA, naming them
-// with their counts) unless skip_unknown, which drops them from the text and says so in note
-// ("" when nothing was dropped). data names the text in messages.
-int run_text_vocabulary(const Checkpoint *ck, const char *data, int skip_unknown, Corpus *corpus, Vocab *vocab,
-                        char note[ERR_LEN], char err[ERR_LEN]);
+
+// How the vocabulary is made.
+typedef struct {
+    long min_char_count;  // characters rarer than this share the unknown token (<= 1: none)
+    int skip_unknown;     // a fine-tuning text's characters the checkpoint lacks are dropped
+    int grow_vocab;       // ... or added to the vocabulary (checkpoint_load_model_grown)
+    int resuming;         // ck is the text's own run: its rare characters take the unknown token unsaid
+} VocabOptions;
+
+// The vocabulary of a new run (ck NULL): the text's characters, those rarer than
+// min_char_count sharing the unknown token; a text of one distinct character is refused. Of
+// a run that resumes or fine-tunes ck: ck's, with its unknown token if it has one;
+// characters of the text it lacks take that token, or are refused (EXIT_DATA, naming them
+// with their counts) unless skip_unknown drops them from the text or grow_vocab adds them
+// (those seen at least min_char_count times; the rarer share the unknown token). What was
+// done is said in note ("" when there is nothing to say). data names the text in messages.
+int run_text_vocabulary(const Checkpoint *ck, const char *data, const VocabOptions *options, Corpus *corpus,
+                        Vocab *vocab, char note[ERR_LEN], char err[ERR_LEN]);
 // A resumed run of an older checkpoint (no fingerprint): the text's own vocabulary must be
 // the checkpoint's, vocab. Returns 0 or EXIT_DATA.
 int run_text_same_vocabulary(const Corpus *corpus, const Vocab *vocab, const char *data, const char *resume,

@@ -44,7 +44,8 @@ int same_run_facts(const SameRun *run, DistFact facts[SAME_RUN_MAX_FACTS]) {
     char corpus[64];
     corpus_fingerprint_describe(run->corpus_fingerprint, corpus, sizeof(corpus));
     add(facts, &n, "corpus", "%s", corpus);
-    add(facts, &n, "vocabulary", "%d characters, CRC-32 %08x", run->vocab->size, vocab_crc(run->vocab));
+    add(facts, &n, "vocabulary", "%d characters, CRC-32 %08x%s", run->vocab->size, vocab_crc(run->vocab),
+        run->vocab->unknown ? ", an unknown token" : "");
     const char *crc = run->checkpoint ? checkpoint_meta(run->checkpoint, "crc32") : NULL;
     if (!crc) crc = "unknown";
     if (o->resume[0] && run->checkpoint) add(facts, &n, "checkpoint (--resume)", "step %ld, CRC-32 %s", run->step, crc);
@@ -77,6 +78,7 @@ int same_run_facts(const SameRun *run, DistFact facts[SAME_RUN_MAX_FACTS]) {
     add(facts, &n, "--eval-every", "%ld", o->eval_every);
     add(facts, &n, "--eval-batches", "%ld", o->eval_batches);
     add(facts, &n, "--save-every", "%ld", o->save_every);
+    add(facts, &n, "--final-val-chars", "%ld", o->final_val_chars);
     return n;
 }
 

@@ -15,10 +15,12 @@
 //                or shard of the weights (--lr, --min-lr, --warmup, --decay-steps, the
 //                schedule's start, --weight-decay, --grad-clip, AdamW's betas and eps), and
 //                which collectives a run makes and when (--zero, --steps, --eval-every,
-//                --eval-batches, --save-every).
-// Not compared: what concerns one process or rank 0 alone (--data's path, --out, --threads,
-// --max-memory, --log-every, --mpi-timeout, --force) and what the corpus's fingerprint already
-// covers (--keep-cr; --skip-unknown drops the same characters from the same text).
+//                --eval-batches, --save-every, --final-val-chars).
+// Not compared: what concerns one process or rank 0 alone (--data's paths, --out, --threads,
+// --max-memory, --log-every, --mpi-timeout, --force) and what the corpus's fingerprint or the
+// vocabulary already covers (the whole set of --data's texts with their --separator, read in
+// their --encoding with --keep-cr; --skip-unknown drops the same characters from the same
+// text; --min-char-count and --grow-vocab make the vocabulary, unknown token included).
 #ifndef CHARGPT_SAME_RUN_H
 #define CHARGPT_SAME_RUN_H
 

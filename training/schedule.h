@@ -1,9 +1,14 @@
 // The learning rate of each step: nanoGPT's schedule, a linear warm-up to --lr, then a cosine
 // decay to --min-lr at --decay-steps, then --min-lr. It starts at the options'
 // schedule_start: 0, or the step where a resumed run began a new schedule (--warmup or
-// --decay-steps given with --resume).
+// --decay-steps given with --resume). And what it does over a run's steps, in words: the run
+// prints that, so that what it says is what the learning rate does, whatever the options (a
+// run that ends inside its warm-up, a decay that ended before a resume, a decay set to end
+// inside the warm-up).
 #ifndef CHARGPT_SCHEDULE_H
 #define CHARGPT_SCHEDULE_H
+
+#include <stddef.h>
 
 #include "run_state.h"
 
@@ -13,5 +18,37 @@
 //   otherwise:               min_lr + (lr - min_lr) * (1 + cos(pi * ratio)) / 2, ratio the
 //                            share of the decay done, (step - start - warmup) / (decay_steps - start - warmup)
 float learning_rate(const TrainOptions *o, long step);
+
+// A stretch of steps over which the learning rate does one thing. Steps are counted as
+// log.csv counts them: step k is the k-th step taken, whose learning rate is
+// learning_rate(o, k - 1).
+typedef enum {
+    LR_WARMUP,  // rising (linearly)
+    LR_DECAY,   // falling (cosine)
+    LR_FLAT,    // at --min-lr
+} LrPhaseKind;
+
+typedef struct {
+    LrPhaseKind kind;
+    long first, last;        // steps first to last
+    float lr_first, lr_last; // their learning rates
+} LrPhase;
+
+#define LR_MAX_PHASES 3
+
+// The phases of steps from + 1 to `to` (the steps a run takes from `from` steps done), in
+// order; returns how many (0 when to <= from).
+int schedule_phases(const TrainOptions *o, long from, long to, LrPhase phases[LR_MAX_PHASES]);
+// What the learning rate does over those steps, in words: "steps 1-100 warm up from 9.9e-06 to
+// 0.00099, then steps 101-2000 decay (cosine) from 0.001 to 0.0001", with what the options
+// make of it (a decay that ends after the run, or ended before it, or inside the warm-up).
+// A run that ends inside its warm-up is schedule_warning's.
+void schedule_describe(const TrainOptions *o, long from, long to, char *text, size_t size);
+// A run whose last step is inside its warm-up (or its last): a warning saying what the
+// learning rate does and what to give instead; returns 1 with it in text, else 0 ("").
+int schedule_warning(const TrainOptions *o, long from, long to, char *text, size_t size);
+// The warm-up of a fine-tuning run (--init-from) when --warmup is not given: a tenth of its
+// steps, at most the default's 100, so that it fits the run.
+long schedule_fine_tune_warmup(long steps);
 
 #endif

@@ -10,16 +10,27 @@
 
 #include "../data/batch.h"
 #include "../model/gpt.h"
+#include "pass_progress.h"
 
-// Mean loss in nats per character over the validation split, with dropout off; *count gets
-// the number of characters scored. The model's activations must hold B sequences of T;
-// inputs and targets (B, T) are scratch. Needs val_len >= 2.
+// The characters the pass scores by default: on the default model about 12 s on this 2-core
+// machine (a larger model takes longer); train --final-val-chars changes it.
+#define VALIDATION_PASS_DEFAULT_CHARS 1000000L
+
+// The characters the pass scores of a split of val_len: all but the first (context only), at
+// most max_chars of them (max_chars < 0: no limit).
+long validation_pass_chars(size_t val_len, long max_chars);
+
+// Mean loss in nats per character over the validation split's first validation_pass_chars
+// characters after its first (the whole split when it is no longer), with dropout off;
+// *count gets the number of characters scored. The model's activations must hold B
+// sequences of T; inputs and targets (B, T) are scratch. Needs val_len >= 2. progress (or
+// NULL) hears of the characters scored before each forward.
 // The forwards can be shared by `parts` processes: part p (0 <= p < parts) computes forwards
 // p, p + parts, ... and returns their losses' sum / *count, so that the parts' results sum to
 // the mean (parts 1: all of them).
 // A stop signal (training/stop_signals.h) ends the pass before its next forward: it returns
 // NAN.
-double validation_pass(GPT *model, const Dataset *ds, int B, int T, int part, int parts, int *inputs, int *targets,
-                       long *count);
+double validation_pass(GPT *model, const Dataset *ds, long max_chars, int B, int T, int part, int parts,
+                       const PassProgress *progress, int *inputs, int *targets, long *count);
 
 #endif

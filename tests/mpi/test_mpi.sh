@@ -13,10 +13,12 @@
 #     being finite end both ranks with the same status (1, 2, 2, 3) within 30 s, the message
 #     printed once;
 #   - processes built from different sources: one message naming the build, no MPI error;
-#   - ranks that read different texts (of the same vocabulary, and of another), a stale copy
-#     of the checkpoint, or are given another --seed: both exit 1 at their first agreement with
-#     one message naming rank 1 and what differs, nothing written (the run directory of the
-#     resumed checkpoint unchanged);
+#   - 2 ranks walking one directory of files agree, and --data - (standard input, which mpirun
+#     gives rank 0 alone) is refused on both with status 2;
+#   - ranks that read different texts (of the same vocabulary, and of another, and a directory
+#     with one file more), a stale copy of the checkpoint, or are given another --seed: both
+#     exit 1 at their first agreement with one message naming rank 1 and what differs, nothing
+#     written (the run directory of the resumed checkpoint unchanged);
 #   - rank 1 stopped (SIGSTOP): rank 0 waits without spinning a core and ends the job after
 #     --mpi-timeout with a message naming the collective, leaving no rank behind;
 #   - SIGINT to one rank stops both after the same step: rank 0 saves, both exit 130; SIGINT
@@ -198,6 +200,25 @@ mismatch "rank 1 reads another text of the same vocabulary" "$DIR/same_vocab" \
 mismatch "rank 1 reads a text of another vocabulary" "$DIR/other_vocab" \
     "rank 1's corpus differs from rank 0's: rank 1 has 1115396 .*; rank 1's vocabulary differs too" \
     "${MODEL[@]}" --steps 5 --out "$DIR/other_vocab" --data "$DIR/texts/other@RANK@.txt"
+# a corpus of many files: both ranks walk the same directory and agree; a directory with one
+# file more on rank 1 is another corpus, its whole set in the fingerprint
+mkdir -p "$DIR/sets/set0/b" "$DIR/sets/set1/b"
+for r in 0 1; do
+    head -c 200000 "$DIR/texts/same0.txt" > "$DIR/sets/set$r/a.txt"
+    tail -c 200000 "$DIR/texts/same0.txt" > "$DIR/sets/set$r/b/c.txt"
+done
+head -c 1000 "$DIR/texts/same0.txt" > "$DIR/sets/set1/b/d.txt"
+name="2 ranks walk the same directory of files and agree"
+if mpi2 "$DIR/set_same" "${MODEL[@]}" --steps 3 --out "$DIR/set_same" --data "$DIR/sets/set0" \
+    > "$DIR/set_same.log" 2>&1 && grep -q "2 files in 2 directories" "$DIR/set_same.log"; then pass "$name"
+else fail "$name" "$DIR/set_same.log"; fi
+mismatch "rank 1's directory holds one file more" "$DIR/set_more" \
+    "rank 1's corpus differs from rank 0's: rank 1 has 401002 characters" \
+    "${MODEL[@]}" --steps 5 --out "$DIR/set_more" --data "$DIR/sets/set@RANK@"
+start=$SECONDS
+mpi2 "$DIR/stdin" "${MODEL[@]}" --steps 5 --data - --out "$DIR/stdin" > "$DIR/stdin.log" 2>&1 < /dev/null
+expect_failure "--data - under mpirun" 2 "which mpirun gives to rank 0 alone" "$DIR/stdin.log" "$DIR/stdin" \
+    $((SECONDS - start))
 mismatch "rank 1 is given another --seed" "$DIR/other_seed" \
     "rank 1's --seed differs from rank 0's: rank 1 has 1331; rank 0 has 1330" \
     "${MODEL[@]}" --steps 5 --out "$DIR/other_seed" --seed 133@RANK@
