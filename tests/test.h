@@ -83,6 +83,11 @@ TestRun test_run_stdout(const char *const *argv, const char *in_path, const char
 // test_run of the built program `name` (test_program) with args, NULL-terminated.
 TestRun test_run_program(const char *name, const char *in_path, const char *out_path, double timeout_s,
                          const char *const *args);
+// Creates directory path unless it exists; 0 (a failed check) when it cannot.
+int test_make_dir(const char *path);
+// parent/name in path (parent a directory under tests/tmp), created, and emptied of whatever an
+// earlier run left there; 0 (a failed check) when it cannot be.
+int test_fresh_dir(char *path, size_t n, const char *parent, const char *name);
 // Writes len bytes to path; returns 0, or -1 (recorded as a failure).
 int test_write_file(const char *path, const void *bytes, size_t len);
 // 1 when the run exited normally with status want; otherwise a failure quoting its output.

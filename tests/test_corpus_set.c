@@ -22,10 +22,6 @@
 
 #define SET_DIR "tests/tmp/set"
 
-static void make_dir(const char *path) {
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) CHECK(0, "cannot create %s: %s", path, strerror(errno));
-}
-
 static void sleep_ms(long ms) { nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL); }
 
 static void put(const char *path, const void *bytes, size_t len) { test_write_file(path, bytes, len); }
@@ -43,11 +39,11 @@ static void put_gzip(const char *path, const char *text) {
 static const char *make_books(void) {
     static int made = 0;
     if (made) return SET_DIR "/books";
-    make_dir("tests/tmp");
-    make_dir(SET_DIR);
-    make_dir(SET_DIR "/books");
-    make_dir(SET_DIR "/books/b");
-    make_dir(SET_DIR "/books/b/.git");
+    test_make_dir("tests/tmp");
+    test_make_dir(SET_DIR);
+    test_make_dir(SET_DIR "/books");
+    test_make_dir(SET_DIR "/books/b");
+    test_make_dir(SET_DIR "/books/b/.git");
     put_text(SET_DIR "/books/a.txt", "alpha\n");
     put_text(SET_DIR "/books/b/c.txt", "gamma");  // no newline at its end
     put_text(SET_DIR "/books/b/.git/HEAD", "ref: refs/heads/main\n");
@@ -214,8 +210,8 @@ static int load_stdin(int fd, Corpus *c, CorpusSetReport *r, char err[ERR_LEN]) 
 }
 
 TEST(corpus_set_standard_input) {
-    make_dir("tests/tmp");
-    make_dir(SET_DIR);
+    test_make_dir("tests/tmp");
+    test_make_dir(SET_DIR);
     // a file on standard input, gzip or not
     put_gzip(SET_DIR "/stdin.gz", "from a gzip file\n");
     Corpus c;
@@ -257,8 +253,8 @@ TEST(corpus_set_standard_input) {
 
 // A FIFO is read when a process writes into it, and refused at once when none does.
 TEST(corpus_set_fifo) {
-    make_dir("tests/tmp");
-    make_dir(SET_DIR);
+    test_make_dir("tests/tmp");
+    test_make_dir(SET_DIR);
     const char *fifo = SET_DIR "/fifo";
     unlink(fifo);
     if (!CHECK(mkfifo(fifo, 0600) == 0, "mkfifo: %s", strerror(errno))) return;
@@ -295,9 +291,9 @@ TEST(corpus_set_fifo) {
 // The budget bounds the text across files and the names a walk holds: a directory of many
 // files is refused (-2) while it is listed, before its names outgrow the limit.
 TEST(corpus_set_memory_budget) {
-    make_dir("tests/tmp");
-    make_dir(SET_DIR);
-    make_dir(SET_DIR "/many");
+    test_make_dir("tests/tmp");
+    test_make_dir(SET_DIR);
+    test_make_dir(SET_DIR "/many");
     char path[256];
     for (int i = 0; i < 300; i++) {
         snprintf(path, sizeof(path), SET_DIR "/many/file_with_a_long_name_%04d.txt", i);
@@ -316,7 +312,7 @@ TEST(corpus_set_memory_budget) {
     rc = load_set(&many, 1, "\\n", ENCODING_UTF8, 5000, &c, &r, err);
     CHECK(rc == -2 && strstr(err, "more than") && c.text == NULL, "rc %d, %s", rc, err);
     // an empty directory holds no text
-    make_dir(SET_DIR "/nothing");
+    test_make_dir(SET_DIR "/nothing");
     put_text(SET_DIR "/nothing/.hidden", "x");
     const char *nothing = SET_DIR "/nothing";
     CHECK(load_set(&nothing, 1, "", ENCODING_UTF8, CORPUS_NO_LIMIT, &c, &r, err) == -1 && strstr(err, "no text") &&
@@ -358,14 +354,14 @@ TEST(corpus_set_separator_parse) {
 // A chain of 1500 directories, as deep as PATH_MAX lets a path go: walked (one path on the
 // heap per level, not a PATH_MAX buffer on the stack), the file at its bottom read.
 TEST(corpus_set_deep_directories) {
-    make_dir("tests/tmp");
-    make_dir(SET_DIR);
+    test_make_dir("tests/tmp");
+    test_make_dir(SET_DIR);
     char *path = malloc(4096);
     size_t n = (size_t)snprintf(path, 4096, SET_DIR "/deep");
     char command[128];
     snprintf(command, sizeof(command), "rm -rf '%s'", path);
     CHECK(system(command) == 0, "%s failed", command);
-    make_dir(path);
+    test_make_dir(path);
     for (int i = 0; i < 1500; i++) {
         n += (size_t)snprintf(path + n, 4096 - n, "/d");
         if (mkdir(path, 0755) != 0) {

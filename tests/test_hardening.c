@@ -42,8 +42,6 @@ static TestRun run_args(const char *program, const char *in_path, long file_size
 #define TRAIN(...) run_args("train", NULL, 0, (const char *[]){__VA_ARGS__, NULL})
 #define GENERATE(...) run_args("generate", NULL, 0, (const char *[]){__VA_ARGS__, NULL})
 
-static void make_dir(const char *path) { mkdir(path, 0777); }
-
 static int write_file(const char *path, const void *bytes, size_t len) {
     FILE *fp = fopen(path, "wb");
     if (!CHECK(fp != NULL, "cannot write %s: %s", path, strerror(errno))) return -1;
@@ -79,28 +77,12 @@ static int count_names(const char *dir, const char *part) {
     return n;
 }
 
-// Makes path WORK_DIR/name a fresh, empty directory (files of an earlier run removed).
-static void fresh_dir(const char *name, char path[256]) {
-    make_dir("tests/tmp");
-    make_dir(WORK_DIR);
-    snprintf(path, 256, "%s/%s", WORK_DIR, name);
-    make_dir(path);
-    DIR *d = opendir(path);
-    struct dirent *e;
-    char file[600];
-    while (d && (e = readdir(d)) != NULL) {
-        snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
-        if (e->d_name[0] != '.') unlink(file);
-    }
-    if (d) closedir(d);
-}
-
 // DIR/corpus.txt: about 6 KB of lowercase words, the characters of every prompt used here.
 static const char *corpus(void) {
     static const char *path = WORK_DIR "/corpus.txt";
     static const char *words[] = {"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "and", "cat"};
-    make_dir("tests/tmp");
-    make_dir(WORK_DIR);
+    test_make_dir("tests/tmp");
+    test_make_dir(WORK_DIR);
     char text[6100];
     size_t n = 0;
     Rng rng;
@@ -117,7 +99,7 @@ static const char *base_checkpoint(void) {
     if (state == 0) {
         state = -1;
         char dir[256];
-        fresh_dir("base", dir);
+        test_fresh_dir(dir, 256, WORK_DIR, "base");
         TestRun r = TRAIN(SMALL_MODEL, "--data", corpus(), "--steps", "4", "--save-every", "2", "--out", WORK_DIR "/base");
         if (test_exit_status(&r, 0, "training the base checkpoint")) state = 1;
         test_run_free(&r);
@@ -131,7 +113,7 @@ static const char *copy_of_base(const char *name, char ckpt[256]) {
     const char *base = base_checkpoint();
     if (!base) return NULL;
     char dir[256], log[256];
-    fresh_dir(name, dir);
+    test_fresh_dir(dir, 256, WORK_DIR, name);
     snprintf(ckpt, 256, "%s/ckpt.safetensors", dir);
     snprintf(log, sizeof(log), "%s/log.csv", dir);
     if (copy_file(base, ckpt) != 0 || copy_file(WORK_DIR "/base/log.csv", log) != 0) return NULL;
@@ -176,7 +158,7 @@ static int write_claiming_checkpoint(const char *path, int v1, const char *n_emb
 
 TEST(hardening_01_checkpoint_claiming_more_than_it_holds) {
     char dir[256];
-    fresh_dir("claims", dir);
+    test_fresh_dir(dir, 256, WORK_DIR, "claims");
     // n_embd 65536 (beyond any memory), and n_embd 256 (6.3 GB of parameters and gradients,
     // which the previous version allocated and zero-filled before looking for a tensor)
     static const struct { const char *n_embd, *n_head, *head_size, *block_size; } claims[2] = {
@@ -281,7 +263,7 @@ TEST(hardening_02_memory_plan_refuses_what_does_not_fit) {
     const char *available;  // the figure's name in messages ("MemAvailable" on Linux)
     int memory_known = platform_memory_available(&available) > 0;
     char dir[256];
-    fresh_dir("memory", dir);
+    test_fresh_dir(dir, 256, WORK_DIR, "memory");
     TestRun r = memory_known ? TRAIN("--block-size", "65536", "--out", WORK_DIR "/memory")
                              : TRAIN("--block-size", "65536", "--max-memory", "16384", "--out", WORK_DIR "/memory");
     if (test_exit_status(&r, 2, "--block-size 65536")) {
@@ -293,7 +275,7 @@ TEST(hardening_02_memory_plan_refuses_what_does_not_fit) {
     }
     test_run_free(&r);
     if (!memory_known) {
-        fresh_dir("memory_unknown", dir);
+        test_fresh_dir(dir, 256, WORK_DIR, "memory_unknown");
         r = TRAIN(SMALL_MODEL, "--data", corpus(), "--steps", "1", "--out", dir);
         if (test_exit_status(&r, 0, "a run on a system that does not say its memory"))
             test_output_has(&r, "no limit: the memory available is unknown", "the memory line");
@@ -342,7 +324,7 @@ TEST(hardening_03_resume_metadata_range_checked) {
     const char *base = base_checkpoint();
     if (!base) return;
     char dir[256];
-    fresh_dir("metadata", dir);
+    test_fresh_dir(dir, 256, WORK_DIR, "metadata");
     static const struct { const char *key, *value, *words; } cases[] = {
         {"train.steps", "1e+10", "not a whole number"},
         {"train.warmup", "nan", "not a whole number"},
@@ -399,7 +381,7 @@ TEST(hardening_04_nonfinite_weights_refused) {
     const char *base = base_checkpoint();
     if (!base) return;
     char dir[256];
-    fresh_dir("nonfinite", dir);
+    test_fresh_dir(dir, 256, WORK_DIR, "nonfinite");
     static const struct { const char *tensor; float x; int status_generate; } cases[] = {
         {"transformer.h.0.attn.c_attn.weight", NAN, 1},
         {"transformer.wte.weight", INFINITY, 1},
@@ -431,7 +413,7 @@ TEST(hardening_05_crc_covers_header) {
     const char *base = base_checkpoint();
     if (!base) return;
     char dir[256];
-    fresh_dir("crc", dir);
+    test_fresh_dir(dir, 256, WORK_DIR, "crc");
     size_t n;
     char *bytes = test_read_file(base, &n);
     if (!CHECK(bytes != NULL, "cannot read %s", base)) return;
@@ -494,7 +476,7 @@ TEST(hardening_05_crc_covers_header) {
           err);
     // resuming a chargpt-1 run writes chargpt-2
     char v1_run[256];
-    fresh_dir("crc/v1_run", v1_run);  // not a run of an earlier test run, which this one would have to --force
+    test_fresh_dir(v1_run, 256, WORK_DIR, "crc/v1_run");  // not a run of an earlier test run, which this one would have to --force
     TestRun r = TRAIN("--resume", v1, "--steps", "5", "--out", v1_run);
     if (test_exit_status(&r, 0, "--resume of a chargpt-1 checkpoint")) {
         char ckpt[300];
@@ -606,7 +588,7 @@ TEST(hardening_07_output_checked_before_training) {
     test_run_free(&r);
     if (geteuid() != 0) {
         char ro[256];
-        fresh_dir("read_only", ro);
+        test_fresh_dir(ro, 256, WORK_DIR, "read_only");
         chmod(ro, 0555);
         r = TRAIN(SMALL_MODEL, "--data", corpus(), "--steps", "2", "--out", ro);
         if (test_exit_status(&r, 1, "a read-only --out")) CHECK(!strstr(r.output, "step "), "it trained first");
@@ -614,10 +596,10 @@ TEST(hardening_07_output_checked_before_training) {
         chmod(ro, 0755);
     }
     char dir[256];
-    fresh_dir("log_dir", dir);
+    test_fresh_dir(dir, 256, WORK_DIR, "log_dir");
     char log[300];
     snprintf(log, sizeof(log), "%s/log.csv", dir);
-    make_dir(log);
+    test_make_dir(log);
     r = TRAIN(SMALL_MODEL, "--data", corpus(), "--steps", "2", "--out", dir);
     if (test_exit_status(&r, 1, "log.csv a directory")) test_output_has(&r, "not a regular file", "log.csv a directory");
     test_run_free(&r);
@@ -667,7 +649,7 @@ TEST(hardening_08_special_files_refused) {
     const char *base = base_checkpoint();
     if (!base) return;
     char dir[256];
-    fresh_dir("special", dir);
+    test_fresh_dir(dir, 256, WORK_DIR, "special");
     char fifo[256], big[256], exact[256];
     snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
     snprintf(big, sizeof(big), "%s/big_prompt.txt", dir);
@@ -736,7 +718,7 @@ TEST(hardening_10_early_exits) {
     const char *base = base_checkpoint();
     if (!base) return;
     char dir[256];
-    fresh_dir("early_exits", dir);
+    test_fresh_dir(dir, 256, WORK_DIR, "early_exits");
     // a non-finite loss (exit 3)
     TestRun r = TRAIN(SMALL_MODEL, "--data", corpus(), "--lr", "10", "--min-lr", "10", "--weight-decay", "10",
                       "--warmup", "0", "--steps", "1000", "--eval-every", "1000", "--out", dir);
@@ -755,7 +737,7 @@ TEST(hardening_10_early_exits) {
     test_run_free(&r);
     // SIGTERM: save, exit 143 (after at least one step); in a directory of its own, whose log.csv
     // only this run writes (the non-finite run above wrote one in dir)
-    fresh_dir("early_exits_sigterm", dir);
+    test_fresh_dir(dir, 256, WORK_DIR, "early_exits_sigterm");
     const char *argv[] = {test_program("train"), "--resume", base, "--steps", "1000000", "--out", dir, NULL};
     char log[300];
     snprintf(log, sizeof(log), "%s/log.csv", dir);  // written once the run has started
@@ -788,7 +770,7 @@ static void long_name(char *path, size_t size, const char *dir, int n, char fill
 
 TEST(hardening_11_long_output_names) {
     char dir[256], path[600], err[ERR_LEN];
-    fresh_dir("long_names", dir);
+    test_fresh_dir(dir, 256, WORK_DIR, "long_names");
     static const int lengths[] = {244, 250, 255};
     for (int i = 0; i < 3; i++) {
         long_name(path, sizeof(path), dir, lengths[i], 'n', ".json");

@@ -1,4 +1,5 @@
 // Helpers shared by the tests: running a program as a child process, and editing checkpoints.
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -6,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -136,6 +138,37 @@ TestRun test_run_program(const char *name, const char *in_path, const char *out_
     while (args[n - 1] && n < 47) argv[n] = args[n - 1], n++;
     argv[n] = NULL;
     return test_run(argv, in_path, out_path, 0, timeout_s);
+}
+
+int test_make_dir(const char *path) {
+    return CHECK(mkdir(path, 0755) == 0 || errno == EEXIST, "cannot create %s: %s", path, strerror(errno));
+}
+
+// Removes what is inside path: its files, and its directories with all they hold.
+static void remove_contents(const char *path) {
+    DIR *dir = opendir(path);
+    if (!dir) return;
+    struct dirent *e;
+    char file[1024];
+    while ((e = readdir(dir)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
+        struct stat st;
+        if (lstat(file, &st) == 0 && S_ISDIR(st.st_mode)) {
+            remove_contents(file);
+            rmdir(file);
+        } else {
+            unlink(file);
+        }
+    }
+    closedir(dir);
+}
+
+int test_fresh_dir(char *path, size_t n, const char *parent, const char *name) {
+    snprintf(path, n, "%s/%s", parent, name);
+    if (!test_make_dir("tests/tmp") || !test_make_dir(parent) || !test_make_dir(path)) return 0;
+    remove_contents(path);
+    return 1;
 }
 
 int test_write_file(const char *path, const void *bytes, size_t len) {

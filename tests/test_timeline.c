@@ -20,17 +20,7 @@
 #define TINY "--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16", "--batch-size", "4", \
              "--eval-batches", "2", "--threads", "1"
 
-// tests/tmp/timeline/<name>, empty, in path; and the shared corpus, in corpus.
-static void fresh_dir(char *path, size_t n, const char *name) {
-    mkdir("tests/tmp", 0755);
-    mkdir(TMP, 0755);
-    snprintf(path, n, TMP "/%s", name);
-    char command[600];
-    snprintf(command, sizeof(command), "rm -rf '%s'", path);
-    CHECK(system(command) == 0, "%s failed", command);
-    mkdir(path, 0755);
-}
-
+// The corpus these tests train on, written into tests/tmp/timeline; its path.
 static const char *corpus(void) {
     static const char path[] = TMP "/corpus.txt";
     mkdir("tests/tmp", 0755);
@@ -108,7 +98,7 @@ static void text_of(const ProbeHeader *h, const int32_t *tokens, int n, char *ou
 
 TEST(timeline_train_writes_probe_samples_and_page) {
     char dir[256], run[300], probe[320], ck[320], page[320];
-    fresh_dir(dir, sizeof(dir), "basic");
+    test_fresh_dir(dir, sizeof(dir), TMP, "basic");
     snprintf(run, sizeof(run), "%s/run", dir);
     snprintf(probe, sizeof(probe), "%s/probe.bin", run);
     snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", run);
@@ -167,7 +157,7 @@ TEST(timeline_train_writes_probe_samples_and_page) {
 
 TEST(timeline_resume_continues_without_duplicate_or_gap) {
     char dir[256], run[300], probe[320], ck[320], ck20[320], copy[340];
-    fresh_dir(dir, sizeof(dir), "resume");
+    test_fresh_dir(dir, sizeof(dir), TMP, "resume");
     snprintf(run, sizeof(run), "%s/run", dir);
     snprintf(probe, sizeof(probe), "%s/probe.bin", run);
     snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", run);
@@ -220,7 +210,7 @@ TEST(timeline_resume_continues_without_duplicate_or_gap) {
 
 TEST(timeline_init_from_force_and_no_probe) {
     char dir[256], a[300], b[320], ck[320], probe_a[320], probe_b[320], page_b[320];
-    fresh_dir(dir, sizeof(dir), "init");
+    test_fresh_dir(dir, sizeof(dir), TMP, "init");
     snprintf(a, sizeof(a), "%s/a", dir);
     snprintf(b, sizeof(b), "%s/b", dir);
     snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", a);
@@ -255,7 +245,7 @@ TEST(timeline_init_from_force_and_no_probe) {
 
 TEST(timeline_bad_probe_options_change_nothing) {
     char dir[256], run[300], text[320], one[320];
-    fresh_dir(dir, sizeof(dir), "bad");
+    test_fresh_dir(dir, sizeof(dir), TMP, "bad");
     snprintf(run, sizeof(run), "%s/run", dir);
     snprintf(text, sizeof(text), "%s/probe_text.txt", dir);
     snprintf(one, sizeof(one), "%s/one.txt", dir);
@@ -301,7 +291,7 @@ TEST(timeline_bad_probe_options_change_nothing) {
 
 TEST(timeline_probe_file_passage) {
     char dir[256], run[300], text[320], probe[320];
-    fresh_dir(dir, sizeof(dir), "passage");
+    test_fresh_dir(dir, sizeof(dir), TMP, "passage");
     snprintf(run, sizeof(run), "%s/run", dir);
     snprintf(text, sizeof(text), "%s/probe_text.txt", dir);
     snprintf(probe, sizeof(probe), "%s/probe.bin", run);
@@ -324,7 +314,7 @@ TEST(timeline_probe_file_passage) {
 
 TEST(timeline_generate_rebuilds_the_page) {
     char dir[256], run[300], page[320], out[320], empty[320];
-    fresh_dir(dir, sizeof(dir), "rebuild");
+    test_fresh_dir(dir, sizeof(dir), TMP, "rebuild");
     snprintf(run, sizeof(run), "%s/run", dir);
     snprintf(page, sizeof(page), "%s/timeline.html", run);
     snprintf(out, sizeof(out), "%s/generate.log", dir);

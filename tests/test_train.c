@@ -37,38 +37,6 @@
 // ----------------------------------------------------------------------------
 // files
 
-static void make_dir(const char *path) {
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) CHECK(0, "cannot create %s: %s", path, strerror(errno));
-}
-
-// Removes what is inside path: files, and directories up to `depth` levels down.
-static void empty_dir(const char *path, int depth) {
-    DIR *dir = opendir(path);
-    if (!dir) return;
-    struct dirent *e;
-    char file[1024];
-    while ((e = readdir(dir)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
-        struct stat st;
-        if (lstat(file, &st) == 0 && S_ISDIR(st.st_mode)) {
-            if (depth > 0) empty_dir(file, depth - 1), rmdir(file);
-        } else {
-            unlink(file);
-        }
-    }
-    closedir(dir);
-}
-
-// tests/tmp/train/<name>, created empty (what a previous run left there is removed).
-static void fresh_dir(char *path, size_t n, const char *name) {
-    make_dir("tests/tmp");
-    make_dir(TRAIN_TMP);
-    snprintf(path, n, "%s/%s", TRAIN_TMP, name);
-    make_dir(path);
-    empty_dir(path, 2);
-}
-
 static void write_file(const char *path, const void *bytes, size_t len) {
     FILE *fp = fopen(path, "wb");
     if (!CHECK(fp != NULL, "cannot write %s: %s", path, strerror(errno))) return;
@@ -112,8 +80,8 @@ static char *make_text(size_t bytes, uint64_t seed, size_t *len) {
 // tests/tmp/train/corpus.txt: a 6 KB text the tests share.
 static const char *shared_corpus(void) {
     static char path[256];
-    make_dir("tests/tmp");
-    make_dir(TRAIN_TMP);
+    test_make_dir("tests/tmp");
+    test_make_dir(TRAIN_TMP);
     snprintf(path, sizeof(path), "%s/corpus.txt", TRAIN_TMP);
     size_t len;
     char *text = make_text(6000, 42, &len);
@@ -320,7 +288,7 @@ static void check_same_training(const char *a, const char *b, const char *out_a,
 TEST(train_plain_and_gzip_corpus_train_identically) {
     if (!have_train()) return;
     char dir[256], txt[300], gz[300], out_a[300], out_b[300];
-    fresh_dir(dir, sizeof(dir), "gzip");
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "gzip");
     size_t len;
     char *text = make_text(5000, 7, &len);
     snprintf(txt, sizeof(txt), "%s/corpus.txt", dir);
@@ -330,7 +298,7 @@ TEST(train_plain_and_gzip_corpus_train_identically) {
     free(text);
     snprintf(out_a, sizeof(out_a), "%s/plain", dir);
     snprintf(out_b, sizeof(out_b), "%s/gzip", dir);
-    make_dir(out_a), make_dir(out_b);
+    test_make_dir(out_a), test_make_dir(out_b);
     check_same_training(txt, gz, out_a, out_b, "20");
 
     // the real corpus: data/tinyshakespeare.txt.gz against its decompressed text
@@ -347,7 +315,7 @@ TEST(train_plain_and_gzip_corpus_train_identically) {
     free(plain);
     snprintf(out_a, sizeof(out_a), "%s/shakespeare_plain", dir);
     snprintf(out_b, sizeof(out_b), "%s/shakespeare_gzip", dir);
-    make_dir(out_a), make_dir(out_b);
+    test_make_dir(out_a), test_make_dir(out_b);
     check_same_training(txt, "data/tinyshakespeare.txt.gz", out_a, out_b, "5");
 }
 
@@ -383,7 +351,7 @@ TEST(train_bad_data_and_usage_exit_codes) {
     if (!have_train()) return;
     char dir[256], missing[300], trunc_gz[300], bad_method[300], bad_crc[300], bad_utf8[300],
         bad_utf8_gz[300], empty[300], tiny[300], gz[300];
-    fresh_dir(dir, sizeof(dir), "bad_input");
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "bad_input");
     const char *corpus = shared_corpus();
     snprintf(missing, sizeof(missing), "%s/no_such_corpus.txt", dir);
     snprintf(gz, sizeof(gz), "%s/corpus.gz", dir);
@@ -462,7 +430,7 @@ TEST(train_bad_resume_exit_codes) {
     if (!have_train()) return;
     char dir[256], good[300], log[300], ck[300], missing[300], truncated[300], flipped[300], format[300],
         shape[300], no_step[300], other_vocab[300], other_corpus[300], renamed[300], old_vocab[300];
-    fresh_dir(dir, sizeof(dir), "bad_resume");
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "bad_resume");
     const char *corpus = shared_corpus();
     snprintf(good, sizeof(good), "%s/good", dir);
     snprintf(log, sizeof(log), "%s/good.log", dir);
@@ -542,7 +510,7 @@ static void fill_bits(float *x, size_t n, int nonnegative, Rng *rng) {
 
 TEST(train_checkpoint_round_trip_exact) {
     char dir[256], path[300], err[ERR_LEN];
-    fresh_dir(dir, sizeof(dir), "round_trip");
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "round_trip");
     static const uint32_t vocab[8] = {10, 32, 65, 0xE9, 0x3B1, 0x4E2D, 0x1F600, 0x10FFFF};
     const GPTConfig configs[2] = {
         {8, 8, 2, 3, 12, 5, 0, 0.25f},  // A = 15 != C, no qkv bias, dropout
@@ -620,7 +588,7 @@ TEST(train_checkpoint_round_trip_exact) {
 // cuts; a checkpoint is written only from every moment.
 TEST(train_checkpoint_sharded_moments) {
     char dir[256], path[300], err[ERR_LEN];
-    fresh_dir(dir, sizeof(dir), "sharded_moments");
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "sharded_moments");
     static const uint32_t vocab[8] = {10, 32, 65, 66, 67, 68, 69, 70};
     const GPTConfig config = {8, 8, 2, 3, 12, 5, 1, 0.0f};
     GPT model;
@@ -699,7 +667,7 @@ static void check_same_ckpt(const char *dir, const char *a, const char *b, const
 TEST(train_resume_is_bit_identical) {
     if (!have_train()) return;
     char dir[256], ck[300];
-    fresh_dir(dir, sizeof(dir), "resume");
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "resume");
     const char *corpus = shared_corpus();
     for (int with_dropout = 0; with_dropout < 2; with_dropout++) {
         const char *dropout = with_dropout ? "0.1" : "0";
@@ -736,7 +704,7 @@ TEST(train_resume_is_bit_identical) {
 TEST(train_evaluation_and_threads_do_not_change_training) {
     if (!have_train()) return;
     char dir[256], ck[300], log[300], out[300];
-    fresh_dir(dir, sizeof(dir), "eval_every");
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "eval_every");
     const char *corpus = shared_corpus();
     const char *every3[] = {"--steps", "20", "--eval-every", "3", "--dropout", "0.1", NULL};
     const char *every7[] = {"--steps", "20", "--eval-every", "7", "--dropout", "0.1", NULL};
@@ -797,7 +765,7 @@ static double params_rel_error(const char *pa, const char *pb) {
 TEST(train_grad_accum_matches_one_batch) {
     if (!have_train()) return;
     char dir[256], pa[300], pb[300], ck[300], log[300], out[300];
-    fresh_dir(dir, sizeof(dir), "grad_accum");
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "grad_accum");
     const char *corpus = shared_corpus();
     for (int with_dropout = 0; with_dropout < 2; with_dropout++) {
         const char *dropout = with_dropout ? "0.1" : "0";
@@ -849,7 +817,7 @@ TEST(train_grad_accum_matches_one_batch) {
 TEST(train_checkpoint_corruption_detected) {
     if (!have_train()) return;
     char dir[256], out[300], log[300], ck[300], bad[300], err[ERR_LEN];
-    fresh_dir(dir, sizeof(dir), "corrupt");
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "corrupt");
     const char *corpus = shared_corpus();
     snprintf(out, sizeof(out), "%s/run", dir);
     snprintf(log, sizeof(log), "%s/run.log", dir);
@@ -952,7 +920,7 @@ static int read_log(const char *path, LogRow *rows, int max, char *header, size_
 TEST(train_log_csv_rows) {
     if (!have_train()) return;
     char dir[256], out[300], log[300], csv[300], ck[300], best[300], header[256], value[64];
-    fresh_dir(dir, sizeof(dir), "log");
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "log");
     const char *corpus = shared_corpus();
     snprintf(out, sizeof(out), "%s/run", dir);
     snprintf(log, sizeof(log), "%s/run.log", dir);
@@ -1023,7 +991,7 @@ TEST(train_log_csv_rows) {
 TEST(train_log_csv_older_header_resumes) {
     if (!have_train()) return;
     char dir[256], out[300], log[300], csv[300], ck[300], plot[300];
-    fresh_dir(dir, sizeof(dir), "old_log");
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "old_log");
     snprintf(out, sizeof(out), "%s/run", dir);
     snprintf(log, sizeof(log), "%s/run.log", dir);
     snprintf(csv, sizeof(csv), "%s/log.csv", out);
@@ -1066,7 +1034,7 @@ TEST(train_log_csv_older_header_resumes) {
 TEST(train_resume_defaults_out_to_checkpoint_dir) {
     if (!have_train()) return;
     char dir[256], corpus[300], log[300], ck[300], csv[300], default_out[300], header[256];
-    fresh_dir(dir, sizeof(dir), "default_out");
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "default_out");
     size_t len;
     char *text = make_text(6000, 42, &len);
     snprintf(corpus, sizeof(corpus), "%s/corpus.txt", dir);
@@ -1101,7 +1069,7 @@ TEST(train_resume_defaults_out_to_checkpoint_dir) {
 TEST(train_refused_options_create_no_out_dir) {
     if (!have_train()) return;
     char dir[256], ck[300], out[300], log[300];
-    fresh_dir(dir, sizeof(dir), "refused_options");
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "refused_options");
     snprintf(ck, sizeof(ck), "%s/first/ckpt.safetensors", dir);
     snprintf(out, sizeof(out), "%s/first", dir);
     snprintf(log, sizeof(log), "%s/first.log", dir);
@@ -1122,7 +1090,7 @@ TEST(train_refused_options_create_no_out_dir) {
 TEST(train_checkpoint_names_shapes_metadata) {
     if (!have_train()) return;
     char dir[256], out[300], log[300], ck[300], err[ERR_LEN];
-    fresh_dir(dir, sizeof(dir), "names");
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "names");
     const char *corpus = shared_corpus();
     for (int bias = 1; bias >= 0; bias--) {
         snprintf(out, sizeof(out), "%s/bias%d", dir, bias);
@@ -1207,7 +1175,7 @@ TEST(train_checkpoint_names_shapes_metadata) {
 TEST(train_nonfinite_loss_stops) {
     if (!have_train()) return;
     char dir[256], out[300], log[300], ck[300], msg[300];
-    fresh_dir(dir, sizeof(dir), "nonfinite");
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "nonfinite");
     const char *corpus = shared_corpus();
     snprintf(out, sizeof(out), "%s/run", dir);
     snprintf(log, sizeof(log), "%s/run.log", dir);
@@ -1334,7 +1302,7 @@ static void check_stopped_by(int sig, const char *name, const char *dir, const c
 TEST(train_signal_saves_and_exits) {
     if (!have_train()) return;
     char dir[256];
-    fresh_dir(dir, sizeof(dir), "signal");
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "signal");
     const char *corpus = shared_corpus();
     check_stopped_by(SIGINT, "SIGINT", dir, corpus);
     check_stopped_by(SIGTERM, "SIGTERM", dir, corpus);
@@ -1361,7 +1329,7 @@ static double done_val_loss(const char *log) {
 TEST(train_bf16_300_steps_near_fp32) {
     if (!have_train()) return;
     char dir[256], log[2][300];
-    fresh_dir(dir, sizeof(dir), "bf16_300");
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "bf16_300");
     const char *corpus = shared_corpus();
     static const char *precisions[] = {"fp32", "bf16"};
     for (int p = 0; p < 2; p++) {
@@ -1385,7 +1353,7 @@ TEST(train_bf16_300_steps_near_fp32) {
 TEST(train_bf16_resume_is_bit_identical) {
     if (!have_train()) return;
     char dir[256], ck[300], log[300], out[300], value[64], why[ERR_LEN], other[300];
-    fresh_dir(dir, sizeof(dir), "bf16_resume");
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "bf16_resume");
     const char *corpus = shared_corpus();
     const char *full[] = {"--steps", "20", "--decay-steps", "20", "--save-every", "10", "--dropout", "0.1",
                           "--precision", "bf16", NULL};

@@ -26,21 +26,6 @@
              "--eval-batches", "2", "--threads", "1", "--eval-every", "1000"
 #define ARGS(...) ((const char *[]){__VA_ARGS__, NULL})
 
-static void make_dir(const char *path) {
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) CHECK(0, "cannot create %s: %s", path, strerror(errno));
-}
-
-// CORPORA_TMP/<name>, emptied.
-static void fresh_dir(char *path, size_t n, const char *name) {
-    make_dir("tests/tmp");
-    make_dir(CORPORA_TMP);
-    snprintf(path, n, "%s/%s", CORPORA_TMP, name);
-    char command[600];
-    snprintf(command, sizeof(command), "rm -rf '%s'", path);
-    CHECK(system(command) == 0, "%s failed", command);
-    make_dir(path);
-}
-
 static void put(const char *dir, const char *name, const void *bytes, size_t len) {
     char path[600];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -78,8 +63,8 @@ static void make_books(const char *dir) {
     char books[300], sub[320];
     snprintf(books, sizeof(books), "%s/books", dir);
     snprintf(sub, sizeof(sub), "%s/b", books);
-    make_dir(books);
-    make_dir(sub);
+    test_make_dir(books);
+    test_make_dir(sub);
     char *a = words(3000, 1), *c = words(3000, 2), *d = words(3000, 3);
     put(books, "a.txt", a, strlen(a));
     put(sub, "c.txt", c, strlen(c));
@@ -98,7 +83,7 @@ static void make_books(const char *dir) {
 
 TEST(corpora_directory_and_its_files_concatenated_are_one_text) {
     char dir[256], books[300], one[300], out_a[300], out_b[300], ckpt_a[320], ckpt_b[320];
-    fresh_dir(dir, sizeof(dir), "books");
+    test_fresh_dir(dir, sizeof(dir), CORPORA_TMP, "books");
     make_books(dir);
     snprintf(books, sizeof(books), "%s/books", dir);
     snprintf(one, sizeof(one), "%s/one.txt", dir);
@@ -149,7 +134,7 @@ TEST(corpora_directory_and_its_files_concatenated_are_one_text) {
 
 TEST(corpora_standard_input) {
     char dir[256], one[300], out[300], ckpt[320], out_file[300], ckpt_file[320];
-    fresh_dir(dir, sizeof(dir), "stdin");
+    test_fresh_dir(dir, sizeof(dir), CORPORA_TMP, "stdin");
     make_books(dir);
     snprintf(one, sizeof(one), "%s/one.txt", dir);
     snprintf(out, sizeof(out), "%s/piped", dir);
@@ -181,7 +166,7 @@ TEST(corpora_standard_input) {
 
 TEST(corpora_compressions_encodings_and_degenerate_texts) {
     char dir[256], path[300], out[300];
-    fresh_dir(dir, sizeof(dir), "formats");
+    test_fresh_dir(dir, sizeof(dir), CORPORA_TMP, "formats");
     snprintf(out, sizeof(out), "%s/out", dir);
     // xz (its first bytes, as xz writes them): named, with the pipe that reads it
     put(dir, "corpus.xz", "\xfd" "7zXZ\0\0\x04\xe6\xd6\xb4\x46\x02\0\x21\x01", 16);
@@ -276,7 +261,7 @@ static double scored_nats(const TestRun *r) {
 
 TEST(corpora_rare_character_token_through_checkpoint_generate_and_score) {
     char dir[256], path[300], out[300], ckpt[320], value[64];
-    fresh_dir(dir, sizeof(dir), "rare");
+    test_fresh_dir(dir, sizeof(dir), CORPORA_TMP, "rare");
     char *text = rare_text(), *fffd = replaced(text);
     put(dir, "rare.txt", text, strlen(text));
     put(dir, "rare_as_fffd.txt", fffd, strlen(fffd));
@@ -331,7 +316,7 @@ TEST(corpora_rare_character_token_through_checkpoint_generate_and_score) {
 
 TEST(corpora_grow_vocab_keeps_the_old_rows) {
     char dir[256], base[300], base_ckpt[320], gpl[300], out[300], ckpt[320];
-    fresh_dir(dir, sizeof(dir), "grow");
+    test_fresh_dir(dir, sizeof(dir), CORPORA_TMP, "grow");
     char *text = words(6000, 6);
     put(dir, "base.txt", text, strlen(text));
     free(text);
@@ -418,7 +403,7 @@ static int write_validation_prefix(const char *path, size_t n, const char *out, 
 
 TEST(corpora_final_validation_pass_bounded) {
     char dir[256], path[300], out[300], ckpt[320], prefix[300];
-    fresh_dir(dir, sizeof(dir), "final");
+    test_fresh_dir(dir, sizeof(dir), CORPORA_TMP, "final");
     char *text = words(20000, 8);
     put(dir, "corpus.txt", text, strlen(text));
     free(text);
@@ -461,7 +446,7 @@ TEST(corpora_final_validation_pass_bounded) {
 
 TEST(corpora_one_thread_said_so) {
     char dir[256], path[300], out[300];
-    fresh_dir(dir, sizeof(dir), "thread");
+    test_fresh_dir(dir, sizeof(dir), CORPORA_TMP, "thread");
     char *text = words(4000, 9);
     put(dir, "corpus.txt", text, strlen(text));
     free(text);
@@ -475,7 +460,7 @@ TEST(corpora_one_thread_said_so) {
 // --steps 1e3 is a thousand steps (a whole number in any form strtod reads); 1.5 is refused.
 TEST(corpora_whole_numbers_in_exponent_form) {
     char dir[256], path[300], out[300];
-    fresh_dir(dir, sizeof(dir), "numbers");
+    test_fresh_dir(dir, sizeof(dir), CORPORA_TMP, "numbers");
     char *text = words(4000, 10);
     put(dir, "corpus.txt", text, strlen(text));
     free(text);

@@ -35,21 +35,6 @@
 // ----------------------------------------------------------------------------
 // helpers
 
-static void make_dir(const char *path) {
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) CHECK(0, "cannot create %s: %s", path, strerror(errno));
-}
-
-// tests/tmp/runs/<name>, emptied of files (one level of subdirectories too).
-static void fresh_dir(char *path, size_t n, const char *name) {
-    make_dir("tests/tmp");
-    make_dir(RUNS_TMP);
-    snprintf(path, n, "%s/%s", RUNS_TMP, name);
-    char command[600];
-    snprintf(command, sizeof(command), "rm -rf '%s'", path);
-    CHECK(system(command) == 0, "%s failed", command);
-    make_dir(path);
-}
-
 static void write_text(const char *path, const char *text, size_t len) {
     FILE *fp = fopen(path, "wb");
     if (!CHECK(fp != NULL, "cannot write %s: %s", path, strerror(errno))) return;
@@ -255,7 +240,7 @@ static int check_fitted(const char *out, int columns, const char *must_have, con
 
 TEST(runs_progress_line_on_terminal) {
     char dir[256], corpus[300], out[300];
-    fresh_dir(dir, sizeof(dir), "terminal");
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "terminal");
     base_corpus(dir, corpus, sizeof(corpus));
     snprintf(out, sizeof(out), "%s/narrow", dir);
     char *text = train_on_terminal(60, ARGS(TINY, "--data", corpus, "--steps", "12", "--eval-every", "6",
@@ -292,7 +277,7 @@ TEST(runs_progress_line_on_terminal) {
 
 TEST(runs_second_run_refused_without_force) {
     char dir[256], corpus[300], out[300], log[300], csv[300], best[300], plot[300];
-    fresh_dir(dir, sizeof(dir), "overwrite");
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "overwrite");
     base_corpus(dir, corpus, sizeof(corpus));
     snprintf(out, sizeof(out), "%s/run", dir);
     snprintf(log, sizeof(log), "%s/run.log", dir);
@@ -348,7 +333,7 @@ TEST(runs_second_run_refused_without_force) {
 
 TEST(runs_resume_by_fingerprint) {
     char dir[256], corpus[300], log[300], ck[300], gz[300], value[64];
-    fresh_dir(dir, sizeof(dir), "fingerprint");
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "fingerprint");
     base_corpus(dir, corpus, sizeof(corpus));
     snprintf(log, sizeof(log), "%s/train.log", dir);
     snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", dir);
@@ -398,7 +383,7 @@ TEST(runs_resume_by_fingerprint) {
 TEST(runs_init_from_fine_tunes) {
     char dir[256], corpus[300], log[300], base[300], base_ck[300], other[300], foreign[300], out[300], ck[300],
         value[64];
-    fresh_dir(dir, sizeof(dir), "init_from");
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "init_from");
     base_corpus(dir, corpus, sizeof(corpus));
     snprintf(log, sizeof(log), "%s/train.log", dir);
     snprintf(base, sizeof(base), "%s/base", dir);
@@ -493,7 +478,7 @@ static double logged_lr(const char *csv, long step) {
 
 TEST(runs_resume_new_schedule) {
     char dir[256], corpus[300], log[300], out[300], ck[300], csv[300];
-    fresh_dir(dir, sizeof(dir), "schedule");
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "schedule");
     base_corpus(dir, corpus, sizeof(corpus));
     snprintf(log, sizeof(log), "%s/train.log", dir);
     snprintf(out, sizeof(out), "%s/run", dir);
@@ -578,7 +563,7 @@ static long check_printed_schedule(const char *output, const char *csv, const ch
 // learning_rate itself, for more of them).
 TEST(runs_schedule_messages_match_logged_rates) {
     char dir[256], corpus[300], log[300];
-    fresh_dir(dir, sizeof(dir), "schedule_table");
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "schedule_table");
     base_corpus(dir, corpus, sizeof(corpus));
     snprintf(log, sizeof(log), "%s/train.log", dir);
     static const struct {
@@ -685,7 +670,7 @@ static int wait_at_most(pid_t pid, double *seconds) {
 
 TEST(runs_stop_signals) {
     char dir[256], corpus[300], log[300], out[300], ck[300], value[64];
-    fresh_dir(dir, sizeof(dir), "signals");
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "signals");
     base_corpus(dir, corpus, sizeof(corpus));
     snprintf(log, sizeof(log), "%s/train.log", dir);
     snprintf(out, sizeof(out), "%s/eval", dir);
@@ -757,7 +742,7 @@ TEST(runs_stop_signals) {
 
 TEST(runs_keep_cr) {
     char dir[256], corpus[300], log[300], out[300], ck[300], value[64];
-    fresh_dir(dir, sizeof(dir), "keep_cr");
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "keep_cr");
     snprintf(corpus, sizeof(corpus), "%s/crlf.txt", dir);
     size_t len;
     char *text = words_text(4000, 11, BASE_WORDS, 14, &len);
@@ -817,7 +802,7 @@ static int count_val_points(const char *svg) {
 
 TEST(runs_final_figures_and_loss_plot) {
     char dir[256], corpus[300], log[300], out[300], plot[300], csv[300];
-    fresh_dir(dir, sizeof(dir), "figures");
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "figures");
     base_corpus(dir, corpus, sizeof(corpus));
     snprintf(log, sizeof(log), "%s/train.log", dir);
     snprintf(out, sizeof(out), "%s/run", dir);
@@ -940,7 +925,7 @@ static int run_copied_and_resumed(const char *log, const char *corpus, const cha
 
 TEST(runs_resume_never_replaces_another_run) {
     char dir[256], corpus[300], log[300], victim[300], r0[300], r0_ck[300], old[300], ck[300], value[64];
-    fresh_dir(dir, sizeof(dir), "another_run");
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "another_run");
     base_corpus(dir, corpus, sizeof(corpus));
     snprintf(log, sizeof(log), "%s/train.log", dir);
     snprintf(victim, sizeof(victim), "%s/victim", dir);
@@ -1000,7 +985,7 @@ TEST(runs_resume_never_replaces_another_run) {
 
 TEST(runs_resume_older_checkpoint_needs_force) {
     char dir[256], corpus[300], log[300], out[300], ck[300], copy[300], csv[300], steps[200], value[64];
-    fresh_dir(dir, sizeof(dir), "older");
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "older");
     base_corpus(dir, corpus, sizeof(corpus));
     snprintf(log, sizeof(log), "%s/train.log", dir);
     snprintf(out, sizeof(out), "%s/run", dir);
@@ -1032,7 +1017,7 @@ TEST(runs_resume_older_checkpoint_needs_force) {
 
 TEST(runs_refused_resume_keeps_log_rows) {
     char dir[256], corpus[300], other[300], log[300], out[300], ck[300], step10[300], csv[300], steps[200];
-    fresh_dir(dir, sizeof(dir), "refused_rows");
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "refused_rows");
     base_corpus(dir, corpus, sizeof(corpus));
     snprintf(other, sizeof(other), "%s/other.txt", dir);
     size_t len;
@@ -1080,7 +1065,7 @@ TEST(runs_refused_resume_keeps_log_rows) {
 
 TEST(runs_out_locked_by_one_run) {
     char dir[256], corpus[300], log[300], first_log[300], out[300], ck[300], lock[300], want[64], value[64];
-    fresh_dir(dir, sizeof(dir), "lock");
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "lock");
     base_corpus(dir, corpus, sizeof(corpus));
     snprintf(log, sizeof(log), "%s/train.log", dir);
     snprintf(first_log, sizeof(first_log), "%s/first.log", dir);
@@ -1127,7 +1112,7 @@ TEST(runs_out_locked_by_one_run) {
 
 TEST(runs_stop_during_whole_validation_pass) {
     char dir[256], corpus[300], log[300], out[300], ck[300], value[64];
-    fresh_dir(dir, sizeof(dir), "validation_stop");
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "validation_stop");
     snprintf(corpus, sizeof(corpus), "%s/corpus.txt", dir);
     size_t len;
     char *text = words_text(400000, 11, BASE_WORDS, 14, &len);
@@ -1161,7 +1146,7 @@ TEST(runs_stop_during_whole_validation_pass) {
 
 TEST(runs_killed_init_from_leaves_no_false_advice) {
     char dir[256], corpus[300], log[300], base[300], base_ck[300], out[300], ck[300];
-    fresh_dir(dir, sizeof(dir), "killed_init_from");
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "killed_init_from");
     base_corpus(dir, corpus, sizeof(corpus));
     snprintf(log, sizeof(log), "%s/train.log", dir);
     snprintf(base, sizeof(base), "%s/base", dir);

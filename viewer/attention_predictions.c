@@ -6,35 +6,14 @@
 #include "attention_export.h"
 
 void attention_prediction(const float *z, int V, int next, const uint32_t *vocab_chars, AttentionPrediction *p) {
-    int k = V < ATTENTION_TOP_K ? V : ATTENTION_TOP_K;
-    // log p(v) = z_v - log sum_u exp(z_u), the largest z taken out to stay in range
-    double max = z[0];
-    for (int v = 1; v < V; v++)
-        if (z[v] > max) max = z[v];
-    double sum = 0.0;
-    for (int v = 0; v < V; v++) sum += exp(z[v] - max);
-    double log_norm = max + log(sum);
-
-    // the k largest logits, by insertion into a list kept sorted; a tie does not move
-    // past an earlier entry, so lower token ids come first
-    int top[ATTENTION_TOP_K], n = 0;
-    for (int v = 0; v < V; v++) {
-        if (n == k && !(z[v] > z[top[k - 1]])) continue;
-        int at = n < k ? n++ : k - 1;
-        while (at > 0 && z[v] > z[top[at - 1]]) {
-            top[at] = top[at - 1];
-            at--;
-        }
-        top[at] = v;
-    }
-
+    int32_t top[ATTENTION_TOP_K], next_rank;
+    float next_prob;
     memset(p, 0, sizeof(*p));
-    p->surprisal = next >= 0 ? (float)((log_norm - z[next]) / M_LN2) : NAN;
-    p->k = k;
-    for (int r = 0; r < k; r++) {
-        p->top_char[r] = vocab_chars[top[r]];
-        p->top_prob[r] = (float)exp(z[top[r]] - log_norm);
-    }
+    // log p(next) and the k most likely, from the softmax in double precision (logit_lens.h)
+    double log_p_next = logits_top(z, V, ATTENTION_TOP_K, next, top, p->top_prob, &next_prob, &next_rank);
+    p->surprisal = (float)(-log_p_next / M_LN2);  // NaN where there is no next character
+    p->k = V < ATTENTION_TOP_K ? V : ATTENTION_TOP_K;
+    for (int r = 0; r < p->k; r++) p->top_char[r] = vocab_chars[top[r]];
 }
 
 void attention_predictions(const float *logits, const int *tokens, int t, int V,
