@@ -2,7 +2,6 @@
 // small corpora written under tests/tmp/train/, with a tiny model, and its exit status,
 // messages, log.csv and checkpoints are checked; the checkpoint functions are also called
 // directly. The binary runs from the repository root after `make` built ./train.
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -12,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>

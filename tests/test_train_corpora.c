@@ -4,13 +4,11 @@
 // standard input, compressions and encodings named with what reads them, degenerate texts,
 // the rare-character token through a checkpoint, ./generate and --score, --grow-vocab's rows,
 // the bounded whole-validation pass against --score, and the model line's "1 thread".
-#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
