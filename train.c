@@ -7,8 +7,8 @@
 // failures and signals at fixed points of the run, so that they all leave together.
 //
 // main is the outline: the options, then the run set up (its checkpoint, output directory,
-// text, memory and model), trained step by step (take_step, evaluate, save_checkpoints,
-// report) and finished (the summary and the whole-validation pass). The machinery is in
+// text, memory and model), trained step by step (take_step, evaluate, report,
+// save_checkpoints) and finished (the summary and the whole-validation pass). The machinery is in
 // training/; docs/how-a-step-runs.md follows one step through it.
 #include <getopt.h>
 #include <inttypes.h>
@@ -904,7 +904,7 @@ static void start_out_dir(Run *r) {
 }
 
 // ----------------------------------------------------------------------------
-// training: step, evaluate, save, report
+// training: step, evaluate, report, save
 
 // One optimizer step on a batch of the training split: forward, backward, gradient clipping
 // and AdamW over the processes and micro-batches (training/data_parallel.h). A loss or
@@ -1164,7 +1164,7 @@ int main(int argc, char **argv) {
     start_out_dir(r);     // --out changed as planned, log.csv and probe.bin opened
     start_timeline(r);    // a new run's timeline starts at step 0
 
-    // train: step, evaluate, save, report
+    // train: step, evaluate, report, save
     long start_step = r->state.step;
     progress_report_init(&r->report, start_step, r->o.steps, (long)r->o.batch_size * r->o.block_size);
     int have_val = r->ds.val_len > 0;
@@ -1178,9 +1178,11 @@ int main(int argc, char **argv) {
         const char *best = NULL;
         int evaluated = evaluate(r, last, &stop, &best);
         probe_step(r, evaluated);  // the timeline's record, before the step's checkpoint
+        // log.csv's row, like the probe's record, before the step's checkpoint: a run killed
+        // between them resumes from the checkpoint before, dropping what came after it
+        report(r, r->state.step % r->o.log_every == 0 || last || evaluated || stop, evaluated);
         int save = r->state.step % r->o.save_every == 0 || last || stop;
         save_checkpoints(r, best, save ? r->paths.ckpt : NULL);
-        report(r, r->state.step % r->o.log_every == 0 || last || evaluated || stop, evaluated);
         if (stop) close_log(r);
         agree();  // what rank 0 wrote above was written, or every process leaves
         if (stop) return stopped(r, stop);
