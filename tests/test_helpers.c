@@ -1,4 +1,5 @@
-// Helpers shared by the tests: running a program as a child process, and editing checkpoints.
+// Helpers shared by the tests: running a program as a child process, fresh directories under
+// tests/tmp, and editing checkpoints.
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
