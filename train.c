@@ -575,6 +575,7 @@ typedef struct {
     int plot_written;
     int tty;                     // stdout a terminal: the progress line is rewritten in place
     ProgressReport report;
+    char progress_line[600];     // the step's, composed before its checkpoint, printed after it
     float lr;                    // the last step's learning rate
     float grad_norm;             // the last step's gradient norm before clipping
     double grad_norm_sum;        // since the last report: the steps' gradient norms
@@ -1042,23 +1043,19 @@ static void start_timeline(Run *r) {
     draw_timeline(r);
 }
 
-// The progress line, rewritten every step on a terminal (fitted to its width), and when a
-// report is due (every --log-every steps, at an evaluation, the last step or a stop) kept,
-// with a log.csv row and a point of the loss plot: the mean loss and gradient norm since the
-// last report, and how many of its steps were clipped. A sample made at the step follows.
+// The step's report. The progress line, rewritten every step on a terminal (fitted to its
+// width), and when a report is due (every --log-every steps, at an evaluation, the last step or
+// a stop) kept, with a log.csv row and a point of the loss plot: the mean loss and gradient
+// norm since the last report, and how many of its steps were clipped. The row is written here,
+// before the step's checkpoint; the line is composed here and printed after the checkpoint
+// (print_report): at a Ctrl-C mpirun stops reading its processes' output, and a print blocked
+// on that must not keep the checkpoint from being saved.
 static void report(Run *r, int due, int evaluated) {
     const TrainState *s = &r->state;
-    if (r->tty || due) {
-        char line[600];
+    if (r->tty || due)
         progress_report_line(&r->report, s->step, s->last_val_loss, r->lr, s->elapsed_s,
-                             r->tty ? terminal_width(STDOUT_FILENO) : 100000, line, sizeof(line));
-        printf("%s%s%s", r->tty ? "\r\033[K" : "", line, r->tty && !evaluated ? "" : "\n");
-    }
-    if (r->probe.sampled) {  // the step's sample, under the progress
-        if (r->tty && !evaluated) printf("\n");
-        run_probe_print_sample(&r->probe, stdout);
-    }
-    if (r->tty || due) flush_progress();
+                             r->tty ? terminal_width(STDOUT_FILENO) : 100000, r->progress_line,
+                             sizeof(r->progress_line));
     if (!due) return;
     double grad_norm = r->grad_norm_sum / r->report.loss_count;
     double mean_loss = progress_report_close(&r->report), val_loss = evaluated ? s->last_val_loss : NAN;
@@ -1072,6 +1069,17 @@ static void report(Run *r, int due, int evaluated) {
         draw_loss_plot(r);
         draw_timeline(r);
     }
+}
+
+// The progress line report() composed, then the sample made at the step, if any.
+static void print_report(Run *r, int due, int evaluated) {
+    if (r->tty || due)
+        printf("%s%s%s", r->tty ? "\r\033[K" : "", r->progress_line, r->tty && !evaluated ? "" : "\n");
+    if (r->probe.sampled) {  // under the progress
+        if (r->tty && !evaluated) printf("\n");
+        run_probe_print_sample(&r->probe, stdout);
+    }
+    if (r->tty || due) flush_progress();
 }
 
 static void close_log(Run *r) {
@@ -1164,7 +1172,7 @@ int main(int argc, char **argv) {
     start_out_dir(r);     // --out changed as planned, log.csv and probe.bin opened
     start_timeline(r);    // a new run's timeline starts at step 0
 
-    // train: step, evaluate, report, save
+    // train: step, evaluate, report, save, print
     long start_step = r->state.step;
     progress_report_init(&r->report, start_step, r->o.steps, (long)r->o.batch_size * r->o.block_size);
     int have_val = r->ds.val_len > 0;
@@ -1180,9 +1188,11 @@ int main(int argc, char **argv) {
         probe_step(r, evaluated);  // the timeline's record, before the step's checkpoint
         // log.csv's row, like the probe's record, before the step's checkpoint: a run killed
         // between them resumes from the checkpoint before, dropping what came after it
-        report(r, r->state.step % r->o.log_every == 0 || last || evaluated || stop, evaluated);
+        int due = r->state.step % r->o.log_every == 0 || last || evaluated || stop;
+        report(r, due, evaluated);
         int save = r->state.step % r->o.save_every == 0 || last || stop;
         save_checkpoints(r, best, save ? r->paths.ckpt : NULL);
+        print_report(r, due, evaluated);  // after the checkpoint, which a blocked print must not hold up
         if (stop) close_log(r);
         agree();  // what rank 0 wrote above was written, or every process leaves
         if (stop) return stopped(r, stop);
