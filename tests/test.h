@@ -88,6 +88,8 @@ int test_make_dir(const char *path);
 // parent/name in path (parent a directory under tests/tmp), created, and emptied of whatever an
 // earlier run left there; 0 (a failed check) when it cannot be.
 int test_fresh_dir(char *path, size_t n, const char *parent, const char *name);
+// 1 when path names something stat(2) can see (a file, a directory), else 0.
+int test_file_exists(const char *path);
 // Writes len bytes to path; returns 0, or -1 (recorded as a failure).
 int test_write_file(const char *path, const void *bytes, size_t len);
 // 1 when the run exited normally with status want; otherwise a failure quoting its output.

@@ -17,18 +17,9 @@
 
 #define TMP_DIR "tests/tmp"
 
-static void make_tmp_dir(void) {
-    if (mkdir(TMP_DIR, 0755) != 0 && errno != EEXIST) {
-        CHECK(0, "cannot create %s: %s", TMP_DIR, strerror(errno));
-    }
-}
-
 static void write_file(const char *path, const void *bytes, size_t len) {
-    make_tmp_dir();
-    FILE *fp = fopen(path, "wb");
-    if (!CHECK(fp != NULL, "cannot write %s", path)) return;
-    CHECK(fwrite(bytes, 1, len, fp) == len, "short write to %s", path);
-    fclose(fp);
+    test_make_dir(TMP_DIR);
+    test_write_file(path, bytes, len);
 }
 
 // One gzip member holding src, compressed with zlib; *out_len gets its size.
@@ -242,7 +233,7 @@ TEST(data_corpus_missing_file) {
 // A directory, a FIFO with no writer (opening it for reading would wait forever) and a
 // device are refused at once, before anything is read.
 TEST(data_corpus_special_files_refused) {
-    make_tmp_dir();
+    test_make_dir(TMP_DIR);
     check_load_fails(TMP_DIR, "not a regular file");
     const char *fifo = TMP_DIR "/data_fifo";
     unlink(fifo);

@@ -83,18 +83,6 @@ static int build_test_model(GPT *model, const GPTConfig *config, uint64_t seed) 
     return 0;
 }
 
-static int write_file(const char *path, const void *data, size_t len) {
-    FILE *fp = fopen(path, "wb");
-    if (!fp) return -1;
-    size_t put = fwrite(data, 1, len, fp);
-    return fclose(fp) == 0 && put == len ? 0 : -1;
-}
-
-static int file_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
 // Saves the test checkpoint once per run (and checks ./generate is built); NULL on failure.
 static const char *test_checkpoint(void) {
     static int state = 0;  // 0 not tried, 1 ready, -1 failed
@@ -1054,7 +1042,7 @@ TEST(generate_unknown_prompt_character) {
 TEST(generate_invalid_utf8_prompt_file) {
     if (!test_checkpoint()) return;
     const char *path = TMP_DIR "/gen_bad_prompt.txt";
-    CHECK(write_file(path, "ab\xff cd", 6) == 0, "cannot write %s", path);
+    CHECK(test_write_file(path, "ab\xff cd", 6) == 0, "cannot write %s", path);
     // bad data, exit 1, from a file or from stdin
     Run r = run_generate(NULL, ARGS(CKPT, "-f", path, "-n", "5"));
     CHECK(r.status == 1, "exit status %d, want 1", r.status);
@@ -1075,11 +1063,11 @@ TEST(generate_bad_checkpoints) {
     size_t len;
     char *bytes = test_read_file(CKPT, &len);
     if (!CHECK(bytes != NULL && len > 100, "cannot read %s", CKPT)) return;
-    CHECK(write_file(truncated, bytes, len / 2) == 0, "cannot write %s", truncated);
+    CHECK(test_write_file(truncated, bytes, len / 2) == 0, "cannot write %s", truncated);
     Rng rng;
     rng_seed(&rng, 9);
     for (size_t i = 0; i < len; i++) bytes[i] = (char)rng_below(&rng, 256);
-    CHECK(write_file(garbage, bytes, len) == 0, "cannot write %s", garbage);
+    CHECK(test_write_file(garbage, bytes, len) == 0, "cannot write %s", garbage);
     free(bytes);
     const char *paths[3] = {missing, truncated, garbage};
     for (int i = 0; i < 3; i++) {
@@ -1095,7 +1083,7 @@ TEST(generate_usage_errors) {
     const char *txt = TMP_DIR "/gen_att.txt";
     remove(txt);
     const char *score_text = TMP_DIR "/gen_score_text.txt";
-    CHECK(write_file(score_text, "the cat", 7) == 0, "cannot write %s", score_text);
+    CHECK(test_write_file(score_text, "the cat", 7) == 0, "cannot write %s", score_text);
     const char *const *cases[] = {
         ARGS(CKPT, "--stride", "0", "ab"),
         ARGS(CKPT, "--stride", "17", "ab"),  // block size 16
@@ -1123,8 +1111,8 @@ TEST(generate_usage_errors) {
         CHECK(strncmp(r.err, "generate: ", 10) == 0 || strstr(r.err, "\ngenerate: "), "case %zu: no message: '%s'", i, r.err);
         run_free(&r);
     }
-    CHECK(!file_exists(txt), "%s was written", txt);
-    CHECK(!file_exists(TMP_DIR "/gen_two.json") && !file_exists(TMP_DIR "/gen_surprisal.csv"), "a refused run wrote a file");
+    CHECK(!test_file_exists(txt), "%s was written", txt);
+    CHECK(!test_file_exists(TMP_DIR "/gen_two.json") && !test_file_exists(TMP_DIR "/gen_surprisal.csv"), "a refused run wrote a file");
     Run r = run_generate(NULL, ARGS(CKPT, "--stride", "17", "ab"));
     CHECK(strstr(r.err, "--stride 17") && strstr(r.err, "block size 16"), "--stride 17: '%s'", r.err);
     run_free(&r);
@@ -1137,7 +1125,7 @@ TEST(generate_prompt_from_stdin_and_empty_prompt) {
     if (!test_checkpoint()) return;
     const char *prompt = "the cat";
     const char *path = TMP_DIR "/gen_stdin.txt";
-    CHECK(write_file(path, prompt, strlen(prompt)) == 0, "cannot write %s", path);
+    CHECK(test_write_file(path, prompt, strlen(prompt)) == 0, "cannot write %s", path);
     Run from_stdin = run_generate(path, ARGS(CKPT, "-f", "-", "-t", "0", "-n", "30"));
     Run from_arg = run_generate(NULL, ARGS(CKPT, prompt, "-t", "0", "-n", "30"));
     CHECK(from_stdin.status == 0, "-f -: exit status %d: %s", from_stdin.status, from_stdin.err);
@@ -1204,7 +1192,7 @@ TEST(generate_several_attention_files) {
     remove(html), remove(json);
     Run r = run_generate(NULL, ARGS(CKPT, "-n", "0", "--attention", html, "--attention", json, "the cat"));
     CHECK(r.status == 0, "two --attention files: status %d: %s", r.status, r.err);
-    CHECK(file_exists(html) && file_exists(json), "not every --attention file was written: %s", r.err);
+    CHECK(test_file_exists(html) && test_file_exists(json), "not every --attention file was written: %s", r.err);
     run_free(&r);
     size_t len;
     char *text = test_read_file(json, &len);
@@ -1215,7 +1203,7 @@ TEST(generate_several_attention_files) {
                                 "the cat"));
     CHECK(r.status == 1 && strstr(r.err, "no_such_dir"), "a missing directory: status %d: '%s'", r.status, r.err);
     CHECK(r.out_len == 0, "the model ran before the directories were checked: '%s'", r.out);
-    CHECK(!file_exists(html), "%s was written though another --attention file cannot be", html);
+    CHECK(!test_file_exists(html), "%s was written though another --attention file cannot be", html);
     run_free(&r);
 }
 

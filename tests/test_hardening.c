@@ -42,17 +42,10 @@ static TestRun run_args(const char *program, const char *in_path, long file_size
 #define TRAIN(...) run_args("train", NULL, 0, (const char *[]){__VA_ARGS__, NULL})
 #define GENERATE(...) run_args("generate", NULL, 0, (const char *[]){__VA_ARGS__, NULL})
 
-static int write_file(const char *path, const void *bytes, size_t len) {
-    FILE *fp = fopen(path, "wb");
-    if (!CHECK(fp != NULL, "cannot write %s: %s", path, strerror(errno))) return -1;
-    size_t put = fwrite(bytes, 1, len, fp);
-    return CHECK(fclose(fp) == 0 && put == len, "short write to %s", path) ? 0 : -1;
-}
-
 static int copy_file(const char *from, const char *to) {
     size_t n;
     char *bytes = test_read_file(from, &n);
-    int rc = CHECK(bytes != NULL, "cannot read %s", from) ? write_file(to, bytes, n) : -1;
+    int rc = CHECK(bytes != NULL, "cannot read %s", from) ? test_write_file(to, bytes, n) : -1;
     free(bytes);
     return rc;
 }
@@ -88,7 +81,7 @@ static const char *corpus(void) {
     Rng rng;
     rng_seed(&rng, 5);
     while (n < 6000) n += (size_t)sprintf(text + n, "%s%s", words[rng_below(&rng, 10)], rng_below(&rng, 8) ? " " : ".\n");
-    write_file(path, text, n);
+    test_write_file(path, text, n);
     return path;
 }
 
@@ -428,10 +421,10 @@ TEST(hardening_05_crc_covers_header) {
     snprintf(seed_edited, sizeof(seed_edited), "%s/seed_edited.safetensors", dir);
     snprintf(elapsed_edited, sizeof(elapsed_edited), "%s/elapsed_edited.safetensors", dir);
     seed[strlen("\"train.seed\":\"133")] = '8';
-    write_file(seed_edited, bytes, n);
+    test_write_file(seed_edited, bytes, n);
     seed[strlen("\"train.seed\":\"133")] = '7';
     *digit = *digit == '9' ? '8' : '9';
-    write_file(elapsed_edited, bytes, n);
+    test_write_file(elapsed_edited, bytes, n);
     free(bytes);
     const char *damaged[2] = {seed_edited, elapsed_edited};
     for (int i = 0; i < 2; i++) {
@@ -470,7 +463,7 @@ TEST(hardening_05_crc_covers_header) {
     bytes = test_read_file(v1, &n);
     if (!CHECK(bytes != NULL, "cannot read %s", v1)) return;
     bytes[n - 5] ^= 0x04;
-    write_file(v1_flipped, bytes, n);
+    test_write_file(v1_flipped, bytes, n);
     free(bytes);
     CHECK(checkpoint_open(v1_flipped, &ck, err) == -1 && strstr(err, "CRC-32 of its data"), "chargpt-1 flipped: '%s'",
           err);
@@ -505,12 +498,12 @@ TEST(hardening_06_temporary_files_removed) {
     for (int i = 0; i < 4; i++) {
         snprintf(name, sizeof(name), "%s/", dir);
         snprintf(name + strlen(name), sizeof(name) - strlen(name), stale[i], dead);
-        write_file(name, "x", 1);
+        test_write_file(name, "x", 1);
     }
     for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof(name), "%s/", dir);
         snprintf(name + strlen(name), sizeof(name) - strlen(name), kept[i], i == 0 ? alive : dead);
-        write_file(name, "x", 1);
+        test_write_file(name, "x", 1);
     }
     TestRun r = TRAIN("--resume", ckpt, "--steps", "5");
     if (test_exit_status(&r, 0, "resuming beside stale temporaries"))
@@ -673,8 +666,8 @@ TEST(hardening_08_special_files_refused) {
     size_t limit = 1 << 20;
     char *text = malloc(limit + 1);
     for (size_t i = 0; i <= limit; i++) text[i] = "the lazy dog "[i % 13];
-    write_file(exact, text, limit);
-    write_file(big, text, limit + 1);
+    test_write_file(exact, text, limit);
+    test_write_file(big, text, limit + 1);
     free(text);
     TestRun r = GENERATE(base, "-f", exact, "-n", "0");
     test_exit_status(&r, 0, "a prompt file of 1 MiB");
@@ -799,9 +792,9 @@ TEST(hardening_11_long_output_names) {
     strcat(other, suffix);
     snprintf(whole_target, sizeof(whole_target), "%s/short.csv", dir);
     snprintf(whole, sizeof(whole), "%s.tmp.%ld.0", whole_target, dead);
-    write_file(stale, "x", 1);
-    write_file(other, "x", 1);
-    write_file(whole, "x", 1);
+    test_write_file(stale, "x", 1);
+    test_write_file(other, "x", 1);
+    test_write_file(whole, "x", 1);
     CHECK(atomic_file_remove_stale(target, err) == 1 && access(stale, F_OK) != 0 && access(other, F_OK) == 0,
           "the cut temporary of a killed process was not removed, or another file's was");
     CHECK(atomic_file_remove_stale(whole_target, err) == 1 && access(whole, F_OK) != 0,

@@ -172,6 +172,11 @@ int test_fresh_dir(char *path, size_t n, const char *parent, const char *name) {
     return 1;
 }
 
+int test_file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
 int test_write_file(const char *path, const void *bytes, size_t len) {
     FILE *fp = fopen(path, "wb");
     if (!CHECK(fp != NULL, "cannot write %s: %s", path, strerror(errno))) return -1;

@@ -15,8 +15,6 @@
 
 #define TMP_DIR "tests/tmp"
 
-static void make_tmp_dir(void) { mkdir(TMP_DIR, 0777); }
-
 // Writes a file: u64 little-endian length of header, header, data_len bytes of data.
 static void write_raw(const char *path, const char *header, size_t header_len, const void *data, size_t data_len) {
     FILE *fp = fopen(path, "wb");
@@ -71,7 +69,7 @@ static const StMeta sample_meta[] = {
 #define NUM_SAMPLE_META 5
 
 TEST(safetensors_round_trip) {
-    make_tmp_dir();
+    test_make_dir(TMP_DIR);
     const char *path = TMP_DIR "/st_round_trip.safetensors";
     char err[ERR_LEN];
     if (!CHECK(safetensors_write(path, sample, NUM_SAMPLE, sample_meta, NUM_SAMPLE_META, NULL, err) == 0, "write: %s",
@@ -109,7 +107,7 @@ TEST(safetensors_round_trip) {
 }
 
 TEST(safetensors_header_aligned_and_padded) {
-    make_tmp_dir();
+    test_make_dir(TMP_DIR);
     const char *path = TMP_DIR "/st_aligned.safetensors";
     char err[ERR_LEN];
     // names of every length 1..12 shift the header length through all residues mod 8
@@ -138,7 +136,7 @@ TEST(safetensors_header_aligned_and_padded) {
 
 TEST(safetensors_reads_unaligned_header) {
     // a foreign file whose data section starts at an odd offset still gives aligned data
-    make_tmp_dir();
+    test_make_dir(TMP_DIR);
     const char *path = TMP_DIR "/st_unaligned.safetensors";
     const char *header = "{\"x\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]}}";
     size_t header_len = strlen(header);
@@ -157,7 +155,7 @@ TEST(safetensors_reads_unaligned_header) {
 // The CRC stored under the crc key covers the whole file: length, header (with its own value
 // counted as "00000000") and data.
 TEST(safetensors_crc_stored) {
-    make_tmp_dir();
+    test_make_dir(TMP_DIR);
     const char *path = TMP_DIR "/st_crc.safetensors";
     char err[ERR_LEN];
     if (!CHECK(safetensors_write(path, sample, NUM_SAMPLE, sample_meta, 2, "crc32", err) == 0, "write: %s", err))
@@ -211,7 +209,7 @@ TEST(safetensors_crc_stored) {
 
 // The CRC must be written as 8 plain hex digits where the header says: escapes are refused.
 TEST(safetensors_file_crc_needs_plain_digits) {
-    make_tmp_dir();
+    test_make_dir(TMP_DIR);
     const char *path = TMP_DIR "/st_crc_escaped.safetensors";
     const char *header = "{\"__metadata__\":{\"crc32\":\"\\u0030000000a\",\"other\":\"0000000a\"}}";
     write_raw(path, header, strlen(header), NULL, 0);
@@ -282,7 +280,7 @@ static const BadHeader bad_headers[] = {
 };
 
 TEST(safetensors_rejects_malformed) {
-    make_tmp_dir();
+    test_make_dir(TMP_DIR);
     const char *path = TMP_DIR "/st_bad.safetensors";
     static const unsigned char zeros[16];
     char err[ERR_LEN];
@@ -352,7 +350,7 @@ static int tensors_consistent(const SafeTensors *st) {
 }
 
 TEST(safetensors_rejects_every_truncation) {
-    make_tmp_dir();
+    test_make_dir(TMP_DIR);
     const char *path = TMP_DIR "/st_full.safetensors";
     const char *cut = TMP_DIR "/st_truncated.safetensors";
     char err[ERR_LEN];
@@ -381,7 +379,7 @@ TEST(safetensors_survives_header_mutations) {
     // flipped, then random multi-byte damage: the reader returns 0 or -1, never crashes, and
     // what it accepts is self-consistent (run under ASan/valgrind for the full guarantee)
     // (in memory: safetensors_parse is what safetensors_read runs on the file's bytes)
-    make_tmp_dir();
+    test_make_dir(TMP_DIR);
     const char *path = TMP_DIR "/st_mutate_src.safetensors";
     const char *mutated = "mutated.safetensors";
     char err[ERR_LEN];
@@ -439,7 +437,7 @@ TEST(safetensors_survives_header_mutations) {
 }
 
 TEST(safetensors_write_failure_leaves_no_trace) {
-    make_tmp_dir();
+    test_make_dir(TMP_DIR);
     char err[ERR_LEN];
     // the directory does not exist: nothing is created
     const char *nodir = TMP_DIR "/st_no_such_dir/model.safetensors";
@@ -477,7 +475,7 @@ TEST(safetensors_write_failure_leaves_no_trace) {
 }
 
 TEST(safetensors_writer_refuses_bad_arguments) {
-    make_tmp_dir();
+    test_make_dir(TMP_DIR);
     const char *path = TMP_DIR "/st_refused.safetensors";
     unlink(path);
     char err[ERR_LEN];

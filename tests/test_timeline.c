@@ -23,8 +23,8 @@
 // The corpus these tests train on, written into tests/tmp/timeline; its path.
 static const char *corpus(void) {
     static const char path[] = TMP "/corpus.txt";
-    mkdir("tests/tmp", 0755);
-    mkdir(TMP, 0755);
+    test_make_dir("tests/tmp");
+    test_make_dir(TMP);
     static const char *lines[] = {"ROMEO:\nBut soft, what light through yonder window breaks?\n\n",
                                   "JULIET:\nO Romeo, Romeo, wherefore art thou Romeo?\n\n",
                                   "MERCUTIO:\nA plague on both your houses!\n\n"};

@@ -35,13 +35,6 @@
 // ----------------------------------------------------------------------------
 // files
 
-static void write_file(const char *path, const void *bytes, size_t len) {
-    FILE *fp = fopen(path, "wb");
-    if (!CHECK(fp != NULL, "cannot write %s: %s", path, strerror(errno))) return;
-    CHECK(fwrite(bytes, 1, len, fp) == len, "short write to %s", path);
-    fclose(fp);
-}
-
 static void write_gzip(const char *path, const void *bytes, size_t len) {
     gzFile gz = gzopen(path, "wb9");
     if (!CHECK(gz != NULL, "cannot write %s", path)) return;
@@ -83,7 +76,7 @@ static const char *shared_corpus(void) {
     snprintf(path, sizeof(path), "%s/corpus.txt", TRAIN_TMP);
     size_t len;
     char *text = make_text(6000, 42, &len);
-    write_file(path, text, len);
+    test_write_file(path, text, len);
     free(text);
     return path;
 }
@@ -291,7 +284,7 @@ TEST(train_plain_and_gzip_corpus_train_identically) {
     char *text = make_text(5000, 7, &len);
     snprintf(txt, sizeof(txt), "%s/corpus.txt", dir);
     snprintf(gz, sizeof(gz), "%s/corpus.gz", dir);
-    write_file(txt, text, len);
+    test_write_file(txt, text, len);
     write_gzip(gz, text, len);
     free(text);
     snprintf(out_a, sizeof(out_a), "%s/plain", dir);
@@ -309,7 +302,7 @@ TEST(train_plain_and_gzip_corpus_train_identically) {
     gzclose(in);
     CHECK(n > 1000000, "tinyshakespeare decompressed to only %zu bytes", n);
     snprintf(txt, sizeof(txt), "%s/shakespeare.txt", dir);
-    write_file(txt, plain, n);
+    test_write_file(txt, plain, n);
     free(plain);
     snprintf(out_a, sizeof(out_a), "%s/shakespeare_plain", dir);
     snprintf(out_b, sizeof(out_b), "%s/shakespeare_gzip", dir);
@@ -366,19 +359,19 @@ TEST(train_bad_data_and_usage_exit_codes) {
     write_gzip(gz, text, len);
     char *gz_bytes = test_read_file(gz, &gz_len);
     if (!CHECK(gz_bytes && gz_len > 100, "cannot read back %s", gz)) return;
-    write_file(trunc_gz, gz_bytes, gz_len / 2);
+    test_write_file(trunc_gz, gz_bytes, gz_len / 2);
     gz_bytes[2] = 7;  // compression method: only 8 (deflate) exists
-    write_file(bad_method, gz_bytes, gz_len);
+    test_write_file(bad_method, gz_bytes, gz_len);
     gz_bytes[2] = 8;
     gz_bytes[gz_len - 8] ^= 0x01;  // the trailer's CRC-32 of the text
-    write_file(bad_crc, gz_bytes, gz_len);
+    test_write_file(bad_crc, gz_bytes, gz_len);
     free(gz_bytes);
     text[1234] = (char)0xff;  // never valid in UTF-8
-    write_file(bad_utf8, text, len);
+    test_write_file(bad_utf8, text, len);
     write_gzip(bad_utf8_gz, text, len);
     free(text);
-    write_file(empty, "", 0);
-    write_file(tiny, "To be, or not to be, that is the question.\n", 43);
+    test_write_file(empty, "", 0);
+    test_write_file(tiny, "To be, or not to be, that is the question.\n", 43);
 
     const BadCase cases[] = {
         {"missing corpus", {SMALL_MODEL, "--data", missing}, 1, {"cannot open corpus", "no_such_corpus.txt"}},
@@ -448,16 +441,16 @@ TEST(train_bad_resume_exit_codes) {
     char *bytes = test_read_file(ck, &n);
     if (!CHECK(bytes != NULL, "cannot read %s", ck)) return;
     size_t data = data_start(bytes);
-    write_file(truncated, bytes, n / 2);
+    test_write_file(truncated, bytes, n / 2);
     bytes[data + (n - data) / 2] ^= 0x10;
-    write_file(flipped, bytes, n);
+    test_write_file(flipped, bytes, n);
     free(bytes);
     rewrite_meta(ck, format, "format", "chargpt-0");
     rewrite_meta(ck, shape, "n_embd", "32");
     rewrite_meta(ck, no_step, "state.step", NULL);
     char other_text[401];
     for (int i = 0; i < 400; i++) other_text[i] = "abc \n"[i % 5];
-    write_file(other_corpus, other_text, 400);
+    test_write_file(other_corpus, other_text, 400);
     rewrite_meta(ck, other_vocab, "train.data", other_corpus);
     // a checkpoint from before corpus fingerprints: the vocabulary tells another corpus
     snprintf(old_vocab, sizeof(old_vocab), "%s/old_vocab.safetensors", dir);
@@ -466,7 +459,7 @@ TEST(train_bad_resume_exit_codes) {
     snprintf(renamed, sizeof(renamed), "%s/renamed.txt", dir);
     size_t corpus_len;
     char *corpus_text = test_read_file(corpus, &corpus_len);
-    if (corpus_text) write_file(renamed, corpus_text, corpus_len);
+    if (corpus_text) test_write_file(renamed, corpus_text, corpus_len);
     free(corpus_text);
 
     const BadCase cases[] = {
@@ -839,7 +832,7 @@ TEST(train_checkpoint_corruption_detected) {
     for (size_t i = 0; i < sizeof(flips) / sizeof(flips[0]); i++) {
         for (int bit = 0; bit < 8; bit += 7) {
             bytes[flips[i]] ^= (char)(1 << bit);
-            write_file(bad, bytes, n);
+            test_write_file(bad, bytes, n);
             bytes[flips[i]] ^= (char)(1 << bit);
             err[0] = '\0';
             int rc = checkpoint_open(bad, &c, err);
@@ -852,7 +845,7 @@ TEST(train_checkpoint_corruption_detected) {
     // cut short: in the length prefix, the header, at the data section, inside it, one byte short
     size_t cuts[] = {0, 5, 8, data / 2, data - 1, data, data + 4, data + len / 3, n - 4, n - 1};
     for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
-        write_file(bad, bytes, cuts[i]);
+        test_write_file(bad, bytes, cuts[i]);
         err[0] = '\0';
         int rc = checkpoint_open(bad, &c, err);
         CHECK(rc != 0 && strstr(err, "bad.safetensors"), "truncated to %zu of %zu bytes: open returned %d, '%s'",
@@ -862,7 +855,7 @@ TEST(train_checkpoint_corruption_detected) {
     // one byte appended
     bytes = realloc(bytes, n + 1);
     bytes[n] = 0;
-    write_file(bad, bytes, n + 1);
+    test_write_file(bad, bytes, n + 1);
     err[0] = '\0';
     int rc = checkpoint_open(bad, &c, err);
     CHECK(rc != 0 && err[0], "one byte appended: open returned %d, '%s'", rc, err);
@@ -1006,7 +999,7 @@ TEST(train_log_csv_older_header_resumes) {
         for (int k = 0; k < 6; k++) seventh = strchr(seventh, ',') + 1;
         used += (size_t)snprintf(old + used, sizeof(old) - used, "%.*s\n", (int)(seventh - 1 - line), line);
     }
-    write_file(csv, old, used);
+    test_write_file(csv, old, used);
     free(text);
     status = run_train(log, "--resume", ck, "--steps", "30", "--threads", "1", NULL);
     if (!exited_with(status, 0, "resuming a run with an older log.csv", log)) return;
@@ -1036,7 +1029,7 @@ TEST(train_resume_defaults_out_to_checkpoint_dir) {
     size_t len;
     char *text = make_text(6000, 42, &len);
     snprintf(corpus, sizeof(corpus), "%s/corpus.txt", dir);
-    write_file(corpus, text, len);
+    test_write_file(corpus, text, len);
     free(text);
     snprintf(log, sizeof(log), "%s/first.log", dir);
     char *first[] = {SMALL_MODEL, BLOCK_16, "--data", "corpus.txt", "--steps", "10", "--log-every", "5", "--out", "run",

@@ -86,7 +86,6 @@ static TestRun train_in(const char *cwd, const char *log, const char *const *arg
 }
 #define ARGS(...) ((const char *[]){__VA_ARGS__, NULL})
 
-static int file_exists(const char *path) { return access(path, F_OK) == 0; }
 
 // 1 when the model tensors (not the optimizer's) of a and b hold the same bytes.
 static int same_weights(const char *a, const char *b) {
@@ -302,7 +301,7 @@ TEST(runs_second_run_refused_without_force) {
           "the refused run changed %s", csv);
     free(before), free(after);
     // --force replaces it: best.safetensors and loss.svg of the old run are gone (no validation now)
-    CHECK(file_exists(best) && file_exists(plot), "the first run wrote no best.safetensors or loss.svg");
+    CHECK(test_file_exists(best) && test_file_exists(plot), "the first run wrote no best.safetensors or loss.svg");
     r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "3", "--val-fraction", "0", "--force",
                                  "--out", out));
     if (test_exit_status(&r, 0, "--force")) {
@@ -312,7 +311,7 @@ TEST(runs_second_run_refused_without_force) {
               "the final lines name files this run did not write:\n%s", r.output);
     }
     test_run_free(&r);
-    CHECK(!file_exists(best) && !file_exists(plot), "--force left the old run's best.safetensors or loss.svg");
+    CHECK(!test_file_exists(best) && !test_file_exists(plot), "--force left the old run's best.safetensors or loss.svg");
     char ck[300], step[32];
     snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
     test_meta_value(ck, "state.step", step, sizeof(step));
@@ -719,7 +718,7 @@ TEST(runs_stop_signals) {
           "two stop signals: status %d, want killed by the second:\n%s", status, text);
     CHECK(text && strstr(text, "again: exiting without saving"), "the second signal is not reported:\n%s", text);
     free(text);
-    CHECK(!file_exists(ck), "two stop signals: a checkpoint was saved");
+    CHECK(!test_file_exists(ck), "two stop signals: a checkpoint was saved");
 
     // SIGHUP saves as SIGTERM does: exit 129
     snprintf(out, sizeof(out), "%s/hup", dir);
@@ -1088,7 +1087,7 @@ TEST(runs_out_locked_by_one_run) {
     // SIGKILL: the kernel releases the lock, and the run resumes
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
-    CHECK(file_exists(lock), "no %s", lock);
+    CHECK(test_file_exists(lock), "no %s", lock);
     test_meta_value(ck, "state.step", value, sizeof(value));
     char steps[32];
     snprintf(steps, sizeof(steps), "%ld", atol(value) + 2);
@@ -1103,7 +1102,7 @@ TEST(runs_out_locked_by_one_run) {
     test_run_free(&r);
     char found[128] = "";
     snprintf(lock, sizeof(lock), "%s/.train.lock", out);
-    CHECK(file_exists(lock) && run_dir_find_run(out, found, sizeof(found)) == 0,
+    CHECK(test_file_exists(lock) && run_dir_find_run(out, found, sizeof(found)) == 0,
           "the refused run left no lock file, or run_dir_find_run finds a run (%s) in its --out", found);
     r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "3", "--out", out));
     test_exit_status(&r, 0, "a run where the lock file alone is");
@@ -1174,7 +1173,7 @@ TEST(runs_killed_init_from_leaves_no_false_advice) {
     if (pid < 0) return;
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
-    CHECK(!file_exists(ck), "the killed run saved %s", ck);
+    CHECK(!test_file_exists(ck), "the killed run saved %s", ck);
     r = train_in(NULL, log, ARGS("--init-from", base_ck, "--data", corpus, "--steps", "3", "--out", out));
     if (test_exit_status(&r, 2, "a new run where a killed one left log.csv")) {
         CHECK(!strstr(r.output, "--resume"), "the message advises --resume, with no checkpoint to resume:\n%s",

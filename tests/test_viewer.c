@@ -59,11 +59,6 @@ static void synthetic_attention(const uint32_t *chars, int t, int L, int H, floa
     free(logits);
 }
 
-static int file_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
 // A text exercising every escape: quote, backslash, newline, tab, CR, a control character,
 // comma, '<', and 2-, 3- and 4-byte UTF-8.
 static const char TRICKY_TEXT[] = "a\"b\\c\nd\te,f\r\x01<g\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80 ";
@@ -844,7 +839,7 @@ TEST(viewer_unknown_extension) {
         char err[ERR_LEN] = "";
         int rc = attention_export(paths[k], chars, 2, 1, 1, att, NULL, NULL, err);
         CHECK(rc == -2 && strstr(err, paths[k]), "%s: rc %d, err \"%s\"", paths[k], rc, err);
-        CHECK(!file_exists(paths[k]), "%s was created", paths[k]);
+        CHECK(!test_file_exists(paths[k]), "%s was created", paths[k]);
     }
 }
 
@@ -857,9 +852,9 @@ TEST(viewer_missing_directory) {
         char err[ERR_LEN] = "";
         int rc = attention_export(paths[k], chars, 2, 1, 1, att, NULL, NULL, err);
         CHECK(rc == -1 && strstr(err, paths[k]), "%s: rc %d, err \"%s\"", paths[k], rc, err);
-        CHECK(!file_exists(paths[k]), "%s exists", paths[k]);
+        CHECK(!test_file_exists(paths[k]), "%s exists", paths[k]);
     }
-    CHECK(!file_exists(TMP_DIR "/no_such_dir"), "the directory was created");
+    CHECK(!test_file_exists(TMP_DIR "/no_such_dir"), "the directory was created");
 }
 
 TEST(viewer_single_character_and_bad_sizes) {
@@ -890,8 +885,8 @@ TEST(viewer_single_character_and_bad_sizes) {
           p.cell, width, height, p.width, p.height);
 
     const char *zero = TMP_DIR "/viewer_zero.json";
-    CHECK(attention_export(zero, chars, 0, 1, 1, att, NULL, NULL, err) == -1 && !file_exists(zero), "t = 0 accepted");
-    CHECK(attention_export(zero, chars, 1, 0, 1, att, NULL, NULL, err) == -1 && !file_exists(zero), "L = 0 accepted");
+    CHECK(attention_export(zero, chars, 0, 1, 1, att, NULL, NULL, err) == -1 && !test_file_exists(zero), "t = 0 accepted");
+    CHECK(attention_export(zero, chars, 1, 0, 1, att, NULL, NULL, err) == -1 && !test_file_exists(zero), "L = 0 accepted");
 }
 
 // All four formats at 256 characters and 8 layers x 8 heads: they are written, the PNG has
