@@ -683,6 +683,14 @@ static void lock_out_dir(const TrainOptions *o) {
     if (err[0]) fprintf(stderr, "%s: warning: %s\n", program_name(), err);
 }
 
+// The checkpoint at path read and checked (format/checkpoint.h) within the memory limit.
+static void open_checkpoint(const char *path, const TrainOptions *o, Checkpoint *ck) {
+    char err[ERR_LEN];
+    const char *source;
+    int rc = checkpoint_open_within(path, run_memory_limit(o, &source), ck, err);
+    if (rc != 0) die(rc == -2 ? EXIT_USAGE : EXIT_DATA, "%s%s%s", err, rc == -2 ? " " : "", rc == -2 ? source : "");
+}
+
 // The run's options: a resumed run's are its checkpoint's (with those --resume may change),
 // a fine-tuning run's model is its checkpoint's; the run's identity (training/run_identity.h)
 // is its checkpoint's when it resumes one that has it, else new. --out is locked before the
@@ -696,11 +704,11 @@ static void set_up_options(Run *r) {
     if (r->resuming) resume_out_dir(o, &r->given);
     if (dist_rank() == 0) lock_out_dir(o);
     if (r->resuming) {
-        if (checkpoint_open(o->resume, &r->ck, err) != 0) die(EXIT_DATA, "%s", err);
+        open_checkpoint(o->resume, o, &r->ck);
         resume_options(&r->ck, o, &r->given, &r->state);
     }
     if (r->initializing) {
-        if (checkpoint_open(o->init_from, &r->ck, err) != 0) die(EXIT_DATA, "%s", err);
+        open_checkpoint(o->init_from, o, &r->ck);
         init_from_options(&r->ck, o, &r->given);
     }
     if (!r->resuming || !o->run_id[0]) run_id_new(o->run_id);
@@ -722,8 +730,16 @@ static void set_up_out_dir(Run *r) {
     if (status != 0) die(status, "%s", err);
 }
 
+// Stopped by a signal before the first step (while the corpus was read, or the model built):
+// the run ends with 128 + the signal, before anything in --out is written.
+static void stop_before_the_run(int signal) {
+    die(128 + signal, "stopped by %s before the first step: no run was started, nothing was written in --out",
+        stop_signal_name(signal));
+}
+
 // Reads --data (training/run_text.h) within the memory limit less the checkpoint being read,
-// and says what the set held and skipped and what reading changed.
+// and says what the set held and skipped and what reading changed; a stop signal ends the
+// reading at once.
 static void read_text(Run *r) {
     TrainOptions *o = &r->o;
     char err[ERR_LEN], note[ERR_LEN], pipe_into[1100];
@@ -737,11 +753,12 @@ static void read_text(Run *r) {
             die(EXIT_USAGE, "--data - reads standard input, which mpirun gives to rank 0 alone: every process reads "
                 "the corpus itself, so give it a file");
     snprintf(pipe_into, sizeof(pipe_into), "%s --data -", program_invocation());
-    TextSource source = {o->data, o->separator, {o->keep_cr, o->encoding, NULL, pipe_into}};
+    TextSource source = {o->data, o->separator, {o->keep_cr, o->encoding, NULL, pipe_into, stop_signals_received}};
     TextBudget budget = {.limit_given = o->max_memory > 0, .held = (double)r->ck.file.file_len};
     budget.limit = run_memory_limit(o, &budget.source);
     CorpusSetReport report;
     int status = run_text_read(&source, &budget, &r->corpus, &report, err);
+    if (status != 0 && stop_signals_received()) stop_before_the_run(stop_signals_received());
     if (status != 0)
         die(status, "%s%s", err, status == EXIT_DATA && r->resuming && !r->given.given[OPT_DATA]
                                      ? " (give --data if the corpus moved)" : "");
@@ -881,12 +898,14 @@ static void say_how_the_run_starts(const Run *r) {
     if (schedule_warning(o, step, o->steps, warning, sizeof(warning))) printf("%s\n", warning);
 }
 
-// Once every check has passed: --out changed as planned, log.csv and probe.bin opened (rank 0;
+// Once every check has passed, unless a stop signal came: --out changed as planned, log.csv and probe.bin opened (rank 0;
 // a resumed run's rows and records after its step dropped), the loss plot's points so far, and
 // the processes agree that each has its data and memory (or all leave, with the failure's
 // status).
 static void start_out_dir(Run *r) {
     char err[ERR_LEN];
+    int stop = agree();
+    if (stop) stop_before_the_run(stop);
     if (dist_rank() == 0) {
         if (run_dir_apply(r->o.out, &r->out_plan, err) != 0) die(EXIT_DATA, "%s", err);
         if (r->out_plan.message[0]) printf("%s\n", r->out_plan.message);

@@ -285,9 +285,14 @@ static int check_checkpoint(Checkpoint *ck, char err[ERR_LEN]) {
 }
 
 int checkpoint_open(const char *path, Checkpoint *ck, char err[ERR_LEN]) {
+    return checkpoint_open_within(path, 0.0, ck, err);
+}
+
+int checkpoint_open_within(const char *path, double max_bytes, Checkpoint *ck, char err[ERR_LEN]) {
     memset(ck, 0, sizeof(*ck));
     snprintf(ck->path, sizeof(ck->path), "%s", path);
-    if (safetensors_read(path, &ck->file, err) != 0) return -1;
+    int rc = safetensors_read_within(path, max_bytes, &ck->file, err);
+    if (rc != 0) return rc;
     if (check_checkpoint(ck, err) != 0) {
         checkpoint_close(ck);
         return -1;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../common/input_file.h"
 #include "atomic_file.h"
 
 #define MAGIC_LEN 8
@@ -512,12 +513,9 @@ int probe_file_resume(ProbeFile *pf, const char *path, long step, ProbeHeader *h
     memset(resume, 0, sizeof(*resume));
     pf->fd = -1;
     pf->last_step = -1;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        if (errno == ENOENT) return 1;
-        snprintf(err, ERR_LEN, "cannot read %s: %s", path, strerror(errno));
-        return -1;
-    }
+    int missing;
+    FILE *fp = input_file_fopen(path, &missing, err);
+    if (!fp) return missing ? 1 : -1;
     ProbeReader r;
     if (probe_reader_open(&r, fp, path, err) != 0) {
         fclose(fp);

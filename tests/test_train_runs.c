@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -618,11 +619,9 @@ TEST(runs_schedule_messages_match_logged_rates) {
 // ----------------------------------------------------------------------------
 // 6. stop signals
 
-// Starts ./train (output into log) and waits until log contains `ready`, at most READY_WAIT_S
-// (generous: under qemu-aarch64 on a loaded machine a start takes tens of seconds); returns
-// the pid, or -1.
-#define READY_WAIT_S 120.0
-static pid_t start_until(const char *log, const char *const *args, const char *ready) {
+// Starts ./train (output into log; standard input from in_fd, or inherited when it is -1);
+// returns the pid, or -1.
+static pid_t start_train(const char *log, const char *const *args, int in_fd) {
     char program[4096];
     if (!realpath(test_program("train"), program)) return -1;
     const char *argv[MAX_ARGS + 2] = {"train"};
@@ -635,9 +634,19 @@ static pid_t start_until(const char *log, const char *const *args, const char *r
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd < 0) _exit(126);
         dup2(fd, 1), dup2(fd, 2), close(fd);
+        if (in_fd >= 0) dup2(in_fd, 0), close(in_fd);
         execv(program, (char *const *)argv);
         _exit(127);
     }
+    return pid;
+}
+
+// Starts ./train (output into log) and waits until log contains `ready`, at most READY_WAIT_S
+// (generous: under qemu-aarch64 on a loaded machine a start takes tens of seconds); returns
+// the pid, or -1.
+#define READY_WAIT_S 120.0
+static pid_t start_until(const char *log, const char *const *args, const char *ready) {
+    pid_t pid = start_train(log, args, -1);
     double start = now_seconds();
     while (pid > 0 && now_seconds() - start < READY_WAIT_S) {
         size_t len;
@@ -738,6 +747,77 @@ TEST(runs_stop_signals) {
 
 // ----------------------------------------------------------------------------
 // 7. CR line endings: cleaned and reported, or kept with --keep-cr (and on resume)
+
+// A SIGTERM while ./train waits for a stalled standard input (a pipe whose writer is silent)
+// stops it at once, before the first step: exit 143, and --out holds no run (its lock file
+// alone). Before, the run waited for the writer, then trained a step and saved.
+TEST(runs_stop_while_standard_input_stalls) {
+    char dir[256], log[300], out[300], lock[320];
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "stalled_stdin");
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    snprintf(out, sizeof(out), "%s/out", dir);
+    snprintf(lock, sizeof(lock), "%s/.train.lock", out);
+    int fds[2];
+    if (!CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno))) return;
+    const char *const args[] = {TINY, "--data", "-", "--steps", "5", "--out", out, NULL};
+    pid_t pid = start_train(log, args, fds[0]);
+    close(fds[0]);
+    const char *some = "the king and the queen of the night\n";  // a start, and then nothing
+    CHECK(write(fds[1], some, strlen(some)) == (ssize_t)strlen(some), "write: %s", strerror(errno));
+    for (int i = 0; i < 4000 && access(lock, F_OK) != 0; i++) usleep(5000);
+    usleep(300000);  // past the lock: reading standard input
+    kill(pid, SIGTERM);
+    double seconds = 0;
+    int status = wait_at_most(pid, &seconds);
+    close(fds[1]);
+    size_t len;
+    char *text = test_read_file(log, &len);
+    CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 143,
+          "SIGTERM while standard input stalls: status %d (want exit 143 within 20 s):\n%s", status, text);
+    CHECK(text && strstr(text, "stopped by SIGTERM before the first step"), "no stop message:\n%s", text);
+    free(text);
+    printf("    SIGTERM while standard input stalls: stopped %.3f s after it\n", seconds);
+    CHECK(seconds < 5.0, "the stop took %.1f s", seconds);
+    DIR *d = opendir(out);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        CHECK(strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || strcmp(e->d_name, ".train.lock") == 0,
+              "%s holds %s after a stop before the first step", out, e->d_name);
+    if (d) closedir(d);
+}
+
+// A FIFO named probe.bin or log.csv in a run's directory (nothing writes into it): --resume
+// and ./generate --timeline refuse it at once, exit 1, naming it, where they would wait in
+// open(2) for ever. Before, --resume hung on probe.bin holding the lock, and --timeline on
+// either.
+TEST(runs_fifo_run_files_refused) {
+    char dir[256], corpus[300], log[300], out[300], fifo_dir[300], ck[400], fifo[400];
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "fifo_files");
+    base_corpus(dir, corpus, sizeof(corpus));
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    snprintf(out, sizeof(out), "%s/run", dir);
+    TestRun r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "2", "--out", out));
+    int trained = test_exit_status(&r, 0, "the run");
+    test_run_free(&r);
+    if (!trained) return;
+    static const char *const names[] = {"probe.bin", "log.csv"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(fifo_dir, sizeof(fifo_dir), "%s/with_fifo_%d", dir, i);
+        char command[1000];
+        snprintf(command, sizeof(command), "cp -r '%s' '%s'", out, fifo_dir);
+        if (!CHECK(system(command) == 0, "%s failed", command)) return;
+        snprintf(fifo, sizeof(fifo), "%s/%s", fifo_dir, names[i]);
+        snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", fifo_dir);
+        unlink(fifo);
+        if (!CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s: %s", fifo, strerror(errno))) return;
+        r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "3", "--data", corpus));
+        if (test_exit_status(&r, 1, fifo)) test_output_has(&r, "not a regular file", fifo);
+        test_run_free(&r);
+        r = test_run_program("generate", NULL, log, 30, (const char *[]){"--timeline", fifo_dir, "--force", NULL});
+        if (test_exit_status(&r, 1, fifo)) test_output_has(&r, "a FIFO, not a regular file", fifo);
+        test_run_free(&r);
+    }
+}
 
 TEST(runs_keep_cr) {
     char dir[256], corpus[300], log[300], out[300], ck[300], value[64];

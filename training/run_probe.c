@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/input_file.h"
 #include "../data/utf8.h"
 #include "../dist/dist.h"
 #include "../viewer/timeline.h"
@@ -17,12 +18,15 @@ static double now_seconds(void) {
 }
 
 // The header of the probe file at path when it is the run's (its run_id) and fits the model;
-// 1 when it is, 0 when it is not (or cannot be read: the run then starts the file anew).
-static int read_own_header(const char *path, const char *run_id, const GPTConfig *c, ProbeHeader *h) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return 0;
+// 1 when it is, 0 when it is not (missing, or its header cannot be read: the run then starts
+// the file anew), -1 with err when path cannot be opened or is not a regular file (a FIFO,
+// whose reading would wait).
+static int read_own_header(const char *path, const char *run_id, const GPTConfig *c, ProbeHeader *h,
+                           char err[ERR_LEN]) {
+    int missing;
+    FILE *fp = input_file_fopen(path, &missing, err);
+    if (!fp) return missing ? 0 : -1;
     ProbeReader r;
-    char err[ERR_LEN];
     int ok = probe_reader_open(&r, fp, path, err) == 0;
     fclose(fp);
     if (!ok) return 0;
@@ -46,8 +50,9 @@ int run_probe_prepare(RunProbe *rp, const TrainOptions *o, const GPTConfig *c, c
     rp->newline = vocab_index(vocab, '\n');
     rp->sample_every = o->sample_every;
     rp->resuming = resuming;
-    rp->continued = resuming && read_own_header(rp->path, o->run_id, c, &rp->header);
-    if (rp->continued) return 0;
+    rp->continued = resuming ? read_own_header(rp->path, o->run_id, c, &rp->header, err) : 0;
+    if (rp->continued < 0) rp->active = 0;
+    if (rp->continued) return rp->continued > 0 ? 0 : -1;
     ProbeSetup setup = {o->probe[0] ? o->probe : NULL, o->sample_prompt, o->sample_chars, o->seed,
                         SAMPLE_TEMPERATURE, o->keep_cr};
     int rc = probe_header_make(&rp->header, &setup, c, vocab, ds, err);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <zlib.h>
 
 #include "../data/utf8.h"
 #include "../format/atomic_file.h"
@@ -34,6 +35,16 @@ int attention_check_path(const char *path, char err[ERR_LEN]) {
     if (writer_for_extension(path_extension(path))) return 0;
     snprintf(err, ERR_LEN, "%s: unknown attention file extension (use .json, .csv, .png or .html)", path);
     return -2;
+}
+
+double attention_export_memory(const char *path, int t, int n_layer, int n_head) {
+    if (writer_for_extension(path_extension(path)) != attention_write_png) return 0.0;
+    Attention a = {path, NULL, t, n_layer, n_head, NULL, NULL, NULL};
+    PngLayout p;
+    attention_png_layout(&a, &p);
+    if (p.width > ATTENTION_PNG_MAX_SIDE || p.height > ATTENTION_PNG_MAX_SIDE) return 0.0;
+    double pixels = 3.0 * p.width * p.height, rows = pixels + p.height;
+    return pixels + rows + (double)compressBound((uLong)rows);
 }
 
 int attention_export(const char *path, const uint32_t *chars, int t, int n_layer, int n_head,

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "../common/input_file.h"
 #include "../format/atomic_file.h"
 #include "../format/probe_file.h"
 #include "attention_formats.h"
@@ -112,11 +114,8 @@ static void select_records(Selection *s, const uint8_t *whole, const ProbeHeader
 // -1 with err.
 static int plan_page(const char *probe_path, double budget, Selection *s, uint64_t *torn, char err[ERR_LEN]) {
     memset(s, 0, sizeof(*s));
-    FILE *fp = fopen(probe_path, "rb");
-    if (!fp) {
-        snprintf(err, ERR_LEN, "cannot read %s: %s", probe_path, strerror(errno));
-        return -1;
-    }
+    FILE *fp = input_file_fopen(probe_path, NULL, err);
+    if (!fp) return -1;
     ProbeReader r;
     ProbeRecord rec;
     int rc = probe_reader_open(&r, fp, probe_path, err);
@@ -153,6 +152,25 @@ static int plan_page(const char *probe_path, double budget, Selection *s, uint64
         probe_reader_close(&r);
     }
     free(whole);
+    fclose(fp);
+    return rc;
+}
+
+int timeline_memory(const char *probe_path, double *bytes, char err[ERR_LEN]) {
+    FILE *fp = input_file_fopen(probe_path, NULL, err);
+    if (!fp) return -1;
+    struct stat st;
+    ProbeReader r;
+    int rc = probe_reader_open(&r, fp, probe_path, err);
+    if (rc == 0 && fstat(fileno(fp), &st) != 0) {
+        snprintf(err, ERR_LEN, "cannot read %s: %s", probe_path, strerror(errno));
+        rc = -1;
+    }
+    if (rc == 0) {
+        double header = (double)r.offset, records = ((double)st.st_size - header) / (probe_light_bytes(&r.header) + 8);
+        *bytes = 4.0 * header + 2.0 * ((double)probe_record_bytes(&r.header) + 64) + 2.0 * records;
+    }
+    if (r.payload) probe_reader_close(&r);
     fclose(fp);
     return rc;
 }
@@ -219,11 +237,8 @@ static void write_losses(FILE *fp, const LossPoint *points, size_t n) {
 
 // Pass two: the records the selection keeps, each as its payload's light part or whole.
 static int write_records(FILE *fp, const char *probe_path, const Selection *s, char err[ERR_LEN]) {
-    FILE *in = fopen(probe_path, "rb");
-    if (!in) {
-        snprintf(err, ERR_LEN, "cannot read %s: %s", probe_path, strerror(errno));
-        return -1;
-    }
+    FILE *in = input_file_fopen(probe_path, NULL, err);
+    if (!in) return -1;
     ProbeReader r;
     ProbeRecord rec;
     int rc = probe_reader_open(&r, in, probe_path, err);
@@ -275,10 +290,9 @@ int timeline_write(const char *path, const char *probe_path, const LossPoint *po
     Selection s;
     uint64_t torn = 0;
     if (plan_page(probe_path, budget, &s, &torn, err) != 0) return -1;
-    FILE *in = fopen(probe_path, "rb");
+    FILE *in = input_file_fopen(probe_path, NULL, err);
     ProbeReader r;
     if (!in || probe_reader_open(&r, in, probe_path, err) != 0) {
-        if (!in) snprintf(err, ERR_LEN, "cannot read %s: %s", probe_path, strerror(errno));
         if (in) fclose(in);
         free(s.keep);
         return -1;
