@@ -47,10 +47,14 @@ void stdout_flush_or_die(void);
 void fatal_signals_install(void (*cleanup)(void), int stop_signals_handled);
 
 // The memory a program may plan to use, in bytes: max_memory (--max-memory) when above 0,
-// else the memory available now (common/platform.h) shared by `processes` of one run on this
-// machine, else 0: unknown, no limit. *source names the figure for messages: "--max-memory",
-// "available (MemAvailable)", "available (MemAvailable) per process on this machine", or for
-// 0 what is unknown.
+// else the least that the system's bounds leave (common/platform.h: the machine's memory
+// available, a cgroup's limit less its use, RLIMIT_AS less what the process maps), each less
+// a margin kept free for the rest of the machine (a tenth of the bound, and at least 256 MiB
+// or a quarter of it, whichever is less: program.c says why), those the run's processes on
+// this machine share divided among `processes` of them; else 0: unknown, no limit. *source
+// names the figure for messages: "--max-memory", "available (MemAvailable, less 2.35 GiB kept
+// free)", "available (cgroup memory.max less its use, less 75.0 MiB kept free) per process on
+// this machine", or for 0 what is unknown.
 double memory_limit(double max_memory, int processes, const char **source);
 
 #endif

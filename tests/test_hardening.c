@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../common/platform.h"
+#include "../common/program.h"
 #include "../format/atomic_file.h"
 #include "../format/checkpoint.h"
 #include "../model/adamw.h"
@@ -253,8 +254,8 @@ TEST(hardening_02_memory_plan_refuses_what_does_not_fit) {
     // training: the issue's --block-size 65536 on the default corpus, refused for the memory
     // available now; where the system cannot say (common/platform.h: the plain-POSIX build),
     // there is no limit unless --max-memory, and the memory line says so
-    const char *available;  // the figure's name in messages ("MemAvailable" on Linux)
-    int memory_known = platform_memory_available(&available) > 0;
+    const char *available;  // the figure's name in messages ("available (MemAvailable, less ...")
+    int memory_known = memory_limit(0.0, 1, &available) > 0;
     char dir[256];
     test_fresh_dir(dir, 256, WORK_DIR, "memory");
     TestRun r = memory_known ? TRAIN("--block-size", "65536", "--out", WORK_DIR "/memory")
