@@ -1,6 +1,5 @@
 #include "loss_history.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
