@@ -173,9 +173,9 @@ static int cgroup_bound(int v2, MemoryBound *bound) {
         double limit = cgroup_value(dir, v2 ? "memory.max" : "memory.limit_in_bytes");
         double used = cgroup_value(dir, v2 ? "memory.current" : "memory.usage_in_bytes");
         if (limit > 0 && isfinite(limit) && used >= 0) {
-            char stat[PATH_MAX];
-            snprintf(stat, sizeof(stat), "%s/memory.stat", dir);
-            double cache = file_field(stat, v2 ? "inactive_file " : "total_inactive_file ");
+            char stat_path[PATH_MAX];
+            snprintf(stat_path, sizeof(stat_path), "%s/memory.stat", dir);
+            double cache = file_field(stat_path, v2 ? "inactive_file " : "total_inactive_file ");
             double room = limit - (cache > 0 && cache < used ? used - cache : used);
             if (room < least) {
                 least = room > 0 ? room : 0.0;

@@ -198,21 +198,21 @@ static TextStatus read_error(const char *path, char err[ERR_LEN]) {
 }
 
 // Reads up to TEXT_READ_CHUNK bytes of an input that waits (its descriptor non-blocking): what
-// stdio holds and what comes, waiting in poll(2) while nothing does. A stop signal interrupts
-// poll at once (it is never restarted); the wait is also cut every quarter second, so that a
-// signal that came just before it is seen too.
+// stdio holds and what comes, waiting in poll(2) while nothing does; a stop request is checked
+// before each read. A stop signal interrupts poll at once (it is never restarted); the wait is
+// also cut every quarter second, so that a signal that came just before it is seen too.
 static TextStatus read_waiting(TextReader *r, FILE *fp, unsigned char *buf, size_t *got, char err[ERR_LEN]) {
     *got = 0;
     while (*got < TEXT_READ_CHUNK) {
+        if (r->options.stop_requested()) {
+            snprintf(err, ERR_LEN, "%s: stopped while reading it", r->path);
+            return TEXT_STOPPED;
+        }
         *got += fread(buf + *got, 1, TEXT_READ_CHUNK - *got, fp);
         if (feof(fp) || *got == TEXT_READ_CHUNK) break;
         if (ferror(fp)) {
             if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return read_error(r->path, err);
             clearerr(fp);
-        }
-        if (r->options.stop_requested()) {
-            snprintf(err, ERR_LEN, "%s: stopped while waiting for its text", r->path);
-            return TEXT_STOPPED;
         }
         struct pollfd wait = {fileno(fp), POLLIN, 0};
         if (poll(&wait, 1, 250) < 0 && errno != EINTR) return read_error(r->path, err);
