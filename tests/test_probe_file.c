@@ -345,7 +345,7 @@ TEST(probe_file_timeline_page) {
     LossPoint points[3] = {{10, 4.0, NAN, 1e-3, 0.5, 0}, {20, 3.5, 3.6, 1e-3, 0.4, 2}, {30, 3.0, NAN, 1e-3, NAN, NAN}};
     TimelineSummary s;
     char err[ERR_LEN], *text;
-    if (!CHECK(timeline_write(page, path, points, 3, "run <one>", TIMELINE_MAX_RECORD_BYTES, &s, err) == 0, "%s", err))
+    if (!CHECK(timeline_write(page, path, points, 3, "run <one>", TIMELINE_MAX_RECORD_BYTES, 1, &s, err) == 0, "%s", err))
         return;
     CHECK(s.records == 7 && s.whole == 5 && s.kept == 7 && s.kept_whole == 5 && s.torn_bytes == 3,
           "summary: %ld records, %ld whole, kept %ld and %ld whole, %llu torn", s.records, s.whole, s.kept,
@@ -388,7 +388,7 @@ static void check_thinning(ProbeHeader *h, const char *name, double budget_in_li
     double budget = budget_in_lights * light + extra_wholes * (whole - light);
     TimelineSummary s;
     char err[ERR_LEN], *text;
-    if (!CHECK(timeline_write(page, path, NULL, 0, "thin", budget, &s, err) == 0, "%s", err)) return;
+    if (!CHECK(timeline_write(page, path, NULL, 0, "thin", budget, 1, &s, err) == 0, "%s", err)) return;
     CHECK(s.kept == want_kept && s.kept_whole == want_whole, "%s, budget %.0f: kept %ld records (%ld whole), want %ld "
           "(%ld)", name, budget, s.kept, s.kept_whole, want_kept, want_whole);
     JsonDoc doc;
@@ -443,7 +443,7 @@ TEST(probe_file_timeline_sample_page) {
     TimelineSummary s;
     char err[ERR_LEN];
     CHECK(timeline_write("tests/tmp/timeline_sample.html", path, points, 40, "chargpt: a made-up run",
-                         TIMELINE_MAX_RECORD_BYTES, &s, err) == 0, "%s", err);
+                         TIMELINE_MAX_RECORD_BYTES, 1, &s, err) == 0, "%s", err);
     CHECK(s.kept_whole == 6 && s.kept == 9, "the sample page holds %ld steps of %ld records", s.kept_whole, s.kept);
     probe_header_free(&h);
 }

@@ -153,7 +153,7 @@ int run_probe_page(RunProbe *rp, const LossHistory *losses, const char *title, c
     if (!rp->active) return 0;
     double t0 = now_seconds();
     TimelineSummary summary;
-    int rc = timeline_write(rp->page_path, rp->path, losses->points, losses->n, title, TIMELINE_MAX_RECORD_BYTES, &summary,
+    int rc = timeline_write(rp->page_path, rp->path, losses->points, losses->n, title, TIMELINE_MAX_RECORD_BYTES, 1, &summary,
                             err);
     rp->seconds += now_seconds() - t0;
     return rc;

@@ -79,10 +79,12 @@ int attention_check_path(const char *path, char err[ERR_LEN]);
 // chars: t Unicode code points; att: (L, H, t, t) row-major softmax weights, row i holds
 // the weights of keys 0..i and 0 above the diagonal; pred: (t) predictions, or NULL; lens:
 // the logit lens over the same t positions, or NULL (.json and .html show it).
-// Writes `path` atomically. Returns 0; -1 with err when writing fails or the sizes are
+// Writes `path` atomically: over a file there when replace is 1, else only while nothing is
+// there (format/atomic_file.h). Returns 0; -1 with err when writing fails or the sizes are
 // not positive (no file is left behind); -2 with err when the extension is not .json
-// .csv .png or .html.
+// .csv .png or .html, or (replace 0) when path exists.
 int attention_export(const char *path, const uint32_t *chars, int t, int n_layer, int n_head,
-                     const float *att, const AttentionPrediction *pred, const AttentionLens *lens, char err[ERR_LEN]);
+                     const float *att, const AttentionPrediction *pred, const AttentionLens *lens, int replace,
+                     char err[ERR_LEN]);
 
 #endif

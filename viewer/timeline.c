@@ -270,7 +270,7 @@ static void write_html_text(FILE *fp, const char *s) {
 }
 
 int timeline_write(const char *path, const char *probe_path, const LossPoint *points, size_t n, const char *title,
-                   double budget, TimelineSummary *summary, char err[ERR_LEN]) {
+                   double budget, int replace, TimelineSummary *summary, char err[ERR_LEN]) {
     memset(summary, 0, sizeof(*summary));
     Selection s;
     uint64_t torn = 0;
@@ -302,7 +302,7 @@ int timeline_write(const char *path, const char *probe_path, const LossPoint *po
         fprintf(f.fp, ",\"summary\":{\"records\":%ld,\"whole\":%ld,\"kept\":%ld,\"kept_whole\":%ld,\"torn_bytes\":%llu,"
                 "\"budget\":%.0f}}", s.records, s.whole, s.kept, s.kept_whole, (unsigned long long)torn, budget);
         write_until_mark(f.fp, rest, "@END@");
-        if (rc == 0) rc = atomic_file_commit(&f, err);
+        if (rc == 0) rc = replace ? atomic_file_commit(&f, err) : atomic_file_commit_new(&f, err);
         else atomic_file_abort(&f);
     }
     *summary = (TimelineSummary){s.records, s.whole, s.kept, s.kept_whole, torn, s.kept_whole};
