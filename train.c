@@ -892,6 +892,8 @@ static void start_out_dir(Run *r) {
         if (r->out_plan.message[0]) printf("%s\n", r->out_plan.message);
         if (run_log_open(&r->log, r->paths.log, !r->out_plan.fresh_log, r->state.step, err) != 0)
             die(EXIT_DATA, "%s", err);
+        if (r->log.torn_bytes)
+            printf("%s: cut %zu bytes of a row that a stopped run left unfinished\n", r->paths.log, r->log.torn_bytes);
     }
     char probe_message[2 * ERR_LEN];
     if (run_probe_open(&r->probe, &r->model, r->state.step, probe_message, sizeof(probe_message), err) != 0)

@@ -1,10 +1,12 @@
 #include "run_log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../format/atomic_file.h"
 
@@ -16,9 +18,29 @@ static int write_failed(const char *path, char err[ERR_LEN]) {
     return -1;
 }
 
+// The log opened as fopen's mode "rb", "a" or "w" does, never through a symbolic link (a link
+// named log.csv pointing out of --out is refused, not followed: ELOOP); NULL with errno.
+static FILE *open_log(const char *path, const char *mode) {
+    int flags = mode[0] == 'r' ? O_RDONLY : O_WRONLY | O_CREAT | (mode[0] == 'a' ? O_APPEND : O_TRUNC);
+    int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC, 0666);
+    FILE *fp = fd >= 0 ? fdopen(fd, mode) : NULL;
+    if (!fp && fd >= 0) close(fd);
+    return fp;
+}
+
+// The bytes after the log's last newline, cut off: a row a stopped run left unfinished (rows
+// are written whole, so only the last can be torn). Returns how many were cut.
+static size_t cut_torn_row(char *text) {
+    char *last = strrchr(text, '\n');
+    char *end = last ? last + 1 : text;
+    size_t torn = strlen(end);
+    *end = '\0';
+    return torn;
+}
+
 // Reads the existing log into a malloc'd string; NULL with err on failure.
 static char *read_log(const char *path, char err[ERR_LEN]) {
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = open_log(path, "rb");
     if (!fp) {
         snprintf(err, ERR_LEN, "cannot read %s: %s", path, strerror(errno));
         return NULL;
@@ -55,9 +77,10 @@ static char *first_row_after(char *text, long step) {
 int run_log_rows_after(const char *path, long step, RunLogRows *rows, char err[ERR_LEN]) {
     *rows = (RunLogRows){0, 0, 0};
     struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
     char *text = read_log(path, err);
     if (!text) return -1;
+    cut_torn_row(text);
     for (char *line = first_row_after(text, step); line && line[1]; line = strchr(line + 1, '\n')) {
         rows->last = strtol(line + 1, NULL, 10);
         if (rows->count++ == 0) rows->first = rows->last;
@@ -78,19 +101,23 @@ static void write_old_rows(FILE *fp, const char *rows, const char *end) {
     }
 }
 
-// Rewrites the log without the rows of steps after `step`, when there are any, and with the
-// current header when it has the older one.
-static int update_rows(const char *path, long step, char err[ERR_LEN]) {
+// Rewrites the log without the rows of steps after `step`, when there are any, without a row
+// torn at its end (*torn: its bytes), and with the current header when it has the older one
+// or its header is torn.
+static int update_rows(const char *path, long step, size_t *torn, char err[ERR_LEN]) {
     char *text = read_log(path, err);
     if (!text) return -1;
+    *torn = cut_torn_row(text);
     // rows are in step order: keep everything before the first row past `step`
     char *line = first_row_after(text, step), *end = line ? line + 1 : text + strlen(text);
     int old = strncmp(text, OLD_HEADER, strlen(OLD_HEADER)) == 0, rc = 0;
-    if (line || old) {
+    if (line || old || *torn) {
         AtomicFile f;
         rc = atomic_file_open(&f, path, err);
         if (rc == 0) {
-            if (old) {
+            if (!text[0]) {
+                fputs(LOG_HEADER, f.fp);
+            } else if (old) {
                 fputs(LOG_HEADER, f.fp);
                 write_old_rows(f.fp, text + strlen(OLD_HEADER), end);
             } else {
@@ -107,14 +134,15 @@ int run_log_open(RunLog *log, const char *path, int resuming, long step, char er
     memset(log, 0, sizeof(*log));
     snprintf(log->path, sizeof(log->path), "%s", path);
     struct stat st;
-    int exists = stat(path, &st) == 0;
+    int exists = lstat(path, &st) == 0;
     if (exists && !S_ISREG(st.st_mode)) {
-        snprintf(err, ERR_LEN, "%s exists and is not a regular file", path);
+        snprintf(err, ERR_LEN, "%s exists and is not a regular file%s", path,
+                 S_ISLNK(st.st_mode) ? " but a symbolic link: a run writes its log.csv itself, in its --out" : "");
         return -1;
     }
     int append = resuming && exists;
-    if (append && update_rows(path, step, err) != 0) return -1;
-    log->fp = fopen(path, append ? "a" : "w");
+    if (append && update_rows(path, step, &log->torn_bytes, err) != 0) return -1;
+    log->fp = open_log(path, append ? "a" : "w");
     if (!log->fp) return write_failed(path, err);
     if (!append && (fputs(LOG_HEADER, log->fp) == EOF || fflush(log->fp) != 0)) {
         write_failed(path, err);
