@@ -319,6 +319,55 @@ TEST(probe_file_damage_found) {
     probe_header_free(&h);
 }
 
+// A damaged record is never cut as a torn tail (issue 29, M3): the resume moves the file
+// aside, byte for byte, and starts probe.bin again from its header and the whole records
+// before the damage; a torn tail is still cut. Before, the damaged record and every record
+// after it were cut as "a record that a stopped run left unfinished".
+TEST(probe_file_resume_sets_a_damaged_file_aside) {
+    make_tmp();
+    ProbeHeader h, read;
+    if (make_header(&h, 1, 2, 6, 6, 2) != 0) return;
+    const char *path = TMP "/aside.bin", *aside = TMP "/aside.bin.damaged";
+    remove(aside);
+    if (write_file(path, &h, 5) != 0) return;  // steps 0 to 40
+    size_t len;
+    char *bytes = test_read_file(path, &len);
+    size_t whole = probe_record_bytes(&h) + 8, light = probe_light_bytes(&h) + 8;
+    size_t header_end = len - 4 * whole - light, third = header_end + 2 * whole;  // whole, whole, light, whole, whole
+    bytes[third + 30] ^= 0x40;
+    test_write_file(path, bytes, len);
+    ProbeFile pf;
+    ProbeResume resume;
+    char err[ERR_LEN];
+    if (!CHECK(probe_file_resume(&pf, path, 100, &read, &resume, err) == 0, "%s", err)) return;
+    probe_file_close(&pf);
+    probe_header_free(&read);
+    CHECK(resume.damage && strstr(resume.damage, "CRC-32") && resume.damaged_record == 3 &&
+              resume.damaged_at == third && resume.kept == 2 && resume.torn_bytes == 0 && !strcmp(resume.aside, aside),
+          "damage %s in record %ld at %llu, kept %ld, cut %llu, aside %s", resume.damage ? resume.damage : "none",
+          resume.damaged_record, (unsigned long long)resume.damaged_at, resume.kept,
+          (unsigned long long)resume.torn_bytes, resume.aside);
+    size_t aside_len, kept_len;
+    char *moved = test_read_file(aside, &aside_len), *kept = test_read_file(path, &kept_len);
+    CHECK(moved && aside_len == len && !memcmp(moved, bytes, len), "the file set aside is not the damaged one");
+    CHECK(kept && kept_len == third && !memcmp(kept, bytes, third), "probe.bin is not the header and 2 records");
+    free(moved);
+    free(kept);
+    // a whole last record that fails its CRC is damage too, not a torn tail
+    bytes[third + 30] ^= 0x40;
+    bytes[len - 2] ^= 0x40;
+    test_write_file(path, bytes, len);
+    if (CHECK(probe_file_resume(&pf, path, 100, &read, &resume, err) == 0, "%s", err)) {
+        probe_file_close(&pf);
+        probe_header_free(&read);
+        CHECK(resume.damaged_record == 5 && resume.kept == 4 && !strcmp(resume.aside, TMP "/aside.bin.damaged.2"),
+              "a damaged last record: record %ld, kept %ld, aside %s", resume.damaged_record, resume.kept, resume.aside);
+    }
+    remove(TMP "/aside.bin.damaged.2");
+    free(bytes);
+    probe_header_free(&h);
+}
+
 // The page's JSON data, parsed.
 static int page_data(const char *path, JsonDoc *doc, char **text) {
     size_t len;

@@ -30,6 +30,8 @@ typedef struct {
     int active;               // probing in this run (rank 0, without --no-probe)
     int resuming;             // a resumed run
     int continued;            // the header came from the directory's probe file (a resume)
+    int set_aside;            // the directory's probe file is damaged: moved aside, then started anew
+    char damage[ERR_LEN];     // what is wrong with it
     ProbeHeader header;
     ProbeFile file;
     Probe probe;
