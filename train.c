@@ -802,7 +802,9 @@ static void plan_memory(Run *r) {
                             o->dropout};
     if (gpt_config_validate(&r->config, err) != 0) die(EXIT_USAGE, "%s", err);
     // what the timeline probes (rank 0), checked before anything in --out changes
-    int probe_ready = run_probe_prepare(&r->probe, o, &r->config, &r->vocab, &r->ds, r->resuming, err);
+    const char *resumed_run_id = checkpoint_meta(&r->ck, "train.run_id");
+    int probe_ready = run_probe_prepare(&r->probe, o, &r->config, &r->vocab, &r->ds,
+                                        r->resuming ? (resumed_run_id ? resumed_run_id : "") : NULL, err);
     if (probe_ready != 0) die(probe_ready == -2 ? EXIT_USAGE : EXIT_DATA, "%s", err);
     int B = o->batch_size, T = o->block_size;
     r->tty = isatty(STDOUT_FILENO) && dist_size() == 1;  // mpirun forwards output: no rewritten line

@@ -514,10 +514,10 @@ static int cut_to_end(ProbeFile *pf, char err[ERR_LEN]) {
     return 0;
 }
 
-int probe_file_set_aside(const char *path, char *aside, size_t size, char err[ERR_LEN]) {
+int probe_file_set_aside(const char *path, const char *suffix, char *aside, size_t size, char err[ERR_LEN]) {
     for (int n = 1; n <= 100; n++) {
-        if (n == 1) snprintf(aside, size, "%s.damaged", path);
-        else snprintf(aside, size, "%s.damaged.%d", path, n);
+        if (n == 1) snprintf(aside, size, "%s.%s", path, suffix);
+        else snprintf(aside, size, "%s.%s.%d", path, suffix, n);
         if (platform_rename_new(path, aside) == 0) return 0;
         if (errno != EEXIST) break;
     }
@@ -528,7 +528,7 @@ int probe_file_set_aside(const char *path, char *aside, size_t size, char err[ER
 // The damaged file fp (at path) moved aside, and its first `keep` bytes (its header and the
 // whole records kept) copied into a new file at path. Returns 0, or -1 with err.
 static int set_aside_and_copy(FILE *fp, const char *path, uint64_t keep, ProbeResume *resume, char err[ERR_LEN]) {
-    if (probe_file_set_aside(path, resume->aside, sizeof(resume->aside), err) != 0) return -1;
+    if (probe_file_set_aside(path, "damaged", resume->aside, sizeof(resume->aside), err) != 0) return -1;
     AtomicFile f;
     if (atomic_file_open(&f, path, err) != 0) return -1;
     rewind(fp);

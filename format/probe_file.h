@@ -31,7 +31,7 @@
 // fails its CRC, or whose step is not after the one before), and reports the bytes it ignored
 // and which it was. A resumed run cuts a torn tail, and the records after its step; a file
 // damaged before its tail is never cut: it is moved aside (probe_file_set_aside) and its
-// whole records up to the damage are copied into a new file.
+// whole records up to the damage are copied into a new file (suffix "damaged").
 #ifndef CHARGPT_PROBE_FILE_H
 #define CHARGPT_PROBE_FILE_H
 
@@ -129,9 +129,9 @@ typedef struct {
 // Starts a new probe file at path (atomic_file.h: no one ever sees half a header) and opens
 // it for appending. Returns 0, or -1 with err.
 int probe_file_create(ProbeFile *pf, const char *path, ProbeHeader *header, char err[ERR_LEN]);
-// Moves the file at path aside, to the first free name of <path>.damaged, <path>.damaged.2,
+// Moves the file at path aside, to the first free name of <path>.<suffix>, <path>.<suffix>.2,
 // ... (never replacing a file), written into aside. Returns 0, or -1 with err.
-int probe_file_set_aside(const char *path, char *aside, size_t size, char err[ERR_LEN]);
+int probe_file_set_aside(const char *path, const char *suffix, char *aside, size_t size, char err[ERR_LEN]);
 
 // What probe_file_resume found.
 typedef struct {

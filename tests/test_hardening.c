@@ -21,6 +21,7 @@
 #include "../model/adamw.h"
 #include "../model/gpt.h"
 #include "../model/rng.h"
+#include "../training/run_identity.h"
 #include "test.h"
 
 #define WORK_DIR "tests/tmp/hardening"
@@ -799,4 +800,46 @@ TEST(hardening_11_long_output_names) {
           "the cut temporary of a killed process was not removed, or another file's was");
     CHECK(atomic_file_remove_stale(whole_target, err) == 1 && access(whole, F_OK) != 0,
           "a temporary named <target>.tmp.<pid>.<n> was not removed");
+}
+
+// ---------------------------------------------------------------------------------------
+// issue 29, L5: checkpoints without train.run_id are told apart by every option that shapes
+// the run's steps. Before, only the seed, the model's shape, the batch and --init-from were
+// compared: two runs that differed in --lr, --warmup, --weight-decay, --grad-clip or --steps
+// counted as one, and a resume replaced the other's checkpoint.
+
+// The identity of base with train.run_id removed and, when key, key set to value.
+static int identity_without_id(const char *base, const char *key, const char *value, RunIdentity *id) {
+    const char *plain = WORK_DIR "/identity/plain.safetensors", *edited = WORK_DIR "/identity/edited.safetensors";
+    char err[ERR_LEN];
+    if (test_edit_checkpoint(base, plain, &(CheckpointEdit){.key = "train.run_id", .value = NULL}) != 0) return -1;
+    if (key && test_edit_checkpoint(plain, edited, &(CheckpointEdit){.key = key, .value = value}) != 0) return -1;
+    return CHECK(run_identity_read(key ? edited : plain, id, err) == 0, "%s", err) ? 0 : -1;
+}
+
+TEST(hardening_12_old_checkpoints_compare_every_option) {
+    const char *base = base_checkpoint();
+    if (!base) return;
+    char dir[256], why[ERR_LEN];
+    test_fresh_dir(dir, 256, WORK_DIR, "identity");
+    static RunIdentity a, b;
+    if (identity_without_id(base, NULL, NULL, &a) != 0) return;
+    static const struct { const char *key, *value; } differ[] = {
+        {"train.lr", "0.002"}, {"train.min_lr", "0"}, {"train.warmup", "3"}, {"train.decay_steps", "40"},
+        {"train.weight_decay", "0.5"}, {"train.grad_clip", "2"}, {"train.beta2", "0.95"}, {"train.eps", "1e-6"},
+        {"train.seed", "7"}, {"train.batch_size", "8"}, {"train.val_fraction", "0.2"}, {"dropout", "0.1"},
+        {"train.min_char_count", "5"}, {"train.init_from", "other.safetensors"},
+    };
+    for (size_t i = 0; i < sizeof(differ) / sizeof(differ[0]); i++) {
+        if (identity_without_id(base, differ[i].key, differ[i].value, &b) != 0) continue;
+        CHECK(run_identity_compare(&a, &b, why, sizeof(why)) == 1 && strstr(why, differ[i].key),
+              "%s %s: not told apart (%s)", differ[i].key, differ[i].value, why);
+    }
+    // what a resume may change: --steps; and a new schedule (--warmup) from a later step
+    if (identity_without_id(base, "train.steps", "40", &b) == 0)
+        CHECK(run_identity_compare(&a, &b, why, sizeof(why)) == 0, "--steps changed on resume: %s", why);
+    if (identity_without_id(base, "train.schedule_start", "2", &b) == 0) {
+        snprintf(b.lineage[RUN_LINEAGE_KEYS - 2], RUN_LINEAGE_VALUE, "9");  // its warm-up
+        CHECK(run_identity_compare(&a, &b, why, sizeof(why)) == 0, "a new schedule on resume: %s", why);
+    }
 }

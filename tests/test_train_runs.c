@@ -956,7 +956,7 @@ TEST(runs_resume_never_replaces_another_run) {
     if (test_edit_checkpoint(r0_ck, old, &(CheckpointEdit){.key = "train.run_id", .value = NULL}) != 0) return;
     r = train_in(NULL, log, ARGS("--resume", old, "--steps", "12", "--out", victim));
     if (test_exit_status(&r, 2, "resuming an older checkpoint of r0 into victim"))
-        test_output_has(&r, "has another seed, model or batch", "resuming an older checkpoint of r0 into victim");
+        test_output_has(&r, "has train.seed '7', not '1337'", "resuming an older checkpoint of r0 into victim");
     test_run_free(&r);
     check_unchanged(victim, before, "resuming another run's older checkpoint");
     // ... and resumes in its own directory, as the same run as r0's ckpt.safetensors; it gets an identity

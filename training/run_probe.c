@@ -59,10 +59,12 @@ static int classify_probe_file(const char *path, const char *run_id, const GPTCo
 }
 
 // Decides whether the run continues the probe file of its --out (rp->continued), starts a new
-// one (a resumed run moves a damaged one aside first: rp->set_aside), or is refused: another
-// run's timeline with records, or before a new run any other file called probe.bin, is
-// replaced only with --force. Returns 0, -1 (bad data) or -2 (bad usage) with err.
-static int decide_probe_file(RunProbe *rp, const TrainOptions *o, const GPTConfig *c, char err[ERR_LEN]) {
+// one (a resumed run moves a damaged one aside first, or one whose run it cannot tell, when
+// its checkpoint has no train.run_id: rp->set_aside), or is refused: another run's timeline
+// with records, or before a new run any other file called probe.bin, is replaced only with
+// --force. Returns 0, -1 (bad data) or -2 (bad usage) with err.
+static int decide_probe_file(RunProbe *rp, const TrainOptions *o, const GPTConfig *c, int run_unknown,
+                             char err[ERR_LEN]) {
     char why[ERR_LEN];
     int records, kind = classify_probe_file(rp->path, o->run_id, c, &rp->header, &records, why);
     if (kind < 0) {
@@ -72,6 +74,12 @@ static int decide_probe_file(RunProbe *rp, const TrainOptions *o, const GPTConfi
     rp->continued = rp->resuming && kind == PROBE_FILE_OWN;
     if (kind == PROBE_FILE_OWN && !rp->resuming) probe_header_free(&rp->header);
     int replaced = kind != PROBE_FILE_NONE && !rp->continued && (records || kind == PROBE_FILE_DAMAGED);
+    if (replaced && !o->force && kind == PROBE_FILE_OTHER && rp->resuming && run_unknown) {
+        snprintf(rp->damage, sizeof(rp->damage), "%s: the timeline of train.run_id %s, and the resumed checkpoint has "
+                 "no train.run_id to tell whether it is its run's", rp->path, why + strlen("train.run_id "));
+        rp->set_aside = "unknown";
+        return 0;
+    }
     if (replaced && !o->force && kind == PROBE_FILE_OTHER) {
         snprintf(err, ERR_LEN, "%s is the timeline of another run (%s%s%s): give --force to replace it, or another "
                  "--out", rp->path, why, rp->resuming ? ", not " : "", rp->resuming ? o->run_id : "");
@@ -82,13 +90,15 @@ static int decide_probe_file(RunProbe *rp, const TrainOptions *o, const GPTConfi
                  "--out", rp->path, why);
         return -2;
     }
-    rp->set_aside = rp->resuming && kind == PROBE_FILE_DAMAGED && !o->force;
-    if (rp->set_aside) snprintf(rp->damage, sizeof(rp->damage), "%s", why);
+    if (rp->resuming && kind == PROBE_FILE_DAMAGED && !o->force) {
+        snprintf(rp->damage, sizeof(rp->damage), "%s", why);
+        rp->set_aside = "damaged";
+    }
     return 0;
 }
 
 int run_probe_prepare(RunProbe *rp, const TrainOptions *o, const GPTConfig *c, const Vocab *vocab,
-                      const Dataset *ds, int resuming, char err[ERR_LEN]) {
+                      const Dataset *ds, const char *resumed_run_id, char err[ERR_LEN]) {
     memset(rp, 0, sizeof(*rp));
     rp->file.fd = -1;
     rp->active = !o->no_probe && dist_rank() == 0;
@@ -97,8 +107,8 @@ int run_probe_prepare(RunProbe *rp, const TrainOptions *o, const GPTConfig *c, c
     snprintf(rp->page_path, sizeof(rp->page_path), "%s/%s", o->out, TIMELINE_FILE);
     rp->newline = vocab_index(vocab, '\n');
     rp->sample_every = o->sample_every;
-    rp->resuming = resuming;
-    int rc = decide_probe_file(rp, o, c, err);
+    rp->resuming = resumed_run_id != NULL;
+    int rc = decide_probe_file(rp, o, c, resumed_run_id && !resumed_run_id[0], err);
     if (rc != 0 || rp->continued) {
         rp->active = rc == 0;
         return rc;
@@ -152,7 +162,7 @@ int run_probe_open(RunProbe *rp, GPT *model, long step, char *message, size_t si
         }
     } else {
         char aside[1100];
-        rc = rp->set_aside ? probe_file_set_aside(rp->path, aside, sizeof(aside), err) : 0;
+        rc = rp->set_aside ? probe_file_set_aside(rp->path, rp->set_aside, aside, sizeof(aside), err) : 0;
         if (rc == 0) rc = probe_file_create(&rp->file, rp->path, &rp->header, err);
         if (rc == 0 && rp->set_aside)
             snprintf(message, size, "%s: moved to %s; the timeline starts anew at step %ld", rp->damage, aside, step);
