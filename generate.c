@@ -226,6 +226,7 @@ static void parse_options(int argc, char **argv, Options *o) {
                     die(EXIT_USAGE, "unknown option '%s' (a prompt that starts with '-' goes after '--': %s CKPT "
                         "-- '%s'; see --help)", argv[optind], program_invocation(), argv[optind]);
                 usage(stdout);
+                stdout_flush_or_die();
                 exit(0);
             case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", flag); break;
             default:

@@ -442,7 +442,7 @@ static void parse_options(int argc, char **argv, TrainOptions *o, GivenOptions *
     int c, index = -1;
     while ((c = getopt_long(argc, argv, ":h", long_options, &index)) != -1) {
         switch (c) {
-            case 'h': usage(stdout); exit(0);
+            case 'h': usage(stdout); stdout_flush_or_die(); exit(0);
             case '?':
                 if (optopt) die(EXIT_USAGE, "unknown option '-%c' (see --help)", optopt);
                 die(EXIT_USAGE, "unknown option '%s' (see --help)", argv[optind - 1]);

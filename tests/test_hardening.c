@@ -843,3 +843,34 @@ TEST(hardening_12_old_checkpoints_compare_every_option) {
         CHECK(run_identity_compare(&a, &b, why, sizeof(why)) == 0, "a new schedule on resume: %s", why);
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// issue 29, L9: --help into a full disk exits 1 saying so (it exited 0); integers and numbers
+// are decimal alone (--steps 0x10 read as 16, --lr 0x1p-3 as 0.125); a --min-char-count that
+// leaves no character a token of its own is refused (it trained a one-token model to loss 0)
+
+TEST(hardening_13_help_numbers_and_one_token) {
+    static const char *const programs[] = {"train", "generate"};
+    for (int i = 0; i < 2; i++) {
+        const char *argv[] = {test_program(programs[i]), "--help", NULL};
+        TestRun r = test_run_stdout(argv, NULL, "/dev/full", LOG, TIMEOUT_S);
+        if (test_exit_status(&r, 1, programs[i])) test_output_has(&r, "cannot write to standard output", programs[i]);
+        test_run_free(&r);
+    }
+    static const char *const numbers[][2] = {{"--steps", "0x10"}, {"--lr", "0x1p-3"}, {"--seed", " 16"},
+                                             {"--dropout", "inf"}, {"--batch-size", "nan"}};
+    for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
+        TestRun r = TRAIN(numbers[i][0], numbers[i][1]);
+        if (test_exit_status(&r, 2, numbers[i][0])) test_output_has(&r, "expects", numbers[i][0]);
+        test_run_free(&r);
+    }
+    TestRun r = GENERATE("model.safetensors", "-n", "0x10");
+    test_exit_status(&r, 2, "generate -n 0x10");
+    test_run_free(&r);
+    char dir[256];
+    test_fresh_dir(dir, 256, WORK_DIR, "one_token");
+    r = TRAIN(SMALL_MODEL, "--data", corpus(), "--min-char-count", "1000000000", "--steps", "2", "--out", dir);
+    if (test_exit_status(&r, 2, "--min-char-count 1000000000"))
+        test_output_has(&r, "leaves no character a token of its own", "--min-char-count 1000000000");
+    test_run_free(&r);
+}
