@@ -29,6 +29,7 @@
 #include "data/corpus_fingerprint.h"
 #include "data/corpus_set.h"
 #include "data/encoding.h"
+#include "data/utf8.h"
 #include "data/vocab.h"
 #include "dist/dist.h"
 #include "format/atomic_file.h"
@@ -729,7 +730,10 @@ static void read_text(Run *r) {
     char err[ERR_LEN], note[ERR_LEN], pipe_into[1100];
     if (!o->data[0] && corpus_default_path(o->data, sizeof(o->data), err) != 0)
         die(EXIT_DATA, "%s; give --data FILE", err);
-    data_paths_name(o->data, r->data_name, sizeof(r->data_name));
+    if (run_meta_check_paths(o, err) != 0) die(EXIT_USAGE, "%s", err);
+    char name[sizeof(r->data_name)];
+    data_paths_name(o->data, name, sizeof(name));
+    utf8_shown(name, r->data_name, sizeof(r->data_name));  // for messages, the loss plot and the page
     DataPaths paths;
     if (data_paths_split(o->data, &paths, err) != 0) die(EXIT_USAGE, "%s", err);
     for (int i = 0; i < paths.n && dist_size() > 1; i++)

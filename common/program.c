@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../data/utf8.h"
 #include "platform.h"
 
 static DieMeeting *meeting;
@@ -19,12 +20,14 @@ void die(int status, const char *fmt, ...) {
     if (meeting) status = meeting(status, &report);
     fflush(stdout);
     if (report) {
+        char message[3 * ERR_LEN];  // names and metadata in it shown safely (data/utf8.h)
         va_list ap;
         va_start(ap, fmt);
-        fprintf(stderr, "%s: ", program_name());
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
+        vsnprintf(message, sizeof(message), fmt, ap);
         va_end(ap);
+        fprintf(stderr, "%s: ", program_name());
+        utf8_write_shown(stderr, message, NULL);
+        fputc('\n', stderr);
     }
     exit(status);
 }

@@ -18,6 +18,7 @@
 #include "../common/platform.h"
 #include "../format/atomic_file.h"
 #include "../format/checkpoint.h"
+#include "../format/json.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
 #include "../model/rng.h"
@@ -873,4 +874,78 @@ TEST(hardening_13_help_numbers_and_one_token) {
     if (test_exit_status(&r, 2, "--min-char-count 1000000000"))
         test_output_has(&r, "leaves no character a token of its own", "--min-char-count 1000000000");
     test_run_free(&r);
+}
+
+// ---------------------------------------------------------------------------------------
+// issue 29, L2 and L9: names and metadata shown safely.
+// - A --data path that is not UTF-8 (a legal Linux name) is refused before training, exit 2
+//   (it trained to the first save, then failed writing the checkpoint's metadata, exit 1,
+//   leaving a log that made the directory a run).
+// - A name with control characters: loss.svg and timeline.html stay valid XML and UTF-8 (the
+//   name was written raw).
+// - Checkpoint metadata holding terminal escape sequences is shown escaped in messages (it was
+//   printed raw); a vocabulary holding NUL, which no text holds, is refused (it was accepted),
+//   one holding ESC, which a text may hold, is not.
+
+// 1 when the file at path is UTF-8 with no control character but newline and tab.
+static int clean_text_file(const char *path) {
+    size_t len;
+    char *text = test_read_file(path, &len);
+    int clean = text && json_utf8_valid(text, len);
+    for (size_t i = 0; clean && i < len; i++) clean = (unsigned char)text[i] >= 0x20 || text[i] == '\n' || text[i] == '\t';
+    free(text);
+    return clean;
+}
+
+TEST(hardening_14_names_and_metadata_shown_safely) {
+    const char *base = base_checkpoint();
+    if (!base) return;
+    char dir[256], bad_name[300], control_name[300], out[300], path[320];
+    test_fresh_dir(dir, 256, WORK_DIR, "names");
+    snprintf(bad_name, sizeof(bad_name), "%s/c\xff" "d.txt", dir);
+    snprintf(control_name, sizeof(control_name), "%s/a\x1b[31m\x07" "b.txt", dir);
+    if (copy_file(corpus(), bad_name) != 0 || copy_file(corpus(), control_name) != 0) return;
+    snprintf(out, sizeof(out), "%s/run", dir);
+    TestRun r = TRAIN(SMALL_MODEL, "--data", bad_name, "--steps", "4", "--save-every", "2", "--out", out);
+    if (test_exit_status(&r, 2, "a --data path that is not UTF-8")) {
+        test_output_has(&r, "c\\xffd.txt: the path is not valid UTF-8", "the path shown escaped");
+        CHECK(!strchr(r.output, '\xff'), "the path printed raw:\n%s", r.output);
+    }
+    test_run_free(&r);
+    snprintf(path, sizeof(path), "%s/log.csv", out);
+    CHECK(!test_file_exists(path), "a refused run left %s", path);
+    r = TRAIN(SMALL_MODEL, "--data", control_name, "--steps", "4", "--eval-every", "2", "--out", out);
+    if (test_exit_status(&r, 0, "a --data name with control characters")) {
+        CHECK(!strchr(r.output, '\x1b') && !strchr(r.output, '\x07'), "the name printed raw:\n%s", r.output);
+        snprintf(path, sizeof(path), "%s/loss.svg", out);
+        CHECK(clean_text_file(path), "%s holds a control character or is not UTF-8", path);
+        snprintf(path, sizeof(path), "%s/timeline.html", out);
+        CHECK(clean_text_file(path), "%s holds a control character or is not UTF-8", path);
+    }
+    test_run_free(&r);
+    // metadata with a terminal's escape sequences, in a message
+    snprintf(path, sizeof(path), "%s/escapes.safetensors", dir);
+    test_edit_checkpoint(base, path, &(CheckpointEdit){.key = "train.data", .value = "\x1b]0;owned\x07x.txt"});
+    r = TRAIN("--resume", path, "--steps", "6");
+    if (test_exit_status(&r, 1, "a checkpoint whose train.data holds escape sequences")) {
+        test_output_has(&r, "\\x1b]0;owned\\x07x.txt", "the name shown escaped");
+        CHECK(!strchr(r.output, '\x1b') && !strchr(r.output, '\x07'), "the escape sequence printed raw:\n%s", r.output);
+    }
+    test_run_free(&r);
+    // a vocabulary with NUL (refused) or ESC (a text's character) in place of its first, '\n'
+    char vocab[4096];
+    if (!CHECK(test_meta_value(base, "vocab", vocab, sizeof(vocab)) && !strncmp(vocab, "[10,", 4), "vocab '%.40s'",
+               vocab))
+        return;
+    static const char *const first[2] = {"0", "27"};
+    for (int i = 0; i < 2; i++) {
+        char edited[4100];
+        snprintf(edited, sizeof(edited), "[%s%s", first[i], vocab + 3);
+        snprintf(path, sizeof(path), "%s/vocab%d.safetensors", dir, i);
+        test_edit_checkpoint(base, path, &(CheckpointEdit){.key = "vocab", .value = edited});
+        r = GENERATE(path, "the", "-n", "3", "--seed", "1");
+        if (test_exit_status(&r, i == 0 ? 1 : 0, i == 0 ? "a vocabulary with NUL" : "a vocabulary with ESC") && i == 0)
+            test_output_has(&r, "no U+0000", "NUL");
+        test_run_free(&r);
+    }
 }

@@ -9,8 +9,10 @@
 #include <string.h>
 
 #include "../format/atomic_file.h"
+#include "../data/utf8.h"
 #include "../format/probe_file.h"
 #include "attention_formats.h"
+#include "markup.h"
 
 static const char timeline_page[] =
 #include "timeline_page.inc"
@@ -19,14 +21,19 @@ static const char timeline_page[] =
 // ----------------------------------------------------------------------------
 // JSON and base64
 
-// A UTF-8 string as a JSON string: " and \ escaped, control characters as \u00XX and < as
-// \u003c, so that no text can end the page's <script> element.
+// A string as a JSON string: " and \ escaped, control characters as \u00XX and < as \u003c,
+// so that no text can end the page's <script> element, and each byte that is not part of
+// well-formed UTF-8 (a file name's) as U+FFFD, so that the page is UTF-8.
 static void write_json_text(FILE *fp, const char *s) {
     fputc('"', fp);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(fp, "\\%c", *p);
+    size_t n = strlen(s);
+    for (const unsigned char *p = (const unsigned char *)s, *end = p + n; p < end; p++) {
+        size_t len = utf8_sequence_length(p, (size_t)(end - p));
+        if (len == 0) fputs("\\ufffd", fp);
+        else if (*p == '"' || *p == '\\') fprintf(fp, "\\%c", *p);
         else if (*p < 0x20 || *p == '<') fprintf(fp, "\\u%04x", *p);
-        else fputc(*p, fp);
+        else fwrite(p, 1, len, fp);
+        p += len ? len - 1 : 0;
     }
     fputc('"', fp);
 }
@@ -258,17 +265,6 @@ static const char *write_until_mark(FILE *fp, const char *page, const char *mark
     return at ? at + strlen(mark) : NULL;
 }
 
-// Writes title as HTML text (& < > " escaped).
-static void write_html_text(FILE *fp, const char *s) {
-    for (; *s; s++) {
-        if (*s == '&') fputs("&amp;", fp);
-        else if (*s == '<') fputs("&lt;", fp);
-        else if (*s == '>') fputs("&gt;", fp);
-        else if (*s == '"') fputs("&quot;", fp);
-        else fputc(*s, fp);
-    }
-}
-
 int timeline_write(const char *path, const char *probe_path, const LossPoint *points, size_t n, const char *title,
                    double budget, int replace, TimelineSummary *summary, char err[ERR_LEN]) {
     memset(summary, 0, sizeof(*summary));
@@ -292,9 +288,9 @@ int timeline_write(const char *path, const char *probe_path, const LossPoint *po
     int rc = atomic_file_open(&f, path, err);
     if (rc == 0) {
         const char *rest = write_until_mark(f.fp, timeline_page, "@TITLE@");
-        write_html_text(f.fp, heading);
+        markup_write_text(f.fp, heading);
         rest = write_until_mark(f.fp, rest, "@TITLE@");
-        write_html_text(f.fp, heading);
+        markup_write_text(f.fp, heading);
         rest = write_until_mark(f.fp, rest, "@DATA@");
         write_header(f.fp, &r.header, title);
         write_losses(f.fp, points, n);
