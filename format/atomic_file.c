@@ -145,6 +145,20 @@ void atomic_file_abort(AtomicFile *f) {
     remove_temp(f);
 }
 
+int no_follow_open(const char *path, int flags) { return open(path, flags | O_NOFOLLOW | O_CLOEXEC, 0666); }
+
+FILE *no_follow_fopen(const char *path, const char *mode) {
+    int flags = mode[0] == 'r' ? O_RDONLY : O_WRONLY | O_CREAT | (mode[0] == 'a' ? O_APPEND : O_TRUNC);
+    int fd = no_follow_open(path, flags);
+    FILE *fp = fd >= 0 ? fdopen(fd, mode) : NULL;
+    if (!fp && fd >= 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+    }
+    return fp;
+}
+
 void atomic_file_remove_open(void) {
     for (int i = 0; i < MAX_OPEN; i++)
         if (open_used[i]) unlink(open_paths[i]);

@@ -36,6 +36,15 @@ int atomic_file_commit_new(AtomicFile *f, char err[ERR_LEN]);
 // Gives up: closes and removes the temporary file.
 void atomic_file_abort(AtomicFile *f);
 
+// A run's files that are written in place (log.csv, probe.bin) are opened never through a
+// symbolic link, so that a link named like one cannot redirect a write out of the run's
+// directory: open(2)'s O_NOFOLLOW, which fails with ELOOP at a link. no_follow_open takes
+// open's flags (O_CLOEXEC added) and returns a descriptor, or -1 with errno; no_follow_fopen
+// takes fopen's modes "r", "a" and "w" (with or without "b") and returns a stream, or NULL
+// with errno.
+int no_follow_open(const char *path, int flags);
+FILE *no_follow_fopen(const char *path, const char *mode);
+
 // Removes the temporary files of `path` whose process no longer runs. Returns how many were
 // removed, or -1 with err when the directory cannot be read.
 int atomic_file_remove_stale(const char *path, char err[ERR_LEN]);

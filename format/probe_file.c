@@ -469,7 +469,7 @@ static int open_for_append(ProbeFile *pf, const char *path, ProbeHeader *header,
     pf->header = header;
     pf->end = end;
     pf->buffer = malloc(probe_record_bytes(header) + FRAME_BYTES);
-    pf->fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    pf->fd = no_follow_open(path, O_WRONLY);
     if (!pf->buffer || pf->fd < 0) {
         snprintf(err, ERR_LEN, "cannot open %s for appending: %s", path, pf->buffer ? strerror(errno) : "out of memory");
         probe_file_close(pf);
@@ -546,21 +546,13 @@ static int set_aside_and_copy(FILE *fp, const char *path, uint64_t keep, ProbeRe
     return atomic_file_commit(&f, err);
 }
 
-// Opens path for reading, never through a symbolic link; NULL with errno.
-static FILE *open_no_follow(const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    FILE *fp = fd >= 0 ? fdopen(fd, "rb") : NULL;
-    if (!fp && fd >= 0) close(fd);
-    return fp;
-}
-
 int probe_file_resume(ProbeFile *pf, const char *path, long step, ProbeHeader *header, ProbeResume *resume,
                       char err[ERR_LEN]) {
     memset(pf, 0, sizeof(*pf));
     memset(resume, 0, sizeof(*resume));
     pf->fd = -1;
     pf->last_step = -1;
-    FILE *fp = open_no_follow(path);
+    FILE *fp = no_follow_fopen(path, "rb");
     if (!fp) {
         if (errno == ENOENT) return 1;
         snprintf(err, ERR_LEN, "cannot read %s: %s", path, strerror(errno));

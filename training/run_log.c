@@ -1,12 +1,10 @@
 #include "run_log.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "../format/atomic_file.h"
 
@@ -16,16 +14,6 @@
 static int write_failed(const char *path, char err[ERR_LEN]) {
     snprintf(err, ERR_LEN, "cannot write %s: %s", path, strerror(errno));
     return -1;
-}
-
-// The log opened as fopen's mode "rb", "a" or "w" does, never through a symbolic link (a link
-// named log.csv pointing out of --out is refused, not followed: ELOOP); NULL with errno.
-static FILE *open_log(const char *path, const char *mode) {
-    int flags = mode[0] == 'r' ? O_RDONLY : O_WRONLY | O_CREAT | (mode[0] == 'a' ? O_APPEND : O_TRUNC);
-    int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC, 0666);
-    FILE *fp = fd >= 0 ? fdopen(fd, mode) : NULL;
-    if (!fp && fd >= 0) close(fd);
-    return fp;
 }
 
 // The bytes after the log's last newline, cut off: a row a stopped run left unfinished (rows
@@ -40,7 +28,7 @@ static size_t cut_torn_row(char *text) {
 
 // Reads the existing log into a malloc'd string; NULL with err on failure.
 static char *read_log(const char *path, char err[ERR_LEN]) {
-    FILE *fp = open_log(path, "rb");
+    FILE *fp = no_follow_fopen(path, "rb");
     if (!fp) {
         snprintf(err, ERR_LEN, "cannot read %s: %s", path, strerror(errno));
         return NULL;
@@ -142,7 +130,7 @@ int run_log_open(RunLog *log, const char *path, int resuming, long step, char er
     }
     int append = resuming && exists;
     if (append && update_rows(path, step, &log->torn_bytes, err) != 0) return -1;
-    log->fp = open_log(path, append ? "a" : "w");
+    log->fp = no_follow_fopen(path, append ? "a" : "w");
     if (!log->fp) return write_failed(path, err);
     if (!append && (fputs(LOG_HEADER, log->fp) == EOF || fflush(log->fp) != 0)) {
         write_failed(path, err);

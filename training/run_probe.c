@@ -1,15 +1,14 @@
 #include "run_probe.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "../data/utf8.h"
 #include "../dist/dist.h"
+#include "../format/atomic_file.h"
 #include "../viewer/timeline.h"
 #include "sample.h"
 
@@ -30,11 +29,9 @@ enum { PROBE_FILE_NONE, PROBE_FILE_OWN, PROBE_FILE_OTHER, PROBE_FILE_DAMAGED };
 static int classify_probe_file(const char *path, const char *run_id, const GPTConfig *c, ProbeHeader *h,
                                int *records, char why[ERR_LEN]) {
     *records = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    FILE *fp = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    FILE *fp = no_follow_fopen(path, "rb");
     if (!fp) {
         int e = errno;
-        if (fd >= 0) close(fd);
         if (e == ENOENT) return PROBE_FILE_NONE;
         snprintf(why, ERR_LEN, "cannot read %s: %s", path, e == ELOOP ? "it is a symbolic link" : strerror(e));
         return -1;
