@@ -229,6 +229,7 @@ static void parse_options(int argc, char **argv, Options *o) {
                     die(EXIT_USAGE, "unknown option '%s' (a prompt that starts with '-' goes after '--': %s CKPT "
                         "-- '%s'; see --help)", argv[optind], program_invocation(), argv[optind]);
                 usage(stdout);
+                stdout_flush_or_die();
                 exit(0);
             case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", flag); break;
             default:
@@ -368,7 +369,8 @@ static void check_generation_memory(const GPTConfig *c, const Options *o, long t
 // each file (generation/attention_record.h).
 static void record_attention(GPT *model, const int *text, long len, const Options *o) {
     char err[ERR_LEN];
-    int written, status = attention_record(model, &run.vocab, text, len, o->attention, o->num_attention, &written, err);
+    int written, status = attention_record(model, &run.vocab, text, len, o->attention, o->num_attention, o->force,
+                                                &written, err);
     const GPTConfig *c = &model->config;
     int t = len < c->block_size ? (int)len : c->block_size;
     for (int i = 0; i < written; i++)
@@ -463,7 +465,8 @@ static void score_text(const Options *o) {
     rc = score_tokens(model, text->tokens, text->len, o->stride, on_scored, &out, &score, err);
     if (out.progress) fprintf(stderr, "\r\033[K");
     if (rc != 0) die(EXIT_DATA, "%s: %s", name, err);
-    if (o->surprisal && surprisal_csv_commit(&csv, err) != 0) die(EXIT_DATA, "%s", err);
+    if (o->surprisal && (rc = surprisal_csv_commit(&csv, o->force, err)) != 0)
+        die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "%s", err);
     double nats = score.sum_nats / score.scored;
     printf("%s: %ld characters scored (block size %d, stride %d): %.6f nats/char, %.6f bits/char, perplexity %.4f\n",
            name, score.scored, c->block_size, o->stride, nats, nats / M_LN2, exp(nats));
@@ -605,9 +608,9 @@ static void rebuild_timeline(const Options *o) {
     if (loss_history_read(&losses, log, err) != 0) die(EXIT_DATA, "%s", err);
     snprintf(title, sizeof(title), "chargpt: %s", o->timeline);
     TimelineSummary s;
-    int rc = timeline_write(page, probe, losses.points, losses.n, title, TIMELINE_MAX_RECORD_BYTES, &s, err);
+    int rc = timeline_write(page, probe, losses.points, losses.n, title, TIMELINE_MAX_RECORD_BYTES, o->force, &s, err);
     loss_history_free(&losses);
-    if (rc != 0) die(EXIT_DATA, "%s", err);
+    if (rc != 0) die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "%s", err);
     printf("%s: %ld probed step%s of %ld in full, %ld of %ld records%s\n", page, s.kept_whole,
            s.kept_whole == 1 ? "" : "s", s.whole, s.kept, s.records,
            s.torn_bytes ? "; a torn record at the end of probe.bin left out" : "");

@@ -29,6 +29,7 @@
 #include "data/corpus_fingerprint.h"
 #include "data/corpus_set.h"
 #include "data/encoding.h"
+#include "data/utf8.h"
 #include "data/vocab.h"
 #include "dist/dist.h"
 #include "format/atomic_file.h"
@@ -443,7 +444,7 @@ static void parse_options(int argc, char **argv, TrainOptions *o, GivenOptions *
     int c, index = -1;
     while ((c = getopt_long(argc, argv, ":h", long_options, &index)) != -1) {
         switch (c) {
-            case 'h': usage(stdout); exit(0);
+            case 'h': usage(stdout); stdout_flush_or_die(); exit(0);
             case '?':
                 if (optopt) die(EXIT_USAGE, "unknown option '-%c' (see --help)", optopt);
                 die(EXIT_USAGE, "unknown option '%s' (see --help)", argv[optind - 1]);
@@ -746,7 +747,10 @@ static void read_text(Run *r) {
     char err[ERR_LEN], note[ERR_LEN], pipe_into[1100];
     if (!o->data[0] && corpus_default_path(o->data, sizeof(o->data), err) != 0)
         die(EXIT_DATA, "%s; give --data FILE", err);
-    data_paths_name(o->data, r->data_name, sizeof(r->data_name));
+    if (run_meta_check_paths(o, err) != 0) die(EXIT_USAGE, "%s", err);
+    char name[sizeof(r->data_name)];
+    data_paths_name(o->data, name, sizeof(name));
+    utf8_shown(name, r->data_name, sizeof(r->data_name));  // for messages, the loss plot and the page
     DataPaths paths;
     if (data_paths_split(o->data, &paths, err) != 0) die(EXIT_USAGE, "%s", err);
     for (int i = 0; i < paths.n && dist_size() > 1; i++)
@@ -820,7 +824,9 @@ static void plan_memory(Run *r) {
                             o->dropout};
     if (gpt_config_validate(&r->config, err) != 0) die(EXIT_USAGE, "%s", err);
     // what the timeline probes (rank 0), checked before anything in --out changes
-    int probe_ready = run_probe_prepare(&r->probe, o, &r->config, &r->vocab, &r->ds, r->resuming, err);
+    const char *resumed_run_id = checkpoint_meta(&r->ck, "train.run_id");
+    int probe_ready = run_probe_prepare(&r->probe, o, &r->config, &r->vocab, &r->ds,
+                                        r->resuming ? (resumed_run_id ? resumed_run_id : "") : NULL, err);
     if (probe_ready != 0) die(probe_ready == -2 ? EXIT_USAGE : EXIT_DATA, "%s", err);
     int B = o->batch_size, T = o->block_size;
     r->tty = isatty(STDOUT_FILENO) && dist_size() == 1;  // mpirun forwards output: no rewritten line
@@ -912,6 +918,8 @@ static void start_out_dir(Run *r) {
         if (r->out_plan.message[0]) printf("%s\n", r->out_plan.message);
         if (run_log_open(&r->log, r->paths.log, !r->out_plan.fresh_log, r->state.step, err) != 0)
             die(EXIT_DATA, "%s", err);
+        if (r->log.torn_bytes)
+            printf("%s: cut %zu bytes of a row that a stopped run left unfinished\n", r->paths.log, r->log.torn_bytes);
     }
     char probe_message[2 * ERR_LEN];
     if (run_probe_open(&r->probe, &r->model, r->state.step, probe_message, sizeof(probe_message), err) != 0)

@@ -5,11 +5,11 @@
 #include <string.h>
 #include <unistd.h>
 
-int input_file_open(const char *path, struct stat *st) {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+int input_file_open(const char *path, int flags, struct stat *st) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | flags);
     if (fd < 0) return -1;
-    int flags = fcntl(fd, F_GETFL);
-    if (fstat(fd, st) != 0 || flags < 0) {
+    int status = fcntl(fd, F_GETFL);
+    if (fstat(fd, st) != 0 || status < 0) {
         int saved = errno;
         close(fd);
         errno = saved;
@@ -19,7 +19,7 @@ int input_file_open(const char *path, struct stat *st) {
         close(fd);
         return -2;
     }
-    fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);  // no effect on a regular file's reads, cleared all the same
+    fcntl(fd, F_SETFL, status & ~O_NONBLOCK);  // no effect on a regular file's reads, cleared all the same
     return fd;
 }
 
@@ -31,9 +31,9 @@ const char *input_file_kind(const struct stat *st) {
     return "not a regular file";
 }
 
-FILE *input_file_fopen(const char *path, int *missing, char err[ERR_LEN]) {
+FILE *input_file_fopen(const char *path, int flags, int *missing, char err[ERR_LEN]) {
     struct stat st;
-    int fd = input_file_open(path, &st);
+    int fd = input_file_open(path, flags, &st);
     if (missing) *missing = fd == -1 && errno == ENOENT;
     if (fd == -2) {
         snprintf(err, ERR_LEN, "%s is %s, not a regular file", path, input_file_kind(&st));
@@ -41,7 +41,8 @@ FILE *input_file_fopen(const char *path, int *missing, char err[ERR_LEN]) {
     }
     FILE *fp = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (!fp) {
-        snprintf(err, ERR_LEN, "cannot read %s: %s", path, strerror(errno));
+        int link = fd < 0 && errno == ELOOP && (flags & O_NOFOLLOW);
+        snprintf(err, ERR_LEN, "cannot read %s: %s", path, link ? "it is a symbolic link" : strerror(errno));
         if (fd >= 0) close(fd);
     }
     return fp;

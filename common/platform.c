@@ -19,6 +19,12 @@
 #include <unistd.h>
 
 #if defined(PLATFORM_LINUX)
+#include <fcntl.h>  // AT_FDCWD
+#endif
+
+static int rename_by_link(const char *from, const char *to);
+
+#if defined(PLATFORM_LINUX)
 #include <sys/auxv.h>
 #include <sys/resource.h>
 #elif defined(PLATFORM_MACOS)
@@ -230,6 +236,14 @@ int platform_executable_path(char *path, size_t size, char err[ERR_LEN]) {
 
 long platform_max_rss_kib(long ru_maxrss) { return ru_maxrss; }
 
+// renameat2 (Linux 3.15, glibc 2.28); a file system that does not take the flag (NFS, some
+// FUSE ones) answers EINVAL, an older kernel ENOSYS
+int platform_rename_new(const char *from, const char *to) {
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0) return 0;
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) return -1;
+    return rename_by_link(from, to);
+}
+
 int platform_cpu_has_arm_bf16(void) {
 #if defined(__aarch64__)
 #ifndef HWCAP2_BF16
@@ -293,6 +307,13 @@ int platform_executable_path(char *path, size_t size, char err[ERR_LEN]) {
 
 long platform_max_rss_kib(long ru_maxrss) { return ru_maxrss / 1024; }
 
+// renamex_np (macOS 10.12); a file system without it answers ENOTSUP
+int platform_rename_new(const char *from, const char *to) {
+    if (renamex_np(from, to, RENAME_EXCL) == 0) return 0;
+    if (errno != ENOTSUP && errno != EINVAL) return -1;
+    return rename_by_link(from, to);
+}
+
 int platform_cpu_has_arm_bf16(void) {
 #if defined(__aarch64__)
     int has = 0;
@@ -334,12 +355,22 @@ int platform_executable_path(char *path, size_t size, char err[ERR_LEN]) {
 
 long platform_max_rss_kib(long ru_maxrss) { return ru_maxrss; }  // as most systems count it
 
+int platform_rename_new(const char *from, const char *to) { return rename_by_link(from, to); }
+
 int platform_cpu_has_arm_bf16(void) { return 0; }
 
 #endif
 
 // ----------------------------------------------------------------------------
 // the same on every system
+
+// link(2) fails with EEXIST when `to` exists, so the new name is taken only if it was free;
+// the old name is then removed (a failure there leaves both names, the file published).
+static int rename_by_link(const char *from, const char *to) {
+    if (link(from, to) != 0) return -1;
+    unlink(from);
+    return 0;
+}
 
 // TIOCGWINSZ is what Linux, macOS and the BSDs answer (POSIX.1-2024 names the same query
 // tcgetwinsize); a system without it has no size to give.

@@ -1,6 +1,6 @@
 // Everything chargpt asks of the operating system, in one place: the memory it may take now,
-// the program's own path and name, a terminal's width, the processors and what the CPU can
-// do beyond what the compiler knows. platform.c has three versions of each: Linux's, macOS's
+// the program's own path and name, a terminal's width, a rename that never replaces, the
+// processors and what the CPU can do beyond what the compiler knows. platform.c has three versions of each: Linux's, macOS's
 // and one for any other POSIX system, which answers "unknown" where POSIX has no way to ask
 // (`make PLATFORM=posix` builds that one on Linux too, so that its answers are tested).
 // Nothing else in chargpt reads /proc or uses a name only GNU or one system has.
@@ -52,6 +52,14 @@ int platform_terminal_width(int fd);
 
 // getrusage's ru_maxrss in KiB: Linux (and the BSDs) count it in kilobytes, macOS in bytes.
 long platform_max_rss_kib(long ru_maxrss);
+
+// Renames the file `from` to `to` only while nothing is called `to`, in one step: a file
+// another process publishes there first is never replaced (Linux's renameat2 with
+// RENAME_NOREPLACE, macOS's renamex_np with RENAME_EXCL; where the system or the file system
+// has neither, a hard link made under the new name, then the old name removed, which the
+// file system also refuses when the name is taken). Returns 0, or -1 with errno (EEXIST:
+// `to` exists).
+int platform_rename_new(const char *from, const char *to);
 
 // Processors online (at least 1).
 int platform_cpu_count(void);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../data/utf8.h"
 #include "../model/gpt.h"
 #include "platform.h"
 
@@ -20,17 +21,24 @@ void die(int status, const char *fmt, ...) {
     if (meeting) status = meeting(status, &report);
     fflush(stdout);
     if (report) {
+        char message[3 * ERR_LEN];  // names and metadata in it shown safely (data/utf8.h)
         va_list ap;
         va_start(ap, fmt);
-        fprintf(stderr, "%s: ", program_name());
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
+        vsnprintf(message, sizeof(message), fmt, ap);
         va_end(ap);
+        fprintf(stderr, "%s: ", program_name());
+        utf8_write_shown(stderr, message, NULL);
+        fputc('\n', stderr);
     }
     exit(status);
 }
 
+// 1 when s is written in decimal as a person writes a number: digits, a sign, a point, an
+// exponent, nothing else (strtol and strtod also read "0x10", "inf", "nan" and leading spaces).
+static int decimal_text(const char *s) { return s[0] && strspn(s, "0123456789+-.eE") == strlen(s); }
+
 int whole_number_parse(const char *s, long *value) {
+    if (!decimal_text(s)) return -1;
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
@@ -59,10 +67,11 @@ long option_long(const char *flag, const char *s, long min, long max) {
 }
 
 double option_double(const char *flag, const char *s, double min, double max, int max_inclusive) {
-    char *end;
+    char *end = NULL;
     errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v)) die(EXIT_USAGE, "%s expects a number, got '%s' (see --help)", flag, s);
+    double v = decimal_text(s) ? strtod(s, &end) : NAN;
+    if (!end || errno || end == s || *end || !isfinite(v))
+        die(EXIT_USAGE, "%s expects a number, got '%s' (see --help)", flag, s);
     if (v < min || v > max || (!max_inclusive && v == max))
         die(EXIT_USAGE, "%s must be in [%g, %g%c, got %s", flag, min, max, max_inclusive ? ']' : ')', s);
     return v;

@@ -36,7 +36,7 @@ static int read_text(FILE *fp, const char *path, const TextOptions *options, siz
 int corpus_load_as(const char *path, const TextOptions *options, size_t max_chars, Corpus *corpus, char err[ERR_LEN]) {
     memset(corpus, 0, sizeof(*corpus));
     struct stat st;
-    int fd = input_file_open(path, &st);
+    int fd = input_file_open(path, 0, &st);
     if (fd == -1) {
         snprintf(err, ERR_LEN, "cannot open %s %s: %s", options->noun ? options->noun : "corpus", path,
                  strerror(errno));

@@ -126,7 +126,7 @@ static int check_memory(const char *path, size_t read_len, size_t header_len, do
 static int read_file(const char *path, SafeTensors *st, int header_only, double max_bytes, size_t *header_len,
                      size_t *data_len, char err[ERR_LEN]) {
     struct stat sb;
-    int fd = input_file_open(path, &sb);
+    int fd = input_file_open(path, 0, &sb);
     if (fd == -1) return fail(err, path, "cannot open: %s", strerror(errno));
     if (fd == -2) return fail(err, path, "not a regular file");
     FILE *fp = fdopen(fd, "rb");

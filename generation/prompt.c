@@ -93,7 +93,7 @@ void prompt_free(Prompt *p) {
 static FILE *open_prompt_file(const char *path, char err[ERR_LEN]) {
     if (strcmp(path, "-") == 0) return stdin;
     struct stat st;
-    int fd = input_file_open(path, &st);
+    int fd = input_file_open(path, 0, &st);
     if (fd == -1) {
         snprintf(err, ERR_LEN, "cannot open prompt file %s: %s", path, strerror(errno));
         return NULL;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../format/json.h"
 #include "../model/rng.h"
 #include "../training/loss_history.h"
 #include "../viewer/loss_plot.h"
@@ -273,6 +274,15 @@ TEST(loss_plot_title_is_escaped) {
     char *svg = plot_text(&point, 1, "a<b> & \"c\"");
     if (!CHECK(svg != NULL, "no SVG")) return;
     CHECK(strstr(svg, ">a&lt;b&gt; &amp; &quot;c&quot;</text>") != NULL, "title not escaped");
+    free(svg);
+    // a name with control characters (a legal file name), or bytes that are not UTF-8: the SVG
+    // stays XML, which allows neither, not even as &#27; (issue 29, L2: it was written raw)
+    svg = plot_text(&point, 1, "chargpt: a\x1b[31m\x07" "b\xff.txt");
+    if (!CHECK(svg != NULL, "no SVG")) return;
+    CHECK(strstr(svg, ">chargpt: a\\x1b[31m\\x07b\\xff.txt</text>") != NULL, "the name is not shown escaped");
+    int clean = json_utf8_valid(svg, strlen(svg));
+    for (const unsigned char *p = (const unsigned char *)svg; *p; p++) clean &= *p >= 0x20 || *p == '\n' || *p == '\t';
+    CHECK(clean, "the SVG holds a control character or a byte that is not UTF-8");
     free(svg);
 }
 

@@ -5,6 +5,7 @@
 // outside common/platform.c; no exit or abort in library code.
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -254,6 +256,25 @@ TEST(platform_processors_and_cpu) {
     CHECK(platform_max_rss_kib(strcmp(platform_name(), "macos") == 0 ? 1 << 20 : 1024) == 1024, "ru_maxrss's unit");
 }
 
+// A rename that never replaces (issue 29): a name taken is refused with EEXIST, both files
+// kept; a free name is taken, the old one gone.
+TEST(platform_rename_new_never_replaces) {
+    mkdir("tests/tmp", 0777);
+    const char *from = "tests/tmp/platform_rename_from", *taken = "tests/tmp/platform_rename_taken",
+               *free_name = "tests/tmp/platform_rename_free";
+    remove(free_name);
+    if (test_write_file(from, "new", 3) != 0 || test_write_file(taken, "old", 3) != 0) return;
+    errno = 0;
+    CHECK(platform_rename_new(from, taken) == -1 && errno == EEXIST, "%s: a taken name: errno %d", platform_name(),
+          errno);
+    size_t len;
+    char *kept = test_read_file(taken, &len);
+    CHECK(kept && len == 3 && memcmp(kept, "old", 3) == 0 && test_file_exists(from), "the files were not both kept");
+    free(kept);
+    CHECK(platform_rename_new(from, free_name) == 0 && !test_file_exists(from) && test_file_exists(free_name),
+          "%s: a free name: %s", platform_name(), strerror(errno));
+}
+
 // ----------------------------------------------------------------------------
 // the rules, on the sources
 
@@ -295,7 +316,8 @@ static void check_no_system_names(const char *path, const char *text) {
     if (strcmp(path, "common/platform.c") == 0 || strcmp(path, "tests/test_platform.c") == 0) return;
     static const char *const names[] = {"program_invocation_name", "program_invocation_short_name", "qsort_r",
                                         "_GNU_SOURCE", "getauxval", "sysctlbyname", "getprogname",
-                                        "_NSGetExecutablePath", "TIOCGWINSZ", "prctl", "forkpty", "sysconf"};
+                                        "_NSGetExecutablePath", "TIOCGWINSZ", "prctl", "forkpty", "sysconf",
+                                        "renameat2", "renamex_np"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         CHECK(!uses_name(text, names[i]), "%s uses %s: ask common/platform.h", path, names[i]);
     CHECK(!strstr(text, "\"/proc/"), "%s reads /proc: ask common/platform.h", path);
@@ -330,7 +352,8 @@ TEST(program_whole_numbers_as_people_write_them) {
         {"2000", 0, 2000}, {"2e3", 0, 2000}, {"1.5e3", 0, 1500}, {"1E3", 0, 1000}, {"-7", 0, -7}, {"0", 0, 0},
         {"9223372036854775807", 0, 9223372036854775807L}, {"1.5", -2, 0}, {"1e-3", -2, 0}, {"1e30", -3, 0},
         {"9.3e18", -3, 0}, {"-1e19", -3, 0}, {"", -1, 0}, {"2k", -1, 0}, {"1e3x", -1, 0}, {"nan", -1, 0},
-        {"inf", -3, 0},
+        {"inf", -1, 0}, {"0x10", -1, 0}, {"0x1p4", -1, 0}, {" 16", -1, 0}, {"16 ", -1, 0}, {"+16", 0, 16},
+        {"infinity", -1, 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         long v = 12345;

@@ -1036,7 +1036,7 @@ TEST(runs_resume_never_replaces_another_run) {
     if (test_edit_checkpoint(r0_ck, old, &(CheckpointEdit){.key = "train.run_id", .value = NULL}) != 0) return;
     r = train_in(NULL, log, ARGS("--resume", old, "--steps", "12", "--out", victim));
     if (test_exit_status(&r, 2, "resuming an older checkpoint of r0 into victim"))
-        test_output_has(&r, "has another seed, model or batch", "resuming an older checkpoint of r0 into victim");
+        test_output_has(&r, "has train.seed '7', not '1337'", "resuming an older checkpoint of r0 into victim");
     test_run_free(&r);
     check_unchanged(victim, before, "resuming another run's older checkpoint");
     // ... and resumes in its own directory, as the same run as r0's ckpt.safetensors; it gets an identity
@@ -1265,4 +1265,57 @@ TEST(runs_killed_init_from_leaves_no_false_advice) {
     r = train_in(NULL, log, ARGS("--init-from", base_ck, "--data", corpus, "--steps", "3", "--force", "--out", out));
     test_exit_status(&r, 0, "--force");
     test_run_free(&r);
+}
+
+// The run files of a killed or tampered --out (issue 29, L6 and L8): a log.csv row torn inside
+// its step field, as a kill during its write leaves it, is cut on resume (the resume refused
+// before: "line 6 is not a row"), while a damaged row before the end is still refused; a
+// log.csv that is a symbolic link out of --out is refused, the file it names untouched (it
+// was truncated and written before).
+TEST(runs_torn_log_row_cut_and_linked_log_refused) {
+    char dir[256], corpus[300], log[300], out[300], ck[300], csv[300], steps[200], outside[300];
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "log_files");
+    base_corpus(dir, corpus, sizeof(corpus));
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    snprintf(out, sizeof(out), "%s/run", dir);
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    snprintf(csv, sizeof(csv), "%s/log.csv", out);
+    TestRun r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "10", "--log-every", "5", "--eval-every",
+                                         "5", "--out", out));
+    int ok = test_exit_status(&r, 0, "the first run");
+    test_run_free(&r);
+    if (!ok) return;
+    FILE *fp = fopen(csv, "a");
+    if (fp) fputs("1", fp), fclose(fp);  // the first byte of step 15's row
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "15"));
+    if (test_exit_status(&r, 0, "a resume after a torn row"))
+        test_output_has(&r, "cut 1 bytes of a row that a stopped run left unfinished", "the torn row");
+    test_run_free(&r);
+    logged_steps(csv, steps, sizeof(steps));
+    CHECK(strcmp(steps, "5,10,15") == 0, "log.csv has the rows of steps %s, want 5,10,15", steps);
+    // damage before the end is no torn row
+    size_t len;
+    char *text = test_read_file(csv, &len);
+    char *row = text ? strstr(text, "\n10,") : NULL;
+    if (!CHECK(row != NULL, "no row of step 10 in %s", csv)) return free(text);
+    row[1] = 'x';
+    write_text(csv, text, len);
+    free(text);
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "20"));
+    if (test_exit_status(&r, 1, "a resume with a damaged row")) test_output_has(&r, "line 3 is not a row", "the row");
+    test_run_free(&r);
+    // a link named log.csv
+    snprintf(outside, sizeof(outside), "%s/outside.txt", dir);
+    write_text(outside, "not a log\n", 10);
+    remove(csv);
+    CHECK(symlink("../outside.txt", csv) == 0, "cannot make a link %s: %s", csv, strerror(errno));
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "20"));
+    if (test_exit_status(&r, 1, "a resume with a linked log.csv")) test_output_has(&r, "symbolic link", "the link");
+    test_run_free(&r);
+    r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "5", "--out", out, "--force"));
+    test_exit_status(&r, 1, "a new run with --force and a linked log.csv");
+    test_run_free(&r);
+    text = test_read_file(outside, &len);
+    CHECK(text && len == 10 && memcmp(text, "not a log\n", 10) == 0, "the file log.csv linked to was changed");
+    free(text);
 }

@@ -82,7 +82,7 @@ static int parse_row(char *line, LossPoint *p) {
 
 int loss_history_read(LossHistory *h, const char *log_path, char err[ERR_LEN]) {
     int missing;
-    FILE *fp = input_file_fopen(log_path, &missing, err);
+    FILE *fp = input_file_fopen(log_path, 0, &missing, err);
     if (!fp) return missing ? 0 : -1;
     char line[512];
     long number = 0;

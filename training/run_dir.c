@@ -22,7 +22,7 @@ static const char *in_dir(char path[4200], const char *dir, const char *name) {
 // 1 when the file has a second line.
 static int has_row(const char *path) {
     char err[ERR_LEN];
-    FILE *fp = input_file_fopen(path, NULL, err);
+    FILE *fp = input_file_fopen(path, 0, NULL, err);
     if (!fp) return 0;
     int c, lines = 0;
     while ((c = getc(fp)) != EOF && lines < 1) lines += c == '\n';

@@ -1,6 +1,7 @@
 #include "run_log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@ typedef struct {
 
 static int scan_open(LogScan *s, const char *path, char err[ERR_LEN]) {
     memset(s, 0, sizeof(*s));
-    if (!(s->fp = input_file_fopen(path, NULL, err))) return -1;
+    if (!(s->fp = input_file_fopen(path, O_NOFOLLOW, NULL, err))) return -1;
     if (!(s->chunk = malloc(LOG_CHUNK))) {
         fclose(s->fp);
         snprintf(err, ERR_LEN, "cannot read %s: out of memory", path);
@@ -45,12 +46,14 @@ static void scan_close(LogScan *s) {
 }
 
 // The next line: its first size - 1 bytes in head (NUL-terminated), its offset in *start.
-// Returns 1; 0 at the end of the file; -1 with err on a read error.
+// Returns 1 for a whole line; 2 for bytes after the last newline (a row a stopped run left
+// unfinished: rows are written whole, so only the last can be torn); 0 at the end of the
+// file; -1 with err on a read error.
 static int scan_line(LogScan *s, char *head, size_t size, uint64_t *start, const char *path, char err[ERR_LEN]) {
     size_t kept = 0;
-    int any = 0;
+    int got = 0;
     *start = s->offset;
-    for (;;) {
+    while (got != 1) {
         if (s->at == s->len) {
             s->len = fread(s->chunk, 1, LOG_CHUNK, s->fp), s->at = 0;
             if (s->len == 0) {
@@ -61,35 +64,43 @@ static int scan_line(LogScan *s, char *head, size_t size, uint64_t *start, const
                 break;
             }
         }
-        any = 1;
         char *from = s->chunk + s->at, *eol = memchr(from, '\n', s->len - s->at);
         size_t n = eol ? (size_t)(eol - from) + 1 : s->len - s->at;
         size_t keep = n < size - 1 - kept ? n : size - 1 - kept;
         memcpy(head + kept, from, keep);
         kept += keep;
         s->at += n, s->offset += n;
-        if (eol) break;
+        got = eol ? 1 : 2;
     }
     head[kept] = '\0';
-    return any;
+    return got;
 }
 
-// The log's rows after `step` (rows are in step order: every line from the first whose step
-// is past it), with the offset where the first starts (the file's length when none is).
-static int rows_after(const char *path, long step, RunLogRows *rows, uint64_t *first_at, char err[ERR_LEN]) {
+// What the log holds after its rows up to `step`: the rows after it (rows are in step order:
+// every whole line from the first whose step is past it), where they start (*end: where the
+// log's kept part ends), and the bytes of a row torn at its end (*torn). *old: the header is
+// the one from before grad_norm and clipped.
+static int scan_log(const char *path, long step, RunLogRows *rows, uint64_t *end, uint64_t *torn, int *old,
+                    char err[ERR_LEN]) {
     *rows = (RunLogRows){0, 0, 0};
+    *torn = 0;
     LogScan s;
     if (scan_open(&s, path, err) != 0) return -1;
-    char head[32];
+    char head[sizeof(OLD_HEADER) + 1];
     uint64_t start;
     int got = scan_line(&s, head, sizeof(head), &start, path, err);  // the header
+    *old = got == 1 && strcmp(head, OLD_HEADER) == 0;
+    *end = got == 1 ? s.offset : 0;
     while (got == 1 && (got = scan_line(&s, head, sizeof(head), &start, path, err)) == 1) {
         long row_step = strtol(head, NULL, 10);
-        if (rows->count == 0 && row_step <= step) continue;
-        if (rows->count++ == 0) rows->first = row_step, *first_at = start;
+        if (rows->count == 0 && row_step <= step) {
+            *end = s.offset;
+            continue;
+        }
+        if (rows->count++ == 0) rows->first = row_step;
         rows->last = row_step;
     }
-    if (rows->count == 0) *first_at = s.offset;
+    if (got == 2) *torn = s.offset - start;
     scan_close(&s);
     return got < 0 ? -1 : 0;
 }
@@ -97,15 +108,16 @@ static int rows_after(const char *path, long step, RunLogRows *rows, uint64_t *f
 int run_log_rows_after(const char *path, long step, RunLogRows *rows, char err[ERR_LEN]) {
     *rows = (RunLogRows){0, 0, 0};
     struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
-    uint64_t first_at;
-    return rows_after(path, step, rows, &first_at, err);
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    uint64_t end, torn;
+    int old;
+    return scan_log(path, step, rows, &end, &torn, &old, err);
 }
 
-// Copies the log's bytes from the scan's offset up to `end` to out, a chunk at a time; old: each
-// row with ",," added (the empty grad_norm and clipped of a row from before those columns).
+// Copies the log's bytes from the scan's offset up to `end` (whole rows) to out, a chunk at a
+// time; old: each row with ",," added (the empty grad_norm and clipped of a row from before
+// those columns).
 static int copy_rows(LogScan *s, FILE *out, uint64_t end, int old, const char *path, char err[ERR_LEN]) {
-    int row_open = 0;  // a row written without its newline yet
     while (s->offset < end) {
         if (s->at == s->len) {
             size_t want = end - s->offset < LOG_CHUNK ? (size_t)(end - s->offset) : LOG_CHUNK;
@@ -118,42 +130,36 @@ static int copy_rows(LogScan *s, FILE *out, uint64_t end, int old, const char *p
         char *from = s->chunk + s->at, *eol = old ? memchr(from, '\n', s->len - s->at) : NULL;
         size_t n = eol ? (size_t)(eol - from) : s->len - s->at;
         fwrite(from, 1, n, out);
-        row_open = n > 0 || (row_open && !eol);
-        if (eol) fputs(",,\n", out), n++, row_open = 0;
+        if (eol) fputs(",,\n", out), n++;
         s->at += n, s->offset += n;
     }
-    if (old && row_open) fputs(",,\n", out);  // the last row, which had no newline
     return 0;
 }
 
-// Rewrites the log without the rows of steps after `step`, when there are any, and with the
-// current header when it has the older one: the rows kept copied as they are read.
-static int update_rows(const char *path, long step, char err[ERR_LEN]) {
+// Rewrites the log without the rows of steps after `step`, when there are any, without a row
+// torn at its end (*torn: its bytes), and with the current header when it has the older one
+// or its header is torn: the rows kept copied as they are read.
+static int update_rows(const char *path, long step, size_t *torn, char err[ERR_LEN]) {
     RunLogRows rows;
-    uint64_t end;
-    if (rows_after(path, step, &rows, &end, err) != 0) return -1;
+    uint64_t end, torn_bytes;
+    int old;
+    if (scan_log(path, step, &rows, &end, &torn_bytes, &old, err) != 0) return -1;
+    *torn = (size_t)torn_bytes;
+    if (!rows.count && !old && !torn_bytes) return 0;
     LogScan s;
     if (scan_open(&s, path, err) != 0) return -1;
-    char header[sizeof(LOG_HEADER) + 1];
-    uint64_t start;
-    int rc = scan_line(&s, header, sizeof(header), &start, path, err) < 0 ? -1 : 0;
-    int old = strcmp(header, OLD_HEADER) == 0;
-    if (rc == 0 && (rows.count || old)) {
-        AtomicFile f;
-        rc = atomic_file_open(&f, path, err);
-        if (rc == 0) {
-            if (old) {
-                fputs(LOG_HEADER, f.fp);
-            } else if (fseek(s.fp, 0, SEEK_SET) == 0) {  // the header too, as long as it is
-                s.at = s.len = 0, s.offset = 0;
-            } else {
-                snprintf(err, ERR_LEN, "cannot read %s: %s", path, strerror(errno));
-                rc = -1;
-            }
-            if (rc == 0) rc = copy_rows(&s, f.fp, end, old, path, err);
-            if (rc == 0) rc = atomic_file_commit(&f, err);
-            else atomic_file_abort(&f);
+    AtomicFile f;
+    int rc = atomic_file_open(&f, path, err);
+    if (rc == 0) {
+        if (end == 0 || old) {  // no whole header, or the older one: the current one
+            char header[sizeof(OLD_HEADER) + 1];
+            uint64_t start;
+            if (old) rc = scan_line(&s, header, sizeof(header), &start, path, err) == 1 ? 0 : -1;
+            fputs(LOG_HEADER, f.fp);
         }
+        if (rc == 0) rc = copy_rows(&s, f.fp, end, old, path, err);
+        if (rc == 0) rc = atomic_file_commit(&f, err);
+        else atomic_file_abort(&f);
     }
     scan_close(&s);
     return rc;
@@ -163,14 +169,15 @@ int run_log_open(RunLog *log, const char *path, int resuming, long step, char er
     memset(log, 0, sizeof(*log));
     snprintf(log->path, sizeof(log->path), "%s", path);
     struct stat st;
-    int exists = stat(path, &st) == 0;
+    int exists = lstat(path, &st) == 0;
     if (exists && !S_ISREG(st.st_mode)) {
-        snprintf(err, ERR_LEN, "%s exists and is not a regular file", path);
+        snprintf(err, ERR_LEN, "%s exists and is not a regular file%s", path,
+                 S_ISLNK(st.st_mode) ? " but a symbolic link: a run writes its log.csv itself, in its --out" : "");
         return -1;
     }
     int append = resuming && exists;
-    if (append && update_rows(path, step, err) != 0) return -1;
-    log->fp = fopen(path, append ? "a" : "w");
+    if (append && update_rows(path, step, &log->torn_bytes, err) != 0) return -1;
+    log->fp = no_follow_fopen(path, append ? "a" : "w");
     if (!log->fp) return write_failed(path, err);
     if (!append && (fputs(LOG_HEADER, log->fp) == EOF || fflush(log->fp) != 0)) {
         write_failed(path, err);

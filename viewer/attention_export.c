@@ -48,7 +48,8 @@ double attention_export_memory(const char *path, int t, int n_layer, int n_head)
 }
 
 int attention_export(const char *path, const uint32_t *chars, int t, int n_layer, int n_head,
-                     const float *att, const AttentionPrediction *pred, const AttentionLens *lens, char err[ERR_LEN]) {
+                     const float *att, const AttentionPrediction *pred, const AttentionLens *lens, int replace,
+                     char err[ERR_LEN]) {
     if (attention_check_path(path, err) != 0) return -2;
     AttentionWriter writer = writer_for_extension(path_extension(path));
     if (t < 1 || n_layer < 1 || n_head < 1) {
@@ -63,7 +64,7 @@ int attention_export(const char *path, const uint32_t *chars, int t, int n_layer
         atomic_file_abort(&f);
         return -1;
     }
-    return atomic_file_commit(&f, err);
+    return replace ? atomic_file_commit(&f, err) : atomic_file_commit_new(&f, err);
 }
 
 int viewer_append_utf8(char *out, uint32_t cp) {

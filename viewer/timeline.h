@@ -57,10 +57,11 @@ int timeline_memory(const char *probe_path, double *bytes, char err[ERR_LEN]);
 
 // Writes the page of the run whose probe file is probe_path, with the loss history points
 // (n, log.csv's rows), to path, atomically. title names the run; budget is the bytes the
-// records may take in the page (TIMELINE_MAX_RECORD_BYTES; the tests give less). Returns 0,
-// or -1 with err (the probe file missing, damaged in its header, unreadable, or the page not
-// written).
+// records may take in the page (TIMELINE_MAX_RECORD_BYTES; the tests give less); replace 1:
+// the page replaces one there, 0: it is written only while nothing is there
+// (format/atomic_file.h). Returns 0, ATOMIC_FILE_EXISTS with err (replace 0), or -1 with err
+// (the probe file missing, damaged in its header, unreadable, or the page not written).
 int timeline_write(const char *path, const char *probe_path, const LossPoint *points, size_t n, const char *title,
-                   double budget, TimelineSummary *summary, char err[ERR_LEN]);
+                   double budget, int replace, TimelineSummary *summary, char err[ERR_LEN]);
 
 #endif
