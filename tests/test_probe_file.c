@@ -21,11 +21,14 @@ static void make_tmp(void) {
     mkdir(TMP, 0755);
 }
 
-// A header of the given sizes with deterministic contents.
+// A header of the given sizes with deterministic contents (version 2: heads of 3, the vectors
+// of the passage's first half and of the whole repeated run).
 static int make_header(ProbeHeader *h, int L, int H, int V, int T, int S) {
     memset(h, 0, sizeof(*h));
+    h->version = 2;
     h->n_layer = L, h->n_head = H, h->vocab_size = V, h->block_size = T, h->groups = 3;
     h->probe_len = T, h->repeat_len = T / 2 * 2, h->prompt_len = 4, h->sample_chars = S;
+    h->head_size = 3, h->vector_len = T / 2, h->vector_repeat_len = h->repeat_len;
     h->sample_seed = 1337, h->temperature = 0.8f, h->grad_clip = 1.0f;
     snprintf(h->run_id, sizeof(h->run_id), "0123456789abcdef");
     snprintf(h->source, sizeof(h->source), "a test's <passage> & \"quotes\"");
@@ -50,7 +53,10 @@ static void fill_record(ProbeRecord *r, const ProbeHeader *h, long step, int who
     r->grad_norm = 0.5f, r->clipped = step % 2;
     for (int g = 0; g < h->groups; g++) r->update_ratio[g] = 1e-3f * (g + 1);
     for (int i = 0; i < h->sample_chars; i++) r->sample[i] = (int32_t)((step + i) % h->vocab_size);
-    for (size_t i = 0; i < heads; i++) r->previous_token[i] = 0.1f * i, r->induction[i] = 0.01f * i, r->entropy[i] = 2;
+    for (size_t i = 0; i < heads; i++) {
+        r->previous_token[i] = 0.1f * i, r->induction[i] = 0.01f * i, r->entropy[i] = 2;
+        r->first_character[i] = 0.02f * i, r->same_character[i] = 0.03f * i, r->word_start[i] = 0.04f * i;
+    }
     for (size_t i = 0; i < t; i++) {
         r->surprisal[i] = 1.5f + i;
         for (int k = 0; k < PROBE_TOP; k++) {
@@ -67,6 +73,10 @@ static void fill_record(ProbeRecord *r, const ProbeHeader *h, long step, int who
     }
     size_t bytes = heads * (t * (t + 1) / 2 + (size_t)h->repeat_len * (h->repeat_len + 1) / 2);
     for (size_t i = 0; i < bytes; i++) r->att_passage[i] = (uint8_t)(i * 7 + step);
+    size_t row = 3 * (size_t)h->n_head * h->head_size;
+    for (size_t i = 0; i < (size_t)h->n_layer * h->vector_len * row; i++) r->vectors_passage[i] = 0.5f - 0.01f * i;
+    for (size_t i = 0; i < (size_t)h->n_layer * h->vector_repeat_len * row; i++)
+        r->vectors_repeated[i] = (float)step + 0.25f * i;
 }
 
 // 1 when the light parts of a and b agree, and their heavy parts when both have one.
@@ -76,12 +86,17 @@ static int same_record(const ProbeRecord *a, const ProbeRecord *b, const ProbeHe
                (a->val_loss == b->val_loss || (isnan(a->val_loss) && isnan(b->val_loss))) &&
                a->clipped == b->clipped && !memcmp(a->update_ratio, b->update_ratio, (size_t)h->groups * 4) &&
                !memcmp(a->sample, b->sample, (size_t)h->sample_chars * 4) &&
-               !memcmp(a->entropy, b->entropy, heads * 4) && !memcmp(a->induction, b->induction, heads * 4);
+               !memcmp(a->entropy, b->entropy, heads * 4) && !memcmp(a->induction, b->induction, heads * 4) &&
+               !memcmp(a->first_character, b->first_character, heads * 4) &&
+               !memcmp(a->same_character, b->same_character, heads * 4) && !memcmp(a->word_start, b->word_start, heads * 4);
     if (!(a->flags & PROBE_HAS_PROBE)) return same;
+    size_t row = 3 * (size_t)h->n_head * h->head_size;
     size_t bytes = heads * (t * (t + 1) / 2 + (size_t)h->repeat_len * (h->repeat_len + 1) / 2);
     return same && !memcmp(a->surprisal, b->surprisal, t * 4) && !memcmp(a->top, b->top, t * PROBE_TOP * 4) &&
            !memcmp(a->lens_top, b->lens_top, cells * PROBE_LENS_TOP * 4) &&
-           !memcmp(a->lens_next_rank, b->lens_next_rank, cells * 4) && !memcmp(a->att_passage, b->att_passage, bytes);
+           !memcmp(a->lens_next_rank, b->lens_next_rank, cells * 4) && !memcmp(a->att_passage, b->att_passage, bytes) &&
+           !memcmp(a->vectors_passage, b->vectors_passage, (size_t)h->n_layer * h->vector_len * row * 4) &&
+           !memcmp(a->vectors_repeated, b->vectors_repeated, (size_t)h->n_layer * h->vector_repeat_len * row * 4);
 }
 
 // Writes a probe file of `count` records (steps 0, 10, ...; every third light) at path.
@@ -165,11 +180,12 @@ TEST(probe_file_round_trip_and_sizes) {
     CHECK(read_back(path, &h, &torn) == 7 && torn == 0, "7 records and no torn tail (torn %llu)",
           (unsigned long long)torn);
     // sizes: the light part, and the whole record as the layout in probe_file.h adds it up
-    size_t heads = 6, t = 8, light = 4 + 8 + 20 + 4 * 3 + 4 * 5 + 3 * 4 * heads;
-    size_t whole = light + 4 * t + t * PROBE_TOP * 8 + 3 * t * (PROBE_LENS_TOP * 8 + 8) + heads * (36 + 36);
+    size_t heads = 6, t = 8, light = 4 + 8 + 20 + 4 * 3 + 4 * 5 + 6 * 4 * heads;
+    size_t vectors = 4 * 2 * (4 + 8) * 3 * 3 * 3;  // f32 (L, m + n, 3 H hs)
+    size_t whole = light + 4 * t + t * PROBE_TOP * 8 + 3 * t * (PROBE_LENS_TOP * 8 + 8) + heads * (36 + 36) + vectors;
     CHECK(probe_light_bytes(&h) == light && probe_record_bytes(&h) == whole, "sizes %zu and %zu, want %zu and %zu",
           probe_light_bytes(&h), probe_record_bytes(&h), light, whole);
-    size_t header = 8 + 8 + 9 * 4 + 8 + 8 + 17 + 256 + 4 * (7 + 9 + 8 + 4) + 3 * PROBE_GROUP_NAME;
+    size_t header = 8 + 8 + 12 * 4 + 8 + 8 + 17 + 256 + 4 * (7 + 9 + 8 + 4) + 3 * PROBE_GROUP_NAME;
     CHECK(file_size(path) == (long)(header + 5 * (whole + 8) + 2 * (light + 8)), "the file has %ld bytes, want %zu",
           file_size(path), header + 5 * (whole + 8) + 2 * (light + 8));
     // a record that does not come after the last one is refused
@@ -472,6 +488,7 @@ TEST(probe_file_timeline_page_thinned_to_its_budget) {
     // long samples: the light parts alone take more than half the budget, so 10 records are
     // kept, evenly spaced (0, 3, 6, 10, 13, 16, 19, 23, 26, 29), and of them the 7 whole ones
     if (make_header(&h, 2, 2, 6, 16, 1000) != 0) return;
+    h.vector_len = h.vector_repeat_len = 0;  // whole records no more than 10/7 of a light one
     double light = 4.0 * ((probe_light_bytes(&h) + 2) / 3) + 3;
     check_thinning(&h, "records", 20 + 2 / light, 0, 10, 7);
     probe_header_free(&h);
@@ -495,4 +512,75 @@ TEST(probe_file_timeline_sample_page) {
                          TIMELINE_MAX_RECORD_BYTES, 1, &s, err) == 0, "%s", err);
     CHECK(s.kept_whole == 6 && s.kept == 9, "the sample page holds %ld steps of %ld records", s.kept_whole, s.kept);
     probe_header_free(&h);
+}
+
+// A probe file of the first layout (tests/fixtures/probe_v1.bin, written by ./train before
+// version 2: 1 layer x 2 heads, a block of 8, records at steps 0, 2 and 4) still reads: its
+// records with the scores version 1 has, the others NaN and no vectors; its timeline page is
+// written; and a resumed run appends to it in its own layout.
+TEST(probe_file_version_1_still_reads) {
+    make_tmp();
+    const char *copy = TMP "/v1.bin";
+    size_t len;
+    char *bytes = test_read_file("tests/fixtures/probe_v1.bin", &len);
+    if (!CHECK(bytes && len == 4477 && !memcmp(bytes, "CGPTPRB1", 8), "the fixture is not the version 1 file")) {
+        free(bytes);
+        return;
+    }
+    test_write_file(copy, bytes, len);
+    free(bytes);
+    FILE *fp = fopen(copy, "rb");
+    ProbeReader r;
+    ProbeRecord rec;
+    char err[ERR_LEN];
+    if (!CHECK(fp && probe_reader_open(&r, fp, copy, err) == 0, "%s", err)) return;
+    const ProbeHeader *h = &r.header;
+    CHECK(h->version == 1 && h->n_layer == 1 && h->n_head == 2 && h->block_size == 8 && h->probe_len == 8 &&
+              h->head_size == 0 && h->vector_len == 0 && h->vector_repeat_len == 0,
+          "header: version %d, %d x %d, block %d, t %d, hs %d, vectors %d %d", h->version, h->n_layer, h->n_head,
+          h->block_size, h->probe_len, h->head_size, h->vector_len, h->vector_repeat_len);
+    probe_record_alloc(&rec, h, err);
+    long n = 0;
+    int old_scores = 1, new_scores = 1;
+    while (probe_reader_next(&r, &rec, err) == 1) {
+        CHECK(rec.step == 2 * n && (rec.flags & PROBE_HAS_PROBE), "record %ld: step %lld, flags %u", n,
+              (long long)rec.step, rec.flags);
+        for (int i = 0; i < 2; i++) {
+            old_scores &= rec.previous_token[i] >= 0 && rec.previous_token[i] <= 1 && rec.induction[i] >= 0 &&
+                          rec.entropy[i] > 0;
+            new_scores &= isnan(rec.first_character[i]) && isnan(rec.same_character[i]) && isnan(rec.word_start[i]);
+        }
+        n++;
+    }
+    CHECK(n == 3 && r.torn_bytes == 0 && !r.damage, "%ld records, %llu torn bytes", n, (unsigned long long)r.torn_bytes);
+    CHECK(old_scores && new_scores, "the version 1 scores read back wrong, or the later ones are not NaN");
+    probe_record_free(&rec);
+    probe_reader_close(&r);
+    fclose(fp);
+    TimelineSummary s;
+    CHECK(timeline_write(TMP "/v1.html", copy, NULL, 0, "version 1", TIMELINE_MAX_RECORD_BYTES, 1, &s, err) == 0 &&
+              s.kept_whole == 3, "the page of a version 1 file: %s", err);
+    // a resumed run goes on in version 1: its record as long as the others
+    ProbeFile pf;
+    ProbeHeader read;
+    ProbeResume resume;
+    if (!CHECK(probe_file_resume(&pf, copy, 4, &read, &resume, err) == 0 && read.version == 1, "%s", err)) return;
+    probe_record_alloc(&rec, &read, err);
+    fill_record(&rec, &read, 6, 1);
+    CHECK(probe_file_append(&pf, &rec, err) == 0, "%s", err);
+    probe_file_close(&pf);
+    probe_record_free(&rec);
+    CHECK(file_size(copy) == (long)(len + probe_record_bytes(&read) + 8), "%s: %ld bytes after a version 1 record",
+          copy, file_size(copy));
+    probe_header_free(&read);
+    fp = fopen(copy, "rb");
+    if (!CHECK(fp && probe_reader_open(&r, fp, copy, err) == 0, "%s", err)) return;
+    probe_record_alloc(&rec, &r.header, err);
+    n = 0;
+    while (probe_reader_next(&r, &rec, err) == 1) n++;
+    CHECK(n == 4 && r.header.version == 1 && rec.step == 6, "after the resume: %ld records, version %d", n,
+          r.header.version);
+    probe_record_free(&rec);
+    probe_reader_close(&r);
+    fclose(fp);
 }

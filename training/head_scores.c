@@ -5,30 +5,74 @@
 
 #include "../model/rng.h"
 
-// The "mul" score of a detection pattern given as a predicate on (query, key).
-typedef int (*Marked)(const int *tokens, int i, int j);
+const char *const head_pattern_names[HEAD_PATTERNS] = {
+    "previous token", "induction", "first character", "same character", "word start",
+};
 
-static double mul_score(const float *att, const int *tokens, int t, Marked marked) {
-    double hit = 0.0, all = 0.0;
-    for (int i = 0; i < t; i++)
-        for (int j = 0; j <= i; j++) {
-            double w = att[(size_t)i * t + j];
-            all += w;
-            if (marked(tokens, i, j)) hit += w;
+// Each pattern as a predicate on (query i, key j <= i): 1 where D[i][j] = 1.
+typedef int (*Marked)(const HeadText *x, int i, int j);
+
+static int previous_token(const HeadText *x, int i, int j) { return j == i - 1; }
+
+static int after_earlier_occurrence(const HeadText *x, int i, int j) {
+    return j >= 1 && j - 1 < i && x->tokens[j - 1] == x->tokens[i];
+}
+
+static int first_character(const HeadText *x, int i, int j) { return j == 0; }
+
+static int earlier_occurrence(const HeadText *x, int i, int j) { return j < i && x->tokens[j] == x->tokens[i]; }
+
+static int word_start(const HeadText *x, int i, int j) { return j == x->word_start[i]; }
+
+static const Marked marks[HEAD_PATTERNS] = {
+    [HEAD_PREVIOUS_TOKEN] = previous_token,
+    [HEAD_INDUCTION] = after_earlier_occurrence,
+    [HEAD_FIRST_CHARACTER] = first_character,
+    [HEAD_SAME_CHARACTER] = earlier_occurrence,
+    [HEAD_WORD_START] = word_start,
+};
+
+int head_is_space(uint32_t cp) {
+    return cp == ' ' || (cp >= 0x09 && cp <= 0x0D) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+           (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
+           cp == 0x3000;
+}
+
+void head_word_starts(const uint32_t *chars, int t, int *word_start) {
+    int start = 0;
+    for (int i = 0; i < t; i++) {
+        if (head_is_space(chars[i])) {
+            word_start[i] = -1;
+            start = i + 1;
+        } else {
+            word_start[i] = start;
         }
+    }
+}
+
+// The "mul" score: the share of the attention (every row's, att holding them) on marked
+// pairs; with att NULL, that of a head whose every row that has a marked key puts all of its
+// weight there (the reach).
+static double mul_score(const float *att, const HeadText *x, Marked marked) {
+    double hit = 0.0, all = 0.0;
+    for (int i = 0; i < x->t; i++) {
+        int row_marked = 0;
+        for (int j = 0; j <= i; j++) {
+            double w = att ? att[(size_t)i * x->t + j] : 0.0;
+            all += w;
+            if (marked(x, i, j)) hit += w, row_marked = 1;
+        }
+        if (!att) hit += row_marked, all += 1.0;
+    }
     return all > 0.0 ? hit / all : 0.0;
 }
 
-static int previous_token(const int *tokens, int i, int j) { return j == i - 1; }
-
-static int after_earlier_occurrence(const int *tokens, int i, int j) {
-    return j >= 1 && j - 1 < i && tokens[j - 1] == tokens[i];
+double head_score(HeadPattern pattern, const float *att, const HeadText *text) {
+    return mul_score(att, text, marks[pattern]);
 }
 
-double head_score_previous_token(const float *att, int t) { return mul_score(att, NULL, t, previous_token); }
-
-double head_score_induction(const float *att, const int *tokens, int t) {
-    return mul_score(att, tokens, t, after_earlier_occurrence);
+double head_pattern_reach(HeadPattern pattern, const HeadText *text) {
+    return mul_score(NULL, text, marks[pattern]);
 }
 
 double head_attention_entropy(const float *att, int t) {
@@ -39,6 +83,18 @@ double head_attention_entropy(const float *att, int t) {
             if (w > 0.0) sum -= w * log2(w);
         }
     return t > 0 ? sum / t : 0.0;
+}
+
+int head_label(const float *score, const float *reach, double *strength) {
+    int best = -1;
+    double best_share = 0.0;
+    for (int p = 0; p < HEAD_PATTERNS; p++) {
+        if (!isfinite(score[p]) || !(reach[p] > 0.0f)) continue;
+        double share = score[p] / reach[p];
+        if (best < 0 || share > best_share) best = p, best_share = share;
+    }
+    *strength = best < 0 ? 0.0 : best_share;
+    return best;
 }
 
 int head_repeat_run(int block_size) {

@@ -76,6 +76,8 @@ int probe_header_make(ProbeHeader *h, const ProbeSetup *s, const GPTConfig *c, c
     h->sample_chars = s->sample_chars;
     h->sample_seed = s->seed;
     h->temperature = s->temperature;
+    h->version = 2;
+    h->head_size = c->head_size;
     h->repeat_len = 2 * head_repeat_run(c->block_size);
     char groups[PROBE_MAX_GROUPS][PROBE_GROUP_NAME];
     h->groups = update_groups(c, groups);
@@ -116,6 +118,11 @@ int probe_header_make(ProbeHeader *h, const ProbeSetup *s, const GPTConfig *c, c
     } else {
         h->prompt_len = PROBE_PROMPT_MAX;  // room; set below
     }
+    // the positions whose vectors fit in half of PROBE_VECTOR_BYTES each
+    double per_position = 4.0 * c->n_layer * 3 * c->n_head * c->head_size;
+    int vector_positions = (int)fmin(c->block_size, PROBE_VECTOR_BYTES / 2 / per_position);
+    h->vector_len = h->probe_len < vector_positions ? h->probe_len : vector_positions;
+    h->vector_repeat_len = h->repeat_len < vector_positions ? h->repeat_len : vector_positions;
     int rc = probe_header_alloc(h, err) == 0 ? 0 : -1;
     if (rc == 0 && file_chars)
         rc = encode_chars(vocab, file_chars, h->probe_len + 1, h->passage, "--probe", err);
@@ -153,13 +160,18 @@ int probe_init(Probe *p, GPT *model, const ProbeHeader *header, char err[ERR_LEN
     gpt_view(&p->view, model);
     int t = header->probe_len;
     p->next = malloc((size_t)t * sizeof(int));
-    if (!p->next || gpt_alloc_activations(&p->view, 1, err) != 0 ||
+    p->word_start = malloc((size_t)t * sizeof(int));
+    uint32_t *chars = malloc((size_t)t * sizeof(uint32_t));
+    if (!p->next || !p->word_start || !chars || gpt_alloc_activations(&p->view, 1, err) != 0 ||
         logit_lens_init(&p->lens, &model->config, t, err) != 0) {
-        if (!p->next) snprintf(err, ERR_LEN, "out of memory for the probe");
+        if (!p->next || !p->word_start || !chars) snprintf(err, ERR_LEN, "out of memory for the probe");
+        free(chars);
         probe_free(p);
         return -1;
     }
-    for (int i = 0; i < t; i++) p->next[i] = header->passage[i + 1];
+    for (int i = 0; i < t; i++) p->next[i] = header->passage[i + 1], chars[i] = header->vocab[header->passage[i]];
+    head_word_starts(chars, t, p->word_start);
+    free(chars);
     return 0;
 }
 
@@ -167,6 +179,7 @@ void probe_free(Probe *p) {
     gpt_free(&p->view);
     logit_lens_free(&p->lens);
     free(p->next);
+    free(p->word_start);
     memset(p, 0, sizeof(*p));
 }
 
@@ -177,10 +190,11 @@ double probe_memory(const GPTConfig *c, const ProbeHeader *h) {
     GPTMemoryPlan sample;  // the sample's key/value cache and decoder (training/sample.h)
     gpt_memory_plan(c, 1, GPT_PLAN_GENERATION, &sample);
     double decoder = ((double)h->prompt_len + h->sample_chars + 1) * sizeof(int) + 2.0 * c->vocab_size * sizeof(float);
+    double texts = 3.0 * h->probe_len * sizeof(int);  // the passage's next tokens, word starts, characters
     // the record being made, the probe file's encoded copy, and the timeline page's reader
     // and encoder (viewer/timeline.h) of one record at a time
     double records = 4.0 * ((double)probe_record_bytes(h) + 64);
-    return view.activations + view.scratch + sample.generation + decoder + logit_lens_bytes(c, h->probe_len) +
+    return view.activations + view.scratch + sample.generation + decoder + texts + logit_lens_bytes(c, h->probe_len) +
            records;
 }
 
@@ -190,7 +204,16 @@ static void quantize_head(const float *att, int t, uint8_t *out) {
         for (int j = 0; j <= i; j++) *out++ = probe_quantize(att[(size_t)i * t + j]);
 }
 
-// The passage: attention, previous-token scores and entropies, surprisal and predictions, lens.
+// The first n positions' queries, keys and values of every layer (L, n, 3A) into out, from the
+// last forward.
+static void copy_vectors(const GPT *m, int n, float *out) {
+    size_t row = 3 * (size_t)m->config.n_head * m->config.head_size;
+    for (int l = 0; l < m->config.n_layer; l++)
+        memcpy(out + (size_t)l * n * row, gpt_qkv(m, l), (size_t)n * row * sizeof(float));
+}
+
+// The passage: attention, the scores of the patterns it shows (previous token, first character,
+// word start) and entropies, surprisal and predictions, lens, vectors.
 static int measure_passage(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
     const ProbeHeader *h = p->header;
     const int t = h->probe_len, H = h->n_head, V = h->vocab_size;
@@ -203,16 +226,20 @@ static int measure_passage(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
         return -1;
     }
     size_t triangle = (size_t)t * (t + 1) / 2;
+    HeadText text = {h->passage, p->word_start, t};
     for (int l = 0; l < h->n_layer; l++) {
         const float *att = gpt_attention_weights(m, l);  // (1, H, t, t)
         for (int k = 0; k < H; k++) {
             const float *head = att + (size_t)k * t * t;
             int index = l * H + k;
-            rec->previous_token[index] = (float)head_score_previous_token(head, t);
+            rec->previous_token[index] = (float)head_score(HEAD_PREVIOUS_TOKEN, head, &text);
+            rec->first_character[index] = (float)head_score(HEAD_FIRST_CHARACTER, head, &text);
+            rec->word_start[index] = (float)head_score(HEAD_WORD_START, head, &text);
             rec->entropy[index] = (float)head_attention_entropy(head, t);
             quantize_head(head, t, rec->att_passage + (size_t)index * triangle);
         }
     }
+    copy_vectors(m, h->vector_len, rec->vectors_passage);
     for (int i = 0; i < t; i++) {
         float next_prob;
         int32_t rank;
@@ -231,24 +258,28 @@ static int measure_passage(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
     return 0;
 }
 
-// The repeated sequence: attention and induction scores (NaN without one).
+// The repeated sequence: attention, induction and same-character scores (NaN without one),
+// vectors.
 static void measure_repeated(Probe *p, ProbeRecord *rec) {
     const ProbeHeader *h = p->header;
     const int r = h->repeat_len, H = h->n_head;
     if (r == 0) {
-        for (int i = 0; i < h->n_layer * H; i++) rec->induction[i] = NAN;
+        for (int i = 0; i < h->n_layer * H; i++) rec->induction[i] = rec->same_character[i] = NAN;
         return;
     }
     gpt_forward(&p->view, h->repeated, NULL, 1, r, NULL);
     size_t triangle = (size_t)r * (r + 1) / 2;
+    HeadText text = {h->repeated, NULL, r};
     for (int l = 0; l < h->n_layer; l++) {
         const float *att = gpt_attention_weights(&p->view, l);
         for (int k = 0; k < H; k++) {
             const float *head = att + (size_t)k * r * r;
-            rec->induction[l * H + k] = (float)head_score_induction(head, h->repeated, r);
+            rec->induction[l * H + k] = (float)head_score(HEAD_INDUCTION, head, &text);
+            rec->same_character[l * H + k] = (float)head_score(HEAD_SAME_CHARACTER, head, &text);
             quantize_head(head, r, rec->att_repeated + (size_t)(l * H + k) * triangle);
         }
     }
+    copy_vectors(&p->view, h->vector_repeat_len, rec->vectors_repeated);
 }
 
 int probe_measure(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {

@@ -3,8 +3,11 @@
 //   - every layer and head's attention on both;
 //   - each character of the passage: its surprisal and the five most likely characters;
 //   - the logit lens over the passage (viewer/logit_lens.h);
-//   - each head's previous-token score and attention entropy on the passage, and its induction
-//     score on the repeated sequence (head_scores.h).
+//   - each head's previous-token, first-character and word-start scores and attention entropy
+//     on the passage, and its induction and same-character scores on the repeated sequence
+//     (head_scores.h);
+//   - the queries, keys and values of every layer and head over the first positions of both
+//     texts (format/probe_file.h: its vectors), at most PROBE_VECTOR_BYTES a record.
 // It runs on a view of the training model (gpt_view: the same weights, activations of its own,
 // fp32 whatever the run's precision), so the training's activations are untouched and the
 // probe of a bf16 run measures the weights a checkpoint keeps.
@@ -27,6 +30,9 @@
 
 #define PROBE_PROMPT_MAX 64        // characters of the default prompt
 #define PROBE_FILE_MAX_CHARS (1 << 20)  // a --probe file may hold at most this many characters
+// the bytes of queries, keys and values a record may keep, half for each text: the whole of
+// both texts of the default model (4 layers of 3 x 128 floats, 64 positions each: 768 KiB)
+#define PROBE_VECTOR_BYTES (1 << 20)
 
 typedef struct {
     const char *probe_path;     // --probe FILE, or NULL
@@ -51,6 +57,7 @@ typedef struct {
     GPT view;           // the model's weights, with activations for one sequence
     LogitLens lens;
     int *next;          // (t) the passage's next tokens
+    int *word_start;    // (t) where each position's word starts in the passage (head_scores.h)
 } Probe;
 
 // Sets up the probe of model (its weights, read at each probe_measure). Returns 0, or -1

@@ -41,7 +41,7 @@ static int classify_probe_file(const char *path, const char *run_id, const GPTCo
     const ProbeHeader *got = &r.header;
     *records = r.size > r.offset;
     int fits = got->n_layer == c->n_layer && got->n_head == c->n_head && got->vocab_size == c->vocab_size &&
-               got->block_size == c->block_size;
+               got->block_size == c->block_size && (got->version == 1 || got->head_size == c->head_size);
     int kind = strcmp(got->run_id, run_id) != 0 ? PROBE_FILE_OTHER : fits ? PROBE_FILE_OWN : PROBE_FILE_DAMAGED;
     if (kind == PROBE_FILE_OTHER) snprintf(why, ERR_LEN, "train.run_id %s", got->run_id[0] ? got->run_id : "none");
     if (kind == PROBE_FILE_DAMAGED)
@@ -188,7 +188,9 @@ int run_probe_step(RunProbe *rp, const RunProbeStep *s, char err[ERR_LEN]) {
     rec->grad_norm = s->grad_norm, rec->clipped = s->clipped;
     for (int g = 0; g < h->groups; g++) rec->update_ratio[g] = s->update_ratio ? s->update_ratio[g] : NAN;
     int heads = h->n_layer * h->n_head, rc = 0;
-    for (int i = 0; i < heads; i++) rec->previous_token[i] = rec->induction[i] = rec->entropy[i] = NAN;
+    for (int i = 0; i < heads; i++)
+        rec->previous_token[i] = rec->induction[i] = rec->entropy[i] = rec->first_character[i] =
+            rec->same_character[i] = rec->word_start[i] = NAN;
     if (s->evaluated) rc = probe_measure(&rp->probe, rec, err);
     double t1 = now_seconds();
     if (rc == 0 && wants_sample(rp, s)) {
