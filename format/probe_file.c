@@ -17,8 +17,10 @@
 #define FRAME_BYTES 8  // a frame's length and CRC around its payload
 #define SIZES_V1 9     // the header's sizes: nine in version 1, twelve in version 2
 #define SIZES_V2 12
-// the header's fixed part: its sizes, a u64, two f32, the run id and the source
-#define HEADER_FIXED(sizes) ((sizes) * 4 + 8 + 2 * 4 + PROBE_RUN_ID_LEN + PROBE_SOURCE_LEN)
+// the header's fixed part: its sizes, a u64, two f32, the reach (version 2), the run id and the
+// source
+#define HEADER_FIXED(v1) ((v1) ? SIZES_V1 * 4 + 8 + 2 * 4 + PROBE_RUN_ID_LEN + PROBE_SOURCE_LEN \
+                             : SIZES_V2 * 4 + 8 + (2 + PROBE_PATTERNS) * 4 + PROBE_RUN_ID_LEN + PROBE_SOURCE_LEN)
 
 // 1 when h is laid out as version 1, else 0 (version 2).
 static int is_v1(const ProbeHeader *h) { return h->version == 1; }
@@ -84,7 +86,7 @@ static size_t triangle(size_t n) { return n * (n + 1) / 2; }
 
 // The sizes of a header's variable parts, and of the whole header payload.
 static size_t header_bytes(const ProbeHeader *h) {
-    return HEADER_FIXED(is_v1(h) ? SIZES_V1 : SIZES_V2) +
+    return HEADER_FIXED(is_v1(h)) +
            4 * ((size_t)h->vocab_size + h->probe_len + 1 + h->repeat_len + h->prompt_len) +
            (size_t)h->groups * PROBE_GROUP_NAME;
 }
@@ -146,6 +148,7 @@ static void encode_header(const ProbeHeader *h, uint8_t *p) {
     put_u64(&p, h->sample_seed);
     put_f32(&p, h->temperature);
     put_f32(&p, h->grad_clip);
+    if (!is_v1(h)) put_f32s(&p, h->reach, PROBE_PATTERNS);
     char id[PROBE_RUN_ID_LEN] = {0}, source[PROBE_SOURCE_LEN] = {0};
     memcpy(id, h->run_id, strnlen(h->run_id, PROBE_RUN_ID_LEN - 1));
     memcpy(source, h->source, strnlen(h->source, PROBE_SOURCE_LEN - 1));
@@ -209,7 +212,7 @@ static int decode_header(ProbeHeader *h, int version, const uint8_t *p, size_t n
                          char err[ERR_LEN]) {
     memset(h, 0, sizeof(*h));
     h->version = version;
-    size_t fixed = HEADER_FIXED(is_v1(h) ? SIZES_V1 : SIZES_V2);
+    size_t fixed = HEADER_FIXED(is_v1(h));
     if (n < fixed || decode_sizes(h, p, name, err) != 0) {
         if (n < fixed) snprintf(err, ERR_LEN, "%s: a damaged probe file: its header is cut short", name);
         return -1;
@@ -224,6 +227,9 @@ static int decode_header(ProbeHeader *h, int version, const uint8_t *p, size_t n
     h->sample_seed = get_u64(&p);
     h->temperature = get_f32(&p);
     h->grad_clip = get_f32(&p);
+    int reached = 1;
+    if (!is_v1(h)) get_f32s(&p, h->reach, PROBE_PATTERNS);
+    for (int k = 0; k < PROBE_PATTERNS; k++) reached &= h->reach[k] >= 0.0f && h->reach[k] <= 1.0f;
     get_bytes(&p, h->run_id, PROBE_RUN_ID_LEN);
     get_bytes(&p, h->source, PROBE_SOURCE_LEN);
     for (int v = 0; v < h->vocab_size; v++) h->vocab[v] = get_u32(&p);
@@ -238,10 +244,11 @@ static int decode_header(ProbeHeader *h, int version, const uint8_t *p, size_t n
     int tokens = tokens_in_range(h->passage, (size_t)h->probe_len + 1, h->vocab_size) &&
                  tokens_in_range(h->repeated, (size_t)h->repeat_len, h->vocab_size) &&
                  tokens_in_range(h->prompt, (size_t)h->prompt_len, h->vocab_size);
-    if (!named || !chars || !tokens || !isfinite(h->temperature) || !isfinite(h->grad_clip)) {
+    if (!named || !chars || !tokens || !reached || !isfinite(h->temperature) || !isfinite(h->grad_clip)) {
         snprintf(err, ERR_LEN, "%s: a damaged probe file: its header holds %s", name,
                  !named ? "a name without its end" : !chars ? "a character past U+10FFFF"
-                 : !tokens ? "a token outside the vocabulary" : "a number that is not finite");
+                 : !tokens ? "a token outside the vocabulary" : !reached ? "a pattern's reach outside 0..1"
+                 : "a number that is not finite");
         probe_header_free(h);
         return -1;
     }

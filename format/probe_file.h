@@ -7,7 +7,8 @@
 //   A frame is u32 length, that many bytes of payload, u32 CRC-32 of the payload.
 //   Header payload: u32 n_layer, n_head, vocab_size, block_size, groups, probe_len t,
 //     repeat_len r, prompt_len, sample_chars S, head_size hs, vector_len m, vector_repeat_len n;
-//     u64 sample_seed; f32 temperature, grad_clip; run_id (RUN_ID_LEN bytes, NUL-padded);
+//     u64 sample_seed; f32 temperature, grad_clip; f32 reach[PROBE_PATTERNS];
+//     run_id (RUN_ID_LEN bytes, NUL-padded);
 //     source (PROBE_SOURCE_LEN bytes, NUL-padded); u32 vocab[V] (code points);
 //     i32 passage[t + 1]; i32 repeated[r]; i32 prompt[prompt_len];
 //     group names (groups x PROBE_GROUP_NAME bytes, NUL-padded).
@@ -23,7 +24,8 @@
 //   So a record is exactly probe_light_bytes or probe_record_bytes long: a reader knows every
 //   size from the header, and anything else is damage.
 //   Version 1 ("CGPTPRB1", files of earlier runs) has the header's first nine sizes only (no
-//   head_size, m, n), the light part up to entropy, and the heavy part up to att_repeated; it
+//   head_size, m, n) and no reach, the light part up to entropy, and the heavy part up to
+//   att_repeated; it
 //   is read as it is (the fields it lacks: NaN scores, no vectors), and a resumed run appends
 //   to such a file in its own layout.
 //
@@ -57,6 +59,7 @@
 #define PROBE_TOP 5               // predictions kept per position
 #define PROBE_LENS_TOP 3          // logit-lens predictions kept per cell
 #define PROBE_GROUP_NAME 32       // bytes of a parameter group's name, NUL included
+#define PROBE_PATTERNS 5          // the head patterns scored (training/head_scores.h's, in its order)
 #define PROBE_SOURCE_LEN 256      // bytes of the passage's source, NUL included
 #define PROBE_RUN_ID_LEN 17       // run_identity.h's RUN_ID_LEN
 // limits a header must keep (a reader refuses more before allocating anything)
@@ -86,6 +89,10 @@ typedef struct {
     uint64_t sample_seed;
     float temperature;
     float grad_clip;
+    // the score of a head following each pattern perfectly on the text the probe scores it on
+    // (previous token, first character and word start on the passage, induction and same
+    // character on the repeated sequence), in [0, 1]: what head_label divides by (0 in version 1)
+    float reach[PROBE_PATTERNS];
     char run_id[PROBE_RUN_ID_LEN];
     char source[PROBE_SOURCE_LEN];  // where the passage comes from, in words
     uint32_t *vocab;     // (V) each token's code point

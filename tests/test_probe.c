@@ -339,8 +339,9 @@ TEST(probe_logit_lens_in_the_inspector) {
     AttentionLens shown = {lens.rows, lens.cells, vocab};
     mkdir("tests/tmp", 0755);
     const char *path = "tests/tmp/probe_lens.json", *page = "tests/tmp/probe_lens.html";
-    CHECK(attention_export(path, chars, t, L, H, att, NULL, &shown, 1, err) == 0 &&
-              attention_export(page, chars, t, L, H, att, NULL, &shown, 1, err) == 0, "export: %s", err);
+    Attention recorded = {chars, t, L, H, att, NULL, &shown, NULL, NULL};
+    CHECK(attention_export(path, &recorded, 1, err) == 0 && attention_export(page, &recorded, 1, err) == 0, "export: %s",
+          err);
     size_t len;
     char *text = test_read_file(path, &len);
     JsonDoc doc;

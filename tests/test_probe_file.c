@@ -29,6 +29,7 @@ static int make_header(ProbeHeader *h, int L, int H, int V, int T, int S) {
     h->n_layer = L, h->n_head = H, h->vocab_size = V, h->block_size = T, h->groups = 3;
     h->probe_len = T, h->repeat_len = T / 2 * 2, h->prompt_len = 4, h->sample_chars = S;
     h->head_size = 3, h->vector_len = T / 2, h->vector_repeat_len = h->repeat_len;
+    for (int p = 0; p < PROBE_PATTERNS; p++) h->reach[p] = 1.0f - 0.125f * p;
     h->sample_seed = 1337, h->temperature = 0.8f, h->grad_clip = 1.0f;
     snprintf(h->run_id, sizeof(h->run_id), "0123456789abcdef");
     snprintf(h->source, sizeof(h->source), "a test's <passage> & \"quotes\"");
@@ -142,7 +143,9 @@ static long read_back(const char *path, const ProbeHeader *h, uint64_t *torn) {
     CHECK(r.header.probe_len == h->probe_len && !strcmp(r.header.run_id, h->run_id) &&
               !strcmp(r.header.source, h->source) && !memcmp(r.header.vocab, h->vocab, (size_t)h->vocab_size * 4) &&
               !memcmp(r.header.repeated, h->repeated, (size_t)h->repeat_len * 4) &&
-              !strcmp(r.header.group_names[1], h->group_names[1]) && r.header.sample_seed == h->sample_seed,
+              !strcmp(r.header.group_names[1], h->group_names[1]) && r.header.sample_seed == h->sample_seed &&
+              !memcmp(r.header.reach, h->reach, sizeof(h->reach)) && r.header.head_size == h->head_size &&
+              r.header.vector_len == h->vector_len && r.header.vector_repeat_len == h->vector_repeat_len,
           "%s: the header read back differs", path);
     *torn = r.torn_bytes;
     probe_record_free(&got);
@@ -185,7 +188,7 @@ TEST(probe_file_round_trip_and_sizes) {
     size_t whole = light + 4 * t + t * PROBE_TOP * 8 + 3 * t * (PROBE_LENS_TOP * 8 + 8) + heads * (36 + 36) + vectors;
     CHECK(probe_light_bytes(&h) == light && probe_record_bytes(&h) == whole, "sizes %zu and %zu, want %zu and %zu",
           probe_light_bytes(&h), probe_record_bytes(&h), light, whole);
-    size_t header = 8 + 8 + 12 * 4 + 8 + 8 + 17 + 256 + 4 * (7 + 9 + 8 + 4) + 3 * PROBE_GROUP_NAME;
+    size_t header = 8 + 8 + 12 * 4 + 8 + 8 + 5 * 4 + 17 + 256 + 4 * (7 + 9 + 8 + 4) + 3 * PROBE_GROUP_NAME;
     CHECK(file_size(path) == (long)(header + 5 * (whole + 8) + 2 * (light + 8)), "the file has %ld bytes, want %zu",
           file_size(path), header + 5 * (whole + 8) + 2 * (light + 8));
     // a record that does not come after the last one is refused
@@ -494,20 +497,63 @@ TEST(probe_file_timeline_page_thinned_to_its_budget) {
     probe_header_free(&h);
 }
 
+// Makes a record's vectors pseudo-random and the attention over the positions whose vectors it
+// keeps their softmax(q k^T / sqrt(hs)), quantized, so that the page's attention math agrees with
+// its weights as a real probe's does.
+static void consistent_attention(ProbeRecord *r, const ProbeHeader *h, unsigned seed) {
+    const int H = h->n_head, hs = h->head_size, A = H * hs;
+    const struct { int n, m; float *vectors; uint8_t *att; } texts[2] = {
+        {h->probe_len, h->vector_len, r->vectors_passage, r->att_passage},
+        {h->repeat_len, h->vector_repeat_len, r->vectors_repeated, r->att_repeated}};
+    for (int x = 0; x < 2; x++) {
+        const int n = texts[x].n, m = texts[x].m;
+        float *vec = texts[x].vectors;
+        fill_uniform(vec, (size_t)h->n_layer * m * 3 * A, seed + (unsigned)x);
+        for (size_t k = 0; k < (size_t)h->n_layer * m * 3 * A; k++) vec[k] *= 3.0f;
+        for (int l = 0; l < h->n_layer; l++)
+            for (int k = 0; k < H; k++) {
+                uint8_t *tri = texts[x].att + ((size_t)l * H + k) * n * (n + 1) / 2;
+                for (int i = 0; i < m; i++) {
+                    double score[64], max = -INFINITY, sum = 0.0;
+                    const float *q = vec + ((size_t)l * m + i) * 3 * A + k * hs;
+                    for (int j = 0; j <= i; j++) {
+                        const float *key = vec + ((size_t)l * m + j) * 3 * A + A + k * hs;
+                        double dot = 0.0;
+                        for (int d = 0; d < hs; d++) dot += (double)q[d] * key[d];
+                        score[j] = dot / sqrt(hs);
+                        max = fmax(max, score[j]);
+                    }
+                    for (int j = 0; j <= i; j++) sum += score[j] = exp(score[j] - max);
+                    for (int j = 0; j <= i; j++) tri[(size_t)i * (i + 1) / 2 + j] = probe_quantize((float)(score[j] / sum));
+                }
+            }
+    }
+}
+
 // Writes tests/tmp/timeline_sample.html, a page of made-up records (4 layers x 4 heads, a
-// block of 64, nine steps of which three are samples only), for scripts/check_timeline.sh.
+// block of 64, nine steps of which three are samples only, the attention of the positions
+// whose vectors they keep consistent with them), for scripts/check_timeline.sh.
 TEST(probe_file_timeline_sample_page) {
     make_tmp();
     ProbeHeader h;
     if (make_header(&h, 4, 4, 40, 64, 120) != 0) return;
     const char *path = TMP "/sample.bin";
-    if (write_file(path, &h, 9) != 0) return;
+    ProbeFile pf;
+    ProbeRecord r;
+    char err[ERR_LEN];
+    if (!CHECK(probe_file_create(&pf, path, &h, err) == 0 && probe_record_alloc(&r, &h, err) == 0, "%s", err)) return;
+    for (int i = 0; i < 9; i++) {
+        fill_record(&r, &h, 10L * i, i % 3 != 2);
+        consistent_attention(&r, &h, 100u + (unsigned)i);
+        CHECK(probe_file_append(&pf, &r, err) == 0, "%s", err);
+    }
+    probe_record_free(&r);
+    probe_file_close(&pf);
     LossPoint points[40];
     for (int i = 0; i < 40; i++)
         points[i] = (LossPoint){2 * (i + 1), 4.2 - 2.0 * i / 40, (i + 1) % 5 ? NAN : 4.3 - 2.0 * i / 40, 1e-3,
                                 2.0 - i / 30.0, i < 10 ? 2 : 0};
     TimelineSummary s;
-    char err[ERR_LEN];
     CHECK(timeline_write("tests/tmp/timeline_sample.html", path, points, 40, "chargpt: a made-up run",
                          TIMELINE_MAX_RECORD_BYTES, 1, &s, err) == 0, "%s", err);
     CHECK(s.kept_whole == 6 && s.kept == 9, "the sample page holds %ld steps of %ld records", s.kept_whole, s.kept);

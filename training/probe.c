@@ -69,6 +69,30 @@ static int default_prompt_len(const ProbeHeader *h, int newline) {
     return n < most ? n + 1 : most;
 }
 
+_Static_assert(PROBE_PATTERNS == HEAD_PATTERNS, "the probe file holds a score of every head pattern");
+
+// The reach of each pattern on the text the probe scores it on (probe_file.h): the passage, or
+// the repeated sequence for induction and same character. Returns 0, or -1 with err.
+static int set_reach(ProbeHeader *h, char err[ERR_LEN]) {
+    int t = h->probe_len, *word_start = malloc((size_t)t * sizeof(int));
+    uint32_t *chars = malloc((size_t)t * sizeof(uint32_t));
+    if (!word_start || !chars) {
+        free(word_start), free(chars);
+        snprintf(err, ERR_LEN, "out of memory for the probe's passage");
+        return -1;
+    }
+    for (int i = 0; i < t; i++) chars[i] = h->vocab[h->passage[i]];
+    head_word_starts(chars, t, word_start);
+    HeadText passage = {h->passage, word_start, t}, repeated = {h->repeated, NULL, h->repeat_len};
+    for (int p = 0; p < HEAD_PATTERNS; p++) {
+        int on_repeated = p == HEAD_INDUCTION || p == HEAD_SAME_CHARACTER;
+        h->reach[p] = on_repeated && h->repeat_len == 0 ? 0.0f
+                      : (float)head_pattern_reach((HeadPattern)p, on_repeated ? &repeated : &passage);
+    }
+    free(word_start), free(chars);
+    return 0;
+}
+
 int probe_header_make(ProbeHeader *h, const ProbeSetup *s, const GPTConfig *c, const Vocab *vocab,
                       const Dataset *ds, char err[ERR_LEN]) {
     memset(h, 0, sizeof(*h));
@@ -147,6 +171,7 @@ int probe_header_make(ProbeHeader *h, const ProbeSetup *s, const GPTConfig *c, c
             free(repeated);
         }
     }
+    if (rc == 0) rc = set_reach(h, err);
     if (rc != 0) probe_header_free(h);
     return rc;
 }
