@@ -91,8 +91,8 @@ static size_t header_bytes(const ProbeHeader *h) {
            (size_t)h->groups * PROBE_GROUP_NAME;
 }
 
-// The head scores a record holds per head: three in version 1, six in version 2.
-static size_t scores_per_head(const ProbeHeader *h) { return is_v1(h) ? 3 : 6; }
+// The head scores a record holds per head: three in version 1, seven in version 2.
+static size_t scores_per_head(const ProbeHeader *h) { return is_v1(h) ? 3 : 7; }
 
 // The floats of a record's vectors of `positions` positions: (L, positions, 3A).
 static size_t vector_floats(const ProbeHeader *h, int positions) {
@@ -262,7 +262,7 @@ int probe_record_alloc(ProbeRecord *r, const ProbeHeader *h, char err[ERR_LEN]) 
     memset(r, 0, sizeof(*r));
     size_t heads = (size_t)h->n_layer * h->n_head, t = h->probe_len, cells = ((size_t)h->n_layer + 1) * t;
     // every array 4-byte aligned: the floats and ints first, the bytes last
-    size_t words = (size_t)h->groups + h->sample_chars + 6 * heads + t + 2 * t * PROBE_TOP +
+    size_t words = (size_t)h->groups + h->sample_chars + 7 * heads + t + 2 * t * PROBE_TOP +
                    cells * (2 * PROBE_LENS_TOP + 2) + vector_floats(h, h->vector_len) +
                    vector_floats(h, h->vector_repeat_len);
     size_t bytes = heads * (triangle(t) + triangle((size_t)h->repeat_len));
@@ -281,6 +281,7 @@ int probe_record_alloc(ProbeRecord *r, const ProbeHeader *h, char err[ERR_LEN]) 
     r->first_character = f, f += heads;
     r->same_character = f, f += heads;
     r->word_start = f, f += heads;
+    r->last_space = f, f += heads;
     r->surprisal = f, f += t;
     r->top = (int32_t *)f, f += t * PROBE_TOP;
     r->top_prob = f, f += t * PROBE_TOP;
@@ -328,6 +329,7 @@ static size_t encode_record(const ProbeHeader *h, const ProbeRecord *r, uint8_t 
         put_f32s(&p, r->first_character, heads);
         put_f32s(&p, r->same_character, heads);
         put_f32s(&p, r->word_start, heads);
+        put_f32s(&p, r->last_space, heads);
     }
     if (!(r->flags & PROBE_HAS_PROBE)) return (size_t)(p - start);
     put_f32s(&p, r->surprisal, t);
@@ -374,8 +376,8 @@ static int decode_record(const ProbeHeader *h, const uint8_t *p, size_t n, Probe
     get_f32s(&p, r->previous_token, heads);
     get_f32s(&p, r->induction, heads);
     get_f32s(&p, r->entropy, heads);
-    float *v2_scores[3] = {r->first_character, r->same_character, r->word_start};
-    for (int k = 0; k < 3; k++) {
+    float *v2_scores[4] = {r->first_character, r->same_character, r->word_start, r->last_space};
+    for (int k = 0; k < 4; k++) {
         if (!is_v1(h)) get_f32s(&p, v2_scores[k], heads);
         else for (size_t i = 0; i < heads; i++) v2_scores[k][i] = NAN;
     }

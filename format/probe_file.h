@@ -15,7 +15,7 @@
 //   Record payload (ProbeRecord's fields in this order), first its light part:
 //     u32 flags; i64 step; f32 train_loss, val_loss, lr, grad_norm, clipped;
 //     f32 update_ratio[groups]; i32 sample[S]; f32 previous_token[L H], induction[L H],
-//     entropy[L H], first_character[L H], same_character[L H], word_start[L H];
+//     entropy[L H], first_character[L H], same_character[L H], word_start[L H], last_space[L H];
 //   then, when flags has PROBE_HAS_PROBE, its heavy part:
 //     f32 surprisal[t]; (i32 top[PROBE_TOP], f32 top_prob[PROBE_TOP]) per position [t];
 //     (i32 lens_top[3], f32 lens_prob[3], f32 next_prob, i32 next_rank) per cell [(L + 1) t];
@@ -59,7 +59,7 @@
 #define PROBE_TOP 5               // predictions kept per position
 #define PROBE_LENS_TOP 3          // logit-lens predictions kept per cell
 #define PROBE_GROUP_NAME 32       // bytes of a parameter group's name, NUL included
-#define PROBE_PATTERNS 5          // the head patterns scored (training/head_scores.h's, in its order)
+#define PROBE_PATTERNS 6          // the head patterns scored (training/head_scores.h's, in its order)
 #define PROBE_SOURCE_LEN 256      // bytes of the passage's source, NUL included
 #define PROBE_RUN_ID_LEN 17       // run_identity.h's RUN_ID_LEN
 // limits a header must keep (a reader refuses more before allocating anything)
@@ -90,8 +90,9 @@ typedef struct {
     float temperature;
     float grad_clip;
     // the score of a head following each pattern perfectly on the text the probe scores it on
-    // (previous token, first character and word start on the passage, induction and same
-    // character on the repeated sequence), in [0, 1]: what head_label divides by (0 in version 1)
+    // (previous token, first character, word start and last space on the passage, induction and
+    // same character on the repeated sequence), in [0, 1]: what head_label divides by (0 in
+    // version 1)
     float reach[PROBE_PATTERNS];
     char run_id[PROBE_RUN_ID_LEN];
     char source[PROBE_SOURCE_LEN];  // where the passage comes from, in words
@@ -117,7 +118,7 @@ typedef struct {
     float *update_ratio;  // (groups) |update| / |weights| of each parameter group's last update
     int32_t *sample;      // (S) the sample's characters after its prompt
     float *previous_token, *induction, *entropy;  // (L, H) head_scores.h
-    float *first_character, *same_character, *word_start;  // (L, H) head_scores.h; NaN in version 1
+    float *first_character, *same_character, *word_start, *last_space;  // (L, H); NaN in version 1
     // heavy part
     float *surprisal;     // (t) bits of passage[i + 1] after reading passage[0..i]
     int32_t *top;         // (t, PROBE_TOP) the most likely next tokens (-1 past the vocabulary)

@@ -19,39 +19,43 @@ typedef struct {
     int *label;        // (L, H)
     int *next;         // (t) each position's next token, -1 at the last
     int *word_start;   // (t)
+    int *last_space;   // (t)
     uint32_t *chars;   // (t)
     AttentionPrediction *pred;  // (t)
     void *memory;
 } Recording;
 
+#define RECORDING_PARTS 11
+
 // The sizes of Recording's arrays in bytes, in its order.
-static void recording_sizes(const GPTConfig *c, int t, size_t sizes[10]) {
+static void recording_sizes(const GPTConfig *c, int t, size_t sizes[RECORDING_PARTS]) {
     size_t heads = (size_t)c->n_layer * c->n_head, A = (size_t)c->n_head * c->head_size;
     size_t rows = (size_t)c->n_layer * t;
     size_t floats[5] = {heads * t * t, rows * 3 * A, rows * A, heads * HEAD_PATTERNS, heads};
     for (int k = 0; k < 5; k++) sizes[k] = floats[k] * sizeof(float);
-    sizes[5] = heads * sizeof(int), sizes[6] = (size_t)t * sizeof(int), sizes[7] = (size_t)t * sizeof(int);
-    sizes[8] = (size_t)t * sizeof(uint32_t), sizes[9] = (size_t)t * sizeof(AttentionPrediction);
+    sizes[5] = heads * sizeof(int);
+    for (int k = 6; k < 9; k++) sizes[k] = (size_t)t * sizeof(int);
+    sizes[9] = (size_t)t * sizeof(uint32_t), sizes[10] = (size_t)t * sizeof(AttentionPrediction);
 }
 
 double attention_record_memory(const GPTConfig *c, int t) {
-    size_t sizes[10];
+    size_t sizes[RECORDING_PARTS];
     recording_sizes(c, t, sizes);
     double bytes = logit_lens_bytes(c, t);
-    for (int k = 0; k < 10; k++) bytes += (double)sizes[k];
+    for (int k = 0; k < RECORDING_PARTS; k++) bytes += (double)sizes[k] + 15;
     return bytes;
 }
 
 static int recording_alloc(Recording *r, const GPTConfig *c, int t) {
-    size_t sizes[10], total = 0;
+    size_t sizes[RECORDING_PARTS], at[RECORDING_PARTS + 1] = {0};  // each part 16-byte aligned
     recording_sizes(c, t, sizes);
-    for (int k = 0; k < 10; k++) total += (sizes[k] + 15) / 16 * 16;
-    char *m = r->memory = malloc(total);
+    for (int k = 0; k < RECORDING_PARTS; k++) at[k + 1] = at[k] + (sizes[k] + 15) / 16 * 16;
+    char *m = r->memory = malloc(at[RECORDING_PARTS]);
     if (!m) return -1;
-    void **parts[10] = {(void **)&r->att, (void **)&r->qkv, (void **)&r->out, (void **)&r->scores,
-                        (void **)&r->strength, (void **)&r->label, (void **)&r->next, (void **)&r->word_start,
-                        (void **)&r->chars, (void **)&r->pred};
-    for (int k = 0; k < 10; k++) *parts[k] = m, m += (sizes[k] + 15) / 16 * 16;
+    r->att = (float *)(m + at[0]), r->qkv = (float *)(m + at[1]), r->out = (float *)(m + at[2]);
+    r->scores = (float *)(m + at[3]), r->strength = (float *)(m + at[4]), r->label = (int *)(m + at[5]);
+    r->next = (int *)(m + at[6]), r->word_start = (int *)(m + at[7]), r->last_space = (int *)(m + at[8]);
+    r->chars = (uint32_t *)(m + at[9]), r->pred = (AttentionPrediction *)(m + at[10]);
     return 0;
 }
 
@@ -69,7 +73,7 @@ static void copy_layers(Recording *r, const GPT *model, int t) {
 
 // Each head's scores on the window, the patterns' reach on it and each head's label.
 static void score_heads(Recording *r, const GPTConfig *c, const int *window, int t) {
-    HeadText text = {window, r->word_start, t};
+    HeadText text = {window, r->word_start, r->last_space, t};
     for (int p = 0; p < HEAD_PATTERNS; p++) r->reach[p] = (float)head_pattern_reach((HeadPattern)p, &text);
     for (int index = 0; index < c->n_layer * c->n_head; index++) {
         float *scores = r->scores + (size_t)index * HEAD_PATTERNS;
@@ -105,7 +109,7 @@ int attention_record(GPT *model, const Vocab *vocab, const int *text, long len, 
         for (int i = 0; i < t; i++) r.next[i] = i + 1 < t ? window[i + 1] : -1;
         attention_predictions(model->acts.logits, window, t, c->vocab_size, vocab->chars, r.pred);
         logit_lens_compute(&lens, model, r.next);
-        head_word_starts(r.chars, t, r.word_start);
+        head_word_starts(r.chars, t, r.word_start, r.last_space);
         score_heads(&r, c, window, t);
         AttentionLens shown = {lens.rows, lens.cells, vocab->chars};
         AttentionVectors vectors = {c->head_size, r.qkv, r.out};

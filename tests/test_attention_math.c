@@ -287,10 +287,10 @@ TEST(attention_math_page_holds_the_forward) {
     const JsonNode *labels = heads ? json_object_get(&doc, heads, "label") : NULL;
     const JsonNode *scores = heads ? json_object_get(&doc, heads, "scores") : NULL;
     uint32_t chars[64];
-    int word_start[64];
+    int word_start[64], last_space[64];
     for (int i = 0; i < t; i++) chars[i] = m.vocab.chars[m.tokens[i]];
-    head_word_starts(chars, t, word_start);
-    HeadText text = {m.tokens, word_start, t};
+    head_word_starts(chars, t, word_start, last_space);
+    HeadText text = {m.tokens, word_start, last_space, t};
     float reach[HEAD_PATTERNS], s[HEAD_PATTERNS];
     for (int p = 0; p < HEAD_PATTERNS; p++) reach[p] = (float)head_pattern_reach((HeadPattern)p, &text);
     if (CHECK(labels && labels->count == (uint32_t)(L * H) && scores && scores->count == (uint32_t)(L * H * HEAD_PATTERNS),

@@ -57,6 +57,7 @@ static void fill_record(ProbeRecord *r, const ProbeHeader *h, long step, int who
     for (size_t i = 0; i < heads; i++) {
         r->previous_token[i] = 0.1f * i, r->induction[i] = 0.01f * i, r->entropy[i] = 2;
         r->first_character[i] = 0.02f * i, r->same_character[i] = 0.03f * i, r->word_start[i] = 0.04f * i;
+        r->last_space[i] = 0.05f * i;
     }
     for (size_t i = 0; i < t; i++) {
         r->surprisal[i] = 1.5f + i;
@@ -89,7 +90,8 @@ static int same_record(const ProbeRecord *a, const ProbeRecord *b, const ProbeHe
                !memcmp(a->sample, b->sample, (size_t)h->sample_chars * 4) &&
                !memcmp(a->entropy, b->entropy, heads * 4) && !memcmp(a->induction, b->induction, heads * 4) &&
                !memcmp(a->first_character, b->first_character, heads * 4) &&
-               !memcmp(a->same_character, b->same_character, heads * 4) && !memcmp(a->word_start, b->word_start, heads * 4);
+               !memcmp(a->same_character, b->same_character, heads * 4) && !memcmp(a->word_start, b->word_start, heads * 4) &&
+               !memcmp(a->last_space, b->last_space, heads * 4);
     if (!(a->flags & PROBE_HAS_PROBE)) return same;
     size_t row = 3 * (size_t)h->n_head * h->head_size;
     size_t bytes = heads * (t * (t + 1) / 2 + (size_t)h->repeat_len * (h->repeat_len + 1) / 2);
@@ -183,12 +185,12 @@ TEST(probe_file_round_trip_and_sizes) {
     CHECK(read_back(path, &h, &torn) == 7 && torn == 0, "7 records and no torn tail (torn %llu)",
           (unsigned long long)torn);
     // sizes: the light part, and the whole record as the layout in probe_file.h adds it up
-    size_t heads = 6, t = 8, light = 4 + 8 + 20 + 4 * 3 + 4 * 5 + 6 * 4 * heads;
+    size_t heads = 6, t = 8, light = 4 + 8 + 20 + 4 * 3 + 4 * 5 + 7 * 4 * heads;
     size_t vectors = 4 * 2 * (4 + 8) * 3 * 3 * 3;  // f32 (L, m + n, 3 H hs)
     size_t whole = light + 4 * t + t * PROBE_TOP * 8 + 3 * t * (PROBE_LENS_TOP * 8 + 8) + heads * (36 + 36) + vectors;
     CHECK(probe_light_bytes(&h) == light && probe_record_bytes(&h) == whole, "sizes %zu and %zu, want %zu and %zu",
           probe_light_bytes(&h), probe_record_bytes(&h), light, whole);
-    size_t header = 8 + 8 + 12 * 4 + 8 + 8 + 5 * 4 + 17 + 256 + 4 * (7 + 9 + 8 + 4) + 3 * PROBE_GROUP_NAME;
+    size_t header = 8 + 8 + 12 * 4 + 8 + 8 + 6 * 4 + 17 + 256 + 4 * (7 + 9 + 8 + 4) + 3 * PROBE_GROUP_NAME;
     CHECK(file_size(path) == (long)(header + 5 * (whole + 8) + 2 * (light + 8)), "the file has %ld bytes, want %zu",
           file_size(path), header + 5 * (whole + 8) + 2 * (light + 8));
     // a record that does not come after the last one is refused
@@ -629,4 +631,67 @@ TEST(probe_file_version_1_still_reads) {
     probe_record_free(&rec);
     probe_reader_close(&r);
     fclose(fp);
+}
+
+// The page's labels (head_scores.h's head_label on each record's scores and the header's reach)
+// and its clipping figures (every row's clipped steps, by twentieths of the run, and the mean
+// train loss of its last two quarters).
+TEST(probe_file_timeline_labels_and_clipping) {
+    make_tmp();
+    ProbeHeader h;
+    if (make_header(&h, 1, 3, 6, 8, 2) != 0) return;  // reach 1, 0.875, 0.75, 0.625, 0.5, 0.375
+    const char *path = TMP "/labels.bin", *page = TMP "/labels.html";
+    ProbeFile pf;
+    ProbeRecord r;
+    char err[ERR_LEN], *text;
+    if (!CHECK(probe_file_create(&pf, path, &h, err) == 0 && probe_record_alloc(&r, &h, err) == 0, "%s", err)) return;
+    fill_record(&r, &h, 0, 1);
+    // head 0: induction 0.45 of 0.875 beats previous token 0.5 of 1; head 1: no score; head 2:
+    // word start 0.3 of 0.5 beats first character 0.4 of 0.75
+    const float scores[3][6] = {{0.5f, 0.45f, 0.1f, 0.1f, 0.1f, 0.1f}, {NAN, NAN, NAN, NAN, NAN, NAN},
+                                {0.2f, 0.1f, 0.4f, 0.2f, 0.3f, 0.2f}};
+    for (int i = 0; i < 3; i++) {
+        r.previous_token[i] = scores[i][0], r.induction[i] = scores[i][1], r.first_character[i] = scores[i][2];
+        r.same_character[i] = scores[i][3], r.word_start[i] = scores[i][4], r.last_space[i] = scores[i][5];
+    }
+    CHECK(probe_file_append(&pf, &r, err) == 0, "%s", err);
+    probe_record_free(&r);
+    probe_file_close(&pf);
+    LossPoint points[40];  // steps 10 to 400: every step clipped up to step 100, none after
+    for (int i = 0; i < 40; i++)
+        points[i] = (LossPoint){10 * (i + 1), 3.0 - 0.01 * i, NAN, 1e-3, 1.5, i < 10 ? 10 : 0};
+    TimelineSummary s;
+    if (!CHECK(timeline_write(page, path, points, 40, "labels", TIMELINE_MAX_RECORD_BYTES, 1, &s, err) == 0, "%s", err))
+        return;
+    JsonDoc doc;
+    if (page_data(page, &doc, &text) != 0) return;
+    const JsonNode *labels = json_object_get(&doc, doc.nodes, "labels");
+    const JsonNode *first = labels && labels->count == 1 ? json_first(json_first(labels)) : NULL;
+    if (CHECK(first && first->count == 3, "the page holds no labels of 3 heads")) {
+        const JsonNode *label = json_first(first), *strength = json_first(json_next(first));
+        const double want[3] = {1, -1, 4}, want_strength[3] = {0.45 / 0.875, 0, 0.6};
+        for (int i = 0; i < 3; i++, label = json_next(label), strength = json_next(strength))
+            CHECK(json_number(label) == want[i] && fabs(json_number(strength) - want_strength[i]) < 1e-4,
+                  "head %d: label %g (strength %g), want %g (%g)", i, json_number(label), json_number(strength), want[i],
+                  want_strength[i]);
+    }
+    const JsonNode *clip = json_object_get(&doc, doc.nodes, "clipping");
+    const JsonNode *steps = clip ? json_object_get(&doc, clip, "steps") : NULL;
+    const JsonNode *clipped = clip ? json_object_get(&doc, clip, "clipped") : NULL;
+    const JsonNode *bins = clip ? json_object_get(&doc, clip, "bins") : NULL;
+    const JsonNode *third = clip ? json_object_get(&doc, clip, "third_loss") : NULL;
+    const JsonNode *fourth = clip ? json_object_get(&doc, clip, "fourth_loss") : NULL;
+    if (CHECK(steps && clipped && bins && bins->count == 20 && third && fourth, "the page's clipping figures")) {
+        CHECK(json_number(steps) == 400 && json_number(clipped) == 100, "%g of %g steps clipped, want 100 of 400",
+              json_number(clipped), json_number(steps));
+        const JsonNode *b = json_first(bins);
+        for (int k = 0; k < 20; k++, b = json_next(b))
+            CHECK(json_number(b) == (k < 5 ? 1.0 : 0.0), "twentieth %d: %g of its steps clipped", k, json_number(b));
+        // rows 20..29 (steps 210-300) and 30..39 (steps 310-400): losses 2.80-2.71 and 2.70-2.61
+        CHECK(fabs(json_number(third) - 2.755) < 1e-9 && fabs(json_number(fourth) - 2.655) < 1e-9,
+              "quarter losses %g and %g, want 2.755 and 2.655", json_number(third), json_number(fourth));
+    }
+    json_free(&doc);
+    free(text);
+    probe_header_free(&h);
 }

@@ -940,10 +940,10 @@ typedef struct {
 } SampleHeads;
 
 static AttentionHeads sample_heads(SampleHeads *x, const uint32_t *chars, int t, int L, int H, const float *att) {
-    int tokens[256], word_start[256];
+    int tokens[256], word_start[256], last_space[256];
     for (int i = 0; i < t; i++) tokens[i] = (int)chars[i];
-    head_word_starts(chars, t, word_start);
-    HeadText text = {tokens, word_start, t};
+    head_word_starts(chars, t, word_start, last_space);
+    HeadText text = {tokens, word_start, last_space, t};
     x->scores = malloc((size_t)L * H * HEAD_PATTERNS * sizeof(float));
     x->strength = malloc((size_t)L * H * sizeof(float));
     x->label = malloc((size_t)L * H * sizeof(int));

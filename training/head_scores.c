@@ -6,7 +6,7 @@
 #include "../model/rng.h"
 
 const char *const head_pattern_names[HEAD_PATTERNS] = {
-    "previous token", "induction", "first character", "same character", "word start",
+    "previous token", "induction", "first character", "same character", "word start", "last space",
 };
 
 // Each pattern as a predicate on (query i, key j <= i): 1 where D[i][j] = 1.
@@ -24,12 +24,15 @@ static int earlier_occurrence(const HeadText *x, int i, int j) { return j < i &&
 
 static int word_start(const HeadText *x, int i, int j) { return j == x->word_start[i]; }
 
+static int last_space(const HeadText *x, int i, int j) { return j == x->last_space[i]; }
+
 static const Marked marks[HEAD_PATTERNS] = {
     [HEAD_PREVIOUS_TOKEN] = previous_token,
     [HEAD_INDUCTION] = after_earlier_occurrence,
     [HEAD_FIRST_CHARACTER] = first_character,
     [HEAD_SAME_CHARACTER] = earlier_occurrence,
     [HEAD_WORD_START] = word_start,
+    [HEAD_LAST_SPACE] = last_space,
 };
 
 int head_is_space(uint32_t cp) {
@@ -38,15 +41,13 @@ int head_is_space(uint32_t cp) {
            cp == 0x3000;
 }
 
-void head_word_starts(const uint32_t *chars, int t, int *word_start) {
-    int start = 0;
+void head_word_starts(const uint32_t *chars, int t, int *word_start, int *last_space) {
+    int space = -1;  // the last whitespace before i
     for (int i = 0; i < t; i++) {
-        if (head_is_space(chars[i])) {
-            word_start[i] = -1;
-            start = i + 1;
-        } else {
-            word_start[i] = start;
-        }
+        int is_space = head_is_space(chars[i]);
+        word_start[i] = is_space ? -1 : space + 1;
+        last_space[i] = space;
+        if (is_space) space = i;
     }
 }
 

@@ -22,6 +22,8 @@
 //                    own token (get_duplicate_token_head_detection_pattern)
 //   word start       j = the first character of the query's word (the position after the last
 //                    whitespace at or before i); no key for a whitespace query
+//   last space       j = the last whitespace before the query (for a character of a word, the
+//                    space before the word): the word boundary many character models read
 //
 // A head's label is its strongest pattern: the one whose score is the largest share of its
 // reach, the score a head following the pattern perfectly would get on the same text (the share
@@ -41,23 +43,26 @@ typedef enum {
     HEAD_FIRST_CHARACTER,
     HEAD_SAME_CHARACTER,
     HEAD_WORD_START,
+    HEAD_LAST_SPACE,
     HEAD_PATTERNS
 } HeadPattern;
 
 // The patterns' names, as the pages show them: "previous token", "induction", ...
 extern const char *const head_pattern_names[HEAD_PATTERNS];
 
-// The text a head read: its t tokens and, for the word-start pattern, where each position's
-// word starts (head_word_starts; NULL when not needed).
+// The text a head read: its t tokens and, for the word-start and last-space patterns, where each
+// position's word starts and its last space (head_word_starts; NULL when not needed).
 typedef struct {
     const int *tokens;
     const int *word_start;
+    const int *last_space;
     int t;
 } HeadText;
 
-// word_start (t): for each position of a text of code points chars (t), the position of the
-// first character of its word (after the last whitespace before it), or -1 for whitespace.
-void head_word_starts(const uint32_t *chars, int t, int *word_start);
+// For each position of a text of code points chars (t): word_start (t), the position of the
+// first character of its word (after the last whitespace before it), or -1 for whitespace;
+// last_space (t), the position of the last whitespace before it, or -1 when there is none.
+void head_word_starts(const uint32_t *chars, int t, int *word_start, int *last_space);
 // 1 for the whitespace characters of Unicode (space, tab, newline, CR, no-break space, ...).
 int head_is_space(uint32_t cp);
 
@@ -74,7 +79,7 @@ double head_attention_entropy(const float *att, int t);
 int head_label(const float *score, const float *reach, double *strength);
 // A label counts as clear from this strength on: the head puts at least this share of the
 // attention its pattern could take on it (below, the page shows the label as weak).
-#define HEAD_LABEL_CLEAR 0.3
+#define HEAD_LABEL_CLEAR 0.25
 
 // The length of the run that head_repeated_sequence repeats for a block of block_size:
 // min(HEAD_REPEAT_RUN, block_size / 2); 0 when block_size < 2 (no repeated run fits).

@@ -71,25 +71,33 @@ static int default_prompt_len(const ProbeHeader *h, int newline) {
 
 _Static_assert(PROBE_PATTERNS == HEAD_PATTERNS, "the probe file holds a score of every head pattern");
 
+// Where each of the passage's t positions' word starts, and its last space (head_scores.h), into
+// word_start and last_space (t each). Returns 0, or -1 when memory runs out.
+static int passage_words(const ProbeHeader *h, int *word_start, int *last_space) {
+    uint32_t *chars = malloc((size_t)h->probe_len * sizeof(uint32_t));
+    if (!chars) return -1;
+    for (int i = 0; i < h->probe_len; i++) chars[i] = h->vocab[h->passage[i]];
+    head_word_starts(chars, h->probe_len, word_start, last_space);
+    free(chars);
+    return 0;
+}
+
 // The reach of each pattern on the text the probe scores it on (probe_file.h): the passage, or
 // the repeated sequence for induction and same character. Returns 0, or -1 with err.
 static int set_reach(ProbeHeader *h, char err[ERR_LEN]) {
-    int t = h->probe_len, *word_start = malloc((size_t)t * sizeof(int));
-    uint32_t *chars = malloc((size_t)t * sizeof(uint32_t));
-    if (!word_start || !chars) {
-        free(word_start), free(chars);
+    int t = h->probe_len, *word_start = malloc((size_t)t * sizeof(int)), *last_space = malloc((size_t)t * sizeof(int));
+    if (!word_start || !last_space || passage_words(h, word_start, last_space) != 0) {
+        free(word_start), free(last_space);
         snprintf(err, ERR_LEN, "out of memory for the probe's passage");
         return -1;
     }
-    for (int i = 0; i < t; i++) chars[i] = h->vocab[h->passage[i]];
-    head_word_starts(chars, t, word_start);
-    HeadText passage = {h->passage, word_start, t}, repeated = {h->repeated, NULL, h->repeat_len};
+    HeadText passage = {h->passage, word_start, last_space, t}, repeated = {h->repeated, NULL, NULL, h->repeat_len};
     for (int p = 0; p < HEAD_PATTERNS; p++) {
         int on_repeated = p == HEAD_INDUCTION || p == HEAD_SAME_CHARACTER;
         h->reach[p] = on_repeated && h->repeat_len == 0 ? 0.0f
                       : (float)head_pattern_reach((HeadPattern)p, on_repeated ? &repeated : &passage);
     }
-    free(word_start), free(chars);
+    free(word_start), free(last_space);
     return 0;
 }
 
@@ -186,17 +194,15 @@ int probe_init(Probe *p, GPT *model, const ProbeHeader *header, char err[ERR_LEN
     int t = header->probe_len;
     p->next = malloc((size_t)t * sizeof(int));
     p->word_start = malloc((size_t)t * sizeof(int));
-    uint32_t *chars = malloc((size_t)t * sizeof(uint32_t));
-    if (!p->next || !p->word_start || !chars || gpt_alloc_activations(&p->view, 1, err) != 0 ||
+    p->last_space = malloc((size_t)t * sizeof(int));
+    int words = p->word_start && p->last_space && passage_words(header, p->word_start, p->last_space) == 0;
+    if (!p->next || !words || gpt_alloc_activations(&p->view, 1, err) != 0 ||
         logit_lens_init(&p->lens, &model->config, t, err) != 0) {
-        if (!p->next || !p->word_start || !chars) snprintf(err, ERR_LEN, "out of memory for the probe");
-        free(chars);
+        if (!p->next || !words) snprintf(err, ERR_LEN, "out of memory for the probe");
         probe_free(p);
         return -1;
     }
-    for (int i = 0; i < t; i++) p->next[i] = header->passage[i + 1], chars[i] = header->vocab[header->passage[i]];
-    head_word_starts(chars, t, p->word_start);
-    free(chars);
+    for (int i = 0; i < t; i++) p->next[i] = header->passage[i + 1];
     return 0;
 }
 
@@ -205,6 +211,7 @@ void probe_free(Probe *p) {
     logit_lens_free(&p->lens);
     free(p->next);
     free(p->word_start);
+    free(p->last_space);
     memset(p, 0, sizeof(*p));
 }
 
@@ -215,7 +222,8 @@ double probe_memory(const GPTConfig *c, const ProbeHeader *h) {
     GPTMemoryPlan sample;  // the sample's key/value cache and decoder (training/sample.h)
     gpt_memory_plan(c, 1, GPT_PLAN_GENERATION, &sample);
     double decoder = ((double)h->prompt_len + h->sample_chars + 1) * sizeof(int) + 2.0 * c->vocab_size * sizeof(float);
-    double texts = 3.0 * h->probe_len * sizeof(int);  // the passage's next tokens, word starts, characters
+    // the passage's next tokens, word starts and last spaces, and its characters for a while
+    double texts = 4.0 * h->probe_len * sizeof(int);
     // the record being made, the probe file's encoded copy, and the timeline page's reader
     // and encoder (viewer/timeline.h) of one record at a time
     double records = 4.0 * ((double)probe_record_bytes(h) + 64);
@@ -238,7 +246,7 @@ static void copy_vectors(const GPT *m, int n, float *out) {
 }
 
 // The passage: attention, the scores of the patterns it shows (previous token, first character,
-// word start) and entropies, surprisal and predictions, lens, vectors.
+// word start, last space) and entropies, surprisal and predictions, lens, vectors.
 static int measure_passage(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
     const ProbeHeader *h = p->header;
     const int t = h->probe_len, H = h->n_head, V = h->vocab_size;
@@ -251,7 +259,7 @@ static int measure_passage(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
         return -1;
     }
     size_t triangle = (size_t)t * (t + 1) / 2;
-    HeadText text = {h->passage, p->word_start, t};
+    HeadText text = {h->passage, p->word_start, p->last_space, t};
     for (int l = 0; l < h->n_layer; l++) {
         const float *att = gpt_attention_weights(m, l);  // (1, H, t, t)
         for (int k = 0; k < H; k++) {
@@ -260,6 +268,7 @@ static int measure_passage(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
             rec->previous_token[index] = (float)head_score(HEAD_PREVIOUS_TOKEN, head, &text);
             rec->first_character[index] = (float)head_score(HEAD_FIRST_CHARACTER, head, &text);
             rec->word_start[index] = (float)head_score(HEAD_WORD_START, head, &text);
+            rec->last_space[index] = (float)head_score(HEAD_LAST_SPACE, head, &text);
             rec->entropy[index] = (float)head_attention_entropy(head, t);
             quantize_head(head, t, rec->att_passage + (size_t)index * triangle);
         }
@@ -294,7 +303,7 @@ static void measure_repeated(Probe *p, ProbeRecord *rec) {
     }
     gpt_forward(&p->view, h->repeated, NULL, 1, r, NULL);
     size_t triangle = (size_t)r * (r + 1) / 2;
-    HeadText text = {h->repeated, NULL, r};
+    HeadText text = {h->repeated, NULL, NULL, r};
     for (int l = 0; l < h->n_layer; l++) {
         const float *att = gpt_attention_weights(&p->view, l);
         for (int k = 0; k < H; k++) {

@@ -3,8 +3,9 @@
 //   - every layer and head's attention on both;
 //   - each character of the passage: its surprisal and the five most likely characters;
 //   - the logit lens over the passage (viewer/logit_lens.h);
-//   - each head's previous-token, first-character and word-start scores and attention entropy
-//     on the passage, and its induction and same-character scores on the repeated sequence
+//   - each head's previous-token, first-character, word-start and last-space scores and
+//     attention entropy on the passage, and its induction and same-character scores on the
+//     repeated sequence
 //     (head_scores.h);
 //   - the queries, keys and values of every layer and head over the first positions of both
 //     texts (format/probe_file.h: its vectors), at most PROBE_VECTOR_BYTES a record.
@@ -58,6 +59,7 @@ typedef struct {
     LogitLens lens;
     int *next;          // (t) the passage's next tokens
     int *word_start;    // (t) where each position's word starts in the passage (head_scores.h)
+    int *last_space;    // (t) the last whitespace before each position of the passage
 } Probe;
 
 // Sets up the probe of model (its weights, read at each probe_measure). Returns 0, or -1

@@ -190,7 +190,7 @@ int run_probe_step(RunProbe *rp, const RunProbeStep *s, char err[ERR_LEN]) {
     int heads = h->n_layer * h->n_head, rc = 0;
     for (int i = 0; i < heads; i++)
         rec->previous_token[i] = rec->induction[i] = rec->entropy[i] = rec->first_character[i] =
-            rec->same_character[i] = rec->word_start[i] = NAN;
+            rec->same_character[i] = rec->word_start[i] = rec->last_space[i] = NAN;
     if (s->evaluated) rc = probe_measure(&rp->probe, rec, err);
     double t1 = now_seconds();
     if (rc == 0 && wants_sample(rp, s)) {

@@ -341,7 +341,7 @@ static void write_labels(FILE *fp, const ProbeReader *r, const ProbeRecord *rec,
         for (int i = 0; i < heads; i++) {
             // the scores in head_scores.h's order of patterns
             const float scores[HEAD_PATTERNS] = {rec->previous_token[i], rec->induction[i], rec->first_character[i],
-                                                 rec->same_character[i], rec->word_start[i]};
+                                                 rec->same_character[i], rec->word_start[i], rec->last_space[i]};
             double strength;
             int label = head_label(scores, r->header.reach, &strength);
             if (i) fputc(',', fp);
