@@ -37,7 +37,7 @@
 #include "generation/surprisal_csv.h"
 #include "kernels/kernels.h"
 #include "model/gpt.h"
-#include "training/loss_history.h"
+#include "training/run_log.h"
 #include "viewer/attention_export.h"
 #include "viewer/timeline.h"
 
@@ -571,7 +571,7 @@ static void report_speed(const Options *o, double secs) {
 }
 
 // --timeline: the page's memory (viewer/timeline.h) and the loss history's (at most
-// LOSS_HISTORY_MAX_POINTS points, training/loss_history.h) within the memory limit, or exit 2.
+// LOSS_HISTORY_MAX_POINTS points, training/run_log.h) within the memory limit, or exit 2.
 static void check_timeline_memory(const Options *o, const char *probe) {
     char err[ERR_LEN];
     double bytes;

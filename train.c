@@ -38,24 +38,15 @@
 #include "model/adamw.h"
 #include "model/gpt.h"
 #include "model/rng.h"
-#include "training/data_parallel.h"
-#include "training/loss_history.h"
+#include "training/evaluation.h"
 #include "training/out_dir.h"
-#include "training/progress_line.h"
-#include "training/progress_report.h"
-#include "training/run_checkpoint.h"
-#include "training/run_dir.h"
-#include "training/run_identity.h"
-#include "training/run_lock.h"
+#include "training/probe.h"
+#include "training/progress.h"
 #include "training/run_log.h"
-#include "training/run_probe.h"
 #include "training/run_state.h"
 #include "training/run_text.h"
-#include "training/same_run.h"
-#include "training/schedule.h"
+#include "training/step.h"
 #include "training/stop_signals.h"
-#include "training/update_ratio.h"
-#include "training/validation_pass.h"
 #include "viewer/loss_plot.h"
 
 #define THREADS_PER_CORE 4  // --threads may ask for at most this many per core
@@ -473,7 +464,7 @@ static void check_options(TrainOptions *o) {
 }
 
 // A resumed run without --data reads the saved paths: a relative one where it is from here, or
-// beside the checkpoint (run_dir_find_corpus); standard input cannot be read again.
+// beside the checkpoint (out_dir_find_corpus); standard input cannot be read again.
 static void find_saved_data(TrainOptions *o, const char *checkpoint_path) {
     DataPaths saved;
     char err[ERR_LEN];
@@ -484,7 +475,7 @@ static void find_saved_data(TrainOptions *o, const char *checkpoint_path) {
             die(EXIT_USAGE, "%s was trained on standard input (--data -), which cannot be read again: give --data, "
                 "with the same text", checkpoint_path);
         char found[sizeof(o->data)];
-        run_dir_find_corpus(saved.paths[i], checkpoint_path, found, sizeof(found));
+        out_dir_find_corpus(saved.paths[i], checkpoint_path, found, sizeof(found));
         add_data_path(o, found);
     }
 }
@@ -558,8 +549,8 @@ typedef struct {
     int resuming, initializing;  // --resume, --init-from
     Checkpoint ck;               // --resume's or --init-from's
     OutPaths paths;              // the files in --out
-    RunDirPlan out_plan;         // what the run does to --out once every check has passed
-    RunLock lock;                // of --out, held by rank 0
+    OutDirPlan out_plan;         // what the run does to --out once every check has passed
+    OutDirLock lock;                // of --out, held by rank 0
     Corpus corpus;               // its text, then its tokens
     char data_name[1100];        // --data's paths for messages ("books/, notes.txt")
     double text_bytes;           // the text's memory, as read
@@ -592,7 +583,7 @@ static void free_run(void) {
     atomic_file_remove_open();
     char err[ERR_LEN];
     run_log_close(&run.log, err);  // a failure here was already reported, or does not matter any more
-    run_lock_release(&run.lock);
+    out_dir_unlock(&run.lock);
     loss_history_free(&run.losses);
     run_probe_free(&run.probe);
     adamw_free(&run.opt);
@@ -914,7 +905,7 @@ static void start_out_dir(Run *r) {
     int stop = agree();
     if (stop) stop_before_the_run(stop);
     if (dist_rank() == 0) {
-        if (run_dir_apply(r->o.out, &r->out_plan, err) != 0) die(EXIT_DATA, "%s", err);
+        if (out_dir_apply(r->o.out, &r->out_plan, err) != 0) die(EXIT_DATA, "%s", err);
         if (r->out_plan.message[0]) printf("%s\n", r->out_plan.message);
         if (run_log_open(&r->log, r->paths.log, !r->out_plan.fresh_log, r->state.step, err) != 0)
             die(EXIT_DATA, "%s", err);

@@ -1,0 +1,78 @@
+#include "evaluation.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "../dist/dist.h"
+#include "stop_signals.h"
+
+double data_parallel_evaluate(DataParallel *dp, GPT *model, const Dataset *ds, long num_batches,
+                              const PassProgress *progress, int *inputs, int *targets) {
+    size_t first, end, most, unused;
+    dist_share((size_t)num_batches, dist_rank(), &first, &end);
+    dist_share((size_t)num_batches, 0, &unused, &most);  // rank 0's share is the largest
+    int B = dp->B, T = dp->T, rows = dp->rows;
+    double sum = 0.0;
+    for (size_t i = 0; i < most; i++) {
+        if (dist_agree(0, stop_signals_received()).signal)  // abandoned by every process together
+            return NAN;
+        pass_progress(progress, (long)(i * (size_t)num_batches / most), num_batches);
+        size_t b = first + i;
+        if (b >= end) continue;
+        dataset_val_batch(ds, (int)b, (int)num_batches, B, T, inputs, targets);
+        if (rows == B) {  // one forward: the batch's mean as one process always took it
+            gpt_forward(model, inputs, targets, B, T, NULL);
+            sum += model->mean_loss;
+            continue;
+        }
+        double batch_sum = 0.0;  // the activations hold `rows` sequences at a time
+        for (int r = 0; r < B; r += rows) {
+            gpt_forward(model, inputs + (size_t)r * T, targets + (size_t)r * T, rows, T, NULL);
+            batch_sum += model->loss_sum;
+        }
+        sum += batch_sum / ((double)B * T);
+    }
+    dist_sum_doubles(&sum, 1);
+    pass_progress(progress, num_batches, num_batches);
+    return sum / num_batches;
+}
+
+// ----------------------------------------------------------------------------
+// the whole-validation pass
+
+long validation_pass_chars(size_t val_len, long max_chars) {
+    long all = (long)val_len - 1;
+    return max_chars >= 0 && max_chars < all ? max_chars : all;
+}
+
+double validation_pass(GPT *model, const Dataset *ds, long max_chars, int B, int T, int part, int parts,
+                       const PassProgress *progress, int *inputs, int *targets, long *count) {
+    long scored = validation_pass_chars(ds->val_len, max_chars);  // window k scores characters kT + 1 .. kT + t
+    double sum = 0.0;
+    for (long first = 0, forward = 0; first < scored; forward++) {
+        // up to B windows of T, or the last, shorter one alone
+        int t = scored - first < T ? (int)(scored - first) : T;
+        long fit = (scored - first) / t;
+        int b = fit < B ? (int)fit : B;
+        if (forward % parts != part) {
+            first += (long)b * t;
+            continue;
+        }
+        if (stop_signals_received()) {
+            sum = NAN;
+            break;
+        }
+        pass_progress(progress, first, scored);
+        for (int k = 0; k < b; k++) {
+            const int *window = ds->val + first + (long)k * t;
+            memcpy(inputs + (size_t)k * t, window, (size_t)t * sizeof(int));
+            memcpy(targets + (size_t)k * t, window + 1, (size_t)t * sizeof(int));
+        }
+        gpt_forward(model, inputs, targets, b, t, NULL);
+        for (long i = 0; i < (long)b * t; i++) sum += model->acts.losses[i];
+        first += (long)b * t;
+    }
+    if (!isnan(sum)) pass_progress(progress, scored, scored);
+    *count = scored;
+    return sum / scored;
+}
