@@ -1,10 +1,12 @@
 #include "evaluation.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "../common/clock.h"
 #include "../dist/dist.h"
-#include "stop_signals.h"
+#include "run.h"
 
 double data_parallel_evaluate(DataParallel *dp, GPT *model, const Dataset *ds, long num_batches,
                               const PassProgress *progress, int *inputs, int *targets) {
@@ -75,4 +77,63 @@ double validation_pass(GPT *model, const Dataset *ds, long max_chars, int B, int
     if (!isnan(sum)) pass_progress(progress, scored, scored);
     *count = scored;
     return sum / scored;
+}
+
+// ----------------------------------------------------------------------------
+// the run's evaluations
+
+int evaluate(Run *r, int last, int *abandoned, const char **best) {
+    TrainState *s = &r->state;
+    *abandoned = 0;
+    if (r->ds.val_len == 0 || (s->step % r->o.eval_every != 0 && !last)) return 0;
+    PassLine shown = {&r->report, s->step, "evaluation", now_seconds(), 0.0, r->flush_progress};
+    PassProgress progress = {pass_line_show, &shown};
+    double val_loss = data_parallel_evaluate(&r->dp, &r->model, &r->ds, r->o.eval_batches, r->tty ? &progress : NULL,
+                                             r->inputs, r->targets);
+    progress_report_evaluated(&r->report, now_seconds() - shown.start);
+    if (isnan(val_loss)) {
+        *abandoned = 1;
+        printf("%sevaluation at step %ld abandoned\n", r->tty ? "\n" : "", s->step);
+        return 0;
+    }
+    s->last_val_loss = val_loss;
+    if (s->last_val_loss < s->best_val_loss) {
+        s->best_val_loss = s->last_val_loss;
+        *best = r->paths.best;
+    }
+    return 1;
+}
+
+int whole_validation(Run *r) {
+    long chars = validation_pass_chars(r->ds.val_len, r->o.final_val_chars);
+    r->flush_progress();  // what came before is out, whatever the pass does
+    if (r->ds.val_len > 0 && chars == 0)
+        printf("whole-validation pass skipped (--final-val-chars 0; ./generate %s --score FILE --stride %d scores a "
+               "text)\n", r->paths.ckpt, r->o.block_size);
+    if (r->ds.val_len == 0 || chars == 0) return 0;
+    long scored;
+    int T = r->o.block_size;
+    PassLine shown = {&r->report, r->state.step, "final", now_seconds(), 0.0, r->flush_progress};
+    PassProgress progress = {pass_line_show, &shown};
+    double loss = validation_pass(&r->model, &r->ds, r->o.final_val_chars, r->dp.rows, T, dist_rank(), dist_size(),
+                                  r->tty ? &progress : NULL, r->inputs, r->targets, &scored);
+    if (r->tty) printf("\r\033[K");
+    int stop, status = stop_signals_agree(&stop);  // a stop signal ends the pass on every process
+    if (status != 0) return status;
+    if (stop) {
+        printf("stopped by %s during the whole-validation pass (%s was saved at step %ld before it)\n",
+               stop_signal_name(stop), r->paths.ckpt, r->state.step);
+        return 128 + stop;
+    }
+    dist_sum_doubles(&loss, 1);
+    long all = (long)r->ds.val_len - 1;
+    if (scored < all)
+        printf("validation split: loss %.6f over its first %ld of %ld characters (--final-val-chars; all scores the "
+               "whole split), in consecutive windows of %d (as ./generate --score --stride %d gives it)\n", loss,
+               scored, all, T, T);
+    else
+        printf("whole validation split: loss %.6f over %ld characters, in consecutive windows of %d (as ./generate "
+               "--score --stride %d gives it)\n", loss, scored, T, T);
+    r->flush_progress();
+    return 0;
 }

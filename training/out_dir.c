@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include "../common/input_file.h"
+#include "../dist/dist.h"
 #include "../format/atomic_file.h"
 #include "../viewer/timeline.h"
-#include "probe.h"
-#include "run_log.h"
+#include "run.h"
 
 void out_paths(const char *dir, OutPaths *paths) {
     snprintf(paths->ckpt, sizeof(paths->ckpt), "%s/ckpt.safetensors", dir);
@@ -394,20 +394,33 @@ int out_dir_apply(const char *dir, const OutDirPlan *plan, char err[ERR_LEN]) {
     return 0;
 }
 
-void out_dir_find_corpus(const char *saved, const char *checkpoint_path, char *out, size_t size) {
-    snprintf(out, size, "%s", saved);
-    if (saved[0] == '/' || access(saved, F_OK) == 0) return;
-    const char *slash = strrchr(checkpoint_path, '/');
-    int dir_len = slash ? (int)(slash - checkpoint_path) : 0;
-    const char *name = strrchr(saved, '/');
-    const char *candidates[] = {saved, name ? name + 1 : saved};
-    for (int i = 0; i < 2; i++) {
-        char path[4200];
-        if (slash) snprintf(path, sizeof(path), "%.*s/%s", dir_len, checkpoint_path, candidates[i]);
-        else snprintf(path, sizeof(path), "%s", candidates[i]);
-        if (access(path, F_OK) == 0 && strlen(path) < size) {
-            snprintf(out, size, "%s", path);
-            return;
-        }
+// ----------------------------------------------------------------------------
+// the run's --out
+
+int set_up_out_dir(Run *r, char err[ERR_LEN]) {
+    out_paths(r->o.out, &r->paths);
+    if (dist_rank() != 0) return 0;
+    int removed;
+    int status = out_dir_prepare(&r->o, r->state.step, &r->paths, &r->out_plan, &removed, err);
+    if (removed > 0)
+        printf("removed %d temporary file%s left in %s by a run that was stopped\n", removed, removed == 1 ? "" : "s",
+               r->o.out);
+    return status;
+}
+
+int start_out_dir(Run *r, char err[ERR_LEN]) {
+    if (dist_rank() == 0) {
+        if (out_dir_apply(r->o.out, &r->out_plan, err) != 0) return EXIT_DATA;
+        if (r->out_plan.message[0]) printf("%s\n", r->out_plan.message);
+        if (run_log_open(&r->log, r->paths.log, !r->out_plan.fresh_log, r->state.step, err) != 0) return EXIT_DATA;
+        if (r->log.torn_bytes)
+            printf("%s: cut %zu bytes of a row that a stopped run left unfinished\n", r->paths.log, r->log.torn_bytes);
     }
+    char probe_message[2 * ERR_LEN];
+    if (run_probe_open(&r->probe, &r->model, r->state.step, probe_message, sizeof(probe_message), err) != 0)
+        return EXIT_DATA;
+    if (probe_message[0]) printf("%s\n", probe_message);
+    snprintf(r->plot_title, sizeof(r->plot_title), "chargpt: %s", r->data_name);
+    if (r->resuming && dist_rank() == 0 && loss_history_read(&r->losses, r->paths.log, err) != 0) return EXIT_DATA;
+    return 0;
 }

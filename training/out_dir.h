@@ -110,10 +110,4 @@ int out_dir_prepare(const TrainOptions *o, long step, const OutPaths *paths, Out
 // Step 3: removes the files the plan names (never its source). Returns 0, or -1 with err.
 int out_dir_apply(const char *dir, const OutDirPlan *plan, char err[ERR_LEN]);
 
-// Where a resumed run finds its corpus: the path saved in its checkpoint, or, when that is a
-// relative path the current directory does not have, the same path beside the checkpoint
-// (then the file's name alone there). Writes the path to use into out (the saved one when
-// none of the places has it, for the error message that follows).
-void out_dir_find_corpus(const char *saved, const char *checkpoint_path, char *out, size_t size);
-
 #endif

@@ -9,6 +9,7 @@
 #include "../common/clock.h"
 #include "../common/finite.h"
 #include "../common/input_file.h"
+#include "../common/platform.h"
 #include "../data/corpus.h"
 #include "../data/utf8.h"
 #include "../dist/dist.h"
@@ -16,7 +17,7 @@
 #include "../generation/decoder.h"
 #include "../model/rng.h"
 #include "../viewer/timeline.h"
-#include "step.h"
+#include "run.h"
 
 // ----------------------------------------------------------------------------
 // head scores
@@ -576,4 +577,37 @@ void run_probe_free(RunProbe *rp) {
     probe_free(&rp->probe);
     probe_record_free(&rp->record);
     probe_header_free(&rp->header);
+}
+
+// ----------------------------------------------------------------------------
+// the run's timeline
+
+void probe_step(Run *r, int evaluated) {
+    float ratios[PROBE_MAX_GROUPS];
+    if (evaluated && (r->dp.zero || dist_rank() == 0)) update_ratios(&r->dp, &r->model, &r->opt, r->lr, ratios);
+    const ProgressReport *p = &r->report;
+    RunProbeStep step = {r->state.step, evaluated, (float)(p->loss_sum / p->loss_count),
+                         evaluated ? (float)r->state.last_val_loss : NAN, r->lr, r->grad_norm,
+                         (float)grad_clipped(r->grad_norm, r->o.grad_clip), evaluated ? ratios : NULL};
+    char err[ERR_LEN];
+    double start = now_seconds();
+    if (run_probe_step(&r->probe, &step, err) != 0)
+        fprintf(stderr, "%s%s: warning: %s; the timeline stops here (training goes on)\n", r->tty ? "\n" : "",
+                program_name(), err);
+    if (evaluated) progress_report_probed(&r->report, now_seconds() - start);  // for the ETA
+}
+
+void draw_timeline(Run *r) {
+    char err[ERR_LEN];
+    if (run_probe_page(&r->probe, &r->losses, r->plot_title, err) != 0)
+        fprintf(stderr, "%s%s: warning: %s (training goes on)\n", r->tty ? "\n" : "", program_name(), err);
+}
+
+void start_timeline(Run *r) {
+    if (r->resuming || r->ds.val_len == 0) return;
+    char err[ERR_LEN];
+    RunProbeStep step = {0, 1, NAN, NAN, NAN, NAN, NAN, NULL};
+    if (run_probe_step(&r->probe, &step, err) != 0)
+        fprintf(stderr, "%s: warning: %s; the timeline stops here (training goes on)\n", program_name(), err);
+    draw_timeline(r);
 }

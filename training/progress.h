@@ -109,4 +109,19 @@ void progress_report_summary(const ProgressReport *r, long step, double wall_s, 
 // A duration as "1m05s", or "2h03m" from an hour on (negative or not finite: "0m00s").
 void format_duration(char *buf, size_t n, double seconds);
 
+// ----------------------------------------------------------------------------
+// on the terminal
+
+// A pass in progress on the terminal's progress line (an evaluation, or the whole-validation
+// pass at the end), redrawn at most 5 times a second: pass_line_show with a PassLine as the
+// PassProgress's context.
+typedef struct {
+    const ProgressReport *report;  // the run's (an evaluation's line counts the rest of the run)
+    long step;                     // the steps done
+    const char *what;              // "evaluation" or "final"
+    double start, drawn;
+    void (*flush)(void);           // flushes standard output after each line
+} PassLine;
+void pass_line_show(void *context, long done, long total);
+
 #endif

@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 
 #include "../common/input_file.h"
+#include "../dist/dist.h"
 #include "../format/atomic_file.h"
+#include "run.h"
 
 // ----------------------------------------------------------------------------
 // log.csv
@@ -311,4 +313,11 @@ int loss_history_read(LossHistory *h, const char *log_path, char err[ERR_LEN]) {
 void loss_history_free(LossHistory *h) {
     free(h->points);
     memset(h, 0, sizeof(*h));
+}
+
+// ----------------------------------------------------------------------------
+// the run's log
+
+int close_log(Run *r, char err[ERR_LEN]) {
+    return dist_rank() == 0 && run_log_close(&r->log, err) != 0 ? EXIT_DATA : 0;
 }

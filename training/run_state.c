@@ -15,13 +15,14 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../common/clock.h"
 #include "../dist/dist.h"
 #include "../format/checkpoint.h"
 #include "../format/float_text.h"
 #include "../format/json.h"
 #include "../format/safetensors.h"
 #include "../model/rng.h"
-#include "step.h"
+#include "run.h"
 
 // ----------------------------------------------------------------------------
 // the run's identity
@@ -432,4 +433,22 @@ int same_run_check(const SameRun *run, char err[ERR_LEN]) {
     DistFact facts[SAME_RUN_MAX_FACTS];
     int n = same_run_facts(run, facts);
     return dist_check_same(facts, n, err);
+}
+
+// ----------------------------------------------------------------------------
+// the run's checks and saves
+
+int check_same_run(Run *r, char err[ERR_LEN]) {
+    SameRun same = {&r->o, r->fingerprint, &r->vocab, r->resuming || r->initializing ? &r->ck : NULL, r->state.step};
+    return same_run_check(&same, err) != 0 ? EXIT_DATA : 0;
+}
+
+int save_checkpoints(Run *r, const char *best, const char *ckpt, char err[ERR_LEN]) {
+    const char *paths[2] = {best, ckpt};
+    if (!best && !ckpt) return 0;
+    double start = now_seconds();
+    int status = run_checkpoint_save(paths, &r->dp, &r->model, &r->opt, &r->vocab, &r->o, &r->state, err);
+    if (status != 0) return status;
+    progress_report_saved(&r->report, now_seconds() - start);
+    return 0;
 }

@@ -5,9 +5,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "../common/clock.h"
+#include "../common/platform.h"
 #include "../dist/dist.h"
+#include "../model/rng.h"
 #include "../model/train_step.h"
+#include "run.h"
 
 // ----------------------------------------------------------------------------
 // the learning-rate schedule
@@ -281,4 +286,119 @@ void update_ratios(const DataParallel *dp, const GPT *model, const AdamW *opt, f
     }
     if (dp->zero) dist_sum_doubles(updates, count);  // each process has its shard's
     for (int g = 0; g < count; g++) ratios[g] = weights[g] > 0.0 ? (float)(sqrt(updates[g]) / sqrt(weights[g])) : NAN;
+}
+
+// ----------------------------------------------------------------------------
+// the run's steps: planned, built and taken
+
+int plan_memory(Run *r, GPTMemoryPlan *plan, char err[ERR_LEN]) {
+    const TrainOptions *o = &r->o;
+    r->config = (GPTConfig){r->vocab.size, o->block_size, o->n_layer, o->n_head, o->n_embd, o->head_size, o->qkv_bias,
+                            o->dropout};
+    if (gpt_config_validate(&r->config, err) != 0) return EXIT_USAGE;
+    // what the timeline probes (rank 0), checked before anything in --out changes
+    const char *resumed_run_id = checkpoint_meta(&r->ck, "train.run_id");
+    int probe_ready = run_probe_prepare(&r->probe, o, &r->config, &r->vocab, &r->ds,
+                                        r->resuming ? (resumed_run_id ? resumed_run_id : "") : NULL, err);
+    if (probe_ready != 0) return probe_ready == -2 ? EXIT_USAGE : EXIT_DATA;
+    int B = o->batch_size, T = o->block_size;
+    r->tty = isatty(STDOUT_FILENO) && dist_size() == 1;  // mpirun forwards output: no rewritten line
+    printf("chargpt: %s, %zu characters, vocabulary %d%s; train %zu, val %zu\n", r->data_name, r->corpus.len,
+           r->vocab.size, r->vocab.unknown ? " (an unknown token among them)" : "", r->ds.train_len, r->ds.val_len);
+    gpt_memory_plan(&r->config, B, 1, plan);
+    DataParallel *dp = &r->dp;
+    size_t num_parameters = (size_t)(plan->parameters / sizeof(float));
+    if (data_parallel_plan(dp, B, T, o->grad_accum, o->zero, num_parameters, err) != 0) return EXIT_USAGE;
+    gpt_memory_plan(&r->config, dp->rows, 1, plan);
+    gpt_memory_plan_precision(plan, &r->config, dp->rows, GPT_PLAN_TRAINING, o->precision);
+    plan->optimizer *= (double)dp->shard_n / (double)num_parameters;
+    plan->text = r->text_bytes;
+    plan->probe = run_probe_memory(&r->probe, &r->config);
+    char precision[64], precision_note[ERR_LEN];
+    precision_describe(o->precision, precision, sizeof(precision));
+    int threads = omp_get_max_threads();
+    printf("model: %d layers, %d heads of %d, n_embd %d, block %d, %zu parameters; batch %d, %d thread%s; "
+           "precision %s\n", o->n_layer, o->n_head, o->head_size, o->n_embd, o->block_size, num_parameters, B,
+           threads, threads == 1 ? "" : "s", precision);
+    if (kernels_precision_note(o->precision, precision_note, sizeof(precision_note))) printf("%s\n", precision_note);
+    if (dist_size() > 1 || o->grad_accum > 1)
+        printf("data parallel: %d process%s x %d micro-batch%s of %d sequences%s\n", dist_size(),
+               dist_size() == 1 ? "" : "es", o->grad_accum, o->grad_accum == 1 ? "" : "es", dp->rows,
+               dp->zero ? "; optimizer state sharded (ZeRO stage 1)" : "");
+    return 0;
+}
+
+int set_up_model(Run *r, char err[ERR_LEN]) {
+    const TrainOptions *o = &r->o;
+    if (r->initializing && r->vocab.size != r->ck.config.vocab_size) {  // --grow-vocab added characters
+        if (checkpoint_load_model_grown(&r->ck, &r->vocab, o->seed, &r->model, 1, err) != 0) return EXIT_USAGE;
+        r->model.config.dropout = o->dropout;
+        checkpoint_close(&r->ck);
+    } else if (r->resuming || r->initializing) {
+        if (checkpoint_load_model(&r->ck, &r->model, 1, err) != 0) return EXIT_USAGE;
+        r->model.config.dropout = o->dropout;  // --init-from may change it
+        if (r->initializing) checkpoint_close(&r->ck);
+    } else {
+        if (gpt_build(&r->model, &r->config, 1, err) != 0) return EXIT_USAGE;
+        gpt_init_weights(&r->model, o->seed);
+    }
+    if (gpt_set_precision(&r->model, o->precision, err) != 0) return EXIT_USAGE;
+    if (gpt_alloc_activations(&r->model, r->dp.rows, err) != 0) return EXIT_USAGE;
+    if (data_parallel_init(&r->dp, &r->model, &r->opt, o->beta1, o->beta2, o->eps, o->weight_decay, err) != 0)
+        return EXIT_USAGE;
+    if (r->resuming) {
+        if (checkpoint_load_optimizer(&r->ck, &r->opt, err) != 0) return EXIT_DATA;
+        checkpoint_close(&r->ck);
+    }
+    int B = o->batch_size, T = o->block_size;
+    r->inputs = malloc((size_t)B * T * sizeof(int));
+    r->targets = malloc((size_t)B * T * sizeof(int));
+    if (!r->inputs || !r->targets)
+        return error_status(err, EXIT_USAGE, "out of memory for batches of %d x %d tokens", B, T);
+    return 0;
+}
+
+void say_how_the_run_starts(const Run *r) {
+    const TrainOptions *o = &r->o;
+    long step = r->state.step;
+    char schedule[1024], warning[512];
+    schedule_describe(o, step, o->steps, schedule, sizeof(schedule));
+    if (r->initializing)
+        printf("fine-tuning %s's weights from step 0 of %ld: new optimizer state; learning rate: %s\n", o->init_from,
+               o->steps, schedule);
+    else if (r->resuming)
+        printf("resuming %s at step %ld of %ld on %s learning-rate schedule: %s\n", o->resume, step, o->steps,
+               r->given.given[OPT_DECAY_STEPS] || r->given.given[OPT_WARMUP] ? "a new" : "the saved", schedule);
+    else
+        printf("learning rate: %s\n", schedule);
+    if (schedule_warning(o, step, o->steps, warning, sizeof(warning))) printf("%s\n", warning);
+}
+
+int take_step(Run *r) {
+    const TrainOptions *o = &r->o;
+    TrainState *s = &r->state;
+    int B = o->batch_size, T = o->block_size;
+    double t0 = now_seconds();
+    dataset_train_batch(&r->ds, &s->rng, B, T, r->inputs, r->targets);
+    uint64_t dropout_seed = hash_mix64(o->seed ^ hash_mix64((uint64_t)s->step + 1));
+    r->lr = learning_rate(o, s->step);
+    double comm_before = dist_comm_seconds();
+    double norm = data_parallel_step(&r->dp, &r->model, &r->opt, r->inputs, r->targets, dropout_seed, r->lr,
+                                     o->grad_clip);
+    double comm_s = dist_comm_seconds() - comm_before;
+    if (!isfinite(r->model.mean_loss) || !isfinite(norm)) {
+        if (dist_rank() == 0)
+            fprintf(stderr, "%s%s: step %ld: %s is not finite; stopping (the last saved checkpoint is unchanged)\n",
+                    r->tty ? "\n" : "", program_name(), s->step + 1,
+                    isfinite(r->model.mean_loss) ? "the gradient norm" : "the loss");
+        return EXIT_NONFINITE;
+    }
+    s->step++;
+    s->tokens_seen += (long)B * T;
+    r->grad_norm = (float)norm;
+    r->grad_norm_sum += norm;
+    r->clipped_steps += grad_clipped(norm, o->grad_clip);
+    progress_report_step(&r->report, r->model.mean_loss, now_seconds() - t0, comm_s);
+    s->elapsed_s = r->elapsed_before + now_seconds() - r->run_start;
+    return 0;
 }
