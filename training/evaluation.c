@@ -8,6 +8,9 @@
 #include "../dist/dist.h"
 #include "run.h"
 
+// ----------------------------------------------------------------------------
+// the periodic evaluation
+
 double data_parallel_evaluate(DataParallel *dp, GPT *model, const Dataset *ds, long num_batches,
                               const PassProgress *progress, int *inputs, int *targets) {
     size_t first, end, most, unused;

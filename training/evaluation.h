@@ -1,13 +1,16 @@
 // Evaluation: the loss on the validation split, at every --eval-every steps over a fixed
 // sample of its windows shared by the processes, and at the end over the whole split, each
 // character once.
-#ifndef CHARGPT_TRAINING_EVALUATION_H
-#define CHARGPT_TRAINING_EVALUATION_H
+#ifndef CHARGPT_EVALUATION_H
+#define CHARGPT_EVALUATION_H
 
 #include "../data/batch.h"
 #include "../model/gpt.h"
 #include "progress.h"
 #include "step.h"
+
+// ----------------------------------------------------------------------------
+// the periodic evaluation
 
 // Mean loss over the fixed validation batches 0 .. num_batches - 1 (dropout off), each
 // process computing its share of them. inputs, targets: room for (B, T). NAN when a stop

@@ -2,8 +2,8 @@
 // ./train's options, its --help, which options may be given together (and again when
 // resuming), and the memory limit they set. How a run takes its options from its checkpoint
 // when it resumes or fine-tunes is the set_up_options stage (training/run.h).
-#ifndef CHARGPT_TRAINING_OPTIONS_H
-#define CHARGPT_TRAINING_OPTIONS_H
+#ifndef CHARGPT_OPTIONS_H
+#define CHARGPT_OPTIONS_H
 
 #include <getopt.h>
 #include <stdio.h>

@@ -11,8 +11,8 @@
 //      log.csv opened (training/run_log.h).
 // The functions of steps 1 and 2 return 0 or the exit status the program ends with
 // (common/errors.h), with a message in err.
-#ifndef CHARGPT_TRAINING_OUT_DIR_H
-#define CHARGPT_TRAINING_OUT_DIR_H
+#ifndef CHARGPT_OUT_DIR_H
+#define CHARGPT_OUT_DIR_H
 
 #include <stddef.h>
 #include <sys/types.h>

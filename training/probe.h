@@ -16,8 +16,8 @@
 //                      evaluation or every --sample-every steps, appended as one record;
 //   run_probe_page     after the step's report: timeline.html rewritten, atomically.
 // A write that fails is reported once and ends the probing, never the training.
-#ifndef CHARGPT_TRAINING_PROBE_H
-#define CHARGPT_TRAINING_PROBE_H
+#ifndef CHARGPT_PROBE_H
+#define CHARGPT_PROBE_H
 
 #include <stdint.h>
 #include <stdio.h>

@@ -4,8 +4,8 @@
 // the whole-validation pass at the end), the progress line that shows them, fitted to a
 // terminal's width, the line an evaluation or the final pass shows while it runs, and the
 // end-of-run summary.
-#ifndef CHARGPT_TRAINING_PROGRESS_H
-#define CHARGPT_TRAINING_PROGRESS_H
+#ifndef CHARGPT_PROGRESS_H
+#define CHARGPT_PROGRESS_H
 
 #include <stddef.h>
 

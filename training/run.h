@@ -3,8 +3,8 @@
 // program ends with (common/errors.h), with a message in err; it prints what the run says on
 // standard output (the other processes' goes to /dev/null: rank 0 alone reports), and leaves
 // the meetings of the processes (dist.h) to main.
-#ifndef CHARGPT_TRAINING_RUN_H
-#define CHARGPT_TRAINING_RUN_H
+#ifndef CHARGPT_RUN_H
+#define CHARGPT_RUN_H
 
 #include "../data/batch.h"
 #include "../data/corpus.h"

@@ -7,8 +7,8 @@
 // in its rows, so the file stays one table; readers of the first six columns see no change.
 // Every write is checked. And the points of the loss plot, read from log.csv's rows when a run
 // resumes (or ./generate --timeline rebuilds a run's page) and added at each report.
-#ifndef CHARGPT_TRAINING_RUN_LOG_H
-#define CHARGPT_TRAINING_RUN_LOG_H
+#ifndef CHARGPT_RUN_LOG_H
+#define CHARGPT_RUN_LOG_H
 
 #include <stddef.h>
 #include <stdio.h>

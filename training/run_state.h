@@ -1,8 +1,8 @@
 // The run's state and its checkpoints: the options and state of a run and how a checkpoint
 // keeps them (train.* and state.* metadata), which run a checkpoint belongs to (its identity),
 // saving the run's checkpoints, and what the processes of one run must share.
-#ifndef CHARGPT_TRAINING_RUN_STATE_H
-#define CHARGPT_TRAINING_RUN_STATE_H
+#ifndef CHARGPT_RUN_STATE_H
+#define CHARGPT_RUN_STATE_H
 
 #include <stddef.h>
 #include <stdint.h>

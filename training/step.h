@@ -2,8 +2,8 @@
 // step over the processes of a data-parallel run and the micro-batches of gradient
 // accumulation, and the update-to-weight ratios of the step just taken. The run's stages that
 // plan, build and take the steps are in training/run.h.
-#ifndef CHARGPT_TRAINING_STEP_H
-#define CHARGPT_TRAINING_STEP_H
+#ifndef CHARGPT_STEP_H
+#define CHARGPT_STEP_H
 
 #include <stddef.h>
 
