@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "../common/finite.h"
-#include "../training/head_scores.h"
+#include "../viewer/head_scores.h"
 #include "../viewer/attention_export.h"
 
 // What is recorded over a window of t characters, in one allocation.

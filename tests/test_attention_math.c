@@ -15,7 +15,7 @@
 #include "../generation/attention_record.h"
 #include "../model/gpt.h"
 #include "../model/reference.h"
-#include "../training/head_scores.h"
+#include "../viewer/head_scores.h"
 #include "test.h"
 
 #define TMP "tests/tmp"

@@ -10,7 +10,7 @@
 
 #include "../data/utf8.h"
 #include "../viewer/attention_export.h"
-#include "../training/head_scores.h"
+#include "../viewer/head_scores.h"
 #include "../viewer/attention_formats.h"
 #include "test.h"
 
@@ -932,7 +932,7 @@ TEST(viewer_large_all_formats) {
     free(att);
 }
 
-// Each head's pattern scores and label (training/head_scores.h) on text (t code points), as
+// Each head's pattern scores and label (viewer/head_scores.h) on text (t code points), as
 // ./generate records them.
 typedef struct {
     float reach[HEAD_PATTERNS], *scores, *strength;

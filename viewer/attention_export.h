@@ -91,7 +91,7 @@ typedef struct {
     const float *out;   // (L, t, A): each head's sum_j W[i][j] v_j, head h's at h hs
 } AttentionVectors;
 
-// What each head does on the text (training/head_scores.h): its score on each pattern, and its
+// What each head does on the text (viewer/head_scores.h): its score on each pattern, and its
 // label, the strongest.
 typedef struct {
     int patterns;               // P
