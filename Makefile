@@ -109,10 +109,7 @@ TEST_RUNNER ?= tests/run_tests
 
 LIB_SRC := $(wildcard common/*.c) $(filter-out $(OTHER_ARCH_KERNELS),$(wildcard kernels/*.c)) $(wildcard model/*.c) $(wildcard format/*.c) $(wildcard generation/*.c) $(wildcard data/*.c) \
            $(wildcard viewer/*.c) $(wildcard training/*.c) $(wildcard dist/*.c)
-# model/reference.c, the model's plain double-precision specification, is built into the tests alone
-REFERENCE_SRC := model/reference.c
-LIB_SRC := $(filter-out $(REFERENCE_SRC),$(LIB_SRC))
-TEST_SRC := $(wildcard tests/*.c) $(wildcard tests/fuzz/fuzz_*.c) $(REFERENCE_SRC)
+TEST_SRC := $(wildcard tests/*.c) $(wildcard tests/fuzz/fuzz_*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC := $(wildcard scripts/*.c)

@@ -140,7 +140,7 @@ static void step_team(KVCache *cache, const int *tokens) {
         for (int i = 0; i < C; i++) x[s * C + i] = p->wte[(size_t)tokens[s] * C + i] + p->wpe[(size_t)pos * C + i];
     team_barrier();
     for (int l = 0; l < c->n_layer; l++) {
-        LayerParams lp = gpt_layer_params(p, c, l);
+        BlockParams lp = gpt_layer_params(p, c, l);
         // x + attn(ln_1(x)), with each sample's k and v at this position appended to its cache
         layernorm_forward(ln, mean, rstd, x, lp.ln1w, lp.ln1b, N, C);
         linear_forward_rows(m->kernels, qkv, ln, lp.qkvw, lp.qkvb, N, C, 3 * A);

@@ -381,10 +381,12 @@ void gpt_tensor_info(const GPTConfig *config, int index, TensorInfo *info) {
     info->decay = parameter_table[field].decay;
 }
 
-_Static_assert(sizeof(LayerParams) == 12 * sizeof(float *), "LayerParams has a field per stacked tensor");
+_Static_assert(sizeof(ParameterTensors) == NUM_PARAMETER_TENSORS * sizeof(float *) &&
+                   sizeof(BlockParams) == 12 * sizeof(float *),
+               "ParameterTensors has a field per row of the parameter table, BlockParams one per stacked row");
 
-LayerParams gpt_layer_params(const ParameterTensors *p, const GPTConfig *c, int l) {
-    LayerParams lp;
+BlockParams gpt_layer_params(const ParameterTensors *p, const GPTConfig *c, int l) {
+    BlockParams lp;
     float *const *tensors = (float *const *)p;
     float **views = (float **)&lp;
     int v = 0;
@@ -492,7 +494,7 @@ static void forward_team(GPT *model, const int *inputs, const int *targets, int 
     encoder_forward(a->encoded, inputs, model->params.wte, model->params.wpe, B, t, C);
     const float *residual = a->encoded;
     for (int l = 0; l < c->n_layer; l++) {
-        LayerParams p = gpt_layer_params(&model->params, c, l);
+        BlockParams p = gpt_layer_params(&model->params, c, l);
         LayerActs la = layer_acts(model, l);
         Dropout drop_att = layer_dropout(model, pass, l, DROPOUT_ATTN_WEIGHTS, t);
         Dropout drop_res1 = layer_dropout(model, pass, l, DROPOUT_ATTN_RESIDUAL, t);
@@ -587,8 +589,8 @@ static void backward_team(GPT *model) {
                        a->lnf_mean, a->lnf_rstd, N, C);
 
     for (int l = c->n_layer - 1; l >= 0; l--) {
-        LayerParams p = gpt_layer_params(&model->params, c, l);
-        LayerParams dp = gpt_layer_params(g, c, l);
+        BlockParams p = gpt_layer_params(&model->params, c, l);
+        BlockParams dp = gpt_layer_params(g, c, l);
         LayerActs la = layer_acts(model, l);
         const float *residual_in = l == 0 ? a->encoded : layer_acts(model, l - 1).residual3;
         Dropout drop_att = layer_dropout(model, &model->pass, l, DROPOUT_ATTN_WEIGHTS, t);

@@ -27,34 +27,22 @@ typedef struct {
 // Checks a config for sizes that make sense; on failure writes a message naming the field.
 int gpt_config_validate(const GPTConfig *c, char err[ERR_LEN]);
 
-// Parameters, each [L, ...] stacked over layers, all in one allocation in this order.
-// nanoGPT names (per layer i) are given beside each. gpt.c's parameter table holds each one's
-// name, shape, weight decay and initialisation.
-typedef struct {
-    float *wte;      // (V, C)       transformer.wte.weight (also the output head)
-    float *wpe;      // (T, C)       transformer.wpe.weight
-    float *ln1w;     // (L, C)       transformer.h.i.ln_1.weight
-    float *ln1b;     // (L, C)       transformer.h.i.ln_1.bias
-    float *qkvw;     // (L, 3A, C)   transformer.h.i.attn.c_attn.weight
-    float *qkvb;     // (L, 3A)      transformer.h.i.attn.c_attn.bias (size 0 without qkv_bias)
-    float *attprojw; // (L, C, A)    transformer.h.i.attn.c_proj.weight
-    float *attprojb; // (L, C)       transformer.h.i.attn.c_proj.bias
-    float *ln2w;     // (L, C)       transformer.h.i.ln_2.weight
-    float *ln2b;     // (L, C)       transformer.h.i.ln_2.bias
-    float *fcw;      // (L, 4C, C)   transformer.h.i.mlp.c_fc.weight
-    float *fcb;      // (L, 4C)      transformer.h.i.mlp.c_fc.bias
-    float *fcprojw;  // (L, C, 4C)   transformer.h.i.mlp.c_proj.weight
-    float *fcprojb;  // (L, C)       transformer.h.i.mlp.c_proj.bias
-    float *lnfw;     // (C)          transformer.ln_f.weight
-    float *lnfb;     // (C)          transformer.ln_f.bias
-} ParameterTensors;
-#define NUM_PARAMETER_TENSORS 16
-
-// One layer's slices of the tensors stacked over layers (of the parameters or of the
-// gradients): the fields of ParameterTensors from ln1w to fcprojb, in that order.
+// The tensors of a block: one layer's (gpt_layer_params), or every layer's stacked, (L, ...),
+// in ParameterTensors. qkvb is NULL without qkv_bias.
 typedef struct {
     float *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
-} LayerParams;
+} BlockParams;
+
+// The parameters, all in one allocation in this order: the token embedding wte (also the
+// output head), the position embedding wpe, the blocks' tensors, the final LayerNorm's. The
+// parameter table (gpt.c) holds each tensor's nanoGPT name, shape, weight decay and
+// initialisation, in the same order.
+typedef struct {
+    float *wte, *wpe;
+    BlockParams blocks;
+    float *lnfw, *lnfb;
+} ParameterTensors;
+#define NUM_PARAMETER_TENSORS 16
 
 // Activations kept for the backward pass, sized for (B, T) once; a call with t < T uses
 // the leading B*t rows (and a (t, t) attention matrix per head).
@@ -237,7 +225,7 @@ typedef struct {
 void gpt_tensor_info(const GPTConfig *config, int index, TensorInfo *info);
 
 // Layer l's view of parameters (or gradients) p: qkvb NULL without qkv_bias.
-LayerParams gpt_layer_params(const ParameterTensors *p, const GPTConfig *config, int l);
+BlockParams gpt_layer_params(const ParameterTensors *p, const GPTConfig *config, int l);
 
 // The weights of the linear layers (out = in @ weight^T) in parameters p (NULL: shapes only),
 // by kind: `count` matrices (rows, cols), one layer's after the other; the output head is

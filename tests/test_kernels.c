@@ -11,7 +11,7 @@
 
 #include "../kernels/backend.h"
 #include "../kernels/kernels.h"
-#include "../model/reference.h"
+#include "reference.h"
 #include "test.h"
 
 typedef struct {
@@ -34,7 +34,7 @@ static double *to_double(const float *p, size_t n) {
     return d;
 }
 
-// The double reference's linear forward (model/reference.h) on the float operands.
+// The double reference's linear forward (tests/reference.h) on the float operands.
 static void ref_forward(double *out, const float *inp, const float *w, const float *bias, int N, int C, int OC) {
     double *inp_d = to_double(inp, (size_t)N * C), *w_d = to_double(w, (size_t)OC * C);
     double *bias_d = bias ? to_double(bias, (size_t)OC) : NULL;

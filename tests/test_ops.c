@@ -10,7 +10,7 @@
 #include "../kernels/kernels.h"
 #include "../model/layers.h"
 #include "../model/rng.h"
-#include "../model/reference.h"
+#include "reference.h"
 #include "test.h"
 
 #define FD_STEP 1e-5     // central differences in double: error ~ h^2 + 1e-16/h
