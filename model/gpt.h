@@ -12,6 +12,7 @@
 #include "../common/errors.h"
 #include "../kernels/kernels.h"
 #include "../kernels/parallel.h"
+#include "layers.h"
 
 typedef struct {
     int vocab_size;  // V
@@ -97,6 +98,13 @@ typedef struct {
     // tensors were one, and backward differentiates the mean over all batch_rows * t tokens.
     int batch_offset;
     int batch_rows;
+    // Cached generation (generation/inference.h): NULL, or the keys and values of every
+    // layer, sequence and position (gpt_kv_cache_rows). The pass's B sequences are the cache's
+    // [first_sequence, first_sequence + B) of kv_sequences, its t tokens at the positions
+    // [pos0, pos0 + t): attention reads the cached keys and values of the positions before
+    // pos0, after the pass's own are added. (Without a cache pos0 is 0.)
+    float *kv_cache;
+    int kv_sequences, first_sequence, pos0;
 } ForwardPass;
 
 typedef struct {
@@ -166,9 +174,9 @@ typedef struct {
 } GPTMemoryPlan;
 // What a plan is for (the values 0 and 1 are the earlier "training" flag's):
 typedef enum {
-    GPT_PLAN_GENERATION = 0,  // parameters; activations and scratch for one sequence; the key/value
-                              // cache and one position's buffers for each of B samples
-                              // (generation/inference.h)
+    GPT_PLAN_GENERATION = 0,  // parameters; activations and scratch for gpt_generation_batch(B)
+                              // sequences; the key/value cache and the logits of B samples
+                              // (gpt_generation_floats)
     GPT_PLAN_TRAINING = 1,    // parameters, gradients, optimizer, activations and scratch for batch B
     GPT_PLAN_FORWARD = 2,     // parameters, activations and scratch for batch B (scoring a text)
 } GPTPlanKind;
@@ -185,13 +193,26 @@ void gpt_memory_describe(const GPTMemoryPlan *plan, char *text, size_t n);
 // Writes bytes as "832 KiB", "40.5 MiB", "3.2 TiB".
 void gpt_format_bytes(double bytes, char *text, size_t n);
 
+// Cached generation of S samples (generation/inference.h): the keys and values of every
+// layer, sample and position (for each layer l, sample s and position j < T, A keys then A
+// values), then the latest logits of every sample (S, V); the floats of both, and of the
+// first. Doubles, as in GPTMemoryPlan.
+double gpt_generation_floats(const GPTConfig *config, int samples);
+double gpt_kv_cache_floats(const GPTConfig *config, int samples);
+// Layer l's keys and values of sequence s (and, seq floats on, of the sequences after it) in
+// such a cache of S sequences, for attention (layers.h).
+KVRows gpt_kv_cache_rows(const GPTConfig *config, float *cache, int sequences, int l, int s);
+// The batch of sequences whose activations the model needs to generate S samples: a step
+// runs one position of every sample, S rows, and a sequence holds T.
+int gpt_generation_batch(const GPTConfig *config, int samples);
+
 // Initialises parameters from a seed: linear weights and embeddings N(0, 0.02), the two
 // residual projections N(0, 0.02/sqrt(2L)), biases 0, LayerNorm weight 1 and bias 0.
 void gpt_init_weights(GPT *model, uint64_t seed);
 
-// Forward over tokens (B, t), t <= block_size, for what pass says (NULL: evaluation, no
-// dropout, the whole batch). With targets, computes the losses and mean_loss; without (NULL),
-// leaves logits and probs only.
+// Forward over tokens (B, t), pos0 + t <= block_size, for what pass says (NULL: evaluation,
+// no dropout, the whole batch). With targets, computes the losses and mean_loss; without
+// (NULL), leaves logits and probs only.
 // gpt_forward and gpt_backward are team functions (parallel.h): called inside a parallel
 // region by every thread of its team they share the work; from serial code they start a
 // team of their own.

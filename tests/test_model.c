@@ -187,7 +187,7 @@ TEST(model_matches_reference) {
         GPT model;
         if (build_model(&model, c, mc->B_alloc) != 0) return;
         randomize_params(&model, 10 + k, 0.2f);
-        const ForwardPass pass = {mc->training, 1234 + k, 0, 0};
+        const ForwardPass pass = {.training = mc->training, .dropout_seed = 1234 + k};
         int B = mc->B, t = mc->t, N = B * t, L = c->n_layer, H = c->n_head;
         int *inputs = malloc(N * sizeof(int)), *targets = malloc(N * sizeof(int));
         Rng rng;
@@ -250,7 +250,7 @@ TEST(model_dropout_seed_matters) {
     random_tokens(targets, N, mc->config.vocab_size, &rng);
     float losses[4];
     for (int r = 0; r < 4; r++) {
-        const ForwardPass pass = {r < 3, r == 1 ? 2 : 1, 0, 0};  // runs 0 and 2 use the same seed
+        const ForwardPass pass = {.training = r < 3, .dropout_seed = r == 1 ? 2 : 1};  // runs 0 and 2 use the same seed
         gpt_forward(&model, inputs, targets, mc->B, mc->t, &pass);
         losses[r] = model.mean_loss;
     }
@@ -284,7 +284,7 @@ TEST(model_reference_grad_fd) {
             GPT model;
             if (build_model(&model, &c, 2) != 0) return;
             randomize_params(&model, 20 + qkv_bias, 0.3f);
-            const ForwardPass pass = {with_dropout, 99, 0, 0};
+            const ForwardPass pass = {.training = with_dropout, .dropout_seed = 99};
             int B = 2, t = 3, inputs[6] = {0, 3, 1, 4, 4, 2}, targets[6] = {3, 1, 4, 2, 0, 0};
             size_t P = model.num_parameters;
             double *params = malloc(P * sizeof(double)), *grads = malloc(P * sizeof(double));
@@ -367,7 +367,7 @@ TEST(model_causality) {
     random_tokens(inputs, N, V, &rng);
     double worst_sum = 0.0;
     for (int training = 0; training < 2; training++) {
-        const ForwardPass pass = {training, 5, 0, 0};
+        const ForwardPass pass = {.training = training, .dropout_seed = 5};
         poison_activations(&model);
         gpt_forward(&model, inputs, NULL, B, t, &pass);
         worst_sum = max2(worst_sum, check_attention_rows(&model, B, t));
@@ -470,7 +470,7 @@ static float *train_steps(uint64_t init_seed, uint64_t dropout_base, int steps, 
     int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
     for (int step = 0; step < steps; step++) {
-        const ForwardPass pass = {1, dropout_base + step, 0, 0};
+        const ForwardPass pass = {.training = 1, .dropout_seed = dropout_base + step};
         gpt_forward(&model, inputs, targets, B, t, &pass);
         gpt_zero_grad(&model);
         gpt_backward(&model);
@@ -526,7 +526,7 @@ static float *train_team_steps(int steps, int threads, int by_train_step, size_t
     for (int step = 0; step < steps; step++) {
         random_tokens(inputs, B * t, c.vocab_size, &rng);
         random_tokens(targets, B * t, c.vocab_size, &rng);
-        const ForwardPass pass = {1, 300 + step, 0, 0};
+        const ForwardPass pass = {.training = 1, .dropout_seed = 300 + step};
         if (by_train_step) {
             train_step(&model, &opt, inputs, targets, B, t, pass.dropout_seed, 1e-2f, 1.0f);
         } else {
@@ -719,7 +719,7 @@ TEST(model_batch_parts_sum_to_the_batch) {
     GPT model;
     if (build_model(&model, &c, B) != 0) return;
     gpt_init_weights(&model, 3);
-    const ForwardPass pass = {1, 17, 0, 0};
+    const ForwardPass pass = {.training = 1, .dropout_seed = 17};
     size_t P = model.num_parameters;
     float *whole = malloc(P * sizeof(float));
     gpt_forward(&model, inputs, targets, B, t, &pass);
@@ -734,7 +734,8 @@ TEST(model_batch_parts_sum_to_the_batch) {
         double loss = 0.0;
         gpt_zero_grad(&model);
         for (int k = 0; k < 3; k++) {
-            const ForwardPass part = {1, pass.dropout_seed, numbered ? first[k] : 0, B};
+            const ForwardPass part = {.training = 1, .dropout_seed = pass.dropout_seed,
+                                      .batch_offset = numbered ? first[k] : 0, .batch_rows = B};
             int rows = first[k + 1] - first[k];
             gpt_forward(&model, inputs + first[k] * t, targets + first[k] * t, rows, t, &part);
             gpt_backward(&model);
