@@ -3,7 +3,8 @@
 # chargpt-train and chargpt-generate under PREFIX (default /usr/local; DESTDIR is honoured).
 # The kernels' backends (kernels/backend.h) are each compiled with their instruction set's
 # flags (ISA_FLAGS_* below), and the program picks the fastest the CPU runs when it starts
-# (CHARGPT_KERNELS=portable|avx2|avx512|avx512_bf16 forces one). Everything else is compiled
+# (CHARGPT_KERNELS=portable|avx2|avx512|avx512_bf16 forces one, CHARGPT_KERNELS=plain the
+# textbook loops of kernels/plain.c). Everything else is compiled
 # with MARCH, by default the architecture's baseline (x86-64), so that the programs run on
 # any CPU of it; `make MARCH=-march=native` builds for this machine alone (use `make clean`
 # when changing it).
@@ -109,10 +110,7 @@ TEST_RUNNER ?= tests/run_tests
 
 LIB_SRC := $(wildcard common/*.c) $(filter-out $(OTHER_ARCH_KERNELS),$(wildcard kernels/*.c)) $(wildcard model/*.c) $(wildcard format/*.c) $(wildcard generation/*.c) $(wildcard data/*.c) \
            $(wildcard viewer/*.c) $(wildcard training/*.c) $(wildcard dist/*.c)
-# model/reference.c, the model's plain double-precision specification, is built into the tests alone
-REFERENCE_SRC := model/reference.c
-LIB_SRC := $(filter-out $(REFERENCE_SRC),$(LIB_SRC))
-TEST_SRC := $(wildcard tests/*.c) $(wildcard tests/fuzz/fuzz_*.c) $(REFERENCE_SRC)
+TEST_SRC := $(wildcard tests/*.c) $(wildcard tests/fuzz/fuzz_*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC := $(wildcard scripts/*.c)
@@ -167,8 +165,9 @@ $(TEST_RUNNER): $(TEST_OBJ) $(BUILD)/libchargpt.a
 test: all $(TEST_RUNNER)
 	CHARGPT_BIN=$(BIN) ./$(TEST_RUNNER)
 
-# the whole suite once per kernels' backend this CPU runs (CHARGPT_KERNELS=name), each run's
-# output in $(BUILD)/tests-<name>.log; a failure shows the failed tests' checks
+# the whole suite once per kernels this CPU runs, its backends and the plain loops
+# (CHARGPT_KERNELS=name), each run's output in $(BUILD)/tests-<name>.log; a failure shows the
+# failed tests' checks
 test-backends: all $(TEST_RUNNER)
 	@for k in $$(./$(TEST_RUNNER) --backends); do \
 		echo "CHARGPT_KERNELS=$$k ./$(TEST_RUNNER)"; \

@@ -347,9 +347,9 @@ static void check_memory(GPTMemoryPlan *plan, const GPTConfig *c, const Options 
         o->checkpoint, what, c->block_size, c->n_layer, c->n_head, needed, limit_text, source);
 }
 
-// Generation: the model without gradients, its activations for one sequence, the key/value
-// cache and buffers of every sample, their texts, the prompt (its bytes and tokens) and, with
-// --attention, what attention_record keeps.
+// Generation: the model without gradients, its activations for a step of every sample, the
+// key/value cache and logits of every sample, their texts, the prompt (its bytes and tokens)
+// and, with --attention, what attention_record keeps.
 static void check_generation_memory(const GPTConfig *c, const Options *o, long text_len, double prompt_bytes) {
     GPTMemoryPlan plan;
     gpt_memory_plan(c, o->num_samples, GPT_PLAN_GENERATION, &plan);

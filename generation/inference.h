@@ -1,38 +1,28 @@
 // Generation with a key/value cache, for N samples decoded together. Each sample's window
-// runs once through the batched forward pass (prefill); then each step runs one new position
-// of every sample through the blocks as one batch of N rows, each row attending to the
-// cached keys and values of its own sample.
+// runs once through the model's forward pass (prefill), which leaves its keys and values in
+// the cache; then each step runs one new position of every sample through the same forward
+// as one batch of N rows, each row attending to the cached keys and values of its own
+// sample (gpt_forward with ForwardPass's cache: model/gpt.h).
 //
 // Every sample gets the same bits as it would decoded alone: a prefill runs one sample at a
-// time, and a step's matrix products compute each row on its own (linear_forward_rows).
+// time, and a step's matrix products compute each row on its own (kernels_rows_alone).
 #ifndef CHARGPT_INFERENCE_H
 #define CHARGPT_INFERENCE_H
 
 #include "../model/gpt.h"
 
 typedef struct {
-    GPT *model;       // activations allocated for one sequence
+    GPT *model;       // activations allocated for a step of every sample (gpt_generation_batch)
     int num_samples;  // N
-    float *keys;      // (N, L, T, A) cached keys of positions [0, len) of each sample
-    float *values;    // (N, L, T, A)
+    float *kv;        // the keys and values of positions [0, len) of each sample (gpt_kv_cache_rows)
     int len;          // positions in every sample's cache
-    // one position of every sample
-    float *x;         // (N, C) residual stream
-    float *ln;        // (N, C)
-    float *ln_mean;   // (N)
-    float *ln_rstd;   // (N)
-    float *qkv;       // (N, 3A)
-    float *atty;      // (N, A)
-    float *branch;    // (N, C)
-    float *fch;       // (N, 4C)
-    float *logits;    // (N, V)
-    float *att;       // (N, H, T) attention weights of each sample and head
-    float *memory;
-    size_t floats;    // the size of memory, as gpt_memory_plan counts it
+    float *logits;    // (N, V) each sample's logits at its window's last position, after a prefill
+    float *memory;    // kv, then logits
+    size_t floats;    // the size of memory, gpt_generation_floats
     ThreadTuner tuner;  // the team size of the steps (parallel.h)
 } KVCache;
 
-// Allocates the cache for num_samples samples and the model's activations for one sequence.
+// Allocates the cache for num_samples samples and the model's activations for their steps.
 // Returns 0 or -1 with err.
 int kvcache_init(KVCache *cache, GPT *model, int num_samples, char err[ERR_LEN]);
 void kvcache_free(KVCache *cache);

@@ -200,7 +200,7 @@ void bfdot_pack_pairs(bf16 *dst, int width, int count, const bf16 *src, long ld,
 void bfdot_dot_rows(float *out, const bf16 *x, const bf16 *w, const float *bias, int C, int o0, int o1);
 
 // The backend in use (dispatch.c): the one kernels_init or kernels_use chose, else the
-// fastest this CPU runs.
+// fastest this CPU runs; NULL when the plain loops (plain.c) were chosen.
 const Backend *kernels_backend(void);
 
 #endif

@@ -1,11 +1,13 @@
-// Which backend (backend.h) runs the kernels: the table of those this build has, fastest
-// first, the CPU's answer to what it runs, and CHARGPT_KERNELS.
+// Which kernels run: a backend (backend.h) from the table of those this build has, fastest
+// first, that the CPU runs, or the plain loops (plain.c), as CHARGPT_KERNELS says; and the
+// fast pointwise kernels (fast.h), the backend's.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
+#include "fast.h"
 #include "kernels.h"
 
 extern const Backend backend_portable;
@@ -33,9 +35,10 @@ static const Backend *const backends[] = {
 };
 
 #define NUM_BACKENDS ((int)(sizeof(backends) / sizeof(backends[0])))
+#define PLAIN "plain"  // the plain loops' name: they run on any CPU, after the backends in the lists
 
-static const Backend *active;
-static int from_environment;  // 1: the backend in use is CHARGPT_KERNELS's
+static const Backend *active;  // NULL: the plain loops
+static int from_environment;   // 1: the kernels in use are CHARGPT_KERNELS's
 static pthread_once_t chosen = PTHREAD_ONCE_INIT;
 
 static const Backend *fastest(void) {
@@ -44,37 +47,44 @@ static const Backend *fastest(void) {
     return &backend_portable;
 }
 
-// The names of the backends (only those this CPU runs, when runnable is 1) as one text.
+// The names of the kernels (only those this CPU runs, when runnable is 1) as one text.
 static void names_text(int runnable, char *text, size_t n) {
     text[0] = '\0';
     for (int i = 0; i < NUM_BACKENDS; i++)
         if (!runnable || backends[i]->cpu_runs())
             snprintf(text + strlen(text), n - strlen(text), "%s%s", text[0] ? ", " : "", backends[i]->name);
+    snprintf(text + strlen(text), n - strlen(text), ", " PLAIN);
 }
 
-// The backend named `name` if this CPU runs it; else NULL with err saying why.
-static const Backend *named(const char *name, char err[ERR_LEN]) {
+// The kernels named `name`, if this CPU runs them: 0 and *b the backend (NULL for the plain
+// loops); else -1 with err saying why.
+static int named(const char *name, const Backend **b, char err[ERR_LEN]) {
     char known[256];
+    *b = NULL;
+    if (strcmp(name, PLAIN) == 0) return 0;
     for (int i = 0; i < NUM_BACKENDS; i++) {
         if (strcmp(backends[i]->name, name) != 0) continue;
-        if (backends[i]->cpu_runs()) return backends[i];
+        if (backends[i]->cpu_runs()) {
+            *b = backends[i];
+            return 0;
+        }
         names_text(1, known, sizeof(known));
         snprintf(err, ERR_LEN, "the %s kernels need %s, which this CPU does not have (it runs: %s)", name,
                  backends[i]->needs, known);
-        return NULL;
+        return -1;
     }
     names_text(0, known, sizeof(known));
     snprintf(err, ERR_LEN, "unknown kernels '%s' (this build has: %s)", name, known);
-    return NULL;
+    return -1;
 }
 
-// Without kernels_init: CHARGPT_KERNELS's backend when this CPU runs it, else the fastest.
+// Without kernels_init: CHARGPT_KERNELS's kernels when this CPU runs them, else the fastest.
 static void choose_default(void) {
     char err[ERR_LEN];
     const char *name = getenv("CHARGPT_KERNELS");
-    const Backend *b = name && *name ? named(name, err) : NULL;
-    active = b ? b : fastest();
-    from_environment = b != NULL;
+    const Backend *b;
+    from_environment = name && *name && named(name, &b, err) == 0;
+    active = from_environment ? b : fastest();
 }
 
 const Backend *kernels_backend(void) {
@@ -85,8 +95,9 @@ const Backend *kernels_backend(void) {
 int kernels_init(char err[ERR_LEN]) {
     pthread_once(&chosen, choose_default);
     const char *name = getenv("CHARGPT_KERNELS");
+    const Backend *b;
     if (!name || !*name) return 0;
-    if (!named(name, err)) {
+    if (named(name, &b, err) != 0) {
         char why[ERR_LEN];
         snprintf(why, ERR_LEN, "CHARGPT_KERNELS: %s", err);
         snprintf(err, ERR_LEN, "%s", why);
@@ -97,19 +108,23 @@ int kernels_init(char err[ERR_LEN]) {
 
 int kernels_use(const char *name, char err[ERR_LEN]) {
     pthread_once(&chosen, choose_default);
-    const Backend *b = named(name, err);
-    if (!b) return -1;
+    const Backend *b;
+    if (named(name, &b, err) != 0) return -1;
     active = b;
     from_environment = 0;
     return 0;
 }
 
-const char *kernels_name(void) { return kernels_backend()->name; }
+const char *kernels_name(void) {
+    const Backend *b = kernels_backend();
+    return b ? b->name : PLAIN;
+}
 
 int kernels_available(const char **names, int max) {
     int n = 0;
     for (int i = 0; i < NUM_BACKENDS && n < max; i++)
         if (backends[i]->cpu_runs()) names[n++] = backends[i]->name;
+    if (n < max) names[n++] = PLAIN;
     return n;
 }
 
@@ -117,7 +132,7 @@ void kernels_available_text(char *text, size_t n) { names_text(1, text, n); }
 
 int kernels_precision_note(Precision precision, char *text, size_t n) {
     const Backend *b = kernels_backend();
-    if (precision != PRECISION_BF16 || !b->bf16_cost) return 0;
+    if (precision != PRECISION_BF16 || !b || !b->bf16_cost) return 0;
 #if defined(BF16_DOT_BACKEND)
     int cpu_has_them = BF16_DOT_BACKEND.cpu_runs();
 #else
@@ -137,15 +152,16 @@ int kernels_precision_note(Precision precision, char *text, size_t n) {
 void precision_describe(Precision precision, char *text, size_t n) {
     const Backend *b = kernels_backend();
     char products[32] = "";
-    if (precision == PRECISION_BF16) snprintf(products, sizeof(products), " (%s)", b->bf16->name);
-    snprintf(text, n, "%s%s, kernels %s%s", precision_name(precision), products, b->name,
+    if (precision == PRECISION_BF16)
+        snprintf(products, sizeof(products), " (%s)", b ? b->bf16->name : "rounded in the loops");
+    snprintf(text, n, "%s%s, kernels %s%s", precision_name(precision), products, kernels_name(),
              from_environment ? " (CHARGPT_KERNELS)" : "");
 }
 
-void gelu_forward(float *out, const float *inp, int n) { kernels_backend()->gelu_forward(out, inp, n); }
+void fast_gelu_forward(float *out, const float *inp, int n) { kernels_backend()->gelu_forward(out, inp, n); }
 
-void gelu_backward(float *dinp, const float *inp, const float *dout, int n) {
+void fast_gelu_backward(float *dinp, const float *inp, const float *dout, int n) {
     kernels_backend()->gelu_backward(dinp, inp, dout, n);
 }
 
-void softmax_row(float *row, int n, float scale) { kernels_backend()->softmax_row(row, n, scale); }
+void fast_softmax_row(float *row, int n, float scale) { kernels_backend()->softmax_row(row, n, scale); }

@@ -1,9 +1,15 @@
-// The kernels: every computation whose code depends on the instruction set or on the
-// precision of the run, behind the one interface the model (model/) uses, with parallel.h for
-// its threads. The matrix products of the linear layers and of attention's heads, their
-// packing and tiling, and in bf16 the rounded copies of the weights and of the layers'
-// inputs all live here; the model hands over fp32 tensors and their shapes, and the
-// workspace it owns (Kernels) holds the run's precision and whatever the kernels keep.
+// The kernels: the matrix products of the linear layers and of attention's heads, GELU and
+// softmax, behind the one interface the model (model/) uses, with parallel.h for its threads.
+// The model hands over fp32 tensors and their shapes, and the workspace it owns (Kernels)
+// holds the run's precision and whatever the kernels keep.
+//
+// Two kinds of kernels run these calls. The plain kernels (kernels/plain.c,
+// CHARGPT_KERNELS=plain) are the textbook loops: the matrix product as three loops, GELU and
+// softmax as their formulas; a learner reads and steps through them. The fast ones are the
+// backends (backend.h: portable C, AVX2, AVX-512, NEON; their packing, register tiles and
+// copies of the weights), one per instruction set, chosen at run time: each function of
+// plain.c starts by handing the call to them when they run it (fast.h), and a first reading
+// skips that branch.
 //
 // Precision. In fp32 every product is fp32. In bf16 (mixed precision) every operand of a
 // product is rounded to bfloat16 (to nearest, ties to even) and every sum kept in fp32:
@@ -27,27 +33,28 @@ int precision_parse(const char *text, Precision *precision);
 const char *precision_name(Precision precision);
 
 // ---------------------------------------------------------------------------------------
-// backends: the kernels of one instruction set each (portable C, AVX2, AVX-512, ...), one of
-// which runs them all; the same seed gives the same bits on a backend whatever the thread
-// count, and the backends differ only in the last bits of sums.
+// which kernels: a backend of one instruction set each (portable C, AVX2, AVX-512, ...) or
+// the plain loops, one of which runs them all; the same seed gives the same bits on each
+// whatever the thread count, and they differ only in the last bits of sums.
 
-// Chooses the backend for the program: CHARGPT_KERNELS's when it is set, else the fastest
-// this CPU runs. Returns 0, or -1 with err when CHARGPT_KERNELS names no backend, or one this
-// CPU does not run (the programs then exit with status 2). Without a call the kernels take
-// CHARGPT_KERNELS's backend if this CPU runs it, else the fastest.
+// Chooses the kernels for the program: CHARGPT_KERNELS's when it is set, else the fastest
+// backend this CPU runs. Returns 0, or -1 with err when CHARGPT_KERNELS names no kernels, or
+// a backend this CPU does not run (the programs then exit with status 2). Without a call the
+// kernels are CHARGPT_KERNELS's if this CPU runs them, else the fastest.
 int kernels_init(char err[ERR_LEN]);
-// Switches to the named backend (tests, benchmarks): 0, or -1 with err as kernels_init.
-// Call it outside parallel regions; workspaces made before keep the layout of the backend
-// they were made for: make them again.
+// Switches to the named kernels (tests, benchmarks): 0, or -1 with err as kernels_init.
+// Call it outside parallel regions; workspaces made before keep the kernels they were made
+// for: make them again.
 int kernels_use(const char *name, char err[ERR_LEN]);
-// The backend in use: "portable", "avx2", "avx512" or "avx512_bf16".
+// The kernels in use: "plain", "portable", "avx2", "avx512" or "avx512_bf16".
 const char *kernels_name(void);
-// The backends this CPU runs, fastest first: how many (at most max), their names in names;
-// and the same as one text, "avx512_bf16, avx512, avx2, portable".
+// The kernels this CPU runs, fastest first (the plain ones last): how many (at most max),
+// their names in names; and the same as one text, "avx512_bf16, avx512, avx2, portable, plain".
 int kernels_available(const char **names, int max);
 void kernels_available_text(char *text, size_t n);
 // The precision and the kernels running it: "fp32, kernels avx512_bf16", "bf16 (vdpbf16ps),
-// kernels avx512_bf16", "bf16 (widened to fp32), kernels avx2 (CHARGPT_KERNELS)".
+// kernels avx512_bf16", "bf16 (widened to fp32), kernels avx2 (CHARGPT_KERNELS)",
+// "bf16 (rounded in the loops), kernels plain (CHARGPT_KERNELS)".
 void precision_describe(Precision precision, char *text, size_t n);
 // For bf16 on kernels without bf16 dot-product instructions: a note for the user, what the
 // CPU lacks and what bf16 costs there, and 1; else 0 (nothing to say).
@@ -73,8 +80,9 @@ typedef struct {
 
 // What kernels keep for a model: made for a precision, the model's groups of linear weights
 // (at most KERNELS_MAX_GROUPS; they must stay where they are) and its passes (each thread's
-// room for heads is allocated when the thread first needs it). In bf16 it rounds and packs
-// the weights as they are now. Returns NULL with err when memory runs out.
+// room for heads is allocated when the thread first needs it), on the kernels in use. In bf16
+// a backend rounds and packs the weights as they are now (the plain loops round every
+// operand as they read it). Returns NULL with err when memory runs out.
 typedef struct Kernels Kernels;
 Kernels *kernels_new(Precision precision, const LinearWeights *groups, int count, const KernelsShape *shape,
                      char err[ERR_LEN]);
@@ -83,6 +91,10 @@ Precision kernels_precision(const Kernels *k);
 // The weights changed (an optimizer step): refreshes their rounded and packed copies (in
 // fp32 nothing). A team function (parallel.h).
 void kernels_weights_changed(Kernels *k);
+// With `alone` 1, linear_forward gives each row of its output the bits that a one-row
+// linear_forward gives it, whatever N is, until it is called with 0 (generation decodes
+// samples together, and each must equal the sample decoded alone). Call it from serial code.
+void kernels_rows_alone(Kernels *k, int alone);
 
 // The memory kernels_new allocates for these arguments and what its products then allocate:
 // the weights' copies, the layers' rounded inputs, and the rest (the team's packed operands,
@@ -98,18 +110,13 @@ KernelsMemory kernels_memory(Precision precision, const LinearWeights *groups, i
 // linear layers, PyTorch's layout: out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias (OC)
 //
 // Team functions (parallel.h): called by every thread of a team they share the work; called
-// from serial code they start a team of their own for a large product. In bf16 a weight must
-// be one of the workspace's (any other is used in fp32). k may be NULL: fp32 on the backend
-// in use.
+// from serial code a backend starts a team of its own for a large product (the plain loops
+// run on the calling thread). On a bf16 backend a weight must be one of the workspace's (any
+// other is used in fp32). k may be NULL: fp32 on the kernels in use.
 
 // bias may be NULL.
 void linear_forward(Kernels *k, float *out, const float *inp, const float *weight, const float *bias, int N, int C,
                     int OC);
-// The same as one matrix-vector product per row of inp: each row of out has the bits that a
-// one-row linear_forward gives it, whatever N is (generation decodes samples together and
-// each must equal the sample decoded alone).
-void linear_forward_rows(Kernels *k, float *out, const float *inp, const float *weight, const float *bias, int N,
-                         int C, int OC);
 // The backward of linear_forward, accumulating:
 //   dinp (N, C) += dout (N, OC) @ weight (OC, C),  dweight (OC, C) += dout^T @ inp,
 //   dbias (OC) += the sum of dout's rows;
@@ -134,35 +141,38 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, int n);
 void softmax_row(float *row, int n, float scale);
 
 // ---------------------------------------------------------------------------------------
-// attention: the products of one head (t positions, head size hs), on the calling thread
+// attention: the products of one head (hs wide), on the calling thread
 
-// A head's operands: queries, keys and values (t, hs) rows ld floats apart, and for the
-// backward the output gradient g (t, hs) rows ldg apart (else NULL). head_begin prepares
-// them once for the head's products (in bf16 on bf16 dot products, rounded into the
-// thread's room; without them the products round them as they pack them) and gives the
-// caller a (t, t) buffer of the thread's own, `work`. It returns 0, or -1 when the thread
-// has no room (more threads than the workspace was made for, or out of memory).
+// A head's operands: t queries (rows ldq apart) at the positions [n - t, n) of a sequence,
+// and the keys and values of its positions [0, n) (rows ldkv apart); a query attends to the
+// keys at and before its own position. For the backward (which takes t = n) the output
+// gradient g (t, hs) rows ldg apart (else NULL). head_begin prepares them once for the
+// head's products (a bf16 backend with bf16 dot products rounds them into the thread's room;
+// the other kernels round them as they read them) and gives the caller a (t, n) buffer of
+// the thread's own, `work`. It returns 0, or -1 when the thread has no room (more threads
+// or positions than the workspace was made for, or out of memory).
 typedef struct {
     const float *q, *k, *v, *g;
-    long ld, ldg;
-    int t, hs;
+    long ldq, ldkv, ldg;
+    int t, n, hs;
+    int bf16;                       // 1: every operand of the products is rounded to bf16
     float *work;
-    void *rounded;                  // the operands in bf16 (or NULL: the fp32 ones are read)
-    int rounds_when_packed;         // bf16 products on the fp32 operands
-    const struct Backend *backend;  // the kernels' own
+    const struct Backend *backend;  // the fast kernels' (NULL: the plain loops run the head)
+    void *rounded;                  // theirs: the operands in bf16 (or NULL: the fp32 ones are read)
+    int rounds_when_packed;         // theirs: bf16 products on the fp32 operands
 } AttentionHead;
-int head_begin(Kernels *k, AttentionHead *h, const float *q, const float *keys, const float *v, long ld,
-               const float *g, long ldg, int t, int hs);
-// scores (t, t) = Q K^T on and below the diagonal (row i, columns j <= i); what is above is
-// left as anything.
+int head_begin(Kernels *k, AttentionHead *h, const float *q, long ldq, const float *keys, const float *values,
+               long ldkv, const float *g, long ldg, int t, int n, int hs);
+// scores (t, n) = Q K^T where a query sees the key (row i, columns j <= n - t + i); what is
+// past that is left as anything.
 void head_scores(const AttentionHead *h, float *scores);
-// out (t, hs), rows ldo apart, = W V for W (t, t) lower triangular (zeros above the diagonal).
+// out (t, hs), rows ldo apart, = W V for W (t, n) zero past each query's last key.
 void head_values(const AttentionHead *h, float *out, long ldo, const float *w);
-// The backward of head_values: dv (t, hs) += W^T g, then dw (t, t) = g V^T on and below the
-// diagonal (above: anything). dw may be w's buffer.
+// The backward of head_values (t = n): dv (t, hs) += W^T g, then dw (t, t) = g V^T on and
+// below the diagonal (above: anything). dw may be w's buffer.
 void head_values_backward(const AttentionHead *h, float *dv, long ldv, const float *w, float *dw);
-// The backward of head_scores: dq += dS K and dk += dS^T Q, rows ld apart, for dS (t, t)
-// lower triangular (zeros above the diagonal).
+// The backward of head_scores (t = n): dq += dS K and dk += dS^T Q, rows ld apart, for dS
+// (t, t) lower triangular (zeros above the diagonal).
 void head_scores_backward(const AttentionHead *h, float *dq, float *dk, long ld, const float *ds);
 
 #endif

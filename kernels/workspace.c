@@ -1,7 +1,7 @@
-// The kernels' workspace (kernels.h) and the linear layers and attention heads on top of the
-// products of its backend (backend.h): in bf16 the weights rounded and packed, the layers'
-// inputs as their forwards rounded them, the team's buffer of packed operands; and each
-// thread's room for the heads of attention.
+// The kernels' workspace (kernels.h): each thread's room for the heads of attention and, for
+// a backend (backend.h), what its products keep: in bf16 the weights rounded and packed, the
+// layers' inputs as their forwards rounded them, the team's buffer of packed operands. And
+// the fast linear layers and attention heads (fast.h) on top of the backend's products.
 #include "kernels.h"
 
 #include <math.h>
@@ -12,6 +12,7 @@
 
 #include "backend.h"
 #include "bf16.h"
+#include "fast.h"
 #include "parallel.h"
 
 int precision_parse(const char *text, Precision *precision) {
@@ -31,8 +32,10 @@ typedef struct {
 } ThreadRoom;
 
 struct Kernels {
-    const Backend *backend;                   // the one in use when it was made (its layout of panels)
+    const Backend *backend;                   // the one in use when it was made (its layout of panels);
+                                              // NULL: the plain loops (nothing kept but the rooms)
     Precision precision;
+    int rows_alone;                           // kernels_rows_alone
     int count;                                // groups of weights
     LinearWeights groups[KERNELS_MAX_GROUPS];
     int matrices;                             // weights in all groups
@@ -58,8 +61,11 @@ struct Kernels {
 static size_t head_bf16_count(int t, int hs) { return (size_t)4 * t * hs + (size_t)2 * t * t; }
 
 // Whether a head's bf16 products on backend b read operands rounded into the thread's room
-// (on bf16 dot products), rather than round the fp32 ones as they pack them.
-static int heads_convert(Precision precision, const Backend *b) { return precision == PRECISION_BF16 && b->bf16->tile; }
+// (on bf16 dot products), rather than round the fp32 ones as they pack them (or, b NULL, as
+// the plain loops read them).
+static int heads_convert(Precision precision, const Backend *b) {
+    return precision == PRECISION_BF16 && b && b->bf16->tile;
+}
 
 // Floats of a thread's room: the caller's (t, t), then the bf16 operands (two in a float).
 static size_t room_floats(Precision precision, const Backend *b, int t, int hs) {
@@ -72,6 +78,7 @@ KernelsMemory kernels_memory(Precision precision, const LinearWeights *groups, i
     int rows = shape->rows, training = shape->training;
     const Backend *b = kernels_backend();
     KernelsMemory m = {0.0, 0.0, (double)shape->threads * room_floats(precision, b, shape->t, shape->hs) * sizeof(float)};
+    if (!b) return m;  // the plain loops keep and pack nothing
     int bf16 = precision == PRECISION_BF16;
     // bytes of an element of packed operands: fp32, or bf16 where the products run on bf16 pairs
     double element = bf16 && b->bf16->tile ? sizeof(bf16) : sizeof(float);
@@ -134,12 +141,12 @@ Kernels *kernels_new(Precision precision, const LinearWeights *groups, int count
         k->groups[g] = *w;
         k->matrices += w->count;
         weights += w->count * matrix_floats(w);
-        if (precision == PRECISION_BF16)
+        if (precision == PRECISION_BF16 && k->backend)
             panel_bytes += w->count * k->backend->weight_panels_bytes(k->backend, w->cols, w->rows);
         inputs += w->count * rows * w->cols;
     }
     int ok = (k->room = calloc((size_t)k->shape.threads, sizeof(ThreadRoom))) != NULL;
-    if (ok && precision == PRECISION_BF16) {
+    if (ok && precision == PRECISION_BF16 && k->backend) {
         k->weights16 = malloc(weights * sizeof(bf16) + 64);
         k->panels = aligned_alloc(64, (panel_bytes + 64) / 64 * 64);
         k->inputs16 = malloc(inputs * sizeof(bf16) + 64);
@@ -158,8 +165,12 @@ Kernels *kernels_new(Precision precision, const LinearWeights *groups, int count
 
 Precision kernels_precision(const Kernels *k) { return k->precision; }
 
+int kernels_fast(const Kernels *k) { return (k ? k->backend : kernels_backend()) != NULL; }
+
+void kernels_rows_alone(Kernels *k, int alone) { k->rows_alone = alone; }
+
 void kernels_weights_changed(Kernels *k) {
-    if (k->precision != PRECISION_BF16) return;
+    if (k->precision != PRECISION_BF16 || !k->backend) return;
     const Backend *b = k->backend;
     bf16 *copy = k->weights16;
     unsigned char *panels = k->panels;
@@ -175,7 +186,8 @@ void kernels_weights_changed(Kernels *k) {
 }
 
 // The index of weight among the workspace's, its shape, its rounded copy, packed panels and
-// kept input; index -1 when it is none of them (or the workspace keeps no copies: fp32).
+// kept input; index -1 when it is none of them (or the workspace keeps no copies: fp32, or
+// the plain loops).
 typedef struct {
     int index, rows, cols;
     const bf16 *copy;
@@ -186,7 +198,7 @@ typedef struct {
 static const WeightCopies no_copies = {-1, 0, 0, NULL, NULL, NULL};
 
 static WeightCopies weight_copies(const Kernels *k, const float *weight) {
-    if (!k || k->precision != PRECISION_BF16) return no_copies;
+    if (!k || k->precision != PRECISION_BF16 || !k->backend) return no_copies;
     WeightCopies c = {-1, 0, 0, k->weights16, k->panels, k->inputs16};
     int index = 0;
     for (int g = 0; g < k->count; g++) {
@@ -214,11 +226,16 @@ static WeightCopies weight_copies(const Kernels *k, const float *weight) {
 // ---------------------------------------------------------------------------------------
 // linear layers
 
-void linear_forward(Kernels *k, float *out, const float *inp, const float *weight, const float *bias, int N, int C,
-                    int OC) {
+void fast_linear_forward(Kernels *k, float *out, const float *inp, const float *weight, const float *bias, int N,
+                         int C, int OC) {
     WeightCopies w = weight_copies(k, weight);
     if (w.cols != C || w.rows != OC) w = no_copies;  // another shape: not the weight it seemed
     const Backend *b = k ? k->backend : kernels_backend();
+    if (k && k->rows_alone) {  // each row as one matrix-vector product
+        if (w.index < 0) b->forward_rows(out, inp, weight, bias, N, C, OC);
+        else b->forward_rows_bf16(b, out, inp, w.copy, bias, N, C, OC);
+        return;
+    }
     if (w.index < 0) {
         b->forward(out, inp, weight, bias, N, C, OC, k ? &k->pack : NULL);
         return;
@@ -231,17 +248,8 @@ void linear_forward(Kernels *k, float *out, const float *inp, const float *weigh
     }
 }
 
-void linear_forward_rows(Kernels *k, float *out, const float *inp, const float *weight, const float *bias, int N,
-                         int C, int OC) {
-    WeightCopies w = weight_copies(k, weight);
-    if (w.cols != C || w.rows != OC) w = no_copies;  // another shape: not the weight it seemed
-    const Backend *b = k ? k->backend : kernels_backend();
-    if (w.index < 0) b->forward_rows(out, inp, weight, bias, N, C, OC);
-    else b->forward_rows_bf16(b, out, inp, w.copy, bias, N, C, OC);
-}
-
-void linear_backward(Kernels *k, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                     const float *weight, int N, int C, int OC) {
+void fast_linear_backward(Kernels *k, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                          const float *weight, int N, int C, int OC) {
     WeightCopies w = weight_copies(k, weight);
     if (w.cols != C || w.rows != OC) w = no_copies;  // another shape: not the weight it seemed
     const Backend *b = k ? k->backend : kernels_backend();
@@ -262,51 +270,54 @@ int linear_input_kept(const Kernels *k, const float *weight, int N) {
 // ---------------------------------------------------------------------------------------
 // attention heads
 
-// A head's operands in bf16, in the thread's room after the caller's (t, t) floats: q, k, v,
-// g (t, hs) and the (t, t) weights after dropout (w) and scores' gradient (ds).
+// A head's operands in bf16, in the thread's room after the caller's floats: q, g (t, hs),
+// k, v (n, hs) and the (t, n) weights after dropout (w) and scores' gradient (ds).
 typedef struct {
     bf16 *q, *k, *v, *g, *w, *ds;
 } HeadBf16;
 
 static HeadBf16 head_bf16(const AttentionHead *h) {
     HeadBf16 b;
-    size_t th = (size_t)h->t * h->hs;
+    size_t th = (size_t)h->t * h->hs, nh = (size_t)h->n * h->hs;
     b.q = h->rounded;
     b.k = b.q + th;
-    b.v = b.k + th;
-    b.g = b.v + th;
+    b.v = b.k + nh;
+    b.g = b.v + nh;
     b.w = b.g + th;
-    b.ds = b.w + (size_t)h->t * h->t;
+    b.ds = b.w + (size_t)h->t * h->n;
     return b;
 }
 
-// dst (t, t) = bf16 of a lower-triangular src (t, t): each row up to the diagonal and the
-// band of zeros after it that the products may read (MATMUL_TRIANGLE_BAND); what is
-// further right is left as it is, as the products' results do not depend on it.
-static void triangle_to_bf16(const Backend *b, bf16 *dst, const float *src, int t) {
+// dst (t, n) = bf16 of src (t, n), zero past each query's last key: where the queries start
+// at position 0 (a lower triangle), each row up to the diagonal and the band of zeros after
+// it that the products may read (MATMUL_TRIANGLE_BAND), what is further right left as it is,
+// as the products' results do not depend on it; else whole rows.
+static void weights_to_bf16(const Backend *b, bf16 *dst, const float *src, int t, int n) {
     for (int i = 0; i < t; i++) {
-        int n = i + 1 + MATMUL_TRIANGLE_BAND < t ? i + 1 + MATMUL_TRIANGLE_BAND : t;
-        b->convert_bf16_rows(b, dst + (size_t)i * t, t, src + (size_t)i * t, t, 1, n);
+        int cols = n > t || i + 1 + MATMUL_TRIANGLE_BAND >= n ? n : i + 1 + MATMUL_TRIANGLE_BAND;
+        b->convert_bf16_rows(b, dst + (size_t)i * n, n, src + (size_t)i * n, n, 1, cols);
     }
 }
 
-int head_begin(Kernels *k, AttentionHead *h, const float *q, const float *keys, const float *v, long ld,
-               const float *g, long ldg, int t, int hs) {
+int head_begin(Kernels *k, AttentionHead *h, const float *q, long ldq, const float *keys, const float *values,
+               long ldkv, const float *g, long ldg, int t, int n, int hs) {
     int thread = omp_get_thread_num();
-    *h = (AttentionHead){q, keys, v, g, ld, ldg, t, hs, NULL, NULL, 0, k->backend};
-    if (thread >= k->shape.threads || t > k->shape.t || hs > k->shape.hs) return -1;
+    *h = (AttentionHead){q, keys, values, g, ldq, ldkv, ldg, t, n, hs, k->precision == PRECISION_BF16, NULL,
+                         k->backend, NULL, 0};
+    if (thread >= k->shape.threads || t > n || n > k->shape.t || hs > k->shape.hs) return -1;
     ThreadRoom *room = &k->room[thread];  // the thread's own: no other thread touches it
     size_t floats = room_floats(k->precision, k->backend, k->shape.t, k->shape.hs);
     if (!room->data && !(room->data = malloc(floats * sizeof(float)))) return -1;
     h->work = room->data;
+    if (!k->backend) return 0;  // the plain loops round what they read
     h->rounds_when_packed = k->precision == PRECISION_BF16 && !heads_convert(k->precision, k->backend);
     if (!heads_convert(k->precision, k->backend)) return 0;
-    h->rounded = h->work + (size_t)t * t;
+    h->rounded = h->work + (size_t)k->shape.t * k->shape.t;
     HeadBf16 b = head_bf16(h);
     const Backend *kb = k->backend;
-    kb->convert_bf16_rows(kb, b.q, hs, q, ld, t, hs);
-    kb->convert_bf16_rows(kb, b.k, hs, keys, ld, t, hs);
-    kb->convert_bf16_rows(kb, b.v, hs, v, ld, t, hs);
+    kb->convert_bf16_rows(kb, b.q, hs, q, ldq, t, hs);
+    kb->convert_bf16_rows(kb, b.k, hs, keys, ldkv, n, hs);
+    kb->convert_bf16_rows(kb, b.v, hs, values, ldkv, n, hs);
     if (g) kb->convert_bf16_rows(kb, b.g, hs, g, ldg, t, hs);
     return 0;
 }
@@ -318,53 +329,58 @@ static void head_product(const AttentionHead *h, float *c, long ldc, const float
     (h->rounds_when_packed ? kb->small_rounded : kb->small)(c, ldc, a, lda, b, ldb, M, N, K, flags);
 }
 
-void head_scores(const AttentionHead *h, float *scores) {
+// The triangle flags (backend.h) of a head's forward products: where the queries start at
+// position 0, what lies past the diagonal can be skipped; else every product is whole.
+static int scores_flags(const AttentionHead *h) { return MATMUL_B_T | (h->t == h->n ? MATMUL_LOWER : 0); }
+static int values_flags(const AttentionHead *h) { return h->t == h->n ? MATMUL_A_ZERO_ABOVE : 0; }
+
+void fast_head_scores(const AttentionHead *h, float *scores) {
     const Backend *kb = h->backend;
-    int t = h->t, hs = h->hs;
+    int t = h->t, n = h->n, hs = h->hs;
     if (!h->rounded) {
-        head_product(h, scores, t, h->q, h->ld, h->k, h->ld, t, t, hs, MATMUL_B_T | MATMUL_LOWER);
+        head_product(h, scores, n, h->q, h->ldq, h->k, h->ldkv, t, n, hs, scores_flags(h));
         return;
     }
     HeadBf16 b = head_bf16(h);
-    kb->small_bf16(kb, scores, t, b.q, hs, b.k, hs, t, t, hs, MATMUL_B_T | MATMUL_LOWER);
+    kb->small_bf16(kb, scores, n, b.q, hs, b.k, hs, t, n, hs, scores_flags(h));
 }
 
-void head_values(const AttentionHead *h, float *out, long ldo, const float *w) {
+void fast_head_values(const AttentionHead *h, float *out, long ldo, const float *w) {
     const Backend *kb = h->backend;
-    int t = h->t, hs = h->hs;
+    int t = h->t, n = h->n, hs = h->hs;
     if (!h->rounded) {
-        head_product(h, out, ldo, w, t, h->v, h->ld, t, hs, t, MATMUL_A_ZERO_ABOVE);
+        head_product(h, out, ldo, w, n, h->v, h->ldkv, t, hs, n, values_flags(h));
         return;
     }
     HeadBf16 b = head_bf16(h);
-    triangle_to_bf16(kb, b.w, w, t);
-    kb->small_bf16(kb, out, ldo, b.w, t, b.v, hs, t, hs, t, MATMUL_A_ZERO_ABOVE);
+    weights_to_bf16(kb, b.w, w, t, n);
+    kb->small_bf16(kb, out, ldo, b.w, n, b.v, hs, t, hs, n, values_flags(h));
 }
 
-void head_values_backward(const AttentionHead *h, float *dv, long ldv, const float *w, float *dw) {
+void fast_head_values_backward(const AttentionHead *h, float *dv, long ldv, const float *w, float *dw) {
     const Backend *kb = h->backend;
     int t = h->t, hs = h->hs;
     if (!h->rounded) {
         head_product(h, dv, ldv, w, t, h->g, h->ldg, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD);
-        head_product(h, dw, t, h->g, h->ldg, h->v, h->ld, t, t, hs, MATMUL_B_T | MATMUL_LOWER);
+        head_product(h, dw, t, h->g, h->ldg, h->v, h->ldkv, t, t, hs, MATMUL_B_T | MATMUL_LOWER);
         return;
     }
     HeadBf16 b = head_bf16(h);
-    triangle_to_bf16(kb, b.w, w, t);
+    weights_to_bf16(kb, b.w, w, t, t);
     kb->small_bf16(kb, dv, ldv, b.w, t, b.g, hs, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD);
     kb->small_bf16(kb, dw, t, b.g, hs, b.v, hs, t, t, hs, MATMUL_B_T | MATMUL_LOWER);
 }
 
-void head_scores_backward(const AttentionHead *h, float *dq, float *dk, long ld, const float *ds) {
+void fast_head_scores_backward(const AttentionHead *h, float *dq, float *dk, long ld, const float *ds) {
     const Backend *kb = h->backend;
     int t = h->t, hs = h->hs;
     if (!h->rounded) {
-        head_product(h, dq, ld, ds, t, h->k, h->ld, t, hs, t, MATMUL_A_ZERO_ABOVE | MATMUL_ADD);
-        head_product(h, dk, ld, ds, t, h->q, h->ld, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD);
+        head_product(h, dq, ld, ds, t, h->k, h->ldkv, t, hs, t, MATMUL_A_ZERO_ABOVE | MATMUL_ADD);
+        head_product(h, dk, ld, ds, t, h->q, h->ldq, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD);
         return;
     }
     HeadBf16 b = head_bf16(h);
-    triangle_to_bf16(kb, b.ds, ds, t);
+    weights_to_bf16(kb, b.ds, ds, t, t);
     kb->small_bf16(kb, dq, ld, b.ds, t, b.k, hs, t, hs, t, MATMUL_A_ZERO_ABOVE | MATMUL_ADD);
     kb->small_bf16(kb, dk, ld, b.ds, t, b.q, hs, t, hs, t, MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD);
 }

@@ -3,18 +3,19 @@
 // Team functions (parallel.h): each (batch, head) pair is independent and runs on one
 // thread. Within it, the products S = Q K^T, O = W V and their gradients are the kernels'
 // (kernels.h: head_scores, head_values and their backwards), which skip what the causal
-// triangle zeroes; in a lower precision they round the head's operands once for all of them.
-// Every output element is summed in a fixed order, so results do not depend on the thread
-// count.
+// mask zeroes. Every output element is summed in a fixed order, so results do not depend on
+// the thread count.
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../kernels/kernels.h"
 #include "../kernels/parallel.h"
 #include "layers.h"
 #include "rng.h"
 
-// The weights after dropout: dst = mask * src / (1 - p) over the lower triangle.
+// The weights after dropout: dst = mask * src / (1 - p) over the lower triangle (a training
+// pass: its t queries at positions [0, t)).
 static void dropout_weights(float *dst, const float *src, int t, size_t base_index, const Dropout *drop) {
     const float keep_scale = 1.0f / (1.0f - drop->p);
     for (int i = 0; i < t; i++)
@@ -31,28 +32,43 @@ static void fill_nan(float *out, long ld, int t, int cols) {
         for (int j = 0; j < cols; j++) out[i * ld + j] = NAN;
 }
 
-void attention_forward(Kernels *k, float *out, float *att, const float *qkv, int B, int t, int H, int hs,
-                       const Dropout *drop) {
-    const int A = H * hs;
+// The pass's keys and values (rows of qkv, B sequences of t) into kv's rows [pos0, pos0 + t).
+static void store_keys_values(const KVRows *kv, const float *qkv, int B, int pos0, int t, int A) {
+#pragma omp for schedule(static) nowait
+    for (int r = 0; r < B * t; r++) {
+        int b = r / t, i = r % t;
+        const float *row = qkv + (size_t)r * 3 * A;
+        memcpy(kv->k + b * kv->seq + (pos0 + i) * kv->ld, row + A, (size_t)A * sizeof(float));
+        memcpy(kv->v + b * kv->seq + (pos0 + i) * kv->ld, row + 2 * A, (size_t)A * sizeof(float));
+    }
+    team_barrier();
+}
+
+void attention_forward(Kernels *k, float *out, float *att, const float *qkv, const KVRows *kv, int B, int pos0, int t,
+                       int H, int hs, const Dropout *drop) {
+    const int A = H * hs, n = pos0 + t;  // n: the keys of the last query
     const float scale = 1.0f / sqrtf((float)hs);
     const int use_dropout = drop && drop->p > 0.0f;
+    if (kv->k != qkv + A) store_keys_values(kv, qkv, B, pos0, t, A);
 #pragma omp for collapse(2) schedule(monotonic: dynamic, 1) nowait
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
             const float *q = qkv + (size_t)b * t * 3 * A + h * hs;  // rows of stride 3A
-            float *w = att + ((size_t)b * H + h) * t * t;  // (t, t)
+            const float *keys = kv->k + b * kv->seq + h * hs, *values = kv->v + b * kv->seq + h * hs;
+            float *w = att + ((size_t)b * H + h) * t * n;  // (t, n)
             float *o = out + (size_t)b * t * A + h * hs;
             AttentionHead head;
-            if (head_begin(k, &head, q, q + A, q + 2 * A, 3 * A, NULL, 0, t, hs) != 0) {
+            if (head_begin(k, &head, q, 3 * A, keys, values, kv->ld, NULL, 0, t, n, hs) != 0) {
                 fill_nan(o, A, t, hs);
                 continue;
             }
-            // scores = Q K^T, then the softmax of each row's scaled scores over j <= i
+            // scores = Q K^T, then the softmax of each row's scaled scores over the keys at and
+            // before the query's position pos0 + i
             head_scores(&head, w);
             for (int i = 0; i < t; i++) {
-                float *row = w + (size_t)i * t;
-                softmax_row(row, i + 1, scale);
-                for (int j = i + 1; j < t; j++) row[j] = 0.0f;
+                float *row = w + (size_t)i * n;
+                softmax_row(row, pos0 + i + 1, scale);
+                for (int j = pos0 + i + 1; j < n; j++) row[j] = 0.0f;
             }
             // out = dropout(W) V
             const float *weights = w;
@@ -85,7 +101,7 @@ void attention_backward(Kernels *k, float *dqkv, const float *dout, const float 
             const float *w = att + ((size_t)b * H + h) * t * t;
             size_t base_index = (use_dropout ? drop->first : 0) + ((size_t)b * H + h) * t * t;
             AttentionHead head;
-            if (head_begin(k, &head, q, q + A, q + 2 * A, 3 * A, g, A, t, hs) != 0) {
+            if (head_begin(k, &head, q, 3 * A, q + A, q + 2 * A, 3 * A, g, A, t, t, hs) != 0) {
                 fill_nan(dq, 3 * A, t, hs);
                 continue;
             }

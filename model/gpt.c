@@ -242,13 +242,29 @@ void gpt_params_changed(GPT *model) {
 // Bytes AdamW allocates per parameter: two float moments and a weight-decay byte (adamw_init).
 #define OPTIMIZER_BYTES_PER_PARAMETER (2 * sizeof(float) + 1)
 
+double gpt_kv_cache_floats(const GPTConfig *c, int samples) {
+    return (double)c->n_layer * samples * c->block_size * 2.0 * c->n_head * c->head_size;
+}
+
+double gpt_generation_floats(const GPTConfig *c, int samples) {
+    return gpt_kv_cache_floats(c, samples) + (double)samples * c->vocab_size;
+}
+
+KVRows gpt_kv_cache_rows(const GPTConfig *c, float *cache, int sequences, int l, int s) {
+    size_t A = (size_t)c->n_head * c->head_size, T = c->block_size;
+    float *k = cache + ((size_t)l * sequences + s) * T * 2 * A;
+    return (KVRows){k, k + A, (long)(2 * A), (long)(T * 2 * A)};
+}
+
+int gpt_generation_batch(const GPTConfig *c, int samples) { return (samples + c->block_size - 1) / c->block_size; }
+
 void gpt_memory_plan(const GPTConfig *c, int B, GPTPlanKind kind, GPTMemoryPlan *plan) {
     memset(plan, 0, sizeof(*plan));
     size_t sizes[NUM_PARAMETER_TENSORS];
     parameter_sizes(c, sizes);
     double params = 0.0;
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) params += (double)sizes[i];
-    int sequences = kind == GPT_PLAN_GENERATION ? 1 : B;
+    int sequences = kind == GPT_PLAN_GENERATION ? gpt_generation_batch(c, B) : B;
     double act[NUM_ACTIVATION_TENSORS], scratch[NUM_SCRATCH_TENSORS];
     activation_sizes(c, sequences, act, scratch);
     plan->parameters = params * sizeof(float);
@@ -259,11 +275,7 @@ void gpt_memory_plan(const GPTConfig *c, int B, GPTPlanKind kind, GPTMemoryPlan 
         plan->gradients = params * sizeof(float);
         plan->optimizer = params * OPTIMIZER_BYTES_PER_PARAMETER;
     } else if (kind == GPT_PLAN_GENERATION) {
-        // generation/inference.c's KVCache: per sample, keys and values (L, T, A) and one
-        // position's x, ln, qkv, atty, branch, fch, logits, LayerNorm mean and rstd, and every
-        // head's attention weights (H, T)
-        double L = c->n_layer, T = c->block_size, C = c->n_embd, H = c->n_head, A = H * c->head_size;
-        plan->generation = (double)B * (2 * L * T * A + 7 * C + 4 * A + c->vocab_size + 2 + H * T) * sizeof(float);
+        plan->generation = gpt_generation_floats(c, B) * sizeof(float);
     }
 }
 
@@ -271,7 +283,7 @@ void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int
                                Precision precision) {
     LinearWeights weights[KERNELS_MAX_GROUPS];
     int count = gpt_linear_weights(config, NULL, weights);
-    int sequences = kind == GPT_PLAN_GENERATION ? 1 : B;
+    int sequences = kind == GPT_PLAN_GENERATION ? gpt_generation_batch(config, B) : B;
     KernelsShape shape = {sequences * config->block_size, config->block_size, config->head_size,
                           omp_get_max_threads(), kind == GPT_PLAN_TRAINING};
     KernelsMemory m = kernels_memory(precision, weights, count, &shape);
@@ -381,10 +393,12 @@ void gpt_tensor_info(const GPTConfig *config, int index, TensorInfo *info) {
     info->decay = parameter_table[field].decay;
 }
 
-_Static_assert(sizeof(LayerParams) == 12 * sizeof(float *), "LayerParams has a field per stacked tensor");
+_Static_assert(sizeof(ParameterTensors) == NUM_PARAMETER_TENSORS * sizeof(float *) &&
+                   sizeof(BlockParams) == 12 * sizeof(float *),
+               "ParameterTensors has a field per row of the parameter table, BlockParams one per stacked row");
 
-LayerParams gpt_layer_params(const ParameterTensors *p, const GPTConfig *c, int l) {
-    LayerParams lp;
+BlockParams gpt_layer_params(const ParameterTensors *p, const GPTConfig *c, int l) {
+    BlockParams lp;
     float *const *tensors = (float *const *)p;
     float **views = (float **)&lp;
     int v = 0;
@@ -474,49 +488,80 @@ static Dropout layer_dropout(const GPT *m, const ForwardPass *pass, int l, int s
     return d;
 }
 
+// The keys and values attention reads in layer l, whose qkv rows (B sequences of t) are
+// given: those rows themselves, or in cached generation the cache's.
+static KVRows layer_keys_values(const GPT *m, const ForwardPass *pass, float *qkv, int l, int t) {
+    if (pass->kv_cache)
+        return gpt_kv_cache_rows(&m->config, pass->kv_cache, pass->kv_sequences, l, pass->first_sequence);
+    long A = (long)m->config.n_head * m->config.head_size;
+    return (KVRows){qkv + A, qkv + 2 * A, 3 * A, t * 3 * A};
+}
+
+// Block l over the rows of B sequences of t tokens, x (N, C) its input: pre-LayerNorm
+// attention and MLP, each added to the residual stream,
+//   residual2 = x + dropout(c_proj(attention(c_attn(ln_1(x)))))
+//   residual3 = residual2 + dropout(c_proj(gelu(c_fc(ln_2(residual2)))))
+// keeping in the layer's activations what the backward reads. A team function.
+static void block_forward(GPT *model, int l, const float *x, int B, int t, const ForwardPass *pass) {
+    const GPTConfig *c = &model->config;
+    const int C = c->n_embd, H = c->n_head, hs = c->head_size, A = H * hs, N = B * t;
+    BlockParams p = gpt_layer_params(&model->params, c, l);
+    LayerActs la = layer_acts(model, l);
+    Kernels *k = model->kernels;
+    float *branch = model->scratch.branch, *gelu = model->scratch.gelu;
+    Dropout drop_att = layer_dropout(model, pass, l, DROPOUT_ATTN_WEIGHTS, t);
+    Dropout drop_res1 = layer_dropout(model, pass, l, DROPOUT_ATTN_RESIDUAL, t);
+    Dropout drop_res2 = layer_dropout(model, pass, l, DROPOUT_MLP_RESIDUAL, t);
+    // x + attn(ln_1(x))
+    layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, p.ln1w, p.ln1b, N, C);
+    linear_forward(k, la.qkv, la.ln1, p.qkvw, p.qkvb, N, C, 3 * A);
+    KVRows kv = layer_keys_values(model, pass, la.qkv, l, t);
+    attention_forward(k, la.atty, la.att, la.qkv, &kv, B, pass->pos0, t, H, hs, &drop_att);
+    linear_forward(k, branch, la.atty, p.attprojw, p.attprojb, N, A, C);
+    dropout_forward(branch, branch, N * C, &drop_res1);
+    residual_forward(la.residual2, x, branch, N * C);
+    // x + mlp(ln_2(x))
+    layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, p.ln2w, p.ln2b, N, C);
+    linear_forward(k, la.fch, la.ln2, p.fcw, p.fcb, N, C, 4 * C);
+    gelu_forward(gelu, la.fch, N * 4 * C);
+    linear_forward(k, branch, gelu, p.fcprojw, p.fcprojb, N, 4 * C, C);
+    dropout_forward(branch, branch, N * C, &drop_res2);
+    residual_forward(la.residual3, la.residual2, branch, N * C);
+}
+
 // Passes of fewer multiply-adds than this (about N x parameters) run on the calling thread:
 // for a token or two of generation's prefill, starting a team costs more than it saves.
 #define PARALLEL_MIN_MACS (1L << 22)
 
-static void forward_team(GPT *model, const int *inputs, const int *targets, int B, int t, const ForwardPass *pass) {
+void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t, const ForwardPass *pass) {
+    static const ForwardPass evaluation = {0};
+    if (!pass) pass = &evaluation;
+    if (!in_team() && (long)B * t * (long)model->num_parameters >= PARALLEL_MIN_MACS) {
+        // called from serial code: a team of threads runs it
+#pragma omp parallel num_threads(tuner_start(&model->forward_tuner, model, B))
+        gpt_forward(model, inputs, targets, B, t, pass);
+        tuner_stop(&model->forward_tuner, (double)B * t);
+        return;
+    }
     const GPTConfig *c = &model->config;
-    const int C = c->n_embd, V = c->vocab_size, H = c->n_head, hs = c->head_size, A = H * hs;
-    const int N = B * t;
+    const int C = c->n_embd, V = c->vocab_size, N = B * t;
     ActivationTensors *a = &model->acts;
-    Kernels *k = model->kernels;
-    ScratchTensors *s = &model->scratch;
     // the tokens are kept for the backward pass, which runs after the barriers below
 #pragma omp for schedule(static) nowait
     for (int n = 0; n < N; n++) {
         model->inputs[n] = inputs[n];
         if (targets) model->targets[n] = targets[n];
     }
-    encoder_forward(a->encoded, inputs, model->params.wte, model->params.wpe, B, t, C);
+    // the tokens' embeddings at their positions, pos0 on; then the blocks
+    encoder_forward(a->encoded, inputs, model->params.wte, model->params.wpe + (size_t)pass->pos0 * C, B, t, C);
     const float *residual = a->encoded;
     for (int l = 0; l < c->n_layer; l++) {
-        LayerParams p = gpt_layer_params(&model->params, c, l);
-        LayerActs la = layer_acts(model, l);
-        Dropout drop_att = layer_dropout(model, pass, l, DROPOUT_ATTN_WEIGHTS, t);
-        Dropout drop_res1 = layer_dropout(model, pass, l, DROPOUT_ATTN_RESIDUAL, t);
-        Dropout drop_res2 = layer_dropout(model, pass, l, DROPOUT_MLP_RESIDUAL, t);
-        // x + attn(ln_1(x))
-        layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, residual, p.ln1w, p.ln1b, N, C);
-        linear_forward(k, la.qkv, la.ln1, p.qkvw, p.qkvb, N, C, 3 * A);
-        attention_forward(k, la.atty, la.att, la.qkv, B, t, H, hs, &drop_att);
-        linear_forward(k, s->branch, la.atty, p.attprojw, p.attprojb, N, A, C);
-        dropout_forward(s->branch, s->branch, N * C, &drop_res1);
-        residual_forward(la.residual2, residual, s->branch, N * C);
-        // x + mlp(ln_2(x))
-        layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, p.ln2w, p.ln2b, N, C);
-        linear_forward(k, la.fch, la.ln2, p.fcw, p.fcb, N, C, 4 * C);
-        gelu_forward(s->gelu, la.fch, N * 4 * C);
-        linear_forward(k, s->branch, s->gelu, p.fcprojw, p.fcprojb, N, 4 * C, C);
-        dropout_forward(s->branch, s->branch, N * C, &drop_res2);
-        residual_forward(la.residual3, la.residual2, s->branch, N * C);
-        residual = la.residual3;
+        block_forward(model, l, residual, B, t, pass);
+        residual = layer_acts(model, l).residual3;
     }
+    // the final LayerNorm, the head (the token embedding itself: tied) and the loss
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, model->params.lnfw, model->params.lnfb, N, C);
-    linear_forward(k, a->logits, a->lnf, model->params.wte, NULL, N, C, V);
+    linear_forward(model->kernels, a->logits, a->lnf, model->params.wte, NULL, N, C, V);
     if (targets) crossentropy_forward(a->losses, a->probs, a->logits, targets, N, V);
     else softmax_forward(a->probs, a->logits, N, V);
     if (omp_get_thread_num() == 0) {
@@ -533,18 +578,6 @@ static void forward_team(GPT *model, const int *inputs, const int *targets, int 
         }
     }
     team_barrier();
-}
-
-void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t, const ForwardPass *pass) {
-    static const ForwardPass evaluation = {0, 0, 0, 0};
-    if (!pass) pass = &evaluation;
-    if (in_team() || (long)B * t * (long)model->num_parameters < PARALLEL_MIN_MACS) {
-        forward_team(model, inputs, targets, B, t, pass);
-        return;
-    }
-#pragma omp parallel num_threads(tuner_start(&model->forward_tuner, model, B))
-    forward_team(model, inputs, targets, B, t, pass);
-    tuner_stop(&model->forward_tuner, (double)B * t);
 }
 
 // p[0, n) = 0; a team function.
@@ -567,14 +600,63 @@ static const float *branch_gradient(float *dbranch, const float *dres, int n, co
     return dbranch;
 }
 
-static void backward_team(GPT *model) {
+// The backward of block_forward (l), from the gradient of its output in scratch.dres, which
+// becomes the gradient of its input; the layer's parameter gradients are added to. A team
+// function.
+static void block_backward(GPT *model, int l) {
     const GPTConfig *c = &model->config;
-    const int C = c->n_embd, V = c->vocab_size, H = c->n_head, hs = c->head_size, A = H * hs;
+    const int C = c->n_embd, H = c->n_head, hs = c->head_size, A = H * hs;
     const int B = model->cur_B, t = model->cur_t, N = B * t;
+    BlockParams p = gpt_layer_params(&model->params, c, l), dp = gpt_layer_params(&model->grads, c, l);
+    LayerActs la = layer_acts(model, l);
+    const float *residual_in = l == 0 ? model->acts.encoded : layer_acts(model, l - 1).residual3;
+    Kernels *k = model->kernels;
+    ScratchTensors *s = &model->scratch;
+    Dropout drop_att = layer_dropout(model, &model->pass, l, DROPOUT_ATTN_WEIGHTS, t);
+    Dropout drop_res1 = layer_dropout(model, &model->pass, l, DROPOUT_ATTN_RESIDUAL, t);
+    Dropout drop_res2 = layer_dropout(model, &model->pass, l, DROPOUT_MLP_RESIDUAL, t);
+
+    // MLP branch: residual3 = residual2 + dropout(c_proj(gelu(c_fc(ln_2(residual2)))))
+    const float *dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res2);
+    zero_floats(s->dfch, (size_t)N * 4 * C);
+    // GELU's output, which c_proj's backward reads: recomputed rather than stored, unless
+    // the kernels kept their own copy of it (kernels.h)
+    const float *gelu = NULL;
+    if (!linear_input_kept(k, p.fcprojw, N)) {
+        gelu_forward(s->gelu, la.fch, N * 4 * C);
+        gelu = s->gelu;
+    }
+    linear_backward(k, s->dfch, dp.fcprojw, dp.fcprojb, dbranch, gelu, p.fcprojw, N, 4 * C, C);
+    float *dfch_in = s->gelu;  // the GELU output is no longer needed: reuse for d(fch)
+    zero_floats(dfch_in, (size_t)N * 4 * C);
+    gelu_backward(dfch_in, la.fch, s->dfch, N * 4 * C);
+    zero_floats(s->dln, (size_t)N * C);
+    linear_backward(k, s->dln, dp.fcw, dp.fcb, dfch_in, la.ln2, p.fcw, N, C, 4 * C);
+    layernorm_backward(s->dres, dp.ln2w, dp.ln2b, s->dln, la.residual2, p.ln2w, la.ln2_mean, la.ln2_rstd, N, C);
+
+    // attention branch: residual2 = residual_in + dropout(c_proj(attn(ln_1(residual_in))))
+    dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res1);
+    zero_floats(s->datty, (size_t)N * A);
+    linear_backward(k, s->datty, dp.attprojw, dp.attprojb, dbranch, la.atty, p.attprojw, N, A, C);
+    zero_floats(s->dqkv, (size_t)N * 3 * A);
+    attention_backward(k, s->dqkv, s->datty, la.qkv, la.att, B, t, H, hs, &drop_att);
+    zero_floats(s->dln, (size_t)N * C);
+    linear_backward(k, s->dln, dp.qkvw, dp.qkvb, s->dqkv, la.ln1, p.qkvw, N, C, 3 * A);
+    layernorm_backward(s->dres, dp.ln1w, dp.ln1b, s->dln, residual_in, p.ln1w, la.ln1_mean, la.ln1_rstd, N, C);
+}
+
+void gpt_backward(GPT *model) {
+    if (!in_team()) {
+        // called from serial code: a team runs it (of one thread for a small pass)
+#pragma omp parallel if ((long)model->cur_B * model->cur_t * (long)model->num_parameters >= PARALLEL_MIN_MACS)
+        gpt_backward(model);
+        return;
+    }
+    const GPTConfig *c = &model->config;
+    const int C = c->n_embd, V = c->vocab_size, B = model->cur_B, t = model->cur_t, N = B * t;
     // the loss is the mean over the tokens of the whole batch this forward is a part of
     const int batch_tokens = (model->pass.batch_rows > 0 ? model->pass.batch_rows : B) * t;
     ActivationTensors *a = &model->acts;
-    Kernels *k = model->kernels;
     ScratchTensors *s = &model->scratch;
     ParameterTensors *g = &model->grads;
 
@@ -582,61 +664,14 @@ static void backward_team(GPT *model) {
     zero_floats(s->dlogits, (size_t)N * V);
     crossentropy_backward(s->dlogits, a->probs, model->targets, 1.0f / batch_tokens, N, V);
     zero_floats(s->dln, (size_t)N * C);
-    linear_backward(k, s->dln, g->wte, NULL, s->dlogits, a->lnf, model->params.wte, N, C, V);
+    linear_backward(model->kernels, s->dln, g->wte, NULL, s->dlogits, a->lnf, model->params.wte, N, C, V);
     zero_floats(s->dres, (size_t)N * C);
     const float *last_residual = c->n_layer > 0 ? layer_acts(model, c->n_layer - 1).residual3 : a->encoded;
-    layernorm_backward(s->dres, g->lnfw, g->lnfb, s->dln, last_residual, model->params.lnfw,
-                       a->lnf_mean, a->lnf_rstd, N, C);
-
-    for (int l = c->n_layer - 1; l >= 0; l--) {
-        LayerParams p = gpt_layer_params(&model->params, c, l);
-        LayerParams dp = gpt_layer_params(g, c, l);
-        LayerActs la = layer_acts(model, l);
-        const float *residual_in = l == 0 ? a->encoded : layer_acts(model, l - 1).residual3;
-        Dropout drop_att = layer_dropout(model, &model->pass, l, DROPOUT_ATTN_WEIGHTS, t);
-        Dropout drop_res1 = layer_dropout(model, &model->pass, l, DROPOUT_ATTN_RESIDUAL, t);
-        Dropout drop_res2 = layer_dropout(model, &model->pass, l, DROPOUT_MLP_RESIDUAL, t);
-
-        // MLP branch: residual3 = residual2 + dropout(c_proj(gelu(c_fc(ln_2(residual2)))))
-        const float *dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res2);
-        zero_floats(s->dfch, (size_t)N * 4 * C);
-        // GELU's output, which c_proj's backward reads: recomputed rather than stored, unless
-        // the kernels kept their own copy of it (kernels.h)
-        const float *gelu = NULL;
-        if (!linear_input_kept(k, p.fcprojw, N)) {
-            gelu_forward(s->gelu, la.fch, N * 4 * C);
-            gelu = s->gelu;
-        }
-        linear_backward(k, s->dfch, dp.fcprojw, dp.fcprojb, dbranch, gelu, p.fcprojw, N, 4 * C, C);
-        float *dfch_in = s->gelu;  // the GELU output is no longer needed: reuse for d(fch)
-        zero_floats(dfch_in, (size_t)N * 4 * C);
-        gelu_backward(dfch_in, la.fch, s->dfch, N * 4 * C);
-        zero_floats(s->dln, (size_t)N * C);
-        linear_backward(k, s->dln, dp.fcw, dp.fcb, dfch_in, la.ln2, p.fcw, N, C, 4 * C);
-        layernorm_backward(s->dres, dp.ln2w, dp.ln2b, s->dln, la.residual2, p.ln2w, la.ln2_mean,
-                           la.ln2_rstd, N, C);
-
-        // attention branch: residual2 = residual_in + dropout(c_proj(attn(ln_1(residual_in))))
-        dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res1);
-        zero_floats(s->datty, (size_t)N * A);
-        linear_backward(k, s->datty, dp.attprojw, dp.attprojb, dbranch, la.atty, p.attprojw, N, A, C);
-        zero_floats(s->dqkv, (size_t)N * 3 * A);
-        attention_backward(k, s->dqkv, s->datty, la.qkv, la.att, B, t, H, hs, &drop_att);
-        zero_floats(s->dln, (size_t)N * C);
-        linear_backward(k, s->dln, dp.qkvw, dp.qkvb, s->dqkv, la.ln1, p.qkvw, N, C, 3 * A);
-        layernorm_backward(s->dres, dp.ln1w, dp.ln1b, s->dln, residual_in, p.ln1w, la.ln1_mean,
-                           la.ln1_rstd, N, C);
-    }
+    layernorm_backward(s->dres, g->lnfw, g->lnfb, s->dln, last_residual, model->params.lnfw, a->lnf_mean,
+                       a->lnf_rstd, N, C);
+    // the blocks, last to first; then the embeddings
+    for (int l = c->n_layer - 1; l >= 0; l--) block_backward(model, l);
     encoder_backward(g->wte, g->wpe, s->dres, model->inputs, B, t, C);
-}
-
-void gpt_backward(GPT *model) {
-    if (in_team()) {
-        backward_team(model);
-        return;
-    }
-#pragma omp parallel if ((long)model->cur_B * model->cur_t * (long)model->num_parameters >= PARALLEL_MIN_MACS)
-    backward_team(model);
 }
 
 void gpt_zero_grad(GPT *model) { zero_floats(model->grads_memory, model->num_parameters); }

@@ -12,6 +12,7 @@
 #include "../common/errors.h"
 #include "../kernels/kernels.h"
 #include "../kernels/parallel.h"
+#include "layers.h"
 
 typedef struct {
     int vocab_size;  // V
@@ -27,34 +28,22 @@ typedef struct {
 // Checks a config for sizes that make sense; on failure writes a message naming the field.
 int gpt_config_validate(const GPTConfig *c, char err[ERR_LEN]);
 
-// Parameters, each [L, ...] stacked over layers, all in one allocation in this order.
-// nanoGPT names (per layer i) are given beside each. gpt.c's parameter table holds each one's
-// name, shape, weight decay and initialisation.
-typedef struct {
-    float *wte;      // (V, C)       transformer.wte.weight (also the output head)
-    float *wpe;      // (T, C)       transformer.wpe.weight
-    float *ln1w;     // (L, C)       transformer.h.i.ln_1.weight
-    float *ln1b;     // (L, C)       transformer.h.i.ln_1.bias
-    float *qkvw;     // (L, 3A, C)   transformer.h.i.attn.c_attn.weight
-    float *qkvb;     // (L, 3A)      transformer.h.i.attn.c_attn.bias (size 0 without qkv_bias)
-    float *attprojw; // (L, C, A)    transformer.h.i.attn.c_proj.weight
-    float *attprojb; // (L, C)       transformer.h.i.attn.c_proj.bias
-    float *ln2w;     // (L, C)       transformer.h.i.ln_2.weight
-    float *ln2b;     // (L, C)       transformer.h.i.ln_2.bias
-    float *fcw;      // (L, 4C, C)   transformer.h.i.mlp.c_fc.weight
-    float *fcb;      // (L, 4C)      transformer.h.i.mlp.c_fc.bias
-    float *fcprojw;  // (L, C, 4C)   transformer.h.i.mlp.c_proj.weight
-    float *fcprojb;  // (L, C)       transformer.h.i.mlp.c_proj.bias
-    float *lnfw;     // (C)          transformer.ln_f.weight
-    float *lnfb;     // (C)          transformer.ln_f.bias
-} ParameterTensors;
-#define NUM_PARAMETER_TENSORS 16
-
-// One layer's slices of the tensors stacked over layers (of the parameters or of the
-// gradients): the fields of ParameterTensors from ln1w to fcprojb, in that order.
+// The tensors of a block: one layer's (gpt_layer_params), or every layer's stacked, (L, ...),
+// in ParameterTensors. qkvb is NULL without qkv_bias.
 typedef struct {
     float *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb, *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
-} LayerParams;
+} BlockParams;
+
+// The parameters, all in one allocation in this order: the token embedding wte (also the
+// output head), the position embedding wpe, the blocks' tensors, the final LayerNorm's. The
+// parameter table (gpt.c) holds each tensor's nanoGPT name, shape, weight decay and
+// initialisation, in the same order.
+typedef struct {
+    float *wte, *wpe;
+    BlockParams blocks;
+    float *lnfw, *lnfb;
+} ParameterTensors;
+#define NUM_PARAMETER_TENSORS 16
 
 // Activations kept for the backward pass, sized for (B, T) once; a call with t < T uses
 // the leading B*t rows (and a (t, t) attention matrix per head).
@@ -109,6 +98,13 @@ typedef struct {
     // tensors were one, and backward differentiates the mean over all batch_rows * t tokens.
     int batch_offset;
     int batch_rows;
+    // Cached generation (generation/inference.h): NULL, or the keys and values of every
+    // layer, sequence and position (gpt_kv_cache_rows). The pass's B sequences are the cache's
+    // [first_sequence, first_sequence + B) of kv_sequences, its t tokens at the positions
+    // [pos0, pos0 + t): attention reads the cached keys and values of the positions before
+    // pos0, after the pass's own are added. (Without a cache pos0 is 0.)
+    float *kv_cache;
+    int kv_sequences, first_sequence, pos0;
 } ForwardPass;
 
 typedef struct {
@@ -178,9 +174,9 @@ typedef struct {
 } GPTMemoryPlan;
 // What a plan is for (the values 0 and 1 are the earlier "training" flag's):
 typedef enum {
-    GPT_PLAN_GENERATION = 0,  // parameters; activations and scratch for one sequence; the key/value
-                              // cache and one position's buffers for each of B samples
-                              // (generation/inference.h)
+    GPT_PLAN_GENERATION = 0,  // parameters; activations and scratch for gpt_generation_batch(B)
+                              // sequences; the key/value cache and the logits of B samples
+                              // (gpt_generation_floats)
     GPT_PLAN_TRAINING = 1,    // parameters, gradients, optimizer, activations and scratch for batch B
     GPT_PLAN_FORWARD = 2,     // parameters, activations and scratch for batch B (scoring a text)
 } GPTPlanKind;
@@ -197,13 +193,26 @@ void gpt_memory_describe(const GPTMemoryPlan *plan, char *text, size_t n);
 // Writes bytes as "832 KiB", "40.5 MiB", "3.2 TiB".
 void gpt_format_bytes(double bytes, char *text, size_t n);
 
+// Cached generation of S samples (generation/inference.h): the keys and values of every
+// layer, sample and position (for each layer l, sample s and position j < T, A keys then A
+// values), then the latest logits of every sample (S, V); the floats of both, and of the
+// first. Doubles, as in GPTMemoryPlan.
+double gpt_generation_floats(const GPTConfig *config, int samples);
+double gpt_kv_cache_floats(const GPTConfig *config, int samples);
+// Layer l's keys and values of sequence s (and, seq floats on, of the sequences after it) in
+// such a cache of S sequences, for attention (layers.h).
+KVRows gpt_kv_cache_rows(const GPTConfig *config, float *cache, int sequences, int l, int s);
+// The batch of sequences whose activations the model needs to generate S samples: a step
+// runs one position of every sample, S rows, and a sequence holds T.
+int gpt_generation_batch(const GPTConfig *config, int samples);
+
 // Initialises parameters from a seed: linear weights and embeddings N(0, 0.02), the two
 // residual projections N(0, 0.02/sqrt(2L)), biases 0, LayerNorm weight 1 and bias 0.
 void gpt_init_weights(GPT *model, uint64_t seed);
 
-// Forward over tokens (B, t), t <= block_size, for what pass says (NULL: evaluation, no
-// dropout, the whole batch). With targets, computes the losses and mean_loss; without (NULL),
-// leaves logits and probs only.
+// Forward over tokens (B, t), pos0 + t <= block_size, for what pass says (NULL: evaluation,
+// no dropout, the whole batch). With targets, computes the losses and mean_loss; without
+// (NULL), leaves logits and probs only.
 // gpt_forward and gpt_backward are team functions (parallel.h): called inside a parallel
 // region by every thread of its team they share the work; from serial code they start a
 // team of their own.
@@ -243,7 +252,7 @@ typedef struct {
 void gpt_tensor_info(const GPTConfig *config, int index, TensorInfo *info);
 
 // Layer l's view of parameters (or gradients) p: qkvb NULL without qkv_bias.
-LayerParams gpt_layer_params(const ParameterTensors *p, const GPTConfig *config, int l);
+BlockParams gpt_layer_params(const ParameterTensors *p, const GPTConfig *config, int l);
 
 // The weights of the linear layers (out = in @ weight^T) in parameters p (NULL: shapes only),
 // by kind: `count` matrices (rows, cols), one layer's after the other; the output head is

@@ -37,14 +37,26 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
                         const float *inp, const float *weight, const float *mean,
                         const float *rstd, int N, int C);
 
-// Causal multi-head self-attention on a packed qkv (N, 3A), A = H*hs: q = [0,A), k = [A,2A),
-// v = [2A,3A), head h at [h*hs, (h+1)*hs) within each. For query position i:
+// Where attention finds the keys and values of one layer: those of sequence b's position j
+// at k + b*seq + j*ld and v + b*seq + j*ld, A floats each (head h's from h*hs). In training
+// they are the layer's own qkv rows; in cached generation, the cache's (model/gpt.h).
+typedef struct {
+    float *k, *v;
+    long ld, seq;
+} KVRows;
+
+// Causal multi-head self-attention of B sequences of t positions from pos0, their queries,
+// keys and values in a packed qkv (B*t, 3A), A = H*hs: q = [0,A), k = [A,2A), v = [2A,3A),
+// head h at [h*hs, (h+1)*hs) within each. The keys and values attended to are kv's rows
+// [0, pos0 + t) of each sequence; the pass's own go to its rows [pos0, pos0 + t) first,
+// unless kv is qkv's rows themselves. For the query at position i:
 // w = softmax_j<=i (q_i . k_j / sqrt(hs)), out_i = sum_j dropout(w)_j v_j.
-// out (N, A); att (B, H, t, t) keeps w before dropout, 0 above the diagonal. The products
-// run on k's kernels in its precision.
-void attention_forward(Kernels *k, float *out, float *att, const float *qkv, int B, int t, int H, int hs,
-                       const Dropout *drop);
-// dqkv (N, 3A) += gradient through attention; needs qkv and att of the forward.
+// out (B*t, A); att (B, H, t, pos0 + t) keeps w before dropout, 0 past the query's position.
+// The products run on k's kernels in its precision. Dropout only with pos0 = 0.
+void attention_forward(Kernels *k, float *out, float *att, const float *qkv, const KVRows *kv, int B, int pos0, int t,
+                       int H, int hs, const Dropout *drop);
+// dqkv (N, 3A) += gradient through attention; needs qkv and att of the forward (pos0 = 0, the
+// keys and values qkv's own).
 void attention_backward(Kernels *k, float *dqkv, const float *dout, const float *qkv, const float *att, int B, int t,
                         int H, int hs, const Dropout *drop);
 

@@ -9,7 +9,7 @@ int train_step_threads(const GPT *model) { return model->step_threads; }
 
 double train_step(GPT *model, AdamW *opt, const int *inputs, const int *targets, int B, int t,
                   uint64_t dropout_seed, float lr, float max_norm) {
-    const ForwardPass pass = {1, dropout_seed, 0, 0};
+    const ForwardPass pass = {.training = 1, .dropout_seed = dropout_seed};
     double norm = 0.0;
 #pragma omp parallel num_threads(tuner_start(&model->step_tuner, model, (long)B * t))
     {

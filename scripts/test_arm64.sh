@@ -10,8 +10,8 @@
 # processes took, and for a failed run the failed tests' checks.
 # Run by default on both models, the runs share out the per-backend tests (tests/test.h's
 # test_backends): max, whose kernels are neon_bf16, runs them on neon_bf16 alone
-# (CHARGPT_TEST_BACKENDS), as neon and portable, the same code on any AArch64 CPU, run them in
-# the cortex-a72 run.
+# (CHARGPT_TEST_BACKENDS), as neon, portable and plain, the same code on any AArch64 CPU, run
+# them in the cortex-a72 run.
 # Usage: scripts/test_arm64.sh [CPU...]. Exit status 0 when every run passed, else 1.
 set -uo pipefail
 cd "$(dirname "$0")/.."

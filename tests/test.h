@@ -30,8 +30,9 @@ double rel_error_dd(const double *got, const double *want, size_t n);
 // p[0, n) = uniform values in [-1, 1) from a fixed linear congruential sequence of seed.
 void fill_uniform(float *p, size_t n, unsigned seed);
 
-// The kernels' backends this CPU runs (kernels.h), fastest first, or of those only the ones
-// $CHARGPT_TEST_BACKENDS names (comma-separated): how many, their names.
+// The kernels this CPU runs (kernels.h): its backends fastest first, then the plain loops;
+// or of those only the ones $CHARGPT_TEST_BACKENDS names (comma-separated): how many, their
+// names.
 #define TEST_MAX_BACKENDS 8
 int test_backends(const char *names[TEST_MAX_BACKENDS]);
 // Switches to backend `name` (a failed check when it cannot); test_restore_backend returns
@@ -45,6 +46,15 @@ void test_restore_backend(void);
     int count = test_backends(names);        \
     for (int i = 0; i < count; i++)          \
         if (test_use_backend(names[i]))
+// The same over the backends alone, without the plain loops (which have no backend.h table):
+// tests of a backend's own products and conversions.
+#define EACH_FAST_BACKEND(i, names, count)   \
+    const char *names[TEST_MAX_BACKENDS];    \
+    int count = test_backends(names);        \
+    for (int i = 0; i < count; i++)          \
+        if (!test_plain(names[i]) && test_use_backend(names[i]))
+// Whether name is the plain loops' (kernels/plain.c).
+int test_plain(const char *name);
 
 // The whole file, malloc'd and NUL-terminated (*len excludes the NUL), or NULL.
 char *test_read_file(const char *path, size_t *len);

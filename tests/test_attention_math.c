@@ -1,6 +1,6 @@
 // Tests of the attention math the inspector shows (generation/attention_record.h,
 // viewer/attention_export.h): the queries, keys, values and head outputs it records from the
-// forward equal the double-precision reference's (model/reference.h) layer by layer; the
+// forward equal the double-precision reference's (tests/reference.h) layer by layer; the
 // scores q.k / sqrt(hs) computed from them as the page computes them, through the causal mask
 // and the softmax, give the reference's weights; the page holds the forward's floats exactly;
 // the heads' labels are head_scores.h's; and text never leaves the data as script.
@@ -14,7 +14,7 @@
 #include "../format/json.h"
 #include "../generation/attention_record.h"
 #include "../model/gpt.h"
-#include "../model/reference.h"
+#include "reference.h"
 #include "../viewer/head_scores.h"
 #include "test.h"
 
@@ -42,7 +42,7 @@ static int math_case(MathCase *m, const char *text) {
         return -1;
     gpt_init_weights(&m->model, 7);
     for (int l = 0; l < c.n_layer; l++) {
-        LayerParams p = gpt_layer_params(&m->model.params, &c, l);
+        BlockParams p = gpt_layer_params(&m->model.params, &c, l);
         for (size_t k = 0; k < (size_t)2 * 15 * 12; k++) p.qkvw[k] *= 40.0f;  // the query and key rows
         for (size_t k = 0; k < 3 * 15; k++) p.qkvb[k] = 0.05f * (float)((k * 7) % 11) - 0.25f;
     }
@@ -93,7 +93,7 @@ static double rel_diff(const double *a, const double *b, size_t n) {
 static void reference_layer(const GPT *model, int l, int t, double *qkv, double *att, double *out) {
     const GPTConfig *c = &model->config;
     const int C = c->n_embd, A = c->n_head * c->head_size;
-    LayerParams p = gpt_layer_params(&model->params, c, l);
+    BlockParams p = gpt_layer_params(&model->params, c, l);
     double *x = malloc((size_t)t * C * sizeof(double)), *ln = malloc((size_t)t * C * sizeof(double));
     double *w = malloc((size_t)3 * A * C * sizeof(double)), *b = malloc((size_t)3 * A * sizeof(double));
     double *lw = malloc((size_t)C * sizeof(double)), *lb = malloc((size_t)C * sizeof(double));
@@ -189,13 +189,12 @@ TEST(attention_math_matches_reference) {
     for (size_t i = 0; w && i < (size_t)H * t * t; i++) sharp |= i % t != 0 && w[(size_t)(L - 1) * H * t * t + i] > 0.5;
     CHECK(sharp, "the test's attention is too flat to test anything");
     // the whole model in double gives the same weights as the recorded ones
-    RefLayout lay;
-    ref_gpt_layout(c, &lay);
-    double *params = malloc(lay.total * sizeof(double)), *all = malloc((size_t)L * H * t * t * sizeof(double));
-    ref_to_double(params, m.model.params_memory, lay.total);
+    size_t P = m.model.num_parameters;
+    double *params = malloc(P * sizeof(double)), *all = malloc((size_t)L * H * t * t * sizeof(double));
+    ref_to_double(params, m.model.params_memory, P);
     int targets[64];
     for (int i = 0; i < t; i++) targets[i] = m.tokens[(i + 1) % t];
-    ref_gpt_forward_backward(c, params, m.tokens, targets, 1, t, 0, 0, NULL, all, NULL);
+    ref_gpt_forward_backward(&m.model, params, m.tokens, targets, 1, t, 0, 0, NULL, all, NULL);
     if (w) CHECK(rel_diff(w, all, (size_t)L * H * t * t) < 1e-5, "the weights differ from the whole reference model's");
     free(params), free(all);
     free(q), free(k), free(v), free(o), free(w);

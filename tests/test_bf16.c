@@ -46,9 +46,16 @@
 #define U32 (1.0 / 16777216.0)    // float unit roundoff, 2^-24
 #define FLUSHED 0x1p-126          // float's smallest normal: what a flush to zero may lose
 
-// The unit of the bf16 sums of the backend in use: 2^-24 rounding to nearest, 2^-23 BFDOT's
+// How the bf16 sums of the kernels in use round: 0 to nearest in vdpbf16ps's order of pairs
+// (the backends without BFDOT), 1 BFDOT's to odd, 2 to nearest in the plain loops' order.
+static int sums_kind(void) {
+    const Backend *b = kernels_backend();
+    return !b ? 2 : b->bf16->bfdot_sums;
+}
+
+// The unit of the bf16 sums of the kernels in use: 2^-24 rounding to nearest, 2^-23 BFDOT's
 // rounding to odd.
-static double sum_unit(void) { return kernels_backend()->bf16->bfdot_sums ? 2 * U32 : U32; }
+static double sum_unit(void) { return sums_kind() == 1 ? 2 * U32 : U32; }
 
 typedef struct {
     int N, C, OC;
@@ -143,7 +150,7 @@ static void layer_free(Layer *l) {
     kernels_free(l->k);
 }
 
-// The bf16 products of a layer: forward (by tiles and by rows) and backward; the backward
+// The bf16 products of a layer: forward (by tiles and by rows alone) and backward; the backward
 // from the input its forward kept, or with other_input from a copy of the input (another
 // pointer, so rounded again as it is read).
 typedef struct {
@@ -161,7 +168,9 @@ static LayerResults layer_run_with(const Layer *l, int other_input) {
     memcpy(r.dweight, l->dweight0, oc * sizeof(float));
     memcpy(r.dbias, l->dbias0, (size_t)OC * sizeof(float));
     if (!l->k) return r;
-    linear_forward_rows(l->k, r.out_rows, l->inp, l->w, l->bias, N, C, OC);
+    kernels_rows_alone(l->k, 1);
+    linear_forward(l->k, r.out_rows, l->inp, l->w, l->bias, N, C, OC);
+    kernels_rows_alone(l->k, 0);
     linear_forward(l->k, r.out, l->inp, l->w, l->bias, N, C, OC);
     float *copy = malloc(nc * sizeof(float));
     memcpy(copy, l->inp, nc * sizeof(float));
@@ -309,9 +318,9 @@ TEST(bf16_attention_products_match_reference) {
             float *first[2] = {NULL, NULL};  // by bfdot_sums
             for (int bk = 0; bk < count; bk++) {
                 float *c;
-                if (!test_use_backend(names[bk])) continue;
+                if (test_plain(names[bk]) || !test_use_backend(names[bk])) continue;  // no small products of its own
                 run_small(M, N, K, flags, 500 + 7 * s, &worst, &c);
-                int kind = kernels_backend()->bf16->bfdot_sums;
+                int kind = sums_kind();
                 if (!first[kind]) {
                     first[kind] = c;
                     continue;
@@ -326,23 +335,25 @@ TEST(bf16_attention_products_match_reference) {
         }
     test_restore_backend();
     CHECK(mismatches == 0, "the backends' small bf16 products differ in %d rows", mismatches);
+    int backends = 0;
+    for (int bk = 0; bk < count; bk++) backends += !test_plain(names[bk]);
     printf("    small bf16 products, %d shape/flag cases, %d backends: worst %.2f of the rounded-operand bound, %.3f "
            "of the bf16 bound, max rel error %.2e; the same bits on all that round alike\n",
-           compared, count, worst.worst_rounded, worst.worst_given, worst.rel_error);
+           compared, backends, worst.worst_rounded, worst.worst_given, worst.rel_error);
 }
 
 // Every backend's linear layers give the bits of the first whose sums round alike (portable
-// C pairs and vdpbf16ps; BFDOT on its own), and every backend's conversions round every float
-// class as bf16_from_float does.
+// C pairs and vdpbf16ps; BFDOT on its own; the plain loops on their own), and every
+// backend's conversions round every float class as bf16_from_float does.
 TEST(bf16_same_bits_on_every_backend) {
     const char *names[TEST_MAX_BACKENDS];
     int count = test_backends(names);
     for (int i = 0; i < NUM_SHAPES; i++) {
-        LayerResults first[2] = {{0}, {0}};  // by bfdot_sums
-        const char *first_name[2] = {NULL, NULL};
+        LayerResults first[3] = {{0}, {0}, {0}};  // by sums_kind
+        const char *first_name[3] = {NULL, NULL, NULL};
         for (int bk = 0; bk < count; bk++) {
             if (!test_use_backend(names[bk])) continue;
-            int kind = kernels_backend()->bf16->bfdot_sums;
+            int kind = sums_kind();
             Layer l = layer_new(shapes[i], 300 + 10 * i);
             LayerResults r = layer_run(&l);
             layer_free(&l);
@@ -355,7 +366,7 @@ TEST(bf16_same_bits_on_every_backend) {
                   shapes[i].C, shapes[i].OC, names[bk], first_name[kind]);
             results_free(&r);
         }
-        for (int kind = 0; kind < 2; kind++)
+        for (int kind = 0; kind < 3; kind++)
             if (first_name[kind]) results_free(&first[kind]);
     }
     // conversion: every float class, rounding ties both ways
@@ -373,7 +384,7 @@ TEST(bf16_same_bits_on_every_backend) {
         CHECK(bf16_from_float(x[i]) == want[i], "bf16_from_float(0x%08x) = 0x%04x, want 0x%04x", bits[i],
               bf16_from_float(x[i]), want[i]);
     for (int bk = 0; bk < count; bk++) {
-        if (!test_use_backend(names[bk])) continue;
+        if (test_plain(names[bk]) || !test_use_backend(names[bk])) continue;  // it converts with bf16_from_float
         const Backend *b = kernels_backend();
         b->convert_bf16(b, got, x, (size_t)n);
         for (int i = 0; i < n; i++)
@@ -471,7 +482,7 @@ TEST(bf16_bfdot_sums_are_the_instructions_model) {
                                   {65, 1, 7}, {17, 33, 383}, {11, 513, 97}, {129, 127, 1}};
     int checked = 0;
     EACH_BACKEND(bk, names, count) {
-        if (!kernels_backend()->bf16->bfdot_sums) continue;
+        if (sums_kind() != 1) continue;
         for (int i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
             Shape sh = cases[i];
             int N = sh.N, C = sh.C, OC = sh.OC;
@@ -502,9 +513,9 @@ TEST(bf16_bfdot_sums_are_the_instructions_model) {
 }
 
 // The backward from the input its forward rounded and kept gives the bits of one that rounds
-// the input again as it reads it, on both paths. And it really reads the kept copy: a
-// forward of more rows than go by rows (10) keeps its input, and a backward then ignores
-// what the input's floats became since.
+// the input again as it reads it, on both paths. And on a backend it really reads the kept
+// copy: a forward of more rows than go by rows (10) keeps its input, and a backward then
+// ignores what the input's floats became since (the plain loops keep nothing).
 TEST(bf16_backward_same_bits_from_the_kept_input) {
     int used = 0, tried = 0;
     EACH_BACKEND(bk, names, count) {
@@ -514,7 +525,7 @@ TEST(bf16_backward_same_bits_from_the_kept_input) {
             LayerResults a = layer_run_with(&l, 0), b = layer_run_with(&l, 1);
             CHECK(layer_same_bits(&a, &b, sh), "N=%d C=%d OC=%d, %s: the kept input gives other bits than the input",
                   sh.N, sh.C, sh.OC, names[bk]);
-            if (sh.N > 10 && l.k) {
+            if (sh.N > 10 && l.k && !test_plain(names[bk])) {
                 size_t nc = (size_t)sh.N * sh.C, oc = (size_t)sh.OC * sh.C;
                 float *out = malloc((size_t)sh.N * sh.OC * sizeof(float)), *dweight = malloc(oc * sizeof(float));
                 float *without = malloc(oc * sizeof(float));
@@ -631,7 +642,7 @@ TEST(bf16_set_before_or_after_the_activations) {
               precision_first ? "before" : "after");
         gpt_init_weights(&model, 9);
         gpt_params_changed(&model);
-        const ForwardPass pass = {1, 17, 0, 0};
+        const ForwardPass pass = {.training = 1, .dropout_seed = 17};
         gpt_zero_grad(&model);
         gpt_forward(&model, inputs, targets, B, T, &pass);
         gpt_backward(&model);
@@ -649,9 +660,13 @@ TEST(bf16_set_before_or_after_the_activations) {
 
 // bf16 training: the same bits on 1, 2 and 3 threads and on the portable path; not the
 // bits of fp32 (the products really changed), but close to its loss
-// bf16 training on each backend: the same bits on 1, 2 and 3 threads; not the bits of fp32
-// (the products really changed), but close to its loss. The two AVX-512 backends, which
-// differ only in their bf16 tiles (portable C pairs, vdpbf16ps), give the same bits.
+// bf16 training on each backend and the plain loops: the same bits on 1, 2 and 3 threads;
+// not the bits of fp32 (the products really changed), but close to its loss. The two AVX-512
+// backends, which differ only in their bf16 tiles (portable C pairs, vdpbf16ps), give the
+// same bits. How close: bf16's trajectories part from fp32's (and from each other) after a
+// few steps of this fast-learning model; at step 12 the backends' losses were 1.27 to 1.40
+// and the plain loops' 1.54, about fp32's 1.32 on all, and all went on to fp32's (below 0.15
+// by step 30), so the plain loops, whose sums run in another order, get a wider margin.
 TEST(bf16_training_same_bits_any_thread_count_and_path) {
     size_t n = 0;
     float *avx512[2] = {NULL, NULL};
@@ -665,7 +680,8 @@ TEST(bf16_training_same_bits_any_thread_count_and_path) {
             CHECK(memcmp(one, two, n * sizeof(float)) == 0, "%s bf16 training: 1 and 2 threads differ", names[bk]);
             CHECK(memcmp(one, three, n * sizeof(float)) == 0, "%s bf16 training: 1 and 3 threads differ", names[bk]);
             CHECK(memcmp(one, fp32, n * sizeof(float)) != 0, "%s bf16 training gave the bits of fp32", names[bk]);
-            CHECK(fabsf(l1 - lf) < 0.1f, "%s: after 12 steps bf16 loss %.4f, fp32 %.4f", names[bk], l1, lf);
+            float margin = test_plain(names[bk]) ? 0.3f : 0.1f;
+            CHECK(fabsf(l1 - lf) < margin, "%s: after 12 steps bf16 loss %.4f, fp32 %.4f", names[bk], l1, lf);
             printf("    %s, 12 steps with dropout: bf16 bit-identical on 1/2/3 threads; loss %.4f (fp32 %.4f)\n",
                    names[bk], l1, lf);
         }

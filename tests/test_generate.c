@@ -75,8 +75,8 @@ static int build_test_model(GPT *model, const GPTConfig *config, uint64_t seed) 
     ParameterTensors *p = &model->params;
     const struct { float *tensor; size_t size; float scale; } scalings[] = {
         {p->wte, model->param_sizes[0], 3.0f},     {p->wpe, model->param_sizes[1], 20.0f},
-        {p->qkvw, model->param_sizes[4], 5.0f},    {p->attprojw, model->param_sizes[6], 5.0f},
-        {p->fcw, model->param_sizes[10], 5.0f},    {p->fcprojw, model->param_sizes[12], 5.0f},
+        {p->blocks.qkvw, model->param_sizes[4], 5.0f},    {p->blocks.attprojw, model->param_sizes[6], 5.0f},
+        {p->blocks.fcw, model->param_sizes[10], 5.0f},    {p->blocks.fcprojw, model->param_sizes[12], 5.0f},
     };
     for (size_t s = 0; s < sizeof(scalings) / sizeof(scalings[0]); s++)
         for (size_t i = 0; i < scalings[s].size; i++) scalings[s].tensor[i] *= scalings[s].scale;

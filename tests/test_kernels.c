@@ -1,8 +1,9 @@
-// Tests of the kernels' fp32 products on every backend this CPU runs (kernels.h, backend.h):
-// the linear layers against a plain double-precision triple loop on awkward and model
-// shapes, accumulation, NULL gradients, the matrix-vector path, bit-identical results for any
-// thread count, attention's small products with each of their flags; the pointwise kernels
-// against the double reference; and how the backend is chosen.
+// Tests of the kernels' fp32 products on every backend this CPU runs and on the plain loops
+// (kernels.h, backend.h): the linear layers against a plain double-precision triple loop on
+// awkward and model shapes, accumulation, NULL gradients, rows computed alone, bit-identical
+// results for any thread count, attention's heads (queries at the start of a sequence or
+// further on) and the backends' small products with each of their flags; the pointwise
+// kernels against the double reference; and how the kernels are chosen.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 
 #include "../kernels/backend.h"
 #include "../kernels/kernels.h"
-#include "../model/reference.h"
+#include "reference.h"
 #include "test.h"
 
 typedef struct {
@@ -34,7 +35,7 @@ static double *to_double(const float *p, size_t n) {
     return d;
 }
 
-// The double reference's linear forward (model/reference.h) on the float operands.
+// The double reference's linear forward (tests/reference.h) on the float operands.
 static void ref_forward(double *out, const float *inp, const float *w, const float *bias, int N, int C, int OC) {
     double *inp_d = to_double(inp, (size_t)N * C), *w_d = to_double(w, (size_t)OC * C);
     double *bias_d = bias ? to_double(bias, (size_t)OC) : NULL;
@@ -99,7 +100,7 @@ static void problem_free(Problem *p) {
 }
 
 // By tiles (with and without a workspace, so with operands packed whole and by each task)
-// and by rows.
+// and by rows (each row alone).
 TEST(kernels_linear_forward_matches_reference) {
     EACH_BACKEND(bk, names, count)
     for (int s = 0; s < NUM_SHAPES; s++) {
@@ -114,11 +115,12 @@ TEST(kernels_linear_forward_matches_reference) {
             ref_forward(want, p.inp, p.w, bias, sh.N, sh.C, sh.OC);
             for (int way = 0; way < 3; way++) {
                 memset(out, 0xff, no * sizeof(float));  // NaN: every element must be written
-                if (way == 2) linear_forward_rows(NULL, out, p.inp, p.w, bias, sh.N, sh.C, sh.OC);
-                else linear_forward(way ? k : NULL, out, p.inp, p.w, bias, sh.N, sh.C, sh.OC);
+                kernels_rows_alone(k, way == 2);
+                linear_forward(way ? k : NULL, out, p.inp, p.w, bias, sh.N, sh.C, sh.OC);
+                kernels_rows_alone(k, 0);
                 double err = rel_error_fd(out, want, no);
                 CHECK(err <= 1e-5, "%s forward%s N=%d C=%d OC=%d bias=%d: rel error %g", names[bk],
-                      way == 2 ? " by rows" : way ? " in a workspace" : "", sh.N, sh.C, sh.OC, with_bias, err);
+                      way == 2 ? " by rows alone" : way ? " in a workspace" : "", sh.N, sh.C, sh.OC, with_bias, err);
             }
         }
         kernels_free(k);
@@ -275,7 +277,7 @@ TEST(kernels_small_products_match_reference) {
                                     MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD,
                                     MATMUL_A_ZERO_BELOW | MATMUL_ADD};
     double worst = 0.0;
-    EACH_BACKEND(bk, names, count)
+    EACH_FAST_BACKEND(bk, names, count)
     for (int s = 0; s < (int)(sizeof(shapes) / sizeof(shapes[0])); s++) {
         int M = shapes[s].N, N = shapes[s].C, K = shapes[s].OC;
         for (int f = 0; f < (int)(sizeof(flag_sets) / sizeof(flag_sets[0])); f++) {
@@ -332,7 +334,101 @@ TEST(kernels_small_products_match_reference) {
         }
     }
     test_restore_backend();
-    printf("    small products, every flag, %d backends: worst rel error %.2e\n", count, worst);
+    printf("    small products, every flag, %d backends (and the plain loops, which have none): worst rel error %.2e\n",
+           count - 1, worst);
+}
+
+// The largest relative error (max norm) of got (rows ldg apart) against want (rows cols
+// apart) over rows [0, t) and columns [0, cols), or with last >= 0 only the columns
+// j <= last + i of row i (the keys a query sees).
+static double rows_error(const float *got, long ldg, const double *want, int t, int cols, int last) {
+    double num = 0.0, den = 0.0;
+    for (int i = 0; i < t; i++)
+        for (int j = 0; j < (last >= 0 ? last + i + 1 : cols); j++) {
+            double d = fabs(got[(size_t)i * ldg + j] - want[(size_t)i * cols + j]);
+            if (d > num || d != d) num = d != d ? INFINITY : d;
+            den = fmax(den, fabs(want[(size_t)i * cols + j]));
+        }
+    return num == 0.0 ? 0.0 : num / den;
+}
+
+// c (M, N) = c0 + A B in double, A(i, k) = a[i*sa + k*ta], B(k, j) = b[k*sb + j*tb], c0
+// (rows ldc0 apart) or 0 when NULL.
+static void double_product(double *c, const float *c0, long ldc0, const float *a, long sa, long ta, const float *b,
+                           long sb, long tb, int M, int N, int K) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double sum = c0 ? c0[(size_t)i * ldc0 + j] : 0.0;
+            for (int k = 0; k < K; k++) sum += (double)a[i * sa + k * ta] * b[k * sb + j * tb];
+            c[(size_t)i * N + j] = sum;
+        }
+}
+
+// Attention's heads through kernels.h on every backend and the plain loops, in an fp32
+// workspace, against double loops: the scores and values of t queries at the positions
+// [n - t, n) of a sequence (t = n in training; t < n in cached generation's steps) and, for
+// t = n, both backwards. Operands in rows of padded strides, as attention's are: q, k and v
+// side by side in rows of qkv, the gradients likewise in dqkv.
+TEST(kernels_heads_match_reference) {
+    static const struct { int t, n, hs; } cases[] = {{1, 1, 4}, {7, 7, 5}, {33, 33, 32}, {64, 64, 32},
+                                                     {1, 9, 8}, {1, 40, 32}, {5, 23, 16}};
+    double worst = 0.0;
+    EACH_BACKEND(bk, names, count)
+    for (int c = 0; c < (int)(sizeof(cases) / sizeof(cases[0])); c++) {
+        int t = cases[c].t, n = cases[c].n, hs = cases[c].hs, first = n - t;
+        long ld = 3 * hs + 1, ldo = hs + 2;  // qkv's rows (n of them; the queries are the last t)
+        char err[ERR_LEN];
+        KernelsShape shape = {0, 64, 32, 0, 1};
+        Kernels *k = kernels_new(PRECISION_FP32, NULL, 0, &shape, err);
+        if (!CHECK(k != NULL, "%s", err)) break;
+        float *qkv = malloc((size_t)n * ld * sizeof(float)), *dqkv = malloc((size_t)n * ld * sizeof(float));
+        float *g = malloc((size_t)t * ldo * sizeof(float)), *w = malloc((size_t)t * n * sizeof(float));
+        float *scores = malloc((size_t)t * n * sizeof(float)), *out = malloc((size_t)t * ldo * sizeof(float));
+        float *dw = malloc((size_t)t * n * sizeof(float));
+        double *want_s = malloc((size_t)t * n * sizeof(double)), *want_o = malloc((size_t)t * hs * sizeof(double));
+        fill_uniform(qkv, (size_t)n * ld, 1000 + c);
+        fill_uniform(dqkv, (size_t)n * ld, 1100 + c);
+        fill_uniform(g, (size_t)t * ldo, 1200 + c);
+        fill_uniform(w, (size_t)t * n, 1300 + c);
+        for (int i = 0; i < t; i++)  // the weights of keys a query does not see are zeros
+            for (int j = first + i + 1; j < n; j++) w[(size_t)i * n + j] = 0.0f;
+        const float *q = qkv + (size_t)first * ld, *keys = qkv + hs, *values = qkv + 2 * hs;
+        AttentionHead head;
+        if (!CHECK(head_begin(k, &head, q, ld, keys, values, ld, t == n ? g : NULL, ldo, t, n, hs) == 0,
+                   "%s: head_begin t=%d n=%d", names[bk], t, n)) {
+            kernels_free(k);
+            break;
+        }
+        head_scores(&head, scores);
+        head_values(&head, out, ldo, w);
+        double_product(want_s, NULL, 0, q, ld, 1, keys, 1, ld, t, n, hs);     // Q K^T
+        double_product(want_o, NULL, 0, w, n, 1, values, ld, 1, t, hs, n);    // W V
+        double e_s = rows_error(scores, n, want_s, t, n, first), e_o = rows_error(out, ldo, want_o, t, hs, -1);
+        double e_back = 0.0;
+        if (t == n) {
+            double *want_dv = malloc((size_t)t * hs * sizeof(double)), *want_dw = malloc((size_t)t * t * sizeof(double));
+            double *want_dq = malloc((size_t)t * hs * sizeof(double)), *want_dk = malloc((size_t)t * hs * sizeof(double));
+            float *dq = dqkv, *dk = dqkv + hs, *dv = dqkv + 2 * hs;
+            double_product(want_dv, dv, ld, w, 1, t, g, ldo, 1, t, hs, t);        // dV + W^T g
+            double_product(want_dw, NULL, 0, g, ldo, 1, values, 1, ld, t, t, hs);  // g V^T
+            double_product(want_dq, dq, ld, w, t, 1, keys, ld, 1, t, hs, t);       // dQ + dS K, dS = W
+            double_product(want_dk, dk, ld, w, 1, t, q, ld, 1, t, hs, t);          // dK + dS^T Q
+            head_values_backward(&head, dv, ld, w, dw);
+            head_scores_backward(&head, dq, dk, ld, w);
+            e_back = fmax(rows_error(dv, ld, want_dv, t, hs, -1), rows_error(dw, t, want_dw, t, t, 0));
+            e_back = fmax(e_back, fmax(rows_error(dq, ld, want_dq, t, hs, -1), rows_error(dk, ld, want_dk, t, hs, -1)));
+            free(want_dv), free(want_dw), free(want_dq), free(want_dk);
+        }
+        double e = fmax(e_s, fmax(e_o, e_back));
+        worst = fmax(worst, e);
+        CHECK(e <= 1e-5, "%s head t=%d n=%d hs=%d: rel error scores %.3g values %.3g backward %.3g", names[bk], t, n,
+              hs, e_s, e_o, e_back);
+        free(qkv), free(dqkv), free(g), free(w), free(scores), free(out), free(dw), free(want_s), free(want_o);
+        kernels_free(k);
+    }
+    test_restore_backend();
+    printf("    attention heads, queries at the start of a sequence and further on, %d kernels: worst rel error %.2e\n",
+           count, worst);
 }
 
 // GELU's forward and backward (which must accumulate) and a row's softmax on every backend
@@ -373,17 +469,18 @@ TEST(kernels_pointwise_match_reference) {
 }
 
 // exp's clamp keeps what float arithmetic gives at the edges, on every backend: GELU of a NaN
-// is a NaN, of +inf +inf and of -inf -inf; a softmax row holding a NaN is all NaN; one
-// holding -inf gives it weight 0 (exp's argument clamped at -87, its value below float's
-// smallest normal times the sum, 1) and the others their weights.
+// is a NaN, of +inf +inf and of -inf -inf (the plain loops' formula, 0.5 x (1 + tanh u),
+// gives -inf times 0 there: a NaN); a softmax row holding a NaN is all NaN; one holding -inf
+// gives it weight 0 (exp's argument clamped at -87, its value below float's smallest normal
+// times the sum, 1; expf's is 0) and the others their weights.
 TEST(kernels_pointwise_nonfinite) {
     const float inf = INFINITY;
     EACH_BACKEND(bk, names, count) {
         float inp[3] = {NAN, inf, -inf}, out[3], dinp[3] = {0, 0, 0}, dout[3] = {1, 1, 1};
         gelu_forward(out, inp, 3);
         gelu_backward(dinp, inp, dout, 3);
-        CHECK(isnan(out[0]) && out[1] == inf && out[2] == -inf, "%s: gelu(nan, inf, -inf) = %g %g %g", names[bk],
-              out[0], out[1], out[2]);
+        CHECK(isnan(out[0]) && out[1] == inf && (test_plain(names[bk]) ? isnan(out[2]) : out[2] == -inf),
+              "%s: gelu(nan, inf, -inf) = %g %g %g", names[bk], out[0], out[1], out[2]);
         CHECK(isnan(dinp[0]), "%s: gelu backward at nan = %g", names[bk], dinp[0]);
         float with_nan[4] = {0.5f, NAN, 1.0f, -2.0f};
         softmax_row(with_nan, 4, 1.0f);
@@ -396,14 +493,15 @@ TEST(kernels_pointwise_nonfinite) {
     test_restore_backend();
 }
 
-// The backend in use is the one asked for, an unknown one is refused naming those the build
-// has, and every backend this CPU runs is listed once, the portable one last. bf16 on a
-// backend without bf16 dot products (whose bf16 products widen their operands to fp32)
-// comes with a note naming it, fp32 never does.
+// The kernels in use are the ones asked for, unknown ones are refused naming those the build
+// has, and all this CPU runs are listed once, the portable backend then the plain loops last.
+// bf16 on a backend without bf16 dot products (whose bf16 products widen their operands to
+// fp32) comes with a note naming it, fp32 never does.
 TEST(kernels_backend_choice) {
     const char *names[TEST_MAX_BACKENDS];
     int count = kernels_available(names, TEST_MAX_BACKENDS);  // all of them, whatever CHARGPT_TEST_BACKENDS says
-    CHECK(count >= 1 && strcmp(names[count - 1], "portable") == 0, "%d backends, the last not portable", count);
+    CHECK(count >= 2 && strcmp(names[count - 2], "portable") == 0 && test_plain(names[count - 1]),
+          "%d kernels, the last two not portable and plain", count);
     for (int i = 0; i < count; i++) {
         if (test_use_backend(names[i])) {
             CHECK(strcmp(kernels_name(), names[i]) == 0, "asked for %s, got %s", names[i], kernels_name());
@@ -418,7 +516,7 @@ TEST(kernels_backend_choice) {
         for (int j = 0; j < i; j++) CHECK(strcmp(names[i], names[j]) != 0, "%s listed twice", names[i]);
     }
     char err[ERR_LEN] = "";
-    CHECK(kernels_use("sse9", err) != 0 && strstr(err, "unknown kernels 'sse9'") && strstr(err, "portable"),
+    CHECK(kernels_use("sse9", err) != 0 && strstr(err, "unknown kernels 'sse9'") && strstr(err, "portable, plain"),
           "an unknown backend: %s", err);
     test_restore_backend();
     char text[256];

@@ -152,6 +152,8 @@ int test_backends(const char *names[TEST_MAX_BACKENDS]) {
     return count;
 }
 
+int test_plain(const char *name) { return strcmp(name, "plain") == 0; }
+
 static char starting_backend[32];
 
 int test_use_backend(const char *name) {

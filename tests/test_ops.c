@@ -10,7 +10,7 @@
 #include "../kernels/kernels.h"
 #include "../model/layers.h"
 #include "../model/rng.h"
-#include "../model/reference.h"
+#include "reference.h"
 #include "test.h"
 
 #define FD_STEP 1e-5     // central differences in double: error ~ h^2 + 1e-16/h
@@ -484,7 +484,8 @@ TEST(ops_attention_kernel) {
         KernelsShape shape = {0, t, hs, 0, 1};
         Kernels *kern = kernels_new(PRECISION_FP32, NULL, 0, &shape, err);
         if (!CHECK(kern, "%s", err)) return;
-        attention_forward(kern, out, att, qkv, B, t, H, hs, &drop);
+        KVRows own = {qkv + A, qkv + 2 * A, 3 * A, (long)t * 3 * A};  // the keys and values of qkv's rows
+        attention_forward(kern, out, att, qkv, &own, B, 0, t, H, hs, &drop);
         ref_attention_forward(out_d, att_d, qkv_d, B, t, H, hs, &drop);
         attention_backward(kern, dqkv, dout, qkv, att, B, t, H, hs, &drop);
         kernels_free(kern);
@@ -507,6 +508,57 @@ TEST(ops_attention_kernel) {
     test_restore_backend();
     report("attention kernel forward (out, att)", worst_f);
     report("attention kernel backward (accumulating)", worst_b);
+}
+
+// attention's queries at positions further on, reading keys and values from a cache as
+// cached generation does, on every backend: a sequence's positions run in parts (a first
+// window, then a part of several positions, then one at a time), each pass adding its keys
+// and values to a cache of its own layout, give each position the output and weights of the
+// whole sequence run at once (the reference's)
+TEST(ops_attention_cached_positions) {
+    const int B = 2, T = 11, H = 2, hs = 5, A = H * hs, parts[] = {4, 3, 1, 1, 1, 1};
+    double worst = 0.0;
+    Rng rng;
+    rng_seed(&rng, 901);
+    size_t nqkv = (size_t)B * T * 3 * A;
+    float *qkv = rand_floats(nqkv, &rng, -1.5f, 1.5f);
+    double *qkv_d = doubles_of(qkv, nqkv), *out_d = malloc((size_t)B * T * A * sizeof(double));
+    double *att_d = malloc((size_t)B * H * T * T * sizeof(double));
+    ref_attention_forward(out_d, att_d, qkv_d, B, T, H, hs, NULL);
+    float *cache = malloc((size_t)B * T * 2 * A * sizeof(float)), *rows = malloc(nqkv * sizeof(float));
+    float *out = malloc((size_t)B * T * A * sizeof(float)), *att = malloc((size_t)B * H * T * T * sizeof(float));
+    KVRows kv = {cache, cache + A, 2 * A, (long)T * 2 * A};
+    EACH_BACKEND(bk, names, count) {
+        char err[ERR_LEN];
+        KernelsShape shape = {0, T, hs, 0, 0};
+        Kernels *kern = kernels_new(PRECISION_FP32, NULL, 0, &shape, err);
+        if (!CHECK(kern, "%s", err)) break;
+        memset(cache, 0xff, (size_t)B * T * 2 * A * sizeof(float));  // NaN: what a pass does not write
+        double e = 0.0;
+        for (int p = 0, pos0 = 0; p < (int)(sizeof(parts) / sizeof(parts[0])); pos0 += parts[p++]) {
+            int t = parts[p], n = pos0 + t;
+            for (int b = 0; b < B; b++)  // the part's rows of each sequence, one after the other
+                memcpy(rows + (size_t)b * t * 3 * A, qkv + ((size_t)b * T + pos0) * 3 * A, (size_t)t * 3 * A * 4);
+            attention_forward(kern, out, att, rows, &kv, B, pos0, t, H, hs, NULL);
+            for (int b = 0; b < B; b++)
+                for (int i = 0; i < t; i++) {
+                    const float *o = out + ((size_t)b * t + i) * A;
+                    const double *want = out_d + ((size_t)b * T + pos0 + i) * A;
+                    for (int a = 0; a < A; a++) e = max2(e, fabs(o[a] - want[a]));
+                    for (int h = 0; h < H; h++)
+                        for (int j = 0; j < n; j++)  // weights past the query's position: exactly 0
+                            e = max2(e, fabs(att[(((size_t)b * H + h) * t + i) * n + j] -
+                                             att_d[(((size_t)b * H + h) * T + pos0 + i) * T + j]));
+                }
+        }
+        kernels_free(kern);
+        worst = max2(worst, e);
+        CHECK(e <= KERNEL_TOL, "%s: attention in parts through a cache differs from the whole sequence by %.3g",
+              names[bk], e);
+    }
+    test_restore_backend();
+    report("attention in parts through a cache (abs)", worst);
+    free(qkv), free(qkv_d), free(out_d), free(att_d), free(cache), free(rows), free(out), free(att);
 }
 
 TEST(ops_gelu_kernel) {

@@ -128,8 +128,8 @@ static int build_previous_token_model(GPT *m, int T, char err[ERR_LEN]) {
     GPTConfig c = {4, T, 1, 1, C, C, 0, 0.0f};
     if (gpt_build(m, &c, 0, err) != 0) return -1;
     for (int i = 0; i < T; i++) m->params.wpe[(size_t)i * C + i] = 1.0f;
-    for (int k = 0; k < C; k++) m->params.ln1w[k] = m->params.ln2w[k] = m->params.lnfw[k] = 1.0f;
-    float *q = m->params.qkvw, *k = q + (size_t)C * C;  // (3A, C): queries, keys, values
+    for (int k = 0; k < C; k++) m->params.blocks.ln1w[k] = m->params.blocks.ln2w[k] = m->params.lnfw[k] = 1.0f;
+    float *q = m->params.blocks.qkvw, *k = q + (size_t)C * C;  // (3A, C): queries, keys, values
     for (int r = 0; r + 1 < C; r++) q[(size_t)r * C + r + 1] = 10.0f;
     for (int r = 0; r < C; r++) k[(size_t)r * C + r] = 1.0f;
     return gpt_alloc_activations(m, 1, err);

@@ -168,7 +168,8 @@ static double local_gradients(DataParallel *dp, GPT *model, const int *inputs, c
         gpt_zero_grad(model);
         for (int k = 0; k < dp->grad_accum; k++) {
             int offset = k * micro + dist_rank() * dp->rows;  // the first global row of this part
-            const ForwardPass pass = {1, dropout_seed, offset, dp->B};
+            const ForwardPass pass = {
+                .training = 1, .dropout_seed = dropout_seed, .batch_offset = offset, .batch_rows = dp->B};
             gpt_forward(model, inputs + (size_t)offset * T, targets + (size_t)offset * T, dp->rows, T, &pass);
             gpt_backward(model);
             if (omp_get_thread_num() == 0) loss_sum += model->loss_sum;

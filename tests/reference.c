@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rng.h"
+#include "../model/rng.h"
 
 // ---------------------------------------------------------------------------------------
 // encoder
@@ -305,52 +305,21 @@ void ref_crossentropy_backward(double *dlogits, const double *probs, const int *
 // ---------------------------------------------------------------------------------------
 // the whole GPT
 
-const char *const ref_tensor_names[NUM_PARAMETER_TENSORS] = {
-    "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-    "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
-
-void ref_gpt_layout(const GPTConfig *cfg, RefLayout *lay) {
-    size_t V = cfg->vocab_size, T = cfg->block_size, L = cfg->n_layer, C = cfg->n_embd;
-    size_t A = (size_t)cfg->n_head * cfg->head_size;
-    size_t sizes[NUM_PARAMETER_TENSORS] = {
-        V * C, T * C, L * C, L * C, L * 3 * A * C, cfg->qkv_bias ? L * 3 * A : 0,
-        L * C * A, L * C, L * C, L * C, L * 4 * C * C, L * 4 * C, L * C * 4 * C, L * C, C, C};
-    size_t offset = 0;
-    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
-        lay->offset[i] = offset;
-        lay->size[i] = sizes[i];
-        offset += sizes[i];
-    }
-    lay->total = offset;
-}
-
 static double *zeros(size_t n) { return calloc(n ? n : 1, sizeof(double)); }
 
 // The sizes of a forward over tokens (B, t): N = B t rows, C channels, H heads of hs,
-// A = H hs the heads' width, V the vocabulary.
+// A = H hs the heads' width, V the vocabulary; and the model whose layout the parameters have.
 typedef struct {
+    const GPT *model;
     const GPTConfig *cfg;
-    RefLayout lay;
     int B, t, N, C, H, hs, A, V;
     float p;                // dropout's probability (0: off)
     uint64_t dropout_seed;  // the key of layer l's site s is dropout_key(dropout_seed, l, s)
 } RefShape;
 
-// Where layer l's tensors start in the flat parameter vector (the same offsets index the
-// gradient); qkvb is unused without the attention's bias.
-typedef struct {
-    size_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
-} RefBlock;
-
-static RefBlock block_offsets(const RefShape *m, int l) {
-    const size_t *o = m->lay.offset, C = (size_t)m->C, A = (size_t)m->A, L = (size_t)l;
-    return (RefBlock){o[REF_LN1W] + L * C,          o[REF_LN1B] + L * C,
-                      o[REF_QKVW] + L * 3 * A * C,  o[REF_QKVB] + L * 3 * A,
-                      o[REF_ATTPROJW] + L * C * A,  o[REF_ATTPROJB] + L * C,
-                      o[REF_LN2W] + L * C,          o[REF_LN2B] + L * C,
-                      o[REF_FCW] + L * 4 * C * C,   o[REF_FCB] + L * 4 * C,
-                      o[REF_FCPROJW] + L * C * 4 * C, o[REF_FCPROJB] + L * C};
-}
+// Where a tensor of the model (a pointer into its params_memory) starts in the vector of
+// doubles laid out as the model's (parameters or gradients).
+static size_t at(const RefShape *m, const float *tensor) { return (size_t)(tensor - m->model->params_memory); }
 
 // Dropout at layer l's site (DROPOUT_ATTN_WEIGHTS, DROPOUT_ATTN_RESIDUAL, DROPOUT_MLP_RESIDUAL),
 // its mask indexed over the whole batch.
@@ -389,20 +358,20 @@ static void block_forward(const RefShape *m, const double *params, int l, double
                           double *att, double *branch) {
     const int N = m->N, C = m->C, A = m->A;
     const size_t NC = (size_t)N * C;
-    RefBlock o = block_offsets(m, l);
+    BlockParams w = gpt_layer_params(&m->model->params, m->cfg, l);
     Dropout d_att = block_dropout(m, l, DROPOUT_ATTN_WEIGHTS), d_res1 = block_dropout(m, l, DROPOUT_ATTN_RESIDUAL);
     Dropout d_res2 = block_dropout(m, l, DROPOUT_MLP_RESIDUAL);
     memcpy(a->x_in, x, NC * sizeof(double));
-    ref_layernorm_forward(a->ln1, NULL, NULL, a->x_in, params + o.ln1w, params + o.ln1b, N, C);
-    ref_matmul_forward(a->qkv, a->ln1, params + o.qkvw, m->cfg->qkv_bias ? params + o.qkvb : NULL, N, C, 3 * A);
+    ref_layernorm_forward(a->ln1, NULL, NULL, a->x_in, params + at(m, w.ln1w), params + at(m, w.ln1b), N, C);
+    ref_matmul_forward(a->qkv, a->ln1, params + at(m, w.qkvw), w.qkvb ? params + at(m, w.qkvb) : NULL, N, C, 3 * A);
     ref_attention_forward(a->atty, att, a->qkv, m->B, m->t, m->H, m->hs, &d_att);
-    ref_matmul_forward(branch, a->atty, params + o.attprojw, params + o.attprojb, N, A, C);
+    ref_matmul_forward(branch, a->atty, params + at(m, w.attprojw), params + at(m, w.attprojb), N, A, C);
     ref_dropout_forward(branch, branch, NC, &d_res1);
     ref_residual_forward(a->res2, a->x_in, branch, NC);
-    ref_layernorm_forward(a->ln2, NULL, NULL, a->res2, params + o.ln2w, params + o.ln2b, N, C);
-    ref_matmul_forward(a->fch, a->ln2, params + o.fcw, params + o.fcb, N, C, 4 * C);
+    ref_layernorm_forward(a->ln2, NULL, NULL, a->res2, params + at(m, w.ln2w), params + at(m, w.ln2b), N, C);
+    ref_matmul_forward(a->fch, a->ln2, params + at(m, w.fcw), params + at(m, w.fcb), N, C, 4 * C);
     ref_gelu_forward(a->gelu, a->fch, (size_t)N * 4 * C);
-    ref_matmul_forward(branch, a->gelu, params + o.fcprojw, params + o.fcprojb, N, 4 * C, C);
+    ref_matmul_forward(branch, a->gelu, params + at(m, w.fcprojw), params + at(m, w.fcprojb), N, 4 * C, C);
     ref_dropout_forward(branch, branch, NC, &d_res2);
     ref_residual_forward(x, a->res2, branch, NC);
 }
@@ -413,7 +382,7 @@ static void block_backward(const RefShape *m, const double *params, double *grad
                            const RefBlockActs *a) {
     const int N = m->N, C = m->C, A = m->A;
     const size_t NC = (size_t)N * C;
-    RefBlock o = block_offsets(m, l);
+    BlockParams w = gpt_layer_params(&m->model->params, m->cfg, l);
     Dropout d_att = block_dropout(m, l, DROPOUT_ATTN_WEIGHTS), d_res1 = block_dropout(m, l, DROPOUT_ATTN_RESIDUAL);
     Dropout d_res2 = block_dropout(m, l, DROPOUT_MLP_RESIDUAL);
     double *dres2 = zeros(NC), *dbranch = zeros(NC), *dln = zeros(NC);
@@ -423,23 +392,26 @@ static void block_backward(const RefShape *m, const double *params, double *grad
     // x = res2 + dropout(mlp(ln_2(res2))): the residual passes dx on to res2
     memcpy(dres2, dx, NC * sizeof(double));
     ref_dropout_backward(dbranch, dx, NC, &d_res2);
-    ref_matmul_backward(dgelu, grads + o.fcprojw, grads + o.fcprojb, dbranch, a->gelu, params + o.fcprojw, N,
-                        4 * C, C);
+    ref_matmul_backward(dgelu, grads + at(m, w.fcprojw), grads + at(m, w.fcprojb), dbranch, a->gelu,
+                        params + at(m, w.fcprojw), N, 4 * C, C);
     ref_gelu_backward(dfch, a->fch, dgelu, (size_t)N * 4 * C);
-    ref_matmul_backward(dln, grads + o.fcw, grads + o.fcb, dfch, a->ln2, params + o.fcw, N, C, 4 * C);
-    ref_layernorm_backward(dres2, grads + o.ln2w, grads + o.ln2b, dln, a->res2, params + o.ln2w, N, C);
+    ref_matmul_backward(dln, grads + at(m, w.fcw), grads + at(m, w.fcb), dfch, a->ln2, params + at(m, w.fcw), N, C,
+                        4 * C);
+    ref_layernorm_backward(dres2, grads + at(m, w.ln2w), grads + at(m, w.ln2b), dln, a->res2, params + at(m, w.ln2w),
+                           N, C);
 
     // res2 = x_in + dropout(attn(ln_1(x_in))): the residual passes dres2 on to x_in
     memcpy(dx, dres2, NC * sizeof(double));
     memset(dbranch, 0, NC * sizeof(double));
     ref_dropout_backward(dbranch, dres2, NC, &d_res1);
-    ref_matmul_backward(datty, grads + o.attprojw, grads + o.attprojb, dbranch, a->atty, params + o.attprojw, N,
-                        A, C);
+    ref_matmul_backward(datty, grads + at(m, w.attprojw), grads + at(m, w.attprojb), dbranch, a->atty,
+                        params + at(m, w.attprojw), N, A, C);
     ref_attention_backward(dqkv, datty, a->qkv, m->B, m->t, m->H, m->hs, &d_att);
     memset(dln, 0, NC * sizeof(double));
-    ref_matmul_backward(dln, grads + o.qkvw, m->cfg->qkv_bias ? grads + o.qkvb : NULL, dqkv, a->ln1,
-                        params + o.qkvw, N, C, 3 * A);
-    ref_layernorm_backward(dx, grads + o.ln1w, grads + o.ln1b, dln, a->x_in, params + o.ln1w, N, C);
+    ref_matmul_backward(dln, grads + at(m, w.qkvw), w.qkvb ? grads + at(m, w.qkvb) : NULL, dqkv, a->ln1,
+                        params + at(m, w.qkvw), N, C, 3 * A);
+    ref_layernorm_backward(dx, grads + at(m, w.ln1w), grads + at(m, w.ln1b), dln, a->x_in, params + at(m, w.ln1w), N,
+                           C);
     free(dres2), free(dbranch), free(dln), free(dgelu), free(dfch), free(datty), free(dqkv);
 }
 
@@ -449,39 +421,38 @@ static void block_backward(const RefShape *m, const double *params, double *grad
 static void head_backward(const RefShape *m, const double *params, double *grads, const double *x_last,
                           const double *lnf, const double *probs, const int *targets, double *dx) {
     const int N = m->N, C = m->C, V = m->V;
-    const size_t *off = m->lay.offset;
+    const ParameterTensors *p = &m->model->params;
     double *dlosses = zeros(N), *dlogits = zeros((size_t)N * V), *dlnf = zeros((size_t)N * C);
     for (int n = 0; n < N; n++) dlosses[n] = 1.0 / N;
     ref_crossentropy_backward(dlogits, probs, targets, dlosses, N, V);
-    ref_matmul_backward(dlnf, grads + off[REF_WTE], NULL, dlogits, lnf, params + off[REF_WTE], N, C, V);
-    ref_layernorm_backward(dx, grads + off[REF_LNFW], grads + off[REF_LNFB], dlnf, x_last, params + off[REF_LNFW],
+    ref_matmul_backward(dlnf, grads + at(m, p->wte), NULL, dlogits, lnf, params + at(m, p->wte), N, C, V);
+    ref_layernorm_backward(dx, grads + at(m, p->lnfw), grads + at(m, p->lnfb), dlnf, x_last, params + at(m, p->lnfw),
                            N, C);
     free(dlosses), free(dlogits), free(dlnf);
 }
 
 // The GPT: tokens and positions embedded, L blocks, a final LayerNorm, the head tied to the
 // token embedding (logits = lnf @ wte^T), cross-entropy; then, with grads, every step back.
-double ref_gpt_forward_backward(const GPTConfig *cfg, const double *params, const int *inputs,
-                                const int *targets, int B, int t, int training,
-                                uint64_t dropout_seed, double *logits_out, double *att_out,
+double ref_gpt_forward_backward(const GPT *model, const double *params, const int *inputs, const int *targets,
+                                int B, int t, int training, uint64_t dropout_seed, double *logits_out, double *att_out,
                                 double *grads) {
-    RefShape m = {cfg, {{0}, {0}, 0}, B, t, B * t, cfg->n_embd, cfg->n_head, cfg->head_size,
-                  cfg->n_head * cfg->head_size, cfg->vocab_size,
-                  training && cfg->dropout > 0.0f ? cfg->dropout : 0.0f, dropout_seed};
-    ref_gpt_layout(cfg, &m.lay);
+    const GPTConfig *cfg = &model->config;
+    RefShape m = {model, cfg, B, t, B * t, cfg->n_embd, cfg->n_head, cfg->head_size, cfg->n_head * cfg->head_size,
+                  cfg->vocab_size, training && cfg->dropout > 0.0f ? cfg->dropout : 0.0f, dropout_seed};
+    const ParameterTensors *p = &model->params;
     const int N = m.N, C = m.C, V = m.V, L = cfg->n_layer;
-    const size_t NC = (size_t)N * C, att_size = (size_t)B * m.H * t * t, *off = m.lay.offset;
+    const size_t NC = (size_t)N * C, att_size = (size_t)B * m.H * t * t;
     RefBlockActs *acts = calloc((size_t)(L > 0 ? L : 1), sizeof(RefBlockActs));
     double *x = zeros(NC), *branch = zeros(NC), *lnf = zeros(NC);
     double *logits = zeros((size_t)N * V), *probs = zeros((size_t)N * V), *losses = zeros(N);
 
-    ref_encoder_forward(x, inputs, params + off[REF_WTE], params + off[REF_WPE], B, t, C);
+    ref_encoder_forward(x, inputs, params + at(&m, p->wte), params + at(&m, p->wpe), B, t, C);
     for (int l = 0; l < L; l++) {
         acts[l] = block_acts_alloc(&m);
         block_forward(&m, params, l, x, &acts[l], att_out ? att_out + l * att_size : NULL, branch);
     }
-    ref_layernorm_forward(lnf, NULL, NULL, x, params + off[REF_LNFW], params + off[REF_LNFB], N, C);
-    ref_matmul_forward(logits, lnf, params + off[REF_WTE], NULL, N, C, V);  // weight tying: wte is the head
+    ref_layernorm_forward(lnf, NULL, NULL, x, params + at(&m, p->lnfw), params + at(&m, p->lnfb), N, C);
+    ref_matmul_forward(logits, lnf, params + at(&m, p->wte), NULL, N, C, V);  // weight tying: wte is the head
     ref_crossentropy_forward(losses, probs, logits, targets, N, V);
     double loss = 0.0;
     for (int n = 0; n < N; n++) loss += losses[n];
@@ -489,11 +460,11 @@ double ref_gpt_forward_backward(const GPTConfig *cfg, const double *params, cons
     if (logits_out) memcpy(logits_out, logits, (size_t)N * V * sizeof(double));
 
     if (grads) {
-        memset(grads, 0, m.lay.total * sizeof(double));
+        memset(grads, 0, model->num_parameters * sizeof(double));
         double *dx = zeros(NC);  // the gradient of the residual stream
         head_backward(&m, params, grads, x, lnf, probs, targets, dx);
         for (int l = L - 1; l >= 0; l--) block_backward(&m, params, grads, l, dx, &acts[l]);
-        ref_encoder_backward(grads + off[REF_WTE], grads + off[REF_WPE], dx, inputs, B, t, C);
+        ref_encoder_backward(grads + at(&m, p->wte), grads + at(&m, p->wpe), dx, inputs, B, t, C);
         free(dx);
     }
     for (int l = 0; l < L; l++) block_acts_free(&acts[l]);

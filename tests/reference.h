@@ -1,12 +1,12 @@
-// The model's specification: every layer of the network and the whole GPT, forward and
-// backward, in plain double precision. Written to be read, not to be fast: simple loops over
-// the shapes given in the comments, nothing cached that can be recomputed, each backward
-// beside its forward, the whole model in one function (ref_gpt_forward_backward) that reads
-// top to bottom like the architecture. It is built into the tests alone, never into ./train
-// or ./generate: the float model (model/gpt.c, model/layers.c, model/attention.c) and the
-// kernels (kernels/) are the fast versions of what is written here.
+// The tests' oracle: every layer of the network and the whole GPT, forward and backward, in
+// plain double precision. Written to be checked, not to be fast: simple loops over the shapes
+// given in the comments, nothing cached that can be recomputed, each backward beside its
+// forward, the whole model in one function (ref_gpt_forward_backward) that reads top to
+// bottom like the architecture. The float model (model/) and its kernels (kernels/: the plain
+// loops of kernels/plain.c and the fast backends) are what the programs run; this is what
+// they are held to.
 //
-// How the tests use it (a learner's reading order is in docs/how-a-step-runs.md):
+// How the tests use it:
 //   tests/test_ops.c      each backward here against central finite differences of its
 //                         forward; then every float layer against it, forward and backward
 //   tests/test_kernels.c  the pointwise kernels (GELU, softmax) of every backend against it
@@ -19,14 +19,15 @@
 // Conventions follow the kernels: N rows of C channels, row-major; every backward
 // ACCUMULATES (+=) into its gradients. Dropout uses the same mask function as the kernels,
 // dropout_keep(key, index, p) from model/rng.h; a NULL Dropout or p == 0 is the identity.
+// The parameters are the model's, in its layout (model/gpt.h), as doubles.
 #ifndef CHARGPT_REFERENCE_H
 #define CHARGPT_REFERENCE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpt.h"
-#include "layers.h"
+#include "../model/gpt.h"
+#include "../model/layers.h"
 
 // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]; out (B*t, C)
 void ref_encoder_forward(double *out, const int *tokens, const double *wte, const double *wpe,
@@ -77,28 +78,16 @@ void ref_crossentropy_backward(double *dlogits, const double *probs, const int *
                                const double *dlosses, int N, int V);
 void ref_softmax_forward(double *probs, const double *logits, int N, int V);
 
-// Where each parameter tensor lives in the flat parameter vector, in the order of
-// ParameterTensors (derived from gpt.h's comments, independently of model/gpt.c).
-typedef struct {
-    size_t offset[NUM_PARAMETER_TENSORS];
-    size_t size[NUM_PARAMETER_TENSORS];
-    size_t total;
-} RefLayout;
-enum {
-    REF_WTE, REF_WPE, REF_LN1W, REF_LN1B, REF_QKVW, REF_QKVB, REF_ATTPROJW, REF_ATTPROJB,
-    REF_LN2W, REF_LN2B, REF_FCW, REF_FCB, REF_FCPROJW, REF_FCPROJB, REF_LNFW, REF_LNFB
-};
-extern const char *const ref_tensor_names[NUM_PARAMETER_TENSORS];
-void ref_gpt_layout(const GPTConfig *config, RefLayout *layout);
-
-// The whole GPT in double: returns the mean cross-entropy of tokens (B, t) against targets.
-// Dropout is active when training is set and config->dropout > 0, with the key of layer l and
-// site s being dropout_key(dropout_seed, l, s). logits (B*t, V) and att (L, B, H, t, t) receive
-// the logits and attention weights when non-NULL; grads (layout.total), when non-NULL, is
-// overwritten with the gradient of the mean loss for every parameter.
-double ref_gpt_forward_backward(const GPTConfig *config, const double *params, const int *inputs,
-                                const int *targets, int B, int t, int training,
-                                uint64_t dropout_seed, double *logits, double *att,
+// The whole GPT in double, on parameters laid out as model's (model/gpt.h; params holds
+// model->num_parameters doubles, each where params_memory holds its float): returns the mean
+// cross-entropy of tokens (B, t) against targets. Only model's config and layout are read,
+// not its weights. Dropout is active when training is set and the config's dropout > 0, with
+// the key of layer l and site s being dropout_key(dropout_seed, l, s). logits (B*t, V) and
+// att (L, B, H, t, t) receive the logits and attention weights when non-NULL; grads
+// (num_parameters, the same layout), when non-NULL, is overwritten with the gradient of the
+// mean loss for every parameter.
+double ref_gpt_forward_backward(const GPT *model, const double *params, const int *inputs, const int *targets,
+                                int B, int t, int training, uint64_t dropout_seed, double *logits, double *att,
                                 double *grads);
 
 // Helpers for the tests built on this reference.

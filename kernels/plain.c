@@ -1,0 +1,235 @@
+// The plain kernels (kernels.h), CHARGPT_KERNELS=plain: each product and function as the
+// textbook writes it, a loop per index, no packing, no tiles, nothing kept. They are what the
+// fast backends compute, and a learner can read them and step through them in a debugger.
+//
+// Each function's first lines hand the call to the fast kernels (fast.h) when a backend runs
+// them, as it does unless CHARGPT_KERNELS=plain: skip that branch on a first reading.
+//
+// Every output element is one sum in a fixed order, written by one thread, so the results are
+// the same bits for any number of threads; the team functions share rows among the threads
+// of a team with `omp for` (parallel.h) and run on the calling thread from serial code.
+// In bf16 every operand of a product is rounded to bfloat16 (bf16.h) as it is read, and
+// every sum is kept in float.
+#include <math.h>
+#include <stddef.h>
+
+#include "bf16.h"
+#include "fast.h"
+#include "kernels.h"
+#include "parallel.h"
+
+// An operand of a product: x in fp32, x rounded to bfloat16 in bf16.
+static inline float operand(float x, int bf16) { return bf16 ? bf16_to_float(bf16_from_float(x)) : x; }
+
+static int in_bf16(const Kernels *k) { return k && kernels_precision(k) == PRECISION_BF16; }
+
+// ---------------------------------------------------------------------------------------
+// linear layers: out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias (OC)
+
+void linear_forward(Kernels *k, float *out, const float *inp, const float *weight, const float *bias, int N, int C,
+                    int OC) {
+    if (kernels_fast(k)) {
+        fast_linear_forward(k, out, inp, weight, bias, N, C, OC);
+        return;
+    }
+    const int bf16 = in_bf16(k);
+    // out[n][o] = bias[o] + the sum over c of inp[n][c] weight[o][c]
+#pragma omp for schedule(static) nowait
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C;
+        for (int o = 0; o < OC; o++) {
+            const float *w = weight + (size_t)o * C;
+            float sum = 0.0f;
+            if (bf16)
+                for (int c = 0; c < C; c++) sum += operand(x[c], 1) * operand(w[c], 1);
+            else
+#pragma omp simd reduction(+ : sum)
+                for (int c = 0; c < C; c++) sum += x[c] * w[c];
+            if (bias) sum += bias[o];
+            out[(size_t)n * OC + o] = sum;
+        }
+    }
+    team_barrier();
+}
+
+// The two products of the backward, each accumulating into what the gradients hold:
+//   dinp (N, C) += dout (N, OC) @ weight (OC, C),   dweight (OC, C) += dout^T @ inp,
+// and dbias (OC) += the sum of dout's rows (in float, dout as it is).
+void linear_backward(Kernels *k, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                     const float *weight, int N, int C, int OC) {
+    if (kernels_fast(k)) {
+        fast_linear_backward(k, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+        return;
+    }
+    const int bf16 = in_bf16(k);
+    // dinp[n][c] += the sum over o of dout[n][o] weight[o][c]; a row of dinp is one thread's
+    if (dinp) {
+#pragma omp for schedule(static) nowait
+        for (int n = 0; n < N; n++) {
+            float *dx = dinp + (size_t)n * C;
+            for (int o = 0; o < OC; o++) {
+                float d = operand(dout[(size_t)n * OC + o], bf16);
+                const float *w = weight + (size_t)o * C;
+                for (int c = 0; c < C; c++) dx[c] += d * operand(w[c], bf16);
+            }
+        }
+    }
+    // dweight[o][c] += the sum over n of dout[n][o] inp[n][c]; dbias[o] += the sum over n of
+    // dout[n][o]; a row of dweight is one thread's
+#pragma omp for schedule(static) nowait
+    for (int o = 0; o < OC; o++) {
+        float *dw = dweight + (size_t)o * C;
+        for (int n = 0; n < N; n++) {
+            float g = dout[(size_t)n * OC + o], d = operand(g, bf16);
+            const float *x = inp + (size_t)n * C;
+            for (int c = 0; c < C; c++) dw[c] += d * operand(x[c], bf16);
+            if (dbias) dbias[o] += g;
+        }
+    }
+    team_barrier();
+}
+
+// ---------------------------------------------------------------------------------------
+// GELU (tanh form) and softmax
+
+#define GELU_SCALE 0.7978845608028654f  // sqrt(2/pi)
+
+// out = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)
+void gelu_forward(float *out, const float *inp, int n) {
+    if (kernels_fast(NULL)) {
+        fast_gelu_forward(out, inp, n);
+        return;
+    }
+#pragma omp for schedule(static) nowait
+    for (int i = 0; i < n; i++) {
+        float x = inp[i];
+        out[i] = 0.5f * x * (1.0f + tanhf(GELU_SCALE * (x + 0.044715f * x * x * x)));
+    }
+    team_barrier();
+}
+
+// d/dx of the above: 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx, du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+void gelu_backward(float *dinp, const float *inp, const float *dout, int n) {
+    if (kernels_fast(NULL)) {
+        fast_gelu_backward(dinp, inp, dout, n);
+        return;
+    }
+#pragma omp for schedule(static) nowait
+    for (int i = 0; i < n; i++) {
+        float x = inp[i];
+        float th = tanhf(GELU_SCALE * (x + 0.044715f * x * x * x));
+        float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+        dinp[i] += (0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du) * dout[i];
+    }
+    team_barrier();
+}
+
+// row[j] = exp((row[j] - max) * scale) / the sum of the same over the row; on the calling thread
+void softmax_row(float *row, int n, float scale) {
+    if (kernels_fast(NULL)) {
+        fast_softmax_row(row, n, scale);
+        return;
+    }
+    float max = -INFINITY;
+    for (int j = 0; j < n; j++)
+        if (row[j] > max) max = row[j];
+    float sum = 0.0f;
+    for (int j = 0; j < n; j++) {
+        row[j] = expf((row[j] - max) * scale);
+        sum += row[j];
+    }
+    for (int j = 0; j < n; j++) row[j] /= sum;
+}
+
+// ---------------------------------------------------------------------------------------
+// attention: the products of one head (head_begin in workspace.c), on the calling thread.
+// Query i is at position n - t + i and sees the keys j <= n - t + i.
+
+void head_scores(const AttentionHead *h, float *scores) {
+    if (h->backend) {
+        fast_head_scores(h, scores);
+        return;
+    }
+    const int first = h->n - h->t;
+    // scores[i][j] = q_i . k_j
+    for (int i = 0; i < h->t; i++) {
+        const float *q = h->q + (size_t)i * h->ldq;
+        for (int j = 0; j <= first + i; j++) {
+            const float *key = h->k + (size_t)j * h->ldkv;
+            float dot = 0.0f;
+            for (int d = 0; d < h->hs; d++) dot += operand(q[d], h->bf16) * operand(key[d], h->bf16);
+            scores[(size_t)i * h->n + j] = dot;
+        }
+    }
+}
+
+void head_values(const AttentionHead *h, float *out, long ldo, const float *w) {
+    if (h->backend) {
+        fast_head_values(h, out, ldo, w);
+        return;
+    }
+    const int first = h->n - h->t;
+    // out_i = the sum over j of w[i][j] v_j
+    for (int i = 0; i < h->t; i++) {
+        float *o = out + (size_t)i * ldo;
+        for (int d = 0; d < h->hs; d++) o[d] = 0.0f;
+        for (int j = 0; j <= first + i; j++) {
+            float wij = operand(w[(size_t)i * h->n + j], h->bf16);
+            const float *v = h->v + (size_t)j * h->ldkv;
+            for (int d = 0; d < h->hs; d++) o[d] += wij * operand(v[d], h->bf16);
+        }
+    }
+}
+
+void head_values_backward(const AttentionHead *h, float *dv, long ldv, const float *w, float *dw) {
+    if (h->backend) {
+        fast_head_values_backward(h, dv, ldv, w, dw);
+        return;
+    }
+    const int t = h->t;
+    // dv_j += the sum over i >= j of w[i][j] g_i
+    for (int j = 0; j < t; j++) {
+        float *dvj = dv + (size_t)j * ldv;
+        for (int i = j; i < t; i++) {
+            float wij = operand(w[(size_t)i * t + j], h->bf16);
+            const float *g = h->g + (size_t)i * h->ldg;
+            for (int d = 0; d < h->hs; d++) dvj[d] += wij * operand(g[d], h->bf16);
+        }
+    }
+    // then dw[i][j] = g_i . v_j (into w's buffer, perhaps: w is read no more)
+    for (int i = 0; i < t; i++) {
+        const float *g = h->g + (size_t)i * h->ldg;
+        for (int j = 0; j <= i; j++) {
+            const float *v = h->v + (size_t)j * h->ldkv;
+            float dot = 0.0f;
+            for (int d = 0; d < h->hs; d++) dot += operand(g[d], h->bf16) * operand(v[d], h->bf16);
+            dw[(size_t)i * t + j] = dot;
+        }
+    }
+}
+
+void head_scores_backward(const AttentionHead *h, float *dq, float *dk, long ld, const float *ds) {
+    if (h->backend) {
+        fast_head_scores_backward(h, dq, dk, ld, ds);
+        return;
+    }
+    const int t = h->t;
+    // dq_i += the sum over j <= i of ds[i][j] k_j
+    for (int i = 0; i < t; i++) {
+        float *dqi = dq + (size_t)i * ld;
+        for (int j = 0; j <= i; j++) {
+            float s = operand(ds[(size_t)i * t + j], h->bf16);
+            const float *key = h->k + (size_t)j * h->ldkv;
+            for (int d = 0; d < h->hs; d++) dqi[d] += s * operand(key[d], h->bf16);
+        }
+    }
+    // dk_j += the sum over i >= j of ds[i][j] q_i
+    for (int j = 0; j < t; j++) {
+        float *dkj = dk + (size_t)j * ld;
+        for (int i = j; i < t; i++) {
+            float s = operand(ds[(size_t)i * t + j], h->bf16);
+            const float *q = h->q + (size_t)i * h->ldq;
+            for (int d = 0; d < h->hs; d++) dkj[d] += s * operand(q[d], h->bf16);
+        }
+    }
+}
