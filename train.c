@@ -64,7 +64,7 @@
 static const TrainOptions default_options = {
     .data = "", .out = "out", .resume = "", .init_from = "",  // data "": the corpus shipped with chargpt
     .n_layer = 4, .n_head = 4, .n_embd = 128, .head_size = 0, .block_size = 64, .batch_size = 12,
-    .qkv_bias = 1, .dropout = 0.0f,
+    .qkv_bias = 1, .dropout = 0.0f, .position = POSITION_LEARNED,
     .steps = 2000, .decay_steps = 0, .warmup = 100,
     .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f, .grad_clip = 1.0f, .val_fraction = 0.1f,
     .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
@@ -144,6 +144,9 @@ static void usage_model_and_training(FILE *f, const TrainOptions *d) {
             "  --block-size N       context length T (default %d)\n"
             "  --dropout P          dropout on attention weights and residual branches (default %g)\n"
             "  --no-qkv-bias        no bias in the attention's q, k, v projection\n"
+            "  --pos KIND           positions: learned (a table, nanoGPT's; the default) or rope\n"
+            "                       (rotary, on q and k: no table, and generation past the block\n"
+            "                       costs one position per character)\n"
             "training:\n"
             "  --batch-size N       sequences per step, over all processes (default %d)\n"
             "  --grad-accum K       split each step into K micro-batches of batch-size / K sequences\n"
@@ -271,7 +274,7 @@ static void set_separator(TrainOptions *o, const char *text) {
 
 enum {
     OPT_DATA = 256, OPT_OUT, OPT_RESUME, OPT_N_LAYER, OPT_N_HEAD, OPT_N_EMBD, OPT_HEAD_SIZE,
-    OPT_BLOCK_SIZE, OPT_BATCH_SIZE, OPT_DROPOUT, OPT_NO_QKV_BIAS, OPT_STEPS, OPT_LR, OPT_MIN_LR,
+    OPT_BLOCK_SIZE, OPT_BATCH_SIZE, OPT_DROPOUT, OPT_NO_QKV_BIAS, OPT_POS, OPT_STEPS, OPT_LR, OPT_MIN_LR,
     OPT_WARMUP, OPT_DECAY_STEPS, OPT_WEIGHT_DECAY, OPT_GRAD_CLIP, OPT_EVAL_EVERY, OPT_EVAL_BATCHES,
     OPT_SAVE_EVERY, OPT_LOG_EVERY, OPT_SEED, OPT_THREADS, OPT_VAL_FRACTION, OPT_GRAD_ACCUM, OPT_ZERO,
     OPT_MAX_MEMORY, OPT_INIT_FROM, OPT_SKIP_UNKNOWN, OPT_KEEP_CR, OPT_FORCE, OPT_PRECISION, OPT_MPI_TIMEOUT,
@@ -292,6 +295,7 @@ static const struct option long_options[] = {
     {"batch-size", required_argument, 0, OPT_BATCH_SIZE},
     {"dropout", required_argument, 0, OPT_DROPOUT},
     {"no-qkv-bias", no_argument, 0, OPT_NO_QKV_BIAS},
+    {"pos", required_argument, 0, OPT_POS},
     {"steps", required_argument, 0, OPT_STEPS},
     {"lr", required_argument, 0, OPT_LR},
     {"min-lr", required_argument, 0, OPT_MIN_LR},
@@ -349,6 +353,10 @@ static void set_option(TrainOptions *o, int c, const char *name, const char *val
         case OPT_BATCH_SIZE: o->batch_size = (int)option_long(name, value, 1, TRAIN_MAX_BATCH_SIZE); break;
         case OPT_DROPOUT: o->dropout = (float)option_double(name, value, 0.0, 1.0, 0); break;
         case OPT_NO_QKV_BIAS: o->qkv_bias = 0; break;
+        case OPT_POS:
+            if (position_parse(value, &o->position) != 0)
+                die(EXIT_USAGE, "--pos must be " POSITION_ENCODING_NAMES ", got '%s'", value);
+            break;
         case OPT_STEPS: o->steps = option_long(name, value, 0, TRAIN_MAX_STEPS); break;
         case OPT_LR: o->lr = (float)option_double(name, value, 0.0, TRAIN_MAX_LR, 1); break;
         case OPT_MIN_LR: o->min_lr = (float)option_double(name, value, 0.0, TRAIN_MAX_LR, 1); break;
@@ -406,7 +414,7 @@ static void check_given_options(const GivenOptions *given) {
         die(EXIT_USAGE, "--init-from starts a new run and --resume continues one: give one of them");
     if (given->given[OPT_INIT_FROM]) {
         static const int model_options[] = {OPT_N_LAYER, OPT_N_HEAD, OPT_N_EMBD, OPT_HEAD_SIZE,
-                                            OPT_BLOCK_SIZE, OPT_NO_QKV_BIAS};
+                                            OPT_BLOCK_SIZE, OPT_NO_QKV_BIAS, OPT_POS};
         for (size_t k = 0; k < sizeof(model_options) / sizeof(model_options[0]); k++)
             if (given->given[model_options[k]])
                 die(EXIT_USAGE, "--%s cannot be given with --init-from: the model is the checkpoint's",
@@ -541,7 +549,7 @@ static void resume_out_dir(TrainOptions *o, const GivenOptions *given) {
 static void init_from_options(const Checkpoint *ck, TrainOptions *o, const GivenOptions *given) {
     const GPTConfig *c = &ck->config;
     o->n_layer = c->n_layer, o->n_head = c->n_head, o->n_embd = c->n_embd, o->head_size = c->head_size;
-    o->block_size = c->block_size, o->qkv_bias = c->qkv_bias;
+    o->block_size = c->block_size, o->qkv_bias = c->qkv_bias, o->position = c->position;
     if (!given->given[OPT_DROPOUT]) o->dropout = c->dropout;
     if (!given->given[OPT_WARMUP]) o->warmup = schedule_fine_tune_warmup(o->steps);
 }
@@ -821,7 +829,7 @@ static void plan_memory(Run *r) {
     const TrainOptions *o = &r->o;
     char err[ERR_LEN];
     r->config = (GPTConfig){r->vocab.size, o->block_size, o->n_layer, o->n_head, o->n_embd, o->head_size, o->qkv_bias,
-                            o->dropout};
+                            o->dropout, o->position};
     if (gpt_config_validate(&r->config, err) != 0) die(EXIT_USAGE, "%s", err);
     // what the timeline probes (rank 0), checked before anything in --out changes
     const char *resumed_run_id = checkpoint_meta(&r->ck, "train.run_id");

@@ -504,8 +504,8 @@ TEST(train_checkpoint_round_trip_exact) {
     test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "round_trip");
     static const uint32_t vocab[8] = {10, 32, 65, 0xE9, 0x3B1, 0x4E2D, 0x1F600, 0x10FFFF};
     const GPTConfig configs[2] = {
-        {8, 8, 2, 3, 12, 5, 0, 0.25f},  // A = 15 != C, no qkv bias, dropout
-        {8, 16, 1, 2, 16, 8, 1, 0.0f},
+        {8, 8, 2, 3, 12, 5, 0, 0.25f, POSITION_LEARNED},  // A = 15 != C, no qkv bias, dropout
+        {8, 16, 1, 2, 16, 8, 1, 0.0f, POSITION_LEARNED},
     };
     for (int c = 0; c < 2; c++) {
         GPT model;
@@ -581,7 +581,7 @@ TEST(train_checkpoint_sharded_moments) {
     char dir[256], path[300], err[ERR_LEN];
     test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "sharded_moments");
     static const uint32_t vocab[8] = {10, 32, 65, 66, 67, 68, 69, 70};
-    const GPTConfig config = {8, 8, 2, 3, 12, 5, 1, 0.0f};
+    const GPTConfig config = {8, 8, 2, 3, 12, 5, 1, 0.0f, POSITION_LEARNED};
     GPT model;
     AdamW opt, part;
     if (!CHECK(gpt_build(&model, &config, 1, err) == 0, "%s", err)) return;

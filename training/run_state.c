@@ -223,6 +223,7 @@ int run_meta_read(const Checkpoint *ck, TrainOptions *o, TrainState *s, char err
     o->head_size = c->head_size;
     o->block_size = c->block_size;
     o->qkv_bias = c->qkv_bias;
+    o->position = c->position;
     o->dropout = c->dropout;
     return 0;
 }

@@ -58,6 +58,7 @@ int same_run_facts(const SameRun *run, DistFact facts[SAME_RUN_MAX_FACTS]) {
     add(facts, &n, "--head-size", "%d", o->head_size);
     add(facts, &n, "--block-size", "%d", o->block_size);
     add(facts, &n, "qkv bias (--no-qkv-bias)", "%s", o->qkv_bias ? "on" : "off");
+    add(facts, &n, "--pos", "%s", position_name(o->position));
     add(facts, &n, "--dropout", "%s", float_text(o->dropout, text[0]));
     add(facts, &n, "--val-fraction", "%s", float_text(o->val_fraction, text[0]));
     add(facts, &n, "--batch-size", "%d", o->batch_size);
