@@ -37,6 +37,7 @@
 #include "generation/surprisal_csv.h"
 #include "kernels/kernels.h"
 #include "model/gpt.h"
+#include "training/progress.h"
 #include "training/run_log.h"
 #include "viewer/attention_export.h"
 #include "viewer/timeline.h"
@@ -98,11 +99,15 @@ static void usage(FILE *f) {
             "                         window is always the last block_size characters, exactly as\n"
             "                         nanoGPT reads them, at a full prefill per character; larger S\n"
             "                         is faster and sees between block_size + 1 - S and block_size\n"
-            "                         characters (default %d)\n"
+            "                         characters (default %d). A RoPE model (./train --pos rope) with\n"
+            "                         stride 1 rolls its cache on instead, a position per character:\n"
+            "                         each layer attends to the last block_size positions, whose\n"
+            "                         cached keys saw the text before them too\n"
             "      --skip-unknown     drop prompt (or scored) characters the model never saw\n"
             "                         (default: they take the model's unknown token if it has one,\n"
             "                         else an error naming them)\n"
-            "      --no-cache         recompute the whole window for every character (for checking)\n"
+            "      --no-cache         recompute the whole window for every character (for checking;\n"
+            "                         with --score, a RoPE model's exact window, not its rolling cache)\n"
             "      --attention FILE   record the attention weights of every layer and head over the\n"
             "                         processed text (its last block_size characters): .json, .csv,\n"
             "                         .png or .html (an interactive viewer); may be given up to %d\n"
@@ -149,7 +154,7 @@ enum {
 static int is_sampling_option(int c) {
     switch (c) {
         case 'n': case 't': case 'k': case 'p': case 's': case 'f':
-        case OPT_NUM_SAMPLES: case OPT_NO_CACHE: case OPT_ATTENTION: return 1;
+        case OPT_NUM_SAMPLES: case OPT_ATTENTION: return 1;
         default: return 0;
     }
 }
@@ -270,7 +275,7 @@ static void check_option_combinations(const Options *o) {
     if (o->encoding_given && !o->score) die(EXIT_USAGE, "--encoding is --score's text's: give --score FILE too");
     if (o->score && o->sampling_flag[0])
         die(EXIT_USAGE, "%s is for generating text; --score only takes --stride, --skip-unknown, --surprisal, "
-            "--encoding, --threads, --precision and --max-memory", o->sampling_flag);
+            "--encoding, --no-cache, --threads, --precision and --max-memory", o->sampling_flag);
     if (o->num_samples > 1 && o->num_attention)
         die(EXIT_USAGE, "--attention records one text: it cannot be combined with --num-samples %d", o->num_samples);
     char err[ERR_LEN];
@@ -397,22 +402,45 @@ static void warn_dropped(const Prompt *p, const char *what) {
             " take its unknown token U+FFFD", shown, p->first_dropped, p->first_dropped_at);
 }
 
-// --score: what each scored character does besides counting: its CSV row, and a progress
-// line on a terminal.
+// The progress line of a long task on stderr when it is a terminal, as ./train's: "scoring:
+// 35000/111539 characters | ETA 0m08s", rewritten at most twice a second, cleared at the end.
+typedef struct {
+    const char *task, *units;
+    long total;
+    int shown;            // 1: stderr is a terminal
+    double start, last;   // when the task started, and the line was last written
+} ProgressLine;
+
+static ProgressLine progress_start(const char *task, const char *units, long total) {
+    double now = now_seconds();
+    return (ProgressLine){task, units, total, isatty(STDERR_FILENO), now, now};
+}
+
+static void progress_show(ProgressLine *p, long done) {
+    double now = now_seconds();
+    if (!p->shown || now - p->last < 0.5) return;
+    char line[256];
+    progress_report_task_line(p->task, done, p->total, p->units, now - p->start, terminal_width(STDERR_FILENO), line,
+                              sizeof(line));
+    fprintf(stderr, "\r\033[K%s", line);
+    p->last = now;
+}
+
+static void progress_end(const ProgressLine *p) {
+    if (p->shown) fprintf(stderr, "\r\033[K");
+}
+
+// --score: what each scored character does besides counting: its CSV row, and the progress
+// line.
 typedef struct {
     SurprisalCsv *csv;  // or NULL
-    long total;         // characters to score
-    int progress;       // 1: stderr is a terminal
-    double last_report; // when the progress line was last written
+    ProgressLine progress;
 } ScoreOutput;
 
 static int on_scored(void *context, long position, int token, float loss, const float *logits, char err[ERR_LEN]) {
     ScoreOutput *out = context;
     if (out->csv && surprisal_csv_row(out->csv, position, token, loss, logits, err) != 0) return -1;
-    if (out->progress && position % 4096 == 0 && now_seconds() - out->last_report > 0.5) {
-        fprintf(stderr, "\r\033[Kscoring: %ld of %ld characters", position, out->total);
-        out->last_report = now_seconds();
-    }
+    progress_show(&out->progress, position);
     return 0;
 }
 
@@ -430,6 +458,7 @@ static void score_text(const Options *o) {
     gpt_memory_plan(c, SCORE_BATCH, GPT_PLAN_FORWARD, &plan);
     gpt_memory_plan_precision(&plan, c, SCORE_BATCH, GPT_PLAN_FORWARD, o->precision);
     plan.scratch += 2.0 * SCORE_BATCH * c->block_size * sizeof(int);
+    if (score_rolls(c, o->stride, o->use_cache)) plan.generation = gpt_generation_floats(c, 1) * sizeof(float);
     check_memory(&plan, c, o, "scoring a text");
     const char *source;
     double limit = generation_memory_limit(o, &source);
@@ -464,18 +493,19 @@ static void score_text(const Options *o) {
     c = &model->config;
 
     SurprisalCsv csv;
-    ScoreOutput out = {o->surprisal ? &csv : NULL, text->len - 1, isatty(STDERR_FILENO), now_seconds()};
+    ScoreOutput out = {o->surprisal ? &csv : NULL, progress_start("scoring", "characters", text->len - 1)};
     if (o->surprisal && surprisal_csv_open(&csv, o->surprisal, run.vocab.chars, c->vocab_size, err) != 0)
         die(EXIT_DATA, "%s", err);
     Score score;
-    rc = score_tokens(model, text->tokens, text->len, o->stride, on_scored, &out, &score, err);
-    if (out.progress) fprintf(stderr, "\r\033[K");
+    rc = score_tokens(model, text->tokens, text->len, o->stride, o->use_cache, on_scored, &out, &score, err);
+    progress_end(&out.progress);
     if (rc != 0) die(EXIT_DATA, "%s: %s", name, err);
     if (o->surprisal && (rc = surprisal_csv_commit(&csv, o->force, err)) != 0)
         die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "%s", err);
     double nats = score.sum_nats / score.scored;
-    printf("%s: %ld characters scored (block size %d, stride %d): %.6f nats/char, %.6f bits/char, perplexity %.4f\n",
-           name, score.scored, c->block_size, o->stride, nats, nats / M_LN2, exp(nats));
+    printf("%s: %ld characters scored (block size %d, stride %d%s): %.6f nats/char, %.6f bits/char, perplexity %.4f\n",
+           name, score.scored, c->block_size, o->stride, score_rolls(c, o->stride, o->use_cache) ? ", rolling cache" : "",
+           nats, nats / M_LN2, exp(nats));
     stdout_flush_or_die();
     if (o->surprisal) fprintf(stderr, "surprisal of %ld characters written to %s\n", score.scored, o->surprisal);
 }
@@ -535,8 +565,9 @@ static GPT *load_model(const Options *o) {
 }
 
 // Decodes o->max_new characters of every sample (generation/decoder.h) from the start text:
-// the first sample streams to stdout as it is made, the others follow it. Returns the seconds
-// the characters took.
+// the first sample streams to stdout as it is made, the others follow it; when stdout is not a
+// terminal (a file), the progress line shows on stderr's. Returns the seconds the characters
+// took.
 static double generate_samples(GPT *model, const int *start, long start_len, const Options *o) {
     char err[ERR_LEN];
     DecoderConfig config = {o->num_samples, o->stride, o->use_cache, o->sampler, o->seed};
@@ -546,12 +577,16 @@ static double generate_samples(GPT *model, const int *start, long start_len, con
     for (long i = 0; i < prompt->len; i++) write_char(stdout, run.vocab.chars[prompt->tokens[i]]);
     stdout_flush_or_die();
     double t0 = now_seconds();
+    ProgressLine progress = progress_start("generating", "characters", o->max_new);
+    progress.shown &= !isatty(STDOUT_FILENO);
     for (long n = 0; n < o->max_new; n++) {
         const int *next = decoder_step(d, err);
         if (!next) die(EXIT_DATA, "%s: %s", o->checkpoint, err);
         write_char(stdout, run.vocab.chars[next[0]]);
         stdout_flush_or_die();
+        progress_show(&progress, n + 1);
     }
+    progress_end(&progress);
     double secs = now_seconds() - t0;
     if (prompt->len > 0 || o->max_new > 0) printf("\n");
     for (int s = 1; s < o->num_samples; s++) {

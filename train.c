@@ -30,7 +30,7 @@
 static const TrainOptions default_options = {
     .data = "", .out = "out", .resume = "", .init_from = "",  // data "": the corpus shipped with chargpt
     .n_layer = 4, .n_head = 4, .n_embd = 128, .head_size = 0, .block_size = 64, .batch_size = 12,
-    .qkv_bias = 1, .dropout = 0.0f,
+    .qkv_bias = 1, .dropout = 0.0f, .position = POSITION_LEARNED,
     .steps = 2000, .decay_steps = 0, .warmup = 100,
     .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f, .grad_clip = 1.0f, .val_fraction = 0.1f,
     .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
@@ -87,6 +87,10 @@ static void set_option(TrainOptions *o, int c, const char *name, const char *val
         case OPT_BATCH_SIZE: o->batch_size = (int)option_long(name, value, 1, TRAIN_MAX_BATCH_SIZE); break;
         case OPT_DROPOUT: o->dropout = (float)option_double(name, value, 0.0, 1.0, 0); break;
         case OPT_NO_QKV_BIAS: o->qkv_bias = 0; break;
+        case OPT_POS:
+            if (position_parse(value, &o->position) != 0)
+                die(EXIT_USAGE, "--pos must be " POSITION_ENCODING_NAMES ", got '%s'", value);
+            break;
         case OPT_STEPS: o->steps = option_long(name, value, 0, TRAIN_MAX_STEPS); break;
         case OPT_LR: o->lr = (float)option_double(name, value, 0.0, TRAIN_MAX_LR, 1); break;
         case OPT_MIN_LR: o->min_lr = (float)option_double(name, value, 0.0, TRAIN_MAX_LR, 1); break;

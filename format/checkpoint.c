@@ -10,7 +10,8 @@
 #include "float_text.h"
 
 #define CRC_KEY "crc32"
-#define NUM_CONFIG_KEYS 8
+#define NUM_CONFIG_KEYS 9
+#define POSITION_KEY "position_encoding"  // absent in checkpoints older than RoPE: learned
 
 // One metadata entry whose value lives in a fixed buffer.
 typedef struct {
@@ -27,6 +28,7 @@ static void config_to_meta(const GPTConfig *c, MetaText out[NUM_CONFIG_KEYS]) {
     snprintf(out[5].key, 64, "head_size"), snprintf(out[5].value, 64, "%d", c->head_size);
     snprintf(out[6].key, 64, "qkv_bias"), snprintf(out[6].value, 64, "%d", c->qkv_bias);
     snprintf(out[7].key, 64, "dropout"), float_text(c->dropout, out[7].value, 64);
+    snprintf(out[8].key, 64, POSITION_KEY), snprintf(out[8].value, 64, "%s", position_name(c->position));
 }
 
 // "[10,32,...]"; returns a malloc'ed string
@@ -171,6 +173,12 @@ static int parse_config(Checkpoint *ck, char err[ERR_LEN]) {
     ck->config.dropout = dropout ? strtof(dropout, &end) : -1.0f;
     if (!dropout || end == dropout || *end) {
         snprintf(err, ERR_LEN, "%s: checkpoint metadata 'dropout' is missing or not a number", ck->path);
+        return -1;
+    }
+    const char *position = safetensors_meta(&ck->file, POSITION_KEY);
+    if (position && position_parse(position, &ck->config.position) != 0) {
+        snprintf(err, ERR_LEN, "%s: checkpoint metadata '" POSITION_KEY "' is '%.40s', not %s", ck->path, position,
+                 POSITION_ENCODING_NAMES);
         return -1;
     }
     char why[ERR_LEN];

@@ -46,13 +46,15 @@ void decoder_free(Decoder *d) {
 const int *decoder_text(const Decoder *d, int s) { return d->text + s * d->capacity; }
 
 // The logits for character len: the prompt's window prefilled once for every sample; then,
-// when the window moved on or without the cache, every sample's window prefilled; else one
-// cached step over the characters just drawn.
+// when the window moved on (unless by one character in a cache that rolls) or without the
+// cache, every sample's window prefilled; else one cached step over the characters just drawn.
 static const float *run_model(Decoder *d) {
     const int T = d->cache.model->config.block_size;
     if (!d->logits) return kvcache_prefill(&d->cache, d->text + d->start, 0, (int)(d->len - d->start));
     long start = window_advance(d->start, d->len, T, d->config.stride);
-    if (start != d->start || !d->config.use_cache) {
+    int rolled = start == d->start + 1 && kvcache_rolls(&d->cache);
+    if (rolled) d->start = start;
+    if ((start != d->start && !rolled) || !d->config.use_cache) {
         d->start = start;
         return kvcache_prefill(&d->cache, d->text + start, d->capacity, (int)(d->len - start));
     }

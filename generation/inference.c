@@ -80,3 +80,5 @@ const float *kvcache_step(KVCache *cache, const int *tokens) {
     cache->len++;
     return m->acts.logits;
 }
+
+int kvcache_rolls(const KVCache *cache) { return cache->model->config.position == POSITION_ROPE; }

@@ -2,7 +2,9 @@
 // runs once through the model's forward pass (prefill), which leaves its keys and values in
 // the cache; then each step runs one new position of every sample through the same forward
 // as one batch of N rows, each row attending to the cached keys and values of its own
-// sample (gpt_forward with ForwardPass's cache: model/gpt.h).
+// sample (gpt_forward with ForwardPass's cache: model/gpt.h). A RoPE model's cache rolls on
+// past block_size positions: a step there replaces the oldest position's keys and values, so
+// the window is always the last block_size positions, at one position's cost.
 //
 // Every sample gets the same bits as it would decoded alone: a prefill runs one sample at a
 // time, and a step's matrix products compute each row on its own (kernels_rows_alone).
@@ -15,7 +17,7 @@ typedef struct {
     GPT *model;       // activations allocated for a step of every sample (gpt_generation_batch)
     int num_samples;  // N
     float *kv;        // the keys and values of positions [0, len) of each sample (gpt_kv_cache_rows)
-    int len;          // positions in every sample's cache
+    int len;          // positions run since the prefill (past block_size: a rolling cache's)
     float *logits;    // (N, V) each sample's logits at its window's last position, after a prefill
     float *memory;    // kv, then logits
     size_t floats;    // the size of memory, gpt_generation_floats
@@ -33,8 +35,12 @@ void kvcache_free(KVCache *cache);
 // position (valid until the next call).
 const float *kvcache_prefill(KVCache *cache, const int *windows, long spacing, int n);
 
-// Runs tokens (N), one per sample, at position len (len < block_size) and appends their keys
-// and values. Returns the logits (N, V) at that position (valid until the next call).
+// Runs tokens (N), one per sample, at position len and appends their keys and values; len <
+// block_size, or any len for a RoPE model (kvcache_rolls), whose cache then drops the oldest
+// position's. Returns the logits (N, V) at that position (valid until the next call).
 const float *kvcache_step(KVCache *cache, const int *tokens);
+
+// 1 when the model's cache can roll on past block_size (RoPE), else 0.
+int kvcache_rolls(const KVCache *cache);
 
 #endif

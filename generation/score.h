@@ -7,6 +7,11 @@
 // position sees nothing after it). Windows of equal length run SCORE_BATCH at a time.
 // Losses are the training forward pass's cross-entropy, summed in double in text order.
 //
+// A RoPE model with stride 1 and its cache reads on past the block with a rolling cache
+// (generation/inference.h): after the first window each character is one cached step, whose
+// attention sees the last block_size positions in every layer (so a deeper layer's cached keys
+// carry what their positions saw before the window: not exactly the full window's forward).
+//
 // With stride = block_size the windows are consecutive and do not overlap: [0, T), [T, 2T),
 // ..., each scoring all its positions. That is the whole-split pass of the training program
 // (training/evaluation.h: validation_pass), which therefore gives the same loss on the same text.
@@ -27,11 +32,16 @@ typedef struct {
 typedef int (*ScoreSink)(void *context, long position, int token, float loss, const float *logits,
                          char err[ERR_LEN]);
 
-// Scores tokens (n >= 2) with stride (1 <= stride <= block_size). Allocates the model's
-// activations for SCORE_BATCH sequences (GPT_PLAN_FORWARD). sink may be NULL. Returns 0, or -1
+// Scores tokens (n >= 2) with stride (1 <= stride <= block_size); use_cache 1 lets a RoPE
+// model with stride 1 roll its cache (score_rolls). Allocates the model's activations for
+// SCORE_BATCH sequences (GPT_PLAN_FORWARD), and a rolling cache's for one sample
+// (GPT_PLAN_GENERATION of 1). sink may be NULL. Returns 0, or -1
 // with err when memory runs out, the sink stops it, or a character's loss or logits are not
 // finite (before the sink sees it).
-int score_tokens(GPT *model, const int *tokens, long n, int stride, ScoreSink sink, void *context, Score *score,
-                 char err[ERR_LEN]);
+int score_tokens(GPT *model, const int *tokens, long n, int stride, int use_cache, ScoreSink sink, void *context,
+                 Score *score, char err[ERR_LEN]);
+
+// 1 when score_tokens reads past the block with a rolling cache.
+int score_rolls(const GPTConfig *config, int stride, int use_cache);
 
 #endif

@@ -7,7 +7,7 @@
 // characters, as nanoGPT and any reference model read a text; with a larger S it holds
 // between block_size + 1 - S and block_size characters, and generation prefills it only once
 // every S characters (learned absolute positions cannot be shifted, so a window that moves
-// needs a new prefill).
+// needs a new prefill). A RoPE model's cache rolls on at S = 1 instead (inference.h).
 #ifndef CHARGPT_WINDOW_H
 #define CHARGPT_WINDOW_H
 

@@ -32,24 +32,69 @@ static void fill_nan(float *out, long ld, int t, int cols) {
         for (int j = 0; j < cols; j++) out[i * ld + j] = NAN;
 }
 
-// The pass's keys and values (rows of qkv, B sequences of t) into kv's rows [pos0, pos0 + t).
-static void store_keys_values(const KVRows *kv, const float *qkv, int B, int pos0, int t, int A) {
+// The pass's keys and values (rows of qkv, B sequences of t) into kv's rows [store, store + t).
+static void store_keys_values(const KVRows *kv, const float *qkv, int B, int t, int A) {
 #pragma omp for schedule(static) nowait
     for (int r = 0; r < B * t; r++) {
         int b = r / t, i = r % t;
         const float *row = qkv + (size_t)r * 3 * A;
-        memcpy(kv->k + b * kv->seq + (pos0 + i) * kv->ld, row + A, (size_t)A * sizeof(float));
-        memcpy(kv->v + b * kv->seq + (pos0 + i) * kv->ld, row + 2 * A, (size_t)A * sizeof(float));
+        memcpy(kv->k + b * kv->seq + (kv->store + i) * kv->ld, row + A, (size_t)A * sizeof(float));
+        memcpy(kv->v + b * kv->seq + (kv->store + i) * kv->ld, row + 2 * A, (size_t)A * sizeof(float));
     }
     team_barrier();
 }
+
+// ----------------------------------------------------------------------------
+// rotary position embedding
+
+void rope_angles(float *cs, long pos0, int t, int hs) {
+    for (int i = 0; i < t; i++)
+        for (int k = 0; k < hs / 2; k++) {
+            double angle = (double)(pos0 + i) * pow(ROPE_BASE, -2.0 * k / hs);
+            cs[(size_t)i * hs + 2 * k] = (float)cos(angle);
+            cs[(size_t)i * hs + 2 * k + 1] = (float)sin(angle);
+        }
+}
+
+// Turns the pairs of the queries and keys (the first 2A floats of each row of qkv, 2H heads
+// of hs) of B sequences of t rows by their positions' angles times `sign` (1: forward, -1:
+// back); row i of each sequence at angles cs + i*hs.
+static void rotate_queries_keys(float *qkv, const float *cs, int B, int t, int H, int hs, float sign) {
+    const size_t ld = (size_t)3 * H * hs;
+#pragma omp for schedule(static) nowait
+    for (int r = 0; r < B * t; r++) {
+        const float *a = cs + (size_t)(r % t) * hs;
+        for (int h = 0; h < 2 * H; h++) {
+            float *p = qkv + r * ld + (size_t)h * hs;
+#pragma omp simd
+            for (int k = 0; k < hs; k += 2) {
+                float c = a[k], s = sign * a[k + 1], x0 = p[k], x1 = p[k + 1];
+                p[k] = x0 * c - x1 * s;
+                p[k + 1] = x0 * s + x1 * c;
+            }
+        }
+    }
+    team_barrier();
+}
+
+void rope_forward(float *qkv, const float *cs, int B, int t, int H, int hs) {
+    rotate_queries_keys(qkv, cs, B, t, H, hs, 1.0f);
+}
+
+// x' = R x, so dx = R^T dx': the same rotation by the opposite angle.
+void rope_backward(float *dqkv, const float *cs, int B, int t, int H, int hs) {
+    rotate_queries_keys(dqkv, cs, B, t, H, hs, -1.0f);
+}
+
+// ----------------------------------------------------------------------------
+// attention
 
 void attention_forward(Kernels *k, float *out, float *att, const float *qkv, const KVRows *kv, int B, int pos0, int t,
                        int H, int hs, const Dropout *drop) {
     const int A = H * hs, n = pos0 + t;  // n: the keys of the last query
     const float scale = 1.0f / sqrtf((float)hs);
     const int use_dropout = drop && drop->p > 0.0f;
-    if (kv->k != qkv + A) store_keys_values(kv, qkv, B, pos0, t, A);
+    if (kv->k != qkv + A) store_keys_values(kv, qkv, B, t, A);
 #pragma omp for collapse(2) schedule(monotonic: dynamic, 1) nowait
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {

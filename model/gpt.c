@@ -22,6 +22,15 @@ static float *alloc_floats(size_t n) {
     return p;
 }
 
+const char *position_name(PositionEncoding position) { return position == POSITION_ROPE ? "rope" : "learned"; }
+
+int position_parse(const char *text, PositionEncoding *position) {
+    if (strcmp(text, "learned") == 0) *position = POSITION_LEARNED;
+    else if (strcmp(text, "rope") == 0) *position = POSITION_ROPE;
+    else return -1;
+    return 0;
+}
+
 int gpt_config_validate(const GPTConfig *c, char err[ERR_LEN]) {
     struct { const char *name; int value, min, max; } fields[] = {
         {"vocab_size", c->vocab_size, 1, 1 << 21},  {"block_size", c->block_size, 1, 1 << 16},
@@ -42,6 +51,14 @@ int gpt_config_validate(const GPTConfig *c, char err[ERR_LEN]) {
     }
     if (c->qkv_bias != 0 && c->qkv_bias != 1) {
         snprintf(err, ERR_LEN, "qkv_bias must be 0 or 1 (got %d)", c->qkv_bias);
+        return -1;
+    }
+    if (c->position != POSITION_LEARNED && c->position != POSITION_ROPE) {
+        snprintf(err, ERR_LEN, "the position encoding must be %s (got %d)", POSITION_ENCODING_NAMES, (int)c->position);
+        return -1;
+    }
+    if (c->position == POSITION_ROPE && c->head_size % 2 != 0) {
+        snprintf(err, ERR_LEN, "rope turns pairs of a head's channels: head_size must be even (got %d)", c->head_size);
         return -1;
     }
     if (!(c->dropout >= 0.0f && c->dropout < 1.0f)) {
@@ -71,7 +88,7 @@ static const struct {
 } parameter_table[NUM_PARAMETER_TENSORS] = {
     //  name                        rows     cols      layer decay linear init
     {"transformer.wte.weight",     DIM_V,  DIM_C,    0,    1,    1,     INIT_NORMAL},
-    {"transformer.wpe.weight",     DIM_T,  DIM_C,    0,    1,    0,     INIT_NORMAL},
+    {"transformer.wpe.weight",     DIM_T,  DIM_C,    0,    1,    0,     INIT_NORMAL},  // only learned positions
     {"ln_1.weight",                DIM_C,  DIM_NONE, 1,    0,    0,     INIT_ONE},
     {"ln_1.bias",                  DIM_C,  DIM_NONE, 1,    0,    0,     INIT_ZERO},
     {"attn.c_attn.weight",         DIM_3A, DIM_C,    1,    1,    1,     INIT_NORMAL},
@@ -87,7 +104,8 @@ static const struct {
     {"transformer.ln_f.weight",    DIM_C,  DIM_NONE, 0,    0,    0,     INIT_ONE},
     {"transformer.ln_f.bias",      DIM_C,  DIM_NONE, 0,    0,    0,     INIT_ZERO},
 };
-#define QKV_BIAS 5  // the one tensor a config may leave out (qkv_bias 0)
+#define WPE 1       // the tensors a config may leave out: wpe (RoPE), c_attn's bias (qkv_bias 0)
+#define QKV_BIAS 5
 
 static size_t dim(const GPTConfig *c, Dim d) {
     size_t C = c->n_embd, A = (size_t)c->n_head * c->head_size;
@@ -103,7 +121,9 @@ static size_t dim(const GPTConfig *c, Dim d) {
 }
 
 // Whether the config has tensor f.
-static int has_tensor(const GPTConfig *c, int f) { return f != QKV_BIAS || c->qkv_bias; }
+static int has_tensor(const GPTConfig *c, int f) {
+    return (f != QKV_BIAS || c->qkv_bias) && (f != WPE || c->position == POSITION_LEARNED);
+}
 
 // Floats of one layer's tensor f (of the whole tensor when it is not stacked over layers).
 static size_t tensor_floats(const GPTConfig *c, int f) {
@@ -142,6 +162,7 @@ int gpt_build(GPT *model, const GPTConfig *config, int with_gradients, char err[
     point_tensors((float **)&model->params, model->params_memory, model->param_sizes, NUM_PARAMETER_TENSORS);
     if (with_gradients)
         point_tensors((float **)&model->grads, model->grads_memory, model->param_sizes, NUM_PARAMETER_TENSORS);
+    if (!has_tensor(config, WPE)) model->params.wpe = model->grads.wpe = NULL;
     model->mean_loss = -1.0f;
     return 0;
 }
@@ -189,6 +210,8 @@ static void free_activations(GPT *model) {
     free(model->scratch_memory);
     free(model->inputs);
     free(model->targets);
+    free(model->rope);
+    model->rope = NULL;
     model->acts_memory = model->scratch_memory = NULL;
     model->inputs = model->targets = NULL;
     model->batch_size = 0;
@@ -218,7 +241,10 @@ int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
     model->scratch_memory = alloc_floats(num_scratch);
     model->inputs = malloc(N * sizeof(int));
     model->targets = malloc(N * sizeof(int));
-    if (!model->acts_memory || !model->scratch_memory || !model->inputs || !model->targets) {
+    if (c->position == POSITION_ROPE && (model->rope = alloc_floats((T + 1) * c->head_size)))
+        rope_angles(model->rope, 0, (int)T, c->head_size);
+    if (!model->acts_memory || !model->scratch_memory || !model->inputs || !model->targets ||
+        (c->position == POSITION_ROPE && !model->rope)) {
         snprintf(err, ERR_LEN, "out of memory for activations of batch %d x %zu", B, T);
         free_activations(model);
         return -1;
@@ -253,7 +279,7 @@ double gpt_generation_floats(const GPTConfig *c, int samples) {
 KVRows gpt_kv_cache_rows(const GPTConfig *c, float *cache, int sequences, int l, int s) {
     size_t A = (size_t)c->n_head * c->head_size, T = c->block_size;
     float *k = cache + ((size_t)l * sequences + s) * T * 2 * A;
-    return (KVRows){k, k + A, (long)(2 * A), (long)(T * 2 * A)};
+    return (KVRows){k, k + A, (long)(2 * A), (long)(T * 2 * A), 0};
 }
 
 int gpt_generation_batch(const GPTConfig *c, int samples) { return (samples + c->block_size - 1) / c->block_size; }
@@ -271,6 +297,7 @@ void gpt_memory_plan(const GPTConfig *c, int B, GPTPlanKind kind, GPTMemoryPlan 
     for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) plan->activations += act[i] * sizeof(float);
     for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) plan->scratch += scratch[i] * sizeof(float);
     plan->scratch += 2.0 * sequences * c->block_size * sizeof(int);  // inputs and targets
+    if (c->position == POSITION_ROPE) plan->scratch += (c->block_size + 1.0) * c->head_size * sizeof(float);
     if (kind == GPT_PLAN_TRAINING) {
         plan->gradients = params * sizeof(float);
         plan->optimizer = params * OPTIMIZER_BYTES_PER_PARAMETER;
@@ -359,9 +386,9 @@ int gpt_num_tensors(const GPTConfig *config) {
 
 // The table's row and the layer of tensor `index` in that order.
 static void tensor_at(const GPTConfig *config, int index, int *field, int *layer) {
-    int per_layer = 0, first_stacked = 0;
+    int per_layer = 0, first_stacked = 0;  // first_stacked: the tensors before the first stacked one
     for (int f = 0; f < NUM_PARAMETER_TENSORS; f++) per_layer += parameter_table[f].per_layer && has_tensor(config, f);
-    while (!parameter_table[first_stacked].per_layer) first_stacked++;
+    for (int f = 0; !parameter_table[f].per_layer; f++) first_stacked += has_tensor(config, f);
     int n = index, stacked = n >= first_stacked && n < first_stacked + config->n_layer * per_layer;
     *layer = 0;
     if (stacked) {
@@ -488,13 +515,27 @@ static Dropout layer_dropout(const GPT *m, const ForwardPass *pass, int l, int s
     return d;
 }
 
+// Whether a pass rolls a RoPE model's cache: one token past the block (ForwardPass).
+static int rolls(const GPT *m, const ForwardPass *pass, int t) { return pass->pos0 + t > m->config.block_size; }
+
 // The keys and values attention reads in layer l, whose qkv rows (B sequences of t) are
-// given: those rows themselves, or in cached generation the cache's.
+// given: those rows themselves, or in cached generation the cache's, where the pass's own go
+// to their positions' rows (a rolling cache's: over the oldest).
 static KVRows layer_keys_values(const GPT *m, const ForwardPass *pass, float *qkv, int l, int t) {
-    if (pass->kv_cache)
-        return gpt_kv_cache_rows(&m->config, pass->kv_cache, pass->kv_sequences, l, pass->first_sequence);
+    if (pass->kv_cache) {
+        KVRows kv = gpt_kv_cache_rows(&m->config, pass->kv_cache, pass->kv_sequences, l, pass->first_sequence);
+        kv.store = pass->pos0 % m->config.block_size;
+        return kv;
+    }
     long A = (long)m->config.n_head * m->config.head_size;
-    return (KVRows){qkv + A, qkv + 2 * A, 3 * A, t * 3 * A};
+    return (KVRows){qkv + A, qkv + 2 * A, 3 * A, t * 3 * A, 0};
+}
+
+// The cos and sin of the pass's positions (rope_angles): the table's rows from pos0, or for
+// a rolling cache's step its row past the table, which gpt_forward fills.
+static const float *pass_angles(const GPT *m, const ForwardPass *pass, int t) {
+    const GPTConfig *c = &m->config;
+    return m->rope + (size_t)(rolls(m, pass, t) ? c->block_size : pass->pos0) * c->head_size;
 }
 
 // Block l over the rows of B sequences of t tokens, x (N, C) its input: pre-LayerNorm
@@ -515,8 +556,11 @@ static void block_forward(GPT *model, int l, const float *x, int B, int t, const
     // x + attn(ln_1(x))
     layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, p.ln1w, p.ln1b, N, C);
     linear_forward(k, la.qkv, la.ln1, p.qkvw, p.qkvb, N, C, 3 * A);
+    if (c->position == POSITION_ROPE) rope_forward(la.qkv, pass_angles(model, pass, t), B, t, H, hs);
     KVRows kv = layer_keys_values(model, pass, la.qkv, l, t);
-    attention_forward(k, la.atty, la.att, la.qkv, &kv, B, pass->pos0, t, H, hs, &drop_att);
+    // a rolling cache's step reads all T rows, as if after T - 1 earlier positions
+    int keys_before = rolls(model, pass, t) ? c->block_size - 1 : pass->pos0;
+    attention_forward(k, la.atty, la.att, la.qkv, &kv, B, keys_before, t, H, hs, &drop_att);
     linear_forward(k, branch, la.atty, p.attprojw, p.attprojb, N, A, C);
     dropout_forward(branch, branch, N * C, &drop_res1);
     residual_forward(la.residual2, x, branch, N * C);
@@ -552,8 +596,13 @@ void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t
         model->inputs[n] = inputs[n];
         if (targets) model->targets[n] = targets[n];
     }
-    // the tokens' embeddings at their positions, pos0 on; then the blocks
-    encoder_forward(a->encoded, inputs, model->params.wte, model->params.wpe + (size_t)pass->pos0 * C, B, t, C);
+    // the tokens' embeddings, with learned positions' from pos0 on; then the blocks
+    const float *wpe = model->params.wpe ? model->params.wpe + (size_t)pass->pos0 * C : NULL;
+    encoder_forward(a->encoded, inputs, model->params.wte, wpe, B, t, C);
+    if (c->position == POSITION_ROPE && rolls(model, pass, t)) {
+        if (omp_get_thread_num() == 0) rope_angles(model->rope + (size_t)c->block_size * c->head_size, pass->pos0, 1, c->head_size);
+        team_barrier();
+    }
     const float *residual = a->encoded;
     for (int l = 0; l < c->n_layer; l++) {
         block_forward(model, l, residual, B, t, pass);
@@ -640,6 +689,7 @@ static void block_backward(GPT *model, int l) {
     linear_backward(k, s->datty, dp.attprojw, dp.attprojb, dbranch, la.atty, p.attprojw, N, A, C);
     zero_floats(s->dqkv, (size_t)N * 3 * A);
     attention_backward(k, s->dqkv, s->datty, la.qkv, la.att, B, t, H, hs, &drop_att);
+    if (c->position == POSITION_ROPE) rope_backward(s->dqkv, model->rope, B, t, H, hs);
     zero_floats(s->dln, (size_t)N * C);
     linear_backward(k, s->dln, dp.qkvw, dp.qkvb, s->dqkv, la.ln1, p.qkvw, N, C, 3 * A);
     layernorm_backward(s->dres, dp.ln1w, dp.ln1b, s->dln, residual_in, p.ln1w, la.ln1_mean, la.ln1_rstd, N, C);

@@ -14,15 +14,24 @@
 #include "../kernels/parallel.h"
 #include "layers.h"
 
+// How the model knows where a character is: a learned position table (wpe, nanoGPT's), or
+// rotary position embeddings of the queries and keys (RoPE, layers.h), no table.
+typedef enum { POSITION_LEARNED = 0, POSITION_ROPE = 1 } PositionEncoding;
+#define POSITION_ENCODING_NAMES "learned or rope"
+// "learned" or "rope"; position_parse returns 0, or -1 for any other text.
+const char *position_name(PositionEncoding position);
+int position_parse(const char *text, PositionEncoding *position);
+
 typedef struct {
     int vocab_size;  // V
-    int block_size;  // T: longest sequence, rows of wpe
+    int block_size;  // T: longest sequence, rows of wpe, positions in a rolling cache
     int n_layer;     // L
     int n_head;      // H
     int n_embd;      // C
     int head_size;   // hs; A = H*hs may differ from C
     int qkv_bias;    // 1: c_attn has a bias
     float dropout;   // probability of zeroing, in [0, 1)
+    PositionEncoding position;  // RoPE needs an even head_size
 } GPTConfig;
 
 // Checks a config for sizes that make sense; on failure writes a message naming the field.
@@ -35,7 +44,7 @@ typedef struct {
 } BlockParams;
 
 // The parameters, all in one allocation in this order: the token embedding wte (also the
-// output head), the position embedding wpe, the blocks' tensors, the final LayerNorm's. The
+// output head), the position embedding wpe (NULL with RoPE), the blocks' tensors, the final LayerNorm's. The
 // parameter table (gpt.c) holds each tensor's nanoGPT name, shape, weight decay and
 // initialisation, in the same order.
 typedef struct {
@@ -103,6 +112,8 @@ typedef struct {
     // [first_sequence, first_sequence + B) of kv_sequences, its t tokens at the positions
     // [pos0, pos0 + t): attention reads the cached keys and values of the positions before
     // pos0, after the pass's own are added. (Without a cache pos0 is 0.)
+    // A RoPE model's cache rolls: a pass of one token at pos0 >= T stores its key and value in
+    // row pos0 % T, over the oldest, and attends to all T rows: the last T positions.
     float *kv_cache;
     int kv_sequences, first_sequence, pos0;
 } ForwardPass;
@@ -137,6 +148,10 @@ typedef struct {
     // with the activations, for their rows
     Precision precision;
     Kernels *kernels;
+    // RoPE's cos and sin (rope_angles) of positions [0, T), (T, hs); then room for one
+    // position past the block, (hs), a rolling cache's step. Made with the activations;
+    // NULL for learned positions.
+    float *rope;
 } GPT;
 
 // Allocates parameters (zeroed) for a config, and their gradients when with_gradients is 1

@@ -18,8 +18,12 @@ void encoder_forward(float *out, const int *tokens, const float *wte, const floa
 #pragma omp for schedule(static) nowait
     for (int n = 0; n < B * t; n++) {
         const float *we = wte + (size_t)tokens[n] * C;
-        const float *pe = wpe + (size_t)(n % t) * C;
         float *o = out + (size_t)n * C;
+        if (!wpe) {
+            memcpy(o, we, (size_t)C * sizeof(float));
+            continue;
+        }
+        const float *pe = wpe + (size_t)(n % t) * C;
 #pragma omp simd
         for (int i = 0; i < C; i++) o[i] = we[i] + pe[i];
     }
@@ -35,11 +39,10 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *to
         for (int n = 0; n < B * t; n++) {
             const float *g = dout + (size_t)n * C;
             float *dwe = dwte + (size_t)tokens[n] * C;
+            for (int i = c0; i < c1; i++) dwe[i] += g[i];
+            if (!dwpe) continue;
             float *dpe = dwpe + (size_t)(n % t) * C;
-            for (int i = c0; i < c1; i++) {
-                dwe[i] += g[i];
-                dpe[i] += g[i];
-            }
+            for (int i = c0; i < c1; i++) dpe[i] += g[i];
         }
     }
     team_barrier();

@@ -99,7 +99,9 @@ typedef struct {
     int train_only;       // time training alone: no FMA peak, no generation
     int no_samples;       // no FMA peak and no --num-samples rows
     int paired;           // fp32 and bf16 steps and characters in turn, instead of all of the above
+    int long_gen;         // generation with the cache alone, past the block, instead of all of the above
     Precision precision;
+    PositionEncoding position;  // of every model benchmarked
 } Options;
 
 // Peak FLOP/s measured by the child that ran the FMA loops (of each instruction set the CPU
@@ -329,9 +331,9 @@ static double flops_estimate(const BenchConfig *bc, size_t num_parameters) {
 // ----------------------------------------------------------------------------
 // the jobs, each run in a child process
 
-static void build_model(GPT *model, const BenchConfig *bc, Precision precision) {
+static void build_model(GPT *model, const BenchConfig *bc, Precision precision, PositionEncoding position) {
     GPTConfig config = {bc->vocab_size, bc->block_size, bc->n_layer, bc->n_head,
-                        bc->n_embd, bc->n_embd / bc->n_head, 1, 0.0f};
+                        bc->n_embd, bc->n_embd / bc->n_head, 1, 0.0f, position};
     char err[ERR_LEN];
     if (gpt_build(model, &config, 1, err) != 0) die(EXIT_DATA, "%s: %s", bc->name, err);
     gpt_init_weights(model, SEED);
@@ -388,7 +390,7 @@ static double median_of(double *v, long n) {
 static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak) {
     const int B = bc->batch_size, T = bc->block_size;
     GPT model;
-    build_model(&model, bc, o->precision);
+    build_model(&model, bc, o->precision, o->position);
     char err[ERR_LEN];
     if (gpt_alloc_activations(&model, B, err) != 0) die(EXIT_DATA, "%s: %s", bc->name, err);
     AdamW opt;
@@ -462,7 +464,7 @@ static void run_train_paired(const BenchConfig *bc, const Options *o) {
     Rng rngs[2];
     char err[ERR_LEN];
     for (int p = 0; p < 2; p++) {
-        build_model(&models[p], bc, p ? PRECISION_BF16 : PRECISION_FP32);
+        build_model(&models[p], bc, p ? PRECISION_BF16 : PRECISION_FP32, o->position);
         if (gpt_alloc_activations(&models[p], B, err) != 0 ||
             adamw_init(&opts[p], &models[p], 0.9f, 0.99f, 1e-8f, 0.1f, err) != 0)
             die(EXIT_DATA, "%s: %s", bc->name, err);
@@ -564,7 +566,7 @@ static void run_generate_paired(const BenchConfig *bc, const Options *o) {
     const DecoderConfig config = {1, 1, 1, {0.8f, 0, 1.0f}, SEED};
     char err[ERR_LEN];
     for (int p = 0; p < 2; p++) {
-        build_model(&models[p], bc, p ? PRECISION_BF16 : PRECISION_FP32);
+        build_model(&models[p], bc, p ? PRECISION_BF16 : PRECISION_FP32, o->position);
         generate_chars(&models[p], prompt, PROMPT_LEN, 8, 1, 1, o->gen_seconds);  // warm-up
         if (decoder_init(&decoders[p], &models[p], prompt, PROMPT_LEN, o->gen_chars, &config, err) != 0)
             die(EXIT_DATA, "%s", err);
@@ -590,7 +592,7 @@ static void run_generate_paired(const BenchConfig *bc, const Options *o) {
 
 static void run_generate(const BenchConfig *bc, const Options *o) {
     GPT model;
-    build_model(&model, bc, o->precision);
+    build_model(&model, bc, o->precision, o->position);
     Rng rng;
     rng_seed(&rng, SEED + 1);
     int prompt[PROMPT_LEN];
@@ -605,6 +607,27 @@ static void run_generate(const BenchConfig *bc, const Options *o) {
            cached.chars / cached.secs, uncached.chars, uncached.chars / uncached.secs, peak_rss_kb());
     fflush(stdout);
     if (!o->no_samples) run_samples(&model, bc, o, prompt);
+    gpt_free(&model);
+}
+
+// --long-gen: --gen-chars characters with the cache after the prompt, mostly past the block,
+// where a learned-position model prefills its whole window for every character and a RoPE
+// model's cache rolls on (generation/inference.h).
+static void run_generate_long(const BenchConfig *bc, const Options *o) {
+    GPT model;
+    build_model(&model, bc, o->precision, o->position);
+    Rng rng;
+    rng_seed(&rng, SEED + 1);
+    int prompt[PROMPT_LEN];
+    for (int i = 0; i < PROMPT_LEN; i++) prompt[i] = (int)rng_below(&rng, (uint64_t)bc->vocab_size);
+    fprintf(stderr, "bench: %s, %s positions: generating %ld characters\n", bc->name, position_name(o->position),
+            o->gen_chars);
+    generate_chars(&model, prompt, PROMPT_LEN, 8, 1, 1, o->gen_seconds);  // warm-up
+    GenRun run = generate_chars(&model, prompt, PROMPT_LEN, o->gen_chars, 1, 1, o->gen_seconds);
+    printf("generate_long config=%s pos=%s precision=%s threads=%d prompt=%d block=%d chars=%ld chars_per_s=%.1f\n",
+           bc->name, position_name(o->position), precision_word(o->precision), omp_get_max_threads(), PROMPT_LEN,
+           bc->block_size, run.chars, run.chars / run.secs);
+    fflush(stdout);
     gpt_free(&model);
 }
 
@@ -625,7 +648,7 @@ static void run_peak(Peak *peak) {
 // children: GNU OpenMP's thread pool does not survive fork, so the parent itself never
 // enters a parallel region; every job runs in a child of its own.
 
-enum { JOB_PEAK, JOB_TRAIN, JOB_TRAIN_PAIRED, JOB_GENERATE, JOB_GENERATE_PAIRED };
+enum { JOB_PEAK, JOB_TRAIN, JOB_TRAIN_PAIRED, JOB_GENERATE, JOB_GENERATE_PAIRED, JOB_GENERATE_LONG };
 
 static int run_child(int job, const BenchConfig *bc, const Options *o, Peak *peak) {
     fflush(stdout);
@@ -637,6 +660,7 @@ static int run_child(int job, const BenchConfig *bc, const Options *o, Peak *pea
         else if (job == JOB_TRAIN) run_train(bc, o, peak);
         else if (job == JOB_TRAIN_PAIRED) run_train_paired(bc, o);
         else if (job == JOB_GENERATE_PAIRED) run_generate_paired(bc, o);
+        else if (job == JOB_GENERATE_LONG) run_generate_long(bc, o);
         else run_generate(bc, o);
         exit(0);
     }
@@ -667,6 +691,9 @@ static void usage(FILE *f) {
             "  --paired           fp32 and bf16 in turn in one process: training steps (--seconds\n"
             "                     and --steps then count pairs), then generated characters\n"
             "                     with the cache (none with --train-only); no FMA peak\n"
+            "  --pos P            learned or rope: the models' positions (default learned)\n"
+            "  --long-gen         only --gen-chars characters with the cache, past the block\n"
+            "                     (row generate_long)\n"
             "  --list-backends    print the kernels' backends this CPU runs, fastest first, and exit\n"
             "                     (CHARGPT_KERNELS=name runs the benchmark on one)\n"
             "  -h, --help         show this help\n", MIN_TIMED_STEPS);
@@ -674,7 +701,7 @@ static void usage(FILE *f) {
 
 static void parse_options(int argc, char **argv, Options *o) {
     enum { OPT_CONFIG = 256, OPT_SECONDS, OPT_STEPS, OPT_WARMUP, OPT_GEN_CHARS, OPT_GEN_SECONDS, OPT_TRAIN_ONLY,
-           OPT_PRECISION, OPT_NO_SAMPLES, OPT_PAIRED, OPT_LIST_BACKENDS };
+           OPT_PRECISION, OPT_NO_SAMPLES, OPT_PAIRED, OPT_LIST_BACKENDS, OPT_POS, OPT_LONG_GEN };
     static const struct option long_options[] = {
         {"config", required_argument, 0, OPT_CONFIG},  {"seconds", required_argument, 0, OPT_SECONDS},
         {"steps", required_argument, 0, OPT_STEPS},    {"warmup", required_argument, 0, OPT_WARMUP},
@@ -682,10 +709,11 @@ static void parse_options(int argc, char **argv, Options *o) {
         {"train-only", no_argument, 0, OPT_TRAIN_ONLY}, {"precision", required_argument, 0, OPT_PRECISION},
         {"no-samples", no_argument, 0, OPT_NO_SAMPLES}, {"paired", no_argument, 0, OPT_PAIRED},
         {"list-backends", no_argument, 0, OPT_LIST_BACKENDS},
+        {"pos", required_argument, 0, OPT_POS}, {"long-gen", no_argument, 0, OPT_LONG_GEN},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    *o = (Options){"all", 4.0, 0, 2, 500, 20.0, 0, 0, 0, PRECISION_FP32};
+    *o = (Options){"all", 4.0, 0, 2, 500, 20.0, 0, 0, 0, 0, PRECISION_FP32, POSITION_LEARNED};
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
@@ -700,6 +728,11 @@ static void parse_options(int argc, char **argv, Options *o) {
             case OPT_TRAIN_ONLY: o->train_only = 1; break;
             case OPT_NO_SAMPLES: o->no_samples = 1; break;
             case OPT_PAIRED: o->paired = 1; break;
+            case OPT_LONG_GEN: o->long_gen = 1; break;
+            case OPT_POS:
+                if (position_parse(optarg, &o->position) != 0)
+                    die(EXIT_USAGE, "--pos must be " POSITION_ENCODING_NAMES ", got '%s'", optarg);
+                break;
             case OPT_LIST_BACKENDS: {
                 const char *names[8];
                 int count = kernels_available(names, 8);
@@ -732,10 +765,14 @@ int main(int argc, char **argv) {
     Peak *peak = mmap(NULL, sizeof(Peak), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (peak == MAP_FAILED) die(EXIT_DATA, "mmap: %s", strerror(errno));
     memset(peak, 0, sizeof(*peak));
-    int rc = o.train_only || o.no_samples || o.paired ? 0 : run_child(JOB_PEAK, NULL, &o, peak);
+    int rc = o.train_only || o.no_samples || o.paired || o.long_gen ? 0 : run_child(JOB_PEAK, NULL, &o, peak);
     if (rc != 0) return rc;
     for (int i = 0; i < NUM_CONFIGS; i++) {
         if (strcmp(o.config, "all") != 0 && strcmp(o.config, configs[i].name) != 0) continue;
+        if (o.long_gen) {
+            if ((rc = run_child(JOB_GENERATE_LONG, &configs[i], &o, peak)) != 0) return rc;
+            continue;
+        }
         if (o.paired) {
             if ((rc = run_child(JOB_TRAIN_PAIRED, &configs[i], &o, peak)) != 0) return rc;
             if (!o.train_only && (rc = run_child(JOB_GENERATE_PAIRED, &configs[i], &o, peak)) != 0) return rc;

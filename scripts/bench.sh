@@ -327,6 +327,47 @@ if [ -x "$mpi_train" ] && command -v mpirun >/dev/null && [ -x /usr/bin/time ]; 
     echo
 fi
 
+# long generation (issue 32): BENCH_LONG_CHARS (default 2000) characters after an 8-character
+# prompt, almost all past the block, with the cache: a learned-position model prefills its
+# whole window for every character there, a RoPE model's cache rolls on a position per
+# character; beside PyTorch's nanoGPT generate(), a full recompute of the window (learned
+# positions; RoPE would add only its rotations to that). A run ends after BENCH_LONG_SECONDS
+# (default 120) with the characters it made.
+long_chars="${BENCH_LONG_CHARS:-2000}"
+long_seconds="${BENCH_LONG_SECONDS:-120}"
+for config in $configs; do
+    for pos in learned rope; do
+        ./scripts/bench --long-gen --config "$config" --pos "$pos" --gen-chars "$long_chars" \
+            --gen-seconds "$long_seconds" >>"$out/long_$pos.txt"
+    done
+    if [ "$have_torch" = 1 ] && ! env "${torch_isa[@]}" OMP_WAIT_POLICY=passive "$python" scripts/bench_torch.py \
+        --config "$config" --threads "$OMP_NUM_THREADS" --steps 1 --warmup 1 --gen-chars "$long_chars" \
+        --gen-seconds "$long_seconds" >>"$out/long_torch.txt"; then
+        echo "bench.sh: scripts/bench_torch.py --config $config (long generation) failed" >&2
+        torch_failed=1
+    fi
+done
+touch "$out/long_torch.txt"
+echo "generation of $long_chars characters after an 8-character prompt (past the block), chars/s"
+echo "| config | learned, cache | RoPE, rolling cache | RoPE / learned | PyTorch, full recompute | RoPE / PyTorch |"
+echo "|---|---|---|---|---|---|"
+for config in $configs; do
+    learned="$(field "$out/long_learned.txt" generate_long "$config" chars_per_s)"
+    rope="$(field "$out/long_rope.txt" generate_long "$config" chars_per_s)"
+    torch_long="$(field "$out/long_torch.txt" torch_generate "$config" nocache_chars_per_s)"
+    printf "| %s | %s | %s | %s | %s | %s |\n" "$config" "$(fmt %.0f "$learned")" "$(fmt %.0f "$rope")" \
+        "$(ratio "$rope" "$learned")" "$(fmt %.0f "$torch_long")" "$(ratio "$rope" "$torch_long")"
+    made="$(field "$out/long_learned.txt" generate_long "$config" chars) $(field "$out/long_rope.txt" generate_long "$config" chars) $(field "$out/long_torch.txt" torch_generate "$config" nocache_chars)"
+    for n in $made; do
+        if [ "$n" -lt "$long_chars" ]; then
+            echo "$config: a run stopped at BENCH_LONG_SECONDS=$long_seconds; characters (learned, RoPE, PyTorch): $made"
+            break
+        fi
+    done
+done
+echo "targets: small RoPE >= 10x learned and >= 500 chars/s on 2 threads; tiny RoPE >= 3x PyTorch"
+echo
+
 # the backends' rows: the same training on each backend this CPU runs
 peaks="$(for p in $(awk '$1 == "peak" { sub("path=", "", $2); print $2 }' "$out/chargpt.txt"); do
     printf "%s %s GFLOP/s\n" "$p" "$(fmt %.1f "$(peak "$p" gflops_all)")"; done | paste -s -d ';' | sed 's/;/; /g')"
@@ -359,7 +400,8 @@ if [ "$have_torch" = 0 ]; then
     echo
 fi
 echo "raw results:"
-cat "$out/chargpt.txt" "$out/bf16.txt" "$out/paired.txt" "$out/backends.txt" "$out/torch.txt" "$out/torch_bf16.txt"
+cat "$out/chargpt.txt" "$out/bf16.txt" "$out/paired.txt" "$out/backends.txt" "$out/torch.txt" "$out/torch_bf16.txt" \
+    "$out/long_learned.txt" "$out/long_rope.txt" "$out/long_torch.txt"
 echo "raw results, shared machine:"
 cat "$out/shared_chargpt.txt" "$out/shared_torch.txt"
 exit "$torch_failed"

@@ -13,6 +13,8 @@ usage:
     /usr/bin/python3 scripts/load_in_torch.py out/ckpt.safetensors "ROMEO:" -n 60
     /usr/bin/python3 scripts/load_in_torch.py out/ckpt.safetensors -n 20 -- "-hi"
 
+A checkpoint of `./train --pos rope` (metadata position_encoding "rope") is refused, exit 1.
+
 Exit status: 0 done, 1 unreadable or unsupported checkpoint, 2 bad usage or prompt.
 """
 import argparse
@@ -77,6 +79,11 @@ def config_from_meta(meta, path):
         vocab = json.loads(meta["vocab"])
     except (KeyError, ValueError) as e:
         raise CheckpointError(f"{path}: checkpoint metadata is missing or invalid: {e}")
+    position = meta.get("position_encoding", "learned")  # absent before RoPE: learned
+    if position != "learned":
+        raise CheckpointError(f"{path}: position_encoding {position!r}: this script loads nanoGPT's "
+                              "learned positions (transformer.wpe) only, not a --pos rope checkpoint, "
+                              "whose ./generate rolls its cache past the block")
     if len(vocab) != config["vocab_size"]:
         raise CheckpointError(f"{path}: {len(vocab)} characters in the vocabulary, vocab_size "
                               f"{config['vocab_size']}")

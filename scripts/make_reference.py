@@ -32,6 +32,7 @@ BETA1 = "0.9"
 BETA2 = "0.99"
 EPS = "1e-8"
 WEIGHT_DECAY = "0.1"
+ROPE_BASE = 10000.0  # model/layers.h
 
 # The two fixtures: model config, batch shape and the seed of their weights and tokens.
 FIXTURES = [
@@ -41,7 +42,15 @@ FIXTURES = [
     dict(file="reference_nobias.safetensors", seed=5678,
          vocab_size=7, block_size=6, n_layer=1, n_head=3, n_embd=9, head_size=3,
          qkv_bias=0, batch_size=2, seq_len=6),
+    # RoPE (./train --pos rope): no wpe, q and k turned; 3 pairs a head, A != C
+    dict(file="reference_rope.safetensors", seed=9012,
+         vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=10, head_size=6,
+         qkv_bias=1, batch_size=2, seq_len=8, position_encoding="rope"),
 ]
+
+
+def is_rope(cfg):
+    return cfg.get("position_encoding") == "rope"
 
 
 # ----------------------------------------------------------------------------------------
@@ -52,8 +61,9 @@ def parameter_specs(cfg):
     kind picks the initial distribution (see draw_parameters)."""
     V, T, C = cfg["vocab_size"], cfg["block_size"], cfg["n_embd"]
     A = cfg["n_head"] * cfg["head_size"]
-    specs = [("transformer.wte.weight", (V, C), "embedding"),
-             ("transformer.wpe.weight", (T, C), "embedding")]
+    specs = [("transformer.wte.weight", (V, C), "embedding")]
+    if not is_rope(cfg):
+        specs.append(("transformer.wpe.weight", (T, C), "embedding"))
     for i in range(cfg["n_layer"]):
         h = f"transformer.h.{i}."
         specs += [(h + "ln_1.weight", (C,), "ln_weight"),
@@ -100,18 +110,38 @@ def draw_parameters(cfg, gen):
 # ----------------------------------------------------------------------------------------
 # the model
 
-def attention(x, p, h, cfg):
-    """Causal multi-head self-attention. x (B, t, C) -> (B, t, C).
-    qkv = c_attn(x) is (B, t, 3A); q, k, v are its three A-wide slices and head j uses
-    columns [j*hs, (j+1)*hs) of each. Scores q.k / sqrt(hs), softmax over positions <= i."""
+def rope(x):
+    """Rotary position embedding of x (B, H, t, hs): the pair (x[2i], x[2i+1]) of position
+    p turned by the angle p * ROPE_BASE^(-2i/hs)."""
+    t, hs = x.shape[-2], x.shape[-1]
+    angle = (torch.arange(t, dtype=torch.float64)[:, None]
+             * ROPE_BASE ** (-torch.arange(0, hs, 2, dtype=torch.float64) / hs))  # (t, hs/2)
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], dim=-1).flatten(-2)
+
+
+def queries_keys_values(x, p, h, cfg):
+    """q, k, v (B, H, t, hs) of x (B, t, C): qkv = c_attn(x) is (B, t, 3A), q, k, v its
+    three A-wide slices, head j using columns [j*hs, (j+1)*hs) of each; with RoPE, q and k
+    turned."""
     B, t, _ = x.shape
     H, hs = cfg["n_head"], cfg["head_size"]
     A = H * hs
     qkv = F.linear(x, p[h + "attn.c_attn.weight"], p.get(h + "attn.c_attn.bias"))
-    q, k, v = qkv.split(A, dim=-1)
-    q = q.view(B, t, H, hs).transpose(1, 2)  # (B, H, t, hs)
-    k = k.view(B, t, H, hs).transpose(1, 2)
-    v = v.view(B, t, H, hs).transpose(1, 2)
+    q, k, v = (u.view(B, t, H, hs).transpose(1, 2) for u in qkv.split(A, dim=-1))
+    if is_rope(cfg):
+        q, k = rope(q), rope(k)
+    return q, k, v
+
+
+def attention(x, p, h, cfg):
+    """Causal multi-head self-attention. x (B, t, C) -> (B, t, C).
+    Scores q.k / sqrt(hs), softmax over positions <= i."""
+    B, t, _ = x.shape
+    H, hs = cfg["n_head"], cfg["head_size"]
+    A = H * hs
+    q, k, v = queries_keys_values(x, p, h, cfg)
     scores = q @ k.transpose(-2, -1) / math.sqrt(hs)  # (B, H, t, t)
     causal = torch.ones(t, t, dtype=torch.bool).tril()
     att = scores.masked_fill(~causal, float("-inf")).softmax(dim=-1)
@@ -131,11 +161,18 @@ def layernorm(x, p, prefix):
     return F.layer_norm(x, (C,), p[prefix + ".weight"], p[prefix + ".bias"], LAYERNORM_EPS)
 
 
+def embed(p, tokens):
+    """The tokens' embeddings (B, t, C), plus their positions' unless the model has no wpe."""
+    x = p["transformer.wte.weight"][tokens]
+    if "transformer.wpe.weight" in p:
+        x = x + p["transformer.wpe.weight"][:tokens.shape[1]]
+    return x
+
+
 def forward(p, cfg, tokens):
     """Logits (B, t, V) for tokens (B, t): pre-LayerNorm blocks, head tied to wte."""
-    t = tokens.shape[1]
     wte = p["transformer.wte.weight"]
-    x = wte[tokens] + p["transformer.wpe.weight"][:t]
+    x = embed(p, tokens)
     for i in range(cfg["n_layer"]):
         h = f"transformer.h.{i}."
         x = x + attention(layernorm(x, p, h + "ln_1"), p, h, cfg)
@@ -205,18 +242,14 @@ def attention_sharpness(p, cfg, tokens):
     """Mean over layers, heads and rows (past the first) of the largest attention weight:
     1/row-length would mean uniform attention. Only a diagnostic for the summary."""
     with torch.no_grad():
-        B, t = tokens.shape
-        H, hs = cfg["n_head"], cfg["head_size"]
-        A = H * hs
-        x = p["transformer.wte.weight"][tokens] + p["transformer.wpe.weight"][:t]
+        t = tokens.shape[1]
+        hs = cfg["head_size"]
+        x = embed(p, tokens)
         peaks = []
         for i in range(cfg["n_layer"]):
             h = f"transformer.h.{i}."
             xn = layernorm(x, p, h + "ln_1")
-            qkv = F.linear(xn, p[h + "attn.c_attn.weight"], p.get(h + "attn.c_attn.bias"))
-            q, k, _ = qkv.split(A, dim=-1)
-            q = q.view(B, t, H, hs).transpose(1, 2)
-            k = k.view(B, t, H, hs).transpose(1, 2)
+            q, k, _ = queries_keys_values(xn, p, h, cfg)
             causal = torch.ones(t, t, dtype=torch.bool).tril()
             att = (q @ k.transpose(-2, -1) / math.sqrt(hs)).masked_fill(~causal, float("-inf"))
             peaks.append(att.softmax(-1)[:, :, 1:, :].max(-1).values.mean())
@@ -271,6 +304,8 @@ def fixture_contents(cfg, params, tokens, targets, ref):
     metadata = {key: str(cfg[key]) for key in
                 ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "head_size",
                  "qkv_bias", "batch_size", "seq_len")}
+    if is_rope(cfg):
+        metadata["position_encoding"] = "rope"
     metadata.update(lr=LR, beta1=BETA1, beta2=BETA2, eps=EPS, weight_decay=WEIGHT_DECAY,
                     grad_clip=repr(ref["grad_clip"]), adamw_steps=str(ADAMW_STEPS),
                     format=FORMAT)
@@ -294,8 +329,20 @@ def rel_error(got, want):
     return diff / scale if scale > 0 else diff
 
 
+def naive_rope(vec, i):
+    """One head's query or key vector at position i, its pairs turned one by one."""
+    out = vec.clone()
+    hs = vec.shape[0]
+    for k in range(hs // 2):
+        a = i * ROPE_BASE ** (-2.0 * k / hs)
+        out[2 * k] = math.cos(a) * vec[2 * k] - math.sin(a) * vec[2 * k + 1]
+        out[2 * k + 1] = math.sin(a) * vec[2 * k] + math.cos(a) * vec[2 * k + 1]
+    return out
+
+
 def naive_attention(x, p, h, cfg):
     """attention() written as loops over batch, head and query position."""
+    turn = naive_rope if is_rope(cfg) else (lambda vec, i: vec)
     B, t, _ = x.shape
     H, hs = cfg["n_head"], cfg["head_size"]
     A = H * hs
@@ -307,8 +354,8 @@ def naive_attention(x, p, h, cfg):
         for j in range(H):
             cols = slice(j * hs, (j + 1) * hs)
             for i in range(t):
-                q = qkv[b, i, 0 * A:1 * A][cols]
-                s = torch.stack([q @ qkv[b, u, A:2 * A][cols] / math.sqrt(hs)
+                q = turn(qkv[b, i, 0 * A:1 * A][cols], i)
+                s = torch.stack([q @ turn(qkv[b, u, A:2 * A][cols], u) / math.sqrt(hs)
                                  for u in range(i + 1)])
                 w = torch.exp(s - s.max())
                 w = w / w.sum()
@@ -392,7 +439,7 @@ def check_fixture(cfg):
 
     # 4. attention() against the loop version
     with torch.no_grad():
-        x = params["transformer.wte.weight"][tokens] + params["transformer.wpe.weight"][:cfg["seq_len"]]
+        x = embed(params, tokens)
         att_err = rel_error(attention(x, params, "transformer.h.0.", cfg),
                             naive_attention(x, params, "transformer.h.0.", cfg))
     print(f"  attention vs per-head loop version: rel error {att_err:.2e}")
@@ -460,7 +507,8 @@ def main():
         print(f"{path}: {len(data)} bytes, sha256 {hashlib.sha256(data).hexdigest()[:16]}")
         print(f"  V={cfg['vocab_size']} T={cfg['block_size']} L={cfg['n_layer']} "
               f"H={cfg['n_head']} C={cfg['n_embd']} hs={cfg['head_size']} "
-              f"qkv_bias={cfg['qkv_bias']} B={cfg['batch_size']} t={cfg['seq_len']}: "
+              f"qkv_bias={cfg['qkv_bias']} B={cfg['batch_size']} t={cfg['seq_len']}"
+              f"{' rope' if is_rope(cfg) else ''}: "
               f"{len(params)} tensors, {nparams} parameters")
         print(f"  loss {float(ref['loss']):.6f} (uniform would be "
               f"{math.log(cfg['vocab_size']):.6f}), mean peak attention weight "

@@ -16,7 +16,7 @@ void ref_encoder_forward(double *out, const int *tokens, const double *wte, cons
         for (int p = 0; p < t; p++) {
             int token = tokens[b * t + p];
             for (int c = 0; c < C; c++) {
-                out[(size_t)(b * t + p) * C + c] = wte[(size_t)token * C + c] + wpe[(size_t)p * C + c];
+                out[(size_t)(b * t + p) * C + c] = wte[(size_t)token * C + c] + (wpe ? wpe[(size_t)p * C + c] : 0.0);
             }
         }
     }
@@ -30,7 +30,7 @@ void ref_encoder_backward(double *dwte, double *dwpe, const double *dout, const 
             for (int c = 0; c < C; c++) {
                 double g = dout[(size_t)(b * t + p) * C + c];
                 dwte[(size_t)token * C + c] += g;
-                dwpe[(size_t)p * C + c] += g;
+                if (dwpe) dwpe[(size_t)p * C + c] += g;
             }
         }
     }
@@ -139,14 +139,36 @@ void ref_dropout_backward(double *dinp, const double *dout, size_t n, const Drop
 // ---------------------------------------------------------------------------------------
 // attention
 
-// softmax weights of query row i of head h in sequence b over keys j <= i, into w (i+1)
+// rope: pair k of the query or key at position p turned by p * ROPE_BASE^(-2k/hs); back
+// (the transpose) with sign -1
+static void rope_turn(double *qkv, int B, int t, int H, int hs, double sign) {
+    const int A = H * hs;
+    for (int b = 0; b < B; b++)
+        for (int p = 0; p < t; p++)
+            for (int h = 0; h < 2 * H; h++) {  // H query heads, then H key heads
+                double *x = qkv + (size_t)(b * t + p) * 3 * A + (size_t)h * hs;
+                for (int k = 0; k < hs / 2; k++) {
+                    double angle = p * pow(ROPE_BASE, -2.0 * k / hs);
+                    double c = cos(angle), s = sign * sin(angle), x0 = x[2 * k], x1 = x[2 * k + 1];
+                    x[2 * k] = c * x0 - s * x1;
+                    x[2 * k + 1] = s * x0 + c * x1;
+                }
+            }
+}
+
+void ref_rope_forward(double *qkv, int B, int t, int H, int hs) { rope_turn(qkv, B, t, H, hs, 1.0); }
+
+void ref_rope_backward(double *dqkv, int B, int t, int H, int hs) { rope_turn(dqkv, B, t, H, hs, -1.0); }
+
+// softmax weights of query row i of head h in sequence b over keys first <= j <= i, into
+// w[first, i] (w holds i+1)
 static void attention_weights(double *w, const double *qkv, int b, int i, int h, int t, int H,
-                              int hs) {
+                              int hs, int first) {
     int A = H * hs;
     const double *q = qkv + (size_t)(b * t + i) * 3 * A + h * hs;
     double scale = 1.0 / sqrt((double)hs);
     double maxs = -INFINITY;
-    for (int j = 0; j <= i; j++) {
+    for (int j = first; j <= i; j++) {
         const double *k = qkv + (size_t)(b * t + j) * 3 * A + A + h * hs;
         double s = 0.0;
         for (int d = 0; d < hs; d++) s += q[d] * k[d];
@@ -154,11 +176,11 @@ static void attention_weights(double *w, const double *qkv, int b, int i, int h,
         if (w[j] > maxs) maxs = w[j];
     }
     double sum = 0.0;
-    for (int j = 0; j <= i; j++) {
+    for (int j = first; j <= i; j++) {
         w[j] = exp(w[j] - maxs);
         sum += w[j];
     }
-    for (int j = 0; j <= i; j++) w[j] /= sum;
+    for (int j = first; j <= i; j++) w[j] /= sum;
 }
 
 // flat index of weight (b, h, i, j) in the (B, H, t, t) attention tensor
@@ -166,19 +188,21 @@ static uint64_t att_index(int b, int h, int i, int j, int t, int H) {
     return (((uint64_t)b * H + h) * t + i) * t + j;
 }
 
-void ref_attention_forward(double *out, double *att, const double *qkv, int B, int t, int H,
-                           int hs, const Dropout *drop) {
+// ref_attention_forward where query i sees only the last `window` keys, j > i - window
+static void attention_forward_window(double *out, double *att, const double *qkv, int B, int t, int H, int hs,
+                                     int window, const Dropout *drop) {
     int A = H * hs;
     double *w = malloc((size_t)t * sizeof(double));
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
             for (int i = 0; i < t; i++) {
-                attention_weights(w, qkv, b, i, h, t, H, hs);
+                int first = i - window + 1 > 0 ? i - window + 1 : 0;
+                attention_weights(w, qkv, b, i, h, t, H, hs, first);
                 double *o = out + (size_t)(b * t + i) * A + h * hs;
                 for (int d = 0; d < hs; d++) o[d] = 0.0;
                 for (int j = 0; j < t; j++) {
-                    if (att) att[att_index(b, h, i, j, t, H)] = j <= i ? w[j] : 0.0;
-                    if (j > i) continue;
+                    if (att) att[att_index(b, h, i, j, t, H)] = j <= i && j >= first ? w[j] : 0.0;
+                    if (j > i || j < first) continue;
                     const double *v = qkv + (size_t)(b * t + j) * 3 * A + 2 * A + h * hs;
                     double wd = w[j] * dropout_factor(drop, att_index(b, h, i, j, t, H));
                     for (int d = 0; d < hs; d++) o[d] += wd * v[d];
@@ -187,6 +211,11 @@ void ref_attention_forward(double *out, double *att, const double *qkv, int B, i
         }
     }
     free(w);
+}
+
+void ref_attention_forward(double *out, double *att, const double *qkv, int B, int t, int H,
+                           int hs, const Dropout *drop) {
+    attention_forward_window(out, att, qkv, B, t, H, hs, t, drop);
 }
 
 void ref_attention_backward(double *dqkv, const double *dout, const double *qkv, int B, int t,
@@ -198,7 +227,7 @@ void ref_attention_backward(double *dqkv, const double *dout, const double *qkv,
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < H; h++) {
             for (int i = 0; i < t; i++) {
-                attention_weights(w, qkv, b, i, h, t, H, hs);
+                attention_weights(w, qkv, b, i, h, t, H, hs, 0);
                 const double *g = dout + (size_t)(b * t + i) * A + h * hs;
                 // through out_i = sum_j f_j w_j v_j (f the dropout factor):
                 // dv_j += f_j w_j g, dw_j = f_j (g . v_j)
@@ -313,6 +342,7 @@ typedef struct {
     const GPT *model;
     const GPTConfig *cfg;
     int B, t, N, C, H, hs, A, V;
+    int window;             // attention sees the last `window` positions (t: all before it)
     float p;                // dropout's probability (0: off)
     uint64_t dropout_seed;  // the key of layer l's site s is dropout_key(dropout_seed, l, s)
 } RefShape;
@@ -364,7 +394,8 @@ static void block_forward(const RefShape *m, const double *params, int l, double
     memcpy(a->x_in, x, NC * sizeof(double));
     ref_layernorm_forward(a->ln1, NULL, NULL, a->x_in, params + at(m, w.ln1w), params + at(m, w.ln1b), N, C);
     ref_matmul_forward(a->qkv, a->ln1, params + at(m, w.qkvw), w.qkvb ? params + at(m, w.qkvb) : NULL, N, C, 3 * A);
-    ref_attention_forward(a->atty, att, a->qkv, m->B, m->t, m->H, m->hs, &d_att);
+    if (m->cfg->position == POSITION_ROPE) ref_rope_forward(a->qkv, m->B, m->t, m->H, m->hs);
+    attention_forward_window(a->atty, att, a->qkv, m->B, m->t, m->H, m->hs, m->window, &d_att);
     ref_matmul_forward(branch, a->atty, params + at(m, w.attprojw), params + at(m, w.attprojb), N, A, C);
     ref_dropout_forward(branch, branch, NC, &d_res1);
     ref_residual_forward(a->res2, a->x_in, branch, NC);
@@ -407,6 +438,7 @@ static void block_backward(const RefShape *m, const double *params, double *grad
     ref_matmul_backward(datty, grads + at(m, w.attprojw), grads + at(m, w.attprojb), dbranch, a->atty,
                         params + at(m, w.attprojw), N, A, C);
     ref_attention_backward(dqkv, datty, a->qkv, m->B, m->t, m->H, m->hs, &d_att);
+    if (m->cfg->position == POSITION_ROPE) ref_rope_backward(dqkv, m->B, m->t, m->H, m->hs);
     memset(dln, 0, NC * sizeof(double));
     ref_matmul_backward(dln, grads + at(m, w.qkvw), w.qkvb ? grads + at(m, w.qkvb) : NULL, dqkv, a->ln1,
                         params + at(m, w.qkvw), N, C, 3 * A);
@@ -431,14 +463,15 @@ static void head_backward(const RefShape *m, const double *params, double *grads
     free(dlosses), free(dlogits), free(dlnf);
 }
 
-// The GPT: tokens and positions embedded, L blocks, a final LayerNorm, the head tied to the
-// token embedding (logits = lnf @ wte^T), cross-entropy; then, with grads, every step back.
-double ref_gpt_forward_backward(const GPT *model, const double *params, const int *inputs, const int *targets,
-                                int B, int t, int training, uint64_t dropout_seed, double *logits_out, double *att_out,
-                                double *grads) {
+// The GPT: tokens (and learned positions) embedded, L blocks, a final LayerNorm, the head
+// tied to the token embedding (logits = lnf @ wte^T), cross-entropy (with targets); then,
+// with grads, every step back. Attention sees the last `window` positions.
+static double gpt_forward_backward(const GPT *model, const double *params, const int *inputs, const int *targets,
+                                   int B, int t, int window, int training, uint64_t dropout_seed, double *logits_out,
+                                   double *att_out, double *grads) {
     const GPTConfig *cfg = &model->config;
     RefShape m = {model, cfg, B, t, B * t, cfg->n_embd, cfg->n_head, cfg->head_size, cfg->n_head * cfg->head_size,
-                  cfg->vocab_size, training && cfg->dropout > 0.0f ? cfg->dropout : 0.0f, dropout_seed};
+                  cfg->vocab_size, window, training && cfg->dropout > 0.0f ? cfg->dropout : 0.0f, dropout_seed};
     const ParameterTensors *p = &model->params;
     const int N = m.N, C = m.C, V = m.V, L = cfg->n_layer;
     const size_t NC = (size_t)N * C, att_size = (size_t)B * m.H * t * t;
@@ -446,14 +479,15 @@ double ref_gpt_forward_backward(const GPT *model, const double *params, const in
     double *x = zeros(NC), *branch = zeros(NC), *lnf = zeros(NC);
     double *logits = zeros((size_t)N * V), *probs = zeros((size_t)N * V), *losses = zeros(N);
 
-    ref_encoder_forward(x, inputs, params + at(&m, p->wte), params + at(&m, p->wpe), B, t, C);
+    const double *wpe = p->wpe ? params + at(&m, p->wpe) : NULL;  // NULL: RoPE turns q and k instead
+    ref_encoder_forward(x, inputs, params + at(&m, p->wte), wpe, B, t, C);
     for (int l = 0; l < L; l++) {
         acts[l] = block_acts_alloc(&m);
         block_forward(&m, params, l, x, &acts[l], att_out ? att_out + l * att_size : NULL, branch);
     }
     ref_layernorm_forward(lnf, NULL, NULL, x, params + at(&m, p->lnfw), params + at(&m, p->lnfb), N, C);
     ref_matmul_forward(logits, lnf, params + at(&m, p->wte), NULL, N, C, V);  // weight tying: wte is the head
-    ref_crossentropy_forward(losses, probs, logits, targets, N, V);
+    if (targets) ref_crossentropy_forward(losses, probs, logits, targets, N, V);
     double loss = 0.0;
     for (int n = 0; n < N; n++) loss += losses[n];
     loss /= N;
@@ -464,12 +498,24 @@ double ref_gpt_forward_backward(const GPT *model, const double *params, const in
         double *dx = zeros(NC);  // the gradient of the residual stream
         head_backward(&m, params, grads, x, lnf, probs, targets, dx);
         for (int l = L - 1; l >= 0; l--) block_backward(&m, params, grads, l, dx, &acts[l]);
-        ref_encoder_backward(grads + at(&m, p->wte), grads + at(&m, p->wpe), dx, inputs, B, t, C);
+        ref_encoder_backward(grads + at(&m, p->wte), p->wpe ? grads + at(&m, p->wpe) : NULL, dx, inputs, B, t, C);
         free(dx);
     }
     for (int l = 0; l < L; l++) block_acts_free(&acts[l]);
     free(acts), free(x), free(branch), free(lnf), free(logits), free(probs), free(losses);
     return loss;
+}
+
+double ref_gpt_forward_backward(const GPT *model, const double *params, const int *inputs, const int *targets,
+                                int B, int t, int training, uint64_t dropout_seed, double *logits_out, double *att_out,
+                                double *grads) {
+    return gpt_forward_backward(model, params, inputs, targets, B, t, t, training, dropout_seed, logits_out, att_out,
+                                grads);
+}
+
+void ref_gpt_sliding_logits(const GPT *model, const double *params, const int *inputs, int t, int window,
+                            double *logits) {
+    gpt_forward_backward(model, params, inputs, NULL, 1, t, window, 0, 0, logits, NULL, NULL);
 }
 
 // ---------------------------------------------------------------------------------------

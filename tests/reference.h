@@ -29,7 +29,7 @@
 #include "../model/gpt.h"
 #include "../model/layers.h"
 
-// out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]; out (B*t, C)
+// out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]; out (B*t, C); wpe NULL (RoPE): no position term
 void ref_encoder_forward(double *out, const int *tokens, const double *wte, const double *wpe,
                          int B, int t, int C);
 void ref_encoder_backward(double *dwte, double *dwpe, const double *dout, const int *tokens,
@@ -54,6 +54,11 @@ void ref_matmul_backward(double *dinp, double *dweight, double *dbias, const dou
 // flat (B, H, t, t) index of each weight.
 void ref_attention_forward(double *out, double *att, const double *qkv, int B, int t, int H,
                            int hs, const Dropout *drop);
+// RoPE (model/layers.h) on the queries and keys of qkv (B*t, 3A), in place, sequence row p at
+// position p: pair k of each head turns by p * ROPE_BASE^(-2k/hs). The backward turns dqkv's
+// back by the same angles (the rotation's transpose).
+void ref_rope_forward(double *qkv, int B, int t, int H, int hs);
+void ref_rope_backward(double *dqkv, int B, int t, int H, int hs);
 // recomputes the weights from qkv
 void ref_attention_backward(double *dqkv, const double *dout, const double *qkv, int B, int t,
                             int H, int hs, const Dropout *drop);
@@ -89,6 +94,12 @@ void ref_softmax_forward(double *probs, const double *logits, int N, int V);
 double ref_gpt_forward_backward(const GPT *model, const double *params, const int *inputs, const int *targets,
                                 int B, int t, int training, uint64_t dropout_seed, double *logits, double *att,
                                 double *grads);
+
+// The logits (t, V) of one sequence of t tokens (t may pass block_size with RoPE) where every
+// layer's attention sees only the last `window` positions, its own included: what a RoPE
+// model's rolling cache computes past the block (model/gpt.h).
+void ref_gpt_sliding_logits(const GPT *model, const double *params, const int *inputs, int t, int window,
+                            double *logits);
 
 // Helpers for the tests built on this reference.
 void ref_to_double(double *dst, const float *src, size_t n);

@@ -37,7 +37,7 @@ static int math_case(MathCase *m, const char *text) {
     m->t = (int)utf8_decode((const unsigned char *)text, strlen(text), chars, &bad);
     if (!CHECK(m->t > 1 && vocab_build(&m->vocab, chars, (size_t)m->t, err) == 0, "vocabulary: %s", err)) return -1;
     for (int i = 0; i < m->t; i++) m->tokens[i] = vocab_index(&m->vocab, chars[i]);
-    GPTConfig c = {m->vocab.size, 48, 2, 3, 12, 5, 1, 0.0f};
+    GPTConfig c = {m->vocab.size, 48, 2, 3, 12, 5, 1, 0.0f, POSITION_LEARNED};
     if (!CHECK(gpt_build(&m->model, &c, 0, err) == 0 && gpt_alloc_activations(&m->model, 1, err) == 0, "%s", err))
         return -1;
     gpt_init_weights(&m->model, 7);

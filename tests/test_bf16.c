@@ -591,7 +591,7 @@ TEST(bf16_products_same_bits_any_thread_count) {
 // `steps` training steps of a small model with dropout in the given precision on `threads`
 // threads, on the backend in use; returns the parameters and the last loss.
 static float *train_bf16(Precision precision, int steps, int threads, size_t *n, float *loss) {
-    GPTConfig c = {13, 16, 2, 2, 64, 32, 1, 0.1f};
+    GPTConfig c = {13, 16, 2, 2, 64, 32, 1, 0.1f, POSITION_LEARNED};
     int B = 4, t = 16, inputs[64], targets[64];
     Rng rng;
     rng_seed(&rng, 78);
@@ -626,7 +626,7 @@ static float *train_bf16(Precision precision, int steps, int threads, size_t *n,
 // A model's precision set before or after its activations are allocated: forward and
 // backward (with dropout) give the same bits either way, in bf16.
 TEST(bf16_set_before_or_after_the_activations) {
-    GPTConfig c = {13, 16, 2, 2, 64, 32, 1, 0.1f};
+    GPTConfig c = {13, 16, 2, 2, 64, 32, 1, 0.1f, POSITION_LEARNED};
     int B = 3, T = 16, inputs[48], targets[48];
     for (int i = 0; i < B * T; i++) inputs[i] = (i * 7) % 13, targets[i] = (i * 5 + 3) % 13;
     float *grads[2] = {NULL, NULL}, loss[2] = {0.0f, 0.0f};
@@ -702,7 +702,7 @@ TEST(bf16_training_same_bits_any_thread_count_and_path) {
 // backward (the rounded ones) give the bits of a model whose copies are made afresh, and
 // not those of the model before the step.
 TEST(bf16_copy_follows_parameters_after_every_kind_of_step) {
-    GPTConfig c = {13, 16, 2, 2, 64, 32, 1, 0.0f};
+    GPTConfig c = {13, 16, 2, 2, 64, 32, 1, 0.0f, POSITION_LEARNED};
     int B = 4, T = 16, inputs[64], targets[64];
     for (int i = 0; i < B * T; i++) inputs[i] = i % 13, targets[i] = (i * 5 + 3) % 13;
     for (int grad_accum = 1; grad_accum <= 2; grad_accum++) {

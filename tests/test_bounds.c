@@ -120,7 +120,7 @@ static const char *checkpoint_of(const char *path, GPTConfig config, float ln_f_
 
 // A small model's checkpoint: block 16, 1 layer of 2 heads, 16 wide.
 static const char *small_checkpoint(const char *path, float ln_f_weight) {
-    return checkpoint_of(path, (GPTConfig){29, 16, 1, 2, 16, 8, 1, 0.0f}, ln_f_weight);
+    return checkpoint_of(path, (GPTConfig){29, 16, 1, 2, 16, 8, 1, 0.0f, POSITION_LEARNED}, ln_f_weight);
 }
 
 // A gzip file of `bytes` bytes of 'a' (about a thousandth of that on disk).
@@ -408,7 +408,7 @@ TEST(bounds_09_header_memory_and_caps) {
     char err[ERR_LEN];
     SafeTensors st;
     // the largest checkpoint chargpt writes, with its optimizer's moments, is within the caps
-    GPTConfig largest = {1 << 21, 1 << 16, 1024, 1024, 64, 64, 1, 0.0f};
+    GPTConfig largest = {1 << 21, 1 << 16, 1024, 1024, 64, 64, 1, 0.0f, POSITION_LEARNED};
     CHECK(3 * gpt_num_tensors(&largest) * 3 <= ST_MAX_TENSORS, "%d tensors: the cap of %d is not far above",
           3 * gpt_num_tensors(&largest), ST_MAX_TENSORS);
     // the worst case under the caps: a value every 2 bytes, the whole node budget
@@ -514,7 +514,7 @@ TEST(bounds_11_log_csv_read_in_bounded_memory) {
 // a pixel) is in the plan. A window of 128 over 2 layers of 4 heads is an image of about 2.5 M pixels:
 // its plan is 22.7 MiB now; before, the plan passed --max-memory 3 and the run took 19 MiB.
 TEST(bounds_11_attention_png_in_the_plan) {
-    const char *ckpt = checkpoint_of(WORK_DIR "/wide.safetensors", (GPTConfig){29, 128, 2, 4, 16, 4, 1, 0.0f}, 0.0f);
+    const char *ckpt = checkpoint_of(WORK_DIR "/wide.safetensors", (GPTConfig){29, 128, 2, 4, 16, 4, 1, 0.0f, POSITION_LEARNED}, 0.0f);
     if (!ckpt) return;
     TestRun r = GENERATE(ckpt, "the lazy dog", "-n", "120", "--attention", WORK_DIR "/view.png", "--force",
                          "--max-memory", "12");

@@ -18,6 +18,7 @@
 #include "../generation/inference.h"
 #include "../model/rng.h"
 #include "../generation/sampler.h"
+#include "reference.h"
 #include "test.h"
 
 #define TMP_DIR "tests/tmp"
@@ -26,6 +27,7 @@
 #define OUT_PATH TMP_DIR "/gen_stdout.txt"
 #define ERR_PATH TMP_DIR "/gen_stderr.txt"
 #define CACHE_TOL 1e-5      // abs error of cached logits vs the full forward
+#define SLIDING_TOL 1e-4    // abs error of a rolling cache's float logits vs the double reference
 #define ATTENTION_TOL 1e-6  // recorded attention vs the training forward pass
 
 // The test checkpoint's vocabulary, in increasing code point order (the last one is é).
@@ -237,6 +239,85 @@ TEST(generate_kvcache_matches_full_forward) {
                    cases[k].stride, prefills, err);
             CHECK(err <= CACHE_TOL, "config %d case %d: cached logits differ from the full forward by %.3e", c, k, err);
             CHECK(prefills >= 4, "config %d case %d: the window moved only %d times", c, k, prefills - 1);
+        }
+    }
+}
+
+// One RoPE sample of prompt_len <= T random tokens and `steps` more drawn from its rolling
+// cache: at every position past the block its logits are compared with a full forward of the
+// last T tokens (into *vs_recompute) and with the double reference over the whole text where
+// each layer's attention sees the last T positions (into *vs_sliding); worst abs errors.
+static void rolling_vs_references(const GPTConfig *config, int prompt_len, int steps, uint64_t seed,
+                                  double *vs_recompute, double *vs_sliding) {
+    const int T = config->block_size, V = config->vocab_size, n = prompt_len + steps;
+    GPT model, ref;
+    char err[ERR_LEN];
+    KVCache cache;
+    *vs_recompute = *vs_sliding = INFINITY;
+    if (build_test_model(&model, config, seed) != 0 || build_test_model(&ref, config, seed) != 0) return;
+    if (!CHECK(kvcache_init(&cache, &model, 1, err) == 0 && gpt_alloc_activations(&ref, 1, err) == 0, "%s", err))
+        return;
+    int *text = malloc((size_t)n * sizeof(int)), order[64];
+    float *logits = malloc((size_t)n * V * sizeof(float)), probs[64];  // row p: the logits after token p
+    double *sliding = malloc((size_t)n * V * sizeof(double)), *params = malloc(model.num_parameters * sizeof(double));
+    Rng rng;
+    rng_seed(&rng, seed + 1);
+    for (int i = 0; i < prompt_len; i++) text[i] = (int)rng_below(&rng, (uint64_t)V);
+    SamplerConfig sampler = {1.0f, 0, 1.0f};
+    const float *out = kvcache_prefill(&cache, text, 0, prompt_len);
+    for (int p = prompt_len - 1; p < n - 1; p++) {
+        memcpy(logits + (size_t)p * V, out, (size_t)V * sizeof(float));
+        text[p + 1] = sample_token(out, V, &sampler, &rng, probs, order);
+        out = kvcache_step(&cache, text + p + 1);
+    }
+    memcpy(logits + (size_t)(n - 1) * V, out, (size_t)V * sizeof(float));
+    ref_to_double(params, model.params_memory, model.num_parameters);
+    ref_gpt_sliding_logits(&model, params, text, n, T, sliding);
+    *vs_recompute = *vs_sliding = 0.0;
+    for (int p = T; p < n; p++) {
+        gpt_forward(&ref, text + p + 1 - T, NULL, 1, T, NULL);
+        for (int v = 0; v < V; v++) {
+            double got = logits[(size_t)p * V + v];
+            *vs_recompute = fmax(*vs_recompute, fabs(got - ref.acts.logits[(size_t)(T - 1) * V + v]));
+            *vs_sliding = fmax(*vs_sliding, fabs(got - sliding[(size_t)p * V + v]));
+            if (got != got) *vs_recompute = *vs_sliding = INFINITY;
+        }
+    }
+    free(text), free(logits), free(sliding), free(params);
+    kvcache_free(&cache);
+    gpt_free(&model);
+    gpt_free(&ref);
+}
+
+TEST(generate_rolling_cache_matches_references) {
+    // RoPE: past the block the cache rolls on, one step per character. Attention then sees the
+    // last T positions in every layer, which is what the double reference computes when its
+    // attention is limited to them; with one layer that is exactly a full forward over the
+    // last T characters, at every step. With more layers a cached key of a deeper layer holds
+    // what its position saw of the text before the window, so the logits differ from a full
+    // recompute's by more than float rounding (printed: the figure of the window's change).
+    const GPTConfig configs[3] = {
+        {.vocab_size = 33, .block_size = 16, .n_layer = 1, .n_head = 3, .n_embd = 24, .head_size = 10,
+         .qkv_bias = 1, .dropout = 0.1f, .position = POSITION_ROPE},
+        {.vocab_size = 29, .block_size = 13, .n_layer = 1, .n_head = 4, .n_embd = 16, .head_size = 6,
+         .qkv_bias = 0, .dropout = 0.0f, .position = POSITION_ROPE},
+        {.vocab_size = 29, .block_size = 13, .n_layer = 3, .n_head = 4, .n_embd = 16, .head_size = 6,
+         .qkv_bias = 0, .dropout = 0.0f, .position = POSITION_ROPE},
+    };
+    const int prompts[2] = {1, 9};
+    for (int c = 0; c < 3; c++) {
+        for (int k = 0; k < 2; k++) {
+            const int T = configs[c].block_size, steps = 6 * T;
+            double vs_recompute, vs_sliding;
+            rolling_vs_references(&configs[c], prompts[k], steps, 300 + c, &vs_recompute, &vs_sliding);
+            printf("    rope L=%d T=%d prompt %d, %d steps past the block: worst abs logit error vs the sliding "
+                   "reference %.2e, vs a full recompute of the last T %.2e\n", configs[c].n_layer, T, prompts[k],
+                   prompts[k] + steps - T, vs_sliding, vs_recompute);
+            CHECK(vs_sliding <= SLIDING_TOL, "config %d prompt %d: rolling logits differ from the reference by %.3e", c,
+                  prompts[k], vs_sliding);
+            if (configs[c].n_layer == 1)
+                CHECK(vs_recompute <= CACHE_TOL, "config %d prompt %d: one layer's rolling logits differ from the full "
+                      "recompute by %.3e", c, prompts[k], vs_recompute);
         }
     }
 }
@@ -1194,7 +1275,7 @@ TEST(generate_usage_errors) {
         ARGS(CKPT, "--surprisal", TMP_DIR "/gen_surprisal.csv", "ab"),
         ARGS(CKPT, "--score", score_text, "ab"),
         ARGS(CKPT, "--score", score_text, "-n", "5"),
-        ARGS(CKPT, "--score", score_text, "--no-cache"),
+        ARGS(CKPT, "--score", score_text, "--num-samples", "2"),
         ARGS(CKPT, "--score", score_text, "--stride", "17"),
         ARGS(CKPT, "--bogus"),
         ARGS(CKPT, "-x"),

@@ -233,7 +233,7 @@ TEST(hardening_02_memory_plan_refuses_what_does_not_fit) {
     const char *base = base_checkpoint();
     if (!base) return;
     // the plan is what gpt_build, gpt_alloc_activations and adamw_init allocate
-    const GPTConfig config = {40, 16, 2, 3, 24, 10, 1, 0.0f};
+    const GPTConfig config = {40, 16, 2, 3, 24, 10, 1, 0.0f, POSITION_LEARNED};
     GPT model;
     AdamW opt;
     char err[ERR_LEN];
@@ -295,7 +295,7 @@ TEST(hardening_02_memory_plan_refuses_what_does_not_fit) {
     test_run_free(&r);
 
     // generation: attention over a block of 65536 for 1024 heads cannot fit anywhere
-    const GPTConfig huge = {2, 65536, 1, 1024, 1, 1, 1, 0.0f};
+    const GPTConfig huge = {2, 65536, 1, 1024, 1, 1, 1, 0.0f, POSITION_LEARNED};
     static const uint32_t vocab[2] = {10, 'a'};
     const char *huge_path = WORK_DIR "/memory/huge_block.safetensors";
     if (CHECK(gpt_build(&model, &huge, 0, err) == 0, "%s", err)) {

@@ -108,7 +108,7 @@ static long tensor_offset(const GPTConfig *c, const char *name) {
 // parameter once; and the fields of ParameterTensors and of each layer's BlockParams point
 // where the table says those tensors are, in the parameters and in the gradients.
 TEST(model_param_layout) {
-    GPTConfig configs[2] = {{11, 8, 2, 3, 8, 5, 1, 0.0f}, {7, 5, 3, 2, 12, 4, 0, 0.1f}};
+    GPTConfig configs[2] = {{11, 8, 2, 3, 8, 5, 1, 0.0f, POSITION_LEARNED}, {7, 5, 3, 2, 12, 4, 0, 0.1f, POSITION_LEARNED}};
     static const char *const block_names[12] = {"ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
                                                 "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
                                                 "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"};
@@ -170,13 +170,17 @@ typedef struct {
 } ModelCase;
 
 static const ModelCase model_cases[] = {
-    // V  T  L  H  C  hs bias dropout
-    {{11, 8, 2, 2, 8, 4, 1, 0.0f}, 3, 3, 7, 0},      // t < T, B*t = 21 odd
-    {{13, 8, 2, 3, 8, 5, 0, 0.0f}, 2, 2, 8, 0},      // no qkv bias, hs != C/H (A = 15)
-    {{11, 9, 3, 2, 12, 7, 1, 0.2f}, 4, 3, 5, 1},     // dropout 0.2 training, fewer rows than allocated
-    {{11, 9, 3, 2, 12, 7, 1, 0.2f}, 3, 3, 5, 0},     // same with dropout configured but eval
-    {{7, 4, 1, 1, 8, 8, 0, 0.2f}, 4, 4, 1, 1},       // t = 1
-    {{65, 32, 2, 4, 32, 8, 1, 0.1f}, 2, 2, 31, 1},   // a realistic small model
+    // V  T  L  H  C  hs bias dropout position
+    {{11, 8, 2, 2, 8, 4, 1, 0.0f, POSITION_LEARNED}, 3, 3, 7, 0},      // t < T, B*t = 21 odd
+    {{13, 8, 2, 3, 8, 5, 0, 0.0f, POSITION_LEARNED}, 2, 2, 8, 0},      // no qkv bias, hs != C/H (A = 15)
+    {{11, 9, 3, 2, 12, 7, 1, 0.2f, POSITION_LEARNED}, 4, 3, 5, 1},     // dropout 0.2 training, fewer rows than allocated
+    {{11, 9, 3, 2, 12, 7, 1, 0.2f, POSITION_LEARNED}, 3, 3, 5, 0},     // same with dropout configured but eval
+    {{7, 4, 1, 1, 8, 8, 0, 0.2f, POSITION_LEARNED}, 4, 4, 1, 1},       // t = 1
+    {{65, 32, 2, 4, 32, 8, 1, 0.1f, POSITION_LEARNED}, 2, 2, 31, 1},   // a realistic small model
+    // RoPE: no position table, q and k turned
+    {{11, 8, 2, 2, 8, 4, 1, 0.0f, POSITION_ROPE}, 3, 3, 7, 0},
+    {{13, 9, 3, 3, 12, 6, 0, 0.2f, POSITION_ROPE}, 4, 3, 9, 1},    // dropout, no qkv bias, hs != C/H
+    {{65, 32, 2, 4, 32, 8, 1, 0.1f, POSITION_ROPE}, 2, 2, 31, 1},
 };
 
 TEST(model_matches_reference) {
@@ -278,9 +282,12 @@ static double reference_loss(void *p) {
 // dropout (fixed masks); and the float model's gradient against the same finite differences.
 TEST(model_reference_grad_fd) {
     double worst_ref = 0.0, worst_float = 0.0;
-    for (int with_dropout = 0; with_dropout < 2; with_dropout++) {
-        for (int qkv_bias = 0; qkv_bias < 2; qkv_bias++) {
-            GPTConfig c = {5, 4, 2, 2, 4, 3, qkv_bias, with_dropout ? 0.3f : 0.0f};
+    for (int k = 0; k < 8; k++) {
+        {
+            int with_dropout = k & 1, qkv_bias = k >> 1 & 1;
+            PositionEncoding position = k >> 2 ? POSITION_ROPE : POSITION_LEARNED;  // RoPE with hs 4: two pairs
+            GPTConfig c = {5, 4, 2, 2, 4, position == POSITION_ROPE ? 4 : 3, qkv_bias, with_dropout ? 0.3f : 0.0f,
+                           position};
             GPT model;
             if (build_model(&model, &c, 2) != 0) return;
             randomize_params(&model, 20 + qkv_bias, 0.3f);
@@ -309,10 +316,10 @@ TEST(model_reference_grad_fd) {
                 size_t o = info.offset, n = info.size;
                 double e_ref = rel_error_dd(grads + o, fd + o, n);
                 double e_float = rel_error_fd(model.grads_memory + o, fd + o, n);
-                CHECK(e_ref <= FD_TOL, "dropout %d bias %d: reference gradient of %s vs finite diff %.3g",
-                      with_dropout, qkv_bias, info.name, e_ref);
-                CHECK(e_float <= MODEL_TOL, "dropout %d bias %d: float gradient of %s vs finite diff %.3g",
-                      with_dropout, qkv_bias, info.name, e_float);
+                CHECK(e_ref <= FD_TOL, "dropout %d bias %d %s: reference gradient of %s vs finite diff %.3g",
+                      with_dropout, qkv_bias, position_name(position), info.name, e_ref);
+                CHECK(e_float <= MODEL_TOL, "dropout %d bias %d %s: float gradient of %s vs finite diff %.3g",
+                      with_dropout, qkv_bias, position_name(position), info.name, e_float);
                 worst_ref = max2(worst_ref, e_ref);
                 worst_float = max2(worst_float, e_float);
             }
@@ -355,7 +362,7 @@ static double check_attention_rows(const GPT *model, int B, int t) {
 }
 
 TEST(model_causality) {
-    GPTConfig c = {13, 8, 2, 3, 12, 5, 1, 0.2f};
+    GPTConfig c = {13, 8, 2, 3, 12, 5, 1, 0.2f, POSITION_LEARNED};
     int B = 2, t = 8, N = B * t, V = c.vocab_size;
     GPT model;
     if (build_model(&model, &c, B) != 0) return;
@@ -419,7 +426,7 @@ TEST(model_learns_string) {
             targets[b * t + i] = ids[(offsets[b] + i + 1) % period];
         }
     }
-    GPTConfig c = {V, t, 2, 4, 32, 8, 0, 0.0f};
+    GPTConfig c = {V, t, 2, 4, 32, 8, 0, 0.0f, POSITION_LEARNED};
     GPT model;
     if (build_model(&model, &c, B) != 0) return;
     gpt_init_weights(&model, 1);
@@ -452,7 +459,7 @@ TEST(model_learns_string) {
 // Trains a small model for `steps` with dropout from an init seed and a dropout seed base,
 // on `threads` threads; returns the parameters (caller frees).
 static float *train_steps(uint64_t init_seed, uint64_t dropout_base, int steps, int threads, size_t *n) {
-    GPTConfig c = {13, 8, 2, 2, 16, 8, 1, 0.1f};
+    GPTConfig c = {13, 8, 2, 2, 16, 8, 1, 0.1f, POSITION_LEARNED};
     int B = 3, t = 8, inputs[24], targets[24];
     Rng rng;
     rng_seed(&rng, 77);
@@ -508,7 +515,7 @@ TEST(model_determinism) {
 // (scale 1), or twice as wide: `steps` training steps with dropout, by train_step
 // (by_train_step 1) or by the separate calls, on `threads` threads; returns the parameters.
 static float *train_team_steps(int steps, int threads, int by_train_step, size_t *n) {
-    GPTConfig c = {13, 16, 2, 2, 64, 32, 1, 0.1f};
+    GPTConfig c = {13, 16, 2, 2, 64, 32, 1, 0.1f, POSITION_LEARNED};
     int B = 4, t = 16, inputs[64], targets[64];
     Rng rng;
     rng_seed(&rng, 78);
@@ -655,7 +662,7 @@ TEST(model_dropout_mask) {
 // (f) initialisation
 
 TEST(model_init_weights) {
-    GPTConfig c = {64, 64, 2, 4, 64, 16, 1, 0.0f};
+    GPTConfig c = {64, 64, 2, 4, 64, 16, 1, 0.0f, POSITION_LEARNED};
     GPT model;
     if (build_model(&model, &c, 1) != 0) return;
     gpt_init_weights(&model, 42);
@@ -709,7 +716,7 @@ TEST(model_init_weights) {
 // gradients, give the whole batch's gradient and loss: dropout masks follow the global row
 // and each part's loss gradient is scaled by 1 / (the whole batch's tokens).
 TEST(model_batch_parts_sum_to_the_batch) {
-    GPTConfig c = {13, 8, 2, 2, 16, 8, 1, 0.2f};
+    GPTConfig c = {13, 8, 2, 2, 16, 8, 1, 0.2f, POSITION_LEARNED};
     enum { B = 5, t = 8 };
     int inputs[B * t], targets[B * t];
     Rng rng;
@@ -758,7 +765,7 @@ TEST(model_batch_parts_sum_to_the_batch) {
 }
 
 TEST(model_adamw_last_update_size) {
-    GPTConfig c = {9, 8, 2, 2, 16, 8, 1, 0.0f};
+    GPTConfig c = {9, 8, 2, 2, 16, 8, 1, 0.0f, POSITION_LEARNED};
     GPT m;
     AdamW opt;
     char err[ERR_LEN];
@@ -806,7 +813,7 @@ TEST(model_adamw_last_update_size) {
 // A view (gpt_view) computes with the model's weights, as they are at each call, in
 // activations of its own, and freeing it leaves the model's weights.
 TEST(model_view_shares_the_weights) {
-    GPTConfig c = {11, 16, 2, 2, 24, 12, 1, 0.0f};
+    GPTConfig c = {11, 16, 2, 2, 24, 12, 1, 0.0f, POSITION_LEARNED};
     GPT model, view;
     int tokens[10];
     Rng rng;

@@ -200,6 +200,46 @@ TEST(ops_ref_attention_grad) {
 }
 
 typedef struct {
+    int B, t, H, hs;
+    double *qkv, *w, *out;
+} RopeCase;
+
+static double rope_objective(void *p) {
+    RopeCase *c = p;
+    size_t n = (size_t)c->B * c->t * 3 * c->H * c->hs;
+    memcpy(c->out, c->qkv, n * sizeof(double));
+    ref_rope_forward(c->out, c->B, c->t, c->H, c->hs);
+    return dot(c->w, c->out, n);
+}
+
+// RoPE's shapes: {B, t, H, hs}, hs even; t past 20 turns the fastest pair more than 3 times
+static const struct { int B, t, H, hs; } rope_shapes[] = {{2, 5, 2, 4}, {1, 23, 3, 6}, {3, 1, 1, 2}, {2, 9, 2, 16}};
+
+TEST(ops_ref_rope_grad) {
+    double worst = 0.0;
+    for (size_t k = 0; k < sizeof(rope_shapes) / sizeof(rope_shapes[0]); k++) {
+        Rng rng;
+        rng_seed(&rng, 60 + k);
+        int B = rope_shapes[k].B, t = rope_shapes[k].t, H = rope_shapes[k].H, hs = rope_shapes[k].hs;
+        size_t n = (size_t)B * t * 3 * H * hs;
+        RopeCase c = {B, t, H, hs, rand_doubles(n, &rng, -1, 1), rand_doubles(n, &rng, -1, 1), calloc(n, sizeof(double))};
+        double *dqkv = malloc(n * sizeof(double));
+        memcpy(dqkv, c.w, n * sizeof(double));
+        ref_rope_backward(dqkv, B, t, H, hs);  // in place: the gradient of out = rope(qkv)
+        double e = fd_error(rope_objective, &c, c.qkv, dqkv, n);
+        worst = max2(worst, e);
+        CHECK(e <= FD_TOL, "rope B=%d t=%d H=%d hs=%d: dqkv err %.3g", B, t, H, hs, e);
+        // a rotation keeps each pair's length, and position 0 does not turn
+        double moved = 0.0;
+        rope_objective(&c);
+        for (int d = 0; d < 2 * H * hs; d++) moved = max2(moved, fabs(c.out[d] - c.qkv[d]));
+        CHECK(moved == 0.0, "rope B=%d t=%d: position 0 moved by %.3g", B, t, moved);
+        free(c.qkv); free(c.w); free(c.out); free(dqkv);
+    }
+    report("rope dqkv vs finite diff", worst);
+}
+
+typedef struct {
     size_t n;
     double *inp, *w, *out;
 } GeluCase;
@@ -374,6 +414,37 @@ TEST(ops_layernorm_kernel) {
     report("layernorm kernel backward (accumulating)", worst_b);
 }
 
+TEST(ops_rope_kernel) {
+    double worst_f = 0.0, worst_b = 0.0;
+    for (size_t k = 0; k < sizeof(rope_shapes) / sizeof(rope_shapes[0]); k++) {
+        Rng rng;
+        rng_seed(&rng, 260 + k);
+        int B = rope_shapes[k].B, t = rope_shapes[k].t, H = rope_shapes[k].H, hs = rope_shapes[k].hs;
+        size_t n = (size_t)B * t * 3 * H * hs;
+        float *qkv = rand_floats(n, &rng, -1, 1), *dqkv = rand_floats(n, &rng, -1, 1);
+        float *cs = malloc((size_t)t * hs * sizeof(float));
+        double *qkv_d = doubles_of(qkv, n), *dqkv_d = doubles_of(dqkv, n);
+        rope_angles(cs, 0, t, hs);
+        rope_forward(qkv, cs, B, t, H, hs);
+        ref_rope_forward(qkv_d, B, t, H, hs);
+        rope_backward(dqkv, cs, B, t, H, hs);
+        ref_rope_backward(dqkv_d, B, t, H, hs);
+        double ef = rel_error_fd(qkv, qkv_d, n), eb = rel_error_fd(dqkv, dqkv_d, n);
+        worst_f = max2(worst_f, ef);
+        worst_b = max2(worst_b, eb);
+        CHECK(ef <= KERNEL_TOL && eb <= KERNEL_TOL, "rope B=%d t=%d H=%d hs=%d: fwd %.3g bwd %.3g", B, t, H, hs, ef, eb);
+        // a far position (a rolling cache's) turns pair 0 by its own angle, 1000003 radians
+        float far[16];
+        rope_angles(far, 1000003, 1, hs);
+        CHECK(fabs(far[0] - cos(1000003.0)) < 1e-6 && fabs(far[1] - sin(1000003.0)) < 1e-6,
+              "rope_angles at position 1000003: pair 0 (%g, %g), want (%g, %g)", far[0], far[1], cos(1000003.0),
+              sin(1000003.0));
+        free(qkv); free(dqkv); free(cs); free(qkv_d); free(dqkv_d);
+    }
+    report("rope forward (q and k turned)", worst_f);
+    report("rope backward (turned back)", worst_b);
+}
+
 // Shapes around the tiling of matmul.inc (register tiles up to 14 x 32, k blocks of 256,
 // tasks of 16 x 8 tiles, a matrix-vector path for 1-2 rows), none a multiple of all of them.
 static const struct { int N, C, OC; } matmul_shapes[] = {
@@ -484,7 +555,7 @@ TEST(ops_attention_kernel) {
         KernelsShape shape = {0, t, hs, 0, 1};
         Kernels *kern = kernels_new(PRECISION_FP32, NULL, 0, &shape, err);
         if (!CHECK(kern, "%s", err)) return;
-        KVRows own = {qkv + A, qkv + 2 * A, 3 * A, (long)t * 3 * A};  // the keys and values of qkv's rows
+        KVRows own = {qkv + A, qkv + 2 * A, 3 * A, (long)t * 3 * A, 0};  // the keys and values of qkv's rows
         attention_forward(kern, out, att, qkv, &own, B, 0, t, H, hs, &drop);
         ref_attention_forward(out_d, att_d, qkv_d, B, t, H, hs, &drop);
         attention_backward(kern, dqkv, dout, qkv, att, B, t, H, hs, &drop);
@@ -527,7 +598,7 @@ TEST(ops_attention_cached_positions) {
     ref_attention_forward(out_d, att_d, qkv_d, B, T, H, hs, NULL);
     float *cache = malloc((size_t)B * T * 2 * A * sizeof(float)), *rows = malloc(nqkv * sizeof(float));
     float *out = malloc((size_t)B * T * A * sizeof(float)), *att = malloc((size_t)B * H * T * T * sizeof(float));
-    KVRows kv = {cache, cache + A, 2 * A, (long)T * 2 * A};
+    KVRows kv = {cache, cache + A, 2 * A, (long)T * 2 * A, 0};
     EACH_BACKEND(bk, names, count) {
         char err[ERR_LEN];
         KernelsShape shape = {0, T, hs, 0, 0};
@@ -539,6 +610,7 @@ TEST(ops_attention_cached_positions) {
             int t = parts[p], n = pos0 + t;
             for (int b = 0; b < B; b++)  // the part's rows of each sequence, one after the other
                 memcpy(rows + (size_t)b * t * 3 * A, qkv + ((size_t)b * T + pos0) * 3 * A, (size_t)t * 3 * A * 4);
+            kv.store = pos0;  // the part's keys and values after the ones before it
             attention_forward(kern, out, att, rows, &kv, B, pos0, t, H, hs, NULL);
             for (int b = 0; b < B; b++)
                 for (int i = 0; i < t; i++) {

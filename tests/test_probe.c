@@ -125,7 +125,7 @@ TEST(probe_repeated_sequence) {
 // (q_r = s x_{r+1}), and q_i . k_j = a^2 s [j = i - 1] plus what does not depend on j.
 static int build_previous_token_model(GPT *m, int T, char err[ERR_LEN]) {
     const int C = T + 8;
-    GPTConfig c = {4, T, 1, 1, C, C, 0, 0.0f};
+    GPTConfig c = {4, T, 1, 1, C, C, 0, 0.0f, POSITION_LEARNED};
     if (gpt_build(m, &c, 0, err) != 0) return -1;
     for (int i = 0; i < T; i++) m->params.wpe[(size_t)i * C + i] = 1.0f;
     for (int k = 0; k < C; k++) m->params.blocks.ln1w[k] = m->params.blocks.ln2w[k] = m->params.lnfw[k] = 1.0f;
@@ -168,7 +168,7 @@ TEST(probe_previous_token_model_scores_one) {
 
 // A random small model (2 layers, vocabulary 11) and a forward of its one sequence of t.
 static int random_model(GPT *m, int t, int *tokens, char err[ERR_LEN]) {
-    GPTConfig c = {11, 16, 2, 2, 24, 12, 1, 0.0f};
+    GPTConfig c = {11, 16, 2, 2, 24, 12, 1, 0.0f, POSITION_LEARNED};
     if (gpt_build(m, &c, 0, err) != 0) return -1;
     gpt_init_weights(m, 7);
     // larger weights than the initialisation's, so that the layers' predictions differ
@@ -268,7 +268,7 @@ TEST(probe_logits_top_ties_and_small_vocabulary) {
 }
 
 TEST(probe_update_ratios_per_group) {
-    GPTConfig c = {9, 8, 2, 2, 16, 8, 1, 0.0f};
+    GPTConfig c = {9, 8, 2, 2, 16, 8, 1, 0.0f, POSITION_LEARNED};
     GPT m;
     AdamW opt;
     DataParallel dp;

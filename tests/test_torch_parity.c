@@ -16,11 +16,12 @@
 
 #define TORCH_TOL 1e-4
 #define TORCH_FORMAT "chargpt-reference-1"
-#define TORCH_NUM_FIXTURES 2
+#define TORCH_NUM_FIXTURES 3
 
 static const char *const torch_fixture_paths[TORCH_NUM_FIXTURES] = {
     "tests/fixtures/reference.safetensors",        // qkv bias, A != C, t < block_size, L = 2
     "tests/fixtures/reference_nobias.safetensors", // no qkv bias, t = block_size, L = 1
+    "tests/fixtures/reference_rope.safetensors",   // RoPE: no wpe, q and k turned; t = block_size, L = 2
 };
 
 // A fixture read into memory and a model holding its weights, ready for its batch.
@@ -135,6 +136,10 @@ static int torch_load(TorchFixture *f, const char *path) {
         torch_meta_float(f, "beta2", &f->beta2) || torch_meta_float(f, "eps", &f->eps) ||
         torch_meta_float(f, "weight_decay", &f->weight_decay) ||
         torch_meta_float(f, "grad_clip", &f->grad_clip))
+        goto fail;
+    const char *position = safetensors_meta(&f->st, "position_encoding");  // absent: learned
+    if (!CHECK(!position || position_parse(position, &c.position) == 0, "%s: position_encoding '%s'", path,
+               position))
         goto fail;
     if (!CHECK(f->t >= 1 && f->t <= c.block_size, "%s: seq_len %d outside [1, block_size %d]",
                path, f->t, c.block_size))

@@ -407,6 +407,9 @@ TEST(train_bad_data_and_usage_exit_codes) {
         {"--zero 2", {"--data", corpus, "--zero", "2"}, 2, {"--zero"}},
         {"--mpi-timeout -1", {"--data", corpus, "--mpi-timeout", "-1"}, 2, {"--mpi-timeout"}},
         {"--mpi-timeout abc", {"--data", corpus, "--mpi-timeout", "abc"}, 2, {"--mpi-timeout", "abc"}},
+        {"--pos alibi", {"--data", corpus, "--pos", "alibi"}, 2, {"--pos must be learned or rope", "alibi"}},
+        {"--pos rope with an odd head size", {"--data", corpus, "--pos", "rope", "--n-embd", "30", "--n-head", "2"}, 2,
+         {"rope", "head_size must be even (got 15)"}},
         // controls: the same corpus and sizes are fine where the options allow them
         {"--head-size makes --n-embd 30 with 4 heads valid",
          {"--n-layer", "1", "--batch-size", "2", "--eval-batches", "1", "--threads", "1", BLOCK_16, "--data", corpus,
@@ -505,8 +508,8 @@ TEST(train_checkpoint_round_trip_exact) {
     test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "round_trip");
     static const uint32_t vocab[8] = {10, 32, 65, 0xE9, 0x3B1, 0x4E2D, 0x1F600, 0x10FFFF};
     const GPTConfig configs[2] = {
-        {8, 8, 2, 3, 12, 5, 0, 0.25f},  // A = 15 != C, no qkv bias, dropout
-        {8, 16, 1, 2, 16, 8, 1, 0.0f},
+        {8, 8, 2, 3, 12, 5, 0, 0.25f, POSITION_LEARNED},  // A = 15 != C, no qkv bias, dropout
+        {8, 16, 1, 2, 16, 8, 1, 0.0f, POSITION_LEARNED},
     };
     for (int c = 0; c < 2; c++) {
         GPT model;
@@ -582,7 +585,7 @@ TEST(train_checkpoint_sharded_moments) {
     char dir[256], path[300], err[ERR_LEN];
     test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "sharded_moments");
     static const uint32_t vocab[8] = {10, 32, 65, 66, 67, 68, 69, 70};
-    const GPTConfig config = {8, 8, 2, 3, 12, 5, 1, 0.0f};
+    const GPTConfig config = {8, 8, 2, 3, 12, 5, 1, 0.0f, POSITION_LEARNED};
     GPT model;
     AdamW opt, part;
     if (!CHECK(gpt_build(&model, &config, 1, err) == 0, "%s", err)) return;
@@ -691,6 +694,74 @@ TEST(train_resume_is_bit_identical) {
     // dropout changes training (so the dropout run above really used dropout)
     snprintf(other, sizeof(other), "%s/full1/ckpt.safetensors", dir);
     CHECK(!same_tensors(ck, other, why), "--dropout 0.1 gave the same tensors as --dropout 0");
+}
+
+// RoPE runs (--pos rope): the checkpoint says so and holds no wpe; a resume continues one bit
+// for bit, --init-from starts another, and --pos cannot change either's model; a checkpoint
+// without position_encoding (older chargpt) holds learned positions, an unknown value is
+// refused, and a RoPE checkpoint called learned is refused for its missing wpe, not misread.
+TEST(train_rope_checkpoints_resume_and_load) {
+    if (!have_train()) return;
+    char dir[256], ck[300], learned[300], edited[300], log[300], out[300], value[64], err[ERR_LEN];
+    test_fresh_dir(dir, sizeof(dir), TRAIN_TMP, "rope");
+    const char *corpus = shared_corpus();
+    const char *full_args[] = {"--pos", "rope", "--steps", "20", "--decay-steps", "20", "--save-every", "10", NULL};
+    const char *half_args[] = {"--pos", "rope", "--steps", "10", "--decay-steps", "20", "--save-every", "10", NULL};
+    const char *learned_args[] = {"--steps", "2", NULL};
+    if (!train_into(dir, "full", corpus, full_args) || !train_into(dir, "half", corpus, half_args) ||
+        !train_into(dir, "learned", corpus, learned_args))
+        return;
+    snprintf(ck, sizeof(ck), "%s/half/ckpt.safetensors", dir);
+    snprintf(log, sizeof(log), "%s/half_resumed.log", dir);
+    snprintf(out, sizeof(out), "%s/half", dir);
+    if (!exited_with(run_train(log, "--resume", ck, "--steps", "20", "--out", out, "--threads", "1", NULL), 0,
+                     "resume", log))
+        return;
+    check_same_ckpt(dir, "full", "half", "--pos rope: 20 steps vs 10 + 10 resumed");
+
+    snprintf(ck, sizeof(ck), "%s/full/ckpt.safetensors", dir);
+    snprintf(learned, sizeof(learned), "%s/learned/ckpt.safetensors", dir);
+    test_meta_value(ck, "position_encoding", value, sizeof(value));
+    CHECK(strcmp(value, "rope") == 0, "a --pos rope checkpoint's position_encoding is '%s'", value);
+    test_meta_value(learned, "position_encoding", value, sizeof(value));
+    CHECK(strcmp(value, "learned") == 0, "a default checkpoint's position_encoding is '%s'", value);
+    SafeTensors st;
+    if (CHECK(safetensors_read(ck, &st, err) == 0, "%s", err)) {
+        CHECK(!safetensors_find(&st, "transformer.wpe.weight") && !safetensors_find(&st, "optimizer.m.transformer.wpe.weight"),
+              "a --pos rope checkpoint holds a position table");
+        safetensors_free(&st);
+    }
+    // --init-from a RoPE checkpoint: a RoPE run; --pos cannot change the model there or on --resume
+    snprintf(log, sizeof(log), "%s/init.log", dir);
+    snprintf(out, sizeof(out), "%s/init", dir);
+    if (exited_with(run_train(log, "--init-from", ck, "--data", corpus, "--steps", "2", "--batch-size", "4",
+                              "--eval-batches", "1", "--threads", "1", "--out", out, NULL), 0, "--init-from", log)) {
+        snprintf(edited, sizeof(edited), "%s/init/ckpt.safetensors", dir);
+        test_meta_value(edited, "position_encoding", value, sizeof(value));
+        CHECK(strcmp(value, "rope") == 0, "--init-from a RoPE checkpoint saved position_encoding '%s'", value);
+    }
+    const BadCase cases[] = {
+        {"--init-from with --pos", {"--init-from", ck, "--data", corpus, "--pos", "learned"}, 2,
+         {"--pos cannot be given with --init-from"}},
+        {"--resume with --pos", {"--resume", ck, "--pos", "learned"}, 2, {"--pos cannot be changed when resuming"}},
+    };
+    run_cases(cases, 2, dir);
+    // what older chargpt wrote, and what it must not be taken for
+    Checkpoint c;
+    snprintf(edited, sizeof(edited), "%s/old.safetensors", dir);
+    rewrite_meta(learned, edited, "position_encoding", NULL);
+    if (CHECK(checkpoint_open(edited, &c, err) == 0, "a checkpoint without position_encoding: %s", err)) {
+        CHECK(c.config.position == POSITION_LEARNED, "a checkpoint without position_encoding is not learned");
+        checkpoint_close(&c);
+    }
+    snprintf(edited, sizeof(edited), "%s/alibi.safetensors", dir);
+    rewrite_meta(ck, edited, "position_encoding", "alibi");
+    CHECK(checkpoint_open(edited, &c, err) != 0 && strstr(err, "position_encoding") && strstr(err, "alibi"),
+          "position_encoding 'alibi': '%s'", err);
+    snprintf(edited, sizeof(edited), "%s/misread.safetensors", dir);
+    rewrite_meta(ck, edited, "position_encoding", "learned");
+    CHECK(checkpoint_open(edited, &c, err) != 0 && strstr(err, "transformer.wpe.weight"),
+          "a RoPE checkpoint called learned: '%s'", err);
 }
 
 TEST(train_evaluation_and_threads_do_not_change_training) {

@@ -23,7 +23,7 @@ static void record(void *context, long done, long total) {
 }
 
 TEST(validation_pass_bounded_prefix_and_progress) {
-    const GPTConfig config = {11, 8, 1, 2, 8, 4, 1, 0.0f};
+    const GPTConfig config = {11, 8, 1, 2, 8, 4, 1, 0.0f, POSITION_LEARNED};
     GPT model = {0};
     char err[ERR_LEN];
     int B = 3, T = 8;

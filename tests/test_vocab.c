@@ -157,7 +157,7 @@ TEST(vocab_grow_adds_the_new_characters) {
 
 // A small model of vocabulary V with random weights, saved with vocab at path.
 static int save_model(const char *path, const Vocab *vocab, GPT *model) {
-    const GPTConfig config = {vocab->size, 8, 1, 2, 8, 4, 1, 0.0f};
+    const GPTConfig config = {vocab->size, 8, 1, 2, 8, 4, 1, 0.0f, POSITION_LEARNED};
     char err[ERR_LEN];
     if (!CHECK(gpt_build(model, &config, 0, err) == 0, "%s", err)) return -1;
     gpt_init_weights(model, 99);

@@ -27,6 +27,7 @@ const struct option train_long_options[] = {
     {"batch-size", required_argument, 0, OPT_BATCH_SIZE},
     {"dropout", required_argument, 0, OPT_DROPOUT},
     {"no-qkv-bias", no_argument, 0, OPT_NO_QKV_BIAS},
+    {"pos", required_argument, 0, OPT_POS},
     {"steps", required_argument, 0, OPT_STEPS},
     {"lr", required_argument, 0, OPT_LR},
     {"min-lr", required_argument, 0, OPT_MIN_LR},
@@ -142,6 +143,9 @@ static void usage_model_and_training(FILE *f, const TrainOptions *d) {
             "  --block-size N       context length T (default %d)\n"
             "  --dropout P          dropout on attention weights and residual branches (default %g)\n"
             "  --no-qkv-bias        no bias in the attention's q, k, v projection\n"
+            "  --pos KIND           positions: learned (a table, nanoGPT's; the default) or rope\n"
+            "                       (rotary, on q and k: no table, and generation past the block\n"
+            "                       costs one position per character)\n"
             "training:\n"
             "  --batch-size N       sequences per step, over all processes (default %d)\n"
             "  --grad-accum K       split each step into K micro-batches of batch-size / K sequences\n"
@@ -232,7 +236,7 @@ int options_check_given(const GivenOptions *given, char err[ERR_LEN]) {
                             "them");
     if (given->given[OPT_INIT_FROM]) {
         static const int model_options[] = {OPT_N_LAYER, OPT_N_HEAD, OPT_N_EMBD, OPT_HEAD_SIZE,
-                                            OPT_BLOCK_SIZE, OPT_NO_QKV_BIAS};
+                                            OPT_BLOCK_SIZE, OPT_NO_QKV_BIAS, OPT_POS};
         for (size_t k = 0; k < sizeof(model_options) / sizeof(model_options[0]); k++)
             if (given->given[model_options[k]])
                 return error_status(err, EXIT_USAGE, "--%s cannot be given with --init-from: the model is the "
@@ -387,7 +391,7 @@ static void resume_out_dir(TrainOptions *o, const GivenOptions *given) {
 static void init_from_options(const Checkpoint *ck, TrainOptions *o, const GivenOptions *given) {
     const GPTConfig *c = &ck->config;
     o->n_layer = c->n_layer, o->n_head = c->n_head, o->n_embd = c->n_embd, o->head_size = c->head_size;
-    o->block_size = c->block_size, o->qkv_bias = c->qkv_bias;
+    o->block_size = c->block_size, o->qkv_bias = c->qkv_bias, o->position = c->position;
     if (!given->given[OPT_DROPOUT]) o->dropout = c->dropout;
     if (!given->given[OPT_WARMUP]) o->warmup = schedule_fine_tune_warmup(o->steps);
 }

@@ -129,10 +129,15 @@ void progress_report_eval_line(const ProgressReport *r, long step, long done, lo
     task_line(what, (total - done) * per_batch + progress_report_eta(r, step), width, line, size);
 }
 
-void progress_report_final_line(long done, long total, double seconds, int width, char *line, size_t size) {
+void progress_report_task_line(const char *task, long done, long total, const char *units, double seconds, int width,
+                               char *line, size_t size) {
     char what[96];
-    snprintf(what, sizeof(what), "whole-validation pass: %ld/%ld characters", done, total);
+    snprintf(what, sizeof(what), "%s: %ld/%ld %s", task, done, total, units);
     task_line(what, done > 0 ? (total - done) * seconds / done : 0.0, width, line, size);
+}
+
+void progress_report_final_line(long done, long total, double seconds, int width, char *line, size_t size) {
+    progress_report_task_line("whole-validation pass", done, total, "characters", seconds, width, line, size);
 }
 
 void progress_report_step(ProgressReport *r, double loss, double seconds, double comm_seconds) {

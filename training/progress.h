@@ -91,6 +91,10 @@ void progress_report_eval_line(const ProgressReport *r, long step, long done, lo
 // The line while the whole-validation pass runs, `done` of `total` characters in `seconds`:
 // "whole-validation pass: 350000/1000000 characters | ETA 0m08s".
 void progress_report_final_line(long done, long total, double seconds, int width, char *line, size_t size);
+// The same line for any task of `total` units (./generate's scoring and generating), the ETA
+// at the rate so far: "<task>: <done>/<total> <units> | ETA 0m08s".
+void progress_report_task_line(const char *task, long done, long total, const char *units, double seconds, int width,
+                               char *line, size_t size);
 // A training step's loss and time, seconds in all, comm_seconds of them in collectives.
 void progress_report_step(ProgressReport *r, double loss, double seconds, double comm_seconds);
 // The progress line after `step` steps, fitted to width columns (a large width: every

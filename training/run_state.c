@@ -339,6 +339,7 @@ int run_meta_read(const Checkpoint *ck, TrainOptions *o, TrainState *s, char err
     o->head_size = c->head_size;
     o->block_size = c->block_size;
     o->qkv_bias = c->qkv_bias;
+    o->position = c->position;
     o->dropout = c->dropout;
     return 0;
 }
@@ -413,6 +414,7 @@ int same_run_facts(const SameRun *run, DistFact facts[SAME_RUN_MAX_FACTS]) {
     add(facts, &n, "--head-size", "%d", o->head_size);
     add(facts, &n, "--block-size", "%d", o->block_size);
     add(facts, &n, "qkv bias (--no-qkv-bias)", "%s", o->qkv_bias ? "on" : "off");
+    add(facts, &n, "--pos", "%s", position_name(o->position));
     add(facts, &n, "--dropout", "%s", float_fact(o->dropout, text[0]));
     add(facts, &n, "--val-fraction", "%s", float_fact(o->val_fraction, text[0]));
     add(facts, &n, "--batch-size", "%d", o->batch_size);

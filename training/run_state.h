@@ -96,6 +96,7 @@ typedef struct {
     int force;           // 1: a run already in out is replaced
     int n_layer, n_head, n_embd, head_size, block_size, batch_size, qkv_bias;
     float dropout;
+    PositionEncoding position;  // learned or rope (a checkpoint's position_encoding)
     long steps, decay_steps, warmup;
     long schedule_start;  // step where the learning-rate schedule starts (0, or a resume's new schedule)
     float lr, min_lr, weight_decay, grad_clip, val_fraction;

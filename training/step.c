@@ -298,7 +298,7 @@ void update_ratios(const DataParallel *dp, const GPT *model, const AdamW *opt, f
 int plan_memory(Run *r, GPTMemoryPlan *plan, char err[ERR_LEN]) {
     const TrainOptions *o = &r->o;
     r->config = (GPTConfig){r->vocab.size, o->block_size, o->n_layer, o->n_head, o->n_embd, o->head_size, o->qkv_bias,
-                            o->dropout};
+                            o->dropout, o->position};
     if (gpt_config_validate(&r->config, err) != 0) return EXIT_USAGE;
     // what the timeline probes (rank 0), checked before anything in --out changes
     const char *resumed_run_id = checkpoint_meta(&r->ck, "train.run_id");
