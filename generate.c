@@ -183,7 +183,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_FORCE && c != 'h' && c != ':' && c != '?')
             snprintf(o->other_flag, sizeof(o->other_flag), "%s", name);
         switch (c) {
-            case 'n': o->max_new = option_long("--max-new", optarg, 0, 1L << 40); break;
+            case 'n': o->max_new = option_long("--max-new", optarg, 0, LONG_AT_MOST(1LL << 40)); break;
             case 't': o->sampler.temperature = (float)option_double("--temperature", optarg, 0.0, 100.0, 1); break;
             case 'k': o->sampler.top_k = (int)option_long("--top-k", optarg, 0, 1 << 30); break;
             case 'p': {
@@ -445,7 +445,7 @@ static void score_text(const Options *o) {
     c = &model->config;
 
     SurprisalCsv csv;
-    ScoreOutput out = {o->surprisal ? &csv : NULL, text->len - 1, isatty(STDERR_FILENO), now_seconds()};
+    ScoreOutput out = {o->surprisal ? &csv : NULL, text->len - 1, platform_is_terminal(STDERR_FILENO), now_seconds()};
     if (o->surprisal && surprisal_csv_open(&csv, o->surprisal, run.vocab.chars, c->vocab_size, err) != 0)
         die(EXIT_DATA, "%s", err);
     Score score;

@@ -100,7 +100,7 @@ static void usage_data_and_output(FILE *f, const TrainOptions *d) {
             "  --out DIR            checkpoints, log.csv and loss.svg go here (default %s/); a DIR that\n"
             "                       holds a run already (a checkpoint or log.csv) is refused unless\n"
             "                       --resume continues it or --force replaces it. One run at a time:\n"
-            "                       a run holds DIR/.train.lock (flock) while it runs, and a second\n"
+            "                       a run holds a lock on DIR/.train.lock while it runs, and a second\n"
             "                       one there exits 2 naming its pid\n"
             "  --force              replace the run in --out (its checkpoints and loss.svg are removed\n"
             "                       and log.csv started afresh once every check has passed); with\n"
@@ -378,7 +378,7 @@ static void set_option(TrainOptions *o, int c, const char *name, const char *val
             if (encoding_parse(value, &o->encoding) != 0)
                 die(EXIT_USAGE, "--encoding must be utf-8, latin-1 or cp1252, got '%s'", value);
             break;
-        case OPT_MIN_CHAR_COUNT: o->min_char_count = option_long(name, value, 1, 1000000000000000L); break;
+        case OPT_MIN_CHAR_COUNT: o->min_char_count = option_long(name, value, 1, TRAIN_MAX_MIN_CHAR_COUNT); break;
         case OPT_GROW_VOCAB: o->grow_vocab = 1; break;
         case OPT_FINAL_VAL_CHARS:
             o->final_val_chars = strcmp(value, "all") == 0 ? -1 : option_long(name, value, 0, LONG_MAX);
@@ -528,7 +528,7 @@ static void resume_options(const Checkpoint *ck, TrainOptions *o, const GivenOpt
 // By default a resumed run goes on writing beside its checkpoint.
 static void resume_out_dir(TrainOptions *o, const GivenOptions *given) {
     if (given->given[OPT_OUT]) return;
-    const char *slash = strrchr(o->resume, '/');
+    const char *slash = platform_path_last_separator(o->resume);
     if (!slash) strcpy(o->out, ".");
     else snprintf(o->out, sizeof(o->out), "%.*s", (int)(slash - o->resume), o->resume);
     if (!o->out[0]) strcpy(o->out, "/");
@@ -805,7 +805,7 @@ static void plan_memory(Run *r) {
     int probe_ready = run_probe_prepare(&r->probe, o, &r->config, &r->vocab, &r->ds, r->resuming, err);
     if (probe_ready != 0) die(probe_ready == -2 ? EXIT_USAGE : EXIT_DATA, "%s", err);
     int B = o->batch_size, T = o->block_size;
-    r->tty = isatty(STDOUT_FILENO) && dist_size() == 1;  // mpirun forwards output: no rewritten line
+    r->tty = platform_is_terminal(STDOUT_FILENO) && dist_size() == 1;  // mpirun forwards output: no rewritten line
     printf("chargpt: %s, %zu characters, vocabulary %d%s; train %zu, val %zu\n", r->data_name, r->corpus.len,
            r->vocab.size, r->vocab.unknown ? " (an unknown token among them)" : "", r->ds.train_len, r->ds.val_len);
     GPTMemoryPlan plan;
@@ -931,7 +931,7 @@ static void take_step(Run *r) {
         exit(EXIT_NONFINITE);
     }
     s->step++;
-    s->tokens_seen += (long)B * T;
+    s->tokens_seen += (long long)B * T;
     r->grad_norm = (float)norm;
     r->grad_norm_sum += norm;
     r->clipped_steps += grad_clipped(norm, o->grad_clip);
@@ -1090,7 +1090,7 @@ static void close_log(Run *r) {
 // Stopped by a signal after saving: says how to continue; the exit status is 128 + the signal.
 static int stopped(const Run *r, int signal) {
     printf("%sstopped by %s after step %ld; saved %s (continue with --resume %s)\n", r->tty ? "\n" : "",
-           stop_signal_name(signal), r->state.step, r->paths.ckpt, r->paths.ckpt);
+           platform_signal_name(signal), r->state.step, r->paths.ckpt, r->paths.ckpt);
     return 128 + signal;
 }
 
@@ -1138,7 +1138,7 @@ static int whole_validation(Run *r) {
     int stop = agree();  // a stop signal ends the pass on every process
     if (stop) {
         printf("stopped by %s during the whole-validation pass (%s was saved at step %ld before it)\n",
-               stop_signal_name(stop), r->paths.ckpt, r->state.step);
+               platform_signal_name(stop), r->paths.ckpt, r->state.step);
         return 128 + stop;
     }
     dist_sum_doubles(&loss, 1);

@@ -1,5 +1,5 @@
-// Definitions every layer shares: the size of an error message buffer, and the programs'
-// exit statuses.
+// Definitions every layer shares: the size of an error message buffer, the programs' exit
+// statuses, and the bound of a count held in a long.
 //
 // Library functions that can fail return 0 or -1 and write one line saying why into a
 // caller's buffer of ERR_LEN bytes; they never print or exit. Those whose failures are of
@@ -9,6 +9,8 @@
 #ifndef CHARGPT_ERRORS_H
 #define CHARGPT_ERRORS_H
 
+#include <limits.h>
+
 // Long enough for a message naming two paths of up to 1023 bytes (the programs' limit) and a
 // list: the programs print what a function wrote whole.
 #define ERR_LEN 4096
@@ -16,5 +18,9 @@
 #define EXIT_DATA 1        // bad data or I/O: a corpus, checkpoint or file that cannot be used
 #define EXIT_USAGE 2       // bad usage, or a run too large for the memory
 #define EXIT_NONFINITE 3   // training stopped: the loss or the gradient is not finite
+
+// x, or LONG_MAX where C's long is too narrow for x: 32 bits on Windows (LLP64), where the
+// counts held in a long (steps, --max-new, --min-char-count) stop at 2^31 - 1.
+#define LONG_AT_MOST(x) ((long long)(x) < LONG_MAX ? (long)(x) : LONG_MAX)
 
 #endif

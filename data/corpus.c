@@ -1,12 +1,10 @@
 #include "corpus.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/platform.h"
@@ -35,16 +33,16 @@ static int read_text(FILE *fp, const char *path, const TextOptions *options, siz
 
 int corpus_load_as(const char *path, const TextOptions *options, size_t max_chars, Corpus *corpus, char err[ERR_LEN]) {
     memset(corpus, 0, sizeof(*corpus));
-    // O_NONBLOCK: opening a FIFO must not wait for a writer before it is refused
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
+    // opening a FIFO does not wait for a writer before it is refused
+    int fd = platform_open(path, PLATFORM_OPEN_READ);
+    PlatformFileInfo info;
+    if (fd < 0 || platform_fd_info(fd, &info) != 0) {
         snprintf(err, ERR_LEN, "cannot open %s %s: %s", options->noun ? options->noun : "corpus", path,
                  strerror(errno));
         if (fd >= 0) close(fd);
         return -1;
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (info.kind != PLATFORM_FILE_REGULAR) {
         snprintf(err, ERR_LEN, "%s: not a regular file (the %s must be a file, not a directory, FIFO or device)",
                  path, options->noun ? options->noun : "corpus");
         close(fd);
@@ -57,7 +55,7 @@ int corpus_load_as(const char *path, const TextOptions *options, size_t max_char
         close(fd);
         return -1;
     }
-    int status = read_text(fp, path, options, max_chars, (size_t)st.st_size, corpus, err);
+    int status = read_text(fp, path, options, max_chars, (size_t)info.size, corpus, err);
     fclose(fp);
     return status;
 }
@@ -98,7 +96,8 @@ static int find_default_corpus(const char *const *places, int n, char *out, size
     for (int i = 0; i < n; i++) {
         char path[PATH_MAX + 64], resolved[PATH_MAX];
         snprintf(path, sizeof(path), "%s%s", places[i], CORPUS_DEFAULT_NAME);
-        if (access(path, R_OK) == 0 && realpath(path, resolved) && strlen(resolved) < size) {
+        if (access(path, R_OK) == 0 && platform_real_path(path, resolved, sizeof(resolved)) == 0 &&
+            strlen(resolved) < size) {
             strcpy(out, resolved);
             return 0;
         }

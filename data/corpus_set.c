@@ -2,14 +2,13 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/platform.h"
 #include "utf8.h"
 
 #define MAX_EXAMPLES 3        // files skipped as not text that the report names
@@ -17,8 +16,7 @@
 
 // A directory being walked, and the ones above it: a link back to one of them is a loop.
 typedef struct Ancestor {
-    dev_t dev;
-    ino_t ino;
+    PlatformFileInfo info;
     const struct Ancestor *up;
 } Ancestor;
 
@@ -64,10 +62,10 @@ static int read_document(SetReader *s, FILE *fp, const char *path, size_t size, 
     return status == TEXT_TOO_LONG ? -2 : -1;
 }
 
-// Opens path without waiting on a FIFO; *st gets what it is. noun names it in messages.
-static int open_path(const char *path, const char *noun, struct stat *st, char err[ERR_LEN]) {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, st) != 0) {
+// Opens path without waiting on a FIFO; *info gets what it is. noun names it in messages.
+static int open_path(const char *path, const char *noun, PlatformFileInfo *info, char err[ERR_LEN]) {
+    int fd = platform_open(path, PLATFORM_OPEN_READ);
+    if (fd < 0 || platform_fd_info(fd, info) != 0) {
         snprintf(err, ERR_LEN, "cannot open %s%s%s: %s", noun, noun[0] ? " " : "", path, strerror(errno));
         if (fd >= 0) close(fd);
         return -1;
@@ -80,7 +78,7 @@ static int open_path(const char *path, const char *noun, struct stat *st, char e
 // given back.
 static FILE *open_pipe(int fd, const char *path, char err[ERR_LEN]) {
     unsigned char first;
-    ssize_t got = read(fd, &first, 1);
+    long got = read(fd, &first, 1);
     if (got == 0) {
         snprintf(err, ERR_LEN, "%s: a pipe (FIFO) with no process writing into it and nothing in it", path);
         return NULL;
@@ -89,8 +87,7 @@ static FILE *open_pipe(int fd, const char *path, char err[ERR_LEN]) {
         snprintf(err, ERR_LEN, "%s: read error: %s", path, strerror(errno));
         return NULL;
     }
-    int flags = fcntl(fd, F_GETFL);
-    FILE *fp = flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ? NULL : fdopen(fd, "rb");
+    FILE *fp = platform_fd_set_blocking(fd) != 0 ? NULL : fdopen(fd, "rb");
     if (!fp) {
         snprintf(err, ERR_LEN, "%s: cannot read: %s", path, strerror(errno));
         return NULL;
@@ -101,10 +98,10 @@ static FILE *open_pipe(int fd, const char *path, char err[ERR_LEN]) {
 
 // Reads a file the walk found to be a regular file (it is checked again once open).
 static int read_walked_file(SetReader *s, const char *path, char err[ERR_LEN]) {
-    struct stat st;
-    int fd = open_path(path, "", &st, err);
+    PlatformFileInfo info;
+    int fd = open_path(path, "", &info, err);
     if (fd < 0) return -1;
-    if (!S_ISREG(st.st_mode)) {  // replaced since the walk looked at it
+    if (info.kind != PLATFORM_FILE_REGULAR) {  // replaced since the walk looked at it
         close(fd);
         s->report->other++;
         return 0;
@@ -115,7 +112,7 @@ static int read_walked_file(SetReader *s, const char *path, char err[ERR_LEN]) {
         snprintf(err, ERR_LEN, "cannot open %s: %s", path, strerror(errno));
         return -1;
     }
-    int rc = read_document(s, fp, path, (size_t)st.st_size, 1, err);
+    int rc = read_document(s, fp, path, (size_t)info.size, 1, err);
     fclose(fp);
     return rc;
 }
@@ -192,8 +189,8 @@ static int walk(SetReader *s, const char *dir, const Ancestor *up, char err[ERR_
 
 // A path the walk found: a directory walked, a regular file read, anything else skipped.
 static int walk_path(SetReader *s, const char *path, const Ancestor *up, char err[ERR_LEN]) {
-    struct stat st;
-    if (stat(path, &st) != 0) {
+    PlatformFileInfo info;
+    if (platform_path_info(path, 1, &info) != 0) {
         if (errno == ENOENT || errno == ELOOP) {  // a broken link, or one that loops
             s->report->other++;
             return 0;
@@ -201,17 +198,17 @@ static int walk_path(SetReader *s, const char *path, const Ancestor *up, char er
         snprintf(err, ERR_LEN, "cannot read %s: %s", path, strerror(errno));
         return -1;
     }
-    if (S_ISREG(st.st_mode)) return read_walked_file(s, path, err);
-    if (!S_ISDIR(st.st_mode)) {
+    if (info.kind == PLATFORM_FILE_REGULAR) return read_walked_file(s, path, err);
+    if (info.kind != PLATFORM_FILE_DIRECTORY) {
         s->report->other++;
         return 0;
     }
     for (const Ancestor *a = up; a; a = a->up)
-        if (a->dev == st.st_dev && a->ino == st.st_ino) {  // a link back up: walking it would never end
+        if (platform_same_file(&a->info, &info)) {  // a link back up: walking it would never end
             s->report->other++;
             return 0;
         }
-    Ancestor here = {st.st_dev, st.st_ino, up};
+    Ancestor here = {info, up};
     return walk(s, path, &here, err);
 }
 
@@ -223,7 +220,7 @@ static int walk_entry(SetReader *s, const char *dir, const char *name, const Anc
     }
     // the path on the heap, not the stack: a walk as deep as PATH_MAX allows keeps one per level
     size_t dir_len = strlen(dir);
-    int slash = dir_len > 0 && dir[dir_len - 1] != '/';
+    int slash = dir_len > 0 && !platform_is_path_separator(dir[dir_len - 1]);
     if (dir_len + slash + strlen(name) >= PATH_MAX) {
         snprintf(err, ERR_LEN, "%s: a path in it is longer than %d bytes", dir, PATH_MAX - 1);
         return -1;
@@ -252,35 +249,36 @@ static int walk(SetReader *s, const char *dir, const Ancestor *up, char err[ERR_
 }
 
 static int read_stdin(SetReader *s, char err[ERR_LEN]) {
-    struct stat st;
-    if (fstat(STDIN_FILENO, &st) != 0) {
+    PlatformFileInfo info;
+    if (platform_fd_info(STDIN_FILENO, &info) != 0) {
         snprintf(err, ERR_LEN, "cannot read standard input: %s", strerror(errno));
         return -1;
     }
-    if (isatty(STDIN_FILENO)) {
+    if (platform_is_terminal(STDIN_FILENO)) {
         const char *into = s->spec->options.pipe_into;
         snprintf(err, ERR_LEN, "--data %s reads standard input, which is a terminal: pipe a text into it (%s%s)",
                  CORPUS_STDIN, into ? "cat books/*.txt | " : "cat books/*.txt | ...", into ? into : "");
         return -3;
     }
-    return read_document(s, stdin, TEXT_STDIN_NAME, S_ISREG(st.st_mode) ? (size_t)st.st_size : 0, 0, err);
+    return read_document(s, stdin, TEXT_STDIN_NAME, info.kind == PLATFORM_FILE_REGULAR ? (size_t)info.size : 0, 0,
+                         err);
 }
 
 // One path of the set: standard input, a directory (walked), or a file or pipe.
 static int read_path(SetReader *s, const char *path, char err[ERR_LEN]) {
     if (strcmp(path, CORPUS_STDIN) == 0) return read_stdin(s, err);
-    struct stat st;
-    int fd = open_path(path, s->spec->options.noun ? s->spec->options.noun : "corpus", &st, err);
+    PlatformFileInfo info;
+    int fd = open_path(path, s->spec->options.noun ? s->spec->options.noun : "corpus", &info, err);
     if (fd < 0) return -1;
-    if (S_ISDIR(st.st_mode)) {
+    if (info.kind == PLATFORM_FILE_DIRECTORY) {
         close(fd);
-        Ancestor top = {st.st_dev, st.st_ino, NULL};
+        Ancestor top = {info, NULL};
         return walk(s, path, &top, err);
     }
     FILE *fp = NULL;
-    if (S_ISREG(st.st_mode)) {
+    if (info.kind == PLATFORM_FILE_REGULAR) {
         if (!(fp = fdopen(fd, "rb"))) snprintf(err, ERR_LEN, "cannot open %s: %s", path, strerror(errno));
-    } else if (S_ISFIFO(st.st_mode)) {
+    } else if (info.kind == PLATFORM_FILE_PIPE) {
         fp = open_pipe(fd, path, err);
     } else {
         snprintf(err, ERR_LEN, "%s: not a regular file, directory or pipe (a device or socket cannot be a corpus)",
@@ -290,7 +288,7 @@ static int read_path(SetReader *s, const char *path, char err[ERR_LEN]) {
         close(fd);
         return -1;
     }
-    int rc = read_document(s, fp, path, S_ISREG(st.st_mode) ? (size_t)st.st_size : 0, 0, err);
+    int rc = read_document(s, fp, path, info.kind == PLATFORM_FILE_REGULAR ? (size_t)info.size : 0, 0, err);
     fclose(fp);
     return rc;
 }

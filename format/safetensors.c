@@ -2,15 +2,14 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../common/platform.h"
 #include "atomic_file.h"
 #include "json.h"
 
@@ -113,15 +112,15 @@ static int too_short(const char *path, size_t file_len, char err[ERR_LEN]) {
 // and the header. Opening does not wait on a FIFO: anything but a regular file is refused.
 static int read_file(const char *path, SafeTensors *st, int header_only, size_t *header_len, size_t *data_len,
                      char err[ERR_LEN]) {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    int fd = platform_open(path, PLATFORM_OPEN_READ);
     if (fd < 0) return fail(err, path, "cannot open: %s", strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
+    PlatformFileInfo info;
+    if (platform_fd_info(fd, &info) != 0) {
         int stat_errno = errno;
         close(fd);
         return fail(err, path, "cannot stat: %s", strerror(stat_errno));
     }
-    if (!S_ISREG(sb.st_mode)) {
+    if (info.kind != PLATFORM_FILE_REGULAR) {
         close(fd);
         return fail(err, path, "not a regular file");
     }
@@ -130,7 +129,7 @@ static int read_file(const char *path, SafeTensors *st, int header_only, size_t 
         close(fd);
         return fail(err, path, "cannot open: %s", strerror(errno));
     }
-    size_t file_len = (size_t)sb.st_size, read_len = file_len;
+    size_t file_len = (size_t)info.size, read_len = file_len;
     unsigned char first[12];  // the header's length, and the start of the header
     size_t n_first = fread(first, 1, sizeof(first), fp);
     unsigned char *len_bytes = first;

@@ -1,14 +1,13 @@
 #include "prompt.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/platform.h"
 #include "../data/utf8.h"
 #include "../data/vocab_coverage.h"
 
@@ -92,14 +91,14 @@ void prompt_free(Prompt *p) {
 // stream, or NULL with err.
 static FILE *open_prompt_file(const char *path, char err[ERR_LEN]) {
     if (strcmp(path, "-") == 0) return stdin;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a FIFO must not block the open
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
+    int fd = platform_open(path, PLATFORM_OPEN_READ);  // a FIFO must not block the open
+    PlatformFileInfo info;
+    if (fd < 0 || platform_fd_info(fd, &info) != 0) {
         snprintf(err, ERR_LEN, "cannot open prompt file %s: %s", path, strerror(errno));
         if (fd >= 0) close(fd);
         return NULL;
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (info.kind != PLATFORM_FILE_REGULAR) {
         snprintf(err, ERR_LEN, "prompt file %s is not a regular file (use -f - to read the prompt from stdin)", path);
         close(fd);
         return NULL;

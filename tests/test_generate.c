@@ -2,14 +2,11 @@
 // past block_size (generation/inference.h), the sampler's filters and draws (generation/sampler.h), and
 // the ./generate program run on a small checkpoint built here: determinism, cache on and
 // off, seeds, the recorded attention in every format, and its errors and exit statuses.
-#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../data/utf8.h"
@@ -88,8 +85,8 @@ static const char *test_checkpoint(void) {
     static int state = 0;  // 0 not tried, 1 ready, -1 failed
     if (state == 0) {
         state = -1;
-        mkdir(TMP_DIR, 0777);
-        if (!CHECK(access(GENERATE, X_OK) == 0, "%s is not built: run make first", GENERATE)) return NULL;
+        test_make_dir(TMP_DIR);
+        if (!CHECK(test_file_exists(GENERATE), "%s is not built: run make first", GENERATE)) return NULL;
         uint32_t vocab[sizeof(VOCAB_TEXT)];
         if (!CHECK(test_vocab(vocab) == PROGRAM_CONFIG.vocab_size, "test vocabulary size")) return NULL;
         GPT model;
@@ -105,25 +102,15 @@ static const char *test_checkpoint(void) {
     return state == 1 ? CKPT : NULL;
 }
 
-// Runs argv (argv[0] the program, NULL-terminated) with stdin from in_path (NULL:
-// /dev/null) and stdout and stderr into files. Returns the exit status, -1 if it did not exit.
+// Runs argv (argv[0] the program, NULL-terminated) with stdin from in_path (NULL: the null
+// device) and stdout and stderr into files. Returns the exit status, -1 if it did not exit.
 static int run_program(const char *const *argv, const char *in_path, const char *out_path,
                        const char *err_path) {
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        int in = open(in_path ? in_path : "/dev/null", O_RDONLY);
-        int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-        int errfd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-        if (in < 0 || out < 0 || errfd < 0) _exit(127);
-        dup2(in, 0), dup2(out, 1), dup2(errfd, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int status;
-    if (waitpid(pid, &status, 0) != pid) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    TestChild c;
+    TestEnd end = {-1, 0, 0};
+    TestSpawn how = {.in_path = in_path, .out_path = err_path, .stdout_path = out_path};
+    if (test_child_start(&c, argv, &how) == 0) test_child_wait(&c, 1e9, &end);
+    return end.status;
 }
 
 typedef struct {

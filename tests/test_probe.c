@@ -333,7 +333,7 @@ TEST(probe_logit_lens_in_the_inspector) {
     float *att = malloc((size_t)L * H * t * t * sizeof(float));
     for (int l = 0; l < L; l++) memcpy(att + (size_t)l * H * t * t, gpt_attention_weights(&model, l), (size_t)H * t * t * 4);
     AttentionLens shown = {lens.rows, lens.cells, vocab};
-    mkdir("tests/tmp", 0755);
+    test_make_dir("tests/tmp");
     const char *path = "tests/tmp/probe_lens.json", *page = "tests/tmp/probe_lens.html";
     CHECK(attention_export(path, chars, t, L, H, att, NULL, &shown, err) == 0 &&
               attention_export(page, chars, t, L, H, att, NULL, &shown, err) == 0, "export: %s", err);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../common/platform.h"
 #include "../format/atomic_file.h"
 #include "../viewer/timeline.h"
 #include "run_probe.h"
@@ -23,10 +24,10 @@ static int make_dirs(const char *path, char err[ERR_LEN]) {
     char buf[1024];
     snprintf(buf, sizeof(buf), "%s", path);
     for (char *p = buf + 1; ; p++) {
-        if (*p == '/' || *p == '\0') {
+        if (platform_is_path_separator(*p) || *p == '\0') {
             char saved = *p;
             *p = '\0';
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+            if (platform_make_dir(buf) != 0 && errno != EEXIST) {
                 snprintf(err, ERR_LEN, "cannot create directory %s: %s", buf, strerror(errno));
                 return -1;
             }

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "run_identity.h"
@@ -34,10 +33,10 @@ int run_dir_find_run(const char *dir, char *found, size_t size) {
     int n = 0;
     for (int i = 0; i < NUM_RUN_FILES; i++) {
         char path[4200];
-        struct stat st;
-        if (lstat(in_dir(path, dir, run_files[i]), &st) != 0) continue;
+        PlatformFileInfo info;
+        if (platform_path_info(in_dir(path, dir, run_files[i]), 0, &info) != 0) continue;
         // a log counts once it has a row: a run refused before its first step leaves the header alone
-        if (strcmp(run_files[i], "log.csv") == 0 && (!S_ISREG(st.st_mode) || !has_row(path))) continue;
+        if (strcmp(run_files[i], "log.csv") == 0 && (info.kind != PLATFORM_FILE_REGULAR || !has_row(path))) continue;
         present[n++] = run_files[i];
     }
     size_t used = 0;
@@ -57,8 +56,8 @@ static const char *rows_text(const RunLogRows *rows, char text[80]) {
 
 static int exists(const char *dir, const char *name) {
     char path[4200];
-    struct stat st;
-    return lstat(in_dir(path, dir, name), &st) == 0;
+    PlatformFileInfo info;
+    return platform_path_info(in_dir(path, dir, name), 0, &info) == 0;
 }
 
 // The plan that replaces the run in dir (--force).
@@ -70,20 +69,17 @@ static void plan_replace(RunDirPlan *plan, const char *dir, const char *found) {
 // Starts a plan that changes nothing, with the checkpoint read from (or NULL).
 static int plan_start(RunDirPlan *plan, const char *source, char err[ERR_LEN]) {
     memset(plan, 0, sizeof(*plan));
-    struct stat st;
     if (!source) return 0;
-    if (stat(source, &st) != 0) {
+    if (platform_path_info(source, 1, &plan->source) != 0) {
         snprintf(err, ERR_LEN, "cannot read %s: %s", source, strerror(errno));
         return -1;
     }
     plan->has_source = 1;
-    plan->source_dev = st.st_dev;
-    plan->source_ino = st.st_ino;
     return 0;
 }
 
-static int is_source(const RunDirPlan *plan, const struct stat *st) {
-    return plan->has_source && st->st_dev == plan->source_dev && st->st_ino == plan->source_ino;
+static int is_source(const RunDirPlan *plan, const PlatformFileInfo *info) {
+    return plan->has_source && platform_same_file(info, &plan->source);
 }
 
 int run_dir_plan_new(const char *dir, const char *source, int force, RunDirPlan *plan, char err[ERR_LEN]) {
@@ -114,11 +110,11 @@ int run_dir_plan_new(const char *dir, const char *source, int force, RunDirPlan 
 // 1 when the directory holding `file` is dir.
 static int in_same_dir(const char *file, const char *dir) {
     char parent[4200];
-    const char *slash = strrchr(file, '/');
+    const char *slash = platform_path_last_separator(file);
     snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash - file) : 1, slash ? file : ".");
     if (!parent[0]) strcpy(parent, "/");
-    struct stat a, b;
-    return stat(parent, &a) == 0 && stat(dir, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+    PlatformFileInfo a, b;
+    return platform_path_info(parent, 1, &a) == 0 && platform_path_info(dir, 1, &b) == 0 && platform_same_file(&a, &b);
 }
 
 // What a resumed run would drop: up to two newer checkpoints and log.csv's rows.
@@ -153,11 +149,11 @@ static int compare_checkpoints(const char *dir, const RunIdentity *mine, RunDirP
     long newest_step = -1;
     for (int i = 0; i < 2 && !other[0]; i++) {
         char path[4200], why[ERR_LEN];
-        struct stat st;
-        if (stat(in_dir(path, dir, names[i]), &st) != 0) continue;
+        PlatformFileInfo info;
+        if (platform_path_info(in_dir(path, dir, names[i]), 1, &info) != 0) continue;
         count++;
         ckpt_present |= i == 0;
-        if (is_source(plan, &st)) continue;
+        if (is_source(plan, &info)) continue;
         RunIdentity theirs;
         if (run_identity_read(path, &theirs, why) != 0)
             snprintf(other, other_size, "its %s cannot be read (%.300s)", names[i], why);
@@ -228,10 +224,11 @@ int run_dir_apply(const char *dir, const RunDirPlan *plan, char err[ERR_LEN]) {
                            plan->remove_plot};
     for (int i = 0; i < 5; i++) {
         char path[4200];
-        struct stat st;
-        if (!remove[i] || lstat(in_dir(path, dir, names[i]), &st) != 0 || (stat(path, &st) == 0 && is_source(plan, &st)))
+        PlatformFileInfo info;
+        if (!remove[i] || platform_path_info(in_dir(path, dir, names[i]), 0, &info) != 0 ||
+            (platform_path_info(path, 1, &info) == 0 && is_source(plan, &info)))
             continue;
-        if (unlink(path) != 0 && errno != ENOENT) {
+        if (platform_remove_file(path) != 0 && errno != ENOENT) {
             snprintf(err, ERR_LEN, "cannot remove %s of the run --force replaces: %s", path, strerror(errno));
             return -1;
         }
@@ -241,10 +238,10 @@ int run_dir_apply(const char *dir, const RunDirPlan *plan, char err[ERR_LEN]) {
 
 void run_dir_find_corpus(const char *saved, const char *checkpoint_path, char *out, size_t size) {
     snprintf(out, size, "%s", saved);
-    if (saved[0] == '/' || access(saved, F_OK) == 0) return;
-    const char *slash = strrchr(checkpoint_path, '/');
+    if (platform_path_is_absolute(saved) || access(saved, F_OK) == 0) return;
+    const char *slash = platform_path_last_separator(checkpoint_path);
     int dir_len = slash ? (int)(slash - checkpoint_path) : 0;
-    const char *name = strrchr(saved, '/');
+    const char *name = platform_path_last_separator(saved);
     const char *candidates[] = {saved, name ? name + 1 : saved};
     for (int i = 0; i < 2; i++) {
         char path[4200];

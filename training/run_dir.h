@@ -5,8 +5,8 @@
 #define CHARGPT_RUN_DIR_H
 
 #include <stddef.h>
-#include <sys/types.h>
 
+#include "../common/platform.h"
 #include "../model/gpt.h"
 
 // The files that make a run (ckpt.safetensors, best.safetensors, a log.csv with a row) in dir,
@@ -21,8 +21,7 @@ typedef struct {
     int remove_plot;        // and loss.svg, with the timeline's probe.bin and timeline.html
     int fresh_log;          // 1: log.csv starts afresh; 0: the resumed run appends (run_log_open)
     int has_source;         // the checkpoint read from (resumed or fine-tuned), never removed:
-    dev_t source_dev;
-    ino_t source_ino;
+    PlatformFileInfo source;
     char message[ERR_LEN];  // what run_dir_apply did, to print, or ""
 } RunDirPlan;
 

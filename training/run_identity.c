@@ -1,28 +1,24 @@
 #include "run_identity.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
+#include "../common/platform.h"
 #include "../format/safetensors.h"
 #include "../model/rng.h"
 
 void run_id_new(char id[RUN_ID_LEN]) {
     uint64_t x = 0;
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    int got = fd >= 0 && read(fd, &x, sizeof(x)) == (ssize_t)sizeof(x);
-    if (fd >= 0) close(fd);
-    if (!got) {
+    if (platform_random_bytes(&x, sizeof(x)) != 0) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        x = hash_mix64((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^ hash_mix64((uint64_t)getpid());
+        x = hash_mix64((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^
+            hash_mix64((uint64_t)platform_process_id());
     }
     snprintf(id, RUN_ID_LEN, "%016" PRIx64, x);
 }

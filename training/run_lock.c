@@ -1,25 +1,24 @@
 #include "run_lock.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../common/platform.h"
 
 // The process id written in the lock file, or 0 when there is none (yet) or it is not running.
 static long holder_pid(int fd) {
     char text[32];
-    ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+    long n = platform_read_at(fd, text, sizeof(text) - 1, 0);
     if (n <= 0) return 0;
     text[n] = '\0';
     char *end;
     long pid = strtol(text, &end, 10);
     if (end == text || *end != '\n' || pid <= 0) return 0;
-    return kill((pid_t)pid, 0) == 0 || errno == EPERM ? pid : 0;
+    return platform_process_running(pid) ? pid : 0;
 }
 
 // The holder writes its pid right after it takes the lock: wait up to a second for it.
@@ -33,15 +32,14 @@ int run_lock_take(RunLock *lock, const char *dir, char err[ERR_LEN]) {
     char path[4200];
     snprintf(path, sizeof(path), "%s/%s", dir, RUN_LOCK_NAME);
     lock->held = 0;
-    lock->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+    lock->fd = platform_open(path, PLATFORM_OPEN_LOCK_FILE);
     if (lock->fd < 0) {
         snprintf(err, ERR_LEN, "cannot create %s: %s", path, strerror(errno));
         return RUN_LOCK_FAILED;
     }
-    int rc;
-    while ((rc = flock(lock->fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) continue;
-    if (rc != 0) {
-        int error = errno, busy = error == EWOULDBLOCK;
+    int locked = platform_lock(lock->fd);
+    if (locked != PLATFORM_LOCK_HELD) {
+        int error = errno, busy = locked == PLATFORM_LOCK_BUSY;
         if (busy) {
             long pid = wait_for_holder_pid(lock->fd);
             char holder[64] = "another process (its pid is not written in the lock)";
@@ -51,14 +49,13 @@ int run_lock_take(RunLock *lock, const char *dir, char err[ERR_LEN]) {
         } else {
             snprintf(err, ERR_LEN, "cannot lock %s: %s", path, strerror(error));
         }
-        int unsupported = error == ENOLCK || error == EOPNOTSUPP || error == ENOSYS;
         close(lock->fd);
-        return busy ? RUN_LOCK_BUSY : unsupported ? RUN_LOCK_UNSUPPORTED : RUN_LOCK_FAILED;
+        return busy ? RUN_LOCK_BUSY : locked == PLATFORM_LOCK_UNSUPPORTED ? RUN_LOCK_UNSUPPORTED : RUN_LOCK_FAILED;
     }
     lock->held = 1;
     char text[32];
-    int n = snprintf(text, sizeof(text), "%ld\n", (long)getpid());
-    if (ftruncate(lock->fd, 0) != 0 || pwrite(lock->fd, text, (size_t)n, 0) != n) {
+    int n = snprintf(text, sizeof(text), "%ld\n", platform_process_id());
+    if (ftruncate(lock->fd, 0) != 0 || platform_write_at(lock->fd, text, (size_t)n, 0) != n) {
         snprintf(err, ERR_LEN, "cannot write %s: %s", path, strerror(errno));
         run_lock_release(lock);
         return RUN_LOCK_FAILED;

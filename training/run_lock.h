@@ -1,6 +1,7 @@
-// One run at a time in an output directory: an advisory lock (flock(2)) on DIR/.train.lock,
-// taken before anything in DIR is written and held until the process ends; the kernel
-// releases it however the process ends, SIGKILL included. The file holds the holder's process
+// One run at a time in an output directory: a lock (common/platform.h's platform_lock:
+// flock(2), Windows's LockFileEx) on DIR/.train.lock, taken before anything in DIR is written
+// and held until the process ends; the system releases it however the process ends, SIGKILL
+// (TerminateProcess) included. The file holds the holder's process
 // id, so that a run refused by it can name the one running. The file is left in place (an
 // empty file once its holder has ended normally): removing it could let two runs lock two
 // files of the same name. It is not part of a run: run_dir.h does not count it, and --force

@@ -129,7 +129,7 @@ int run_log_row(RunLog *log, const RunLogRow *row, char err[ERR_LEN]) {
     char val[32] = "", grad[32] = "";
     if (!isnan(row->val_loss)) snprintf(val, sizeof(val), "%.6f", row->val_loss);
     if (!isnan(row->grad_norm)) snprintf(grad, sizeof(grad), "%.6g", row->grad_norm);
-    if (fprintf(log->fp, "%ld,%.6f,%s,%.6e,%ld,%.3f,%s,%d\n", row->step, row->train_loss, val, row->lr,
+    if (fprintf(log->fp, "%ld,%.6f,%s,%.6e,%lld,%.3f,%s,%d\n", row->step, row->train_loss, val, row->lr,
                 row->tokens_seen, row->elapsed_s, grad, row->clipped) < 0 ||
         fflush(log->fp) != 0)
         return write_failed(log->path, err);

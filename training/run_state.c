@@ -10,7 +10,7 @@
 
 #include "../format/float_text.h"
 
-typedef enum { FIELD_INT, FIELD_LONG, FIELD_FLOAT, FIELD_DOUBLE, FIELD_U64 } FieldType;
+typedef enum { FIELD_INT, FIELD_LONG, FIELD_LLONG, FIELD_FLOAT, FIELD_DOUBLE, FIELD_U64 } FieldType;
 
 // How a field may be: its limits are [min, max], or [min, max) with OPEN_MAX; NaN is
 // refused unless NAN_OK.
@@ -50,13 +50,13 @@ static const Field fields[] = {
     OPTION("train.keep_cr", FIELD_INT, keep_cr, 0, 1, OPTIONAL),
     OPTION("train.skip_unknown", FIELD_INT, skip_unknown, 0, 1, OPTIONAL),
     OPTION("train.schedule_start", FIELD_LONG, schedule_start, 0, TRAIN_MAX_STEPS, OPTIONAL),
-    OPTION("train.min_char_count", FIELD_LONG, min_char_count, 1, 1e15, OPTIONAL),
+    OPTION("train.min_char_count", FIELD_LONG, min_char_count, 1, TRAIN_MAX_MIN_CHAR_COUNT, OPTIONAL),
     OPTION("train.grow_vocab", FIELD_INT, grow_vocab, 0, 1, OPTIONAL),
     STATE("state.step", FIELD_LONG, step, 0, TRAIN_MAX_STEPS, 0),
     STATE("state.rng", FIELD_U64, rng.state, 0, 0, 0),
     STATE("state.best_val_loss", FIELD_DOUBLE, best_val_loss, 0, INFINITY, 0),
     STATE("state.last_val_loss", FIELD_DOUBLE, last_val_loss, 0, INFINITY, OPEN_MAX | NAN_OK),
-    STATE("state.tokens_seen", FIELD_LONG, tokens_seen, 0, 1e18, 0),
+    STATE("state.tokens_seen", FIELD_LLONG, tokens_seen, 0, 1e18, 0),
     STATE("state.elapsed_s", FIELD_DOUBLE, elapsed_s, 0, 1e12, 0),
 };
 #define NUM_FIELDS (int)(sizeof(fields) / sizeof(fields[0]))
@@ -89,6 +89,7 @@ void run_meta_write(RunMeta *m, const TrainOptions *o, const TrainState *s) {
         switch (f->type) {
             case FIELD_INT: snprintf(value, sizeof(value), "%d", *(const int *)p); break;
             case FIELD_LONG: snprintf(value, sizeof(value), "%ld", *(const long *)p); break;
+            case FIELD_LLONG: snprintf(value, sizeof(value), "%lld", *(const long long *)p); break;
             case FIELD_FLOAT: float_text(*(const float *)p, value, sizeof(value)); break;
             case FIELD_DOUBLE: double_text(*(const double *)p, value, sizeof(value)); break;
             case FIELD_U64: snprintf(value, sizeof(value), "%" PRIu64, *(const uint64_t *)p); break;
@@ -114,7 +115,8 @@ static int read_field(const Checkpoint *ck, const Field *f, TrainOptions *o, Tra
     void *p = field_address(f, o, s);
     if (!text && (f->flags & OPTIONAL)) {
         if (f->type == FIELD_INT) *(int *)p = 0;
-        else *(long *)p = 0;
+        else if (f->type == FIELD_LONG) *(long *)p = 0;
+        else *(long long *)p = 0;
         return 0;
     }
     if (!text) {
@@ -129,12 +131,13 @@ static int read_field(const Checkpoint *ck, const Field *f, TrainOptions *o, Tra
         if (text[0] < '0' || text[0] > '9' || *end || errno)
             return not_a_number(ck, f, text, "a whole number in [0, 2^64)", err);
         *(uint64_t *)p = v;
-    } else if (f->type == FIELD_INT || f->type == FIELD_LONG) {
+    } else if (f->type == FIELD_INT || f->type == FIELD_LONG || f->type == FIELD_LLONG) {
         long long v = strtoll(text, &end, 10);
         if (end == text || *end || errno) return not_a_number(ck, f, text, "a whole number", err);
         if (v < f->min || v > f->max) return outside(ck, f, text, err);
         if (f->type == FIELD_INT) *(int *)p = (int)v;
-        else *(long *)p = (long)v;
+        else if (f->type == FIELD_LONG) *(long *)p = (long)v;
+        else *(long long *)p = v;
     } else {
         double v = strtod(text, &end);
         if (end == text || *end) return not_a_number(ck, f, text, "a number", err);

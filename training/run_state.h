@@ -14,9 +14,10 @@
 #include "run_identity.h"
 
 // Limits of the options, on the command line and in a checkpoint alike.
-#define TRAIN_MAX_STEPS (1L << 40)         // steps, warm-up, decay and every "every N"
+#define TRAIN_MAX_STEPS LONG_AT_MOST(1LL << 40)  // steps, warm-up, decay and every "every N"
 #define TRAIN_MAX_BATCH_SIZE (1 << 20)
 #define TRAIN_MAX_EVAL_BATCHES (1L << 30)
+#define TRAIN_MAX_MIN_CHAR_COUNT LONG_AT_MOST(1000000000000000LL)
 #define TRAIN_MAX_LR 10.0                  // lr, min_lr and weight decay
 #define TRAIN_MAX_GRAD_CLIP 1e9
 
@@ -63,7 +64,7 @@ typedef struct {
     Rng rng;               // batch sampler, after `step` batches
     double best_val_loss;  // INFINITY before the first evaluation
     double last_val_loss;  // NAN before the first evaluation
-    long tokens_seen;
+    long long tokens_seen;  // past 2^31 in a long run: wider than a long where that is 32 bits
     double elapsed_s;
 } TrainState;
 
