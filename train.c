@@ -1,7 +1,8 @@
 // ./train: trains a character-level GPT on a text corpus (plain or gzip) and writes
 // safetensors checkpoints that ./generate, PyTorch and --resume read.
 // Exit status: 0 done, 1 bad data or I/O, 2 bad usage or a run too large for the memory,
-// 3 non-finite loss, 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP after saving.
+// 3 non-finite loss, 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP after saving (Windows: 130
+// Ctrl-C, 149 Ctrl-Break, 129 the console closed, 143 a logoff or shutdown).
 // Built with MPI (`make MPI=1`), `mpirun -np N` runs one training on N processes (dist/,
 // training/data_parallel.h): rank 0 alone prints and writes, and the processes agree on
 // failures and signals at fixed points of the run, so that they all leave together.
@@ -196,9 +197,9 @@ static void usage_model_and_training(FILE *f, const TrainOptions *d) {
             "train loss of the steps since the last report ('mean of N'), as log.csv and done:'s\n"
             "final train loss give it; ms/step and tok/s count training steps only, and the ETA\n"
             "counts what is left of them, the evaluations, the saves and the final validation pass;\n"
-            "an evaluation shows on the line while it runs. Ctrl-C, SIGTERM or SIGHUP: the step\n"
-            "ends, an evaluation under way\n"
-            "is abandoned, the checkpoint is saved; a second one exits at once without saving. During\n"
+            "an evaluation shows on the line while it runs. Ctrl-C, SIGTERM or SIGHUP (on Windows\n"
+            "Ctrl-C, Ctrl-Break or closing the console): the step ends, an evaluation under way is\n"
+            "abandoned, the checkpoint is saved; a second one exits at once without saving. During\n"
             "the whole-validation pass at the end (after the last save) it stops the pass.\n",
             d->n_layer, d->n_head, d->n_embd, d->block_size, d->dropout, d->batch_size, d->steps, d->lr, d->min_lr,
             d->warmup, d->weight_decay, d->grad_clip, d->eval_every, d->eval_batches, d->final_val_chars,

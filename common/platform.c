@@ -387,19 +387,37 @@ const char *platform_name(void) { return "windows"; }
 
 static const char *invoked = "chargpt";
 static char short_name[256] = "chargpt";  // argv[0]'s file name without ".exe"
-static UINT console_output_cp, console_input_cp;  // as the console had them before
+// the console's code pages and its output's mode as they were before (0: not changed)
+static UINT console_output_cp, console_input_cp;
+static DWORD console_mode[2];
 
-static void restore_console_code_pages(void) {
+static void restore_console(void) {
     if (console_output_cp) SetConsoleOutputCP(console_output_cp);
     if (console_input_cp) SetConsoleCP(console_input_cp);
+    for (int i = 0; i < 2; i++)
+        if (console_mode[i]) SetConsoleMode(GetStdHandle(i == 0 ? STD_OUTPUT_HANDLE : STD_ERROR_HANDLE), console_mode[i]);
+}
+
+// A console shows UTF-8 (the bytes the programs write) and reads escape sequences as a
+// terminal does (the progress line's "erase the line": Windows 10 1511 and later); both as
+// they were once the program ends.
+static void set_up_console(void) {
+    console_output_cp = GetConsoleOutputCP(), console_input_cp = GetConsoleCP();
+    if (!console_output_cp || !SetConsoleOutputCP(CP_UTF8) || !SetConsoleCP(CP_UTF8))
+        console_output_cp = console_input_cp = 0;
+    for (int i = 0; i < 2; i++) {
+        HANDLE h = GetStdHandle(i == 0 ? STD_OUTPUT_HANDLE : STD_ERROR_HANDLE);
+        DWORD mode;
+        if (GetConsoleMode(h, &mode) && SetConsoleMode(h, mode | ENABLE_VIRTUAL_TERMINAL_PROCESSING)) console_mode[i] = mode;
+    }
+    if (console_output_cp || console_mode[0] || console_mode[1]) atexit(restore_console);
 }
 
 void platform_init(int argc, char **argv) {
     // binary: what the programs write and read are the same bytes as on other systems
     *__p__fmode() = _O_BINARY;  // _fmode: fopen's default mode
     for (int fd = 0; fd < 3; fd++) _setmode(fd, _O_BINARY);
-    console_output_cp = GetConsoleOutputCP(), console_input_cp = GetConsoleCP();
-    if (console_output_cp && SetConsoleOutputCP(CP_UTF8) && SetConsoleCP(CP_UTF8)) atexit(restore_console_code_pages);
+    set_up_console();
     if (argc < 1 || !argv[0] || !argv[0][0]) return;
     invoked = argv[0];
     const char *sep = platform_path_last_separator(argv[0]);

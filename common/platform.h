@@ -21,9 +21,10 @@ const char *platform_name(void);
 
 // Called first by a program's main: the POSIX and Windows versions take the program's name
 // from argv[0] (Linux and macOS keep it themselves). On Windows it also makes the standard
-// streams binary (the same bytes as on other systems: no \r added, no Ctrl-Z read as an end)
-// and the console's code page UTF-8; the programs' manifest makes UTF-8 the code page of their
-// file names, arguments and environment (common/windows.manifest).
+// streams binary (the same bytes as on other systems: no \r added, no Ctrl-Z read as an end),
+// the console's code page UTF-8 and its escape sequences on (the progress line), as they were
+// again at exit; the programs' manifest makes UTF-8 the code page of their file names,
+// arguments and environment (common/windows.manifest).
 void platform_init(int argc, char **argv);
 // The program's name as messages begin ("train: ..."): its file name, as it was invoked
 // (without Windows's ".exe").

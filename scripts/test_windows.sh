@@ -6,21 +6,17 @@
 # .exe programs (CHARGPT_BIN), and it starts them, itself (a child of its own: a writer into a
 # pipe, a process that leaves a file behind) and the sender of its Ctrl-C as Windows processes.
 # Wine runs the programs on this machine's CPU: the per-backend tests run on every backend it
-# has. Wine's own files go to build-windows/wine (WINEPREFIX), made on the first run. The
+# has. Wine's own files go to build-windows/wine (scripts/wine_windows.sh). The
 # suite's output goes to build-windows/tests.log; this prints its kernels line, its skipped
 # tests, its last line and its time, and for a failed run the failed tests' checks.
 # Usage: scripts/test_windows.sh [TEST-NAME-SUBSTRING]. Exit status 0 when the suite passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 win=build-windows
-WINE=${WINE:-$(command -v wine64 || echo /usr/lib/wine/wine64)}
 if [ ! -x "$win/run_tests.exe" ] || [ ! -x "$win/bin/train.exe" ] || [ ! -x "$win/bin/generate.exe" ]; then
     echo "test_windows: build the Windows programs and tests first (make test-windows)" >&2
     exit 1
 fi
-# no Mono or Gecko installer when the prefix is made; no debug output
-export WINEPREFIX="$PWD/$win/wine" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
-mkdir -p "$WINEPREFIX"
 root=$PWD
 run="$win/run"
 rm -rf "$run"
@@ -32,9 +28,11 @@ for f in tests/*; do
     [ "$f" = tests/tmp ] || ln -s "$root/$f" "$run/$f"
 done
 start=$(date +%s)
-(cd "$run" && CHARGPT_BIN="$root/$win/bin" "$WINE" "$root/$win/run_tests.exe" "$@") > "$win/tests.log" 2>&1
+(cd "$run" && CHARGPT_BIN="$root/$win/bin" "$root/scripts/wine_windows.sh" "$root/$win/run_tests.exe" "$@") \
+    > "$win/tests.log" 2>&1
 status=$?
-"$(dirname "$WINE")/wineserver" -w  # Wine's server, which the suite started, ends a few seconds after it
+# Wine's server, which the suite started, ends a few seconds after it
+WINEPREFIX="$root/$win/wine" "$(dirname "$(command -v wine64 || echo /usr/lib/wine/wine64)")/wineserver" -w
 echo "wine64: $(head -n 1 "$win/tests.log")"
 grep -a -E '^skip ' "$win/tests.log"
 echo "$(tail -n 1 "$win/tests.log") (in $(( $(date +%s) - start )) s)"

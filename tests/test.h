@@ -183,6 +183,11 @@ int test_make_fifo(const char *path);
 int test_make_symlink(const char *target, const char *path);
 int test_make_read_only(const char *dir, int read_only);
 int test_remove_dir(const char *path);
+// How much more than glibc's the system's heap may hold at its peak for the same allocations:
+// 1, or 1.25 on Windows, whose heap grows a large block (realloc) by copying it to a new one,
+// the old one held meanwhile, where glibc moves its pages (measured under Wine: 1.1 times
+// glibc's peak for a safetensors header of 1.8 M values).
+double test_heap_slack(void);
 // Sets the environment variable name to value (NULL: removes it). 0, or -1.
 int test_set_env(const char *name, const char *value);
 // Runs argv on a new pseudo-terminal of `columns` (its controlling terminal, stdin, stdout and

@@ -310,6 +310,8 @@ int test_remove_dir(const char *path) { return rmdir(path); }
 
 int test_set_env(const char *name, const char *value) { return value ? setenv(name, value, 1) : unsetenv(name); }
 
+double test_heap_slack(void) { return 1.0; }
+
 int test_open_terminal(int columns, int *fd, int *other) {
     int master = posix_openpt(O_RDWR | O_NOCTTY);
     const char *name = master >= 0 && grantpt(master) == 0 && unlockpt(master) == 0 ? ptsname(master) : NULL;
@@ -608,6 +610,8 @@ int test_remove_dir(const char *path) {
 }
 
 int test_set_env(const char *name, const char *value) { return _putenv_s(name, value ? value : ""); }
+
+double test_heap_slack(void) { return 1.25; }
 
 char *test_run_on_terminal(const char *const *argv, int columns, TestEnd *end) {
     *end = (TestEnd){-1, 0, 0};
