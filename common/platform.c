@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,14 +28,20 @@
 #include <io.h>
 #else
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #endif
 
+#if !defined(PLATFORM_WINDOWS)
+static int rename_by_link(const char *from, const char *to);
+#endif
+
 #if defined(PLATFORM_LINUX)
 #include <sys/auxv.h>
+#include <sys/resource.h>
 #elif defined(PLATFORM_MACOS)
 #include <crt_externs.h>
 #include <mach-o/dyld.h>
@@ -53,17 +60,183 @@ void platform_init(int argc, char **argv) {}  // glibc keeps the program's name
 const char *program_name(void) { return program_invocation_short_name; }
 const char *program_invocation(void) { return program_invocation_name; }
 
-// MemAvailable in /proc/meminfo: free memory and what the kernel can reclaim without swapping.
-double platform_memory_available(const char **source) {
-    *source = "MemAvailable";
-    FILE *fp = fopen("/proc/meminfo", "r");
+// The tests' tree in place of / ($CHARGPT_TEST_SYSTEM_ROOT, platform.h), else "".
+static const char *system_root(void) {
+    const char *root = getenv("CHARGPT_TEST_SYSTEM_ROOT");
+    return root ? root : "";
+}
+
+// path under the system's root into full (PATH_MAX bytes); 0, or -1 when it does not fit.
+static int system_path(char *full, const char *path) {
+    return snprintf(full, PATH_MAX, "%s%s", system_root(), path) < PATH_MAX ? 0 : -1;
+}
+
+// The number after `key` at the start of a line of the file at full_path, as /proc/meminfo
+// ("MemAvailable:  123 kB"), /proc/self/status and memory.stat ("inactive_file 123") write
+// them; -1 when there is none.
+static double file_field(const char *full_path, const char *key) {
+    FILE *fp = fopen(full_path, "r");
     char line[256];
-    double kib = 0.0;
+    double value = -1.0;
+    size_t n = strlen(key);
     while (fp && fgets(line, sizeof(line), fp))
-        if (sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
+        if (strncmp(line, key, n) == 0 && sscanf(line + n, "%lf", &value) == 1) break;
     if (fp) fclose(fp);
-    if (kib <= 0.0) *source = "unknown (/proc/meminfo has no MemAvailable)";
-    return kib * 1024.0;
+    return value;
+}
+
+// The number a cgroup file (dir/name) holds: INFINITY for no limit ("max" in v2, v1's
+// 2^63 rounded down to a page, or anything past 2^60), -1 when the file is missing or holds
+// no number.
+static double cgroup_value(const char *dir, const char *name) {
+    char path[PATH_MAX], text[64];
+    if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path)) return -1.0;
+    FILE *fp = fopen(path, "r");
+    int got = fp && fgets(text, sizeof(text), fp) != NULL;
+    if (fp) fclose(fp);
+    if (!got) return -1.0;
+    if (strncmp(text, "max", 3) == 0) return INFINITY;
+    char *end;
+    double value = strtod(text, &end);
+    return end == text || value < 0 ? -1.0 : value >= 0x1p60 ? INFINITY : value;
+}
+
+// 1 when `token` is one of the comma-separated words of list.
+static int has_token(const char *list, const char *token) {
+    size_t n = strlen(token);
+    for (const char *p = list; p; p = strchr(p, ',')) {
+        if (*p == ',') p++;
+        if (strncmp(p, token, n) == 0 && (p[n] == ',' || p[n] == '\0' || p[n] == '\n')) return 1;
+    }
+    return 0;
+}
+
+// The cgroup of this process in its v2 hierarchy (/proc/self/cgroup's "0::/path"), or in v1's
+// memory controller ("4:memory:/path"), into path (PATH_MAX bytes). 0, or -1 when none.
+static int own_cgroup(int v2, char *path) {
+    char file[PATH_MAX], line[PATH_MAX + 64];
+    if (system_path(file, "/proc/self/cgroup") != 0) return -1;
+    FILE *fp = fopen(file, "r");
+    int found = 0;
+    while (!found && fp && fgets(line, sizeof(line), fp)) {
+        // hierarchy:controllers:path
+        char *controllers = strchr(line, ':'), *where = controllers ? strchr(controllers + 1, ':') : NULL;
+        if (!where) continue;
+        *controllers++ = '\0', *where++ = '\0';
+        found = v2 ? strcmp(line, "0") == 0 && controllers[0] == '\0' : has_token(controllers, "memory");
+        if (found) snprintf(path, PATH_MAX, "%.*s", (int)strcspn(where, "\n"), where);
+    }
+    if (fp) fclose(fp);
+    return found ? 0 : -1;
+}
+
+// Decodes mountinfo's octal escapes (\040 for a space) in place.
+static void unescape_octal(char *s) {
+    char *to = s;
+    for (const char *from = s; *from; to++) {
+        if (from[0] == '\\' && from[1] >= '0' && from[1] <= '3' && from[2] >= '0' && from[2] <= '7' &&
+            from[3] >= '0' && from[3] <= '7') {
+            *to = (char)((from[1] - '0') * 64 + (from[2] - '0') * 8 + (from[3] - '0'));
+            from += 4;
+        } else {
+            *to = *from++;
+        }
+    }
+    *to = '\0';
+}
+
+// Where the cgroup hierarchy is mounted (/proc/self/mountinfo: v2's "cgroup2" file system, or
+// a "cgroup" one with the memory controller among its options): its mount point in point and
+// the cgroup it shows at that point in root (both PATH_MAX bytes). 0, or -1 when it is not.
+static int cgroup_mount(int v2, char *point, char *root) {
+    char file[PATH_MAX], line[3 * PATH_MAX];
+    if (system_path(file, "/proc/self/mountinfo") != 0) return -1;
+    FILE *fp = fopen(file, "r");
+    int found = 0;
+    while (!found && fp && fgets(line, sizeof(line), fp)) {
+        // id parent major:minor root point options [optional fields] - type source super-options
+        char *field[6] = {NULL}, *save = NULL, *tok = strtok_r(line, " \n", &save);
+        int n = 0;
+        for (; tok && n < 5; tok = strtok_r(NULL, " \n", &save)) field[n++] = tok;
+        while (tok && strcmp(tok, "-") != 0) tok = strtok_r(NULL, " \n", &save);
+        char *type = tok ? strtok_r(NULL, " \n", &save) : NULL, *source = type ? strtok_r(NULL, " \n", &save) : NULL;
+        char *options = source ? strtok_r(NULL, " \n", &save) : NULL;
+        if (n < 5 || !options) continue;
+        found = v2 ? strcmp(type, "cgroup2") == 0 : strcmp(type, "cgroup") == 0 && has_token(options, "memory");
+        if (found) {
+            snprintf(root, PATH_MAX, "%s", field[3]);
+            snprintf(point, PATH_MAX, "%s", field[4]);
+            unescape_octal(root);
+            unescape_octal(point);
+        }
+    }
+    if (fp) fclose(fp);
+    return found ? 0 : -1;
+}
+
+// The tightest limit of this process's memory cgroup (v2 or v1) over its hierarchy, from its
+// own cgroup up to the top of the mount: at each level with a limit, the limit less the use
+// (the page cache it may reclaim, inactive_file, not counted as used). 0 with *bound, or -1
+// when no level has a limit.
+static int cgroup_bound(int v2, MemoryBound *bound) {
+    char own[PATH_MAX], point[PATH_MAX], mount_root[PATH_MAX], dir[PATH_MAX], top[PATH_MAX];
+    if (own_cgroup(v2, own) != 0 || cgroup_mount(v2, point, mount_root) != 0) return -1;
+    // the process's cgroup below the mount's root (the whole path when the mount shows the
+    // hierarchy from its top; nothing when the mount shows the process's cgroup itself)
+    size_t root_len = strcmp(mount_root, "/") == 0 ? 0 : strlen(mount_root);
+    const char *below = strncmp(own, mount_root, root_len) == 0 && (own[root_len] == '/' || own[root_len] == '\0')
+                            ? own + root_len : "";
+    if (system_path(top, point) != 0 || snprintf(dir, sizeof(dir), "%s%s", top, below) >= (int)sizeof(dir)) return -1;
+    size_t top_len = strlen(top), len = strlen(dir);
+    while (len > top_len && dir[len - 1] == '/') dir[--len] = '\0';
+    double least = INFINITY, total = 0.0;
+    for (;;) {
+        double limit = cgroup_value(dir, v2 ? "memory.max" : "memory.limit_in_bytes");
+        double used = cgroup_value(dir, v2 ? "memory.current" : "memory.usage_in_bytes");
+        if (limit > 0 && isfinite(limit) && used >= 0) {
+            char stat_path[PATH_MAX];
+            snprintf(stat_path, sizeof(stat_path), "%s/memory.stat", dir);
+            double cache = file_field(stat_path, v2 ? "inactive_file " : "total_inactive_file ");
+            double room = limit - (cache > 0 && cache < used ? used - cache : used);
+            if (room < least) {
+                least = room > 0 ? room : 0.0;
+                total = limit;
+            }
+        }
+        char *slash = strrchr(dir, '/');
+        if (strlen(dir) <= top_len || !slash || (size_t)(slash - dir) < top_len) break;
+        *slash = '\0';
+    }
+    if (!isfinite(least)) return -1;
+    *bound = (MemoryBound){least, total, 1, v2 ? "cgroup memory.max less its use"
+                                               : "cgroup memory.limit_in_bytes less its use"};
+    return 0;
+}
+
+// RLIMIT_AS less the address space the process maps now (VmSize): 0 with *bound, or -1 when
+// it has no such limit.
+static int address_space_bound(MemoryBound *bound) {
+    struct rlimit limit;
+    char status[PATH_MAX];
+    if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
+        system_path(status, "/proc/self/status") != 0)
+        return -1;
+    double mapped = file_field(status, "VmSize:") * 1024.0, cur = (double)limit.rlim_cur;
+    *bound = (MemoryBound){mapped > 0 && mapped < cur ? cur - mapped : mapped > 0 ? 0.0 : cur, cur, 0,
+                           "RLIMIT_AS less the address space in use"};
+    return 0;
+}
+
+int platform_memory_bounds(MemoryBound bounds[PLATFORM_MEMORY_BOUNDS], const char **unknown) {
+    int n = 0;
+    char meminfo[PATH_MAX];
+    double available = system_path(meminfo, "/proc/meminfo") == 0 ? file_field(meminfo, "MemAvailable:") : -1.0;
+    if (available > 0) bounds[n++] = (MemoryBound){available * 1024.0, file_field(meminfo, "MemTotal:") * 1024.0, 1,
+                                                   "MemAvailable"};
+    for (int v2 = 1; v2 >= 0; v2--) n += cgroup_bound(v2, &bounds[n]) == 0;
+    n += address_space_bound(&bounds[n]) == 0;
+    *unknown = n ? "" : "unknown (/proc/meminfo has no MemAvailable, and no cgroup or RLIMIT_AS limits the memory)";
+    return n;
 }
 
 int platform_executable_path(char *path, size_t size, char err[ERR_LEN]) {
@@ -77,6 +250,14 @@ int platform_executable_path(char *path, size_t size, char err[ERR_LEN]) {
 }
 
 long platform_max_rss_kib(long ru_maxrss) { return ru_maxrss; }
+
+// renameat2 (Linux 3.15, glibc 2.28); a file system that does not take the flag (NFS, some
+// FUSE ones) answers EINVAL, an older kernel ENOSYS
+int platform_rename_new(const char *from, const char *to) {
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0) return 0;
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) return -1;
+    return rename_by_link(from, to);
+}
 
 int platform_cpu_has_arm_bf16(void) {
 #if defined(__aarch64__)
@@ -101,17 +282,22 @@ const char *program_name(void) { return getprogname(); }
 const char *program_invocation(void) { return (*_NSGetArgv())[0]; }
 
 // Free pages and inactive ones (which the system reclaims without swapping), as vm_stat
-// counts them.
-double platform_memory_available(const char **source) {
-    *source = "free and inactive pages";
+// counts them, of the machine's hw.memsize.
+int platform_memory_bounds(MemoryBound bounds[PLATFORM_MEMORY_BOUNDS], const char **unknown) {
     vm_statistics64_data_t vm;
     mach_msg_type_number_t count = HOST_VM_INFO64_COUNT;
     long page = sysconf(_SC_PAGESIZE);
     if (host_statistics64(mach_host_self(), HOST_VM_INFO64, (host_info64_t)&vm, &count) != KERN_SUCCESS || page <= 0) {
-        *source = "unknown (host_statistics64 failed)";
-        return 0.0;
+        *unknown = "unknown (host_statistics64 failed)";
+        return 0;
     }
-    return ((double)vm.free_count + (double)vm.inactive_count) * (double)page;
+    uint64_t memsize = 0;
+    size_t size = sizeof(memsize);
+    if (sysctlbyname("hw.memsize", &memsize, &size, NULL, 0) != 0) memsize = 0;
+    bounds[0] = (MemoryBound){((double)vm.free_count + (double)vm.inactive_count) * (double)page, (double)memsize, 1,
+                              "free and inactive pages"};
+    *unknown = "";
+    return 1;
 }
 
 int platform_executable_path(char *path, size_t size, char err[ERR_LEN]) {
@@ -135,6 +321,13 @@ int platform_executable_path(char *path, size_t size, char err[ERR_LEN]) {
 }
 
 long platform_max_rss_kib(long ru_maxrss) { return ru_maxrss / 1024; }
+
+// renamex_np (macOS 10.12); a file system without it answers ENOTSUP
+int platform_rename_new(const char *from, const char *to) {
+    if (renamex_np(from, to, RENAME_EXCL) == 0) return 0;
+    if (errno != ENOTSUP && errno != EINVAL) return -1;
+    return rename_by_link(from, to);
+}
 
 int platform_cpu_has_arm_bf16(void) {
 #if defined(__aarch64__)
@@ -165,9 +358,9 @@ void platform_init(int argc, char **argv) {
 const char *program_name(void) { return short_name; }
 const char *program_invocation(void) { return invoked; }
 
-double platform_memory_available(const char **source) {
-    *source = "unknown on this system";
-    return 0.0;
+int platform_memory_bounds(MemoryBound bounds[PLATFORM_MEMORY_BOUNDS], const char **unknown) {
+    *unknown = "unknown on this system";
+    return 0;
 }
 
 int platform_executable_path(char *path, size_t size, char err[ERR_LEN]) {
@@ -176,6 +369,8 @@ int platform_executable_path(char *path, size_t size, char err[ERR_LEN]) {
 }
 
 long platform_max_rss_kib(long ru_maxrss) { return ru_maxrss; }  // as most systems count it
+
+int platform_rename_new(const char *from, const char *to) { return rename_by_link(from, to); }
 
 int platform_cpu_has_arm_bf16(void) { return 0; }
 
@@ -212,19 +407,42 @@ int platform_cpu_count(void) {
 #endif
 }
 
-int platform_open(const char *path, PlatformOpenMode mode) {
-    static const int flags[] = {
-        [PLATFORM_OPEN_READ] = O_RDONLY | O_NONBLOCK,
-        [PLATFORM_OPEN_WRITE] = O_WRONLY,
-        [PLATFORM_OPEN_CREATE_NEW] = O_WRONLY | O_CREAT | O_EXCL,
-        [PLATFORM_OPEN_LOCK_FILE] = O_RDWR | O_CREAT | O_NOFOLLOW,
-    };
-    return open(path, flags[mode] | O_CLOEXEC, 0666);  // 0666 less the umask, the mode fopen gives
+int platform_open(const char *path, int how) {
+    int access = how & PLATFORM_READ ? (how & PLATFORM_WRITE ? O_RDWR : O_RDONLY) : O_WRONLY;
+    int flags = access | O_CLOEXEC | (how & PLATFORM_CREATE ? O_CREAT : 0) | (how & PLATFORM_EXCLUSIVE ? O_EXCL : 0) |
+                (how & PLATFORM_TRUNCATE ? O_TRUNC : 0) | (how & PLATFORM_APPEND ? O_APPEND : 0) |
+                (how & PLATFORM_NO_FOLLOW ? O_NOFOLLOW : 0) | (how & PLATFORM_NO_WAIT ? O_NONBLOCK : 0);
+    return open(path, flags, 0666);  // 0666 less the umask, the mode fopen gives
 }
 
-int platform_fd_set_blocking(int fd) {
+int platform_fd_set_nonblocking(int fd, int nonblocking) {
     int flags = fcntl(fd, F_GETFL);
-    return flags < 0 ? -1 : fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    if (flags < 0 || fcntl(fd, F_SETFL, nonblocking ? flags | O_NONBLOCK : flags & ~O_NONBLOCK) != 0) return -1;
+    return (flags & O_NONBLOCK) != 0;
+}
+
+int platform_waiting_start(FILE *fp) {
+    struct stat st;
+    int fd = fileno(fp);
+    return fd < 0 || fstat(fd, &st) != 0 || S_ISREG(st.st_mode) ? -1 : platform_fd_set_nonblocking(fd, 1);
+}
+
+// A nonblocking descriptor's short read sets the stream's error (EAGAIN): cleared, as no error
+long platform_waiting_read(FILE *fp, void *buf, size_t n, int ms, int *end) {
+    size_t got = fread(buf, 1, n, fp);
+    if (feof(fp)) {
+        *end = 1;
+    } else if (ferror(fp)) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return -1;
+        clearerr(fp);
+    }
+    if (got > 0 || *end) return (long)got;
+    struct pollfd wait = {fileno(fp), POLLIN, 0};
+    return poll(&wait, 1, ms) < 0 && errno != EINTR ? -1 : 0;  // a signal ends the wait at once
+}
+
+void platform_waiting_end(FILE *fp, int saved) {
+    if (saved >= 0) platform_fd_set_nonblocking(fileno(fp), saved);  // as it was (it may be shared)
 }
 
 static void info_of_stat(const struct stat *st, PlatformFileInfo *info) {
@@ -232,6 +450,8 @@ static void info_of_stat(const struct stat *st, PlatformFileInfo *info) {
                  : S_ISDIR(st->st_mode)  ? PLATFORM_FILE_DIRECTORY
                  : S_ISFIFO(st->st_mode) ? PLATFORM_FILE_PIPE
                  : S_ISLNK(st->st_mode)  ? PLATFORM_FILE_LINK
+                 : S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode) ? PLATFORM_FILE_DEVICE
+                 : S_ISSOCK(st->st_mode) ? PLATFORM_FILE_SOCKET
                                          : PLATFORM_FILE_OTHER;
     info->size = st->st_size > 0 ? (uint64_t)st->st_size : 0;
     info->volume = (uint64_t)st->st_dev;
@@ -262,30 +482,20 @@ int platform_file_sync(int fd) { return fsync(fd); }
 
 int platform_replace_file(const char *from, const char *to) { return rename(from, to); }
 
-// link(2) fails with EEXIST when `to` exists, so the new name is taken only if it was free;
-// the old name is then removed (a failure there leaves both names, the file published).
-static int rename_by_link(const char *from, const char *to) {
-    if (link(from, to) != 0) return -1;
-    unlink(from);
-    return 0;
-}
-
-// renameat2 (Linux 3.15, glibc 2.28); a file system that does not take the flag (NFS, some
-// FUSE ones) answers EINVAL, an older kernel ENOSYS
-int platform_rename_new(const char *from, const char *to) {
-#if defined(PLATFORM_LINUX)
-    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0) return 0;
-    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) return -1;
-#endif
-    return rename_by_link(from, to);
-}
-
 void platform_sync_dir(const char *dir) {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) {
         fsync(fd);  // a file system that cannot sync a directory has still renamed
         close(fd);
     }
+}
+
+// link(2) fails with EEXIST when `to` exists, so the new name is taken only if it was free;
+// the old name is then removed (a failure there leaves both names, the file published).
+static int rename_by_link(const char *from, const char *to) {
+    if (link(from, to) != 0) return -1;
+    unlink(from);
+    return 0;
 }
 
 int platform_remove_file(const char *path) { return unlink(path); }
@@ -489,15 +699,17 @@ static int from_wide(const wchar_t *wide, char *out, size_t size) {
     return 0;
 }
 
-// Physical memory free now and in the standby list, which Windows gives back without paging.
-double platform_memory_available(const char **source) {
-    *source = "available physical memory";
+// Physical memory free now and in the standby list, which Windows gives back without paging,
+// of the machine's physical memory.
+int platform_memory_bounds(MemoryBound bounds[PLATFORM_MEMORY_BOUNDS], const char **unknown) {
     MEMORYSTATUSEX status = {.dwLength = sizeof(status)};
     if (!GlobalMemoryStatusEx(&status)) {
-        *source = "unknown (GlobalMemoryStatusEx failed)";
-        return 0.0;
+        *unknown = "unknown (GlobalMemoryStatusEx failed)";
+        return 0;
     }
-    return (double)status.ullAvailPhys;
+    bounds[0] = (MemoryBound){(double)status.ullAvailPhys, (double)status.ullTotalPhys, 1, "available physical memory"};
+    *unknown = "";
+    return 1;
 }
 
 int platform_executable_path(char *path, size_t size, char err[ERR_LEN]) {
@@ -552,43 +764,87 @@ int platform_cpu_count(void) {
 int platform_cpu_has_arm_bf16(void) { return 0; }  // Windows on ARM: neither built nor tested
 
 // CreateFileW, every handle sharing reading, writing and deletion (so that a file being read
-// can still be replaced, as on POSIX), wrapped in a C library file descriptor.
-int platform_open(const char *path, PlatformOpenMode mode) {
-    static const struct {
-        DWORD access, disposition, flags;
-        int fd_flags;
-    } how[] = {
-        // FILE_FLAG_BACKUP_SEMANTICS opens a directory too, for platform_fd_info
-        [PLATFORM_OPEN_READ] = {GENERIC_READ, OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, _O_RDONLY},
-        [PLATFORM_OPEN_WRITE] = {GENERIC_WRITE, OPEN_EXISTING, 0, _O_WRONLY},
-        [PLATFORM_OPEN_CREATE_NEW] = {GENERIC_WRITE, CREATE_NEW, 0, _O_WRONLY},
-        [PLATFORM_OPEN_LOCK_FILE] = {GENERIC_READ | GENERIC_WRITE, OPEN_ALWAYS, FILE_FLAG_OPEN_REPARSE_POINT, _O_RDWR},
-    };
+// can still be replaced, as on POSIX), wrapped in a C library file descriptor. Without a
+// reparse point's flag, a symbolic link is followed; with it (PLATFORM_NO_FOLLOW) the link itself
+// opens, and is refused; a link there before a file is created or truncated is refused first.
+int platform_open(const char *path, int how) {
     wchar_t wide[WIDE_PATH];
     if (to_wide(path, wide) != 0) return -1;
-    HANDLE h = CreateFileW(wide, how[mode].access, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
-                           how[mode].disposition, FILE_ATTRIBUTE_NORMAL | how[mode].flags, NULL);
-    if (h == INVALID_HANDLE_VALUE) return failed();
-    BY_HANDLE_FILE_INFORMATION info;
-    if (mode == PLATFORM_OPEN_LOCK_FILE && GetFileInformationByHandle(h, &info) &&
-        (info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT)) {  // a symbolic link, not followed
-        CloseHandle(h);
+    int create = how & PLATFORM_CREATE, truncate = how & PLATFORM_TRUNCATE;
+    DWORD disposition = create && (how & PLATFORM_EXCLUSIVE) ? CREATE_NEW
+                        : create && truncate                 ? CREATE_ALWAYS
+                        : create                             ? OPEN_ALWAYS
+                        : truncate                           ? TRUNCATE_EXISTING
+                                                             : OPEN_EXISTING;
+    DWORD access = (how & PLATFORM_READ ? GENERIC_READ : 0) | (how & PLATFORM_WRITE ? GENERIC_WRITE : 0);
+    DWORD attributes = GetFileAttributesW(wide);
+    int no_follow = how & PLATFORM_NO_FOLLOW;
+    if (no_follow && attributes != INVALID_FILE_ATTRIBUTES && (attributes & FILE_ATTRIBUTE_REPARSE_POINT)) {
         errno = ELOOP;
         return -1;
     }
-    int fd = _open_osfhandle((intptr_t)h, how[mode].fd_flags);
+    // FILE_FLAG_BACKUP_SEMANTICS opens a directory too, for platform_fd_info
+    DWORD flags = FILE_ATTRIBUTE_NORMAL | FILE_FLAG_BACKUP_SEMANTICS | (no_follow ? FILE_FLAG_OPEN_REPARSE_POINT : 0);
+    HANDLE h = CreateFileW(wide, access, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, disposition,
+                           flags, NULL);
+    if (h == INVALID_HANDLE_VALUE) return failed();
+    BY_HANDLE_FILE_INFORMATION info;
+    if (no_follow && GetFileInformationByHandle(h, &info) && (info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT)) {
+        CloseHandle(h);  // a link made since it was looked at
+        errno = ELOOP;
+        return -1;
+    }
+    int fd_flags = (how & PLATFORM_READ ? (how & PLATFORM_WRITE ? _O_RDWR : _O_RDONLY) : _O_WRONLY) |
+                   (how & PLATFORM_APPEND ? _O_APPEND : 0);
+    int fd = _open_osfhandle((intptr_t)h, fd_flags);
     if (fd < 0) CloseHandle(h);
     return fd;
 }
 
-int platform_fd_set_blocking(int fd) { return 0; }  // Windows's reads of a file or pipe wait already
+// Windows's reads of a file or a pipe wait: nothing to clear, and no way to stop it.
+int platform_fd_set_nonblocking(int fd, int nonblocking) {
+    if (!nonblocking) return 0;
+    errno = ENOTSUP;
+    return -1;
+}
+
+// A pipe (PeekNamedPipe answers for it) is read unbuffered, no more than it holds.
+int platform_waiting_start(FILE *fp) {
+    int fd = fileno(fp);
+    DWORD avail;
+    if (fd < 0 || GetFileType(handle_of(fd)) != FILE_TYPE_PIPE || !PeekNamedPipe(handle_of(fd), NULL, 0, NULL, &avail, NULL))
+        return -1;
+    return setvbuf(fp, NULL, _IONBF, 0) == 0 ? 0 : -1;
+}
+
+long platform_waiting_read(FILE *fp, void *buf, size_t n, int ms, int *end) {
+    HANDLE h = handle_of(fileno(fp));
+    DWORD avail = 0;
+    for (int waited = 0;; waited += 10) {
+        if (!PeekNamedPipe(h, NULL, 0, NULL, &avail, NULL)) {
+            if (GetLastError() != ERROR_BROKEN_PIPE) return failed();
+            *end = 1;  // the writer has closed it, and it is empty
+            return 0;
+        }
+        if (avail > 0) break;
+        if (waited >= ms) return 0;
+        Sleep(10);
+    }
+    size_t got = fread(buf, 1, n < avail ? n : avail, fp);
+    if (got == 0 && ferror(fp)) return -1;
+    return (long)got;
+}
+
+void platform_waiting_end(FILE *fp, int saved) {}  // unbuffered it stays: setvbuf comes before any read
 
 static int info_of_handle(HANDLE h, PlatformFileInfo *info) {
     memset(info, 0, sizeof(*info));
     DWORD type = GetFileType(h);
     if (type == FILE_TYPE_UNKNOWN && GetLastError() != NO_ERROR) return failed();
     if (type != FILE_TYPE_DISK) {
-        info->kind = type == FILE_TYPE_PIPE ? PLATFORM_FILE_PIPE : PLATFORM_FILE_OTHER;  // a console, NUL, a port
+        info->kind = type == FILE_TYPE_PIPE ? PLATFORM_FILE_PIPE
+                     : type == FILE_TYPE_CHAR ? PLATFORM_FILE_DEVICE  // a console, NUL, a port
+                                              : PLATFORM_FILE_OTHER;
         return 0;
     }
     BY_HANDLE_FILE_INFORMATION file;

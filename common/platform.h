@@ -1,4 +1,4 @@
-// Everything chargpt asks of the operating system, in one place: the memory available now,
+// Everything chargpt asks of the operating system, in one place: the memory it may take now,
 // the program's own path and name, a terminal's width, the processors and what the CPU can
 // do beyond what the compiler knows; the file operations whose form differs between systems
 // (opening without waiting on a FIFO, a file's identity, syncing, replacing and publishing a
@@ -32,11 +32,27 @@ const char *program_name(void);
 // The program as it was invoked ("./train", "chargpt-train"), as usage lines show it.
 const char *program_invocation(void);
 
-// The memory this machine has available now, in bytes (free memory and what the system can
-// reclaim without swapping), or 0 when this system cannot say. *source names the figure in
-// messages: "MemAvailable" (Linux's /proc/meminfo), "free and inactive pages" (macOS),
-// "available physical memory" (Windows), or, for 0, "unknown ..." and why.
-double platform_memory_available(const char **source);
+// A bound on the memory this process may take now.
+typedef struct {
+    double available;  // bytes it may still take under this bound
+    double total;      // the bound's whole size (the machine's memory, the cgroup's limit,
+                       // RLIMIT_AS), from which common/program.h keeps a margin free
+    int shared;        // 1: the processes of a run on this machine share it (0: each has its own)
+    const char *name;  // in messages: "MemAvailable", "cgroup memory.max less its use", ...
+} MemoryBound;
+#define PLATFORM_MEMORY_BOUNDS 4
+
+// The bounds this system sets on the memory this process may take now, into bounds; returns
+// how many (at most PLATFORM_MEMORY_BOUNDS), 0 when this system cannot say (*unknown then
+// says so: "unknown ..." and why). Linux: the machine's MemAvailable (/proc/meminfo, of its
+// MemTotal); the memory cgroup's limit less its use (free of the page cache it may reclaim),
+// at every level of its hierarchy, cgroup v2 (memory.max, memory.current) and v1
+// (memory.limit_in_bytes, memory.usage_in_bytes), found through /proc/self/cgroup and
+// /proc/self/mountinfo; and RLIMIT_AS less the address space the process maps (VmSize).
+// macOS: free and inactive pages (of hw.memsize). Windows: the available physical memory
+// (GlobalMemoryStatusEx's, of the machine's). The tests give the Linux version a tree of
+// their own in place of / (/proc, the cgroup file system) in $CHARGPT_TEST_SYSTEM_ROOT.
+int platform_memory_bounds(MemoryBound bounds[PLATFORM_MEMORY_BOUNDS], const char **unknown);
 
 // The running program's own path, absolute, into path (size bytes), its directories separated
 // by '/' on every system. Returns 0, or -1 with err when the system cannot say (then the program
@@ -73,25 +89,46 @@ int platform_cpu_has_arm_bf16(void);
 // ----------------------------------------------------------------------------
 // files
 
-// How platform_open opens a file. Every mode is binary and closed in the programs this one
-// starts (O_CLOEXEC).
-typedef enum {
-    PLATFORM_OPEN_READ,        // reading; opening a FIFO does not wait for a writer (O_NONBLOCK:
-                               // platform_fd_set_blocking before reading it); a directory opens too
-    PLATFORM_OPEN_WRITE,       // writing an existing file
-    PLATFORM_OPEN_CREATE_NEW,  // writing a file created now: EEXIST when one is there
-    PLATFORM_OPEN_LOCK_FILE,   // reading and writing, created when absent, never through a symbolic link
-} PlatformOpenMode;
-// A file descriptor of path, or -1 with errno.
-int platform_open(const char *path, PlatformOpenMode mode);
-// Makes reads of fd (opened with PLATFORM_OPEN_READ) wait for data. Returns 0, or -1 with errno.
-int platform_fd_set_blocking(int fd);
+// How platform_open opens a file (open(2)'s flags, each descriptor binary and closed in the
+// programs this one starts, O_CLOEXEC). A directory opens for reading too.
+enum {
+    PLATFORM_READ = 1,
+    PLATFORM_WRITE = 2,
+    PLATFORM_CREATE = 4,      // created when absent (mode 0666 less the umask)
+    PLATFORM_EXCLUSIVE = 8,   // with PLATFORM_CREATE: EEXIST when the file is there (O_EXCL)
+    PLATFORM_TRUNCATE = 16,
+    PLATFORM_APPEND = 32,
+    PLATFORM_NO_FOLLOW = 64,  // ELOOP when path is a symbolic link (Windows: any reparse point)
+    PLATFORM_NO_WAIT = 128,   // opening a FIFO does not wait for a writer (O_NONBLOCK; reads of it
+                              // then do not wait either: platform_fd_set_nonblocking(fd, 0))
+};
+// A file descriptor of path opened as `how` says (PLATFORM_READ | PLATFORM_NO_WAIT, ...), or -1
+// with errno.
+int platform_open(const char *path, int how);
+// Makes reads of fd return at once with what has come (nonblocking 1), or wait for it (0): a
+// pipe's or a terminal's (O_NONBLOCK). Returns whether they did before (0 or 1), or -1 with
+// errno; on Windows, whose pipes' reads always wait, -1 with ENOTSUP for 1.
+int platform_fd_set_nonblocking(int fd, int nonblocking);
+
+// An input that may stall (a pipe, a FIFO), read while a stop request may come: between
+// platform_waiting_start and platform_waiting_end, platform_waiting_read reads into buf what fp
+// has now, up to n bytes, or waits up to ms for some to come. It returns the bytes read (0:
+// none came, or the end, when *end is set to 1), or -1 with errno. platform_waiting_start
+// returns what platform_waiting_end restores, or -1 when fp cannot be read so (a regular file,
+// a console: its reads wait as usual). POSIX: fp's descriptor nonblocking, poll(2) while nothing
+// comes; Windows: a pipe looked into (PeekNamedPipe) every 10 ms, fp unbuffered (so that stdio
+// asks for no more than the pipe holds).
+int platform_waiting_start(FILE *fp);
+long platform_waiting_read(FILE *fp, void *buf, size_t n, int ms, int *end);
+void platform_waiting_end(FILE *fp, int saved);
 
 typedef enum {
     PLATFORM_FILE_REGULAR,
     PLATFORM_FILE_DIRECTORY,
-    PLATFORM_FILE_PIPE,
+    PLATFORM_FILE_PIPE,  // a FIFO or a pipe
     PLATFORM_FILE_LINK,  // a symbolic link (Windows: any reparse point), when not followed
+    PLATFORM_FILE_DEVICE,  // a character or block device (Windows: the console, NUL, a port)
+    PLATFORM_FILE_SOCKET,
     PLATFORM_FILE_OTHER,
 } PlatformFileKind;
 // What a file is: its kind, its size in bytes (a regular file's), and its identity, the same
@@ -126,10 +163,10 @@ int platform_replace_file(const char *from, const char *to);
 void platform_sync_dir(const char *dir);
 // Renames the file `from` to `to` only while nothing is called `to`, in one step: a file
 // another process publishes there first is never replaced (Linux's renameat2 with
-// RENAME_NOREPLACE; Windows's MoveFileEx without MOVEFILE_REPLACE_EXISTING; where the system
-// or the file system has neither, a hard link made under the new name, then the old name
-// removed, which the file system also refuses when the name is taken). Returns 0, or -1 with
-// errno (EEXIST: `to` exists, `from` left in place).
+// RENAME_NOREPLACE, macOS's renamex_np with RENAME_EXCL, Windows's MoveFileEx without
+// MOVEFILE_REPLACE_EXISTING; where the system or the file system has neither, a hard link
+// made under the new name, then the old name removed, which the file system also refuses when
+// the name is taken). Returns 0, or -1 with errno (EEXIST: `to` exists, `from` left in place).
 int platform_rename_new(const char *from, const char *to);
 // Removes the file path: 0, or -1 with errno. Async-signal-safe (unlink). On Windows a file
 // that a process has open goes once the last handle is closed (the process's end closes them).

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/input_file.h"
 #include "../common/platform.h"
 #include "vocab.h"
 
@@ -33,19 +34,16 @@ static int read_text(FILE *fp, const char *path, const TextOptions *options, siz
 
 int corpus_load_as(const char *path, const TextOptions *options, size_t max_chars, Corpus *corpus, char err[ERR_LEN]) {
     memset(corpus, 0, sizeof(*corpus));
-    // opening a FIFO does not wait for a writer before it is refused
-    int fd = platform_open(path, PLATFORM_OPEN_READ);
-    PlatformFileInfo info;
-    if (fd < 0 || platform_fd_info(fd, &info) != 0) {
+    PlatformFileInfo st;
+    int fd = input_file_open(path, 0, &st);
+    if (fd == -1) {
         snprintf(err, ERR_LEN, "cannot open %s %s: %s", options->noun ? options->noun : "corpus", path,
                  strerror(errno));
-        if (fd >= 0) close(fd);
         return -1;
     }
-    if (info.kind != PLATFORM_FILE_REGULAR) {
+    if (fd == -2) {
         snprintf(err, ERR_LEN, "%s: not a regular file (the %s must be a file, not a directory, FIFO or device)",
                  path, options->noun ? options->noun : "corpus");
-        close(fd);
         return -1;
     }
     FILE *fp = fdopen(fd, "rb");
@@ -55,7 +53,7 @@ int corpus_load_as(const char *path, const TextOptions *options, size_t max_char
         close(fd);
         return -1;
     }
-    int status = read_text(fp, path, options, max_chars, (size_t)info.size, corpus, err);
+    int status = read_text(fp, path, options, max_chars, (size_t)st.size, corpus, err);
     fclose(fp);
     return status;
 }

@@ -58,7 +58,7 @@ int atomic_file_open(AtomicFile *f, const char *path, char err[ERR_LEN]) {
         snprintf(f->tmp_path, sizeof(f->tmp_path), "%.*s%.*s%s", (int)(base - path), path, keep, base, suffix);
         strcpy(open_paths[f->slot], f->tmp_path);
         open_used[f->slot] = 1;
-        fd = platform_open(f->tmp_path, PLATFORM_OPEN_CREATE_NEW);
+        fd = platform_open(f->tmp_path, PLATFORM_WRITE | PLATFORM_CREATE | PLATFORM_EXCLUSIVE);
         if (fd < 0) open_used[f->slot] = 0;
     } while (fd < 0 && errno == EEXIST);
     if (fd < 0) {
@@ -85,7 +85,8 @@ static void remove_temp(AtomicFile *f) {
     release_slot(f);
 }
 
-int atomic_file_commit(AtomicFile *f, char err[ERR_LEN]) {
+// Flushes, fsyncs and closes the temporary file; 0, or -1 with err (the file removed).
+static int finish_temp(AtomicFile *f, char err[ERR_LEN]) {
     int failed = ferror(f->fp) || fflush(f->fp) != 0 || platform_file_sync(fileno(f->fp)) != 0;
     int saved_errno = errno;
     if (fclose(f->fp) != 0 && !failed) {
@@ -93,16 +94,22 @@ int atomic_file_commit(AtomicFile *f, char err[ERR_LEN]) {
         saved_errno = errno;
     }
     f->fp = NULL;
-    if (failed) {
-        snprintf(err, ERR_LEN, "%s: write failed: %s", f->path, strerror(saved_errno));
+    if (!failed) return 0;
+    snprintf(err, ERR_LEN, "%s: write failed: %s", f->path, strerror(saved_errno));
+    remove_temp(f);
+    return -1;
+}
+
+// Renames the finished temporary file to the target (replace: over whatever is there; else
+// only while nothing is), then makes the rename durable (common/platform.h).
+static int publish(AtomicFile *f, int replace, char err[ERR_LEN]) {
+    if (finish_temp(f, err) != 0) return -1;
+    if ((replace ? platform_replace_file(f->tmp_path, f->path) : platform_rename_new(f->tmp_path, f->path)) != 0) {
+        int exists = !replace && errno == EEXIST;
+        if (exists) snprintf(err, ERR_LEN, "%s exists: another process wrote it while this one worked (give --force to replace it)", f->path);
+        else snprintf(err, ERR_LEN, "%s: cannot rename the temporary file into place: %s", f->path, strerror(errno));
         remove_temp(f);
-        return -1;
-    }
-    if (platform_replace_file(f->tmp_path, f->path) != 0) {
-        snprintf(err, ERR_LEN, "%s: cannot rename the temporary file into place: %s", f->path,
-                 strerror(errno));
-        remove_temp(f);
-        return -1;
+        return exists ? ATOMIC_FILE_EXISTS : -1;
     }
     release_slot(f);
     char dir[4096];
@@ -111,10 +118,29 @@ int atomic_file_commit(AtomicFile *f, char err[ERR_LEN]) {
     return 0;
 }
 
+int atomic_file_commit(AtomicFile *f, char err[ERR_LEN]) { return publish(f, 1, err); }
+
+int atomic_file_commit_new(AtomicFile *f, char err[ERR_LEN]) { return publish(f, 0, err); }
+
 void atomic_file_abort(AtomicFile *f) {
     if (f->fp) fclose(f->fp);
     f->fp = NULL;
     remove_temp(f);
+}
+
+int no_follow_open(const char *path, int how) { return platform_open(path, how | PLATFORM_NO_FOLLOW); }
+
+FILE *no_follow_fopen(const char *path, const char *mode) {
+    int how = mode[0] == 'r' ? PLATFORM_READ
+                             : PLATFORM_WRITE | PLATFORM_CREATE | (mode[0] == 'a' ? PLATFORM_APPEND : PLATFORM_TRUNCATE);
+    int fd = no_follow_open(path, how);
+    FILE *fp = fd >= 0 ? fdopen(fd, mode) : NULL;
+    if (!fp && fd >= 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+    }
+    return fp;
 }
 
 void atomic_file_remove_open(void) {

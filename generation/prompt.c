@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/platform.h"
+#include "../common/input_file.h"
 #include "../data/utf8.h"
 #include "../data/vocab_coverage.h"
 
@@ -91,16 +91,14 @@ void prompt_free(Prompt *p) {
 // stream, or NULL with err.
 static FILE *open_prompt_file(const char *path, char err[ERR_LEN]) {
     if (strcmp(path, "-") == 0) return stdin;
-    int fd = platform_open(path, PLATFORM_OPEN_READ);  // a FIFO must not block the open
-    PlatformFileInfo info;
-    if (fd < 0 || platform_fd_info(fd, &info) != 0) {
+    PlatformFileInfo st;
+    int fd = input_file_open(path, 0, &st);
+    if (fd == -1) {
         snprintf(err, ERR_LEN, "cannot open prompt file %s: %s", path, strerror(errno));
-        if (fd >= 0) close(fd);
         return NULL;
     }
-    if (info.kind != PLATFORM_FILE_REGULAR) {
+    if (fd == -2) {
         snprintf(err, ERR_LEN, "prompt file %s is not a regular file (use -f - to read the prompt from stdin)", path);
-        close(fd);
         return NULL;
     }
     FILE *f = fdopen(fd, "rb");

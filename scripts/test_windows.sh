@@ -21,8 +21,8 @@ root=$PWD
 run="$win/run"
 rm -rf "$run"
 mkdir -p "$run/tests/tmp"
-for f in *; do
-    [ "$f" = tests ] || [ "$f" = "$win" ] || ln -s "$root/$f" "$run/$f"
+for f in * .[!.]*; do  # .gitignore and .ci/ too: the README's checker reads them
+    [ "$f" = tests ] || [ "$f" = "$win" ] || [ "$f" = .git ] || [ ! -e "$f" ] || ln -s "$root/$f" "$run/$f"
 done
 for f in tests/*; do
     [ "$f" = tests/tmp ] || ln -s "$root/$f" "$run/$f"

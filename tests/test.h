@@ -93,6 +93,7 @@ typedef struct {
 // How a child starts (zero: stdin from the null device, the test program's stdout and stderr).
 typedef struct {
     const char *in_path;      // stdin, or NULL
+    int *stdin_pipe;          // stdin from a new pipe, whose writing end *stdin_pipe gets (no in_path)
     const char *out_path;     // stderr, and stdout unless stdout_path; NULL: the test program's
     const char *stdout_path;  // stdout apart (a file or a device such as /dev/full), with out_path
     int *stdout_pipe;         // stdout into a new pipe, whose reading end *stdout_pipe gets
@@ -118,9 +119,6 @@ void test_child_kill(TestChild *c, TestEnd *end);
 typedef enum { TEST_INTERRUPT, TEST_TERMINATE, TEST_HANG_UP } TestStop;
 // Sends it to the child; 0, or -1.
 int test_child_stop(TestChild *c, TestStop stop);
-// Sends two at once, so that both arrive before the child can act on the first (POSIX: while
-// it is stopped by SIGSTOP).
-int test_child_stop_twice(TestChild *c, TestStop first, TestStop second);
 // The signal the program names the request by (common/platform.h's platform_signal_name), and
 // exits with 128 + it after saving.
 int test_stop_signal(TestStop stop);
@@ -172,6 +170,8 @@ typedef enum {
     TEST_TERMINATE_REQUESTS,  // TEST_TERMINATE sent (Windows's Ctrl-Break, which Wine cannot send)
     TEST_BYTE_ARGUMENTS,   // arguments of any bytes (Windows's are UTF-16: not UTF-8 arrives as U+FFFD)
     TEST_LONG_PATHS,       // paths past 259 bytes (MAX_PATH: Windows's msvcrt.dll takes none)
+    TEST_ANY_NAMES,        // file names of any bytes but '/' and NUL (Windows's are UTF-16, without
+                           // control characters)
 } TestFeature;
 int test_system_has(TestFeature feature);
 // The null device ("/dev/null", "NUL"); a device that is no regular file ("/dev/zero", "NUL").
@@ -188,6 +188,9 @@ int test_remove_dir(const char *path);
 // the old one held meanwhile, where glibc moves its pages (measured under Wine: 1.1 times
 // glibc's peak for a safetensors header of 1.8 M values).
 double test_heap_slack(void);
+// Limits this process's address space to `bytes` (RLIMIT_AS). 0, or -1 (Windows has no such
+// limit).
+int test_limit_address_space(double bytes);
 // Sets the environment variable name to value (NULL: removes it). 0, or -1.
 int test_set_env(const char *name, const char *value);
 // Runs argv on a new pseudo-terminal of `columns` (its controlling terminal, stdin, stdout and

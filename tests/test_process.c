@@ -165,11 +165,11 @@ static int spawn_measured(char **argv) {
     return WEXITSTATUS(status);
 }
 
-// In the child: its standard streams (stdout into pipe_end when it is not -1), directory,
-// limits and environment as `how` says, then argv (through the measuring process when
-// how->measure).
-static void become(const char *const *argv, const TestSpawn *how, int peak_rss_fd, int pipe_end) {
-    int in = open(how->in_path ? how->in_path : "/dev/null", O_RDONLY);
+// In the child: its standard streams (stdin from in_end, stdout into out_end when they are not
+// -1), directory, limits and environment as `how` says, then argv (through the measuring
+// process when how->measure).
+static void become(const char *const *argv, const TestSpawn *how, int peak_rss_fd, int in_end, int out_end) {
+    int in = in_end >= 0 ? in_end : open(how->in_path ? how->in_path : "/dev/null", O_RDONLY);
     if (in < 0 || dup2(in, 0) < 0) _exit(126);
     close(in);
     if (how->out_path) {
@@ -179,7 +179,7 @@ static void become(const char *const *argv, const TestSpawn *how, int peak_rss_f
         dup2(std_out, 1), dup2(out, 2);
         close(out), close(std_out);
     }
-    if (pipe_end >= 0 && (dup2(pipe_end, 1) < 0 || close(pipe_end) != 0)) _exit(126);
+    if (out_end >= 0 && (dup2(out_end, 1) < 0 || close(out_end) != 0)) _exit(126);
     if (how->cwd && chdir(how->cwd) != 0) _exit(126);
     if (how->file_size_limit > 0) {
         struct rlimit limit = {(rlim_t)how->file_size_limit, (rlim_t)how->file_size_limit};
@@ -202,26 +202,33 @@ static void become(const char *const *argv, const TestSpawn *how, int peak_rss_f
 int test_child_start(TestChild *c, const char *const *argv, const TestSpawn *how) {
     memset(c, 0, sizeof(*c));
     c->peak_rss_fd = -1;
-    int peak_rss[2] = {-1, -1}, out_pipe[2] = {-1, -1};
-    if ((how->measure && pipe(peak_rss) != 0) || (how->stdout_pipe && pipe(out_pipe) != 0)) return -1;
+    int peak_rss[2] = {-1, -1}, out_pipe[2] = {-1, -1}, in_pipe[2] = {-1, -1};
+    if ((how->measure && pipe(peak_rss) != 0) || (how->stdout_pipe && pipe(out_pipe) != 0) ||
+        (how->stdin_pipe && pipe(in_pipe) != 0))
+        return -1;
+    if (how->stdin_pipe) fcntl(in_pipe[1], F_SETFD, FD_CLOEXEC);  // no other child holds the pipe open
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
     if (pid == 0) {
         if (how->measure) close(peak_rss[0]);
         if (how->stdout_pipe) close(out_pipe[0]);
-        become(argv, how, peak_rss[1], out_pipe[1]);
+        become(argv, how, peak_rss[1], in_pipe[0], out_pipe[1]);
     }
-    if (how->measure) close(peak_rss[1]);  // the parent keeps the reading ends
+    // the parent keeps the measuring process's and stdout's reading ends and stdin's writing end
+    if (how->measure) close(peak_rss[1]);
     if (how->stdout_pipe) close(out_pipe[1]);
+    if (how->stdin_pipe) close(in_pipe[0]);
     if (pid < 0) {
         if (how->measure) close(peak_rss[0]);
         if (how->stdout_pipe) close(out_pipe[0]);
+        if (how->stdin_pipe) close(in_pipe[1]);
         return -1;
     }
     c->pid = pid;
     c->peak_rss_fd = peak_rss[0];
     if (how->stdout_pipe) *how->stdout_pipe = out_pipe[0];
+    if (how->stdin_pipe) *how->stdin_pipe = in_pipe[1];
     return 0;
 }
 
@@ -261,15 +268,6 @@ int test_stop_signal(TestStop stop) { return stop_signals[stop]; }
 
 int test_child_stop(TestChild *c, TestStop stop) { return kill((pid_t)c->pid, stop_signals[stop]); }
 
-// Sent while the child is stopped (SIGSTOP), both are pending when it goes on.
-int test_child_stop_twice(TestChild *c, TestStop first, TestStop second) {
-    pid_t pid = (pid_t)c->pid;
-    if (kill(pid, SIGSTOP) != 0) return -1;
-    usleep(50000);
-    int rc = kill(pid, stop_signals[first]) | kill(pid, stop_signals[second]);
-    kill(pid, SIGCONT);
-    return rc;
-}
 
 void test_child_kill(TestChild *c, TestEnd *end) {
     if (c->pid > 0) kill((pid_t)c->pid, c->peak_rss_fd >= 0 ? SIGTERM : SIGKILL);  // the measuring process: SIGTERM
@@ -286,7 +284,8 @@ int test_process_mode(int argc, char **argv, int *status) {
 int test_system_has(TestFeature feature) {
     switch (feature) {
         case TEST_FIFOS: case TEST_SYMLINKS: case TEST_TERMINALS: case TEST_FILE_SIZE_LIMIT: case TEST_HANG_UPS:
-        case TEST_MAKE_INSTALL: case TEST_TERMINATE_REQUESTS: case TEST_BYTE_ARGUMENTS: case TEST_LONG_PATHS: return 1;
+        case TEST_MAKE_INSTALL: case TEST_TERMINATE_REQUESTS: case TEST_BYTE_ARGUMENTS: case TEST_LONG_PATHS:
+        case TEST_ANY_NAMES: return 1;
         case TEST_PROC_DIR: return access("/proc", F_OK) == 0;
         case TEST_FULL_DEVICE: return access("/dev/full", W_OK) == 0;
         case TEST_READ_ONLY_DIRS: return geteuid() != 0;  // root writes into a directory of mode 0555
@@ -311,6 +310,11 @@ int test_remove_dir(const char *path) { return rmdir(path); }
 int test_set_env(const char *name, const char *value) { return value ? setenv(name, value, 1) : unsetenv(name); }
 
 double test_heap_slack(void) { return 1.0; }
+
+int test_limit_address_space(double bytes) {
+    struct rlimit limit = {(rlim_t)bytes, (rlim_t)bytes};
+    return setrlimit(RLIMIT_AS, &limit);
+}
 
 int test_open_terminal(int columns, int *fd, int *other) {
     int master = posix_openpt(O_RDWR | O_NOCTTY);
@@ -385,7 +389,7 @@ char *test_run_on_terminal(const char *const *argv, int columns, TestEnd *end) {
 // Windows: CreateProcessW, each child in a console of its own (CREATE_NO_WINDOW: no window),
 // which a helper process attaches to to send it Ctrl-C or Ctrl-Break
 
-#define CONSOLE_EVENT_FLAG "--console-event"  // run_tests --console-event PID EVENT...: the helper
+#define CONSOLE_EVENT_FLAG "--console-event"  // run_tests --console-event PID EVENT: the helper
 #define KILLED_CODE 137u                      // TerminateProcess's exit code, told apart by `killed`
 
 static wchar_t *wide_of(const char *s) {
@@ -446,16 +450,18 @@ int test_child_start(TestChild *c, const char *const *argv, const TestSpawn *how
     program_path(argv[0], program, sizeof(program));
     line[0] = '\0';
     for (int i = 0; argv[i]; i++) quote_arg(line, 65536, i == 0 ? program : argv[i]);
-    HANDLE in = inherited_file(how->in_path ? how->in_path : "NUL", 0);
+    // the pipes' ends the child has are inherited, this process's are not
+    HANDLE in = INVALID_HANDLE_VALUE, pipe_write = INVALID_HANDLE_VALUE, pipe_read = INVALID_HANDLE_VALUE;
+    SECURITY_ATTRIBUTES inheritable = {sizeof(inheritable), NULL, TRUE};
+    if (!how->stdin_pipe) in = inherited_file(how->in_path ? how->in_path : "NUL", 0);
+    else if (CreatePipe(&in, &pipe_write, &inheritable, 0)) SetHandleInformation(pipe_write, HANDLE_FLAG_INHERIT, 0);
     HANDLE out = how->out_path ? inherited_file(how->out_path, 1) : GetStdHandle(STD_ERROR_HANDLE);
     HANDLE std_out = how->stdout_path ? inherited_file(how->stdout_path, 1)
                      : how->out_path  ? out
                                       : GetStdHandle(STD_OUTPUT_HANDLE);
-    HANDLE pipe_read = INVALID_HANDLE_VALUE;
     if (how->stdout_pipe) {
-        SECURITY_ATTRIBUTES inherit = {sizeof(inherit), NULL, TRUE};
-        if (!CreatePipe(&pipe_read, &std_out, &inherit, 0)) pipe_read = std_out = INVALID_HANDLE_VALUE;
-        else SetHandleInformation(pipe_read, HANDLE_FLAG_INHERIT, 0);  // the child's end alone is inherited
+        if (!CreatePipe(&pipe_read, &std_out, &inheritable, 0)) pipe_read = std_out = INVALID_HANDLE_VALUE;
+        else SetHandleInformation(pipe_read, HANDLE_FLAG_INHERIT, 0);
     }
     STARTUPINFOW start = {.cb = sizeof(start), .dwFlags = STARTF_USESTDHANDLES};
     start.hStdInput = in, start.hStdOutput = std_out, start.hStdError = out;
@@ -474,10 +480,12 @@ int test_child_start(TestChild *c, const char *const *argv, const TestSpawn *how
     if ((how->stdout_path || how->stdout_pipe) && std_out != INVALID_HANDLE_VALUE) CloseHandle(std_out);
     if (!ok) {
         if (pipe_read != INVALID_HANDLE_VALUE) CloseHandle(pipe_read);
+        if (pipe_write != INVALID_HANDLE_VALUE) CloseHandle(pipe_write);
         errno = error == ERROR_FILE_NOT_FOUND || error == ERROR_PATH_NOT_FOUND ? ENOENT : EIO;
         return -1;
     }
     if (how->stdout_pipe) *how->stdout_pipe = _open_osfhandle((intptr_t)pipe_read, _O_RDONLY);
+    if (how->stdin_pipe) *how->stdin_pipe = _open_osfhandle((intptr_t)pipe_write, _O_WRONLY);
     CloseHandle(info.hThread);
     c->pid = (long)info.dwProcessId;
     c->handle = info.hProcess;
@@ -522,27 +530,20 @@ static const DWORD stop_events[] = {[TEST_INTERRUPT] = CTRL_C_EVENT, [TEST_TERMI
 // as SIGBREAK. The console's close cannot be sent (test_system_has(TEST_HANG_UPS) is 0).
 int test_stop_signal(TestStop stop) { return stop == TEST_INTERRUPT ? SIGINT : stop == TEST_TERMINATE ? SIGBREAK : 1; }
 
-// `run_tests --console-event PID EVENT...`, without a console of its own: attaches to the
-// child's console, ignores the events itself, and sends them one after the other.
-static int send_console_events(int argc, char **argv) {
-    if (argc < 2 || !AttachConsole((DWORD)strtoul(argv[0], NULL, 10))) return 2;
+// `run_tests --console-event PID EVENT`, without a console of its own: attaches to the child's
+// console, ignores the event itself, and sends it.
+static int send_console_event(int argc, char **argv) {
+    if (argc != 2 || !AttachConsole((DWORD)strtoul(argv[0], NULL, 10))) return 2;
     SetConsoleCtrlHandler(NULL, TRUE);
-    for (int i = 1; i < argc; i++)
-        if (!GenerateConsoleCtrlEvent((DWORD)strtoul(argv[i], NULL, 10), 0)) return 3;
-    return 0;
+    return GenerateConsoleCtrlEvent((DWORD)strtoul(argv[1], NULL, 10), 0) ? 0 : 3;
 }
 
-static int send_events(TestChild *c, const TestStop *stops, int n) {
-    if (!c->handle) return -1;
-    char pid[32], events[2][16];
+int test_child_stop(TestChild *c, TestStop stop) {
+    if (!c->handle || stop == TEST_HANG_UP) return -1;  // no process can close another's console
+    char pid[32], event[16], program[4096], line[8192] = "";
     snprintf(pid, sizeof(pid), "%ld", c->pid);
-    const char *argv[6] = {test_self_path(), CONSOLE_EVENT_FLAG, pid};
-    for (int i = 0; i < n; i++) {
-        if (stops[i] == TEST_HANG_UP) return -1;  // no process can close another's console
-        snprintf(events[i], sizeof(events[i]), "%lu", (unsigned long)stop_events[stops[i]]);
-        argv[3 + i] = events[i];
-    }
-    char program[4096], line[8192] = "";
+    snprintf(event, sizeof(event), "%lu", (unsigned long)stop_events[stop]);
+    const char *argv[] = {test_self_path(), CONSOLE_EVENT_FLAG, pid, event, NULL};
     program_path(argv[0], program, sizeof(program));
     for (int i = 0; argv[i]; i++) quote_arg(line, sizeof(line), i == 0 ? program : argv[i]);
     STARTUPINFOW start = {.cb = sizeof(start)};
@@ -558,13 +559,6 @@ static int send_events(TestChild *c, const TestStop *stops, int n) {
     return code == 0 ? 0 : -1;
 }
 
-int test_child_stop(TestChild *c, TestStop stop) { return send_events(c, &stop, 1); }
-
-// Sent back to back by one helper, both reach the child before it can act on the first.
-int test_child_stop_twice(TestChild *c, TestStop first, TestStop second) {
-    return send_events(c, (const TestStop[]){first, second}, 2);
-}
-
 void test_child_kill(TestChild *c, TestEnd *end) {
     if (c->handle && TerminateProcess(c->handle, KILLED_CODE)) c->killed = 1;
     test_child_wait(c, 1e9, end);
@@ -575,7 +569,7 @@ void test_child_kill(TestChild *c, TestEnd *end) {
 int test_process_mode(int argc, char **argv, int *status) {
     SetErrorMode(SEM_FAILCRITICALERRORS | SEM_NOGPFAULTERRORBOX);
     if (argc > 2 && strcmp(argv[1], "--child") == 0) *status = child_main(argc - 2, argv + 2);
-    else if (argc > 3 && strcmp(argv[1], CONSOLE_EVENT_FLAG) == 0) *status = send_console_events(argc - 2, argv + 2);
+    else if (argc > 3 && strcmp(argv[1], CONSOLE_EVENT_FLAG) == 0) *status = send_console_event(argc - 2, argv + 2);
     else return 0;
     return 1;
 }
@@ -612,6 +606,11 @@ int test_remove_dir(const char *path) {
 int test_set_env(const char *name, const char *value) { return _putenv_s(name, value ? value : ""); }
 
 double test_heap_slack(void) { return 1.25; }
+
+int test_limit_address_space(double bytes) {
+    errno = ENOTSUP;
+    return -1;
+}
 
 char *test_run_on_terminal(const char *const *argv, int columns, TestEnd *end) {
     *end = (TestEnd){-1, 0, 0};

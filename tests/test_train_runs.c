@@ -571,6 +571,7 @@ TEST(runs_schedule_messages_match_logged_rates) {
 static int start_until(TestChild *c, const char *log, const char *const *args, const char *ready) {
     const char *argv[MAX_ARGS + 2];
     train_argv(argv, args);
+    platform_remove_file(log);  // an earlier run's, which the child truncates only once it runs
     if (!CHECK(test_child_start(c, argv, &(TestSpawn){.out_path = log}) == 0, "cannot start ./train: %s",
                strerror(errno)))
         return -1;
@@ -636,16 +637,26 @@ TEST(runs_stop_signals) {
     test_meta_value(ck, "state.step", value, sizeof(value));
     CHECK(strcmp(value, "1") == 0, "the saved checkpoint is at step '%s', want 1", value);
 
-    // two stop signals: the second exits without saving (sent together, so both arrive before
-    // the program can act on the first)
+    // two stop signals: the second exits without saving. The first is sent during a step of a
+    // model whose steps take a second or more (1.6 s on one thread here), the second once the
+    // first is acknowledged: it comes while the run ends the step under way, before the save.
     snprintf(out, sizeof(out), "%s/twice", dir);
     snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
-    const char *const twice[] = {TINY, "--data", corpus, "--steps", "5", "--eval-every", "1", "--eval-batches",
-                                 "1000000000", "--save-every", "1000", "--out", out, NULL};
-    if (start_until(&c, log, twice, "memory:") != 0) return;
-    usleep(300000);
+    const char *const twice[] = {"--n-layer", "4", "--n-head", "4", "--n-embd", "384", "--block-size", "128",
+                                 "--batch-size", "8", "--threads", "1", "--data", corpus, "--steps", "1000",
+                                 "--log-every", "1", "--eval-every", "1000", "--save-every", "1000", "--no-probe",
+                                 "--out", out, NULL};
+    if (start_until(&c, log, twice, "step 1/") != 0) return;
     TestStop other = test_system_has(TEST_TERMINATE_REQUESTS) ? TEST_TERMINATE : TEST_INTERRUPT;
-    CHECK(test_child_stop_twice(&c, TEST_INTERRUPT, other) == 0, "cannot send two stop requests");
+    CHECK(test_child_stop(&c, TEST_INTERRUPT) == 0, "cannot send %s", interrupt);
+    int acknowledged = 0;
+    for (int i = 0; i < 4000 && !acknowledged && !test_child_wait(&c, 0.005, &end); i++) {
+        text = test_read_file(log, &len);
+        acknowledged = text && strstr(text, "stopping: ");
+        free(text);
+    }
+    CHECK(acknowledged && test_child_stop(&c, other) == 0, "the first request was not acknowledged, or the second "
+          "could not be sent");
     end = wait_at_most(&c, &seconds);
     text = test_read_file(log, &len);
     int first = test_stop_signal(TEST_INTERRUPT), second = test_stop_signal(other);
@@ -675,6 +686,86 @@ TEST(runs_stop_signals) {
 
 // ----------------------------------------------------------------------------
 // 7. CR line endings: cleaned and reported, or kept with --keep-cr (and on resume)
+
+// A stop request (SIGTERM; Windows: Ctrl-C, as Wine sends no Ctrl-Break) while ./train waits
+// for a stalled standard input (a pipe whose writer is silent) stops it at once, before the
+// first step: exit 128 + its signal, and --out holds no run (its lock file alone). Before, the
+// run waited for the writer, then trained a step and saved.
+TEST(runs_stop_while_standard_input_stalls) {
+    char dir[256], log[300], out[300], lock[320], want[128], ended[64];
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "stalled_stdin");
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    snprintf(out, sizeof(out), "%s/out", dir);
+    snprintf(lock, sizeof(lock), "%s/.train.lock", out);
+    TestStop stop = test_system_has(TEST_TERMINATE_REQUESTS) ? TEST_TERMINATE : TEST_INTERRUPT;
+    const char *name = platform_signal_name(test_stop_signal(stop));
+    const char *argv[MAX_ARGS + 2];
+    train_argv(argv, ARGS(TINY, "--data", "-", "--steps", "5", "--out", out));
+    int to_child;
+    TestChild c;
+    if (!CHECK(test_child_start(&c, argv, &(TestSpawn){.out_path = log, .stdin_pipe = &to_child}) == 0,
+               "cannot start ./train: %s", strerror(errno)))
+        return;
+    const char *some = "the king and the queen of the night\n";  // a start, and then nothing
+    CHECK(write(to_child, some, strlen(some)) == (long)strlen(some), "write: %s", strerror(errno));
+    for (int i = 0; i < 4000 && access(lock, F_OK) != 0; i++) usleep(5000);
+    usleep(300000);  // past the lock: reading standard input
+    test_child_stop(&c, stop);
+    double seconds = 0;
+    TestEnd end = wait_at_most(&c, &seconds);
+    close(to_child);
+    size_t len;
+    char *text = test_read_file(log, &len);
+    CHECK(end.status == 128 + test_stop_signal(stop), "%s while standard input stalls: %s (want exit %d within 20 s):\n%s",
+          name, test_end_text(&end, ended), 128 + test_stop_signal(stop), text);
+    snprintf(want, sizeof(want), "stopped by %s before the first step", name);
+    CHECK(text && strstr(text, want), "no stop message:\n%s", text);
+    free(text);
+    printf("    %s while standard input stalls: stopped %.3f s after it\n", name, seconds);
+    CHECK(seconds < 5.0, "the stop took %.1f s", seconds);
+    DIR *d = opendir(out);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        CHECK(strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || strcmp(e->d_name, ".train.lock") == 0,
+              "%s holds %s after a stop before the first step", out, e->d_name);
+    if (d) closedir(d);
+}
+
+// A FIFO named probe.bin or log.csv in a run's directory (nothing writes into it): --resume
+// and ./generate --timeline refuse it at once, exit 1, naming it, where they would wait in
+// open(2) for ever. Before, --resume hung on probe.bin holding the lock, and --timeline on
+// either.
+TEST(runs_fifo_run_files_refused) {
+    if (!test_system_has(TEST_FIFOS)) {
+        test_skip("no FIFOs to name like a run's files");
+        return;
+    }
+    char dir[256], corpus[300], log[300], out[300], fifo_dir[300], ck[400], fifo[400];
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "fifo_files");
+    base_corpus(dir, corpus, sizeof(corpus));
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    snprintf(out, sizeof(out), "%s/run", dir);
+    TestRun r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "2", "--out", out));
+    int trained = test_exit_status(&r, 0, "the run");
+    test_run_free(&r);
+    if (!trained) return;
+    static const char *const names[] = {"probe.bin", "log.csv"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(fifo_dir, sizeof(fifo_dir), "%s/with_fifo_%d", dir, i);
+        char command[1000];
+        snprintf(command, sizeof(command), "cp -r '%s' '%s'", out, fifo_dir);
+        if (!CHECK(system(command) == 0, "%s failed", command)) return;
+        snprintf(fifo, sizeof(fifo), "%s/%s", fifo_dir, names[i]);
+        snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", fifo_dir);
+        if (!CHECK(test_make_fifo(fifo) == 0, "mkfifo %s: %s", fifo, strerror(errno))) return;
+        r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "3", "--data", corpus));
+        if (test_exit_status(&r, 1, fifo)) test_output_has(&r, "not a regular file", fifo);
+        test_run_free(&r);
+        r = test_run_program("generate", NULL, log, 30, (const char *[]){"--timeline", fifo_dir, "--force", NULL});
+        if (test_exit_status(&r, 1, fifo)) test_output_has(&r, "a FIFO, not a regular file", fifo);
+        test_run_free(&r);
+    }
+}
 
 TEST(runs_keep_cr) {
     char dir[256], corpus[300], log[300], out[300], ck[300], value[64];
@@ -900,7 +991,7 @@ TEST(runs_resume_never_replaces_another_run) {
     if (test_edit_checkpoint(r0_ck, old, &(CheckpointEdit){.key = "train.run_id", .value = NULL}) != 0) return;
     r = train_in(NULL, log, ARGS("--resume", old, "--steps", "12", "--out", victim));
     if (test_exit_status(&r, 2, "resuming an older checkpoint of r0 into victim"))
-        test_output_has(&r, "has another seed, model or batch", "resuming an older checkpoint of r0 into victim");
+        test_output_has(&r, "has train.seed '7', not '1337'", "resuming an older checkpoint of r0 into victim");
     test_run_free(&r);
     check_unchanged(victim, before, "resuming another run's older checkpoint");
     // ... and resumes in its own directory, as the same run as r0's ckpt.safetensors; it gets an identity
@@ -1132,6 +1223,63 @@ TEST(runs_killed_init_from_leaves_no_false_advice) {
     r = train_in(NULL, log, ARGS("--init-from", base_ck, "--data", corpus, "--steps", "3", "--force", "--out", out));
     test_exit_status(&r, 0, "--force");
     test_run_free(&r);
+}
+
+// The run files of a killed or tampered --out (issue 29, L6 and L8): a log.csv row torn inside
+// its step field, as a kill during its write leaves it, is cut on resume (the resume refused
+// before: "line 6 is not a row"), while a damaged row before the end is still refused; a
+// log.csv that is a symbolic link out of --out is refused, the file it names untouched (it
+// was truncated and written before).
+TEST(runs_torn_log_row_cut_and_linked_log_refused) {
+    char dir[256], corpus[300], log[300], out[300], ck[300], csv[300], steps[200], outside[300];
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "log_files");
+    base_corpus(dir, corpus, sizeof(corpus));
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    snprintf(out, sizeof(out), "%s/run", dir);
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    snprintf(csv, sizeof(csv), "%s/log.csv", out);
+    TestRun r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "10", "--log-every", "5", "--eval-every",
+                                         "5", "--out", out));
+    int ok = test_exit_status(&r, 0, "the first run");
+    test_run_free(&r);
+    if (!ok) return;
+    FILE *fp = fopen(csv, "a");
+    if (fp) fputs("1", fp), fclose(fp);  // the first byte of step 15's row
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "15"));
+    if (test_exit_status(&r, 0, "a resume after a torn row"))
+        test_output_has(&r, "cut 1 bytes of a row that a stopped run left unfinished", "the torn row");
+    test_run_free(&r);
+    logged_steps(csv, steps, sizeof(steps));
+    CHECK(strcmp(steps, "5,10,15") == 0, "log.csv has the rows of steps %s, want 5,10,15", steps);
+    // damage before the end is no torn row
+    size_t len;
+    char *text = test_read_file(csv, &len);
+    char *row = text ? strstr(text, "\n10,") : NULL;
+    if (!CHECK(row != NULL, "no row of step 10 in %s", csv)) return free(text);
+    row[1] = 'x';
+    write_text(csv, text, len);
+    free(text);
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "20"));
+    if (test_exit_status(&r, 1, "a resume with a damaged row")) test_output_has(&r, "line 3 is not a row", "the row");
+    test_run_free(&r);
+    // a link named log.csv
+    if (!test_system_has(TEST_SYMLINKS)) {
+        printf("    no symbolic links on %s: a linked log.csv left out\n", platform_name());
+        return;
+    }
+    snprintf(outside, sizeof(outside), "%s/outside.txt", dir);
+    write_text(outside, "not a log\n", 10);
+    remove(csv);
+    CHECK(test_make_symlink("../outside.txt", csv) == 0, "cannot make a link %s: %s", csv, strerror(errno));
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "20"));
+    if (test_exit_status(&r, 1, "a resume with a linked log.csv")) test_output_has(&r, "symbolic link", "the link");
+    test_run_free(&r);
+    r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "5", "--out", out, "--force"));
+    test_exit_status(&r, 1, "a new run with --force and a linked log.csv");
+    test_run_free(&r);
+    text = test_read_file(outside, &len);
+    CHECK(text && len == 10 && memcmp(text, "not a log\n", 10) == 0, "the file log.csv linked to was changed");
+    free(text);
 }
 
 // ----------------------------------------------------------------------------

@@ -32,7 +32,7 @@ int run_lock_take(RunLock *lock, const char *dir, char err[ERR_LEN]) {
     char path[4200];
     snprintf(path, sizeof(path), "%s/%s", dir, RUN_LOCK_NAME);
     lock->held = 0;
-    lock->fd = platform_open(path, PLATFORM_OPEN_LOCK_FILE);
+    lock->fd = platform_open(path, PLATFORM_READ | PLATFORM_WRITE | PLATFORM_CREATE | PLATFORM_NO_FOLLOW);
     if (lock->fd < 0) {
         snprintf(err, ERR_LEN, "cannot create %s: %s", path, strerror(errno));
         return RUN_LOCK_FAILED;
