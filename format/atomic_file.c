@@ -131,8 +131,7 @@ void atomic_file_abort(AtomicFile *f) {
 int no_follow_open(const char *path, int how) { return platform_open(path, how | PLATFORM_NO_FOLLOW); }
 
 FILE *no_follow_fopen(const char *path, const char *mode) {
-    int how = mode[0] == 'r' ? PLATFORM_READ
-                             : PLATFORM_WRITE | PLATFORM_CREATE | (mode[0] == 'a' ? PLATFORM_APPEND : PLATFORM_TRUNCATE);
+    int how = PLATFORM_WRITE | PLATFORM_CREATE | (mode[0] == 'a' ? PLATFORM_APPEND : PLATFORM_TRUNCATE);
     int fd = no_follow_open(path, how);
     FILE *fp = fd >= 0 ? fdopen(fd, mode) : NULL;
     if (!fp && fd >= 0) {

@@ -46,7 +46,7 @@
 #define PROBE_LENS_TOP 3          // logit-lens predictions kept per cell
 #define PROBE_GROUP_NAME 32       // bytes of a parameter group's name, NUL included
 #define PROBE_SOURCE_LEN 256      // bytes of the passage's source, NUL included
-#define PROBE_RUN_ID_LEN 17       // run_identity.h's RUN_ID_LEN
+#define PROBE_RUN_ID_LEN 17       // training/run_state.h's RUN_ID_LEN
 // limits a header must keep (a reader refuses more before allocating anything)
 #define PROBE_MAX_LAYERS 1024
 #define PROBE_MAX_HEADS 1024
@@ -91,7 +91,7 @@ typedef struct {
     float clipped;        // 1 when it was clipped, 0 when not
     float *update_ratio;  // (groups) |update| / |weights| of each parameter group's last update
     int32_t *sample;      // (S) the sample's characters after its prompt
-    float *previous_token, *induction, *entropy;  // (L, H) head_scores.h
+    float *previous_token, *induction, *entropy;  // (L, H) training/probe.h
     // heavy part
     float *surprisal;     // (t) bits of passage[i + 1] after reading passage[0..i]
     int32_t *top;         // (t, PROBE_TOP) the most likely next tokens (-1 past the vocabulary)

@@ -1,7 +1,7 @@
 // Tests of what the timeline measures: the head scores of hand-built attention patterns
-// against the values their definitions give (training/head_scores.h), the probe of a
+// against the values their definitions give (training/probe.h), the probe of a
 // constructed model that copies the previous character (training/probe.h), the update-to-weight
-// ratios of the parameter groups (training/update_ratio.h), and the logit lens against the
+// ratios of the parameter groups (training/step.h), and the logit lens against the
 // model's own predictions and a double-precision recomputation (viewer/logit_lens.h), and as
 // the inspector's .json and .html write it (viewer/attention_export.h).
 #include <math.h>
@@ -15,9 +15,8 @@
 #include "../model/adamw.h"
 #include "../model/gpt.h"
 #include "../model/layers.h"
-#include "../training/head_scores.h"
 #include "../training/probe.h"
-#include "../training/update_ratio.h"
+#include "../training/step.h"
 #include "../viewer/attention_export.h"
 #include "../viewer/logit_lens.h"
 #include "test.h"

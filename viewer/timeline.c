@@ -45,7 +45,7 @@ static void write_number(FILE *fp, double x) {
     else fputs("null", fp);
 }
 
-static void write_tokens(FILE *fp, const char *name, const int32_t *tokens, int n) {
+static void write_token_ids(FILE *fp, const char *name, const int32_t *tokens, int n) {
     fprintf(fp, ",\"%s\":[", name);
     for (int i = 0; i < n; i++) fprintf(fp, i ? ",%d" : "%d", (int)tokens[i]);
     fputc(']', fp);
@@ -208,9 +208,9 @@ static void write_header(FILE *fp, const ProbeHeader *h, const char *title) {
         fwrite(text, 1, (size_t)n, fp);
     }
     fputc(']', fp);
-    write_tokens(fp, "passage", h->passage, h->probe_len + 1);
-    write_tokens(fp, "repeated", h->repeated, h->repeat_len);
-    write_tokens(fp, "prompt", h->prompt, h->prompt_len);
+    write_token_ids(fp, "passage", h->passage, h->probe_len + 1);
+    write_token_ids(fp, "repeated", h->repeated, h->repeat_len);
+    write_token_ids(fp, "prompt", h->prompt, h->prompt_len);
     fputs(",\"group_names\":[", fp);
     for (int g = 0; g < h->groups; g++) {
         if (g) fputc(',', fp);
