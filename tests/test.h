@@ -84,7 +84,7 @@ typedef struct {
     int status;        // its exit status; -1 when it did not exit (then signal), or was not started
     int signal;        // the signal that ended it, or 0. On Windows SIGINT for the exit code of a
                        // console event (STATUS_CONTROL_C_EXIT), TEST_SIGKILL after test_child_kill,
-                       // minus the code of an exception (an access violation: -0xC0000005)
+                       // an exception's as POSIX names it (an access violation: SIGSEGV), else -1
     long max_rss_kib;  // its peak resident memory (Windows: peak working set), or -1 when the
                        // system did not say
 } TestEnd;
@@ -134,7 +134,7 @@ typedef struct {
 // Runs argv as `how` says to its end; one still running after timeout_s seconds is killed and
 // recorded as a failure.
 TestRun test_run_spawned(const char *const *argv, const TestSpawn *how, double timeout_s);
-// "exit status 2", "ended by signal 2", "ended by exception 0xc0000005", for messages.
+// "exit status 2", "ended by signal 2", "ended by an exception", for messages.
 const char *test_end_text(const TestEnd *end, char text[64]);
 
 // The test program's other roles: `run_tests --child NAME ARGS...` calls the child main

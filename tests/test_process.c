@@ -113,7 +113,7 @@ TestEnd test_run_child(const char *name, const char *const *args, double timeout
 const char *test_end_text(const TestEnd *end, char text[64]) {
     if (end->status >= 0) snprintf(text, 64, "exit status %d", end->status);
     else if (end->signal > 0) snprintf(text, 64, "ended by signal %d", end->signal);
-    else if (end->signal < 0) snprintf(text, 64, "ended by exception 0x%08x", (unsigned)-end->signal);
+    else if (end->signal < 0) snprintf(text, 64, "ended by an exception");
     else snprintf(text, 64, "not started or not waited for");
     return text;
 }
@@ -492,6 +492,17 @@ int test_child_start(TestChild *c, const char *const *argv, const TestSpawn *how
     return 0;
 }
 
+// The signal POSIX names a crash by, for the exception that ended a process (else -1).
+static int signal_of_exception(DWORD code) {
+    switch (code) {
+        case 0xC0000005u: case 0xC00000FDu: return SIGSEGV;  // an access violation, a stack overflow
+        case 0xC000001Du: case 0xC0000096u: return SIGILL;   // an illegal or a privileged instruction
+        case 0xC000008Eu: case 0xC0000090u: case 0xC0000094u: case 0xC0000095u: return SIGFPE;
+        case 0xC0000409u: return SIGABRT;                     // a fast fail (abort, a buffer overrun)
+        default: return -1;
+    }
+}
+
 // The child's peak working set so far, kept in c->peak_kib.
 static void sample_peak(TestChild *c) {
     PROCESS_MEMORY_COUNTERS memory = {.cb = sizeof(memory)};
@@ -516,7 +527,7 @@ int test_child_wait(TestChild *c, double timeout_s, TestEnd *end) {
     end->max_rss_kib = c->peak_kib > 0 ? c->peak_kib : -1;
     if (c->killed) end->signal = TEST_SIGKILL;
     else if (code == (DWORD)STATUS_CONTROL_C_EXIT) end->signal = SIGINT;  // as the console's events end a program
-    else if (code >= 0xC0000000u) end->signal = -(int)code;  // an exception: an access violation, a fast fail
+    else if (code >= 0xC0000000u) end->signal = signal_of_exception(code);
     else end->status = (int)code;
     CloseHandle(c->handle);
     c->handle = NULL;
