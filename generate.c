@@ -349,17 +349,16 @@ static void check_memory(GPTMemoryPlan *plan, const GPTConfig *c, const Options 
 
 // Generation: the model without gradients, its activations for one sequence, the key/value
 // cache and buffers of every sample, their texts, the prompt (its bytes and tokens) and, with
-// --attention, the copy of the attention weights.
+// --attention, what attention_record keeps.
 static void check_generation_memory(const GPTConfig *c, const Options *o, long text_len, double prompt_bytes) {
     GPTMemoryPlan plan;
     gpt_memory_plan(c, o->num_samples, GPT_PLAN_GENERATION, &plan);
     gpt_memory_plan_precision(&plan, c, o->num_samples, GPT_PLAN_GENERATION, o->precision);
     plan.generation += (double)o->num_samples * text_len * sizeof(int);
     plan.text = prompt_bytes;
-    if (o->num_attention)  // the copy of the attention weights, and the logit lens
-        plan.generation += (double)c->n_layer * c->n_head * c->block_size * c->block_size * sizeof(float) +
-                           logit_lens_bytes(c, c->block_size) + (double)c->block_size * sizeof(int);
     int t = text_len < c->block_size ? (int)text_len : c->block_size;  // the window recorded
+    if (o->num_attention)  // the copy of the attention, its vectors and head scores, and the logit lens
+        plan.generation += attention_record_memory(c, t);
     double files = 0.0;  // written one after another: the largest (a .png's image) at a time
     for (int i = 0; i < o->num_attention; i++) {
         double bytes = attention_export_memory(o->attention[i], t, c->n_layer, c->n_head);

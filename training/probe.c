@@ -14,66 +14,8 @@
 #include "../dist/dist.h"
 #include "../format/atomic_file.h"
 #include "../generation/decoder.h"
-#include "../model/rng.h"
 #include "../viewer/timeline.h"
 #include "run.h"
-
-// ----------------------------------------------------------------------------
-// head scores
-
-// The "mul" score of a detection pattern given as a predicate on (query, key).
-typedef int (*Marked)(const int *tokens, int i, int j);
-
-static double mul_score(const float *att, const int *tokens, int t, Marked marked) {
-    double hit = 0.0, all = 0.0;
-    for (int i = 0; i < t; i++)
-        for (int j = 0; j <= i; j++) {
-            double w = att[(size_t)i * t + j];
-            all += w;
-            if (marked(tokens, i, j)) hit += w;
-        }
-    return all > 0.0 ? hit / all : 0.0;
-}
-
-static int previous_token(const int *tokens, int i, int j) { return j == i - 1; }
-
-static int after_earlier_occurrence(const int *tokens, int i, int j) {
-    return j >= 1 && j - 1 < i && tokens[j - 1] == tokens[i];
-}
-
-double head_score_previous_token(const float *att, int t) { return mul_score(att, NULL, t, previous_token); }
-
-double head_score_induction(const float *att, const int *tokens, int t) {
-    return mul_score(att, tokens, t, after_earlier_occurrence);
-}
-
-double head_attention_entropy(const float *att, int t) {
-    double sum = 0.0;
-    for (int i = 0; i < t; i++)
-        for (int j = 0; j <= i; j++) {
-            double w = att[(size_t)i * t + j];
-            if (w > 0.0) sum -= w * log2(w);
-        }
-    return t > 0 ? sum / t : 0.0;
-}
-
-int head_repeat_run(int block_size) {
-    return block_size / 2 < HEAD_REPEAT_RUN ? block_size / 2 : HEAD_REPEAT_RUN;
-}
-
-void head_repeated_sequence(int *tokens, int n, int vocab_size, uint64_t seed) {
-    Rng rng;
-    rng_seed(&rng, seed);
-    for (int i = 0; i < n; i++) {
-        int token, fresh;
-        do {  // a token not drawn yet, while the vocabulary has enough of them
-            token = (int)rng_below(&rng, (uint64_t)vocab_size);
-            fresh = 1;
-            for (int k = 0; k < i && n <= vocab_size; k++) fresh &= tokens[k] != token;
-        } while (!fresh);
-        tokens[i] = tokens[n + i] = token;
-    }
-}
 
 // ----------------------------------------------------------------------------
 // the probe: what is probed
@@ -133,6 +75,38 @@ static int default_prompt_len(const ProbeHeader *h, int newline) {
     return n < most ? n + 1 : most;
 }
 
+_Static_assert(PROBE_PATTERNS == HEAD_PATTERNS, "the probe file holds a score of every head pattern");
+
+// Where each of the passage's t positions' word starts, and its last space (viewer/head_scores.h), into
+// word_start and last_space (t each). Returns 0, or -1 when memory runs out.
+static int passage_words(const ProbeHeader *h, int *word_start, int *last_space) {
+    uint32_t *chars = malloc((size_t)h->probe_len * sizeof(uint32_t));
+    if (!chars) return -1;
+    for (int i = 0; i < h->probe_len; i++) chars[i] = h->vocab[h->passage[i]];
+    head_word_starts(chars, h->probe_len, word_start, last_space);
+    free(chars);
+    return 0;
+}
+
+// The reach of each pattern on the text the probe scores it on (probe_file.h): the passage, or
+// the repeated sequence for induction and same character. Returns 0, or -1 with err.
+static int set_reach(ProbeHeader *h, char err[ERR_LEN]) {
+    int t = h->probe_len, *word_start = malloc((size_t)t * sizeof(int)), *last_space = malloc((size_t)t * sizeof(int));
+    if (!word_start || !last_space || passage_words(h, word_start, last_space) != 0) {
+        free(word_start), free(last_space);
+        snprintf(err, ERR_LEN, "out of memory for the probe's passage");
+        return -1;
+    }
+    HeadText passage = {h->passage, word_start, last_space, t}, repeated = {h->repeated, NULL, NULL, h->repeat_len};
+    for (int p = 0; p < HEAD_PATTERNS; p++) {
+        int on_repeated = p == HEAD_INDUCTION || p == HEAD_SAME_CHARACTER;
+        h->reach[p] = on_repeated && h->repeat_len == 0 ? 0.0f
+                      : (float)head_pattern_reach((HeadPattern)p, on_repeated ? &repeated : &passage);
+    }
+    free(word_start), free(last_space);
+    return 0;
+}
+
 int probe_header_make(ProbeHeader *h, const ProbeSetup *s, const GPTConfig *c, const Vocab *vocab,
                       const Dataset *ds, char err[ERR_LEN]) {
     memset(h, 0, sizeof(*h));
@@ -140,6 +114,8 @@ int probe_header_make(ProbeHeader *h, const ProbeSetup *s, const GPTConfig *c, c
     h->sample_chars = s->sample_chars;
     h->sample_seed = s->seed;
     h->temperature = s->temperature;
+    h->version = 2;
+    h->head_size = c->head_size;
     h->repeat_len = 2 * head_repeat_run(c->block_size);
     char groups[PROBE_MAX_GROUPS][PROBE_GROUP_NAME];
     h->groups = update_groups(c, groups);
@@ -180,6 +156,11 @@ int probe_header_make(ProbeHeader *h, const ProbeSetup *s, const GPTConfig *c, c
     } else {
         h->prompt_len = PROBE_PROMPT_MAX;  // room; set below
     }
+    // the positions whose vectors fit in half of PROBE_VECTOR_BYTES each
+    double per_position = 4.0 * c->n_layer * 3 * c->n_head * c->head_size;
+    int vector_positions = (int)fmin(c->block_size, PROBE_VECTOR_BYTES / 2 / per_position);
+    h->vector_len = h->probe_len < vector_positions ? h->probe_len : vector_positions;
+    h->vector_repeat_len = h->repeat_len < vector_positions ? h->repeat_len : vector_positions;
     int rc = probe_header_alloc(h, err) == 0 ? 0 : -1;
     if (rc == 0 && file_chars)
         rc = encode_chars(vocab, file_chars, h->probe_len + 1, h->passage, "--probe", err);
@@ -204,6 +185,7 @@ int probe_header_make(ProbeHeader *h, const ProbeSetup *s, const GPTConfig *c, c
             free(repeated);
         }
     }
+    if (rc == 0) rc = set_reach(h, err);
     if (rc != 0) probe_header_free(h);
     return rc;
 }
@@ -217,9 +199,12 @@ int probe_init(Probe *p, GPT *model, const ProbeHeader *header, char err[ERR_LEN
     gpt_view(&p->view, model);
     int t = header->probe_len;
     p->next = malloc((size_t)t * sizeof(int));
-    if (!p->next || gpt_alloc_activations(&p->view, 1, err) != 0 ||
+    p->word_start = malloc((size_t)t * sizeof(int));
+    p->last_space = malloc((size_t)t * sizeof(int));
+    int words = p->word_start && p->last_space && passage_words(header, p->word_start, p->last_space) == 0;
+    if (!p->next || !words || gpt_alloc_activations(&p->view, 1, err) != 0 ||
         logit_lens_init(&p->lens, &model->config, t, err) != 0) {
-        if (!p->next) snprintf(err, ERR_LEN, "out of memory for the probe");
+        if (!p->next || !words) snprintf(err, ERR_LEN, "out of memory for the probe");
         probe_free(p);
         return -1;
     }
@@ -231,6 +216,8 @@ void probe_free(Probe *p) {
     gpt_free(&p->view);
     logit_lens_free(&p->lens);
     free(p->next);
+    free(p->word_start);
+    free(p->last_space);
     memset(p, 0, sizeof(*p));
 }
 
@@ -241,10 +228,12 @@ double probe_memory(const GPTConfig *c, const ProbeHeader *h) {
     GPTMemoryPlan sample;  // the sample's key/value cache and decoder (the sample, below)
     gpt_memory_plan(c, 1, GPT_PLAN_GENERATION, &sample);
     double decoder = ((double)h->prompt_len + h->sample_chars + 1) * sizeof(int) + 2.0 * c->vocab_size * sizeof(float);
+    // the passage's next tokens, word starts and last spaces, and its characters for a while
+    double texts = 4.0 * h->probe_len * sizeof(int);
     // the record being made, the probe file's encoded copy, and the timeline page's reader
     // and encoder (viewer/timeline.h) of one record at a time
     double records = 4.0 * ((double)probe_record_bytes(h) + 64);
-    return view.activations + view.scratch + sample.generation + decoder + logit_lens_bytes(c, h->probe_len) +
+    return view.activations + view.scratch + sample.generation + decoder + texts + logit_lens_bytes(c, h->probe_len) +
            records;
 }
 
@@ -254,7 +243,16 @@ static void quantize_head(const float *att, int t, uint8_t *out) {
         for (int j = 0; j <= i; j++) *out++ = probe_quantize(att[(size_t)i * t + j]);
 }
 
-// The passage: attention, previous-token scores and entropies, surprisal and predictions, lens.
+// The first n positions' queries, keys and values of every layer (L, n, 3A) into out, from the
+// last forward.
+static void copy_vectors(const GPT *m, int n, float *out) {
+    size_t row = 3 * (size_t)m->config.n_head * m->config.head_size;
+    for (int l = 0; l < m->config.n_layer; l++)
+        memcpy(out + (size_t)l * n * row, gpt_qkv(m, l), (size_t)n * row * sizeof(float));
+}
+
+// The passage: attention, the scores of the patterns it shows (previous token, first character,
+// word start, last space) and entropies, surprisal and predictions, lens, vectors.
 static int measure_passage(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
     const ProbeHeader *h = p->header;
     const int t = h->probe_len, H = h->n_head, V = h->vocab_size;
@@ -267,16 +265,21 @@ static int measure_passage(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
         return -1;
     }
     size_t triangle = (size_t)t * (t + 1) / 2;
+    HeadText text = {h->passage, p->word_start, p->last_space, t};
     for (int l = 0; l < h->n_layer; l++) {
         const float *att = gpt_attention_weights(m, l);  // (1, H, t, t)
         for (int k = 0; k < H; k++) {
             const float *head = att + (size_t)k * t * t;
             int index = l * H + k;
-            rec->previous_token[index] = (float)head_score_previous_token(head, t);
+            rec->previous_token[index] = (float)head_score(HEAD_PREVIOUS_TOKEN, head, &text);
+            rec->first_character[index] = (float)head_score(HEAD_FIRST_CHARACTER, head, &text);
+            rec->word_start[index] = (float)head_score(HEAD_WORD_START, head, &text);
+            rec->last_space[index] = (float)head_score(HEAD_LAST_SPACE, head, &text);
             rec->entropy[index] = (float)head_attention_entropy(head, t);
             quantize_head(head, t, rec->att_passage + (size_t)index * triangle);
         }
     }
+    copy_vectors(m, h->vector_len, rec->vectors_passage);
     for (int i = 0; i < t; i++) {
         float next_prob;
         int32_t rank;
@@ -295,24 +298,28 @@ static int measure_passage(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
     return 0;
 }
 
-// The repeated sequence: attention and induction scores (NaN without one).
+// The repeated sequence: attention, induction and same-character scores (NaN without one),
+// vectors.
 static void measure_repeated(Probe *p, ProbeRecord *rec) {
     const ProbeHeader *h = p->header;
     const int r = h->repeat_len, H = h->n_head;
     if (r == 0) {
-        for (int i = 0; i < h->n_layer * H; i++) rec->induction[i] = NAN;
+        for (int i = 0; i < h->n_layer * H; i++) rec->induction[i] = rec->same_character[i] = NAN;
         return;
     }
     gpt_forward(&p->view, h->repeated, NULL, 1, r, NULL);
     size_t triangle = (size_t)r * (r + 1) / 2;
+    HeadText text = {h->repeated, NULL, NULL, r};
     for (int l = 0; l < h->n_layer; l++) {
         const float *att = gpt_attention_weights(&p->view, l);
         for (int k = 0; k < H; k++) {
             const float *head = att + (size_t)k * r * r;
-            rec->induction[l * H + k] = (float)head_score_induction(head, h->repeated, r);
+            rec->induction[l * H + k] = (float)head_score(HEAD_INDUCTION, head, &text);
+            rec->same_character[l * H + k] = (float)head_score(HEAD_SAME_CHARACTER, head, &text);
             quantize_head(head, r, rec->att_repeated + (size_t)(l * H + k) * triangle);
         }
     }
+    copy_vectors(&p->view, h->vector_repeat_len, rec->vectors_repeated);
 }
 
 int probe_measure(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
@@ -372,7 +379,7 @@ static int classify_probe_file(const char *path, const char *run_id, const GPTCo
     const ProbeHeader *got = &r.header;
     *records = r.size > r.offset;
     int fits = got->n_layer == c->n_layer && got->n_head == c->n_head && got->vocab_size == c->vocab_size &&
-               got->block_size == c->block_size;
+               got->block_size == c->block_size && (got->version == 1 || got->head_size == c->head_size);
     int kind = strcmp(got->run_id, run_id) != 0 ? PROBE_FILE_OTHER : fits ? PROBE_FILE_OWN : PROBE_FILE_DAMAGED;
     if (kind == PROBE_FILE_OTHER) snprintf(why, ERR_LEN, "train.run_id %s", got->run_id[0] ? got->run_id : "none");
     if (kind == PROBE_FILE_DAMAGED)
@@ -519,7 +526,9 @@ int run_probe_step(RunProbe *rp, const RunProbeStep *s, char err[ERR_LEN]) {
     rec->grad_norm = s->grad_norm, rec->clipped = s->clipped;
     for (int g = 0; g < h->groups; g++) rec->update_ratio[g] = s->update_ratio ? s->update_ratio[g] : NAN;
     int heads = h->n_layer * h->n_head, rc = 0;
-    for (int i = 0; i < heads; i++) rec->previous_token[i] = rec->induction[i] = rec->entropy[i] = NAN;
+    for (int i = 0; i < heads; i++)
+        rec->previous_token[i] = rec->induction[i] = rec->entropy[i] = rec->first_character[i] =
+            rec->same_character[i] = rec->word_start[i] = rec->last_space[i] = NAN;
     if (s->evaluated) rc = probe_measure(&rp->probe, rec, err);
     double t1 = now_seconds();
     if (rc == 0 && wants_sample(rp, s)) {
