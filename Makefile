@@ -30,7 +30,7 @@
 # alone), with common/windows.manifest in them (UTF-8 their code page): on Windows itself,
 # MSYS2's UCRT64 `make` as here; from Linux, `make windows` cross-builds them with CC_WINDOWS
 # into build-windows/bin/, the shipped corpus copied beside them, and `make test-windows`
-# runs the whole suite there under Wine (docs/windows.md).
+# runs the whole suite there under Wine (docs/platforms.md).
 CC ?= cc
 ifeq ($(MPI),1)
 MPICC ?= mpicc

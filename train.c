@@ -2,7 +2,7 @@
 // safetensors checkpoints that ./generate, PyTorch and --resume read.
 // Exit status: 0 done, 1 bad data or I/O, 2 bad usage or a run too large for the memory,
 // 3 non-finite loss, 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP after saving (Windows: 130
-// Ctrl-C, 149 Ctrl-Break, 129 the console closed, 143 a logoff or shutdown).
+// for every console event, Ctrl-C as SIGINT).
 // Built with MPI (`make MPI=1`), `mpirun -np N` runs one training on N processes (dist/,
 // training/step.h): rank 0 alone prints and writes, and the processes agree on failures and
 // signals at fixed points of the run, so that they all leave together.

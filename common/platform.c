@@ -24,6 +24,7 @@
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
 #include <bcrypt.h>
+#include <psapi.h>
 #include <fcntl.h>
 #include <io.h>
 #else
@@ -566,15 +567,6 @@ _Noreturn void platform_end_by_signal(int sig) {
     _exit(128 + sig);  // not reached: the signal's default action ends the process
 }
 
-const char *platform_signal_name(int sig) {
-    switch (sig) {
-        case SIGINT: return "SIGINT";
-        case SIGTERM: return "SIGTERM";
-        case SIGHUP: return "SIGHUP";
-        default: return "a signal";
-    }
-}
-
 #endif
 
 const char *platform_path_last_separator(const char *path) {
@@ -586,6 +578,17 @@ const char *platform_path_last_separator(const char *path) {
 
 int platform_same_file(const PlatformFileInfo *a, const PlatformFileInfo *b) {
     return a->volume == b->volume && a->index == b->index;
+}
+
+const char *platform_signal_name(int sig) {
+    switch (sig) {
+        case SIGINT: return "SIGINT";
+        case SIGTERM: return "SIGTERM";
+#if defined(SIGHUP)  // Windows has none
+        case SIGHUP: return "SIGHUP";
+#endif
+        default: return "a signal";
+    }
 }
 
 // ----------------------------------------------------------------------------
@@ -699,17 +702,44 @@ static int from_wide(const wchar_t *wide, char *out, size_t size) {
     return 0;
 }
 
-// Physical memory free now and in the standby list, which Windows gives back without paging,
-// of the machine's physical memory.
-int platform_memory_bounds(MemoryBound bounds[PLATFORM_MEMORY_BOUNDS], const char **unknown) {
-    MEMORYSTATUSEX status = {.dwLength = sizeof(status)};
-    if (!GlobalMemoryStatusEx(&status)) {
-        *unknown = "unknown (GlobalMemoryStatusEx failed)";
+// The limits of the job object this process runs in (a Windows container's, or one a batch
+// system sets), as the cgroup's on Linux: its process memory limit less what this process has
+// committed, and its job memory limit less the most the job has committed (Windows says no
+// less); each counted only when set. Returns how many, into bounds.
+static int job_bounds(MemoryBound *bounds) {
+    BOOL in_job = FALSE;
+    JOBOBJECT_EXTENDED_LIMIT_INFORMATION job;
+    if (!IsProcessInJob(GetCurrentProcess(), NULL, &in_job) || !in_job ||
+        !QueryInformationJobObject(NULL, JobObjectExtendedLimitInformation, &job, sizeof(job), NULL))
         return 0;
+    int n = 0;
+    DWORD flags = job.BasicLimitInformation.LimitFlags;
+    PROCESS_MEMORY_COUNTERS_EX own = {.cb = sizeof(own)};
+    if ((flags & JOB_OBJECT_LIMIT_PROCESS_MEMORY) &&
+        GetProcessMemoryInfo(GetCurrentProcess(), (PROCESS_MEMORY_COUNTERS *)&own, sizeof(own))) {
+        double limit = (double)job.ProcessMemoryLimit, used = (double)own.PrivateUsage;
+        bounds[n++] = (MemoryBound){used < limit ? limit - used : 0.0, limit, 0,
+                                    "job object's process memory limit less this process's commit"};
     }
-    bounds[0] = (MemoryBound){(double)status.ullAvailPhys, (double)status.ullTotalPhys, 1, "available physical memory"};
-    *unknown = "";
-    return 1;
+    if (flags & JOB_OBJECT_LIMIT_JOB_MEMORY) {
+        double limit = (double)job.JobMemoryLimit, used = (double)job.PeakJobMemoryUsed;
+        bounds[n++] = (MemoryBound){used < limit ? limit - used : 0.0, limit, 1,
+                                    "job object's memory limit less its peak commit"};
+    }
+    return n;
+}
+
+// Physical memory free now and in the standby list, which Windows gives back without paging,
+// of the machine's physical memory; and the job object's limits.
+int platform_memory_bounds(MemoryBound bounds[PLATFORM_MEMORY_BOUNDS], const char **unknown) {
+    int n = 0;
+    MEMORYSTATUSEX status = {.dwLength = sizeof(status)};
+    if (GlobalMemoryStatusEx(&status))
+        bounds[n++] = (MemoryBound){(double)status.ullAvailPhys, (double)status.ullTotalPhys, 1,
+                                    "available physical memory"};
+    n += job_bounds(&bounds[n]);
+    *unknown = n ? "" : "unknown (GlobalMemoryStatusEx failed, and no job object limits the memory)";
+    return n;
 }
 
 int platform_executable_path(char *path, size_t size, char err[ERR_LEN]) {
@@ -982,18 +1012,13 @@ int platform_random_bytes(void *buf, size_t n) {
     return BCryptGenRandom(NULL, buf, (ULONG)n, BCRYPT_USE_SYSTEM_PREFERRED_RNG) == 0 ? 0 : -1;
 }
 
-// The console's events as signals (platform.h): no POSIX signal of the fatal set exists here.
-#define SIGNAL_CONSOLE_CLOSE 1  // SIGHUP's number: the terminal, here the console, is gone
+// Every console event arrives as SIGINT (platform.h): no POSIX signal of the fatal set exists here.
 static void (*volatile console_handler)(int sig);
 
 static BOOL WINAPI on_console_event(DWORD event) {
     void (*handler)(int) = console_handler;
     if (!handler) return FALSE;  // the next handler: the system's, which ends the process
-    int sig = event == CTRL_C_EVENT       ? SIGINT
-              : event == CTRL_BREAK_EVENT ? SIGBREAK
-              : event == CTRL_CLOSE_EVENT ? SIGNAL_CONSOLE_CLOSE
-                                          : SIGTERM;  // CTRL_LOGOFF_EVENT, CTRL_SHUTDOWN_EVENT
-    handler(sig);
+    handler(SIGINT);
     if (event != CTRL_C_EVENT && event != CTRL_BREAK_EVENT) Sleep(INFINITE);  // until the program ends itself
     return TRUE;
 }
@@ -1010,16 +1035,6 @@ void platform_signals_catch(PlatformSignals set, void (*handler)(int sig), int r
 _Noreturn void platform_end_by_signal(int sig) {
     TerminateProcess(GetCurrentProcess(), (UINT)STATUS_CONTROL_C_EXIT);
     _exit(128 + sig);  // not reached
-}
-
-const char *platform_signal_name(int sig) {
-    switch (sig) {
-        case SIGINT: return "Ctrl-C";
-        case SIGBREAK: return "Ctrl-Break";
-        case SIGNAL_CONSOLE_CLOSE: return "console close";
-        case SIGTERM: return "logoff or shutdown";
-        default: return "a signal";
-    }
 }
 
 #endif

@@ -50,7 +50,9 @@ typedef struct {
 // (memory.limit_in_bytes, memory.usage_in_bytes), found through /proc/self/cgroup and
 // /proc/self/mountinfo; and RLIMIT_AS less the address space the process maps (VmSize).
 // macOS: free and inactive pages (of hw.memsize). Windows: the available physical memory
-// (GlobalMemoryStatusEx's, of the machine's). The tests give the Linux version a tree of
+// (GlobalMemoryStatusEx's, of the machine's); and the limits of the job object the process
+// runs in, when set: its process memory limit less the process's commit, its job memory limit
+// less the job's peak commit. The tests give the Linux version a tree of
 // their own in place of / (/proc, the cgroup file system) in $CHARGPT_TEST_SYSTEM_ROOT.
 int platform_memory_bounds(MemoryBound bounds[PLATFORM_MEMORY_BOUNDS], const char **unknown);
 
@@ -207,9 +209,9 @@ int platform_process_running(long pid);
 int platform_random_bytes(void *buf, size_t n);
 
 // The signals that ask a program to stop: SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal
-// closed). On Windows, the console's events: Ctrl-C (as SIGINT), Ctrl-Break (SIGBREAK), the
-// console closed (as SIGHUP, numbered 1) and a logoff or shutdown (as SIGTERM); the process
-// ends when the handler of the last two returns, so there the handler's thread waits for the
+// closed). On Windows every console event arrives as SIGINT, so that it stops a run as Ctrl-C
+// does on Linux: Ctrl-C, Ctrl-Break, the console closed, a logoff or shutdown; the process ends
+// when the handler of the last three returns, so there the handler's thread waits for the
 // program to end itself (Windows gives it 5 s after a close, more at a shutdown).
 // The other signals that would end a program: POSIX's SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1,
 // SIGUSR2 (Windows has none); SIGXFSZ is ignored (a write past the file-size limit fails with
@@ -222,8 +224,7 @@ void platform_signals_catch(PlatformSignals set, void (*handler)(int sig), int r
 // Ends the process as sig's default action would (a shell then shows 128 + sig; on Windows the
 // exit code of a process ended by Ctrl-C, STATUS_CONTROL_C_EXIT).
 _Noreturn void platform_end_by_signal(int sig);
-// How messages name sig: "SIGINT", "SIGTERM", "SIGHUP"; on Windows "Ctrl-C", "Ctrl-Break",
-// "console close", "logoff or shutdown"; else "a signal".
+// How messages name sig, on every system: "SIGINT", "SIGTERM", "SIGHUP", else "a signal".
 const char *platform_signal_name(int sig);
 
 #endif

@@ -113,8 +113,8 @@ int test_child_wait(TestChild *c, double timeout_s, TestEnd *end);
 void test_child_kill(TestChild *c, TestEnd *end);
 
 // What a person does to stop a program: SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal
-// closed). On Windows Ctrl-C and Ctrl-Break in the child's console, which the program names as
-// SIGINT and SIGBREAK (Wine sends no Ctrl-Break: TEST_TERMINATE_REQUESTS); no process can close
+// closed). On Windows Ctrl-C and Ctrl-Break in the child's console, both of which the program
+// takes as SIGINT (Wine sends no Ctrl-Break: TEST_TERMINATE_REQUESTS); no process can close
 // another's console (TEST_HANG_UPS).
 typedef enum { TEST_INTERRUPT, TEST_TERMINATE, TEST_HANG_UP } TestStop;
 // Sends it to the child; 0, or -1.

@@ -107,7 +107,7 @@ static int train_installed_corpus(const char *train, const char *corpus, const c
 TEST(install_runs_from_another_directory) {
     char tmp[PATH_MAX];
     if (!test_system_has(TEST_MAKE_INSTALL)) {
-        test_skip("make install is for Unix systems (docs/windows.md: the programs run where they are unpacked)");
+        test_skip("make install is for Unix systems (docs/platforms.md: the programs run where they are unpacked)");
         return;
     }
     test_make_dir("tests/tmp");

@@ -537,9 +537,9 @@ int test_child_wait(TestChild *c, double timeout_s, TestEnd *end) {
 static const DWORD stop_events[] = {[TEST_INTERRUPT] = CTRL_C_EVENT, [TEST_TERMINATE] = CTRL_BREAK_EVENT,
                                     [TEST_HANG_UP] = CTRL_CLOSE_EVENT};
 
-// The signals a program names the events by (common/platform.c): Ctrl-C as SIGINT, Ctrl-Break
-// as SIGBREAK. The console's close cannot be sent (test_system_has(TEST_HANG_UPS) is 0).
-int test_stop_signal(TestStop stop) { return stop == TEST_INTERRUPT ? SIGINT : stop == TEST_TERMINATE ? SIGBREAK : 1; }
+// Every console event arrives as SIGINT (common/platform.c). The console's close cannot be sent
+// (test_system_has(TEST_HANG_UPS) is 0).
+int test_stop_signal(TestStop stop) { return SIGINT; }
 
 // `run_tests --console-event PID EVENT`, without a console of its own: attaches to the child's
 // console, ignores the event itself, and sends it.

@@ -189,9 +189,10 @@ static void usage_model_and_training(FILE *f, const TrainOptions *d) {
             "final train loss give it; ms/step and tok/s count training steps only, and the ETA\n"
             "counts what is left of them, the evaluations, the saves and the final validation pass;\n"
             "an evaluation shows on the line while it runs. Ctrl-C, SIGTERM or SIGHUP (on Windows\n"
-            "Ctrl-C, Ctrl-Break or closing the console): the step ends, an evaluation under way is\n"
-            "abandoned, the checkpoint is saved; a second one exits at once without saving. During\n"
-            "the whole-validation pass at the end (after the last save) it stops the pass.\n",
+            "Ctrl-C, Ctrl-Break or closing the console, each as SIGINT): the step ends, an\n"
+            "evaluation under way is abandoned, the checkpoint is saved; a second one exits at once\n"
+            "without saving. During the whole-validation pass at the end (after the last save) it\n"
+            "stops the pass.\n",
             d->n_layer, d->n_head, d->n_embd, d->block_size, d->dropout, d->batch_size, d->steps, d->lr, d->min_lr,
             d->warmup, d->weight_decay, d->grad_clip, d->eval_every, d->eval_batches, d->final_val_chars,
             d->save_every, d->log_every, d->seed, THREADS_PER_CORE, d->threads, d->mpi_timeout, d->sample_chars);

@@ -1,6 +1,5 @@
 // How a training run is stopped. SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed), or
-// on Windows the console's Ctrl-C, Ctrl-Break, close, logoff and shutdown (common/platform.h),
-// ask the run to stop: the handler says at once that the signal was received, the run ends
+// on Windows any of the console's events, which arrive as SIGINT (common/platform.h), ask the run to stop: the handler says at once that the signal was received, the run ends
 // the step under way, abandons an evaluation in progress, saves its checkpoint and exits with
 // 128 + the signal. A second such signal before the run has stopped ends it at once, without
 // saving: the temporary file of a save in progress is removed, a message says that nothing
