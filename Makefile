@@ -26,6 +26,12 @@
 # in ./data/), the program's name from argv[0]. It builds into build-posix/ (the programs in
 # build-posix/bin/), apart from the plain build; `make PLATFORM=posix test` runs the whole
 # suite on it.
+#
+# Windows: a MinGW-w64 gcc builds train.exe and generate.exe, statically linked (each runs
+# alone), with common/windows.manifest in them (UTF-8 their code page): on Windows itself,
+# MSYS2's UCRT64 `make` as here; from Linux, `make windows` cross-builds them with CC_WINDOWS
+# into build-windows/bin/, the shipped corpus copied beside them, and `make test-windows`
+# runs the whole suite there under Wine (docs/platforms.md).
 CC ?= cc
 ifeq ($(MPI),1)
 MPICC ?= mpicc
@@ -59,6 +65,22 @@ else
 MARCH ?=
 OTHER_ARCH_KERNELS := $(X86_KERNELS) $(ARM_KERNELS)
 endif
+# Windows (a MinGW-w64 compiler): programs end in .exe; statically linked, BCryptGenRandom's
+# library, the manifest compiled by windres; no man pages. MinGW's own printf and scanf, which
+# are C99's (%zu, %lld; 1e+10 written as glibc writes it), not the system C library's; gcc
+# checks format(printf) against the latter there, so the format checks are the other systems'
+# builds' (-Wno-format). gcc
+# cannot align the stack beyond the 16 bytes Windows's x64 ABI keeps (GCC bug 54412), so the
+# assembler writes the aligned moves of spilled AVX registers as unaligned ones.
+ifneq ($(findstring mingw32,$(TARGET_MACHINE)),)
+WINDOWS := 1
+EXE := .exe
+WINDRES ?= $(or $(shell command -v $(TARGET_MACHINE)-windres),windres)
+override LDFLAGS += -static
+WINDOWS_LIBS := -lbcrypt
+WINDOWS_RES = $(BUILD)/common/windows.res.o
+WINDOWS_CFLAGS := -D__USE_MINGW_ANSI_STDIO=1 -Wno-format -Wa,-muse-unaligned-vector-move
+endif
 # MARCH=-march=native where the compiler refuses it (Apple's clang on arm64, before version
 # 15): -mcpu=native if it takes that, else the compiler's default target
 ifeq ($(MARCH),-march=native)
@@ -88,11 +110,12 @@ CFLAGS ?= -O3 $(MARCH) -Wall -Wextra -Wno-unused-parameter $(NO_FORMAT_TRUNCATIO
 # The C library's names beyond C11: POSIX.1-2008 with X/Open's (XSI: realpath, M_PI), and the
 # BSD ones (flock; usleep and wait4 in the tests, MAP_ANONYMOUS in the bench) that glibc gives
 # with _DEFAULT_SOURCE and macOS with _DARWIN_C_SOURCE. Only common/platform.c asks for more
-# (glibc's names of the program, with _GNU_SOURCE).
-FEATURES := -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -D_DARWIN_C_SOURCE
+# (glibc's names of the program, with _GNU_SOURCE). Files' sizes and offsets are 64 bits where
+# they are not already (MinGW's off_t and stat).
+FEATURES := -D_XOPEN_SOURCE=700 -D_DEFAULT_SOURCE -D_DARWIN_C_SOURCE -D_FILE_OFFSET_BITS=64
 # -fno-math-errno: sqrtf need not set errno (nothing reads it), so loops that call it can be
 # vectorised as their `omp simd` asks; the values computed are the same.
-override CFLAGS += -std=c11 $(FEATURES) $(OPENMP_CFLAGS) -fno-math-errno -MMD -MP -I$(GEN)
+override CFLAGS += -std=c11 $(FEATURES) $(OPENMP_CFLAGS) -fno-math-errno -MMD -MP -I$(GEN) $(WINDOWS_CFLAGS)
 ifeq ($(MPI),1)
 override CFLAGS += -DCHARGPT_MPI
 endif
@@ -100,13 +123,13 @@ ifeq ($(PLATFORM),posix)
 override CFLAGS += -DCHARGPT_PLATFORM_POSIX
 endif
 LDFLAGS ?=
-LDLIBS = $(OPENMP_LIBS) -lz -lm
+LDLIBS = $(OPENMP_LIBS) -lz -lm $(WINDOWS_LIBS)
 # where objects go and where the programs are made (`make sanitize` sets these)
 BUILD ?= build
 # files made from the sources, the same for every build: the timeline's page as a C string
 GEN := build/gen
 BIN ?= .
-TEST_RUNNER ?= tests/run_tests
+TEST_RUNNER ?= tests/run_tests$(EXE)
 
 LIB_SRC := $(wildcard common/*.c) $(filter-out $(OTHER_ARCH_KERNELS),$(wildcard kernels/*.c)) $(wildcard model/*.c) $(wildcard format/*.c) $(wildcard generation/*.c) $(wildcard data/*.c) \
            $(wildcard viewer/*.c) $(wildcard training/*.c) $(wildcard dist/*.c)
@@ -115,11 +138,11 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC := $(wildcard scripts/*.c)
 PROGRAMS := train generate
-MAN_PAGES := $(PROGRAMS:%=$(BUILD)/man/chargpt-%.1)
+MAN_PAGES := $(if $(WINDOWS),,$(PROGRAMS:%=$(BUILD)/man/chargpt-%.1))
 
-.PHONY: all test test-backends test-arm64 bench clean install uninstall sanitize fuzz mpi test-mpi
+.PHONY: all test test-backends test-arm64 bench clean install uninstall sanitize fuzz mpi test-mpi windows test-windows
 
-all: $(PROGRAMS:%=$(BIN)/%) $(MAN_PAGES)
+all: $(PROGRAMS:%=$(BIN)/%$(EXE)) $(MAN_PAGES)
 
 # a backend's file gets its instruction set's flags too (ISA_FLAGS_<file>)
 $(BUILD)/%.o: %.c
@@ -145,13 +168,17 @@ $(BUILD)/libchargpt.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BIN)/train: $(BUILD)/train.o $(BUILD)/libchargpt.a
+$(BIN)/train$(EXE): $(BUILD)/train.o $(BUILD)/libchargpt.a $(WINDOWS_RES)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BIN)/generate: $(BUILD)/generate.o $(BUILD)/libchargpt.a
+$(BIN)/generate$(EXE): $(BUILD)/generate.o $(BUILD)/libchargpt.a $(WINDOWS_RES)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/common/windows.res.o: common/windows.rc common/windows.manifest
+	@mkdir -p $(dir $@)
+	$(WINDRES) $< -O coff -o $@
 
 # man pages from each program's --help, under its installed name
 $(BUILD)/man/chargpt-%.1: $(BIN)/% scripts/make_man.sh
@@ -159,7 +186,7 @@ $(BUILD)/man/chargpt-%.1: $(BIN)/% scripts/make_man.sh
 	scripts/make_man.sh chargpt-$* $(BIN)/$* $(filter-out chargpt-$*,$(PROGRAMS:%=chargpt-%)) > $@.tmp
 	mv $@.tmp $@
 
-$(TEST_RUNNER): $(TEST_OBJ) $(BUILD)/libchargpt.a
+$(TEST_RUNNER): $(TEST_OBJ) $(BUILD)/libchargpt.a $(WINDOWS_RES)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 test: all $(TEST_RUNNER)
@@ -189,6 +216,23 @@ test-arm64: all
 	ln -sfn ../../data $(ARM64)/bin/data  # the programs look for the shipped corpus in data/ beside them
 	scripts/test_arm64.sh
 	scripts/check_arm64_checkpoint.sh
+
+# Windows from Linux: the programs and the tests cross-built with CC_WINDOWS (Debian's
+# gcc-mingw-w64-x86-64-posix and libz-mingw-w64-dev) into build-windows/, the shipped corpus
+# copied beside the programs (build-windows/bin/ is what a Windows user unpacks); the whole
+# suite run under wine64 (scripts/test_windows.sh), then a checkpoint of each system's ./train
+# read by the other's ./generate (scripts/check_windows_checkpoint.sh)
+WIN := build-windows
+CC_WINDOWS ?= x86_64-w64-mingw32-gcc-posix
+windows:
+	$(MAKE) CC=$(CC_WINDOWS) BUILD=$(WIN) BIN=$(WIN)/bin $(WIN)/bin/train.exe $(WIN)/bin/generate.exe
+	mkdir -p $(WIN)/bin/data
+	cp data/tinyshakespeare.txt.gz $(WIN)/bin/data/
+
+test-windows: all windows
+	$(MAKE) CC=$(CC_WINDOWS) BUILD=$(WIN) BIN=$(WIN)/bin TEST_RUNNER=$(WIN)/run_tests.exe $(WIN)/run_tests.exe
+	scripts/test_windows.sh
+	scripts/check_windows_checkpoint.sh
 
 bench: all scripts/bench
 	./scripts/bench.sh
@@ -279,7 +323,7 @@ fuzz: $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%)
 	done
 
 clean:
-	rm -rf build build-mpi build-posix $(ARM64) $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench \
+	rm -rf build build-mpi build-posix $(ARM64) $(WIN) $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench \
 		tests/mpi/compare_checkpoints tests/mpi/compare_probes
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/train.d $(BUILD)/generate.d build/scripts/bench.d \

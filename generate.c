@@ -180,7 +180,7 @@ static const struct option long_options[] = {
 // the help and exits.
 static void set_option(Options *o, int c, const char *flag, char **argv) {
     switch (c) {
-        case 'n': o->max_new = option_long("--max-new", optarg, 0, 1L << 40); break;
+        case 'n': o->max_new = option_long("--max-new", optarg, 0, LONG_AT_MOST(1LL << 40)); break;
         case 't': o->sampler.temperature = (float)option_double("--temperature", optarg, 0.0, 100.0, 1); break;
         case 'k': o->sampler.top_k = (int)option_long("--top-k", optarg, 0, 1 << 30); break;
         case 'p': {
@@ -413,7 +413,7 @@ typedef struct {
 
 static ProgressLine progress_start(const char *task, const char *units, long total) {
     double now = now_seconds();
-    return (ProgressLine){task, units, total, isatty(STDERR_FILENO), now, now};
+    return (ProgressLine){task, units, total, platform_is_terminal(STDERR_FILENO), now, now};
 }
 
 static void progress_show(ProgressLine *p, long done) {
@@ -578,7 +578,7 @@ static double generate_samples(GPT *model, const int *start, long start_len, con
     stdout_flush_or_die();
     double t0 = now_seconds();
     ProgressLine progress = progress_start("generating", "characters", o->max_new);
-    progress.shown &= !isatty(STDOUT_FILENO);
+    progress.shown &= !platform_is_terminal(STDOUT_FILENO);
     for (long n = 0; n < o->max_new; n++) {
         const int *next = decoder_step(d, err);
         if (!next) die(EXIT_DATA, "%s: %s", o->checkpoint, err);

@@ -1,7 +1,8 @@
 // ./train: trains a character-level GPT on a text corpus (plain or gzip) and writes
 // safetensors checkpoints that ./generate, PyTorch and --resume read.
 // Exit status: 0 done, 1 bad data or I/O, 2 bad usage or a run too large for the memory,
-// 3 non-finite loss, 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP after saving.
+// 3 non-finite loss, 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP after saving (Windows: 130
+// for every console event, Ctrl-C as SIGINT).
 // Built with MPI (`make MPI=1`), `mpirun -np N` runs one training on N processes (dist/,
 // training/step.h): rank 0 alone prints and writes, and the processes agree on failures and
 // signals at fixed points of the run, so that they all leave together.
@@ -122,7 +123,7 @@ static void set_option(TrainOptions *o, int c, const char *name, const char *val
             if (encoding_parse(value, &o->encoding) != 0)
                 die(EXIT_USAGE, "--encoding must be utf-8, latin-1 or cp1252, got '%s'", value);
             break;
-        case OPT_MIN_CHAR_COUNT: o->min_char_count = option_long(name, value, 1, 1000000000000000L); break;
+        case OPT_MIN_CHAR_COUNT: o->min_char_count = option_long(name, value, 1, TRAIN_MAX_MIN_CHAR_COUNT); break;
         case OPT_GROW_VOCAB: o->grow_vocab = 1; break;
         case OPT_FINAL_VAL_CHARS:
             o->final_val_chars = strcmp(value, "all") == 0 ? -1 : option_long(name, value, 0, LONG_MAX);

@@ -1,5 +1,5 @@
-// Definitions every layer shares: the size of an error message buffer, and the programs'
-// exit statuses.
+// Definitions every layer shares: the size of an error message buffer, the programs' exit
+// statuses, and the bound of a count held in a long.
 //
 // Library functions that can fail return 0 or -1 and write one line saying why into a
 // caller's buffer of ERR_LEN bytes; they never print a failure, nor exit. Those whose failures
@@ -8,6 +8,8 @@
 // instead of -1. The programs turn a failure into a message and one of these statuses.
 #ifndef CHARGPT_ERRORS_H
 #define CHARGPT_ERRORS_H
+
+#include <limits.h>
 
 // Long enough for a message naming two paths of up to 1023 bytes (the programs' limit) and a
 // list: the programs print what a function wrote whole.
@@ -20,5 +22,9 @@
 // Writes the message of a failure into err from a printf format, and returns status: for the
 // functions that return the exit status of their failures.
 int error_status(char err[ERR_LEN], int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// x, or LONG_MAX where C's long is too narrow for x: 32 bits on Windows (LLP64), where the
+// counts held in a long (steps, --max-new, --min-char-count) stop at 2^31 - 1.
+#define LONG_AT_MOST(x) ((long long)(x) < LONG_MAX ? (long)(x) : LONG_MAX)
 
 #endif

@@ -1,8 +1,11 @@
-// The operating system's answers (platform.h), in three versions: Linux's, macOS's, and one
-// for any other POSIX system, which CHARGPT_PLATFORM_POSIX (`make PLATFORM=posix`) forces.
-#if !defined(CHARGPT_PLATFORM_POSIX) && defined(__linux__)
+// The operating system's answers (platform.h), in four versions: Linux's, macOS's, one for any
+// other POSIX system, which CHARGPT_PLATFORM_POSIX (`make PLATFORM=posix`) forces, and
+// Windows's. The POSIX systems share the second part of the file; Windows's is the last.
+#if defined(_WIN32)
+#define PLATFORM_WINDOWS 1
+#elif !defined(CHARGPT_PLATFORM_POSIX) && defined(__linux__)
 #define PLATFORM_LINUX 1
-#define _GNU_SOURCE  // program_invocation_name and program_invocation_short_name: before any header
+#define _GNU_SOURCE  // program_invocation_name, program_invocation_short_name, renameat2: before any header
 #elif !defined(CHARGPT_PLATFORM_POSIX) && defined(__APPLE__)
 #define PLATFORM_MACOS 1
 #endif
@@ -12,17 +15,30 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
 
-#if defined(PLATFORM_LINUX)
-#include <fcntl.h>  // AT_FDCWD
+#if defined(PLATFORM_WINDOWS)
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+#include <bcrypt.h>
+#include <psapi.h>
+#include <fcntl.h>
+#include <io.h>
+#else
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #endif
 
+#if !defined(PLATFORM_WINDOWS)
 static int rename_by_link(const char *from, const char *to);
+#endif
 
 #if defined(PLATFORM_LINUX)
 #include <sys/auxv.h>
@@ -327,7 +343,7 @@ int platform_cpu_has_arm_bf16(void) {
 // ----------------------------------------------------------------------------
 // any other POSIX system: what POSIX cannot ask is unknown
 
-#else
+#elif !defined(PLATFORM_WINDOWS)
 
 const char *platform_name(void) { return "posix"; }
 
@@ -362,15 +378,9 @@ int platform_cpu_has_arm_bf16(void) { return 0; }
 #endif
 
 // ----------------------------------------------------------------------------
-// the same on every system
+// every POSIX system
 
-// link(2) fails with EEXIST when `to` exists, so the new name is taken only if it was free;
-// the old name is then removed (a failure there leaves both names, the file published).
-static int rename_by_link(const char *from, const char *to) {
-    if (link(from, to) != 0) return -1;
-    unlink(from);
-    return 0;
-}
+#if !defined(PLATFORM_WINDOWS)
 
 // TIOCGWINSZ is what Linux, macOS and the BSDs answer (POSIX.1-2024 names the same query
 // tcgetwinsize); a system without it has no size to give.
@@ -382,6 +392,13 @@ int platform_terminal_width(int fd) {
     return 0;
 }
 
+int platform_is_terminal(int fd) { return isatty(fd); }
+
+void *platform_aligned_alloc(size_t alignment, size_t size) { return aligned_alloc(alignment, size); }
+void platform_aligned_free(void *p) { free(p); }
+
+FILE *platform_memory_stream(const void *bytes, size_t n) { return fmemopen((void *)bytes, n, "rb"); }
+
 int platform_cpu_count(void) {
 #if defined(_SC_NPROCESSORS_ONLN)
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -390,3 +407,634 @@ int platform_cpu_count(void) {
     return 1;
 #endif
 }
+
+int platform_open(const char *path, int how) {
+    int access = how & PLATFORM_READ ? (how & PLATFORM_WRITE ? O_RDWR : O_RDONLY) : O_WRONLY;
+    int flags = access | O_CLOEXEC | (how & PLATFORM_CREATE ? O_CREAT : 0) | (how & PLATFORM_EXCLUSIVE ? O_EXCL : 0) |
+                (how & PLATFORM_TRUNCATE ? O_TRUNC : 0) | (how & PLATFORM_APPEND ? O_APPEND : 0) |
+                (how & PLATFORM_NO_FOLLOW ? O_NOFOLLOW : 0) | (how & PLATFORM_NO_WAIT ? O_NONBLOCK : 0);
+    return open(path, flags, 0666);  // 0666 less the umask, the mode fopen gives
+}
+
+int platform_fd_set_nonblocking(int fd, int nonblocking) {
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, nonblocking ? flags | O_NONBLOCK : flags & ~O_NONBLOCK) != 0) return -1;
+    return (flags & O_NONBLOCK) != 0;
+}
+
+int platform_waiting_start(FILE *fp) {
+    struct stat st;
+    int fd = fileno(fp);
+    return fd < 0 || fstat(fd, &st) != 0 || S_ISREG(st.st_mode) ? -1 : platform_fd_set_nonblocking(fd, 1);
+}
+
+// A nonblocking descriptor's short read sets the stream's error (EAGAIN): cleared, as no error
+long platform_waiting_read(FILE *fp, void *buf, size_t n, int ms, int *end) {
+    size_t got = fread(buf, 1, n, fp);
+    if (feof(fp)) {
+        *end = 1;
+    } else if (ferror(fp)) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return -1;
+        clearerr(fp);
+    }
+    if (got > 0 || *end) return (long)got;
+    struct pollfd wait = {fileno(fp), POLLIN, 0};
+    return poll(&wait, 1, ms) < 0 && errno != EINTR ? -1 : 0;  // a signal ends the wait at once
+}
+
+void platform_waiting_end(FILE *fp, int saved) {
+    if (saved >= 0) platform_fd_set_nonblocking(fileno(fp), saved);  // as it was (it may be shared)
+}
+
+static void info_of_stat(const struct stat *st, PlatformFileInfo *info) {
+    info->kind = S_ISREG(st->st_mode)    ? PLATFORM_FILE_REGULAR
+                 : S_ISDIR(st->st_mode)  ? PLATFORM_FILE_DIRECTORY
+                 : S_ISFIFO(st->st_mode) ? PLATFORM_FILE_PIPE
+                 : S_ISLNK(st->st_mode)  ? PLATFORM_FILE_LINK
+                 : S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode) ? PLATFORM_FILE_DEVICE
+                 : S_ISSOCK(st->st_mode) ? PLATFORM_FILE_SOCKET
+                                         : PLATFORM_FILE_OTHER;
+    info->size = st->st_size > 0 ? (uint64_t)st->st_size : 0;
+    info->volume = (uint64_t)st->st_dev;
+    info->index = (uint64_t)st->st_ino;
+}
+
+int platform_fd_info(int fd, PlatformFileInfo *info) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return -1;
+    info_of_stat(&st, info);
+    return 0;
+}
+
+int platform_path_info(const char *path, int follow_links, PlatformFileInfo *info) {
+    struct stat st;
+    if ((follow_links ? stat(path, &st) : lstat(path, &st)) != 0) return -1;
+    info_of_stat(&st, info);
+    return 0;
+}
+
+long platform_read_at(int fd, void *buf, size_t n, uint64_t offset) { return (long)pread(fd, buf, n, (off_t)offset); }
+
+long platform_write_at(int fd, const void *buf, size_t n, uint64_t offset) {
+    return (long)pwrite(fd, buf, n, (off_t)offset);
+}
+
+int platform_file_sync(int fd) { return fsync(fd); }
+
+int platform_replace_file(const char *from, const char *to) { return rename(from, to); }
+
+void platform_sync_dir(const char *dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);  // a file system that cannot sync a directory has still renamed
+        close(fd);
+    }
+}
+
+// link(2) fails with EEXIST when `to` exists, so the new name is taken only if it was free;
+// the old name is then removed (a failure there leaves both names, the file published).
+static int rename_by_link(const char *from, const char *to) {
+    if (link(from, to) != 0) return -1;
+    unlink(from);
+    return 0;
+}
+
+int platform_remove_file(const char *path) { return unlink(path); }
+
+int platform_make_dir(const char *path) { return mkdir(path, 0777); }
+
+long platform_name_max(const char *dir) {
+    long n = pathconf(dir, _PC_NAME_MAX);
+    return n > 0 ? n : 255;
+}
+
+int platform_real_path(const char *path, char *out, size_t size) {
+    char resolved[PATH_MAX];
+    if (!realpath(path, resolved)) return -1;
+    if (strlen(resolved) >= size) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    strcpy(out, resolved);
+    return 0;
+}
+
+int platform_is_path_separator(char c) { return c == '/'; }
+
+int platform_path_is_absolute(const char *path) { return path[0] == '/'; }
+
+int platform_lock(int fd) {
+    int rc;
+    while ((rc = flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) continue;
+    if (rc == 0) return PLATFORM_LOCK_HELD;
+    if (errno == EWOULDBLOCK) return PLATFORM_LOCK_BUSY;
+    return errno == ENOLCK || errno == EOPNOTSUPP || errno == ENOSYS ? PLATFORM_LOCK_UNSUPPORTED : PLATFORM_LOCK_FAILED;
+}
+
+long platform_process_id(void) { return (long)getpid(); }
+
+// kill(pid, 0) fails with EPERM for another user's process, which runs
+int platform_process_running(long pid) { return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM); }
+
+int platform_random_bytes(void *buf, size_t n) {
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    int got = fd >= 0 && read(fd, buf, n) == (ssize_t)n;
+    if (fd >= 0) close(fd);
+    return got ? 0 : -1;
+}
+
+void platform_signals_catch(PlatformSignals set, void (*handler)(int sig), int restart) {
+    static const int stop[] = {SIGINT, SIGTERM, SIGHUP}, fatal[] = {SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2};
+    const int *sigs = set == PLATFORM_STOP_SIGNALS ? stop : fatal;
+    int n = set == PLATFORM_STOP_SIGNALS ? 3 : 5;
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = handler;
+    action.sa_flags = restart ? SA_RESTART : 0;
+    sigemptyset(&action.sa_mask);
+    for (int i = 0; i < n; i++) sigaction(sigs[i], &action, NULL);
+    if (set == PLATFORM_FATAL_SIGNALS) signal(SIGXFSZ, SIG_IGN);
+}
+
+// In a handler of sig, sig is blocked: unblocked after raise, it ends the process at once.
+_Noreturn void platform_end_by_signal(int sig) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    _exit(128 + sig);  // not reached: the signal's default action ends the process
+}
+
+#endif
+
+const char *platform_path_last_separator(const char *path) {
+    const char *last = NULL;
+    for (const char *p = path; *p; p++)
+        if (platform_is_path_separator(*p)) last = p;
+    return last;
+}
+
+int platform_same_file(const PlatformFileInfo *a, const PlatformFileInfo *b) {
+    return a->volume == b->volume && a->index == b->index;
+}
+
+const char *platform_signal_name(int sig) {
+    switch (sig) {
+        case SIGINT: return "SIGINT";
+        case SIGTERM: return "SIGTERM";
+#if defined(SIGHUP)  // Windows has none
+        case SIGHUP: return "SIGHUP";
+#endif
+        default: return "a signal";
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Windows: Win32's calls, their paths in UTF-16 converted from the UTF-8 everything else uses
+
+#if defined(PLATFORM_WINDOWS)
+
+const char *platform_name(void) { return "windows"; }
+
+static const char *invoked = "chargpt";
+static char short_name[256] = "chargpt";  // argv[0]'s file name without ".exe"
+// the console's code pages and its output's mode as they were before (0: not changed)
+static UINT console_output_cp, console_input_cp;
+static DWORD console_mode[2];
+
+static void restore_console(void) {
+    if (console_output_cp) SetConsoleOutputCP(console_output_cp);
+    if (console_input_cp) SetConsoleCP(console_input_cp);
+    for (int i = 0; i < 2; i++)
+        if (console_mode[i]) SetConsoleMode(GetStdHandle(i == 0 ? STD_OUTPUT_HANDLE : STD_ERROR_HANDLE), console_mode[i]);
+}
+
+// A console shows UTF-8 (the bytes the programs write) and reads escape sequences as a
+// terminal does (the progress line's "erase the line": Windows 10 1511 and later); both as
+// they were once the program ends.
+static void set_up_console(void) {
+    console_output_cp = GetConsoleOutputCP(), console_input_cp = GetConsoleCP();
+    if (!console_output_cp || !SetConsoleOutputCP(CP_UTF8) || !SetConsoleCP(CP_UTF8))
+        console_output_cp = console_input_cp = 0;
+    for (int i = 0; i < 2; i++) {
+        HANDLE h = GetStdHandle(i == 0 ? STD_OUTPUT_HANDLE : STD_ERROR_HANDLE);
+        DWORD mode;
+        if (GetConsoleMode(h, &mode) && SetConsoleMode(h, mode | ENABLE_VIRTUAL_TERMINAL_PROCESSING)) console_mode[i] = mode;
+    }
+    if (console_output_cp || console_mode[0] || console_mode[1]) atexit(restore_console);
+}
+
+void platform_init(int argc, char **argv) {
+    // binary: what the programs write and read are the same bytes as on other systems
+    *__p__fmode() = _O_BINARY;  // _fmode: fopen's default mode
+    for (int fd = 0; fd < 3; fd++) _setmode(fd, _O_BINARY);
+    set_up_console();
+    if (argc < 1 || !argv[0] || !argv[0][0]) return;
+    invoked = argv[0];
+    const char *sep = platform_path_last_separator(argv[0]);
+    snprintf(short_name, sizeof(short_name), "%s", sep ? sep + 1 : argv[0]);
+    size_t n = strlen(short_name);
+    if (n > 4 && _stricmp(short_name + n - 4, ".exe") == 0) short_name[n - 4] = '\0';
+}
+
+const char *program_name(void) { return short_name; }
+const char *program_invocation(void) { return invoked; }
+
+// errno for a Win32 error, as the C library would set it.
+static int errno_of(DWORD error) {
+    switch (error) {
+        case ERROR_FILE_NOT_FOUND: case ERROR_PATH_NOT_FOUND: case ERROR_INVALID_DRIVE: case ERROR_BAD_NETPATH:
+        case ERROR_BAD_NET_NAME: return ENOENT;
+        case ERROR_ACCESS_DENIED: case ERROR_SHARING_VIOLATION: case ERROR_NETWORK_ACCESS_DENIED: return EACCES;
+        case ERROR_LOCK_VIOLATION: return EWOULDBLOCK;
+        case ERROR_FILE_EXISTS: case ERROR_ALREADY_EXISTS: return EEXIST;
+        case ERROR_DISK_FULL: case ERROR_HANDLE_DISK_FULL: return ENOSPC;
+        case ERROR_NOT_ENOUGH_MEMORY: case ERROR_OUTOFMEMORY: return ENOMEM;
+        case ERROR_FILENAME_EXCED_RANGE: return ENAMETOOLONG;
+        case ERROR_DIRECTORY: return ENOTDIR;
+        case ERROR_DIR_NOT_EMPTY: return ENOTEMPTY;
+        case ERROR_WRITE_PROTECT: return EROFS;
+        case ERROR_NOT_SUPPORTED: case ERROR_INVALID_FUNCTION: return ENOTSUP;
+        case ERROR_INVALID_NAME: case ERROR_BAD_PATHNAME: case ERROR_INVALID_PARAMETER: return EINVAL;
+        case ERROR_INVALID_HANDLE: return EBADF;
+        case ERROR_BROKEN_PIPE: case ERROR_NO_DATA: return EPIPE;
+        default: return EIO;
+    }
+}
+
+// -1 with errno set from GetLastError().
+static int failed(void) {
+    errno = errno_of(GetLastError());
+    return -1;
+}
+
+#define WIDE_PATH 4096  // UTF-16 units of a path, with its terminating 0
+
+// path (UTF-8) as UTF-16 into wide; 0, or -1 with errno (EILSEQ: not UTF-8).
+static int to_wide(const char *path, wchar_t wide[WIDE_PATH]) {
+    if (!path[0]) {
+        errno = ENOENT;  // as POSIX answers an empty path
+        return -1;
+    }
+    if (MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, wide, WIDE_PATH) > 0) return 0;
+    errno = GetLastError() == ERROR_INSUFFICIENT_BUFFER ? ENAMETOOLONG : EILSEQ;
+    return -1;
+}
+
+// wide as UTF-8 with '/' between its directories, without the "\\?\" of a long path, into out.
+static int from_wide(const wchar_t *wide, char *out, size_t size) {
+    const char *prefix = "";
+    if (wcsncmp(wide, L"\\\\?\\UNC\\", 8) == 0) wide += 8, prefix = "//";  // \\?\UNC\server\x is \\server\x
+    else if (wcsncmp(wide, L"\\\\?\\", 4) == 0) wide += 4;
+    size_t p = strlen(prefix);
+    int n = size > p ? WideCharToMultiByte(CP_UTF8, 0, wide, -1, out + p, size - p > INT_MAX ? INT_MAX : (int)(size - p),
+                                           NULL, NULL)
+                     : 0;
+    if (n <= 0) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(out, prefix, p);
+    for (char *c = out; *c; c++)
+        if (*c == '\\') *c = '/';
+    return 0;
+}
+
+// The limits of the job object this process runs in (a Windows container's, or one a batch
+// system sets), as the cgroup's on Linux: its process memory limit less what this process has
+// committed, and its job memory limit less the most the job has committed (Windows says no
+// less); each counted only when set. Returns how many, into bounds.
+static int job_bounds(MemoryBound *bounds) {
+    BOOL in_job = FALSE;
+    JOBOBJECT_EXTENDED_LIMIT_INFORMATION job;
+    if (!IsProcessInJob(GetCurrentProcess(), NULL, &in_job) || !in_job ||
+        !QueryInformationJobObject(NULL, JobObjectExtendedLimitInformation, &job, sizeof(job), NULL))
+        return 0;
+    int n = 0;
+    DWORD flags = job.BasicLimitInformation.LimitFlags;
+    PROCESS_MEMORY_COUNTERS_EX own = {.cb = sizeof(own)};
+    if ((flags & JOB_OBJECT_LIMIT_PROCESS_MEMORY) &&
+        GetProcessMemoryInfo(GetCurrentProcess(), (PROCESS_MEMORY_COUNTERS *)&own, sizeof(own))) {
+        double limit = (double)job.ProcessMemoryLimit, used = (double)own.PrivateUsage;
+        bounds[n++] = (MemoryBound){used < limit ? limit - used : 0.0, limit, 0,
+                                    "job object's process memory limit less this process's commit"};
+    }
+    if (flags & JOB_OBJECT_LIMIT_JOB_MEMORY) {
+        double limit = (double)job.JobMemoryLimit, used = (double)job.PeakJobMemoryUsed;
+        bounds[n++] = (MemoryBound){used < limit ? limit - used : 0.0, limit, 1,
+                                    "job object's memory limit less its peak commit"};
+    }
+    return n;
+}
+
+// Physical memory free now and in the standby list, which Windows gives back without paging,
+// of the machine's physical memory; and the job object's limits.
+int platform_memory_bounds(MemoryBound bounds[PLATFORM_MEMORY_BOUNDS], const char **unknown) {
+    int n = 0;
+    MEMORYSTATUSEX status = {.dwLength = sizeof(status)};
+    if (GlobalMemoryStatusEx(&status))
+        bounds[n++] = (MemoryBound){(double)status.ullAvailPhys, (double)status.ullTotalPhys, 1,
+                                    "available physical memory"};
+    n += job_bounds(&bounds[n]);
+    *unknown = n ? "" : "unknown (GlobalMemoryStatusEx failed, and no job object limits the memory)";
+    return n;
+}
+
+int platform_executable_path(char *path, size_t size, char err[ERR_LEN]) {
+    static wchar_t wide[32768];  // the longest path Windows has
+    DWORD n = GetModuleFileNameW(NULL, wide, sizeof(wide) / sizeof(wide[0]));
+    if (n == 0 || n >= sizeof(wide) / sizeof(wide[0])) {
+        snprintf(err, ERR_LEN, "GetModuleFileNameW failed (error %lu)", (unsigned long)GetLastError());
+        return -1;
+    }
+    if (from_wide(wide, path, size) != 0) {
+        snprintf(err, ERR_LEN, "the program's path is longer than %zu bytes", size - 1);
+        return -1;
+    }
+    return 0;
+}
+
+static HANDLE handle_of(int fd) { return (HANDLE)_get_osfhandle(fd); }
+
+int platform_terminal_width(int fd) {
+    CONSOLE_SCREEN_BUFFER_INFO info;
+    if (!GetConsoleScreenBufferInfo(handle_of(fd), &info)) return 0;
+    int width = info.srWindow.Right - info.srWindow.Left + 1;
+    return width > 0 ? width : 0;
+}
+
+// _isatty says yes for any character device, the null device included: a console has a mode
+int platform_is_terminal(int fd) {
+    DWORD mode;
+    return GetConsoleMode(handle_of(fd), &mode) != 0;
+}
+
+long platform_max_rss_kib(long ru_maxrss) { return ru_maxrss; }  // Windows has no getrusage: unused
+
+void *platform_aligned_alloc(size_t alignment, size_t size) { return _aligned_malloc(size, alignment); }
+void platform_aligned_free(void *p) { _aligned_free(p); }
+
+FILE *platform_memory_stream(const void *bytes, size_t n) {
+    FILE *fp = tmpfile();
+    if (fp && (fwrite(bytes, 1, n, fp) != n || fseek(fp, 0, SEEK_SET) != 0)) {
+        fclose(fp);
+        errno = EIO;
+        return NULL;
+    }
+    return fp;
+}
+
+int platform_cpu_count(void) {
+    DWORD n = GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);
+    return n >= 1 ? (int)n : 1;
+}
+
+int platform_cpu_has_arm_bf16(void) { return 0; }  // Windows on ARM: neither built nor tested
+
+// CreateFileW, every handle sharing reading, writing and deletion (so that a file being read
+// can still be replaced, as on POSIX), wrapped in a C library file descriptor. Without a
+// reparse point's flag, a symbolic link is followed; with it (PLATFORM_NO_FOLLOW) the link itself
+// opens, and is refused; a link there before a file is created or truncated is refused first.
+int platform_open(const char *path, int how) {
+    wchar_t wide[WIDE_PATH];
+    if (to_wide(path, wide) != 0) return -1;
+    int create = how & PLATFORM_CREATE, truncate = how & PLATFORM_TRUNCATE;
+    DWORD disposition = create && (how & PLATFORM_EXCLUSIVE) ? CREATE_NEW
+                        : create && truncate                 ? CREATE_ALWAYS
+                        : create                             ? OPEN_ALWAYS
+                        : truncate                           ? TRUNCATE_EXISTING
+                                                             : OPEN_EXISTING;
+    DWORD access = (how & PLATFORM_READ ? GENERIC_READ : 0) | (how & PLATFORM_WRITE ? GENERIC_WRITE : 0);
+    DWORD attributes = GetFileAttributesW(wide);
+    int no_follow = how & PLATFORM_NO_FOLLOW;
+    if (no_follow && attributes != INVALID_FILE_ATTRIBUTES && (attributes & FILE_ATTRIBUTE_REPARSE_POINT)) {
+        errno = ELOOP;
+        return -1;
+    }
+    // FILE_FLAG_BACKUP_SEMANTICS opens a directory too, for platform_fd_info
+    DWORD flags = FILE_ATTRIBUTE_NORMAL | FILE_FLAG_BACKUP_SEMANTICS | (no_follow ? FILE_FLAG_OPEN_REPARSE_POINT : 0);
+    HANDLE h = CreateFileW(wide, access, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, disposition,
+                           flags, NULL);
+    if (h == INVALID_HANDLE_VALUE) return failed();
+    BY_HANDLE_FILE_INFORMATION info;
+    if (no_follow && GetFileInformationByHandle(h, &info) && (info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT)) {
+        CloseHandle(h);  // a link made since it was looked at
+        errno = ELOOP;
+        return -1;
+    }
+    int fd_flags = (how & PLATFORM_READ ? (how & PLATFORM_WRITE ? _O_RDWR : _O_RDONLY) : _O_WRONLY) |
+                   (how & PLATFORM_APPEND ? _O_APPEND : 0);
+    int fd = _open_osfhandle((intptr_t)h, fd_flags);
+    if (fd < 0) CloseHandle(h);
+    return fd;
+}
+
+// Windows's reads of a file or a pipe wait: nothing to clear, and no way to stop it.
+int platform_fd_set_nonblocking(int fd, int nonblocking) {
+    if (!nonblocking) return 0;
+    errno = ENOTSUP;
+    return -1;
+}
+
+// A pipe (PeekNamedPipe answers for it) is read unbuffered, no more than it holds.
+int platform_waiting_start(FILE *fp) {
+    int fd = fileno(fp);
+    DWORD avail;
+    if (fd < 0 || GetFileType(handle_of(fd)) != FILE_TYPE_PIPE || !PeekNamedPipe(handle_of(fd), NULL, 0, NULL, &avail, NULL))
+        return -1;
+    return setvbuf(fp, NULL, _IONBF, 0) == 0 ? 0 : -1;
+}
+
+long platform_waiting_read(FILE *fp, void *buf, size_t n, int ms, int *end) {
+    HANDLE h = handle_of(fileno(fp));
+    DWORD avail = 0;
+    for (int waited = 0;; waited += 10) {
+        if (!PeekNamedPipe(h, NULL, 0, NULL, &avail, NULL)) {
+            if (GetLastError() != ERROR_BROKEN_PIPE) return failed();
+            *end = 1;  // the writer has closed it, and it is empty
+            return 0;
+        }
+        if (avail > 0) break;
+        if (waited >= ms) return 0;
+        Sleep(10);
+    }
+    size_t got = fread(buf, 1, n < avail ? n : avail, fp);
+    if (got == 0 && ferror(fp)) return -1;
+    return (long)got;
+}
+
+void platform_waiting_end(FILE *fp, int saved) {}  // unbuffered it stays: setvbuf comes before any read
+
+static int info_of_handle(HANDLE h, PlatformFileInfo *info) {
+    memset(info, 0, sizeof(*info));
+    DWORD type = GetFileType(h);
+    if (type == FILE_TYPE_UNKNOWN && GetLastError() != NO_ERROR) return failed();
+    if (type != FILE_TYPE_DISK) {
+        info->kind = type == FILE_TYPE_PIPE ? PLATFORM_FILE_PIPE
+                     : type == FILE_TYPE_CHAR ? PLATFORM_FILE_DEVICE  // a console, NUL, a port
+                                              : PLATFORM_FILE_OTHER;
+        return 0;
+    }
+    BY_HANDLE_FILE_INFORMATION file;
+    if (!GetFileInformationByHandle(h, &file)) return failed();
+    int directory = (file.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) != 0;
+    info->kind = directory ? PLATFORM_FILE_DIRECTORY : PLATFORM_FILE_REGULAR;
+    info->size = directory ? 0 : (uint64_t)file.nFileSizeHigh << 32 | file.nFileSizeLow;
+    info->volume = file.dwVolumeSerialNumber;
+    info->index = (uint64_t)file.nFileIndexHigh << 32 | file.nFileIndexLow;
+    return 0;
+}
+
+int platform_fd_info(int fd, PlatformFileInfo *info) { return info_of_handle(handle_of(fd), info); }
+
+int platform_path_info(const char *path, int follow_links, PlatformFileInfo *info) {
+    wchar_t wide[WIDE_PATH];
+    if (to_wide(path, wide) != 0) return -1;
+    HANDLE h = CreateFileW(wide, FILE_READ_ATTRIBUTES, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                           OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS | (follow_links ? 0 : FILE_FLAG_OPEN_REPARSE_POINT),
+                           NULL);
+    if (h == INVALID_HANDLE_VALUE) return failed();
+    BY_HANDLE_FILE_INFORMATION file;
+    int link = !follow_links && GetFileInformationByHandle(h, &file) &&
+               (file.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT);
+    int rc = info_of_handle(h, info);
+    if (rc == 0 && link) info->kind = PLATFORM_FILE_LINK;
+    CloseHandle(h);
+    return rc;
+}
+
+// ReadFile and WriteFile at an offset (the OVERLAPPED's, on a handle opened for synchronous use).
+long platform_read_at(int fd, void *buf, size_t n, uint64_t offset) {
+    OVERLAPPED at = {.Offset = (DWORD)offset, .OffsetHigh = (DWORD)(offset >> 32)};
+    DWORD got = 0;
+    if (!ReadFile(handle_of(fd), buf, n > 1u << 30 ? 1u << 30 : (DWORD)n, &got, &at))
+        return GetLastError() == ERROR_HANDLE_EOF ? 0 : failed();
+    return (long)got;
+}
+
+long platform_write_at(int fd, const void *buf, size_t n, uint64_t offset) {
+    OVERLAPPED at = {.Offset = (DWORD)offset, .OffsetHigh = (DWORD)(offset >> 32)};
+    DWORD put = 0;
+    if (!WriteFile(handle_of(fd), buf, n > 1u << 30 ? 1u << 30 : (DWORD)n, &put, &at)) return failed();
+    return (long)put;
+}
+
+int platform_file_sync(int fd) { return FlushFileBuffers(handle_of(fd)) ? 0 : failed(); }
+
+// MoveFileExW, tried again for up to a second while another process holds the target or the
+// source open without sharing their deletion (a virus scanner, an indexer: briefly).
+static int move_file(const char *from, const char *to, DWORD flags) {
+    wchar_t wide_from[WIDE_PATH], wide_to[WIDE_PATH];
+    if (to_wide(from, wide_from) != 0 || to_wide(to, wide_to) != 0) return -1;
+    for (int tries = 0;; tries++) {
+        if (MoveFileExW(wide_from, wide_to, flags | MOVEFILE_WRITE_THROUGH)) return 0;
+        DWORD error = GetLastError();
+        if ((error != ERROR_SHARING_VIOLATION && error != ERROR_ACCESS_DENIED) || tries == 40) return failed();
+        Sleep(25);
+    }
+}
+
+int platform_replace_file(const char *from, const char *to) { return move_file(from, to, MOVEFILE_REPLACE_EXISTING); }
+
+int platform_rename_new(const char *from, const char *to) { return move_file(from, to, 0); }
+
+void platform_sync_dir(const char *dir) {}  // MOVEFILE_WRITE_THROUGH returns once the rename is on disk
+
+int platform_remove_file(const char *path) {
+    wchar_t wide[WIDE_PATH];
+    if (to_wide(path, wide) != 0) return -1;
+    return DeleteFileW(wide) ? 0 : failed();
+}
+
+int platform_make_dir(const char *path) {
+    wchar_t wide[WIDE_PATH];
+    if (to_wide(path, wide) != 0) return -1;
+    if (CreateDirectoryW(wide, NULL)) return 0;
+    int error = failed();
+    DWORD attributes = GetFileAttributesW(wide);  // "C:" is no directory to create, but is there
+    if (attributes != INVALID_FILE_ATTRIBUTES) errno = EEXIST;
+    return error;
+}
+
+long platform_name_max(const char *dir) { return 255; }  // UTF-16 units: at least as many bytes of UTF-8
+
+// GetFullPathNameW of a path that exists (Windows's links are left as they are).
+int platform_real_path(const char *path, char *out, size_t size) {
+    wchar_t wide[WIDE_PATH], full[WIDE_PATH];
+    if (to_wide(path, wide) != 0) return -1;
+    if (GetFileAttributesW(wide) == INVALID_FILE_ATTRIBUTES) return failed();
+    DWORD n = GetFullPathNameW(wide, WIDE_PATH, full, NULL);
+    if (n == 0) return failed();
+    if (n >= WIDE_PATH) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return from_wide(full, out, size);
+}
+
+int platform_is_path_separator(char c) { return c == '/' || c == '\\'; }
+
+// "C:\x" and "C:/x", "\\server\x", and "\x" (the current drive's root)
+int platform_path_is_absolute(const char *path) {
+    int drive = ((path[0] >= 'A' && path[0] <= 'Z') || (path[0] >= 'a' && path[0] <= 'z')) && path[1] == ':';
+    return platform_is_path_separator(path[drive ? 2 : 0]);
+}
+
+// A byte far past any content is locked: Windows's locks are mandatory, and the lock file's
+// content (its holder's process id) must stay readable by the run that is refused.
+#define LOCKED_BYTE_HIGH 0x7fffffffu
+int platform_lock(int fd) {
+    OVERLAPPED at = {.Offset = 0, .OffsetHigh = LOCKED_BYTE_HIGH};
+    if (LockFileEx(handle_of(fd), LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &at))
+        return PLATFORM_LOCK_HELD;
+    DWORD error = GetLastError();
+    failed();
+    if (error == ERROR_LOCK_VIOLATION || error == ERROR_IO_PENDING) return PLATFORM_LOCK_BUSY;
+    return error == ERROR_NOT_SUPPORTED || error == ERROR_INVALID_FUNCTION ? PLATFORM_LOCK_UNSUPPORTED
+                                                                         : PLATFORM_LOCK_FAILED;
+}
+
+long platform_process_id(void) { return (long)GetCurrentProcessId(); }
+
+// OpenProcess fails with ERROR_ACCESS_DENIED for a process this user may not query, which runs
+int platform_process_running(long pid) {
+    if (pid <= 0) return 0;
+    HANDLE h = OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION, FALSE, (DWORD)pid);
+    if (!h) return GetLastError() == ERROR_ACCESS_DENIED;
+    int running = WaitForSingleObject(h, 0) == WAIT_TIMEOUT;
+    CloseHandle(h);
+    return running;
+}
+
+int platform_random_bytes(void *buf, size_t n) {
+    return BCryptGenRandom(NULL, buf, (ULONG)n, BCRYPT_USE_SYSTEM_PREFERRED_RNG) == 0 ? 0 : -1;
+}
+
+// Every console event arrives as SIGINT (platform.h): no POSIX signal of the fatal set exists here.
+static void (*volatile console_handler)(int sig);
+
+static BOOL WINAPI on_console_event(DWORD event) {
+    void (*handler)(int) = console_handler;
+    if (!handler) return FALSE;  // the next handler: the system's, which ends the process
+    handler(SIGINT);
+    if (event != CTRL_C_EVENT && event != CTRL_BREAK_EVENT) Sleep(INFINITE);  // until the program ends itself
+    return TRUE;
+}
+
+void platform_signals_catch(PlatformSignals set, void (*handler)(int sig), int restart) {
+    if (set != PLATFORM_STOP_SIGNALS) return;
+    static int installed;
+    console_handler = handler;
+    SetConsoleCtrlHandler(NULL, FALSE);  // Ctrl-C reaches this process even when its parent ignored it
+    if (!installed) installed = SetConsoleCtrlHandler(on_console_event, TRUE);
+}
+
+// as the system's own handler ends a process at Ctrl-C, at once, from the event's thread
+_Noreturn void platform_end_by_signal(int sig) {
+    TerminateProcess(GetCurrentProcess(), (UINT)STATUS_CONTROL_C_EXIT);
+    _exit(128 + sig);  // not reached
+}
+
+#endif

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,16 +92,13 @@ static void (*fatal_cleanup)(void);
 
 static void on_fatal_signal(int sig) {
     if (fatal_cleanup) fatal_cleanup();
-    signal(sig, SIG_DFL);
-    raise(sig);
+    platform_end_by_signal(sig);
 }
 
 void fatal_signals_install(void (*cleanup)(void), int stop_signals_handled) {
-    static const int fatal[] = {SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, SIGHUP, SIGINT, SIGTERM};
-    int n = (int)(sizeof(fatal) / sizeof(fatal[0])) - (stop_signals_handled ? 3 : 0);
     fatal_cleanup = cleanup;
-    for (int i = 0; i < n; i++) signal(fatal[i], on_fatal_signal);
-    signal(SIGXFSZ, SIG_IGN);
+    platform_signals_catch(PLATFORM_FATAL_SIGNALS, on_fatal_signal, 1);
+    if (!stop_signals_handled) platform_signals_catch(PLATFORM_STOP_SIGNALS, on_fatal_signal, 1);
 }
 
 // The margin kept free of a bound of `total` bytes (the machine's memory, a cgroup's limit,

@@ -43,11 +43,12 @@ int stdout_flush(char err[ERR_LEN]);
 // The same, ending the program (exit 1) when a write failed, so no output is lost unsaid.
 void stdout_flush_or_die(void);
 
-// The signals that would end the program (SIGQUIT, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2, and
-// SIGHUP, SIGINT, SIGTERM unless stop_signals_handled: ./train stops on those itself, see
-// training/stop_signals.h) first call cleanup (async-signal-safe: remove a temporary file),
-// then end the program by that signal. SIGXFSZ is ignored: a write past the file-size limit
-// fails with EFBIG, which the program reports, instead of killing it.
+// The signals that would end the program (common/platform.h's: SIGQUIT, SIGPIPE, SIGALRM,
+// SIGUSR1, SIGUSR2, and the stop signals SIGHUP, SIGINT, SIGTERM or Windows's console events
+// unless stop_signals_handled: ./train stops on those itself, see training/stop_signals.h)
+// first call cleanup (async-signal-safe: remove a temporary file), then end the program by
+// that signal. SIGXFSZ is ignored: a write past the file-size limit fails with EFBIG, which
+// the program reports, instead of killing it.
 void fatal_signals_install(void (*cleanup)(void), int stop_signals_handled);
 
 // The memory a program may plan to use, in bytes: max_memory (--max-memory) when above 0,

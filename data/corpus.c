@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/input_file.h"
@@ -35,7 +34,7 @@ static int read_text(FILE *fp, const char *path, const TextOptions *options, siz
 
 int corpus_load_as(const char *path, const TextOptions *options, size_t max_chars, Corpus *corpus, char err[ERR_LEN]) {
     memset(corpus, 0, sizeof(*corpus));
-    struct stat st;
+    PlatformFileInfo st;
     int fd = input_file_open(path, 0, &st);
     if (fd == -1) {
         snprintf(err, ERR_LEN, "cannot open %s %s: %s", options->noun ? options->noun : "corpus", path,
@@ -54,7 +53,7 @@ int corpus_load_as(const char *path, const TextOptions *options, size_t max_char
         close(fd);
         return -1;
     }
-    int status = read_text(fp, path, options, max_chars, (size_t)st.st_size, corpus, err);
+    int status = read_text(fp, path, options, max_chars, (size_t)st.size, corpus, err);
     fclose(fp);
     return status;
 }
@@ -95,7 +94,8 @@ static int find_default_corpus(const char *const *places, int n, char *out, size
     for (int i = 0; i < n; i++) {
         char path[PATH_MAX + 64], resolved[PATH_MAX];
         snprintf(path, sizeof(path), "%s%s", places[i], CORPUS_DEFAULT_NAME);
-        if (access(path, R_OK) == 0 && realpath(path, resolved) && strlen(resolved) < size) {
+        if (access(path, R_OK) == 0 && platform_real_path(path, resolved, sizeof(resolved)) == 0 &&
+            strlen(resolved) < size) {
             strcpy(out, resolved);
             return 0;
         }

@@ -2,24 +2,23 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/platform.h"
 #include "utf8.h"
 
 #define MAX_EXAMPLES 3        // files skipped as not text that the report names
 #define NAME_OVERHEAD 32      // bytes an entry's name costs beyond its characters (pointer, malloc)
 
-// The directories the walk has entered, by device and inode, over the whole walk: a hash set
-// (open addressing, at most half full) whose memory counts with the entries' names (held).
+// The directories the walk has entered, by their identity (device and inode; Windows: volume
+// and file index), over the whole walk: a hash set (open addressing, at most half full) whose
+// memory counts with the entries' names (held).
 typedef struct {
-    dev_t dev;
-    ino_t ino;
+    uint64_t volume, index;
     int used;
 } DirId;
 
@@ -51,19 +50,19 @@ static int over_budget(const SetReader *s, size_t bytes) {
     return (s->held + bytes + 3) / 4 > s->spec->max_chars - s->reader.len;
 }
 
-static size_t dir_slot(const DirSet *set, dev_t dev, ino_t ino) {
-    uint64_t h = ((uint64_t)dev * 0x9E3779B97F4A7C15u) ^ ((uint64_t)ino * 0xC2B2AE3D27D4EB4Fu);
+static size_t dir_slot(const DirSet *set, uint64_t volume, uint64_t index) {
+    uint64_t h = (volume * 0x9E3779B97F4A7C15u) ^ (index * 0xC2B2AE3D27D4EB4Fu);
     size_t i = (size_t)(h ^ (h >> 29)) & (set->cap - 1);
-    while (set->ids[i].used && (set->ids[i].dev != dev || set->ids[i].ino != ino)) i = (i + 1) & (set->cap - 1);
+    while (set->ids[i].used && (set->ids[i].volume != volume || set->ids[i].index != index)) i = (i + 1) & (set->cap - 1);
     return i;
 }
 
-// Adds the directory path (st) to the walk's set. Returns 1 when it is new, 0 when the walk
+// Adds the directory path (info) to the walk's set. Returns 1 when it is new, 0 when the walk
 // entered it already (through another link), -1 with err when memory runs out, -2 with err
 // when the set would take more than the text leaves of the budget.
-static int dir_set_add(SetReader *s, const char *path, const struct stat *st, char err[ERR_LEN]) {
+static int dir_set_add(SetReader *s, const char *path, const PlatformFileInfo *info, char err[ERR_LEN]) {
     DirSet *set = &s->walked;
-    if (set->cap && set->ids[dir_slot(set, st->st_dev, st->st_ino)].used) return 0;
+    if (set->cap && set->ids[dir_slot(set, info->volume, info->index)].used) return 0;
     if (2 * (set->n + 1) > set->cap) {
         size_t cap = set->cap ? 2 * set->cap : 64;
         if (over_budget(s, (cap - set->cap) * sizeof(DirId))) {
@@ -77,12 +76,12 @@ static int dir_set_add(SetReader *s, const char *path, const struct stat *st, ch
             return -1;
         }
         for (size_t i = 0; i < set->cap; i++)
-            if (set->ids[i].used) bigger.ids[dir_slot(&bigger, set->ids[i].dev, set->ids[i].ino)] = set->ids[i];
+            if (set->ids[i].used) bigger.ids[dir_slot(&bigger, set->ids[i].volume, set->ids[i].index)] = set->ids[i];
         s->held += (cap - set->cap) * sizeof(DirId);
         free(set->ids);
         *set = bigger;
     }
-    set->ids[dir_slot(set, st->st_dev, st->st_ino)] = (DirId){st->st_dev, st->st_ino, 1};
+    set->ids[dir_slot(set, info->volume, info->index)] = (DirId){info->volume, info->index, 1};
     set->n++;
     return 1;
 }
@@ -121,10 +120,10 @@ static int read_document(SetReader *s, FILE *fp, const char *path, size_t size, 
     return status == TEXT_TOO_LONG ? -2 : status == TEXT_STOPPED ? -4 : -1;
 }
 
-// Opens path without waiting on a FIFO; *st gets what it is. noun names it in messages.
-static int open_path(const char *path, const char *noun, struct stat *st, char err[ERR_LEN]) {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, st) != 0) {
+// Opens path without waiting on a FIFO; *info gets what it is. noun names it in messages.
+static int open_path(const char *path, const char *noun, PlatformFileInfo *info, char err[ERR_LEN]) {
+    int fd = platform_open(path, PLATFORM_READ | PLATFORM_NO_WAIT);
+    if (fd < 0 || platform_fd_info(fd, info) != 0) {
         snprintf(err, ERR_LEN, "cannot open %s%s%s: %s", noun, noun[0] ? " " : "", path, strerror(errno));
         if (fd >= 0) close(fd);
         return -1;
@@ -137,7 +136,7 @@ static int open_path(const char *path, const char *noun, struct stat *st, char e
 // given back.
 static FILE *open_pipe(int fd, const char *path, char err[ERR_LEN]) {
     unsigned char first;
-    ssize_t got = read(fd, &first, 1);
+    long got = read(fd, &first, 1);
     if (got == 0) {
         snprintf(err, ERR_LEN, "%s: a pipe (FIFO) with no process writing into it and nothing in it", path);
         return NULL;
@@ -146,8 +145,7 @@ static FILE *open_pipe(int fd, const char *path, char err[ERR_LEN]) {
         snprintf(err, ERR_LEN, "%s: read error: %s", path, strerror(errno));
         return NULL;
     }
-    int flags = fcntl(fd, F_GETFL);
-    FILE *fp = flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ? NULL : fdopen(fd, "rb");
+    FILE *fp = platform_fd_set_nonblocking(fd, 0) < 0 ? NULL : fdopen(fd, "rb");
     if (!fp) {
         snprintf(err, ERR_LEN, "%s: cannot read: %s", path, strerror(errno));
         return NULL;
@@ -158,10 +156,10 @@ static FILE *open_pipe(int fd, const char *path, char err[ERR_LEN]) {
 
 // Reads a file the walk found to be a regular file (it is checked again once open).
 static int read_walked_file(SetReader *s, const char *path, char err[ERR_LEN]) {
-    struct stat st;
-    int fd = open_path(path, "", &st, err);
+    PlatformFileInfo info;
+    int fd = open_path(path, "", &info, err);
     if (fd < 0) return -1;
-    if (!S_ISREG(st.st_mode)) {  // replaced since the walk looked at it
+    if (info.kind != PLATFORM_FILE_REGULAR) {  // replaced since the walk looked at it
         close(fd);
         s->report->other++;
         return 0;
@@ -172,7 +170,7 @@ static int read_walked_file(SetReader *s, const char *path, char err[ERR_LEN]) {
         snprintf(err, ERR_LEN, "cannot open %s: %s", path, strerror(errno));
         return -1;
     }
-    int rc = read_document(s, fp, path, (size_t)st.st_size, 1, err);
+    int rc = read_document(s, fp, path, (size_t)info.size, 1, err);
     fclose(fp);
     return rc;
 }
@@ -245,13 +243,13 @@ static int list_directory(SetReader *s, const char *dir, char ***out, size_t *co
     return 0;
 }
 
-static int walk(SetReader *s, const char *dir, const struct stat *st, char err[ERR_LEN]);
+static int walk(SetReader *s, const char *dir, const PlatformFileInfo *info, char err[ERR_LEN]);
 
 // A path the walk found: a directory walked (once, however many links lead to it), a regular
 // file read, anything else skipped.
 static int walk_path(SetReader *s, const char *path, char err[ERR_LEN]) {
-    struct stat st;
-    if (stat(path, &st) != 0) {
+    PlatformFileInfo info;
+    if (platform_path_info(path, 1, &info) != 0) {
         if (errno == ENOENT || errno == ELOOP) {  // a broken link, or one that loops
             s->report->other++;
             return 0;
@@ -259,12 +257,12 @@ static int walk_path(SetReader *s, const char *path, char err[ERR_LEN]) {
         snprintf(err, ERR_LEN, "cannot read %s: %s", path, strerror(errno));
         return -1;
     }
-    if (S_ISREG(st.st_mode)) return read_walked_file(s, path, err);
-    if (!S_ISDIR(st.st_mode)) {
+    if (info.kind == PLATFORM_FILE_REGULAR) return read_walked_file(s, path, err);
+    if (info.kind != PLATFORM_FILE_DIRECTORY) {
         s->report->other++;
         return 0;
     }
-    return walk(s, path, &st, err);
+    return walk(s, path, &info, err);
 }
 
 // One entry of a directory being walked: a hidden one skipped, the others by what they are.
@@ -275,7 +273,7 @@ static int walk_entry(SetReader *s, const char *dir, const char *name, char err[
     }
     // the path on the heap, not the stack: a walk as deep as PATH_MAX allows keeps one per level
     size_t dir_len = strlen(dir);
-    int slash = dir_len > 0 && dir[dir_len - 1] != '/';
+    int slash = dir_len > 0 && !platform_is_path_separator(dir[dir_len - 1]);
     if (dir_len + slash + strlen(name) >= PATH_MAX) {
         snprintf(err, ERR_LEN, "%s: a path in it is longer than %d bytes", dir, PATH_MAX - 1);
         return -1;
@@ -292,11 +290,11 @@ static int walk_entry(SetReader *s, const char *dir, const char *name, char err[
     return rc;
 }
 
-// Walks the directory dir (st) unless the walk entered it already: a link to a directory
+// Walks the directory dir (info) unless the walk entered it already: a link to a directory
 // walked before (an ancestor: a loop; or another branch: a tree of links whose paths would
 // multiply) is skipped and counted.
-static int walk(SetReader *s, const char *dir, const struct stat *st, char err[ERR_LEN]) {
-    int added = dir_set_add(s, dir, st, err);
+static int walk(SetReader *s, const char *dir, const PlatformFileInfo *info, char err[ERR_LEN]) {
+    int added = dir_set_add(s, dir, info, err);
     if (added <= 0) {
         s->report->repeated += added == 0;
         return added;
@@ -313,34 +311,35 @@ static int walk(SetReader *s, const char *dir, const struct stat *st, char err[E
 }
 
 static int read_stdin(SetReader *s, char err[ERR_LEN]) {
-    struct stat st;
-    if (fstat(STDIN_FILENO, &st) != 0) {
+    PlatformFileInfo info;
+    if (platform_fd_info(STDIN_FILENO, &info) != 0) {
         snprintf(err, ERR_LEN, "cannot read standard input: %s", strerror(errno));
         return -1;
     }
-    if (isatty(STDIN_FILENO)) {
+    if (platform_is_terminal(STDIN_FILENO)) {
         const char *into = s->spec->options.pipe_into;
         snprintf(err, ERR_LEN, "--data %s reads standard input, which is a terminal: pipe a text into it (%s%s)",
                  CORPUS_STDIN, into ? "cat books/*.txt | " : "cat books/*.txt | ...", into ? into : "");
         return -3;
     }
-    return read_document(s, stdin, TEXT_STDIN_NAME, S_ISREG(st.st_mode) ? (size_t)st.st_size : 0, 0, err);
+    return read_document(s, stdin, TEXT_STDIN_NAME, info.kind == PLATFORM_FILE_REGULAR ? (size_t)info.size : 0, 0,
+                         err);
 }
 
 // One path of the set: standard input, a directory (walked), or a file or pipe.
 static int read_path(SetReader *s, const char *path, char err[ERR_LEN]) {
     if (strcmp(path, CORPUS_STDIN) == 0) return read_stdin(s, err);
-    struct stat st;
-    int fd = open_path(path, s->spec->options.noun ? s->spec->options.noun : "corpus", &st, err);
+    PlatformFileInfo info;
+    int fd = open_path(path, s->spec->options.noun ? s->spec->options.noun : "corpus", &info, err);
     if (fd < 0) return -1;
-    if (S_ISDIR(st.st_mode)) {
+    if (info.kind == PLATFORM_FILE_DIRECTORY) {
         close(fd);
-        return walk(s, path, &st, err);
+        return walk(s, path, &info, err);
     }
     FILE *fp = NULL;
-    if (S_ISREG(st.st_mode)) {
+    if (info.kind == PLATFORM_FILE_REGULAR) {
         if (!(fp = fdopen(fd, "rb"))) snprintf(err, ERR_LEN, "cannot open %s: %s", path, strerror(errno));
-    } else if (S_ISFIFO(st.st_mode)) {
+    } else if (info.kind == PLATFORM_FILE_PIPE) {
         fp = open_pipe(fd, path, err);
     } else {
         snprintf(err, ERR_LEN, "%s: not a regular file, directory or pipe (a device or socket cannot be a corpus)",
@@ -350,7 +349,7 @@ static int read_path(SetReader *s, const char *path, char err[ERR_LEN]) {
         close(fd);
         return -1;
     }
-    int rc = read_document(s, fp, path, S_ISREG(st.st_mode) ? (size_t)st.st_size : 0, 0, err);
+    int rc = read_document(s, fp, path, info.kind == PLATFORM_FILE_REGULAR ? (size_t)info.size : 0, 0, err);
     fclose(fp);
     return rc;
 }

@@ -1,14 +1,12 @@
 #include "text_reader.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../common/platform.h"
 #include "utf8.h"
 
 // Bytes in the UTF-8 sequence a lead byte starts (1 for ASCII), or 0 for a byte that starts
@@ -197,25 +195,21 @@ static TextStatus read_error(const char *path, char err[ERR_LEN]) {
     return TEXT_BAD;
 }
 
-// Reads up to TEXT_READ_CHUNK bytes of an input that waits (its descriptor non-blocking): what
-// stdio holds and what comes, waiting in poll(2) while nothing does; a stop request is checked
-// before each read. A stop signal interrupts poll at once (it is never restarted); the wait is
-// also cut every quarter second, so that a signal that came just before it is seen too.
+// Reads up to TEXT_READ_CHUNK bytes of an input that waits (common/platform.h's
+// platform_waiting_read): what has come, waiting while nothing does; a stop request is checked
+// before each read. A stop signal ends the wait at once (POSIX's poll is never restarted); the
+// wait is also cut every quarter second, so that a signal that came just before it is seen too.
 static TextStatus read_waiting(TextReader *r, FILE *fp, unsigned char *buf, size_t *got, char err[ERR_LEN]) {
     *got = 0;
-    while (*got < TEXT_READ_CHUNK) {
+    int end = 0;
+    while (*got < TEXT_READ_CHUNK && !end) {
         if (r->options.stop_requested()) {
             snprintf(err, ERR_LEN, "%s: stopped while reading it", r->path);
             return TEXT_STOPPED;
         }
-        *got += fread(buf + *got, 1, TEXT_READ_CHUNK - *got, fp);
-        if (feof(fp) || *got == TEXT_READ_CHUNK) break;
-        if (ferror(fp)) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return read_error(r->path, err);
-            clearerr(fp);
-        }
-        struct pollfd wait = {fileno(fp), POLLIN, 0};
-        if (poll(&wait, 1, 250) < 0 && errno != EINTR) return read_error(r->path, err);
+        long n = platform_waiting_read(fp, buf + *got, TEXT_READ_CHUNK - *got, 250, &end);
+        if (n < 0) return read_error(r->path, err);
+        *got += (size_t)n;
     }
     return TEXT_OK;
 }
@@ -382,10 +376,9 @@ TextStatus text_reader_add(TextReader *r, FILE *fp, const char *path, size_t siz
     r->path = path;
     r->gzip = r->carried = r->started = r->after_cr = 0;
     r->offset = 0;
-    struct stat st;
-    int fd = fileno(fp), flags = -1;  // a stream without a descriptor (fmemopen) does not wait
-    r->waits = r->options.stop_requested && fd >= 0 && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) &&
-               (flags = fcntl(fd, F_GETFL)) >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
+    // a regular file or a stream without a descriptor (fmemopen) does not wait
+    int saved = r->options.stop_requested ? platform_waiting_start(fp) : -1;
+    r->waits = saved >= 0;
     size_t first;
     TextStatus status = read_chunk(r, fp, r->chunk, &first, err);
     if (status == TEXT_OK) {
@@ -409,7 +402,7 @@ TextStatus text_reader_add(TextReader *r, FILE *fp, const char *path, size_t siz
         utf8_decode(r->carry, (size_t)r->carried, r->decoded, &bad);  // a sequence the end cut
         status = invalid_utf8(r, r->carry_at + bad, r->carry[bad], r->carry, (size_t)r->carried, err);
     }
-    if (r->waits) fcntl(fd, F_SETFL, flags);  // the descriptor as it was (it may be shared)
+    if (r->waits) platform_waiting_end(fp, saved);  // the descriptor as it was (it may be shared)
     if (status != TEXT_OK) {  // the text as it was before this document
         r->len = doc_start;
         r->cleanup = cleanup;

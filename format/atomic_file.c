@@ -2,11 +2,9 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/platform.h"
@@ -19,19 +17,14 @@ static volatile sig_atomic_t open_used[MAX_OPEN];
 
 static unsigned long temp_counter;  // the <n> of the next temporary name
 
-// Writes the directory holding path into dir; returns path's last component.
+// Writes the directory holding path into dir; returns path's last component. A root ("/",
+// Windows's "C:\") keeps its separator.
 static const char *split_path(const char *path, char dir[4096]) {
-    const char *slash = strrchr(path, '/');
+    const char *slash = platform_path_last_separator(path);
     if (!slash) strcpy(dir, ".");
-    else if (slash == path) strcpy(dir, "/");
+    else if (slash == path || slash[-1] == ':') snprintf(dir, 4096, "%.*s", (int)(slash - path) + 1, path);
     else snprintf(dir, 4096, "%.*s", (int)(slash - path), path);
     return slash ? slash + 1 : path;
-}
-
-// The longest name an entry of dir may have (NAME_MAX: 255 bytes on the usual file systems).
-static long name_max(const char *dir) {
-    long n = pathconf(dir, _PC_NAME_MAX);
-    return n > 0 ? n : 255;
 }
 
 int atomic_file_open(AtomicFile *f, const char *path, char err[ERR_LEN]) {
@@ -50,7 +43,7 @@ int atomic_file_open(AtomicFile *f, const char *path, char err[ERR_LEN]) {
     }
     char dir[4096];
     const char *base = split_path(path, dir);
-    long longest = name_max(dir);
+    long longest = platform_name_max(dir);
     if ((long)strlen(base) > longest) {
         snprintf(err, ERR_LEN, "%s: the name is longer than the %ld bytes a file name may have here", path, longest);
         return -1;
@@ -59,14 +52,13 @@ int atomic_file_open(AtomicFile *f, const char *path, char err[ERR_LEN]) {
     do {
         // <target>.tmp.<pid>.<n>, the target's name cut so that the whole name fits NAME_MAX
         char suffix[64];
-        int suffix_len = snprintf(suffix, sizeof(suffix), ".tmp.%ld.%lu", (long)getpid(), temp_counter++);
+        int suffix_len = snprintf(suffix, sizeof(suffix), ".tmp.%ld.%lu", platform_process_id(), temp_counter++);
         int keep = (int)strlen(base);
         if (keep + suffix_len > longest) keep = longest - suffix_len > 1 ? (int)longest - suffix_len : 1;
         snprintf(f->tmp_path, sizeof(f->tmp_path), "%.*s%.*s%s", (int)(base - path), path, keep, base, suffix);
         strcpy(open_paths[f->slot], f->tmp_path);
         open_used[f->slot] = 1;
-        // 0666 less the umask, the mode a plain fopen gives
-        fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        fd = platform_open(f->tmp_path, PLATFORM_WRITE | PLATFORM_CREATE | PLATFORM_EXCLUSIVE);
         if (fd < 0) open_used[f->slot] = 0;
     } while (fd < 0 && errno == EEXIST);
     if (fd < 0) {
@@ -89,24 +81,13 @@ static void release_slot(AtomicFile *f) {
 }
 
 static void remove_temp(AtomicFile *f) {
-    unlink(f->tmp_path);
+    platform_remove_file(f->tmp_path);
     release_slot(f);
-}
-
-// fsync the directory holding `path` so the rename itself is durable
-static void fsync_parent_dir(const char *path) {
-    char dir[4096];
-    split_path(path, dir);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
 }
 
 // Flushes, fsyncs and closes the temporary file; 0, or -1 with err (the file removed).
 static int finish_temp(AtomicFile *f, char err[ERR_LEN]) {
-    int failed = ferror(f->fp) || fflush(f->fp) != 0 || fsync(fileno(f->fp)) != 0;
+    int failed = ferror(f->fp) || fflush(f->fp) != 0 || platform_file_sync(fileno(f->fp)) != 0;
     int saved_errno = errno;
     if (fclose(f->fp) != 0 && !failed) {
         failed = 1;
@@ -120,10 +101,10 @@ static int finish_temp(AtomicFile *f, char err[ERR_LEN]) {
 }
 
 // Renames the finished temporary file to the target (replace: over whatever is there; else
-// only while nothing is), then fsyncs the directory.
+// only while nothing is), then makes the rename durable (common/platform.h).
 static int publish(AtomicFile *f, int replace, char err[ERR_LEN]) {
     if (finish_temp(f, err) != 0) return -1;
-    if ((replace ? rename(f->tmp_path, f->path) : platform_rename_new(f->tmp_path, f->path)) != 0) {
+    if ((replace ? platform_replace_file(f->tmp_path, f->path) : platform_rename_new(f->tmp_path, f->path)) != 0) {
         int exists = !replace && errno == EEXIST;
         if (exists) snprintf(err, ERR_LEN, "%s exists: another process wrote it while this one worked (give --force to replace it)", f->path);
         else snprintf(err, ERR_LEN, "%s: cannot rename the temporary file into place: %s", f->path, strerror(errno));
@@ -131,7 +112,9 @@ static int publish(AtomicFile *f, int replace, char err[ERR_LEN]) {
         return exists ? ATOMIC_FILE_EXISTS : -1;
     }
     release_slot(f);
-    fsync_parent_dir(f->path);
+    char dir[4096];
+    split_path(f->path, dir);
+    platform_sync_dir(dir);  // the rename itself durable
     return 0;
 }
 
@@ -145,11 +128,11 @@ void atomic_file_abort(AtomicFile *f) {
     remove_temp(f);
 }
 
-int no_follow_open(const char *path, int flags) { return open(path, flags | O_NOFOLLOW | O_CLOEXEC, 0666); }
+int no_follow_open(const char *path, int how) { return platform_open(path, how | PLATFORM_NO_FOLLOW); }
 
 FILE *no_follow_fopen(const char *path, const char *mode) {
-    int flags = O_WRONLY | O_CREAT | (mode[0] == 'a' ? O_APPEND : O_TRUNC);
-    int fd = no_follow_open(path, flags);
+    int how = PLATFORM_WRITE | PLATFORM_CREATE | (mode[0] == 'a' ? PLATFORM_APPEND : PLATFORM_TRUNCATE);
+    int fd = no_follow_open(path, how);
     FILE *fp = fd >= 0 ? fdopen(fd, mode) : NULL;
     if (!fp && fd >= 0) {
         int saved = errno;
@@ -161,7 +144,7 @@ FILE *no_follow_fopen(const char *path, const char *mode) {
 
 void atomic_file_remove_open(void) {
     for (int i = 0; i < MAX_OPEN; i++)
-        if (open_used[i]) unlink(open_paths[i]);
+        if (open_used[i]) platform_remove_file(open_paths[i]);
 }
 
 // The process id of the temporary file of `base` called name, or -1 if name is not one: name
@@ -194,7 +177,7 @@ static int is_open_here(const char *tmp_path) {
 int atomic_file_remove_stale(const char *path, char err[ERR_LEN]) {
     char dir[4096], tmp_path[8192];
     const char *base = split_path(path, dir);
-    long longest = name_max(dir);
+    long longest = platform_name_max(dir);
     DIR *d = opendir(dir);
     if (!d) {
         snprintf(err, ERR_LEN, "%s: cannot read the directory: %s", dir, strerror(errno));
@@ -206,9 +189,9 @@ int atomic_file_remove_stale(const char *path, char err[ERR_LEN]) {
         long pid = temp_owner(e->d_name, base, longest);
         if (pid < 0) continue;
         snprintf(tmp_path, sizeof(tmp_path), "%.*s%s", (int)(base - path), path, e->d_name);
-        // a process that still runs keeps its files (kill fails with EPERM for another user's)
-        int running = pid == (long)getpid() ? is_open_here(tmp_path) : kill((pid_t)pid, 0) == 0 || errno != ESRCH;
-        if (!running && unlink(tmp_path) == 0) removed++;
+        // a process that still runs keeps its files
+        int running = pid == platform_process_id() ? is_open_here(tmp_path) : platform_process_running(pid);
+        if (!running && platform_remove_file(tmp_path) == 0) removed++;
     }
     closedir(d);
     return removed;

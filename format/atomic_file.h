@@ -38,12 +38,13 @@ void atomic_file_abort(AtomicFile *f);
 
 // A run's files that are written in place (log.csv, probe.bin) are opened never through a
 // symbolic link, so that a link named like one cannot redirect a write out of the run's
-// directory: open(2)'s O_NOFOLLOW, which fails with ELOOP at a link. no_follow_open takes
-// open's flags (O_CLOEXEC added) and returns a descriptor, or -1 with errno; no_follow_fopen
-// takes fopen's modes "a" and "w" (with or without "b") and returns a stream, or NULL with
-// errno. A run's files are read, never through a link either, by common/input_file.h's
-// input_file_open with O_NOFOLLOW, which also refuses what is not a regular file.
-int no_follow_open(const char *path, int flags);
+// directory: open(2)'s O_NOFOLLOW (common/platform.h's PLATFORM_NO_FOLLOW), which fails with
+// ELOOP at a link. no_follow_open takes platform_open's flags (PLATFORM_WRITE, ...) and
+// returns a descriptor, or -1 with errno; no_follow_fopen takes fopen's modes "a" and "w"
+// (with or without "b") and returns a stream, or NULL with errno. A run's files are read,
+// never through a link either, by common/input_file.h's input_file_open with
+// PLATFORM_NO_FOLLOW, which also refuses what is not a regular file.
+int no_follow_open(const char *path, int how);
 FILE *no_follow_fopen(const char *path, const char *mode);
 
 // Removes the temporary files of `path` whose process no longer runs. Returns how many were

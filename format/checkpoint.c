@@ -243,7 +243,7 @@ static int check_tensors(Checkpoint *ck, char err[ERR_LEN]) {
         if (check_tensor(ck, m, &info, 0, err) != 0 || check_tensor(ck, v, &info, 1, err) != 0) return -1;
     }
     if (ck->has_optimizer &&
-        parse_int(safetensors_meta(&ck->file, "optimizer.step"), 0, 1L << 40, &ck->optimizer_step) != 0) {
+        parse_int(safetensors_meta(&ck->file, "optimizer.step"), 0, LONG_AT_MOST(1LL << 40), &ck->optimizer_step) != 0) {
         snprintf(err, ERR_LEN, "%s: checkpoint metadata 'optimizer.step' is missing or not a whole number in [0, 2^40]",
                  ck->path);
         return -1;

@@ -1,11 +1,9 @@
 #include "probe_file.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -425,10 +423,10 @@ int probe_reader_open(ProbeReader *r, FILE *fp, const char *name, char err[ERR_L
     r->fp = fp;
     r->last_step = -1;
     snprintf(r->name, sizeof(r->name), "%s", name);
-    struct stat st;
+    PlatformFileInfo info;
     uint64_t size = 0;
     if (fseeko(fp, 0, SEEK_END) == 0) size = (uint64_t)ftello(fp);
-    else if (fstat(fileno(fp), &st) == 0) size = (uint64_t)st.st_size;
+    else if (platform_fd_info(fileno(fp), &info) == 0) size = info.size;
     rewind(fp);
     r->size = size;
     uint8_t head[MAGIC_LEN + 4];
@@ -528,7 +526,7 @@ static int open_for_append(ProbeFile *pf, const char *path, ProbeHeader *header,
     pf->header = header;
     pf->end = end;
     pf->buffer = malloc(probe_record_bytes(header) + FRAME_BYTES);
-    pf->fd = no_follow_open(path, O_WRONLY);
+    pf->fd = no_follow_open(path, PLATFORM_WRITE);
     if (!pf->buffer || pf->fd < 0) {
         snprintf(err, ERR_LEN, "cannot open %s for appending: %s", path, pf->buffer ? strerror(errno) : "out of memory");
         probe_file_close(pf);
@@ -566,7 +564,7 @@ int probe_file_create(ProbeFile *pf, const char *path, ProbeHeader *header, char
 
 // Cuts the file to pf->end and makes that durable; 0, or -1 with err.
 static int cut_to_end(ProbeFile *pf, char err[ERR_LEN]) {
-    if (ftruncate(pf->fd, (off_t)pf->end) != 0 || fsync(pf->fd) != 0) {
+    if (ftruncate(pf->fd, (off_t)pf->end) != 0 || platform_file_sync(pf->fd) != 0) {
         snprintf(err, ERR_LEN, "cannot cut %s to its whole records: %s", pf->path, strerror(errno));
         return -1;
     }
@@ -612,7 +610,7 @@ int probe_file_resume(ProbeFile *pf, const char *path, long step, ProbeHeader *h
     pf->fd = -1;
     pf->last_step = -1;
     int missing;
-    FILE *fp = input_file_fopen(path, O_NOFOLLOW, &missing, err);
+    FILE *fp = input_file_fopen(path, PLATFORM_NO_FOLLOW, &missing, err);
     if (!fp) return missing ? 1 : -1;
     ProbeReader r;
     if (probe_reader_open(&r, fp, path, err) != 0) {
@@ -669,12 +667,12 @@ int probe_file_append(ProbeFile *pf, const ProbeRecord *r, char err[ERR_LEN]) {
     put_u32(&p, (uint32_t)crc32(0L, pf->buffer + 4, (uInt)len));
     size_t total = len + FRAME_BYTES, done = 0;
     while (done < total) {
-        ssize_t n = pwrite(pf->fd, pf->buffer + done, total - done, (off_t)(pf->end + done));
+        long n = platform_write_at(pf->fd, pf->buffer + done, total - done, pf->end + done);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         done += (size_t)n;
     }
-    if (done < total || fdatasync(pf->fd) != 0) {
+    if (done < total || platform_file_sync(pf->fd) != 0) {
         snprintf(err, ERR_LEN, "cannot write %s: %s", pf->path, strerror(errno ? errno : EIO));
         char ignored[ERR_LEN];
         cut_to_end(pf, ignored);  // what the failed write left is not a record

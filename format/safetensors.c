@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -125,7 +124,7 @@ static int check_memory(const char *path, size_t read_len, size_t header_len, do
 // Opening does not wait on a FIFO: anything but a regular file is refused.
 static int read_file(const char *path, SafeTensors *st, int header_only, double max_bytes, size_t *header_len,
                      size_t *data_len, char err[ERR_LEN]) {
-    struct stat sb;
+    PlatformFileInfo sb;
     int fd = input_file_open(path, 0, &sb);
     if (fd == -1) return fail(err, path, "cannot open: %s", strerror(errno));
     if (fd == -2) return fail(err, path, "not a regular file");
@@ -134,7 +133,7 @@ static int read_file(const char *path, SafeTensors *st, int header_only, double 
         close(fd);
         return fail(err, path, "cannot open: %s", strerror(errno));
     }
-    size_t file_len = (size_t)sb.st_size, read_len = file_len;
+    size_t file_len = (size_t)sb.size, read_len = file_len;
     unsigned char first[12];  // the header's length, and the start of the header
     size_t n_first = fread(first, 1, sizeof(first), fp);
     unsigned char *len_bytes = first;

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../common/input_file.h"
@@ -92,7 +91,7 @@ void prompt_free(Prompt *p) {
 // stream, or NULL with err.
 static FILE *open_prompt_file(const char *path, char err[ERR_LEN]) {
     if (strcmp(path, "-") == 0) return stdin;
-    struct stat st;
+    PlatformFileInfo st;
     int fd = input_file_open(path, 0, &st);
     if (fd == -1) {
         snprintf(err, ERR_LEN, "cannot open prompt file %s: %s", path, strerror(errno));

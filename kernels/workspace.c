@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/platform.h"
 #include "backend.h"
 #include "bf16.h"
 #include "fast.h"
@@ -109,7 +110,7 @@ KernelsMemory kernels_memory(Precision precision, const LinearWeights *groups, i
 void kernels_free(Kernels *k) {
     if (!k) return;
     free(k->weights16);
-    free(k->panels);
+    platform_aligned_free(k->panels);
     free(k->inputs16);
     free(k->kept);
     free(k->pack.data);
@@ -148,7 +149,7 @@ Kernels *kernels_new(Precision precision, const LinearWeights *groups, int count
     int ok = (k->room = calloc((size_t)k->shape.threads, sizeof(ThreadRoom))) != NULL;
     if (ok && precision == PRECISION_BF16 && k->backend) {
         k->weights16 = malloc(weights * sizeof(bf16) + 64);
-        k->panels = aligned_alloc(64, (panel_bytes + 64) / 64 * 64);
+        k->panels = platform_aligned_alloc(64, (panel_bytes + 64) / 64 * 64);
         k->inputs16 = malloc(inputs * sizeof(bf16) + 64);
         k->kept = calloc((size_t)k->matrices + 1, sizeof(*k->kept));
         ok = k->weights16 && k->panels && k->inputs16 && k->kept;

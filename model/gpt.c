@@ -2,12 +2,14 @@
 // the layers of layers.c and attention.c and the linear layers of the kernels (kernels.h).
 #include "gpt.h"
 
+#include <limits.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/platform.h"
 #include "../kernels/kernels.h"
 #include "../kernels/parallel.h"
 #include "layers.h"
@@ -17,7 +19,7 @@
 
 static float *alloc_floats(size_t n) {
     size_t bytes = (n * sizeof(float) + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
-    float *p = aligned_alloc(ALIGNMENT, bytes ? bytes : ALIGNMENT);
+    float *p = platform_aligned_alloc(ALIGNMENT, bytes ? bytes : ALIGNMENT);
     if (p) memset(p, 0, bytes);
     return p;
 }
@@ -151,6 +153,11 @@ int gpt_build(GPT *model, const GPTConfig *config, int with_gradients, char err[
     parameter_sizes(config, model->param_sizes);
     size_t total = 0;
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) total += model->param_sizes[i];
+    if (total > (size_t)LONG_MAX) {  // the kernels index with a long: 32 bits on Windows
+        snprintf(err, ERR_LEN, "the model has %zu parameters, more than the %ld this system's kernels index", total,
+                 LONG_MAX);
+        return -1;
+    }
     model->num_parameters = total;
     model->params_memory = alloc_floats(total);
     if (with_gradients) model->grads_memory = alloc_floats(total);
@@ -206,8 +213,8 @@ static int make_kernels(GPT *model, char err[ERR_LEN]) {
 
 // Frees the activations, the scratch and the batch's tokens (none allocated: batch_size 0).
 static void free_activations(GPT *model) {
-    free(model->acts_memory);
-    free(model->scratch_memory);
+    platform_aligned_free(model->acts_memory);
+    platform_aligned_free(model->scratch_memory);
     free(model->inputs);
     free(model->targets);
     free(model->rope);
@@ -226,9 +233,15 @@ int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
     size_t T = c->block_size, N = (size_t)B * T;
     double act_floats[NUM_ACTIVATION_TENSORS], scratch_floats[NUM_SCRATCH_TENSORS], floats = 0.0;
     activation_sizes(c, B, act_floats, scratch_floats);
-    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) floats += act_floats[i];
-    for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) floats += scratch_floats[i];
+    double largest = 0.0;
+    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) floats += act_floats[i], largest = fmax(largest, act_floats[i]);
+    for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) floats += scratch_floats[i], largest = fmax(largest, scratch_floats[i]);
     free_activations(model);
+    if (largest > (double)LONG_MAX) {  // the kernels index a tensor with a long: 32 bits on Windows
+        snprintf(err, ERR_LEN, "batch %d x %zu needs an activation of %.0f floats, more than the %ld this system's "
+                 "kernels index", B, T, largest, LONG_MAX);
+        return -1;
+    }
     // sizes no machine has are refused before they are converted to size_t
     if (floats * sizeof(float) > 0x1p60) {
         snprintf(err, ERR_LEN, "out of memory for activations of batch %d x %zu", B, T);
@@ -353,8 +366,8 @@ void gpt_memory_describe(const GPTMemoryPlan *p, char *text, size_t n) {
 }
 
 void gpt_free(GPT *model) {
-    if (!model->borrowed) free(model->params_memory);
-    free(model->grads_memory);
+    if (!model->borrowed) platform_aligned_free(model->params_memory);
+    platform_aligned_free(model->grads_memory);
     free_activations(model);
     kernels_free(model->kernels);
     memset(model, 0, sizeof(*model));

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../data/utf8.h"
 #include "../format/json.h"
@@ -119,7 +118,7 @@ TEST(attention_math_matches_reference) {
     if (math_case(&m, text) != 0) return;
     const GPTConfig *c = &m.model.config;
     const int L = c->n_layer, H = c->n_head, hs = c->head_size, A = H * hs, t = m.t;
-    mkdir(TMP, 0755);
+    test_make_dir(TMP);
     const char *path = TMP "/attention_math.json";
     const char *paths[1] = {path};
     char err[ERR_LEN];
@@ -250,7 +249,7 @@ TEST(attention_math_page_holds_the_forward) {
     if (math_case(&m, "a</script><script>x=1</script> b") != 0) return;
     const GPTConfig *c = &m.model.config;
     const int L = c->n_layer, H = c->n_head, A = H * c->head_size, t = m.t;
-    mkdir(TMP, 0755);
+    test_make_dir(TMP);
     const char *path = TMP "/attention_math.html";
     const char *paths[1] = {path};
     char err[ERR_LEN];

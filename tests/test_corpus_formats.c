@@ -18,7 +18,7 @@
 #define TMP_DIR "tests/tmp"
 
 static void write_bytes(const char *path, const void *bytes, size_t len) {
-    if (mkdir(TMP_DIR, 0755) != 0 && errno != EEXIST) CHECK(0, "cannot create %s: %s", TMP_DIR, strerror(errno));
+    test_make_dir(TMP_DIR);
     test_write_file(path, bytes, len);
 }
 

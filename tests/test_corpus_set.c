@@ -3,18 +3,16 @@
 // several --data in order, standard input (a file and a pipe), FIFOs, the separator, and the
 // memory budget that bounds both the text and the walk's names.
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../common/platform.h"
 #include "../data/corpus_fingerprint.h"
 #include "../data/corpus_set.h"
 #include "../data/utf8.h"
@@ -35,7 +33,9 @@ static void put_gzip(const char *path, const char *text) {
     gzclose(gz);
 }
 
-// books/: the fixture of the walk (see test 1 for what each entry is for).
+// books/: the fixture of the walk (see test 1 for what each entry is for). Its two links, made
+// where the system has them (books_links 1), are a broken one and one back up.
+static int books_links;
 static const char *make_books(void) {
     static int made = 0;
     if (made) return SET_DIR "/books";
@@ -54,10 +54,15 @@ static const char *make_books(void) {
     put(SET_DIR "/books/g.xz", "\xfd" "7zXZ\0\0\x04\xe6\xd6\xb4\x46", 12);
     put_text(SET_DIR "/books/.hidden.txt", "not read\n");
     put_text(SET_DIR "/books/z.txt", "\xef\xbb\xbfzeta\r\n");  // a byte-order mark and CR LF
-    unlink(SET_DIR "/books/loop");
-    unlink(SET_DIR "/books/broken");
-    CHECK(symlink(".", SET_DIR "/books/loop") == 0, "symlink: %s", strerror(errno));
-    CHECK(symlink("no_such_file", SET_DIR "/books/broken") == 0, "symlink: %s", strerror(errno));
+    platform_remove_file(SET_DIR "/books/loop");
+    platform_remove_file(SET_DIR "/books/broken");
+    if (test_system_has(TEST_SYMLINKS)) {
+        CHECK(test_make_symlink(".", SET_DIR "/books/loop") == 0, "symlink: %s", strerror(errno));
+        CHECK(test_make_symlink("no_such_file", SET_DIR "/books/broken") == 0, "symlink: %s", strerror(errno));
+        books_links = 1;
+    } else {
+        printf("    no symbolic links on %s: a link back up and a broken one left out\n", platform_name());
+    }
     made = 1;
     return SET_DIR "/books";
 }
@@ -107,18 +112,20 @@ TEST(corpus_set_directory_walked_in_order_and_skips_counted) {
     // broken link), d.txt.gz, e_empty.txt (empty), f_latin1.txt (not UTF-8), g.xz (xz), loop (a link
     // back up), z.txt
     CHECK(same_text(&c, "alpha\n\ngamma\ndelta\n\nzeta\n"), "the walk read \"%s\"", shown(&c));
-    CHECK(r.files == 4 && r.empty == 1 && r.hidden == 2 && r.not_text == 3 && r.other == 1 && r.repeated == 1 &&
-              r.directories == 2, "files %zu empty %zu hidden %zu not_text %zu other %zu repeated %zu directories %zu",
-          r.files, r.empty, r.hidden, r.not_text, r.other, r.repeated, r.directories);
+    CHECK(r.files == 4 && r.empty == 1 && r.hidden == 2 && r.not_text == 3 && r.other == (size_t)books_links &&
+              r.repeated == (size_t)books_links && r.directories == 2,
+          "files %zu empty %zu hidden %zu not_text %zu other %zu repeated %zu directories %zu", r.files, r.empty,
+          r.hidden, r.not_text, r.other, r.repeated, r.directories);
     CHECK(c.cleanup.bom == 1 && c.cleanup.crlf == 1 && c.cleanup.lone_cr == 0, "cleanup %d %zu %zu", c.cleanup.bom,
           c.cleanup.crlf, c.cleanup.lone_cr);
     char described[ERR_LEN];
     corpus_set_describe(&r, described, sizeof(described));
     const char *words[] = {"4 files in 2 directories", "2 hidden entries", "3 files that are not text",
                            "binary.bin: binary data", "f_latin1.txt: Latin-1 (ISO-8859-1), not UTF-8 (--encoding "
-                           "latin-1 reads it)", "g.xz: compressed with xz", "1 entry that is neither a file nor a "
-                           "directory", "1 link to a directory read already", "1 empty file"};
-    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+                           "latin-1 reads it)", "g.xz: compressed with xz", "1 empty file",
+                           "1 entry that is neither a file nor a directory",  // the last two: the links
+                           "1 link to a directory read already"};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]) - 2 * (books_links == 0); i++)
         CHECK(strstr(described, words[i]) != NULL, "the report lacks \"%s\": %s", words[i], described);
     corpus_free(&c);
 }
@@ -195,6 +202,17 @@ TEST(corpus_set_several_paths_in_order_and_encoding) {
     }
 }
 
+// `run_tests --child write_lines N`: N lines of 99 x's on standard output.
+TEST_CHILD(write_lines) {
+    char line[100];
+    memset(line, 'x', 99);
+    line[99] = '\n';
+    long n = argc == 1 ? atol(argv[0]) : 0;
+    for (long i = 0; i < n; i++)
+        if (fwrite(line, 1, 100, stdout) != 100) return 1;
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 // Runs corpus_set_load on "-" with standard input from fd (restored after).
 static int load_stdin(int fd, Corpus *c, CorpusSetReport *r, char err[ERR_LEN]) {
     int saved = dup(STDIN_FILENO);
@@ -217,58 +235,67 @@ TEST(corpus_set_standard_input) {
     Corpus c;
     CorpusSetReport r;
     char err[ERR_LEN];
-    if (CHECK(load_stdin(open(SET_DIR "/stdin.gz", O_RDONLY), &c, &r, err) == 0, "%s", err)) {
+    if (CHECK(load_stdin(platform_open(SET_DIR "/stdin.gz", PLATFORM_READ), &c, &r, err) == 0, "%s", err)) {
         CHECK(same_text(&c, "from a gzip file\n") && r.files == 1, "read \"%s\"", shown(&c));
         corpus_free(&c);
     }
     // a pipe: 300 KB, more than a pipe's buffer, written by a child while it is read
-    int fds[2];
-    if (!CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno))) return;
     size_t n = 300000;
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[0]);
-        char line[100];
-        memset(line, 'x', 99);
-        line[99] = '\n';
-        for (size_t i = 0; i < n / 100; i++)
-            if (write(fds[1], line, 100) != 100) _exit(1);
-        _exit(0);
-    }
-    close(fds[1]);
-    if (CHECK(load_stdin(fds[0], &c, &r, err) == 0, "%s", err)) {
+    int from_child;
+    TestChild child;
+    TestEnd end;
+    const char *argv[] = {test_self_path(), "--child", "write_lines", "3000", NULL};
+    if (!CHECK(test_child_start(&child, argv, &(TestSpawn){.stdout_pipe = &from_child}) == 0, "cannot start: %s",
+               strerror(errno)))
+        return;
+    if (CHECK(load_stdin(from_child, &c, &r, err) == 0, "%s", err)) {
         CHECK(c.len == n && c.text[0] == 'x' && c.text[n - 1] == '\n', "read %zu characters from the pipe", c.len);
         corpus_free(&c);
     }
-    waitpid(pid, NULL, 0);
+    test_child_wait(&child, 60.0, &end);
+    CHECK(end.status == 0, "the writer: %s", test_end_text(&end, (char[64]){0}));
     // an xz stream on standard input: named, with the pipe
     put(SET_DIR "/stdin.xz", "\xfd" "7zXZ\0\0\x04\xe6\xd6\xb4\x46", 12);
-    CHECK(load_stdin(open(SET_DIR "/stdin.xz", O_RDONLY), &c, &r, err) == -1 && strstr(err, "standard input") &&
-              strstr(err, "xz"), "xz on standard input: %s", err);
+    CHECK(load_stdin(platform_open(SET_DIR "/stdin.xz", PLATFORM_READ), &c, &r, err) == -1 &&
+              strstr(err, "standard input") && strstr(err, "xz"), "xz on standard input: %s", err);
     // standard input twice
     const char *twice[] = {CORPUS_STDIN, CORPUS_STDIN};
     CHECK(load_set(twice, 2, "", ENCODING_UTF8, CORPUS_NO_LIMIT, &c, &r, err) == -3 && strstr(err, "once"),
           "stdin twice: %s", err);
 }
 
-// A FIFO is read when a process writes into it, and refused at once when none does.
+// `run_tests --child write_into_fifo PATH`: opens the FIFO PATH for writing (which waits for a
+// reader), then writes a line into it once the reader has found a writer there.
+TEST_CHILD(write_into_fifo) {
+    FILE *fp = argc == 1 ? fopen(argv[0], "wb") : NULL;
+    sleep_ms(100);
+    return fp && fputs("piped text\n", fp) >= 0 && fclose(fp) == 0 ? 0 : 1;
+}
+
+// A FIFO is read when a process writes into it, and refused at once when none does; a device
+// is refused.
 TEST(corpus_set_fifo) {
     test_make_dir("tests/tmp");
     test_make_dir(SET_DIR);
-    const char *fifo = SET_DIR "/fifo";
-    unlink(fifo);
-    if (!CHECK(mkfifo(fifo, 0600) == 0, "mkfifo: %s", strerror(errno))) return;
     Corpus c;
     CorpusSetReport r;
     char err[ERR_LEN];
+    // a device is refused
+    const char *device = test_device();
+    CHECK(load_set(&device, 1, "", ENCODING_UTF8, CORPUS_NO_LIMIT, &c, &r, err) == -1 &&
+              strstr(err, "not a regular file"), "%s: %s", device, err);
+    if (!test_system_has(TEST_FIFOS)) {
+        printf("    no FIFOs on %s: left out\n", platform_name());
+        return;
+    }
+    const char *fifo = SET_DIR "/fifo";
+    if (!CHECK(test_make_fifo(fifo) == 0, "mkfifo: %s", strerror(errno))) return;
     CHECK(load_set(&fifo, 1, "", ENCODING_UTF8, CORPUS_NO_LIMIT, &c, &r, err) == -1 &&
               strstr(err, "no process writing into it"), "a FIFO without a writer: %s", err);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(fifo, O_WRONLY);  // waits for the reader
-        sleep_ms(100);                  // the reader finds the writer there before any data
-        _exit(fd >= 0 && write(fd, "piped text\n", 11) == 11 ? 0 : 1);
-    }
+    TestChild writer;
+    TestEnd end;
+    const char *argv[] = {test_self_path(), "--child", "write_into_fifo", fifo, NULL};
+    if (!CHECK(test_child_start(&writer, argv, &(TestSpawn){0}) == 0, "cannot start: %s", strerror(errno))) return;
     // the reader must come after the writer has opened (else: no writer, refused)
     int ok = 0;
     for (int attempt = 0; attempt < 50 && !ok; attempt++) {
@@ -279,13 +306,8 @@ TEST(corpus_set_fifo) {
         CHECK(same_text(&c, "piped text\n"), "read \"%s\"", shown(&c));
         corpus_free(&c);
     }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    unlink(fifo);
-    // a device is refused
-    const char *zero = "/dev/zero";
-    CHECK(load_set(&zero, 1, "", ENCODING_UTF8, CORPUS_NO_LIMIT, &c, &r, err) == -1 && strstr(err, "not a regular file"),
-          "/dev/zero: %s", err);
+    test_child_kill(&writer, &end);
+    platform_remove_file(fifo);
 }
 
 // The budget bounds the text across files and the names a walk holds: a directory of many
@@ -351,36 +373,35 @@ TEST(corpus_set_separator_parse) {
     CHECK(corpus_separator_parse(long_arg, out, &len, err) == -1 && strstr(err, "more than"), "a long separator: %s", err);
 }
 
-// A chain of 1500 directories, as deep as PATH_MAX lets a path go: walked (one path on the
-// heap per level, not a PATH_MAX buffer on the stack), the file at its bottom read.
+// A chain of 1500 directories, or as deep as PATH_MAX lets a path go (Windows's 260 bytes, of
+// the absolute path): walked (one path on the heap per level, not a PATH_MAX buffer on the
+// stack), the file at its bottom read.
 TEST(corpus_set_deep_directories) {
-    test_make_dir("tests/tmp");
-    test_make_dir(SET_DIR);
-    char *path = malloc(4096);
-    size_t n = (size_t)snprintf(path, 4096, SET_DIR "/deep");
-    char command[128];
-    snprintf(command, sizeof(command), "rm -rf '%s'", path);
-    CHECK(system(command) == 0, "%s failed", command);
-    test_make_dir(path);
-    for (int i = 0; i < 1500; i++) {
-        n += (size_t)snprintf(path + n, 4096 - n, "/d");
-        if (mkdir(path, 0755) != 0) {
+    char *path = malloc(PATH_MAX), absolute[PATH_MAX];
+    test_fresh_dir(path, PATH_MAX, SET_DIR, "deep");
+    size_t n = strlen(path);
+    if (!CHECK(platform_real_path(path, absolute, sizeof(absolute)) == 0, "%s: %s", path, strerror(errno))) return;
+    int depth = (PATH_MAX - (int)strlen(absolute) - (int)strlen("/bottom.txt") - 4) / 2;
+    if (depth > 1500) depth = 1500;
+    for (int i = 0; i < depth; i++) {
+        n += (size_t)snprintf(path + n, PATH_MAX - n, "/d");
+        if (platform_make_dir(path) != 0 && errno != EEXIST) {
             CHECK(0, "mkdir at depth %d: %s", i, strerror(errno));
             break;
         }
     }
-    snprintf(path + n, 4096 - n, "/bottom.txt");
+    snprintf(path + n, PATH_MAX - n, "/bottom.txt");
     put_text(path, "at the bottom\n");
     const char *top = SET_DIR "/deep";
     Corpus c;
     CorpusSetReport r;
     char err[ERR_LEN];
     if (CHECK(load_set(&top, 1, "", ENCODING_UTF8, CORPUS_NO_LIMIT, &c, &r, err) == 0, "%s", err)) {
-        CHECK(same_text(&c, "at the bottom\n") && r.directories == 1501, "read \"%s\" in %zu directories", shown(&c),
-              r.directories);
+        CHECK(same_text(&c, "at the bottom\n") && r.directories == (size_t)depth + 1, "read \"%s\" in %zu directories",
+              shown(&c), r.directories);
         corpus_free(&c);
     }
-    CHECK(system(command) == 0, "%s failed", command);
+    test_fresh_dir(path, PATH_MAX, SET_DIR, "deep");
     free(path);
 }
 
@@ -388,11 +409,12 @@ TEST(corpus_set_deep_directories) {
 // directory is walked once (the second link to it skipped), so the walk ends at once and
 // reads the file at the bottom once. Before: the walk followed every path (depth 18 took 7 s).
 TEST(corpus_set_tree_of_links_walked_once) {
-    test_make_dir("tests/tmp");
-    test_make_dir(SET_DIR);
-    CHECK(system("rm -rf " SET_DIR "/links") == 0, "rm -rf failed");
-    test_make_dir(SET_DIR "/links");
+    if (!test_system_has(TEST_SYMLINKS)) {
+        test_skip("no symbolic links to make the tree of");
+        return;
+    }
     char path[256], target[64];
+    test_fresh_dir(path, sizeof(path), SET_DIR, "links");
     for (int i = 0; i <= 40; i++) {
         snprintf(path, sizeof(path), SET_DIR "/links/d%02d", i);
         test_make_dir(path);
@@ -400,7 +422,7 @@ TEST(corpus_set_tree_of_links_walked_once) {
         snprintf(target, sizeof(target), "../d%02d", i + 1);
         for (int k = 0; k < 2; k++) {
             snprintf(path, sizeof(path), SET_DIR "/links/d%02d/%c", i, 'a' + k);
-            CHECK(symlink(target, path) == 0, "symlink %s: %s", path, strerror(errno));
+            CHECK(test_make_symlink(target, path) == 0, "symlink %s: %s", path, strerror(errno));
         }
     }
     put_text(SET_DIR "/links/d40/bottom.txt", "at the bottom\n");

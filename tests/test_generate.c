@@ -2,14 +2,11 @@
 // past block_size (generation/inference.h), the sampler's filters and draws (generation/sampler.h), and
 // the ./generate program run on a small checkpoint built here: determinism, cache on and
 // off, seeds, the recorded attention in every format, and its errors and exit statuses.
-#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../data/utf8.h"
@@ -90,8 +87,8 @@ static const char *test_checkpoint(void) {
     static int state = 0;  // 0 not tried, 1 ready, -1 failed
     if (state == 0) {
         state = -1;
-        mkdir(TMP_DIR, 0777);
-        if (!CHECK(access(GENERATE, X_OK) == 0, "%s is not built: run make first", GENERATE)) return NULL;
+        test_make_dir(TMP_DIR);
+        if (!CHECK(test_file_exists(GENERATE), "%s is not built: run make first", GENERATE)) return NULL;
         uint32_t vocab[sizeof(VOCAB_TEXT)];
         if (!CHECK(test_vocab(vocab) == PROGRAM_CONFIG.vocab_size, "test vocabulary size")) return NULL;
         GPT model;
@@ -107,25 +104,15 @@ static const char *test_checkpoint(void) {
     return state == 1 ? CKPT : NULL;
 }
 
-// Runs argv (argv[0] the program, NULL-terminated) with stdin from in_path (NULL:
-// /dev/null) and stdout and stderr into files. Returns the exit status, -1 if it did not exit.
+// Runs argv (argv[0] the program, NULL-terminated) with stdin from in_path (NULL: the null
+// device) and stdout and stderr into files. Returns the exit status, -1 if it did not exit.
 static int run_program(const char *const *argv, const char *in_path, const char *out_path,
                        const char *err_path) {
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        int in = open(in_path ? in_path : "/dev/null", O_RDONLY);
-        int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-        int errfd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-        if (in < 0 || out < 0 || errfd < 0) _exit(127);
-        dup2(in, 0), dup2(out, 1), dup2(errfd, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int status;
-    if (waitpid(pid, &status, 0) != pid) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    TestChild c;
+    TestEnd end = {-1, 0, 0};
+    TestSpawn how = {.in_path = in_path, .out_path = err_path, .stdout_path = out_path};
+    if (test_child_start(&c, argv, &how) == 0) test_child_wait(&c, 1e9, &end);
+    return end.status;
 }
 
 typedef struct {
@@ -1090,32 +1077,20 @@ TEST(generate_attention_outputs) {
 }
 
 // Starts ./generate with args (NULL-terminated), stdin from a pipe whose writing end goes to
-// *to_stdin, stdout to /dev/null and stderr to err_path. Returns its pid, or -1.
-static pid_t start_generate(const char *const *args, int *to_stdin, const char *err_path) {
+// *to_stdin, stdout to the null device and stderr to err_path. Returns 0, or -1.
+static int start_generate(TestChild *c, const char *const *args, int *to_stdin, const char *err_path) {
     const char *argv[32] = {GENERATE};
-    int n = 1, fds[2];
+    int n = 1;
     while (args[n - 1] && n < 31) argv[n] = args[n - 1], n++;
     argv[n] = NULL;
-    if (pipe(fds) != 0) return -1;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int out = open("/dev/null", O_WRONLY), errfd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-        if (out < 0 || errfd < 0) _exit(127);
-        dup2(fds[0], 0), dup2(out, 1), dup2(errfd, 2);
-        close(fds[1]);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    close(fds[0]);
-    if (pid < 0) close(fds[1]);
-    else *to_stdin = fds[1];
-    return pid;
+    TestSpawn how = {.stdin_pipe = to_stdin, .out_path = err_path, .stdout_path = test_null_device()};
+    return test_child_start(c, argv, &how);
 }
 
-static int exit_status_of(pid_t pid) {
-    int status;
-    return waitpid(pid, &status, 0) == pid && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+static int exit_status_of(TestChild *c) {
+    TestEnd end;
+    test_child_wait(c, 1e9, &end);
+    return end.status;
 }
 
 // An output is published only while it is absent (issue 29, L4): six processes racing to write
@@ -1127,14 +1102,14 @@ TEST(generate_racing_outputs_one_wins) {
     if (!test_checkpoint()) return;
     const char *json = TMP_DIR "/gen_race.json";
     remove(json);
-    pid_t pids[6];
+    TestChild racers[6];
     int pipes[6];
     for (int i = 0; i < 6; i++) {
         char err_path[64];
         snprintf(err_path, sizeof(err_path), TMP_DIR "/gen_race_err%d.txt", i);
-        pids[i] = start_generate(ARGS(CKPT, "-n", "0", "-f", "-", "--attention", json, "--threads", "1"), &pipes[i],
-                                 err_path);
-        if (!CHECK(pids[i] > 0, "cannot start ./generate")) return;
+        if (!CHECK(start_generate(&racers[i], ARGS(CKPT, "-n", "0", "-f", "-", "--attention", json, "--threads", "1"),
+                                  &pipes[i], err_path) == 0, "cannot start ./generate"))
+            return;
     }
     usleep(200000);  // each has checked that the file is absent and waits for its prompt
     for (int i = 0; i < 6; i++) {
@@ -1143,7 +1118,7 @@ TEST(generate_racing_outputs_one_wins) {
     }
     int won = 0;
     for (int i = 0; i < 6; i++) {
-        int status = exit_status_of(pids[i]);
+        int status = exit_status_of(&racers[i]);
         char err_path[64];
         snprintf(err_path, sizeof(err_path), TMP_DIR "/gen_race_err%d.txt", i);
         size_t len;
@@ -1158,14 +1133,15 @@ TEST(generate_racing_outputs_one_wins) {
     const char *kept = TMP_DIR "/gen_race_kept.json";
     remove(kept);
     int to_stdin;
-    pid_t pid = start_generate(ARGS(CKPT, "-n", "0", "-f", "-", "--attention", kept), &to_stdin,
-                               TMP_DIR "/gen_race_err0.txt");
-    if (!CHECK(pid > 0, "cannot start ./generate")) return;
+    TestChild c;
+    if (!CHECK(start_generate(&c, ARGS(CKPT, "-n", "0", "-f", "-", "--attention", kept), &to_stdin,
+                              TMP_DIR "/gen_race_err0.txt") == 0, "cannot start ./generate"))
+        return;
     usleep(200000);
     test_write_file(kept, "mine", 4);
     CHECK(write(to_stdin, "the", 3) == 3, "cannot write the prompt");
     close(to_stdin);
-    int status = exit_status_of(pid);
+    int status = exit_status_of(&c);
     size_t len;
     char *text = test_read_file(kept, &len);
     CHECK(status == 2 && text && len == 4 && memcmp(text, "mine", 4) == 0,

@@ -1,135 +1,27 @@
-// Helpers shared by the tests: running a program as a child process, fresh directories under
-// tests/tmp, and editing checkpoints.
+// Helpers shared by the tests: running a program to its end (tests/test_process.c starts it),
+// fresh directories under tests/tmp, and editing checkpoints.
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 #include <zlib.h>
 
-#include "../common/clock.h"
 #include "../common/platform.h"
 #include "../format/checkpoint.h"
 #include "../format/safetensors.h"
 #include "test.h"
 
-
-#define SPAWN_FLAG "--spawn-measured"
-#define PEAK_RSS_FD 3  // where the measuring process reports the program's peak RSS
-
-// A process forked from the test program starts with the test program's resident pages, and
-// Linux keeps that peak through exec: the peak RSS of a program run so would be at least the
-// test program's. So the child re-executes the test program (small when it starts) as
-// `run_tests --spawn-measured PROGRAM ARGS...`, which runs PROGRAM as its own child, writes
-// its peak RSS to PEAK_RSS_FD and leaves with its exit status (or signal). A signal that
-// ends the measuring process (SIGTERM at a test's timeout, Ctrl-C) ends PROGRAM first.
-static volatile sig_atomic_t measured_pid;
-
-static void end_measured(int sig) {
-    if (measured_pid > 0) kill(measured_pid, SIGKILL);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-int test_spawn_measured(char **argv) {
-    fcntl(PEAK_RSS_FD, F_SETFD, FD_CLOEXEC);
-    static const int ending[] = {SIGTERM, SIGINT, SIGHUP};
-    for (size_t i = 0; i < sizeof(ending) / sizeof(ending[0]); i++) signal(ending[i], end_measured);
-    pid_t pid = fork();
-    if (pid < 0) return 126;
-    if (pid == 0) {
-        execv(argv[0], argv);  // which gives the signals caught here their default action again
-        _exit(127);
-    }
-    measured_pid = pid;
-    int status;
-    struct rusage usage;
-    pid_t done;
-    while ((done = wait4(pid, &status, 0, &usage)) < 0 && errno == EINTR) continue;
-    if (done != pid) return 126;
-    long kib = platform_max_rss_kib(usage.ru_maxrss);
-    if (write(PEAK_RSS_FD, &kib, sizeof(kib)) != (ssize_t)sizeof(kib)) return 126;
-    if (WIFSIGNALED(status)) {
-        signal(WTERMSIG(status), SIG_DFL);
-        raise(WTERMSIG(status));
-    }
-    return WEXITSTATUS(status);
-}
-
-// Runs argv with stdout into stdout_path and stderr into out_path (the same file when
-// stdout_path is NULL); the run's output is out_path's text.
-static TestRun run_child(const char *const *argv, const char *in_path, const char *stdout_path, const char *out_path,
-                         long file_size_limit, double timeout_s) {
-    TestRun r = {-1, 0.0, 0, NULL};
-    const char *self = test_self_path();
-    fflush(stdout);
-    double start = now_seconds();
-    int peak_rss[2];
-    if (pipe(peak_rss) != 0) return r;
-    pid_t pid = fork();
-    if (pid < 0) return r;
-    if (pid == 0) {
-        int in = open(in_path ? in_path : "/dev/null", O_RDONLY);
-        int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int std_out = stdout_path ? open(stdout_path, O_WRONLY | O_CREAT | O_TRUNC, 0644) : dup(out);
-        if (in < 0 || out < 0 || std_out < 0) _exit(126);
-        dup2(in, 0), dup2(std_out, 1), dup2(out, 2);
-        close(in), close(out), close(std_out), close(peak_rss[0]);
-        if (peak_rss[1] != PEAK_RSS_FD && (dup2(peak_rss[1], PEAK_RSS_FD) < 0 || close(peak_rss[1]) != 0)) _exit(126);
-        if (file_size_limit > 0) {
-            struct rlimit limit = {(rlim_t)file_size_limit, (rlim_t)file_size_limit};
-            if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(126);
-        }
-        const char *spawn[64] = {"run_tests", SPAWN_FLAG};
-        for (int i = 0; argv[i] && i < 61; i++) spawn[i + 2] = argv[i];
-        execv(self, (char *const *)spawn);
-        _exit(127);
-    }
-    close(peak_rss[1]);
-    struct rusage usage;
-    int status = 0;
-    for (;;) {
-        pid_t done = wait4(pid, &status, WNOHANG, &usage);
-        if (done == pid) break;
-        if (done < 0) {
-            close(peak_rss[0]);
-            return r;
-        }
-        if (now_seconds() - start > timeout_s) {
-            kill(pid, SIGTERM);  // the measuring process ends the program, then itself
-            wait4(pid, &status, 0, &usage);
-            CHECK(0, "%s did not finish within %.0f s: killed", argv[0], timeout_s);
-            break;
-        }
-        usleep(2000);
-    }
-    long kib;
-    r.status = status;
-    r.seconds = now_seconds() - start;
-    r.max_rss_kib = read(peak_rss[0], &kib, sizeof(kib)) == (ssize_t)sizeof(kib) ? kib
-                                                                           : platform_max_rss_kib(usage.ru_maxrss);
-    close(peak_rss[0]);
-    size_t n;
-    r.output = test_read_file(out_path, &n);
-    if (!r.output) r.output = strdup("");
-    return r;
-}
-
 TestRun test_run(const char *const *argv, const char *in_path, const char *out_path, long file_size_limit,
                  double timeout_s) {
-    return run_child(argv, in_path, NULL, out_path, file_size_limit, timeout_s);
+    TestSpawn how = {.in_path = in_path, .out_path = out_path, .file_size_limit = file_size_limit, .measure = 1};
+    return test_run_spawned(argv, &how, timeout_s);
 }
 
 TestRun test_run_stdout(const char *const *argv, const char *in_path, const char *stdout_path, const char *out_path,
                         double timeout_s) {
-    return run_child(argv, in_path, stdout_path, out_path, 0, timeout_s);
+    TestSpawn how = {.in_path = in_path, .out_path = out_path, .stdout_path = stdout_path, .measure = 1};
+    return test_run_spawned(argv, &how, timeout_s);
 }
 
 TestRun test_run_program(const char *name, const char *in_path, const char *out_path, double timeout_s,
@@ -142,25 +34,28 @@ TestRun test_run_program(const char *name, const char *in_path, const char *out_
 }
 
 int test_make_dir(const char *path) {
-    return CHECK(mkdir(path, 0755) == 0 || errno == EEXIST, "cannot create %s: %s", path, strerror(errno));
+    return CHECK(platform_make_dir(path) == 0 || errno == EEXIST, "cannot create %s: %s", path, strerror(errno));
 }
 
-// Removes what is inside path: its files, and its directories with all they hold.
+// Removes what is inside path: its files, and its directories with all they hold (each path
+// on the heap: a chain of directories may be as deep as PATH_MAX allows).
 static void remove_contents(const char *path) {
     DIR *dir = opendir(path);
     if (!dir) return;
     struct dirent *e;
-    char file[1024];
     while ((e = readdir(dir)) != NULL) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
-        struct stat st;
-        if (lstat(file, &st) == 0 && S_ISDIR(st.st_mode)) {
+        size_t size = strlen(path) + strlen(e->d_name) + 2;
+        char *file = malloc(size);
+        snprintf(file, size, "%s/%s", path, e->d_name);
+        PlatformFileInfo info;
+        if (platform_path_info(file, 0, &info) == 0 && info.kind == PLATFORM_FILE_DIRECTORY) {
             remove_contents(file);
-            rmdir(file);
+            test_remove_dir(file);
         } else {
-            unlink(file);
+            platform_remove_file(file);
         }
+        free(file);
     }
     closedir(dir);
 }
@@ -173,8 +68,8 @@ int test_fresh_dir(char *path, size_t n, const char *parent, const char *name) {
 }
 
 int test_file_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0;
+    PlatformFileInfo info;
+    return platform_path_info(path, 1, &info) == 0;
 }
 
 int test_write_file(const char *path, const void *bytes, size_t len) {
@@ -184,15 +79,19 @@ int test_write_file(const char *path, const void *bytes, size_t len) {
     return CHECK(fclose(fp) == 0 && put == len, "short write to %s", path) ? 0 : -1;
 }
 
+int test_copy_file(const char *from, const char *to) {
+    size_t n;
+    char *bytes = test_read_file(from, &n);
+    int rc = CHECK(bytes != NULL, "cannot read %s", from) ? test_write_file(to, bytes, n) : -1;
+    free(bytes);
+    return rc;
+}
+
 int test_exit_status(const TestRun *r, int want, const char *what) {
-    int ok = r->status != -1 && WIFEXITED(r->status) && WEXITSTATUS(r->status) == want;
-    if (r->status != -1 && WIFSIGNALED(r->status))
-        CHECK(0, "%s: killed by signal %d (want exit status %d); output:\n%s", what, WTERMSIG(r->status), want,
-              r->output);
-    else
-        CHECK(ok, "%s: exit status %d, want %d; output:\n%s", what,
-              r->status != -1 && WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1, want, r->output);
-    return ok;
+    char text[64];
+    TestEnd end = {r->status, r->signal, r->max_rss_kib};
+    return CHECK(r->status == want, "%s: %s, want exit status %d; output:\n%s", what, test_end_text(&end, text), want,
+                 r->output);
 }
 
 int test_output_has(const TestRun *r, const char *text, const char *what) {

@@ -3,13 +3,10 @@
 // on what it wrote, checks the man pages against --help and the program name in messages,
 // and uninstalls.
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../common/platform.h"
@@ -27,24 +24,12 @@
 // returns its exit status, or -1 when it did not exit normally. A nested make must not
 // inherit the jobserver of a `make test` running us.
 static int run_in(const char *cwd, const char *log, char *const *argv) {
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0) _exit(126);
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-        close(fd);
-        if (cwd && chdir(cwd) != 0) _exit(126);
-        unsetenv("MAKEFLAGS");
-        unsetenv("MFLAGS");
-        unsetenv("MAKELEVEL");
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    int status;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
-    return WEXITSTATUS(status);
+    static const char *const make_variables[] = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", NULL};
+    TestSpawn how = {.out_path = log, .cwd = cwd, .search_path = 1, .unset_env = make_variables};
+    TestChild c;
+    TestEnd end = {-1, 0, 0};
+    if (test_child_start(&c, (const char *const *)argv, &how) == 0) test_child_wait(&c, 1e9, &end);
+    return end.status;
 }
 
 // 1 when the run exited with want; otherwise a failure quoting its output.
@@ -133,8 +118,12 @@ static int train_installed_corpus(const char *train, const char *corpus, const c
 
 TEST(install_runs_from_another_directory) {
     char tmp[PATH_MAX];
-    mkdir("tests/tmp", 0755);
-    if (!CHECK(realpath("tests/tmp", tmp), "tests/tmp: %s", strerror(errno))) return;
+    if (!test_system_has(TEST_MAKE_INSTALL)) {
+        test_skip("make install is for Unix systems (docs/platforms.md: the programs run where they are unpacked)");
+        return;
+    }
+    test_make_dir("tests/tmp");
+    if (!CHECK(platform_real_path("tests/tmp", tmp, sizeof(tmp)) == 0, "tests/tmp: %s", strerror(errno))) return;
     char dest[PATH_MAX], destdir_arg[PATH_MAX + 16], bin[PATH_MAX + 64], train[PATH_MAX + 96],
         generate[PATH_MAX + 96], corpus[PATH_MAX + 96], man_train[PATH_MAX + 96], man_generate[PATH_MAX + 96],
         run_dir[PATH_MAX + 16], log[PATH_MAX + 32], help_log[PATH_MAX + 32], ckpt[PATH_MAX + 64];
@@ -167,7 +156,7 @@ TEST(install_runs_from_another_directory) {
         check_man_page(man_generate, help_log, ".TH CHARGPT\\-GENERATE 1");
 
     // from a directory without data/: the installed corpus, out/ written here
-    if (!CHECK(mkdir(run_dir, 0755) == 0, "cannot create %s: %s", run_dir, strerror(errno))) return;
+    if (!CHECK(platform_make_dir(run_dir) == 0, "cannot create %s: %s", run_dir, strerror(errno))) return;
     if (!train_installed_corpus(train, corpus, run_dir, log)) return;
     CHECK(access(ckpt, R_OK) == 0, "no %s", ckpt);
     char *generate_args[] = {generate, "out/ckpt.safetensors", "ROMEO:", "-n", "5", "-t", "0", NULL};

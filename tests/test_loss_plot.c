@@ -19,11 +19,16 @@
 
 // The SVG of the points, in a malloc'd string.
 static char *plot_text(const LossPoint *points, size_t n, const char *title) {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *fp = open_memstream(&text, &len);
+    FILE *fp = tmpfile();
     if (!fp) return NULL;
     loss_plot_svg(fp, points, n, title);
+    long len = ftell(fp);
+    char *text = len >= 0 ? malloc((size_t)len + 1) : NULL;
+    if (text && (fseek(fp, 0, SEEK_SET) != 0 || fread(text, 1, (size_t)len, fp) != (size_t)len)) {
+        free(text);
+        text = NULL;
+    }
+    if (text) text[len] = '\0';
     fclose(fp);
     return text;
 }
@@ -300,7 +305,7 @@ static void files_starting(const char *dir, const char *prefix, char *out, size_
 }
 
 TEST(loss_plot_atomic_write) {
-    mkdir(TMP_DIR, 0755);
+    test_make_dir(TMP_DIR);
     const char *path = TMP_DIR "/loss_plot_atomic.svg";
     FILE *old = fopen(path, "w");
     if (!CHECK(old != NULL, "cannot write %s", path)) return;
@@ -322,7 +327,7 @@ TEST(loss_plot_atomic_write) {
 
     // a directory in the way: the rename fails, the error names the path, no temporary file stays
     const char *dir = TMP_DIR "/loss_plot_dir.svg";
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) CHECK(0, "cannot create %s", dir);
+    test_make_dir(dir);
     err[0] = '\0';
     CHECK(loss_plot_write(dir, points, n, NULL, err) == -1, "writing over a directory succeeded");
     CHECK(strstr(err, dir) != NULL, "message does not name the file: %s", err);
@@ -336,7 +341,7 @@ TEST(loss_plot_atomic_write) {
 
 // Writes tests/tmp/loss_plot_sample.svg, a default-sized run, for scripts/check_loss_plot.sh.
 TEST(loss_plot_sample) {
-    mkdir(TMP_DIR, 0755);
+    test_make_dir(TMP_DIR);
     static LossPoint points[200];
     size_t n = synthetic_run(points, 2000);
     char err[ERR_LEN];

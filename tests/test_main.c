@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../common/clock.h"
 #include "../common/platform.h"
@@ -24,6 +23,7 @@ typedef struct {
 static TestCase tests[MAX_TESTS];
 static int num_tests;
 static int current_failures;
+static const char *current_skip;  // why the running test was skipped, or NULL
 
 void test_register(const char *name, TestFn fn) {
     if (num_tests == MAX_TESTS) {
@@ -52,6 +52,11 @@ static int by_name(const void *a, const void *b) {
     return strcmp(((const TestCase *)a)->name, ((const TestCase *)b)->name);
 }
 
+void test_skip(const char *why) {
+    current_skip = why;
+    printf("    skipped: %s\n", why);
+}
+
 static char self_path[PATH_MAX];
 
 const char *test_self_path(void) { return self_path; }
@@ -63,16 +68,17 @@ const char *test_self_path(void) { return self_path; }
 static int self_from_bin_dir(void) {
     const char *dir = getenv("CHARGPT_BIN");
     return dir && *dir && snprintf(self_path, sizeof(self_path), "%s/run_tests", dir) < (int)sizeof(self_path) &&
-           access(self_path, X_OK) == 0;
+           test_file_exists(self_path);
 }
 
 int main(int argc, char **argv) {
     platform_init(argc, argv);
-    if (argc > 2 && strcmp(argv[1], "--spawn-measured") == 0) return test_spawn_measured(argv + 2);
     char err[ERR_LEN];
     if (!self_from_bin_dir() && platform_executable_path(self_path, sizeof(self_path), err) != 0 &&
-        !realpath(argv[0], self_path))
+        platform_real_path(argv[0], self_path, sizeof(self_path)) != 0)
         snprintf(self_path, sizeof(self_path), "%s", argv[0]);
+    int status;
+    if (test_process_mode(argc, argv, &status)) return status;
     const char *filter = argc > 1 ? argv[1] : NULL;
     if (filter && strcmp(filter, "--backends") == 0) {
         const char *names[TEST_MAX_BACKENDS];
@@ -101,18 +107,22 @@ int main(int argc, char **argv) {
         printf(" (CHARGPT_TEST_BACKENDS)\n");
     }
     qsort(tests, num_tests, sizeof(TestCase), by_name);
-    int passed = 0, failed = 0;
+    int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < num_tests; i++) {
         if (filter && !strstr(tests[i].name, filter)) continue;
         current_failures = 0;
+        current_skip = NULL;
         double t0 = now_seconds();
         tests[i].fn();
         double secs = now_seconds() - t0;
-        if (current_failures == 0) passed++;
+        int skip = current_skip && current_failures == 0;
+        if (skip) skipped++;
+        else if (current_failures == 0) passed++;
         else failed++;
-        printf("%s %s (%.2fs)\n", current_failures ? "FAIL" : "ok  ", tests[i].name, secs);
+        printf("%s %s (%.2fs)\n", current_failures ? "FAIL" : skip ? "skip" : "ok  ", tests[i].name, secs);
         fflush(stdout);
     }
+    if (skipped) printf("%d skipped: what they test %s lacks\n", skipped, platform_name());
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
@@ -203,6 +213,8 @@ const char *test_program(const char *name) {
         const char *dir = getenv("CHARGPT_BIN");
         snprintf(known[i].name, sizeof(known[i].name), "%s", name);
         snprintf(known[i].path, sizeof(known[i].path), "%s/%s", dir && *dir ? dir : ".", name);
+        if (!test_file_exists(known[i].path))  // Windows's programs end in .exe
+            snprintf(known[i].path, sizeof(known[i].path), "%s/%s.exe", dir && *dir ? dir : ".", name);
     }
     return known[i].path;
 }

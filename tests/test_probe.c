@@ -336,7 +336,7 @@ TEST(probe_logit_lens_in_the_inspector) {
     float *att = malloc((size_t)L * H * t * t * sizeof(float));
     for (int l = 0; l < L; l++) memcpy(att + (size_t)l * H * t * t, gpt_attention_weights(&model, l), (size_t)H * t * t * 4);
     AttentionLens shown = {lens.rows, lens.cells, vocab};
-    mkdir("tests/tmp", 0755);
+    test_make_dir("tests/tmp");
     const char *path = "tests/tmp/probe_lens.json", *page = "tests/tmp/probe_lens.html";
     Attention recorded = {chars, t, L, H, att, NULL, &shown, NULL, NULL};
     CHECK(attention_export(path, &recorded, 1, err) == 0 && attention_export(page, &recorded, 1, err) == 0, "export: %s",

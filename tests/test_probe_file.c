@@ -17,8 +17,8 @@
 #define TMP "tests/tmp/probe_file"
 
 static void make_tmp(void) {
-    mkdir("tests/tmp", 0755);
-    mkdir(TMP, 0755);
+    test_make_dir("tests/tmp");
+    test_make_dir(TMP);
 }
 
 // A header of the given sizes with deterministic contents (version 2: heads of 3, the vectors

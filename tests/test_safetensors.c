@@ -449,7 +449,7 @@ TEST(safetensors_write_failure_leaves_no_trace) {
 
     // the target is a directory: the rename fails after the temp file was written
     const char *dir_target = TMP_DIR "/st_target_dir";
-    mkdir(dir_target, 0777);
+    test_make_dir(dir_target);
     CHECK(safetensors_write(dir_target, sample, NUM_SAMPLE, NULL, 0, NULL, err) == -1, "write over a directory");
     CHECK(stat(dir_target, &sb) == 0 && S_ISDIR(sb.st_mode), "directory replaced");
     CHECK(count_temp_files("st_target_dir") == 0, "temp file left behind after a failed rename");

@@ -55,8 +55,8 @@ static const char *corpus_path(void) {
     Rng rng;
     rng_seed(&rng, 11);
     while (n < 24000) n += (size_t)sprintf(text + n, "%s%s", words[rng_below(&rng, 10)], ends[rng_below(&rng, 8)]);
-    mkdir("tests/tmp", 0777);
-    mkdir(WORK_DIR, 0777);
+    test_make_dir("tests/tmp");
+    test_make_dir(WORK_DIR);
     test_write_file(path, text, n);
     return path;
 }

@@ -8,21 +8,16 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "../common/clock.h"
+#include "../common/platform.h"
 #include "../format/probe_file.h"
 #include "../format/safetensors.h"
 #include "../training/out_dir.h"
@@ -69,22 +64,23 @@ static void base_corpus(const char *dir, char *path, size_t n) {
     free(text);
 }
 
-// Runs ./train with args (NULL-terminated) in cwd (NULL: here), output into log, killed after
-// timeout_s seconds.
-static TestRun train_for(const char *cwd, const char *log, const char *const *args, double timeout_s) {
-    char program[4096];
-    const char *argv[MAX_ARGS + 2] = {program};
-    if (!realpath(test_program("train"), program)) snprintf(program, sizeof(program), "%s", test_program("train"));
+// ./train's argv: its absolute path (a run in another directory finds it), then args.
+static void train_argv(const char **argv, const char *const *args) {
+    static char program[4096];
+    if (platform_real_path(test_program("train"), program, sizeof(program)) != 0)
+        snprintf(program, sizeof(program), "%s", test_program("train"));
+    argv[0] = program;
     int n = 1;
     while (args[n - 1] && n <= MAX_ARGS) argv[n] = args[n - 1], n++;
     argv[n] = NULL;
-    char here[4096], log_path[4096];
-    if (!getcwd(here, sizeof(here))) here[0] = '\0';
-    snprintf(log_path, sizeof(log_path), "%s/%s", here, log);
-    if (cwd && chdir(cwd) != 0) CHECK(0, "cannot enter %s", cwd);
-    TestRun r = test_run(argv, NULL, log_path, 0, timeout_s);
-    if (cwd && chdir(here) != 0) CHECK(0, "cannot return to %s", here);
-    return r;
+}
+
+// Runs ./train with args (NULL-terminated) in cwd (NULL: here), output into log, killed after
+// timeout_s seconds.
+static TestRun train_for(const char *cwd, const char *log, const char *const *args, double timeout_s) {
+    const char *argv[MAX_ARGS + 2];
+    train_argv(argv, args);
+    return test_run_spawned(argv, &(TestSpawn){.out_path = log, .cwd = cwd, .measure = 1}, timeout_s);
 }
 
 // The same with a timeout of 120 s.
@@ -139,85 +135,31 @@ TEST(runs_progress_line_fit) {
     CHECK(strcmp(line, "step 120/2000") == 0, "40 columns: '%s'", line);
     progress_line_fit(fields, importance, 8, 10, line, sizeof(line));
     CHECK(strcmp(line, "step 120/") == 0, "10 columns: '%s'", line);
-    // the width: a pipe is no terminal, so $COLUMNS, else 80
-    int fds[2];
-    if (!CHECK(pipe(fds) == 0, "pipe")) return;
+    // the width: the null device is no terminal, so $COLUMNS, else 80
+    FILE *null = fopen(test_null_device(), "w");
+    if (!CHECK(null != NULL, "cannot open %s", test_null_device())) return;
+    int fd = fileno(null);
     const char *saved = getenv("COLUMNS");
     char saved_copy[64] = "";
     if (saved) snprintf(saved_copy, sizeof(saved_copy), "%s", saved);
-    setenv("COLUMNS", "57", 1);
-    CHECK(terminal_width(fds[1]) == 57, "COLUMNS=57: width %d", terminal_width(fds[1]));
-    setenv("COLUMNS", "wide", 1);
-    CHECK(terminal_width(fds[1]) == 80, "COLUMNS=wide: width %d", terminal_width(fds[1]));
-    unsetenv("COLUMNS");
-    CHECK(terminal_width(fds[1]) == 80, "no COLUMNS: width %d", terminal_width(fds[1]));
-    if (saved) setenv("COLUMNS", saved_copy, 1);
-    close(fds[0]), close(fds[1]);
+    test_set_env("COLUMNS", "57");
+    CHECK(terminal_width(fd) == 57, "COLUMNS=57: width %d", terminal_width(fd));
+    test_set_env("COLUMNS", "wide");
+    CHECK(terminal_width(fd) == 80, "COLUMNS=wide: width %d", terminal_width(fd));
+    test_set_env("COLUMNS", NULL);
+    CHECK(terminal_width(fd) == 80, "no COLUMNS: width %d", terminal_width(fd));
+    if (saved) test_set_env("COLUMNS", saved_copy);
+    fclose(null);
 }
 
-// forkpty's work in POSIX calls: forks a child whose controlling terminal, stdin, stdout and
-// stderr are a new pseudo-terminal of size ws. Returns the child's pid (0 in the child) with
-// the terminal's other side in *master, or -1.
-static pid_t fork_on_terminal(int *master, const struct winsize *ws) {
-    int m = posix_openpt(O_RDWR | O_NOCTTY);
-    const char *name = m >= 0 && grantpt(m) == 0 && unlockpt(m) == 0 ? ptsname(m) : NULL;
-    char slave[256];
-    if (!name || snprintf(slave, sizeof(slave), "%s", name) >= (int)sizeof(slave)) {
-        if (m >= 0) close(m);
-        return -1;
-    }
-    pid_t pid = fork();
-    if (pid != 0) {
-        if (pid > 0) *master = m;
-        else close(m);
-        return pid;
-    }
-    close(m);
-    setsid();
-    int s = open(slave, O_RDWR);  // the session's first terminal: its controlling terminal
-    if (s < 0) _exit(126);
-#ifdef TIOCSCTTY
-    ioctl(s, TIOCSCTTY, 0);  // where opening it is not enough (the BSDs, macOS)
-#endif
-    if (ioctl(s, TIOCSWINSZ, ws) != 0) _exit(126);
-    dup2(s, 0), dup2(s, 1), dup2(s, 2);
-    if (s > 2) close(s);
-    return 0;
-}
-
-// Runs ./train on a pseudo-terminal `columns` wide; returns its output (malloc'd) or NULL.
+// Runs ./train on a terminal `columns` wide (tests/test_process.c); returns its output
+// (malloc'd) or NULL.
 static char *train_on_terminal(int columns, const char *const *args) {
-    char program[4096];
-    if (!realpath(test_program("train"), program)) return NULL;
-    const char *argv[MAX_ARGS + 2] = {"train"};
-    int n = 1;
-    while (args[n - 1] && n <= MAX_ARGS) argv[n] = args[n - 1], n++;
-    argv[n] = NULL;
-    struct winsize ws = {24, (unsigned short)columns, 0, 0};
-    int master;
-    fflush(stdout);
-    pid_t pid = fork_on_terminal(&master, &ws);
-    if (pid < 0) return NULL;
-    if (pid == 0) {
-        unsetenv("COLUMNS");
-        execv(program, (char *const *)argv);
-        _exit(127);
-    }
-    size_t cap = 1 << 16, len = 0;
-    char *out = malloc(cap);
-    for (;;) {
-        struct pollfd p = {master, POLLIN, 0};
-        if (poll(&p, 1, 60000) <= 0) break;
-        if (len + 4096 > cap) out = realloc(out, cap *= 2);
-        ssize_t got = read(master, out + len, 4096);
-        if (got <= 0) break;  // EIO once the child has closed the terminal
-        len += (size_t)got;
-    }
-    out[len] = '\0';
-    close(master);
-    int status;
-    waitpid(pid, &status, 0);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "./train on a terminal failed:\n%s", out);
+    const char *argv[MAX_ARGS + 2];
+    train_argv(argv, args);
+    TestEnd end;
+    char *out = test_run_on_terminal(argv, columns, &end), text[64];
+    CHECK(out && end.status == 0, "./train on a terminal: %s:\n%s", test_end_text(&end, text), out ? out : "");
     return out;
 }
 
@@ -245,6 +187,10 @@ static int check_fitted(const char *out, int columns, const char *must_have, con
 }
 
 TEST(runs_progress_line_on_terminal) {
+    if (!test_system_has(TEST_TERMINALS)) {
+        test_skip("no pseudo-terminal to run ./train on");
+        return;
+    }
     char dir[256], corpus[300], out[300];
     test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "terminal");
     base_corpus(dir, corpus, sizeof(corpus));
@@ -267,9 +213,9 @@ TEST(runs_progress_line_on_terminal) {
     char log[300];
     snprintf(log, sizeof(log), "%s/plain.log", dir);
     snprintf(out, sizeof(out), "%s/plain", dir);
-    setenv("COLUMNS", "40", 1);
+    test_set_env("COLUMNS", "40");
     TestRun r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "4", "--log-every", "2", "--out", out));
-    unsetenv("COLUMNS");
+    test_set_env("COLUMNS", NULL);
     if (test_exit_status(&r, 0, "./train into a file")) {
         CHECK(!strchr(r.output, '\r') && !strstr(r.output, "\033["), "a file got terminal sequences:\n%s", r.output);
         test_output_has(&r, "step 2/4 | loss ", "plain lines");
@@ -625,127 +571,121 @@ TEST(runs_schedule_messages_match_logged_rates) {
 // ----------------------------------------------------------------------------
 // 6. stop signals
 
-// Starts ./train (output into log; standard input from in_fd, or inherited when it is -1);
-// returns the pid, or -1.
-static pid_t start_train(const char *log, const char *const *args, int in_fd) {
-    char program[4096];
-    if (!realpath(test_program("train"), program)) return -1;
-    const char *argv[MAX_ARGS + 2] = {"train"};
-    int n = 1;
-    while (args[n - 1] && n <= MAX_ARGS) argv[n] = args[n - 1], n++;
-    argv[n] = NULL;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0) _exit(126);
-        dup2(fd, 1), dup2(fd, 2), close(fd);
-        if (in_fd >= 0) dup2(in_fd, 0), close(in_fd);
-        execv(program, (char *const *)argv);
-        _exit(127);
-    }
-    return pid;
-}
-
 // Starts ./train (output into log) and waits until log contains `ready`, at most READY_WAIT_S
-// (generous: under qemu-aarch64 on a loaded machine a start takes tens of seconds); returns
-// the pid, or -1.
+// (generous: under qemu-aarch64 on a loaded machine a start takes tens of seconds). Returns 0
+// with the child in *c, or -1 (a failed check; the child killed).
 #define READY_WAIT_S 120.0
-static pid_t start_until(const char *log, const char *const *args, const char *ready) {
-    pid_t pid = start_train(log, args, -1);
+static int start_until(TestChild *c, const char *log, const char *const *args, const char *ready) {
+    const char *argv[MAX_ARGS + 2];
+    train_argv(argv, args);
+    platform_remove_file(log);  // an earlier run's, which the child truncates only once it runs
+    if (!CHECK(test_child_start(c, argv, &(TestSpawn){.out_path = log}) == 0, "cannot start ./train: %s",
+               strerror(errno)))
+        return -1;
     double start = now_seconds();
-    while (pid > 0 && now_seconds() - start < READY_WAIT_S) {
+    TestEnd end;
+    while (now_seconds() - start < READY_WAIT_S) {
         size_t len;
         char *text = test_read_file(log, &len);
         int seen = text && strstr(text, ready);
         free(text);
-        if (seen) return pid;
-        usleep(5000);
+        if (seen) return 0;
+        if (test_child_wait(c, 0.005, &end)) {
+            CHECK(0, "./train ended (%s) before it printed '%s'", test_end_text(&end, (char[64]){0}), ready);
+            return -1;
+        }
     }
-    if (pid > 0) kill(pid, SIGKILL), waitpid(pid, NULL, 0);
+    test_child_kill(c, &end);
     CHECK(0, "./train did not print '%s' within %.0f s", ready, READY_WAIT_S);
     return -1;
 }
 
-// Waits for pid at most 20 s; returns its wait status (-1: killed for taking too long).
-static int wait_at_most(pid_t pid, double *seconds) {
+// Waits for the child at most 20 s; returns how it ended (killed for taking too long: status
+// -1, signal TEST_SIGKILL), the time it took in *seconds.
+static TestEnd wait_at_most(TestChild *c, double *seconds) {
     double start = now_seconds();
-    int status;
-    while (waitpid(pid, &status, WNOHANG) == 0) {
-        if (now_seconds() - start > 20.0) {
-            kill(pid, SIGKILL), waitpid(pid, &status, 0);
-            return -1;
-        }
-        usleep(2000);
-    }
+    TestEnd end;
+    if (!test_child_wait(c, 20.0, &end)) test_child_kill(c, &end);
     *seconds = now_seconds() - start;
-    return status;
+    return end;
 }
 
 TEST(runs_stop_signals) {
-    char dir[256], corpus[300], log[300], out[300], ck[300], value[64];
+    char dir[256], corpus[300], log[300], out[300], ck[300], value[64], want[160], text_end[64];
     test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "signals");
     base_corpus(dir, corpus, sizeof(corpus));
     snprintf(log, sizeof(log), "%s/train.log", dir);
     snprintf(out, sizeof(out), "%s/eval", dir);
     snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    const char *interrupt = platform_signal_name(test_stop_signal(TEST_INTERRUPT));  // SIGINT, Windows's Ctrl-C
     // an evaluation of a billion batches after step 1: SIGINT abandons it at once and saves
     const char *const long_eval[] = {TINY, "--data", corpus, "--steps", "5", "--eval-every", "1", "--eval-batches",
                                      "1000000000", "--save-every", "1000", "--out", out, NULL};
-    pid_t pid = start_until(log, long_eval, "memory:");
-    if (pid < 0) return;
+    TestChild c;
+    if (start_until(&c, log, long_eval, "memory:") != 0) return;
     usleep(300000);
-    kill(pid, SIGINT);
+    CHECK(test_child_stop(&c, TEST_INTERRUPT) == 0, "cannot send %s", interrupt);
     double seconds = 0;
-    int status = wait_at_most(pid, &seconds);
+    TestEnd end = wait_at_most(&c, &seconds);
     size_t len;
     char *text = test_read_file(log, &len);
-    CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 130,
-          "SIGINT during an evaluation: status %d (want exit 130 within 20 s):\n%s", status, text);
+    CHECK(end.status == 130, "%s during an evaluation: %s (want exit 130 within 20 s):\n%s", interrupt,
+          test_end_text(&end, text_end), text);
     if (!CHECK(text != NULL, "no output")) return;
-    CHECK(strstr(text, "SIGINT: stopping") && strstr(text, "Ctrl-C again exits without saving"),
-          "SIGINT was not acknowledged:\n%s", text);
-    CHECK(strstr(text, "evaluation at step 1 abandoned") && strstr(text, "stopped by SIGINT after step 1"),
+    snprintf(want, sizeof(want), "%s: stopping", interrupt);
+    CHECK(strstr(text, want) && strstr(text, "Ctrl-C again exits without saving"), "%s was not acknowledged:\n%s",
+          interrupt, text);
+    snprintf(want, sizeof(want), "stopped by %s after step 1", interrupt);
+    CHECK(strstr(text, "evaluation at step 1 abandoned") && strstr(text, want),
           "the abandoned evaluation and the save are not reported:\n%s", text);
     free(text);
-    printf("    SIGINT during an evaluation: stopped %.3f s after it\n", seconds);
+    printf("    %s during an evaluation: stopped %.3f s after it\n", interrupt, seconds);
     CHECK(seconds < 5.0, "the stop took %.1f s", seconds);
     test_meta_value(ck, "state.step", value, sizeof(value));
     CHECK(strcmp(value, "1") == 0, "the saved checkpoint is at step '%s', want 1", value);
 
-    // two stop signals: the second exits without saving (sent while stopped, so both arrive
-    // before the program can act on the first)
+    // two stop signals: the second exits without saving. The first is sent during a step of a
+    // model whose steps take a second or more (1.6 s on one thread here), the second once the
+    // first is acknowledged: it comes while the run ends the step under way, before the save.
     snprintf(out, sizeof(out), "%s/twice", dir);
     snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
-    const char *const twice[] = {TINY, "--data", corpus, "--steps", "5", "--eval-every", "1", "--eval-batches",
-                                 "1000000000", "--save-every", "1000", "--out", out, NULL};
-    pid = start_until(log, twice, "memory:");
-    if (pid < 0) return;
-    usleep(300000);
-    kill(pid, SIGSTOP);
-    usleep(50000);
-    kill(pid, SIGINT);
-    kill(pid, SIGTERM);
-    kill(pid, SIGCONT);
-    status = wait_at_most(pid, &seconds);
+    const char *const twice[] = {"--n-layer", "4", "--n-head", "4", "--n-embd", "384", "--block-size", "128",
+                                 "--batch-size", "8", "--threads", "1", "--data", corpus, "--steps", "1000",
+                                 "--log-every", "1", "--eval-every", "1000", "--save-every", "1000", "--no-probe",
+                                 "--out", out, NULL};
+    if (start_until(&c, log, twice, "step 1/") != 0) return;
+    TestStop other = test_system_has(TEST_TERMINATE_REQUESTS) ? TEST_TERMINATE : TEST_INTERRUPT;
+    CHECK(test_child_stop(&c, TEST_INTERRUPT) == 0, "cannot send %s", interrupt);
+    int acknowledged = 0;
+    for (int i = 0; i < 4000 && !acknowledged && !test_child_wait(&c, 0.005, &end); i++) {
+        text = test_read_file(log, &len);
+        acknowledged = text && strstr(text, "stopping: ");
+        free(text);
+    }
+    CHECK(acknowledged && test_child_stop(&c, other) == 0, "the first request was not acknowledged, or the second "
+          "could not be sent");
+    end = wait_at_most(&c, &seconds);
     text = test_read_file(log, &len);
-    CHECK(status != -1 && WIFSIGNALED(status) && (WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGTERM),
-          "two stop signals: status %d, want killed by the second:\n%s", status, text);
+    int first = test_stop_signal(TEST_INTERRUPT), second = test_stop_signal(other);
+    CHECK(end.status == -1 && (end.signal == first || end.signal == second),
+          "two stop signals: %s, want ended by the second:\n%s", test_end_text(&end, text_end), text);
     CHECK(text && strstr(text, "again: exiting without saving"), "the second signal is not reported:\n%s", text);
     free(text);
     CHECK(!test_file_exists(ck), "two stop signals: a checkpoint was saved");
 
     // SIGHUP saves as SIGTERM does: exit 129
+    if (!test_system_has(TEST_HANG_UPS)) {
+        printf("    no hang-up to send on %s: SIGHUP left out\n", platform_name());
+        return;
+    }
     snprintf(out, sizeof(out), "%s/hup", dir);
     snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
     const char *const hup[] = {TINY, "--data", corpus, "--steps", "100000000", "--log-every", "50", "--out", out, NULL};
-    pid = start_until(log, hup, "step 50/");
-    if (pid < 0) return;
-    kill(pid, SIGHUP);
-    status = wait_at_most(pid, &seconds);
+    if (start_until(&c, log, hup, "step 50/") != 0) return;
+    test_child_stop(&c, TEST_HANG_UP);
+    end = wait_at_most(&c, &seconds);
     text = test_read_file(log, &len);
-    CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 129, "SIGHUP: status %d, want exit 129:\n%s",
-          status, text);
+    CHECK(end.status == 129, "SIGHUP: %s, want exit 129:\n%s", test_end_text(&end, text_end), text);
     CHECK(text && strstr(text, "stopped by SIGHUP after step"), "SIGHUP: no stop message:\n%s", text);
     free(text);
     CHECK(test_meta_value(ck, "state.step", value, sizeof(value)) && atol(value) >= 50, "SIGHUP saved step '%s'", value);
@@ -754,35 +694,41 @@ TEST(runs_stop_signals) {
 // ----------------------------------------------------------------------------
 // 7. CR line endings: cleaned and reported, or kept with --keep-cr (and on resume)
 
-// A SIGTERM while ./train waits for a stalled standard input (a pipe whose writer is silent)
-// stops it at once, before the first step: exit 143, and --out holds no run (its lock file
-// alone). Before, the run waited for the writer, then trained a step and saved.
+// A stop request (SIGTERM; Windows: Ctrl-C, as Wine sends no Ctrl-Break) while ./train waits
+// for a stalled standard input (a pipe whose writer is silent) stops it at once, before the
+// first step: exit 128 + its signal, and --out holds no run (its lock file alone). Before, the
+// run waited for the writer, then trained a step and saved.
 TEST(runs_stop_while_standard_input_stalls) {
-    char dir[256], log[300], out[300], lock[320];
+    char dir[256], log[300], out[300], lock[320], want[128], ended[64];
     test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "stalled_stdin");
     snprintf(log, sizeof(log), "%s/train.log", dir);
     snprintf(out, sizeof(out), "%s/out", dir);
     snprintf(lock, sizeof(lock), "%s/.train.lock", out);
-    int fds[2];
-    if (!CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno))) return;
-    const char *const args[] = {TINY, "--data", "-", "--steps", "5", "--out", out, NULL};
-    pid_t pid = start_train(log, args, fds[0]);
-    close(fds[0]);
+    TestStop stop = test_system_has(TEST_TERMINATE_REQUESTS) ? TEST_TERMINATE : TEST_INTERRUPT;
+    const char *name = platform_signal_name(test_stop_signal(stop));
+    const char *argv[MAX_ARGS + 2];
+    train_argv(argv, ARGS(TINY, "--data", "-", "--steps", "5", "--out", out));
+    int to_child;
+    TestChild c;
+    if (!CHECK(test_child_start(&c, argv, &(TestSpawn){.out_path = log, .stdin_pipe = &to_child}) == 0,
+               "cannot start ./train: %s", strerror(errno)))
+        return;
     const char *some = "the king and the queen of the night\n";  // a start, and then nothing
-    CHECK(write(fds[1], some, strlen(some)) == (ssize_t)strlen(some), "write: %s", strerror(errno));
+    CHECK(write(to_child, some, strlen(some)) == (long)strlen(some), "write: %s", strerror(errno));
     for (int i = 0; i < 4000 && access(lock, F_OK) != 0; i++) usleep(5000);
     usleep(300000);  // past the lock: reading standard input
-    kill(pid, SIGTERM);
+    test_child_stop(&c, stop);
     double seconds = 0;
-    int status = wait_at_most(pid, &seconds);
-    close(fds[1]);
+    TestEnd end = wait_at_most(&c, &seconds);
+    close(to_child);
     size_t len;
     char *text = test_read_file(log, &len);
-    CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 143,
-          "SIGTERM while standard input stalls: status %d (want exit 143 within 20 s):\n%s", status, text);
-    CHECK(text && strstr(text, "stopped by SIGTERM before the first step"), "no stop message:\n%s", text);
+    CHECK(end.status == 128 + test_stop_signal(stop), "%s while standard input stalls: %s (want exit %d within 20 s):\n%s",
+          name, test_end_text(&end, ended), 128 + test_stop_signal(stop), text);
+    snprintf(want, sizeof(want), "stopped by %s before the first step", name);
+    CHECK(text && strstr(text, want), "no stop message:\n%s", text);
     free(text);
-    printf("    SIGTERM while standard input stalls: stopped %.3f s after it\n", seconds);
+    printf("    %s while standard input stalls: stopped %.3f s after it\n", name, seconds);
     CHECK(seconds < 5.0, "the stop took %.1f s", seconds);
     DIR *d = opendir(out);
     struct dirent *e;
@@ -797,6 +743,10 @@ TEST(runs_stop_while_standard_input_stalls) {
 // open(2) for ever. Before, --resume hung on probe.bin holding the lock, and --timeline on
 // either.
 TEST(runs_fifo_run_files_refused) {
+    if (!test_system_has(TEST_FIFOS)) {
+        test_skip("no FIFOs to name like a run's files");
+        return;
+    }
     char dir[256], corpus[300], log[300], out[300], fifo_dir[300], ck[400], fifo[400];
     test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "fifo_files");
     base_corpus(dir, corpus, sizeof(corpus));
@@ -814,8 +764,7 @@ TEST(runs_fifo_run_files_refused) {
         if (!CHECK(system(command) == 0, "%s failed", command)) return;
         snprintf(fifo, sizeof(fifo), "%s/%s", fifo_dir, names[i]);
         snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", fifo_dir);
-        unlink(fifo);
-        if (!CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s: %s", fifo, strerror(errno))) return;
+        if (!CHECK(test_make_fifo(fifo) == 0, "mkfifo %s: %s", fifo, strerror(errno))) return;
         r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "3", "--data", corpus));
         if (test_exit_status(&r, 1, fifo)) test_output_has(&r, "not a regular file", fifo);
         test_run_free(&r);
@@ -949,24 +898,31 @@ TEST(runs_final_figures_and_loss_plot) {
 
 // The regular files of dir but its dot files (the lock), each as "name size crc32;", in name
 // order, into a malloc'd string: equal snapshots, an unchanged directory.
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
 static char *dir_snapshot(const char *dir) {
-    struct dirent **names;
-    int n = scandir(dir, &names, NULL, alphasort);
-    size_t cap = 64 + (n > 0 ? (size_t)n * 600 : 0), used = 0;
+    char *names[256];
+    int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL && n < 256)
+        if (e->d_name[0] != '.') names[n++] = strdup(e->d_name);
+    if (d) closedir(d);
+    qsort(names, (size_t)n, sizeof(char *), by_name);
+    size_t cap = 64 + (size_t)n * 600, used = 0;
     char *out = malloc(cap);
     out[0] = '\0';
     for (int i = 0; i < n; i++) {
         char path[600];
         size_t len;
-        snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
-        char *bytes = names[i]->d_name[0] == '.' ? NULL : test_read_file(path, &len);
+        snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+        char *bytes = test_read_file(path, &len);
         if (bytes)
-            used += (size_t)snprintf(out + used, cap - used, "%s %zu %08lx; ", names[i]->d_name, len,
+            used += (size_t)snprintf(out + used, cap - used, "%s %zu %08lx; ", names[i], len,
                                      crc32(0L, (const Bytef *)bytes, (uInt)len));
         free(bytes);
         free(names[i]);
     }
-    if (n >= 0) free(names);
     return out;
 }
 
@@ -1159,9 +1115,9 @@ TEST(runs_out_locked_by_one_run) {
     snprintf(lock, sizeof(lock), "%s/.train.lock", out);
     const char *const first[] = {TINY, "--data", corpus, "--steps", "100000000", "--save-every", "5", "--out", out,
                                  NULL};
-    pid_t pid = start_until(first_log, first, "step 20/");
-    if (pid < 0) return;
-    snprintf(want, sizeof(want), "in use by another run (pid %ld)", (long)pid);
+    TestChild c;
+    if (start_until(&c, first_log, first, "step 20/") != 0) return;
+    snprintf(want, sizeof(want), "in use by another run (pid %ld)", c.pid);
     // a second run on the same --out, even with --force, and a resume of the running one: exit 2
     TestRun r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "3", "--force", "--out", out));
     if (test_exit_status(&r, 2, "a second run while the first runs")) test_output_has(&r, want, "the second run");
@@ -1169,10 +1125,10 @@ TEST(runs_out_locked_by_one_run) {
     r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "100000001"));
     if (test_exit_status(&r, 2, "resuming the running run")) test_output_has(&r, want, "resuming the running run");
     test_run_free(&r);
-    CHECK(kill(pid, 0) == 0, "the first run ended");
-    // SIGKILL: the kernel releases the lock, and the run resumes
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    TestEnd end;
+    CHECK(!test_child_wait(&c, 0, &end), "the first run ended");
+    // SIGKILL (Windows: TerminateProcess): the system releases the lock, and the run resumes
+    test_child_kill(&c, &end);
     CHECK(test_file_exists(lock), "no %s", lock);
     test_meta_value(ck, "state.step", value, sizeof(value));
     char steps[32];
@@ -1211,18 +1167,21 @@ TEST(runs_stop_during_whole_validation_pass) {
     const char *const args[] = {"--n-layer", "2", "--n-head", "4", "--n-embd", "256", "--block-size", "64",
                                 "--batch-size", "4", "--eval-batches", "1", "--threads", "1", "--val-fraction", "0.5",
                                 "--data", corpus, "--steps", "1", "--no-probe", "--out", out, NULL};
-    pid_t pid = start_until(log, args, "checkpoints: ");
-    if (pid < 0) return;
+    TestChild c;
+    if (start_until(&c, log, args, "checkpoints: ") != 0) return;
     usleep(200000);
-    kill(pid, SIGINT);
+    test_child_stop(&c, TEST_INTERRUPT);
     double seconds = 0;
-    int status = wait_at_most(pid, &seconds);
+    TestEnd end = wait_at_most(&c, &seconds);
+    char ended[64], want[128];
     text = test_read_file(log, &len);
-    if (!CHECK(text != NULL, "no output (status %d)", status)) return;
-    CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 130,
-          "SIGINT during the whole-validation pass: status %d (want exit 130 within 20 s):\n%s", status, text);
-    CHECK(strstr(text, "stopped by SIGINT during the whole-validation pass") &&
-          !strstr(text, "whole validation split:"), "the stop is not reported, or the pass went on:\n%s", text);
+    if (!CHECK(text != NULL, "no output (%s)", test_end_text(&end, ended))) return;
+    CHECK(end.status == 130, "a stop during the whole-validation pass: %s (want exit 130 within 20 s):\n%s",
+          test_end_text(&end, ended), text);
+    snprintf(want, sizeof(want), "stopped by %s during the whole-validation pass",
+             platform_signal_name(test_stop_signal(TEST_INTERRUPT)));
+    CHECK(strstr(text, want) && !strstr(text, "whole validation split:"),
+          "the stop is not reported, or the pass went on:\n%s", text);
     // the pass checks for a stop before each forward of a batch: the stop waits for one forward at
     // most, and the step (a forward and a backward of the same batch) is longer than that; it
     // was 0.05 s natively and 16 s under qemu-aarch64, whose forward the stop waited 5 s for
@@ -1230,7 +1189,7 @@ TEST(runs_stop_during_whole_validation_pass) {
     while (ms && ms > text && (isdigit((unsigned char)ms[-1]) || ms[-1] == '.')) ms--;
     double step_seconds = ms ? atof(ms) / 1000.0 : 0.0;
     free(text);
-    printf("    SIGINT during the whole-validation pass: stopped %.3f s after it (step 1 took %.3f s)\n", seconds,
+    printf("    a stop during the whole-validation pass: stopped %.3f s after it (step 1 took %.3f s)\n", seconds,
            step_seconds);
     CHECK(ms != NULL, "the log has no step line with its ms/step");
     CHECK(seconds < 5.0 + step_seconds, "the stop took %.1f s, more than 5 s and the %.1f s of a step", seconds,
@@ -1255,10 +1214,10 @@ TEST(runs_killed_init_from_leaves_no_false_advice) {
     // killed before its first save or evaluation: log.csv alone
     const char *const tune[] = {"--init-from", base_ck, "--data", corpus, "--steps", "100000000", "--save-every",
                                 "100000000", "--eval-every", "100000000", "--threads", "1", "--out", out, NULL};
-    pid_t pid = start_until(log, tune, "step 20/");
-    if (pid < 0) return;
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    TestChild c;
+    TestEnd end;
+    if (start_until(&c, log, tune, "step 20/") != 0) return;
+    test_child_kill(&c, &end);
     CHECK(!test_file_exists(ck), "the killed run saved %s", ck);
     r = train_in(NULL, log, ARGS("--init-from", base_ck, "--data", corpus, "--steps", "3", "--out", out));
     if (test_exit_status(&r, 2, "a new run where a killed one left log.csv")) {
@@ -1311,10 +1270,14 @@ TEST(runs_torn_log_row_cut_and_linked_log_refused) {
     if (test_exit_status(&r, 1, "a resume with a damaged row")) test_output_has(&r, "line 3 is not a row", "the row");
     test_run_free(&r);
     // a link named log.csv
+    if (!test_system_has(TEST_SYMLINKS)) {
+        printf("    no symbolic links on %s: a linked log.csv left out\n", platform_name());
+        return;
+    }
     snprintf(outside, sizeof(outside), "%s/outside.txt", dir);
     write_text(outside, "not a log\n", 10);
     remove(csv);
-    CHECK(symlink("../outside.txt", csv) == 0, "cannot make a link %s: %s", csv, strerror(errno));
+    CHECK(test_make_symlink("../outside.txt", csv) == 0, "cannot make a link %s: %s", csv, strerror(errno));
     r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "20"));
     if (test_exit_status(&r, 1, "a resume with a linked log.csv")) test_output_has(&r, "symbolic link", "the link");
     test_run_free(&r);
@@ -1327,6 +1290,46 @@ TEST(runs_torn_log_row_cut_and_linked_log_refused) {
 }
 
 // ----------------------------------------------------------------------------
+// 13. paths with characters beyond ASCII (Windows: the programs' code page is UTF-8)
+
+// A corpus and an --out whose names are Latin, Cyrillic, CJK and a symbol: trained, resumed,
+// read by ./generate, and named back in the messages byte for byte; a missing one of them is
+// refused naming it.
+TEST(runs_non_ascii_paths) {
+    char dir[256], corpus[300], out[320], ck[360], log[300], missing[320];
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "\xc3\xbc" "n" "\xc3\xaf" "c" "\xc3\xb8" "d" "\xc3\xa9 \xe2\x9c\x93");  // "ünïcødé ✓"
+    snprintf(corpus, sizeof(corpus), "%s/\xd0\xba\xd0\xbe\xd1\x80\xd0\xbf\xd1\x83\xd1\x81.txt", dir);  // корпус.txt
+    snprintf(out, sizeof(out), "%s/\xe8\xb7\xaf\xe5\xbe\x84 run", dir);  // 路径 run
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    snprintf(log, sizeof(log), "%s/train.log", RUNS_TMP);
+    size_t len;
+    char *text = words_text(6000, 13, BASE_WORDS, 14, &len);
+    write_text(corpus, text, len);
+    free(text);
+    TestRun r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "4", "--out", out));
+    if (test_exit_status(&r, 0, "a corpus and --out of non-ASCII names")) {
+        test_output_has(&r, corpus, "the corpus's name in the output");
+        test_output_has(&r, ck, "the checkpoint's name in the output");
+    }
+    test_run_free(&r);
+    CHECK(test_file_exists(ck), "no %s", ck);
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "6"));
+    test_exit_status(&r, 0, "resuming a checkpoint of a non-ASCII path");
+    test_run_free(&r);
+    char value[64];
+    CHECK(test_meta_value(ck, "state.step", value, sizeof(value)) && strcmp(value, "6") == 0, "resumed to step '%s'",
+          value);
+    const char *argv[] = {test_program("generate"), ck, "the king", "-n", "20", NULL};
+    r = test_run(argv, NULL, log, 0, 120.0);
+    if (test_exit_status(&r, 0, "./generate on a checkpoint of a non-ASCII path"))
+        test_output_has(&r, "the king", "the generated text");
+    test_run_free(&r);
+    snprintf(missing, sizeof(missing), "%s/\xe6\xb2\xa1\xe6\x9c\x89.txt", dir);  // 没有.txt
+    r = train_in(NULL, log, ARGS(TINY, "--data", missing, "--steps", "4", "--out", out, "--force"));
+    if (test_exit_status(&r, 1, "a missing corpus of a non-ASCII name")) test_output_has(&r, missing, "its name");
+    test_run_free(&r);
+}
+
 // 7. --task: text chargpt makes (data/task.h)
 
 TEST(runs_task_refusals) {

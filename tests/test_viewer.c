@@ -297,7 +297,7 @@ TEST(viewer_json_round_trip) {
     int t = text_chars(TRICKY_TEXT, chars), L = 2, H = 3;
     float *att = malloc((size_t)L * H * t * t * sizeof(float));
     synthetic_attention(chars, t, L, H, att);
-    mkdir(TMP_DIR, 0755);
+    test_make_dir(TMP_DIR);
     const char *path = TMP_DIR "/viewer_test.json";
     char err[ERR_LEN];
     CHECK(export_attention(path, chars, t, L, H, att, NULL, NULL, 1, err) == 0, "export: %s", err);
@@ -421,7 +421,7 @@ TEST(viewer_json_predictions) {
     AttentionPrediction pred[64];
     synthetic_attention(chars, t, L, H, att);
     synthetic_predictions(chars, t, pred);
-    mkdir(TMP_DIR, 0755);
+    test_make_dir(TMP_DIR);
     const char *path = TMP_DIR "/viewer_predictions.json";
     char err[ERR_LEN];
     CHECK(export_attention(path, chars, t, L, H, att, pred, NULL, 1, err) == 0, "export: %s", err);
@@ -514,7 +514,7 @@ TEST(viewer_csv_rows) {
     int t = text_chars(TRICKY_TEXT, chars), L = 2, H = 3;
     float *att = malloc((size_t)L * H * t * t * sizeof(float));
     synthetic_attention(chars, t, L, H, att);
-    mkdir(TMP_DIR, 0755);
+    test_make_dir(TMP_DIR);
     const char *path = TMP_DIR "/viewer_test.csv";
     char err[ERR_LEN];
     CHECK(export_attention(path, chars, t, L, H, att, NULL, NULL, 1, err) == 0, "export: %s", err);
@@ -645,7 +645,7 @@ TEST(viewer_png_decodes) {
     float *sink = att + ((size_t)1 * H + 2) * t * t;
     for (int i = 0; i < t; i++)
         for (int j = 0; j < t; j++) sink[i * t + j] = j == 0 ? 1.0f : 0.0f;
-    mkdir(TMP_DIR, 0755);
+    test_make_dir(TMP_DIR);
     const char *path = TMP_DIR "/viewer_test.png";
     char err[ERR_LEN];
     CHECK(export_attention(path, chars, t, L, H, att, NULL, NULL, 1, err) == 0, "export: %s", err);
@@ -783,7 +783,7 @@ TEST(viewer_html_self_contained) {
     int t = text_chars("a<\"", chars), L = 1, H = 1;
     // row 0: 1; row 1: 0.25 0.75; row 2: 0.1 0.2 0.7
     float att[9] = {1.0f, 0, 0, 0.25f, 0.75f, 0, 0.1f, 0.2f, 0.7f};
-    mkdir(TMP_DIR, 0755);
+    test_make_dir(TMP_DIR);
     const char *path = TMP_DIR "/viewer_test.html";
     char err[ERR_LEN];
     CHECK(export_attention(path, chars, t, L, H, att, NULL, NULL, 1, err) == 0, "export: %s", err);
@@ -839,7 +839,7 @@ TEST(viewer_html_self_contained) {
 TEST(viewer_unknown_extension) {
     uint32_t chars[2] = {'a', 'b'};
     float att[4] = {1, 0, 0.5f, 0.5f};
-    mkdir(TMP_DIR, 0755);
+    test_make_dir(TMP_DIR);
     const char *paths[] = {TMP_DIR "/viewer_test.txt", TMP_DIR "/viewer_test",
                            TMP_DIR "/viewer_test.json.bak", TMP_DIR "/viewer.json/x"};
     for (int k = 0; k < 4; k++) {
@@ -867,7 +867,7 @@ TEST(viewer_missing_directory) {
 TEST(viewer_single_character_and_bad_sizes) {
     uint32_t chars[1] = {'\n'};
     float att[1] = {1.0f};
-    mkdir(TMP_DIR, 0755);
+    test_make_dir(TMP_DIR);
     const char *path = TMP_DIR "/viewer_one.json";
     char err[ERR_LEN];
     CHECK(export_attention(path, chars, 1, 1, 1, att, NULL, NULL, 1, err) == 0, "export: %s", err);
@@ -909,7 +909,7 @@ TEST(viewer_large_all_formats) {
     int t = text_chars(text, chars);
     float *att = malloc((size_t)L * H * T * T * sizeof(float));
     synthetic_attention(chars, t, L, H, att);
-    mkdir(TMP_DIR, 0755);
+    test_make_dir(TMP_DIR);
     const char *paths[] = {TMP_DIR "/viewer_large.json", TMP_DIR "/viewer_large.csv",
                            TMP_DIR "/viewer_large.png", TMP_DIR "/viewer_large.html"};
     // generous bounds on the sizes, in MB
@@ -972,7 +972,7 @@ TEST(viewer_sample_page) {
     float *att = malloc((size_t)L * H * t * t * sizeof(float));
     synthetic_attention(chars, t, L, H, att);
     synthetic_predictions(chars, t, pred);
-    mkdir(TMP_DIR, 0755);
+    test_make_dir(TMP_DIR);
     char err[ERR_LEN];
     CHECK(t > 100, "sample text of %d characters", t);
     LensCell *cells = malloc((size_t)(L + 1) * t * sizeof(LensCell));

@@ -161,8 +161,8 @@ static int save_model(const char *path, const Vocab *vocab, GPT *model) {
     char err[ERR_LEN];
     if (!CHECK(gpt_build(model, &config, 0, err) == 0, "%s", err)) return -1;
     gpt_init_weights(model, 99);
-    mkdir("tests/tmp", 0755);
-    mkdir(VOCAB_DIR, 0755);
+    test_make_dir("tests/tmp");
+    test_make_dir(VOCAB_DIR);
     return CHECK(checkpoint_save(path, model, vocab, NULL, NULL, 0, err) == 0, "%s", err) ? 0 : -1;
 }
 

@@ -139,7 +139,7 @@ int whole_validation(Run *r) {
     if (status != 0) return status;
     if (stop) {
         printf("stopped by %s during the whole-validation pass (%s was saved at step %ld before it)\n",
-               stop_signal_name(stop), r->paths.ckpt, r->state.step);
+               platform_signal_name(stop), r->paths.ckpt, r->state.step);
         return 128 + stop;
     }
     dist_sum_doubles(&loss, 1);

@@ -98,7 +98,7 @@ static void usage_data_and_output(FILE *f, const TrainOptions *d) {
             "  --out DIR            checkpoints, log.csv and loss.svg go here (default %s/); a DIR that\n"
             "                       holds a run already (a checkpoint or log.csv) is refused unless\n"
             "                       --resume continues it or --force replaces it. One run at a time:\n"
-            "                       a run holds DIR/.train.lock (flock) while it runs, and a second\n"
+            "                       a run holds a lock on DIR/.train.lock while it runs, and a second\n"
             "                       one there exits 2 naming its pid\n"
             "  --force              replace the run in --out (its checkpoints and loss.svg are removed\n"
             "                       and log.csv started afresh once every check has passed); with\n"
@@ -200,10 +200,11 @@ static void usage_model_and_training(FILE *f, const TrainOptions *d) {
             "train loss of the steps since the last report ('mean of N'), as log.csv and done:'s\n"
             "final train loss give it; ms/step and tok/s count training steps only, and the ETA\n"
             "counts what is left of them, the evaluations, the saves and the final validation pass;\n"
-            "an evaluation shows on the line while it runs. Ctrl-C, SIGTERM or SIGHUP: the step\n"
-            "ends, an evaluation under way\n"
-            "is abandoned, the checkpoint is saved; a second one exits at once without saving. During\n"
-            "the whole-validation pass at the end (after the last save) it stops the pass.\n",
+            "an evaluation shows on the line while it runs. Ctrl-C, SIGTERM or SIGHUP (on Windows\n"
+            "Ctrl-C, Ctrl-Break or closing the console, each as SIGINT): the step ends, an\n"
+            "evaluation under way is abandoned, the checkpoint is saved; a second one exits at once\n"
+            "without saving. During the whole-validation pass at the end (after the last save) it\n"
+            "stops the pass.\n",
             d->n_layer, d->n_head, d->n_embd, d->block_size, d->dropout, d->batch_size, d->steps, d->lr, d->min_lr,
             d->warmup, d->weight_decay, d->grad_clip, d->eval_every, d->eval_batches, d->final_val_chars,
             d->save_every, d->log_every, d->seed, THREADS_PER_CORE, d->threads, d->mpi_timeout, d->sample_chars);
@@ -293,10 +294,10 @@ static int complete_options(TrainOptions *o, char err[ERR_LEN]) {
 // none of the places has it, for the error message that follows).
 static void find_corpus(const char *saved, const char *checkpoint_path, char *out, size_t size) {
     snprintf(out, size, "%s", saved);
-    if (saved[0] == '/' || access(saved, F_OK) == 0) return;
-    const char *slash = strrchr(checkpoint_path, '/');
+    if (platform_path_is_absolute(saved) || access(saved, F_OK) == 0) return;
+    const char *slash = platform_path_last_separator(checkpoint_path);
     int dir_len = slash ? (int)(slash - checkpoint_path) : 0;
-    const char *name = strrchr(saved, '/');
+    const char *name = platform_path_last_separator(saved);
     const char *candidates[] = {saved, name ? name + 1 : saved};
     for (int i = 0; i < 2; i++) {
         char path[4200];
@@ -380,7 +381,7 @@ static int resume_options(const Checkpoint *ck, TrainOptions *o, const GivenOpti
 // By default a resumed run goes on writing beside its checkpoint.
 static void resume_out_dir(TrainOptions *o, const GivenOptions *given) {
     if (given->given[OPT_OUT]) return;
-    const char *slash = strrchr(o->resume, '/');
+    const char *slash = platform_path_last_separator(o->resume);
     if (!slash) strcpy(o->out, ".");
     else snprintf(o->out, sizeof(o->out), "%.*s", (int)(slash - o->resume), o->resume);
     if (!o->out[0]) strcpy(o->out, "/");

@@ -1,17 +1,15 @@
 #include "out_dir.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../common/input_file.h"
+#include "../common/platform.h"
 #include "../dist/dist.h"
 #include "../format/atomic_file.h"
 #include "../viewer/timeline.h"
@@ -32,13 +30,13 @@ void out_paths(const char *dir, OutPaths *paths) {
 // The process id written in the lock file, or 0 when there is none (yet) or it is not running.
 static long holder_pid(int fd) {
     char text[32];
-    ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+    long n = platform_read_at(fd, text, sizeof(text) - 1, 0);
     if (n <= 0) return 0;
     text[n] = '\0';
     char *end;
     long pid = strtol(text, &end, 10);
     if (end == text || *end != '\n' || pid <= 0) return 0;
-    return kill((pid_t)pid, 0) == 0 || errno == EPERM ? pid : 0;
+    return platform_process_running(pid) ? pid : 0;
 }
 
 // The holder writes its pid right after it takes the lock: wait up to a second for it.
@@ -58,15 +56,14 @@ static int take_lock(OutDirLock *lock, const char *dir, char err[ERR_LEN]) {
     char path[4200];
     snprintf(path, sizeof(path), "%s/%s", dir, OUT_DIR_LOCK_NAME);
     lock->held = 0;
-    lock->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+    lock->fd = platform_open(path, PLATFORM_READ | PLATFORM_WRITE | PLATFORM_CREATE | PLATFORM_NO_FOLLOW);
     if (lock->fd < 0) {
         snprintf(err, ERR_LEN, "cannot create %s: %s", path, strerror(errno));
         return LOCK_FAILED;
     }
-    int rc;
-    while ((rc = flock(lock->fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) continue;
-    if (rc != 0) {
-        int error = errno, busy = error == EWOULDBLOCK;
+    int locked = platform_lock(lock->fd);
+    if (locked != PLATFORM_LOCK_HELD) {
+        int error = errno, busy = locked == PLATFORM_LOCK_BUSY;
         if (busy) {
             long pid = wait_for_holder_pid(lock->fd);
             char holder[64] = "another process (its pid is not written in the lock)";
@@ -76,14 +73,13 @@ static int take_lock(OutDirLock *lock, const char *dir, char err[ERR_LEN]) {
         } else {
             snprintf(err, ERR_LEN, "cannot lock %s: %s", path, strerror(error));
         }
-        int unsupported = error == ENOLCK || error == EOPNOTSUPP || error == ENOSYS;
         close(lock->fd);
-        return busy ? LOCK_BUSY : unsupported ? LOCK_UNSUPPORTED : LOCK_FAILED;
+        return busy ? LOCK_BUSY : locked == PLATFORM_LOCK_UNSUPPORTED ? LOCK_UNSUPPORTED : LOCK_FAILED;
     }
     lock->held = 1;
     char text[32];
-    int n = snprintf(text, sizeof(text), "%ld\n", (long)getpid());
-    if (ftruncate(lock->fd, 0) != 0 || pwrite(lock->fd, text, (size_t)n, 0) != n) {
+    int n = snprintf(text, sizeof(text), "%ld\n", platform_process_id());
+    if (ftruncate(lock->fd, 0) != 0 || platform_write_at(lock->fd, text, (size_t)n, 0) != n) {
         snprintf(err, ERR_LEN, "cannot write %s: %s", path, strerror(errno));
         out_dir_unlock(lock);
         return LOCK_FAILED;
@@ -104,10 +100,10 @@ static int make_dirs(const char *path, char err[ERR_LEN]) {
     char buf[1024];
     snprintf(buf, sizeof(buf), "%s", path);
     for (char *p = buf + 1; ; p++) {
-        if (*p == '/' || *p == '\0') {
+        if (platform_is_path_separator(*p) || *p == '\0') {
             char saved = *p;
             *p = '\0';
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+            if (platform_make_dir(buf) != 0 && errno != EEXIST) {
                 snprintf(err, ERR_LEN, "cannot create directory %s: %s", buf, strerror(errno));
                 return -1;
             }
@@ -164,10 +160,10 @@ int out_dir_find_run(const char *dir, char *found, size_t size) {
     int n = 0;
     for (int i = 0; i < NUM_RUN_FILES; i++) {
         char path[4200];
-        struct stat st;
-        if (lstat(in_dir(path, dir, run_files[i]), &st) != 0) continue;
+        PlatformFileInfo info;
+        if (platform_path_info(in_dir(path, dir, run_files[i]), 0, &info) != 0) continue;
         // a log counts once it has a row: a run refused before its first step leaves the header alone
-        if (strcmp(run_files[i], "log.csv") == 0 && (!S_ISREG(st.st_mode) || !has_row(path))) continue;
+        if (strcmp(run_files[i], "log.csv") == 0 && (info.kind != PLATFORM_FILE_REGULAR || !has_row(path))) continue;
         present[n++] = run_files[i];
     }
     size_t used = 0;
@@ -187,8 +183,8 @@ static const char *rows_text(const RunLogRows *rows, char text[80]) {
 
 static int exists(const char *dir, const char *name) {
     char path[4200];
-    struct stat st;
-    return lstat(in_dir(path, dir, name), &st) == 0;
+    PlatformFileInfo info;
+    return platform_path_info(in_dir(path, dir, name), 0, &info) == 0;
 }
 
 // The plan that replaces the run in dir (--force).
@@ -200,20 +196,17 @@ static void plan_replace(OutDirPlan *plan, const char *dir, const char *found) {
 // Starts a plan that changes nothing, with the checkpoint read from (or NULL).
 static int plan_start(OutDirPlan *plan, const char *source, char err[ERR_LEN]) {
     memset(plan, 0, sizeof(*plan));
-    struct stat st;
     if (!source) return 0;
-    if (stat(source, &st) != 0) {
+    if (platform_path_info(source, 1, &plan->source) != 0) {
         snprintf(err, ERR_LEN, "cannot read %s: %s", source, strerror(errno));
         return -1;
     }
     plan->has_source = 1;
-    plan->source_dev = st.st_dev;
-    plan->source_ino = st.st_ino;
     return 0;
 }
 
-static int is_source(const OutDirPlan *plan, const struct stat *st) {
-    return plan->has_source && st->st_dev == plan->source_dev && st->st_ino == plan->source_ino;
+static int is_source(const OutDirPlan *plan, const PlatformFileInfo *info) {
+    return plan->has_source && platform_same_file(info, &plan->source);
 }
 
 int out_dir_plan_new(const char *dir, const char *source, int force, OutDirPlan *plan, char err[ERR_LEN]) {
@@ -244,11 +237,11 @@ int out_dir_plan_new(const char *dir, const char *source, int force, OutDirPlan 
 // 1 when the directory holding `file` is dir.
 static int in_same_dir(const char *file, const char *dir) {
     char parent[4200];
-    const char *slash = strrchr(file, '/');
+    const char *slash = platform_path_last_separator(file);
     snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash - file) : 1, slash ? file : ".");
     if (!parent[0]) strcpy(parent, "/");
-    struct stat a, b;
-    return stat(parent, &a) == 0 && stat(dir, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+    PlatformFileInfo a, b;
+    return platform_path_info(parent, 1, &a) == 0 && platform_path_info(dir, 1, &b) == 0 && platform_same_file(&a, &b);
 }
 
 // What a resumed run would drop: up to two newer checkpoints and log.csv's rows.
@@ -283,11 +276,11 @@ static int compare_checkpoints(const char *dir, const RunIdentity *mine, OutDirP
     long newest_step = -1;
     for (int i = 0; i < 2 && !other[0]; i++) {
         char path[4200], why[ERR_LEN];
-        struct stat st;
-        if (stat(in_dir(path, dir, names[i]), &st) != 0) continue;
+        PlatformFileInfo info;
+        if (platform_path_info(in_dir(path, dir, names[i]), 1, &info) != 0) continue;
         count++;
         ckpt_present |= i == 0;
-        if (is_source(plan, &st)) continue;
+        if (is_source(plan, &info)) continue;
         RunIdentity theirs;
         if (run_identity_read(path, &theirs, why) != 0)
             snprintf(other, other_size, "its %s cannot be read (%.300s)", names[i], why);
@@ -383,10 +376,11 @@ int out_dir_apply(const char *dir, const OutDirPlan *plan, char err[ERR_LEN]) {
                            plan->remove_plot};
     for (int i = 0; i < 5; i++) {
         char path[4200];
-        struct stat st;
-        if (!remove[i] || lstat(in_dir(path, dir, names[i]), &st) != 0 || (stat(path, &st) == 0 && is_source(plan, &st)))
+        PlatformFileInfo info;
+        if (!remove[i] || platform_path_info(in_dir(path, dir, names[i]), 0, &info) != 0 ||
+            (platform_path_info(path, 1, &info) == 0 && is_source(plan, &info)))
             continue;
-        if (unlink(path) != 0 && errno != ENOENT) {
+        if (platform_remove_file(path) != 0 && errno != ENOENT) {
             snprintf(err, ERR_LEN, "cannot remove %s of the run --force replaces: %s", path, strerror(errno));
             return -1;
         }

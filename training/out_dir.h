@@ -15,9 +15,9 @@
 #define CHARGPT_OUT_DIR_H
 
 #include <stddef.h>
-#include <sys/types.h>
 
 #include "../common/errors.h"
+#include "../common/platform.h"
 #include "run_state.h"
 
 // The files of a run in its --out.
@@ -35,9 +35,10 @@ void out_paths(const char *dir, OutPaths *paths);
 // ----------------------------------------------------------------------------
 // the lock
 //
-// One run at a time in an output directory: an advisory lock (flock(2)) on DIR/.train.lock,
-// taken before anything in DIR is written and held until the process ends; the kernel
-// releases it however the process ends, SIGKILL included. The file holds the holder's process
+// One run at a time in an output directory: a lock (common/platform.h's platform_lock:
+// flock(2), Windows's LockFileEx) on DIR/.train.lock, taken before anything in DIR is written
+// and held until the process ends; the system releases it however the process ends, SIGKILL
+// (TerminateProcess) included. The file holds the holder's process
 // id, so that a run refused by it can name the one running. The file is left in place (an
 // empty file once its holder has ended normally): removing it could let two runs lock two
 // files of the same name. It is not part of a run: out_dir_find_run does not count it, and
@@ -71,8 +72,7 @@ typedef struct {
     int remove_plot;        // and loss.svg, with the timeline's probe.bin and timeline.html
     int fresh_log;          // 1: log.csv starts afresh; 0: the resumed run appends (run_log_open)
     int has_source;         // the checkpoint read from (resumed or fine-tuned), never removed:
-    dev_t source_dev;
-    ino_t source_ino;
+    PlatformFileInfo source;
     char message[ERR_LEN];  // what out_dir_apply did, to print, or ""
 } OutDirPlan;
 

@@ -1,6 +1,5 @@
 #include "probe.h"
 
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -370,7 +369,7 @@ static int classify_probe_file(const char *path, const char *run_id, const GPTCo
                                int *records, char why[ERR_LEN]) {
     *records = 0;
     int missing;
-    FILE *fp = input_file_fopen(path, O_NOFOLLOW, &missing, why);
+    FILE *fp = input_file_fopen(path, PLATFORM_NO_FOLLOW, &missing, why);
     if (!fp) return missing ? PROBE_FILE_NONE : -1;
     ProbeReader r;
     int read = probe_reader_open(&r, fp, path, why) == 0;

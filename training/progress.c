@@ -285,7 +285,7 @@ void print_report(Run *r, int due, int evaluated) {
 
 int stopped(const Run *r, int signal) {
     printf("%sstopped by %s after step %ld; saved %s (continue with --resume %s)\n", r->tty ? "\n" : "",
-           stop_signal_name(signal), r->state.step, r->paths.ckpt, r->paths.ckpt);
+           platform_signal_name(signal), r->state.step, r->paths.ckpt, r->paths.ckpt);
     return 128 + signal;
 }
 

@@ -1,13 +1,11 @@
 #include "run_log.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../common/input_file.h"
 #include "../dist/dist.h"
@@ -53,7 +51,7 @@ typedef struct {
 
 static int scan_open(LogScan *s, const char *path, char err[ERR_LEN]) {
     memset(s, 0, sizeof(*s));
-    if (!(s->fp = input_file_fopen(path, O_NOFOLLOW, NULL, err))) return -1;
+    if (!(s->fp = input_file_fopen(path, PLATFORM_NO_FOLLOW, NULL, err))) return -1;
     if (!(s->chunk = malloc(LOG_CHUNK))) {
         fclose(s->fp);
         snprintf(err, ERR_LEN, "cannot read %s: out of memory", path);
@@ -129,8 +127,8 @@ static int scan_log(const char *path, long step, RunLogRows *rows, uint64_t *end
 
 int run_log_rows_after(const char *path, long step, RunLogRows *rows, char err[ERR_LEN]) {
     *rows = (RunLogRows){0, 0, 0};
-    struct stat st;
-    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    PlatformFileInfo info;
+    if (platform_path_info(path, 0, &info) != 0 || info.kind != PLATFORM_FILE_REGULAR) return 0;
     uint64_t end, torn;
     int old;
     return scan_log(path, step, rows, &end, &torn, &old, err);
@@ -181,21 +179,22 @@ static int update_rows(const char *path, long step, size_t *torn, char err[ERR_L
             fputs(LOG_HEADER, f.fp);
         }
         if (rc == 0) rc = copy_rows(&s, f.fp, end, old >= 0 ? old_headers[old].missing : NULL, path, err);
-        if (rc == 0) rc = atomic_file_commit(&f, err);
-        else atomic_file_abort(&f);
     }
-    scan_close(&s);
+    scan_close(&s);  // before the log is replaced: Windows replaces no file that is open
+    if (rc == 0) rc = atomic_file_commit(&f, err);
+    else if (f.fp) atomic_file_abort(&f);
     return rc;
 }
 
 int run_log_open(RunLog *log, const char *path, int resuming, long step, char err[ERR_LEN]) {
     memset(log, 0, sizeof(*log));
     snprintf(log->path, sizeof(log->path), "%s", path);
-    struct stat st;
-    int exists = lstat(path, &st) == 0;
-    if (exists && !S_ISREG(st.st_mode)) {
+    PlatformFileInfo info;
+    int exists = platform_path_info(path, 0, &info) == 0;
+    if (exists && info.kind != PLATFORM_FILE_REGULAR) {
         snprintf(err, ERR_LEN, "%s exists and is not a regular file%s", path,
-                 S_ISLNK(st.st_mode) ? " but a symbolic link: a run writes its log.csv itself, in its --out" : "");
+                 info.kind == PLATFORM_FILE_LINK ? " but a symbolic link: a run writes its log.csv itself, in its --out"
+                                                 : "");
         return -1;
     }
     int append = resuming && exists;
@@ -216,7 +215,7 @@ int run_log_row(RunLog *log, const RunLogRow *row, char err[ERR_LEN]) {
     if (!isnan(row->val_loss)) snprintf(val, sizeof(val), "%.6f", row->val_loss);
     if (!isnan(row->grad_norm)) snprintf(grad, sizeof(grad), "%.6g", row->grad_norm);
     if (!isnan(row->accuracy)) snprintf(accuracy, sizeof(accuracy), "%.6f", row->accuracy);
-    if (fprintf(log->fp, "%ld,%.6f,%s,%.6e,%ld,%.3f,%s,%d,%s\n", row->step, row->train_loss, val, row->lr,
+    if (fprintf(log->fp, "%ld,%.6f,%s,%.6e,%lld,%.3f,%s,%d,%s\n", row->step, row->train_loss, val, row->lr,
                 row->tokens_seen, row->elapsed_s, grad, row->clipped, accuracy) < 0 ||
         fflush(log->fp) != 0)
         return write_failed(log->path, err);

@@ -46,7 +46,7 @@ int run_log_rows_after(const char *path, long step, RunLogRows *rows, char err[E
 typedef struct {
     long step;
     double train_loss, val_loss, lr;
-    long tokens_seen;
+    long long tokens_seen;
     double elapsed_s, grad_norm;
     int clipped;
     double accuracy;

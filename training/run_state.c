@@ -1,7 +1,6 @@
 #include "run_state.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -10,12 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "../common/clock.h"
+#include "../common/platform.h"
 #include "../dist/dist.h"
 #include "../format/checkpoint.h"
 #include "../format/float_text.h"
@@ -29,13 +28,11 @@
 
 void run_id_new(char id[RUN_ID_LEN]) {
     uint64_t x = 0;
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    int got = fd >= 0 && read(fd, &x, sizeof(x)) == (ssize_t)sizeof(x);
-    if (fd >= 0) close(fd);
-    if (!got) {
+    if (platform_random_bytes(&x, sizeof(x)) != 0) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        x = hash_mix64((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^ hash_mix64((uint64_t)getpid());
+        x = hash_mix64((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^
+            hash_mix64((uint64_t)platform_process_id());
     }
     snprintf(id, RUN_ID_LEN, "%016" PRIx64, x);
 }
@@ -119,7 +116,7 @@ int run_identity_compare(const RunIdentity *a, const RunIdentity *b, char *why, 
 // ----------------------------------------------------------------------------
 // the run's options and state
 
-typedef enum { FIELD_INT, FIELD_LONG, FIELD_FLOAT, FIELD_DOUBLE, FIELD_U64 } FieldType;
+typedef enum { FIELD_INT, FIELD_LONG, FIELD_LLONG, FIELD_FLOAT, FIELD_DOUBLE, FIELD_U64 } FieldType;
 
 // How a field may be: its limits are [min, max], or [min, max) with OPEN_MAX; NaN is
 // refused unless NAN_OK.
@@ -159,13 +156,13 @@ static const Field fields[] = {
     OPTION("train.keep_cr", FIELD_INT, keep_cr, 0, 1, OPTIONAL),
     OPTION("train.skip_unknown", FIELD_INT, skip_unknown, 0, 1, OPTIONAL),
     OPTION("train.schedule_start", FIELD_LONG, schedule_start, 0, TRAIN_MAX_STEPS, OPTIONAL),
-    OPTION("train.min_char_count", FIELD_LONG, min_char_count, 1, 1e15, OPTIONAL),
+    OPTION("train.min_char_count", FIELD_LONG, min_char_count, 1, TRAIN_MAX_MIN_CHAR_COUNT, OPTIONAL),
     OPTION("train.grow_vocab", FIELD_INT, grow_vocab, 0, 1, OPTIONAL),
     STATE("state.step", FIELD_LONG, step, 0, TRAIN_MAX_STEPS, 0),
     STATE("state.rng", FIELD_U64, rng.state, 0, 0, 0),
     STATE("state.best_val_loss", FIELD_DOUBLE, best_val_loss, 0, INFINITY, 0),
     STATE("state.last_val_loss", FIELD_DOUBLE, last_val_loss, 0, INFINITY, OPEN_MAX | NAN_OK),
-    STATE("state.tokens_seen", FIELD_LONG, tokens_seen, 0, 1e18, 0),
+    STATE("state.tokens_seen", FIELD_LLONG, tokens_seen, 0, 1e18, 0),
     STATE("state.elapsed_s", FIELD_DOUBLE, elapsed_s, 0, 1e12, 0),
 };
 #define NUM_FIELDS (int)(sizeof(fields) / sizeof(fields[0]))
@@ -199,6 +196,7 @@ void run_meta_write(RunMeta *m, const TrainOptions *o, const TrainState *s) {
         switch (f->type) {
             case FIELD_INT: snprintf(value, sizeof(value), "%d", *(const int *)p); break;
             case FIELD_LONG: snprintf(value, sizeof(value), "%ld", *(const long *)p); break;
+            case FIELD_LLONG: snprintf(value, sizeof(value), "%lld", *(const long long *)p); break;
             case FIELD_FLOAT: float_text(*(const float *)p, value, sizeof(value)); break;
             case FIELD_DOUBLE: double_text(*(const double *)p, value, sizeof(value)); break;
             case FIELD_U64: snprintf(value, sizeof(value), "%" PRIu64, *(const uint64_t *)p); break;
@@ -235,7 +233,8 @@ static int read_field(const Checkpoint *ck, const Field *f, TrainOptions *o, Tra
     void *p = field_address(f, o, s);
     if (!text && (f->flags & OPTIONAL)) {
         if (f->type == FIELD_INT) *(int *)p = 0;
-        else *(long *)p = 0;
+        else if (f->type == FIELD_LONG) *(long *)p = 0;
+        else *(long long *)p = 0;
         return 0;
     }
     if (!text) {
@@ -250,12 +249,13 @@ static int read_field(const Checkpoint *ck, const Field *f, TrainOptions *o, Tra
         if (text[0] < '0' || text[0] > '9' || *end || errno)
             return not_a_number(ck, f, text, "a whole number in [0, 2^64)", err);
         *(uint64_t *)p = v;
-    } else if (f->type == FIELD_INT || f->type == FIELD_LONG) {
+    } else if (f->type == FIELD_INT || f->type == FIELD_LONG || f->type == FIELD_LLONG) {
         long long v = strtoll(text, &end, 10);
         if (end == text || *end || errno) return not_a_number(ck, f, text, "a whole number", err);
         if (v < f->min || v > f->max) return outside(ck, f, text, err);
         if (f->type == FIELD_INT) *(int *)p = (int)v;
-        else *(long *)p = (long)v;
+        else if (f->type == FIELD_LONG) *(long *)p = (long)v;
+        else *(long long *)p = v;
     } else {
         double v = strtod(text, &end);
         if (end == text || *end) return not_a_number(ck, f, text, "a number", err);

@@ -52,7 +52,8 @@ typedef struct {
     long step;          // state.step
 } RunIdentity;
 
-// A new identity: 8 bytes from /dev/urandom (else the clock and the process id, mixed).
+// A new identity: 8 bytes of the system's random source (common/platform.h; else the clock and
+// the process id, mixed).
 void run_id_new(char id[RUN_ID_LEN]);
 // 1 when text is an identity run_id_new could make (16 lowercase hex digits).
 int run_id_valid(const char *text);
@@ -73,9 +74,10 @@ int run_identity_compare(const RunIdentity *a, const RunIdentity *b, char *why, 
 // field's range, so a checkpoint edited by hand or damaged cannot start a run with nonsense.
 
 // Limits of the options, on the command line and in a checkpoint alike.
-#define TRAIN_MAX_STEPS (1L << 40)         // steps, warm-up, decay and every "every N"
+#define TRAIN_MAX_STEPS LONG_AT_MOST(1LL << 40)  // steps, warm-up, decay and every "every N"
 #define TRAIN_MAX_BATCH_SIZE (1 << 20)
 #define TRAIN_MAX_EVAL_BATCHES (1L << 30)
+#define TRAIN_MAX_MIN_CHAR_COUNT LONG_AT_MOST(1000000000000000LL)
 #define TRAIN_MAX_LR 10.0                  // lr, min_lr and weight decay
 #define TRAIN_MAX_GRAD_CLIP 1e9
 
@@ -124,7 +126,7 @@ typedef struct {
     Rng rng;               // batch sampler, after `step` batches
     double best_val_loss;  // INFINITY before the first evaluation
     double last_val_loss;  // NAN before the first evaluation
-    long tokens_seen;
+    long long tokens_seen;  // past 2^31 in a long run: wider than a long where that is 32 bits
     double elapsed_s;
 } TrainState;
 

@@ -306,7 +306,7 @@ int plan_memory(Run *r, GPTMemoryPlan *plan, char err[ERR_LEN]) {
                                         r->resuming ? (resumed_run_id ? resumed_run_id : "") : NULL, err);
     if (probe_ready != 0) return probe_ready == -2 ? EXIT_USAGE : EXIT_DATA;
     int B = o->batch_size, T = o->block_size;
-    r->tty = isatty(STDOUT_FILENO) && dist_size() == 1;  // mpirun forwards output: no rewritten line
+    r->tty = platform_is_terminal(STDOUT_FILENO) && dist_size() == 1;  // mpirun forwards output: no rewritten line
     if (o->task[0])
         printf("chargpt: %s, made from seed %" PRIu64 ", vocabulary %d; train %d new sequences a step, val %zu "
                "characters; accuracy counted on %s\n", r->data_name, o->seed, r->vocab.size, B, r->ds.val_len,
@@ -405,7 +405,7 @@ int take_step(Run *r) {
         return EXIT_NONFINITE;
     }
     s->step++;
-    s->tokens_seen += (long)B * T;
+    s->tokens_seen += (long long)B * T;
     r->grad_norm = (float)norm;
     r->grad_norm_sum += norm;
     r->clipped_steps += grad_clipped(norm, o->grad_clip);

@@ -14,15 +14,6 @@
 static atomic_int signals_received = 0;
 static volatile sig_atomic_t first_signal = 0;
 
-const char *stop_signal_name(int sig) {
-    switch (sig) {
-        case SIGINT: return "SIGINT";
-        case SIGTERM: return "SIGTERM";
-        case SIGHUP: return "SIGHUP";
-        default: return "a signal";
-    }
-}
-
 // write(2) is async-signal-safe, stdio is not
 static void say(const char *a, const char *b, const char *c) {
     const char *parts[] = {"\n", program_name(), ": ", a, b, c, "\n"};
@@ -40,28 +31,21 @@ static void on_stop_signal(int sig) {
     }
     if (atomic_fetch_add(&signals_received, 1) == 0) {
         first_signal = sig;
-        say(stop_signal_name(sig), ": stopping: the step under way ends, an evaluation in progress is abandoned, ",
+        say(platform_signal_name(sig), ": stopping: the step under way ends, an evaluation in progress is abandoned, ",
             sig == SIGINT ? "the checkpoint is saved (Ctrl-C again exits without saving)"
                           : "the checkpoint is saved");
         errno = saved_errno;
         return;
     }
     atomic_file_remove_open();
-    say(stop_signal_name(sig), " again: exiting without saving ",
+    say(platform_signal_name(sig), " again: exiting without saving ",
         "(the last checkpoint saved before is unchanged)");
-    signal(sig, SIG_DFL);
-    raise(sig);
+    platform_end_by_signal(sig);
 }
 
 void stop_signals_install(int one_of_several) {
     several_processes = one_of_several;
-    static const int stop[] = {SIGINT, SIGTERM, SIGHUP};
-    struct sigaction action;
-    memset(&action, 0, sizeof(action));
-    action.sa_handler = on_stop_signal;
-    action.sa_flags = one_of_several ? 0 : SA_RESTART;
-    sigemptyset(&action.sa_mask);
-    for (size_t i = 0; i < sizeof(stop) / sizeof(stop[0]); i++) sigaction(stop[i], &action, NULL);
+    platform_signals_catch(PLATFORM_STOP_SIGNALS, on_stop_signal, !one_of_several);
 }
 
 int stop_signals_received(void) { return first_signal; }
@@ -74,5 +58,5 @@ int stop_signals_agree(int *signal) {
 
 int stop_before_the_run(int signal, char err[ERR_LEN]) {
     return error_status(err, 128 + signal, "stopped by %s before the first step: no run was started, nothing was "
-                        "written in --out", stop_signal_name(signal));
+                        "written in --out", platform_signal_name(signal));
 }

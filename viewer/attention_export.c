@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <zlib.h>
 
+#include "../common/platform.h"
 #include "../data/utf8.h"
 #include "../format/atomic_file.h"
 #include "attention_formats.h"
@@ -17,7 +18,7 @@ typedef int (*AttentionWriter)(FILE *fp, const Attention *a, char err[ERR_LEN]);
 
 // The extension of the last path component ("" when it has none), without the dot.
 static const char *path_extension(const char *path) {
-    const char *base = strrchr(path, '/');
+    const char *base = platform_path_last_separator(path);
     base = base ? base + 1 : path;
     const char *dot = strrchr(base, '.');
     return dot ? dot + 1 : "";

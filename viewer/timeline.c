@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../common/input_file.h"
 #include "../format/atomic_file.h"
@@ -152,15 +151,15 @@ static int plan_page(const char *probe_path, double budget, Selection *s, uint64
 int timeline_memory(const char *probe_path, double *bytes, char err[ERR_LEN]) {
     FILE *fp = input_file_fopen(probe_path, 0, NULL, err);
     if (!fp) return -1;
-    struct stat st;
+    PlatformFileInfo info;
     ProbeReader r;
     int rc = probe_reader_open(&r, fp, probe_path, err);
-    if (rc == 0 && fstat(fileno(fp), &st) != 0) {
+    if (rc == 0 && platform_fd_info(fileno(fp), &info) != 0) {
         snprintf(err, ERR_LEN, "cannot read %s: %s", probe_path, strerror(errno));
         rc = -1;
     }
     if (rc == 0) {
-        double header = (double)r.offset, records = ((double)st.st_size - header) / (probe_light_bytes(&r.header) + 8);
+        double header = (double)r.offset, records = ((double)info.size - header) / (probe_light_bytes(&r.header) + 8);
         *bytes = 4.0 * header + 2.0 * ((double)probe_record_bytes(&r.header) + 64) + 2.0 * records;
     }
     if (r.payload) probe_reader_close(&r);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../common/platform.h"
 #include "../../data/batch.h"
 #include "../../data/corpus.h"
 #include "../../data/corpus_set.h"
@@ -35,7 +36,7 @@ static void fuzz_two_documents(const uint8_t *data, size_t size, const TextOptio
     size_t lens[2] = {half, size - half};
     for (int i = 0; i < 2; i++) {
         if (lens[i] == 0) continue;
-        FILE *fp = fmemopen((void *)parts[i], lens[i], "rb");
+        FILE *fp = platform_memory_stream(parts[i], lens[i]);
         if (!fp) break;
         size_t before = r.len, documents = r.documents;
         TextStatus status = text_reader_add(&r, fp, "part", 0, err);
@@ -52,7 +53,7 @@ static void fuzz_two_documents(const uint8_t *data, size_t size, const TextOptio
 
 int fuzz_corpus(const uint8_t *data, size_t size) {
     if (size == 0) return 0;  // fmemopen needs a buffer; the empty corpus has its own test
-    FILE *fp = fmemopen((void *)data, size, "rb");
+    FILE *fp = platform_memory_stream(data, size);
     if (!fp) return 0;
     Corpus corpus;
     char err[ERR_LEN];

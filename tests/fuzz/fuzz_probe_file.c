@@ -5,6 +5,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "../../common/platform.h"
 #include "../../format/probe_file.h"
 #include "fuzz.h"
 
@@ -29,7 +30,7 @@ static uint8_t *with_valid_crcs(const uint8_t *data, size_t size) {
 
 int fuzz_probe_file(const uint8_t *data, size_t size) {
     uint8_t *fixed = with_valid_crcs(data, size);
-    FILE *fp = fmemopen(fixed, size ? size : 1, "rb");
+    FILE *fp = platform_memory_stream(fixed, size ? size : 1);
     if (!fp) abort();
     ProbeReader r;
     char err[ERR_LEN];
