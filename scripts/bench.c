@@ -460,8 +460,9 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
     double peak_gflops = fmax(peak->gflops_all, peak->gflops_one);
     printf("peak_path=%s ", fma_loops[fma_loop_of_run(o->precision)].name);
     if (peak_gflops > 0.0) printf("pct_peak=%.1f ", 100.0 * gflops / peak_gflops);
-    printf("rss_kb=%ld cpu_pct=%.0f threads_mean=%.2f first_loss=%.4f last_loss=%.4f\n", rss,
-           100.0 * cpu / (total * omp_get_max_threads()), (double)thread_steps / steps, first_loss, loss);
+    printf("rss_kb=%ld cpu_pct=%.0f cpu_ms_per_step=%.3f threads_mean=%.2f first_loss=%.4f last_loss=%.4f\n", rss,
+           100.0 * cpu / (total * omp_get_max_threads()), 1000.0 * cpu / steps, (double)thread_steps / steps,
+           first_loss, loss);
     fflush(stdout);
     free(step_secs);
     free(inputs);
