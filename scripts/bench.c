@@ -28,7 +28,9 @@
 // Everything runs on the kernels' backend in use (kernels.h: CHARGPT_KERNELS's, else the
 // fastest this CPU runs), named in each result. The FMA peak is that of the backend's own
 // instruction set (for bf16 on vdpbf16ps, that instruction's), measured by a loop of
-// independent multiply-adds held in registers; a training result is a share of it.
+// independent multiply-adds held in registers, each thread timed by its own CPU time, so
+// that it is the cores' limit even while other processes share them; a training result
+// (timed by the wall clock) is a share of it.
 //
 // Output: one line per result, "kind key=value ...", read by scripts/bench.sh. Progress
 // goes to stderr. Exit status (common/errors.h): 0 done, 1 a measurement failed, 2 bad usage,
@@ -302,30 +304,41 @@ static int fma_loop_of_run(Precision precision) {
 // out of the timing nor drop it.
 static volatile float fma_start = 1.0f, fma_sink;
 
-// Seconds for loop f (iters) on `threads` threads at once.
-static double time_fma(const FmaLoop *f, int threads, long iters) {
-    double t0 = now_seconds();
-    if (threads == 1) {
-        fma_sink = f->loop(iters, fma_start);
-    } else {
-        float total = 0.0f;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
+// The CPU time of the calling thread, in seconds.
+static double thread_cpu_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+// GFLOP/s of loop f (iters rounds) on `threads` threads at once, each timed by its own CPU
+// time: what the cores do while the loop has them, however often other processes take them
+// (the measure of the hardware, where a training run's wall time measures the run). The
+// shortest thread's CPU seconds go to *secs.
+static double time_fma(const FmaLoop *f, int threads, long iters, double *secs) {
+    double gflops = 0.0, shortest = INFINITY;
+    float total = 0.0f;
+#pragma omp parallel num_threads(threads) reduction(+ : total, gflops) reduction(min : shortest)
+    {
+        double t0 = thread_cpu_seconds();
         total += f->loop(iters, fma_start + omp_get_thread_num());
-        fma_sink = total;
+        double t = thread_cpu_seconds() - t0;
+        gflops += iters * f->flops_per_iter / t / 1e9;
+        shortest = t;
     }
-    return now_seconds() - t0;
+    fma_sink = total;
+    *secs = shortest;
+    return gflops;
 }
 
 // GFLOP/s of loop f on `threads` threads at once: the best of PEAK_RUNS runs of at least
-// 0.2 s (the best, since other processes can only slow a run down).
+// 0.2 CPU seconds a thread.
 static double fma_peak(const FmaLoop *f, int threads) {
     long iters = 1 << 16;
-    while (time_fma(f, threads, iters) < 0.2) iters *= 2;
+    double secs;
+    for (time_fma(f, threads, iters, &secs); secs < 0.2; time_fma(f, threads, iters, &secs)) iters *= 2;
     double best = 0.0;
-    for (int run = 0; run < PEAK_RUNS; run++) {
-        double gflops = threads * iters * f->flops_per_iter / time_fma(f, threads, iters) / 1e9;
-        if (gflops > best) best = gflops;
-    }
+    for (int run = 0; run < PEAK_RUNS; run++) best = fmax(best, time_fma(f, threads, iters, &secs));
     return best;
 }
 

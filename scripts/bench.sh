@@ -17,8 +17,9 @@
 #   a build runs beside training) and stops.
 # Each ratio is chargpt's speed over PyTorch's in the same run; beside each figure its share
 # of the FMA peak (a loop of independent fused multiply-adds held in registers, on the kernels'
-# instruction set, measured in the same run) and its CPU share (CPU time over wall time x
-# threads: well below 100% means other processes took the cores and the figure is low).
+# instruction set, measured in the same run by each thread's CPU time: the cores' limit, even
+# while other processes share them) and its CPU share (CPU time over wall time x threads:
+# well below 100% means other processes took the cores and the figure is low).
 #
 # PyTorch (/usr/bin/python3 with torch; skipped when missing) runs on the instruction set of
 # chargpt's kernels: ATEN_CPU_CAPABILITY for its own kernels, OPENBLAS_CORETYPE for OpenBLAS's
