@@ -8,7 +8,8 @@
 // batch 12) and small (6 layers, 6 heads, n_embd 384, block 256, batch 8). For each, the
 // jobs (--jobs), each in a child process of its own (so peak RSS is per job):
 //   peak:     the FMA peak of the kernels' instruction set (below), on one thread then on
-//             every OpenMP thread;
+//             every OpenMP thread; after the other jobs, which so meet the machine as ./train
+//             does rather than warmed by seconds of every core's multiply-adds;
 //   train:    the training step exactly as ./train takes it (data_parallel_step's one-process
 //             path: forward with targets, backward, global gradient norm, clipping, AdamW, the
 //             thread tuner picking the team), a few warm-up steps, then timed steps. ms/step
@@ -60,7 +61,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -121,13 +121,6 @@ typedef struct {
     int paired;           // fp32 and bf16 steps and characters in turn, instead of the jobs
     Precision precision;
 } Options;
-
-// The FMA peak of the run's loop (fma_loops), measured by the peak child and read by the
-// training children: GFLOP/s on one thread and on every OpenMP thread, 0 when not measured.
-typedef struct {
-    double gflops_one, gflops_all;
-    int threads;
-} Peak;
 
 static long peak_rss_kb(void) {
     struct rusage ru;
@@ -417,7 +410,7 @@ static double median_of(double *v, long n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak) {
+static void run_train(const BenchConfig *bc, const Options *o) {
     const int B = bc->batch_size, T = bc->block_size;
     GPT model;
     build_model(&model, bc, o->precision);
@@ -468,14 +461,9 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
            bc->name, precision_word(o->precision), omp_get_max_threads(), kernels_name(), bc->n_layer, bc->n_head,
            bc->n_embd, T, B, bc->vocab_size, model.num_parameters, o->warmup, steps, 1000.0 * mean, 1000.0 * median,
            1000.0 * step_secs[0], B * T / mean, flops / 1e9, flops_estimate(bc, model.num_parameters) / 1e9, gflops);
-    // every thread together can do at least what one does: on a busy machine the all-thread
-    // run may have come out lower
-    double peak_gflops = fmax(peak->gflops_all, peak->gflops_one);
-    printf("peak_path=%s ", fma_loops[fma_loop_of_run(o->precision)].name);
-    if (peak_gflops > 0.0) printf("pct_peak=%.1f ", 100.0 * gflops / peak_gflops);
-    printf("rss_kb=%ld cpu_pct=%.0f cpu_ms_per_step=%.3f threads_mean=%.2f first_loss=%.4f last_loss=%.4f\n", rss,
-           100.0 * cpu / (total * omp_get_max_threads()), 1000.0 * cpu / steps, (double)thread_steps / steps,
-           first_loss, loss);
+    printf("peak_path=%s rss_kb=%ld cpu_pct=%.0f cpu_ms_per_step=%.3f threads_mean=%.2f first_loss=%.4f last_loss=%.4f\n",
+           fma_loops[fma_loop_of_run(o->precision)].name, rss, 100.0 * cpu / (total * omp_get_max_threads()),
+           1000.0 * cpu / steps, (double)thread_steps / steps, first_loss, loss);
     fflush(stdout);
     free(step_secs);
     free(inputs);
@@ -654,14 +642,11 @@ static void run_generate(const BenchConfig *bc, const Options *o) {
 }
 
 // The peak of the run's loop (fma_loop_of_run), on one thread and on every OpenMP thread.
-static void run_peak(const Options *o, Peak *peak) {
+static void run_peak(const Options *o) {
     const FmaLoop *f = &fma_loops[fma_loop_of_run(o->precision)];
-    peak->threads = omp_get_max_threads();
     fprintf(stderr, "bench: measuring the FMA peak (%s)\n", f->name);
-    peak->gflops_one = fma_peak(f, 1);
-    peak->gflops_all = fma_peak(f, peak->threads);
-    printf("peak path=%s threads=%d gflops_1t=%.2f gflops_all=%.2f\n", f->name, peak->threads, peak->gflops_one,
-           peak->gflops_all);
+    double one = fma_peak(f, 1), all = fma_peak(f, omp_get_max_threads());
+    printf("peak path=%s threads=%d gflops_1t=%.2f gflops_all=%.2f\n", f->name, omp_get_max_threads(), one, all);
     fflush(stdout);
 }
 
@@ -671,14 +656,14 @@ static void run_peak(const Options *o, Peak *peak) {
 
 enum { CHILD_PEAK, CHILD_TRAIN, CHILD_TRAIN_PAIRED, CHILD_GENERATE, CHILD_GENERATE_PAIRED };
 
-static int run_child(int child, const BenchConfig *bc, const Options *o, Peak *peak) {
+static int run_child(int child, const BenchConfig *bc, const Options *o) {
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
     if (pid < 0) die(EXIT_DATA, "fork: %s", strerror(errno));
     if (pid == 0) {
-        if (child == CHILD_PEAK) run_peak(o, peak);
-        else if (child == CHILD_TRAIN) run_train(bc, o, peak);
+        if (child == CHILD_PEAK) run_peak(o);
+        else if (child == CHILD_TRAIN) run_train(bc, o);
         else if (child == CHILD_TRAIN_PAIRED) run_train_paired(bc, o);
         else if (child == CHILD_GENERATE_PAIRED) run_generate_paired(bc, o);
         else run_generate(bc, o);
@@ -795,19 +780,14 @@ int main(int argc, char **argv) {
     parse_options(argc, argv, &o);
     char err[ERR_LEN];
     if (kernels_init(err) != 0) die(EXIT_USAGE, "%s", err);
-    // shared with the children: the peak child writes it, the training children read it
-    Peak *peak = mmap(NULL, sizeof(Peak), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (peak == MAP_FAILED) die(EXIT_DATA, "mmap: %s", strerror(errno));
-    memset(peak, 0, sizeof(*peak));
-    int rc = !o.paired && (o.jobs & JOB_PEAK) ? run_child(CHILD_PEAK, NULL, &o, peak) : 0;
-    if (rc != 0) return rc;
+    int rc = 0;
     for (int i = 0; i < NUM_CONFIGS; i++) {
         if (!(o.config_mask & 1 << i)) continue;
         int train = o.paired ? CHILD_TRAIN_PAIRED : CHILD_TRAIN, generate = o.paired ? CHILD_GENERATE_PAIRED
                                                                                       : CHILD_GENERATE;
-        if ((o.jobs & JOB_TRAIN) && (rc = run_child(train, &configs[i], &o, peak)) != 0) return rc;
-        if ((o.jobs & JOB_GENERATE) && (rc = run_child(generate, &configs[i], &o, peak)) != 0) return rc;
+        if ((o.jobs & JOB_TRAIN) && (rc = run_child(train, &configs[i], &o)) != 0) return rc;
+        if ((o.jobs & JOB_GENERATE) && (rc = run_child(generate, &configs[i], &o)) != 0) return rc;
     }
-    munmap(peak, sizeof(Peak));
+    if (!o.paired && (o.jobs & JOB_PEAK) && (rc = run_child(CHILD_PEAK, NULL, &o)) != 0) return rc;
     return 0;
 }

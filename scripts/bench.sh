@@ -125,7 +125,7 @@ start_busy() {
 echo "bench: the $backend kernels" >&2
 more=
 [ "$all" = 1 ] && more=,samples
-run_chargpt main.txt "$backend" --jobs "peak,train,generate$more" --config lesson,tiny
+run_chargpt main.txt "$backend" --jobs "train,generate$more" --config lesson,tiny
 run_chargpt main.txt "$backend" --jobs "train${more:+,generate$more}" --config small
 for config in $configs; do
     chars=0
@@ -142,15 +142,23 @@ kill -0 "$busy_pid" 2>/dev/null || busy_alive=0
 stop_busy
 
 if [ "$all" = 1 ]; then
-    run_chargpt bf16.txt "$backend" --precision bf16 --jobs peak,train,generate
+    run_chargpt bf16.txt "$backend" --precision bf16 --jobs train,generate
     run_chargpt paired.txt "$backend" --paired --config small --seconds "$((3 * seconds))"
     for config in $configs; do run_torch torch_bf16.txt "$backend" "$config" 0 --bf16; done
     for b in $backends; do
         echo "bench: the $b kernels" >&2
         for precision in fp32 bf16; do
-            run_chargpt "backend_$b.txt" "$b" --precision "$precision" --jobs peak,train
+            run_chargpt "backend_${b}_$precision.txt" "$b" --precision "$precision" --jobs train
         done
         if [ "$b" != "$backend" ]; then for config in $configs; do run_torch "torch_$b.txt" "$b" "$config" 0; done; fi
+    done
+fi
+# the FMA peaks last (scripts/bench.c says why): the loop of each backend and precision measured
+echo "bench: the FMA peaks" >&2
+run_chargpt peaks.txt "$backend" --jobs peak
+if [ "$all" = 1 ]; then
+    for b in $backends; do
+        for precision in fp32 bf16; do run_chargpt peaks.txt "$b" --precision "$precision" --jobs peak; done
     done
 fi
 touch "$out/torch.txt" "$out/shared_torch.txt" "$out/torch_bf16.txt"
@@ -180,10 +188,14 @@ share() {
         awk -v g="$1" -v ms="$2" -v p="$3" 'BEGIN { printf "%.1f%%", 100 * g / (ms / 1000) / p }'
     else printf -- "-"; fi
 }
-# peak FILE: the all-thread FMA peak of FILE's peak line (at least the one-thread figure)
-peak_of() {
-    awk '$1 == "peak" { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-                        print (f["gflops_all"] > f["gflops_1t"] ? f["gflops_all"] : f["gflops_1t"]); exit }' "$1"
+# peak LOOP [KEY]: GFLOP/s of LOOP's FMA peak (a train line's peak_path): on every thread
+# (at least the one-thread figure), or KEY's
+peak() {
+    awk -v path="$1" -v key="${2:-}" '$1 == "peak" {
+            for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+            if (f["path"] != path) next
+            print key != "" ? f[key] : (f["gflops_all"] > f["gflops_1t"] ? f["gflops_all"] : f["gflops_1t"]); exit
+        }' "$out/peaks.txt"
 }
 # train_options CONFIG: the ./train options of the model (scripts/bench.c's configs)
 train_options() {
@@ -195,13 +207,13 @@ train_options() {
 
 cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)"
 [ -n "$cpu_model" ] || cpu_model="$(sysctl -n machdep.cpu.brand_string 2>/dev/null || true)"
-peak="$(peak_of "$out/main.txt")"
-peak_path="$(field "$out/main.txt" peak - path)"
+peak_path="$(field "$out/main.txt" train tiny peak_path)"
+peak="$(peak "$peak_path")"
 echo "chargpt benchmark: ${cpu_model:-unknown CPU}, $(getconf _NPROCESSORS_ONLN) cores, $OMP_NUM_THREADS threads" \
      "(OMP_NUM_THREADS); load average before the run $(cut -d ' ' -f 1-3 /proc/loadavg 2>/dev/null ||
      uptime | sed 's/.*load averages*: *//')"
 echo "kernels: $backend (this CPU runs $(echo $backends | sed 's/ /, /g'); CHARGPT_KERNELS=name picks one);" \
-     "FMA peak of their instruction set ($peak_path loop): $(fmt %.1f "$(field "$out/main.txt" peak - gflops_1t)")" \
+     "FMA peak of their instruction set ($peak_path loop): $(fmt %.1f "$(peak "$peak_path" gflops_1t)")" \
      "GFLOP/s on 1 thread, $(fmt %.1f "$peak") on $OMP_NUM_THREADS"
 if [ "$have_torch" = 1 ]; then
     echo "PyTorch $(field "$out/torch.txt" torch_train tiny torch) on the same instruction set:" \
@@ -275,14 +287,15 @@ if [ "$all" = 1 ]; then
     echo "bf16 (--precision bf16: bf16 operands, fp32 sums; products on" \
          "$(field "$b16" train tiny precision | sed 's/^bf16://; s/+/ /g')), beside fp32 and PyTorch's" \
          "torch.autocast(\"cpu\", dtype=torch.bfloat16); FMA peak of the bf16 products' loop" \
-         "($(field "$b16" peak - path)): $(fmt %.1f "$(peak_of "$b16")") GFLOP/s"
+         "($(field "$b16" train tiny peak_path)): $(fmt %.1f "$(peak "$(field "$b16" train tiny peak_path)")") GFLOP/s"
     echo "| model | fp32 tok/s | bf16 tok/s | % of bf16 peak | bf16 / fp32 | PyTorch bf16 tok/s | chargpt bf16 / PyTorch bf16 | fp32 chars/s | bf16 chars/s |"
     echo "|---|---|---|---|---|---|---|---|---|"
     for config in $configs; do
         tok="$(field "$out/main.txt" train "$config" tok_per_s)" tok16="$(field "$b16" train "$config" tok_per_s)"
         torch16="$(field "$out/torch_bf16.txt" torch_bf16_train "$config" tok_per_s)"
         printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$config" "$(fmt %.0f "$tok")" "$(fmt %.0f "$tok16")" \
-            "$(share "$(field "$b16" train "$config" gflop_per_step)" "$(field "$b16" train "$config" ms_per_step)" "$(peak_of "$b16")")" \
+            "$(share "$(field "$b16" train "$config" gflop_per_step)" "$(field "$b16" train "$config" ms_per_step)" \
+                "$(peak "$(field "$b16" train "$config" peak_path)")")" \
             "$(ratio "$tok16" "$tok")" "$(fmt %.0f "$torch16")" "$(ratio "$tok16" "$torch16")" \
             "$(fmt %.0f "$(field "$out/main.txt" generate "$config" cache_chars_per_s)")" \
             "$(fmt %.0f "$(field "$b16" generate "$config" cache_chars_per_s)")"
@@ -316,28 +329,25 @@ if [ "$all" = 1 ]; then
     echo
 
     echo "Each kernels' backend this CPU runs (CHARGPT_KERNELS=name), training; % of the FMA peak of the backend's"
-    echo "own instruction set (bf16 on vdpbf16ps: of that loop's), measured in its own run; PyTorch held to the"
+    echo "own instruction set (bf16 on vdpbf16ps: of that loop's), measured in the same run; PyTorch held to the"
     echo "same instruction set (fp32)"
     echo "| kernels | model | fp32 tok/s | % of its peak | PyTorch tok/s | chargpt / PyTorch | bf16 tok/s | % of its peak | bf16 / fp32 |"
     echo "|---|---|---|---|---|---|---|---|---|"
     for b in $backends; do
-        f="$out/backend_$b.txt" t="$out/torch_$b.txt"
+        f32="$out/backend_${b}_fp32.txt" f16="$out/backend_${b}_bf16.txt" t="$out/torch_$b.txt"
         [ "$b" = "$backend" ] && t="$out/torch.txt"
-        # the file's fp32 and bf16 halves: the lines before and after its second peak line
-        awk -v f32="$out/b32" -v f16="$out/b16" '$1 == "peak" { n++ } { print > (n < 2 ? f32 : f16) }' "$f"
         for config in $configs; do
-            ms="$(field "$out/b32" train "$config" ms_per_step)" ms16="$(field "$out/b16" train "$config" ms_per_step)"
+            ms="$(field "$f32" train "$config" ms_per_step)" ms16="$(field "$f16" train "$config" ms_per_step)"
             torch_ms="$(field "$t" torch_train "$config" ms_per_step)"
             printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$b" "$config" \
-                "$(fmt %.0f "$(field "$out/b32" train "$config" tok_per_s)")" \
-                "$(share "$(field "$out/b32" train "$config" gflop_per_step)" "$ms" "$(peak_of "$out/b32")")" \
+                "$(fmt %.0f "$(field "$f32" train "$config" tok_per_s)")" \
+                "$(share "$(field "$f32" train "$config" gflop_per_step)" "$ms" "$(peak "$(field "$f32" train "$config" peak_path)")")" \
                 "$(fmt %.0f "$(field "$t" torch_train "$config" tok_per_s)")" "$(ratio "$torch_ms" "$ms")" \
-                "$(fmt %.0f "$(field "$out/b16" train "$config" tok_per_s)")" \
-                "$(share "$(field "$out/b16" train "$config" gflop_per_step)" "$ms16" "$(peak_of "$out/b16")")" \
+                "$(fmt %.0f "$(field "$f16" train "$config" tok_per_s)")" \
+                "$(share "$(field "$f16" train "$config" gflop_per_step)" "$ms16" "$(peak "$(field "$f16" train "$config" peak_path)")")" \
                 "$(ratio "$ms" "$ms16")"
         done
     done
-    rm -f "$out/b32" "$out/b16"
     echo
 
     # MPI (when `make MPI=1` has built build-mpi/bin/train): the small model on 1 process x 2
