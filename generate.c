@@ -120,14 +120,16 @@ static void usage(FILE *f) {
             "      --max-memory MIB   refuse a checkpoint whose generation needs more memory than MIB\n"
             "                         mebibytes, and a --score text that would take more beside the\n"
             "                         model, at 4 bytes a character (a .gz stops being inflated once\n"
-            "                         past it); default: the memory available now (MemAvailable in\n"
-            "                         /proc/meminfo on Linux, free and inactive pages on macOS;\n"
-            "                         elsewhere unknown: no limit)\n"
+            "                         past it); default: the memory available now, less a margin\n"
+            "                         kept free (the least of MemAvailable, the cgroup's limit less\n"
+            "                         its use and RLIMIT_AS on Linux; free and inactive pages on\n"
+            "                         macOS; elsewhere unknown: no limit)\n"
             "      --precision P      fp32, or bf16: matrix products on bf16 weights and activations\n"
             "                         with fp32 sums, faster where the CPU has AVX512_BF16 (default\n"
             "                         fp32, whatever the checkpoint was trained in)\n"
             "      --timeline RUN_DIR rebuild RUN_DIR/timeline.html, the page of a training run, from its\n"
-            "                         probe.bin and log.csv (a run copied from elsewhere); no CKPT\n"
+            "                         probe.bin and log.csv (a run copied from elsewhere); no CKPT;\n"
+            "                         --max-memory bounds it too\n"
             "      --force            replace files that are there already (--attention, --surprisal,\n"
             "                         --timeline's page); without it they are refused\n"
             "  -h, --help             show this help\n"
@@ -180,7 +182,8 @@ static void parse_options(int argc, char **argv, Options *o) {
         index = -1;
         if (!o->sampling_flag[0] && is_sampling_option(c))
             snprintf(o->sampling_flag, sizeof(o->sampling_flag), "%s", name);
-        if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_FORCE && c != 'h' && c != ':' && c != '?')
+        if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_FORCE && c != OPT_MAX_MEMORY && c != 'h' &&
+            c != ':' && c != '?')
             snprintf(o->other_flag, sizeof(o->other_flag), "%s", name);
         switch (c) {
             case 'n': o->max_new = option_long("--max-new", optarg, 0, 1L << 40); break;
@@ -226,6 +229,7 @@ static void parse_options(int argc, char **argv, Options *o) {
                     die(EXIT_USAGE, "unknown option '%s' (a prompt that starts with '-' goes after '--': %s CKPT "
                         "-- '%s'; see --help)", argv[optind], program_invocation(), argv[optind]);
                 usage(stdout);
+                stdout_flush_or_die();
                 exit(0);
             case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", flag); break;
             default:
@@ -238,7 +242,8 @@ static void parse_options(int argc, char **argv, Options *o) {
     }
     if (o->timeline) {
         if (o->other_flag[0] || optind < argc)
-            die(EXIT_USAGE, "--timeline rebuilds a run's page from its directory: it takes only --force, not '%s'",
+            die(EXIT_USAGE, "--timeline rebuilds a run's page from its directory: it takes only --force and "
+                "--max-memory, not '%s'",
                 o->other_flag[0] ? o->other_flag : argv[optind]);
         return;
     }
@@ -347,6 +352,13 @@ static void check_generation_memory(const GPTConfig *c, const Options *o, long t
     if (o->num_attention)  // the copy of the attention weights, and the logit lens
         plan.generation += (double)c->n_layer * c->n_head * c->block_size * c->block_size * sizeof(float) +
                            logit_lens_bytes(c, c->block_size) + (double)c->block_size * sizeof(int);
+    int t = text_len < c->block_size ? (int)text_len : c->block_size;  // the window recorded
+    double files = 0.0;  // written one after another: the largest (a .png's image) at a time
+    for (int i = 0; i < o->num_attention; i++) {
+        double bytes = attention_export_memory(o->attention[i], t, c->n_layer, c->n_head);
+        files = bytes > files ? bytes : files;
+    }
+    plan.generation += files;
     char what[128];
     if (o->num_samples == 1) snprintf(what, sizeof(what), "generating %ld characters", o->max_new);
     else snprintf(what, sizeof(what), "generating %d samples of %ld characters", o->num_samples, o->max_new);
@@ -357,7 +369,8 @@ static void check_generation_memory(const GPTConfig *c, const Options *o, long t
 // each file (generation/attention_record.h).
 static void record_attention(GPT *model, const int *text, long len, const Options *o) {
     char err[ERR_LEN];
-    int written, status = attention_record(model, &run.vocab, text, len, o->attention, o->num_attention, &written, err);
+    int written, status = attention_record(model, &run.vocab, text, len, o->attention, o->num_attention, o->force,
+                                                &written, err);
     const GPTConfig *c = &model->config;
     int t = len < c->block_size ? (int)len : c->block_size;
     for (int i = 0; i < written; i++)
@@ -419,7 +432,7 @@ static void score_text(const Options *o) {
     Corpus scored;
     char pipe_into[1100];
     snprintf(pipe_into, sizeof(pipe_into), "%s %s --score -", program_invocation(), o->checkpoint);
-    TextOptions read_as = {0, o->encoding, "scored text", pipe_into};
+    TextOptions read_as = {0, o->encoding, "scored text", pipe_into, NULL};
     int rc = strcmp(o->score, "-") == 0 ? corpus_read_as(stdin, name, &read_as, max_chars, &scored, err)
                                         : corpus_load_as(o->score, &read_as, max_chars, &scored, err);
     if (rc == -2) {
@@ -452,7 +465,8 @@ static void score_text(const Options *o) {
     rc = score_tokens(model, text->tokens, text->len, o->stride, on_scored, &out, &score, err);
     if (out.progress) fprintf(stderr, "\r\033[K");
     if (rc != 0) die(EXIT_DATA, "%s: %s", name, err);
-    if (o->surprisal && surprisal_csv_commit(&csv, err) != 0) die(EXIT_DATA, "%s", err);
+    if (o->surprisal && (rc = surprisal_csv_commit(&csv, o->force, err)) != 0)
+        die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "%s", err);
     double nats = score.sum_nats / score.scored;
     printf("%s: %ld characters scored (block size %d, stride %d): %.6f nats/char, %.6f bits/char, perplexity %.4f\n",
            name, score.scored, c->block_size, o->stride, nats, nats / M_LN2, exp(nats));
@@ -472,7 +486,9 @@ static void start_kernels(const Options *o) {
 // vocabulary.
 static void open_checkpoint(const Options *o) {
     char err[ERR_LEN];
-    if (checkpoint_open(o->checkpoint, &run.ck, err) != 0) die(EXIT_DATA, "%s", err);
+    const char *source;
+    int rc = checkpoint_open_within(o->checkpoint, generation_memory_limit(o, &source), &run.ck, err);
+    if (rc != 0) die(rc == -2 ? EXIT_USAGE : EXIT_DATA, "%s%s%s", err, rc == -2 ? " " : "", rc == -2 ? source : "");
     const GPTConfig *c = &run.ck.config;
     if (checkpoint_vocab(&run.ck, &run.vocab, err) != 0) die(EXIT_DATA, "%s", err);
     if (o->stride > c->block_size)
@@ -554,6 +570,23 @@ static void report_speed(const Options *o, double secs) {
             o->use_cache ? "" : ", without the cache", precision);
 }
 
+// --timeline: the page's memory (viewer/timeline.h) and the loss history's (at most
+// LOSS_HISTORY_MAX_POINTS points, training/loss_history.h) within the memory limit, or exit 2.
+static void check_timeline_memory(const Options *o, const char *probe) {
+    char err[ERR_LEN];
+    double bytes;
+    if (timeline_memory(probe, &bytes, err) != 0) die(EXIT_DATA, "--timeline %s", err);
+    bytes += LOSS_HISTORY_MAX_POINTS * sizeof(LossPoint);
+    const char *source;
+    double limit = generation_memory_limit(o, &source);
+    if (limit <= 0 || bytes <= limit) return;
+    char needed[32], limit_text[32];
+    gpt_format_bytes(bytes, needed, sizeof(needed));
+    gpt_format_bytes(limit, limit_text, sizeof(limit_text));
+    die(EXIT_USAGE, "--timeline %s: making its page needs %s of memory (a record of %s at a time, and its loss "
+        "history), more than the %s %s", o->timeline, needed, probe, limit_text, source);
+}
+
 // --timeline RUN_DIR: the run's timeline.html made anew from its probe.bin and log.csv, as
 // ./train writes it at each evaluation (viewer/timeline.h); an existing page needs --force.
 static void rebuild_timeline(const Options *o) {
@@ -568,15 +601,16 @@ static void rebuild_timeline(const Options *o) {
         die(EXIT_DATA, "--timeline %s: it holds no probe.bin (a run from before the timeline, or with --no-probe)",
             o->timeline);
     refuse_existing("--timeline", page, o->force);
+    check_timeline_memory(o, probe);
     int removed;
     if (output_prepare(page, &removed, err) != 0) die(EXIT_DATA, "--timeline %s", err);
     LossHistory losses = {0};
     if (loss_history_read(&losses, log, err) != 0) die(EXIT_DATA, "%s", err);
     snprintf(title, sizeof(title), "chargpt: %s", o->timeline);
     TimelineSummary s;
-    int rc = timeline_write(page, probe, losses.points, losses.n, title, TIMELINE_MAX_RECORD_BYTES, &s, err);
+    int rc = timeline_write(page, probe, losses.points, losses.n, title, TIMELINE_MAX_RECORD_BYTES, o->force, &s, err);
     loss_history_free(&losses);
-    if (rc != 0) die(EXIT_DATA, "%s", err);
+    if (rc != 0) die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "%s", err);
     printf("%s: %ld probed step%s of %ld in full, %ld of %ld records%s\n", page, s.kept_whole,
            s.kept_whole == 1 ? "" : "s", s.whole, s.kept, s.records,
            s.torn_bytes ? "; a torn record at the end of probe.bin left out" : "");

@@ -29,6 +29,7 @@
 #include "data/corpus_fingerprint.h"
 #include "data/corpus_set.h"
 #include "data/encoding.h"
+#include "data/utf8.h"
 #include "data/vocab.h"
 #include "dist/dist.h"
 #include "format/atomic_file.h"
@@ -170,8 +171,9 @@ static void usage_model_and_training(FILE *f, const TrainOptions *d) {
             "                       (default 0)\n"
             "  --max-memory MIB     refuse a run that needs more memory than MIB mebibytes, its corpus\n"
             "                       included at 4 bytes a character (a .gz stops being inflated once\n"
-            "                       past it); default: the memory available now (MemAvailable in\n"
-            "                       /proc/meminfo on Linux, free and inactive pages on macOS;\n"
+            "                       past it); default: the memory available now, less a margin kept\n"
+            "                       free (the least of MemAvailable, the cgroup's limit less its use\n"
+            "                       and RLIMIT_AS on Linux; free and inactive pages on macOS;\n"
             "                       elsewhere unknown: no limit)\n"
             "  --precision P        fp32, or bf16: matrix products on bf16 copies of the weights and\n"
             "                       activations with fp32 sums, faster where the CPU has AVX512_BF16;\n"
@@ -442,7 +444,7 @@ static void parse_options(int argc, char **argv, TrainOptions *o, GivenOptions *
     int c, index = -1;
     while ((c = getopt_long(argc, argv, ":h", long_options, &index)) != -1) {
         switch (c) {
-            case 'h': usage(stdout); exit(0);
+            case 'h': usage(stdout); stdout_flush_or_die(); exit(0);
             case '?':
                 if (optopt) die(EXIT_USAGE, "unknown option '-%c' (see --help)", optopt);
                 die(EXIT_USAGE, "unknown option '%s' (see --help)", argv[optind - 1]);
@@ -683,6 +685,14 @@ static void lock_out_dir(const TrainOptions *o) {
     if (err[0]) fprintf(stderr, "%s: warning: %s\n", program_name(), err);
 }
 
+// The checkpoint at path read and checked (format/checkpoint.h) within the memory limit.
+static void open_checkpoint(const char *path, const TrainOptions *o, Checkpoint *ck) {
+    char err[ERR_LEN];
+    const char *source;
+    int rc = checkpoint_open_within(path, run_memory_limit(o, &source), ck, err);
+    if (rc != 0) die(rc == -2 ? EXIT_USAGE : EXIT_DATA, "%s%s%s", err, rc == -2 ? " " : "", rc == -2 ? source : "");
+}
+
 // The run's options: a resumed run's are its checkpoint's (with those --resume may change),
 // a fine-tuning run's model is its checkpoint's; the run's identity (training/run_identity.h)
 // is its checkpoint's when it resumes one that has it, else new. --out is locked before the
@@ -696,11 +706,11 @@ static void set_up_options(Run *r) {
     if (r->resuming) resume_out_dir(o, &r->given);
     if (dist_rank() == 0) lock_out_dir(o);
     if (r->resuming) {
-        if (checkpoint_open(o->resume, &r->ck, err) != 0) die(EXIT_DATA, "%s", err);
+        open_checkpoint(o->resume, o, &r->ck);
         resume_options(&r->ck, o, &r->given, &r->state);
     }
     if (r->initializing) {
-        if (checkpoint_open(o->init_from, &r->ck, err) != 0) die(EXIT_DATA, "%s", err);
+        open_checkpoint(o->init_from, o, &r->ck);
         init_from_options(&r->ck, o, &r->given);
     }
     if (!r->resuming || !o->run_id[0]) run_id_new(o->run_id);
@@ -722,14 +732,25 @@ static void set_up_out_dir(Run *r) {
     if (status != 0) die(status, "%s", err);
 }
 
+// Stopped by a signal before the first step (while the corpus was read, or the model built):
+// the run ends with 128 + the signal, before anything in --out is written.
+static void stop_before_the_run(int signal) {
+    die(128 + signal, "stopped by %s before the first step: no run was started, nothing was written in --out",
+        stop_signal_name(signal));
+}
+
 // Reads --data (training/run_text.h) within the memory limit less the checkpoint being read,
-// and says what the set held and skipped and what reading changed.
+// and says what the set held and skipped and what reading changed; a stop signal ends the
+// reading at once.
 static void read_text(Run *r) {
     TrainOptions *o = &r->o;
     char err[ERR_LEN], note[ERR_LEN], pipe_into[1100];
     if (!o->data[0] && corpus_default_path(o->data, sizeof(o->data), err) != 0)
         die(EXIT_DATA, "%s; give --data FILE", err);
-    data_paths_name(o->data, r->data_name, sizeof(r->data_name));
+    if (run_meta_check_paths(o, err) != 0) die(EXIT_USAGE, "%s", err);
+    char name[sizeof(r->data_name)];
+    data_paths_name(o->data, name, sizeof(name));
+    utf8_shown(name, r->data_name, sizeof(r->data_name));  // for messages, the loss plot and the page
     DataPaths paths;
     if (data_paths_split(o->data, &paths, err) != 0) die(EXIT_USAGE, "%s", err);
     for (int i = 0; i < paths.n && dist_size() > 1; i++)
@@ -737,11 +758,12 @@ static void read_text(Run *r) {
             die(EXIT_USAGE, "--data - reads standard input, which mpirun gives to rank 0 alone: every process reads "
                 "the corpus itself, so give it a file");
     snprintf(pipe_into, sizeof(pipe_into), "%s --data -", program_invocation());
-    TextSource source = {o->data, o->separator, {o->keep_cr, o->encoding, NULL, pipe_into}};
+    TextSource source = {o->data, o->separator, {o->keep_cr, o->encoding, NULL, pipe_into, stop_signals_received}};
     TextBudget budget = {.limit_given = o->max_memory > 0, .held = (double)r->ck.file.file_len};
     budget.limit = run_memory_limit(o, &budget.source);
     CorpusSetReport report;
     int status = run_text_read(&source, &budget, &r->corpus, &report, err);
+    if (status != 0 && stop_signals_received()) stop_before_the_run(stop_signals_received());
     if (status != 0)
         die(status, "%s%s", err, status == EXIT_DATA && r->resuming && !r->given.given[OPT_DATA]
                                      ? " (give --data if the corpus moved)" : "");
@@ -802,7 +824,9 @@ static void plan_memory(Run *r) {
                             o->dropout};
     if (gpt_config_validate(&r->config, err) != 0) die(EXIT_USAGE, "%s", err);
     // what the timeline probes (rank 0), checked before anything in --out changes
-    int probe_ready = run_probe_prepare(&r->probe, o, &r->config, &r->vocab, &r->ds, r->resuming, err);
+    const char *resumed_run_id = checkpoint_meta(&r->ck, "train.run_id");
+    int probe_ready = run_probe_prepare(&r->probe, o, &r->config, &r->vocab, &r->ds,
+                                        r->resuming ? (resumed_run_id ? resumed_run_id : "") : NULL, err);
     if (probe_ready != 0) die(probe_ready == -2 ? EXIT_USAGE : EXIT_DATA, "%s", err);
     int B = o->batch_size, T = o->block_size;
     r->tty = isatty(STDOUT_FILENO) && dist_size() == 1;  // mpirun forwards output: no rewritten line
@@ -881,17 +905,21 @@ static void say_how_the_run_starts(const Run *r) {
     if (schedule_warning(o, step, o->steps, warning, sizeof(warning))) printf("%s\n", warning);
 }
 
-// Once every check has passed: --out changed as planned, log.csv and probe.bin opened (rank 0;
+// Once every check has passed, unless a stop signal came: --out changed as planned, log.csv and probe.bin opened (rank 0;
 // a resumed run's rows and records after its step dropped), the loss plot's points so far, and
 // the processes agree that each has its data and memory (or all leave, with the failure's
 // status).
 static void start_out_dir(Run *r) {
     char err[ERR_LEN];
+    int stop = agree();
+    if (stop) stop_before_the_run(stop);
     if (dist_rank() == 0) {
         if (run_dir_apply(r->o.out, &r->out_plan, err) != 0) die(EXIT_DATA, "%s", err);
         if (r->out_plan.message[0]) printf("%s\n", r->out_plan.message);
         if (run_log_open(&r->log, r->paths.log, !r->out_plan.fresh_log, r->state.step, err) != 0)
             die(EXIT_DATA, "%s", err);
+        if (r->log.torn_bytes)
+            printf("%s: cut %zu bytes of a row that a stopped run left unfinished\n", r->paths.log, r->log.torn_bytes);
     }
     char probe_message[2 * ERR_LEN];
     if (run_probe_open(&r->probe, &r->model, r->state.step, probe_message, sizeof(probe_message), err) != 0)

@@ -1,6 +1,6 @@
-// Everything chargpt asks of the operating system, in one place: the memory available now,
-// the program's own path and name, a terminal's width, the processors and what the CPU can
-// do beyond what the compiler knows. platform.c has three versions of each: Linux's, macOS's
+// Everything chargpt asks of the operating system, in one place: the memory it may take now,
+// the program's own path and name, a terminal's width, a rename that never replaces, the
+// processors and what the CPU can do beyond what the compiler knows. platform.c has three versions of each: Linux's, macOS's
 // and one for any other POSIX system, which answers "unknown" where POSIX has no way to ask
 // (`make PLATFORM=posix` builds that one on Linux too, so that its answers are tested).
 // Nothing else in chargpt reads /proc or uses a name only GNU or one system has.
@@ -22,11 +22,26 @@ const char *program_name(void);
 // The program as it was invoked ("./train", "chargpt-train"), as usage lines show it.
 const char *program_invocation(void);
 
-// The memory this machine has available now, in bytes (free memory and what the system can
-// reclaim without swapping), or 0 when this system cannot say. *source names the figure in
-// messages: "MemAvailable" (Linux's /proc/meminfo), "free and inactive pages" (macOS), or,
-// for 0, "unknown ..." and why.
-double platform_memory_available(const char **source);
+// A bound on the memory this process may take now.
+typedef struct {
+    double available;  // bytes it may still take under this bound
+    double total;      // the bound's whole size (the machine's memory, the cgroup's limit,
+                       // RLIMIT_AS), from which common/program.h keeps a margin free
+    int shared;        // 1: the processes of a run on this machine share it (0: each has its own)
+    const char *name;  // in messages: "MemAvailable", "cgroup memory.max less its use", ...
+} MemoryBound;
+#define PLATFORM_MEMORY_BOUNDS 4
+
+// The bounds this system sets on the memory this process may take now, into bounds; returns
+// how many (at most PLATFORM_MEMORY_BOUNDS), 0 when this system cannot say (*unknown then
+// says so: "unknown ..." and why). Linux: the machine's MemAvailable (/proc/meminfo, of its
+// MemTotal); the memory cgroup's limit less its use (free of the page cache it may reclaim),
+// at every level of its hierarchy, cgroup v2 (memory.max, memory.current) and v1
+// (memory.limit_in_bytes, memory.usage_in_bytes), found through /proc/self/cgroup and
+// /proc/self/mountinfo; and RLIMIT_AS less the address space the process maps (VmSize).
+// macOS: free and inactive pages (of hw.memsize). The tests give the Linux version a tree of
+// their own in place of / (/proc, the cgroup file system) in $CHARGPT_TEST_SYSTEM_ROOT.
+int platform_memory_bounds(MemoryBound bounds[PLATFORM_MEMORY_BOUNDS], const char **unknown);
 
 // The running program's own path, absolute, into path (size bytes). Returns 0, or -1 with
 // err when the system cannot say (then the program looks for its files in fixed places).
@@ -37,6 +52,14 @@ int platform_terminal_width(int fd);
 
 // getrusage's ru_maxrss in KiB: Linux (and the BSDs) count it in kilobytes, macOS in bytes.
 long platform_max_rss_kib(long ru_maxrss);
+
+// Renames the file `from` to `to` only while nothing is called `to`, in one step: a file
+// another process publishes there first is never replaced (Linux's renameat2 with
+// RENAME_NOREPLACE, macOS's renamex_np with RENAME_EXCL; where the system or the file system
+// has neither, a hard link made under the new name, then the old name removed, which the
+// file system also refuses when the name is taken). Returns 0, or -1 with errno (EEXIST:
+// `to` exists).
+int platform_rename_new(const char *from, const char *to);
 
 // Processors online (at least 1).
 int platform_cpu_count(void);

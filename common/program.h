@@ -11,7 +11,9 @@
 #include "errors.h"
 
 // Prints "<program>: <message>" on stderr, after flushing standard output so that what the
-// program printed comes first, and exits with status. When a meeting is set, die first meets
+// program printed comes first, and exits with status. The message's control characters (but
+// newline and tab) and bytes that are not UTF-8 are shown as \xNN (data/utf8.h), so that no
+// name or checkpoint metadata in it drives the terminal. When a meeting is set, die first meets
 // the program's other processes there, which decides the status and whether this process is
 // the one to print (./train under MPI: dist_agree).
 _Noreturn void die(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -26,8 +28,9 @@ void die_meets_others(DieMeeting *meet);
 // as a person would: "2000", "2e3", "1.5e3" (see whole_number_parse).
 long option_long(const char *flag, const char *s, long min, long max);
 double option_double(const char *flag, const char *s, double min, double max, int max_inclusive);
-// Reads the whole number s spells: decimal digits, or any number strtod reads (an exponent,
-// a fraction) whose value is a whole number within long's range. Returns 0 with *value; -1
+// Reads the whole number s spells, in decimal alone: digits, or digits with a fraction or an
+// exponent whose value is a whole number within long's range ("0x10", "inf", " 16" are no
+// numbers: option_double takes the same decimal forms). Returns 0 with *value; -1
 // when s is not a number; -2 when it is one but not a whole number ("1.5"); -3 when it is a
 // whole number beyond long's range ("1e30").
 int whole_number_parse(const char *s, long *value);
@@ -47,10 +50,14 @@ void stdout_flush_or_die(void);
 void fatal_signals_install(void (*cleanup)(void), int stop_signals_handled);
 
 // The memory a program may plan to use, in bytes: max_memory (--max-memory) when above 0,
-// else the memory available now (common/platform.h) shared by `processes` of one run on this
-// machine, else 0: unknown, no limit. *source names the figure for messages: "--max-memory",
-// "available (MemAvailable)", "available (MemAvailable) per process on this machine", or for
-// 0 what is unknown.
+// else the least that the system's bounds leave (common/platform.h: the machine's memory
+// available, a cgroup's limit less its use, RLIMIT_AS less what the process maps), each less
+// a margin kept free for the rest of the machine (a tenth of the bound, and at least 256 MiB
+// or a quarter of it, whichever is less: program.c says why), those the run's processes on
+// this machine share divided among `processes` of them; else 0: unknown, no limit. *source
+// names the figure for messages: "--max-memory", "available (MemAvailable, less 2.35 GiB kept
+// free)", "available (cgroup memory.max less its use, less 75.0 MiB kept free) per process on
+// this machine", or for 0 what is unknown.
 double memory_limit(double max_memory, int processes, const char **source);
 
 #endif

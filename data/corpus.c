@@ -1,7 +1,6 @@
 #include "corpus.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/input_file.h"
 #include "../common/platform.h"
 #include "vocab.h"
 
@@ -35,19 +35,16 @@ static int read_text(FILE *fp, const char *path, const TextOptions *options, siz
 
 int corpus_load_as(const char *path, const TextOptions *options, size_t max_chars, Corpus *corpus, char err[ERR_LEN]) {
     memset(corpus, 0, sizeof(*corpus));
-    // O_NONBLOCK: opening a FIFO must not wait for a writer before it is refused
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
+    int fd = input_file_open(path, 0, &st);
+    if (fd == -1) {
         snprintf(err, ERR_LEN, "cannot open %s %s: %s", options->noun ? options->noun : "corpus", path,
                  strerror(errno));
-        if (fd >= 0) close(fd);
         return -1;
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (fd == -2) {
         snprintf(err, ERR_LEN, "%s: not a regular file (the %s must be a file, not a directory, FIFO or device)",
                  path, options->noun ? options->noun : "corpus");
-        close(fd);
         return -1;
     }
     FILE *fp = fdopen(fd, "rb");

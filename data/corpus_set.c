@@ -15,18 +15,25 @@
 #define MAX_EXAMPLES 3        // files skipped as not text that the report names
 #define NAME_OVERHEAD 32      // bytes an entry's name costs beyond its characters (pointer, malloc)
 
-// A directory being walked, and the ones above it: a link back to one of them is a loop.
-typedef struct Ancestor {
+// The directories the walk has entered, by device and inode, over the whole walk: a hash set
+// (open addressing, at most half full) whose memory counts with the entries' names (held).
+typedef struct {
     dev_t dev;
     ino_t ino;
-    const struct Ancestor *up;
-} Ancestor;
+    int used;
+} DirId;
+
+typedef struct {
+    DirId *ids;  // (cap) slots, cap a power of 2
+    size_t n, cap;
+} DirSet;
 
 typedef struct {
     const CorpusSetSpec *spec;
     TextReader reader;
     CorpusSetReport *report;
-    size_t held;  // bytes of entry names the walk holds
+    size_t held;  // bytes of entry names the walk holds, and of its set of directories
+    DirSet walked;
 } SetReader;
 
 // The characters' worth of the names held, which the text may not use.
@@ -36,6 +43,56 @@ static size_t held_chars(const SetReader *s) { return (s->held + 3) / 4; }
 static void update_budget(SetReader *s) {
     size_t held = held_chars(s);
     s->reader.max_chars = s->spec->max_chars > held ? s->spec->max_chars - held : 0;
+}
+
+// Whether `bytes` more would take the walk's names and set past what the text leaves of the
+// budget.
+static int over_budget(const SetReader *s, size_t bytes) {
+    return (s->held + bytes + 3) / 4 > s->spec->max_chars - s->reader.len;
+}
+
+static size_t dir_slot(const DirSet *set, dev_t dev, ino_t ino) {
+    uint64_t h = ((uint64_t)dev * 0x9E3779B97F4A7C15u) ^ ((uint64_t)ino * 0xC2B2AE3D27D4EB4Fu);
+    size_t i = (size_t)(h ^ (h >> 29)) & (set->cap - 1);
+    while (set->ids[i].used && (set->ids[i].dev != dev || set->ids[i].ino != ino)) i = (i + 1) & (set->cap - 1);
+    return i;
+}
+
+// Adds the directory path (st) to the walk's set. Returns 1 when it is new, 0 when the walk
+// entered it already (through another link), -1 with err when memory runs out, -2 with err
+// when the set would take more than the text leaves of the budget.
+static int dir_set_add(SetReader *s, const char *path, const struct stat *st, char err[ERR_LEN]) {
+    DirSet *set = &s->walked;
+    if (set->cap && set->ids[dir_slot(set, st->st_dev, st->st_ino)].used) return 0;
+    if (2 * (set->n + 1) > set->cap) {
+        size_t cap = set->cap ? 2 * set->cap : 64;
+        if (over_budget(s, (cap - set->cap) * sizeof(DirId))) {
+            snprintf(err, ERR_LEN, "%s: the walk has entered %zu directories, more than the text's memory leaves "
+                     "room to remember", path, set->n);
+            return -2;
+        }
+        DirSet bigger = {calloc(cap, sizeof(DirId)), set->n, cap};
+        if (!bigger.ids) {
+            snprintf(err, ERR_LEN, "%s: out of memory after %zu directories", path, set->n);
+            return -1;
+        }
+        for (size_t i = 0; i < set->cap; i++)
+            if (set->ids[i].used) bigger.ids[dir_slot(&bigger, set->ids[i].dev, set->ids[i].ino)] = set->ids[i];
+        s->held += (cap - set->cap) * sizeof(DirId);
+        free(set->ids);
+        *set = bigger;
+    }
+    set->ids[dir_slot(set, st->st_dev, st->st_ino)] = (DirId){st->st_dev, st->st_ino, 1};
+    set->n++;
+    return 1;
+}
+
+// Whether a stop was asked for (TextOptions.stop_requested): the walk then ends at once.
+static int stop_asked(const SetReader *s, char err[ERR_LEN]) {
+    int (*asked)(void) = s->spec->options.stop_requested;
+    if (!asked || !asked()) return 0;
+    snprintf(err, ERR_LEN, "stopped while reading the %s", s->spec->options.noun ? s->spec->options.noun : "corpus");
+    return 1;
 }
 
 static void note_skipped(SetReader *s, const char *path) {
@@ -61,7 +118,7 @@ static int read_document(SetReader *s, FILE *fp, const char *path, size_t size, 
         note_skipped(s, path);
         return 0;
     }
-    return status == TEXT_TOO_LONG ? -2 : -1;
+    return status == TEXT_TOO_LONG ? -2 : status == TEXT_STOPPED ? -4 : -1;
 }
 
 // Opens path without waiting on a FIFO; *st gets what it is. noun names it in messages.
@@ -148,7 +205,7 @@ static int list_directory(SetReader *s, const char *dir, char ***out, size_t *co
     while ((e = readdir(d)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
         size_t cost = strlen(e->d_name) + NAME_OVERHEAD;
-        if ((s->held + cost + 3) / 4 > s->spec->max_chars - s->reader.len) {
+        if (over_budget(s, cost)) {
             snprintf(err, ERR_LEN, "%s: more than %zu entries, whose names (with those of the directories above it "
                      "and the %zu characters read so far) need more than the text's memory", dir, n, s->reader.len);
             rc = -2;
@@ -182,16 +239,17 @@ static int list_directory(SetReader *s, const char *dir, char ***out, size_t *co
         free_names(s, names, n);
         return rc;
     }
-    qsort(names, n, sizeof(char *), by_name);
+    if (n > 1) qsort(names, n, sizeof(char *), by_name);  // an empty directory's names are NULL
     *out = names;
     *count = n;
     return 0;
 }
 
-static int walk(SetReader *s, const char *dir, const Ancestor *up, char err[ERR_LEN]);
+static int walk(SetReader *s, const char *dir, const struct stat *st, char err[ERR_LEN]);
 
-// A path the walk found: a directory walked, a regular file read, anything else skipped.
-static int walk_path(SetReader *s, const char *path, const Ancestor *up, char err[ERR_LEN]) {
+// A path the walk found: a directory walked (once, however many links lead to it), a regular
+// file read, anything else skipped.
+static int walk_path(SetReader *s, const char *path, char err[ERR_LEN]) {
     struct stat st;
     if (stat(path, &st) != 0) {
         if (errno == ENOENT || errno == ELOOP) {  // a broken link, or one that loops
@@ -206,17 +264,11 @@ static int walk_path(SetReader *s, const char *path, const Ancestor *up, char er
         s->report->other++;
         return 0;
     }
-    for (const Ancestor *a = up; a; a = a->up)
-        if (a->dev == st.st_dev && a->ino == st.st_ino) {  // a link back up: walking it would never end
-            s->report->other++;
-            return 0;
-        }
-    Ancestor here = {st.st_dev, st.st_ino, up};
-    return walk(s, path, &here, err);
+    return walk(s, path, &st, err);
 }
 
 // One entry of a directory being walked: a hidden one skipped, the others by what they are.
-static int walk_entry(SetReader *s, const char *dir, const char *name, const Ancestor *up, char err[ERR_LEN]) {
+static int walk_entry(SetReader *s, const char *dir, const char *name, char err[ERR_LEN]) {
     if (name[0] == '.') {
         s->report->hidden++;
         return 0;
@@ -235,18 +287,27 @@ static int walk_entry(SetReader *s, const char *dir, const char *name, const Anc
         return -1;
     }
     snprintf(path, size, "%s%s%s", dir, slash ? "/" : "", name);
-    int rc = walk_path(s, path, up, err);
+    int rc = walk_path(s, path, err);
     free(path);
     return rc;
 }
 
-static int walk(SetReader *s, const char *dir, const Ancestor *up, char err[ERR_LEN]) {
+// Walks the directory dir (st) unless the walk entered it already: a link to a directory
+// walked before (an ancestor: a loop; or another branch: a tree of links whose paths would
+// multiply) is skipped and counted.
+static int walk(SetReader *s, const char *dir, const struct stat *st, char err[ERR_LEN]) {
+    int added = dir_set_add(s, dir, st, err);
+    if (added <= 0) {
+        s->report->repeated += added == 0;
+        return added;
+    }
     char **names;
     size_t n;
     int rc = list_directory(s, dir, &names, &n, err);
     if (rc != 0) return rc;
     s->report->directories++;
-    for (size_t i = 0; i < n && rc == 0; i++) rc = walk_entry(s, dir, names[i], up, err);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = stop_asked(s, err) ? -4 : walk_entry(s, dir, names[i], err);
     free_names(s, names, n);
     return rc;
 }
@@ -274,8 +335,7 @@ static int read_path(SetReader *s, const char *path, char err[ERR_LEN]) {
     if (fd < 0) return -1;
     if (S_ISDIR(st.st_mode)) {
         close(fd);
-        Ancestor top = {st.st_dev, st.st_ino, NULL};
-        return walk(s, path, &top, err);
+        return walk(s, path, &st, err);
     }
     FILE *fp = NULL;
     if (S_ISREG(st.st_mode)) {
@@ -308,7 +368,7 @@ int corpus_set_load(const CorpusSetSpec *spec, Corpus *corpus, CorpusSetReport *
     if (text_reader_init(&s.reader, &spec->options, spec->max_chars, spec->separator, spec->separator_len, err) != 0)
         return -1;
     int rc = 0;
-    for (int i = 0; i < spec->n && rc == 0; i++) rc = read_path(&s, spec->paths[i], err);
+    for (int i = 0; i < spec->n && rc == 0; i++) rc = stop_asked(&s, err) ? -4 : read_path(&s, spec->paths[i], err);
     if (rc == 0 && s.reader.len == 0) {
         const char *noun = spec->options.noun ? spec->options.noun : "corpus";
         if (report->directories == 0) {
@@ -324,6 +384,7 @@ int corpus_set_load(const CorpusSetSpec *spec, Corpus *corpus, CorpusSetReport *
         }
         rc = -1;
     }
+    free(s.walked.ids);
     if (rc != 0) {
         text_reader_free(&s.reader);
         return rc;
@@ -399,6 +460,10 @@ void corpus_set_describe(const CorpusSetReport *r, char *buf, size_t size) {
     if (r->other) {
         PUT("%s%zu entr%s that %s neither %s nor %s", sep, r->other, r->other == 1 ? "y" : "ies",
             r->other == 1 ? "is" : "are", r->other == 1 ? "a file" : "files", r->other == 1 ? "a directory" : "directories");
+        sep = ", ";
+    }
+    if (r->repeated) {
+        PUT("%s%zu link%s to a directory read already", sep, r->repeated, r->repeated == 1 ? "" : "s");
         sep = ", ";
     }
     if (r->empty) PUT("%s%zu empty file%s", sep, r->empty, r->empty == 1 ? "" : "s");

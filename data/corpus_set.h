@@ -4,8 +4,10 @@
 //   a file       one document (plain or gzip; FIFOs and pipes such as bash's <(...) too);
 //   a directory  every file under it, walked in a fixed order: each directory's entries in
 //                the byte order of their names (as `LC_ALL=C ls` lists them), a subdirectory's
-//                files where its name falls; symbolic links followed (a link back to a
-//                directory being walked is skipped). Hidden entries (names that start with
+//                files where its name falls; symbolic links followed, each directory
+//                walked once (a link to one walked already, a loop or another branch of the
+//                tree, is skipped and counted: a tree of links is no longer than its
+//                directories). Hidden entries (names that start with
 //                '.', such as .git) are skipped, and so are files that are not text (binary,
 //                not in the encoding, compressed in a format chargpt does not read) and
 //                entries that are neither files nor directories: all counted, the first few
@@ -19,9 +21,12 @@
 //
 // Memory: the text takes 4 bytes a character, at most max_chars of them; the names of the
 // entries of the directories being walked are held too (one directory's at a time, and its
-// parents'), and count against the same budget, at 4 bytes a character's worth per 4 bytes,
-// so that a directory of a million files is refused like a text too large, before its
-// names outgrow the memory.
+// parents'), and so is the set of the directories walked (device and inode); both count
+// against the same budget, at 4 bytes a character's worth per 4 bytes, so that a directory of
+// a million files is refused like a text too large, before its names outgrow the memory.
+//
+// A stop request (TextOptions.stop_requested: ./train's SIGINT or SIGTERM) ends the walk, and
+// the reading of a pipe or standard input that waits for its writer, at once.
 #ifndef CHARGPT_CORPUS_SET_H
 #define CHARGPT_CORPUS_SET_H
 
@@ -52,6 +57,7 @@ typedef struct {
     size_t not_text;          // files skipped in directories as not text
     size_t other;             // entries skipped in directories that are neither files nor directories
                               // (FIFOs, devices, sockets, broken links, links that loop)
+    size_t repeated;          // links to a directory walked already, skipped
     size_t directories;       // directories walked
     char skipped[ERR_LEN];    // the first files skipped as not text, each with why
 } CorpusSetReport;
@@ -60,8 +66,8 @@ typedef struct {
 // a path cannot be read, a file named on its own is not text or its gzip stream is damaged, a
 // FIFO has no writer, or the set holds no text at all; -2 with err when the text (with the
 // walk's names) would need more than max_chars characters; -3 with err when standard input is
-// named twice or is a terminal (a usage error). On failure corpus is left empty; report counts
-// what was read until then.
+// named twice or is a terminal (a usage error); -4 with err when a stop was asked for. On
+// failure corpus is left empty; report counts what was read until then.
 int corpus_set_load(const CorpusSetSpec *spec, Corpus *corpus, CorpusSetReport *report, char err[ERR_LEN]);
 
 // Reads a separator as --separator takes it: UTF-8 text in which \n, \t, \r and \\ stand for

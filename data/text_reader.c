@@ -1,8 +1,12 @@
 #include "text_reader.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "utf8.h"
@@ -188,13 +192,39 @@ static TextStatus feed_bytes(TextReader *r, const unsigned char *bytes, size_t n
     return append_chars(r, r->decoded, clean_chars(r, r->decoded, count), doc_start, err);
 }
 
-// Reads up to TEXT_READ_CHUNK bytes; *got is 0 only at the end of the file.
-static TextStatus read_chunk(FILE *fp, const char *path, unsigned char *buf, size_t *got, char err[ERR_LEN]) {
-    *got = fread(buf, 1, TEXT_READ_CHUNK, fp);
-    if (*got < TEXT_READ_CHUNK && ferror(fp)) {
-        snprintf(err, ERR_LEN, "%s: read error: %s", path, strerror(errno));
-        return TEXT_BAD;
+static TextStatus read_error(const char *path, char err[ERR_LEN]) {
+    snprintf(err, ERR_LEN, "%s: read error: %s", path, strerror(errno));
+    return TEXT_BAD;
+}
+
+// Reads up to TEXT_READ_CHUNK bytes of an input that waits (its descriptor non-blocking): what
+// stdio holds and what comes, waiting in poll(2) while nothing does; a stop request is checked
+// before each read. A stop signal interrupts poll at once (it is never restarted); the wait is
+// also cut every quarter second, so that a signal that came just before it is seen too.
+static TextStatus read_waiting(TextReader *r, FILE *fp, unsigned char *buf, size_t *got, char err[ERR_LEN]) {
+    *got = 0;
+    while (*got < TEXT_READ_CHUNK) {
+        if (r->options.stop_requested()) {
+            snprintf(err, ERR_LEN, "%s: stopped while reading it", r->path);
+            return TEXT_STOPPED;
+        }
+        *got += fread(buf + *got, 1, TEXT_READ_CHUNK - *got, fp);
+        if (feof(fp) || *got == TEXT_READ_CHUNK) break;
+        if (ferror(fp)) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return read_error(r->path, err);
+            clearerr(fp);
+        }
+        struct pollfd wait = {fileno(fp), POLLIN, 0};
+        if (poll(&wait, 1, 250) < 0 && errno != EINTR) return read_error(r->path, err);
     }
+    return TEXT_OK;
+}
+
+// Reads up to TEXT_READ_CHUNK bytes; *got is 0 only at the end of the file.
+static TextStatus read_chunk(TextReader *r, FILE *fp, unsigned char *buf, size_t *got, char err[ERR_LEN]) {
+    if (r->waits) return read_waiting(r, fp, buf, got, err);
+    *got = fread(buf, 1, TEXT_READ_CHUNK, fp);
+    if (*got < TEXT_READ_CHUNK && ferror(fp)) return read_error(r->path, err);
     return TEXT_OK;
 }
 
@@ -204,7 +234,7 @@ static TextStatus read_plain(FILE *fp, TextReader *r, size_t first, size_t doc_s
     while (got > 0) {
         TextStatus status = feed_bytes(r, r->chunk, got, doc_start, err);
         if (status != TEXT_OK) return status;
-        if ((status = read_chunk(fp, r->path, r->chunk, &got, err)) != TEXT_OK) return status;
+        if ((status = read_chunk(r, fp, r->chunk, &got, err)) != TEXT_OK) return status;
     }
     return TEXT_OK;
 }
@@ -234,7 +264,11 @@ static TextStatus read_gzip(FILE *fp, TextReader *r, size_t first, size_t doc_st
     for (;;) {
         if (zs.avail_in == 0) {
             size_t got;
-            if (read_chunk(fp, path, r->chunk, &got, err) != TEXT_OK) goto done;
+            TextStatus read = read_chunk(r, fp, r->chunk, &got, err);
+            if (read != TEXT_OK) {
+                status = read;
+                goto done;
+            }
             if (got == 0) break;  // end of file
             file_bytes += got;
             zs.next_in = r->chunk;
@@ -348,8 +382,12 @@ TextStatus text_reader_add(TextReader *r, FILE *fp, const char *path, size_t siz
     r->path = path;
     r->gzip = r->carried = r->started = r->after_cr = 0;
     r->offset = 0;
+    struct stat st;
+    int fd = fileno(fp), flags = -1;  // a stream without a descriptor (fmemopen) does not wait
+    r->waits = r->options.stop_requested && fd >= 0 && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) &&
+               (flags = fcntl(fd, F_GETFL)) >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
     size_t first;
-    TextStatus status = read_chunk(fp, path, r->chunk, &first, err);
+    TextStatus status = read_chunk(r, fp, r->chunk, &first, err);
     if (status == TEXT_OK) {
         Compression c = compression_detect(r->chunk, first);
         r->gzip = c == COMPRESSION_GZIP;
@@ -371,6 +409,7 @@ TextStatus text_reader_add(TextReader *r, FILE *fp, const char *path, size_t siz
         utf8_decode(r->carry, (size_t)r->carried, r->decoded, &bad);  // a sequence the end cut
         status = invalid_utf8(r, r->carry_at + bad, r->carry[bad], r->carry, (size_t)r->carried, err);
     }
+    if (r->waits) fcntl(fd, F_SETFL, flags);  // the descriptor as it was (it may be shared)
     if (status != TEXT_OK) {  // the text as it was before this document
         r->len = doc_start;
         r->cleanup = cleanup;

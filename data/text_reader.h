@@ -22,6 +22,8 @@ typedef struct {
     const char *pipe_into;  // the command that reads a text on standard input, which a compressed
                             // file's message pipes the decompressing command into ("./train
                             // --data -"); NULL: the message says to decompress the file first
+    int (*stop_requested)(void);  // non-zero once the reading should stop (./train's stop signals:
+                                  // training/stop_signals.h), or NULL: reading never stops
 } TextOptions;
 
 // What reading changed in the text, for the caller to tell the user.
@@ -39,6 +41,7 @@ typedef enum {
     TEXT_NOT_TEXT = -3,  // it is not text in the encoding: a byte sequence it does not decode, a NUL
                          // byte, or a compression chargpt does not read (err names the encoding it
                          // most likely is, or the format, and what reads it)
+    TEXT_STOPPED = -4,   // options.stop_requested asked for a stop
 } TextStatus;
 
 typedef struct {
@@ -54,6 +57,8 @@ typedef struct {
     uint32_t *decoded;         // (TEXT_READ_CHUNK + 1) one chunk's code points, before they are appended
     // the document being read
     const char *path;
+    int waits;                 // a pipe, FIFO or terminal read with a stop_requested: read
+                               // without blocking, waiting for its bytes in poll(2)
     int gzip;
     unsigned char carry[4];    // the start of a UTF-8 sequence the last chunk cut
     int carried;
@@ -83,7 +88,9 @@ int text_reader_init(TextReader *r, const TextOptions *options, size_t max_chars
 // max_chars. Returns 0, or -1 when memory runs out (the text then grows as it is read).
 int text_reader_reserve(TextReader *r, size_t chars);
 // Reads fp to its end and appends its text, after the separator when a document is there
-// before it; path names it in messages. size_hint > 0 is its size in bytes (a plain file that
+// before it; path names it in messages. When fp is not a regular file (a pipe, a FIFO) and
+// options.stop_requested is set, a wait for its bytes ends as soon as a stop is asked for
+// (TEXT_STOPPED). size_hint > 0 is its size in bytes (a plain file that
 // size / 4 characters would already make too long is refused before it is read). gzip is
 // inflated (several members, and zero padding after them, allowed); other compressions are
 // refused by name. A document that fails leaves the text as it was before it (so a caller may

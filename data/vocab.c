@@ -10,6 +10,8 @@ static int is_scalar_value(uint32_t cp) {
     return cp < NUM_CODE_POINTS && !(cp >= 0xD800 && cp <= 0xDFFF);
 }
 
+int vocab_char_allowed(uint32_t cp) { return cp != 0 && is_scalar_value(cp); }
+
 int vocab_build(Vocab *v, const uint32_t *text, size_t len, char err[ERR_LEN]) {
     memset(v, 0, sizeof(*v));
     if (len == 0) {
@@ -57,9 +59,9 @@ int vocab_from_chars(Vocab *v, const uint32_t *chars, int n, char err[ERR_LEN]) 
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        if (!is_scalar_value(chars[i])) {
-            snprintf(err, ERR_LEN, "vocabulary entry %d, U+%04X, is not a valid Unicode scalar "
-                     "value", i, (unsigned)chars[i]);
+        if (!vocab_char_allowed(chars[i])) {
+            snprintf(err, ERR_LEN, "vocabulary entry %d, U+%04X, is %s", i, (unsigned)chars[i],
+                     chars[i] == 0 ? "NUL, which no text holds" : "not a valid Unicode scalar value");
             return -1;
         }
         if (i > 0 && chars[i] <= chars[i - 1]) {

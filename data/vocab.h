@@ -20,10 +20,15 @@ typedef struct {
     int unknown;      // 1: characters outside chars take the token of VOCAB_UNKNOWN_CHAR, which chars holds
 } Vocab;
 
+// 1 when cp can be a character of a vocabulary: a Unicode scalar value (at most U+10FFFF, no
+// surrogate) that text can hold: not U+0000, which the corpus reader refuses as the mark of a
+// binary file (data/text_reader.h). Other control characters are text (a form feed in source
+// code, ESC in a coloured log) and are kept; messages and pages escape them (data/utf8.h).
+int vocab_char_allowed(uint32_t cp);
 // Collects the distinct code points of text (len > 0, valid Unicode scalar values).
 int vocab_build(Vocab *v, const uint32_t *text, size_t len, char err[ERR_LEN]);
-// Copies a saved list, which must be non-empty, strictly increasing and hold only valid
-// Unicode scalar values (at most U+10FFFF, no surrogates).
+// Copies a saved list, which must be non-empty, strictly increasing and hold only characters
+// vocab_char_allowed takes.
 int vocab_from_chars(Vocab *v, const uint32_t *chars, int n, char err[ERR_LEN]);
 // Gives the vocabulary an unknown token: chars must hold VOCAB_UNKNOWN_CHAR. Returns 0, or -1
 // with err.

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/platform.h"
+
 // The temporary files this process has open, for atomic_file_remove_open (which may run in
 // a signal handler: a slot's path is complete before the slot is marked used).
 #define MAX_OPEN 8
@@ -102,7 +104,8 @@ static void fsync_parent_dir(const char *path) {
     }
 }
 
-int atomic_file_commit(AtomicFile *f, char err[ERR_LEN]) {
+// Flushes, fsyncs and closes the temporary file; 0, or -1 with err (the file removed).
+static int finish_temp(AtomicFile *f, char err[ERR_LEN]) {
     int failed = ferror(f->fp) || fflush(f->fp) != 0 || fsync(fileno(f->fp)) != 0;
     int saved_errno = errno;
     if (fclose(f->fp) != 0 && !failed) {
@@ -110,26 +113,50 @@ int atomic_file_commit(AtomicFile *f, char err[ERR_LEN]) {
         saved_errno = errno;
     }
     f->fp = NULL;
-    if (failed) {
-        snprintf(err, ERR_LEN, "%s: write failed: %s", f->path, strerror(saved_errno));
+    if (!failed) return 0;
+    snprintf(err, ERR_LEN, "%s: write failed: %s", f->path, strerror(saved_errno));
+    remove_temp(f);
+    return -1;
+}
+
+// Renames the finished temporary file to the target (replace: over whatever is there; else
+// only while nothing is), then fsyncs the directory.
+static int publish(AtomicFile *f, int replace, char err[ERR_LEN]) {
+    if (finish_temp(f, err) != 0) return -1;
+    if ((replace ? rename(f->tmp_path, f->path) : platform_rename_new(f->tmp_path, f->path)) != 0) {
+        int exists = !replace && errno == EEXIST;
+        if (exists) snprintf(err, ERR_LEN, "%s exists: another process wrote it while this one worked (give --force to replace it)", f->path);
+        else snprintf(err, ERR_LEN, "%s: cannot rename the temporary file into place: %s", f->path, strerror(errno));
         remove_temp(f);
-        return -1;
-    }
-    if (rename(f->tmp_path, f->path) != 0) {
-        snprintf(err, ERR_LEN, "%s: cannot rename the temporary file into place: %s", f->path,
-                 strerror(errno));
-        remove_temp(f);
-        return -1;
+        return exists ? ATOMIC_FILE_EXISTS : -1;
     }
     release_slot(f);
     fsync_parent_dir(f->path);
     return 0;
 }
 
+int atomic_file_commit(AtomicFile *f, char err[ERR_LEN]) { return publish(f, 1, err); }
+
+int atomic_file_commit_new(AtomicFile *f, char err[ERR_LEN]) { return publish(f, 0, err); }
+
 void atomic_file_abort(AtomicFile *f) {
     if (f->fp) fclose(f->fp);
     f->fp = NULL;
     remove_temp(f);
+}
+
+int no_follow_open(const char *path, int flags) { return open(path, flags | O_NOFOLLOW | O_CLOEXEC, 0666); }
+
+FILE *no_follow_fopen(const char *path, const char *mode) {
+    int flags = mode[0] == 'r' ? O_RDONLY : O_WRONLY | O_CREAT | (mode[0] == 'a' ? O_APPEND : O_TRUNC);
+    int fd = no_follow_open(path, flags);
+    FILE *fp = fd >= 0 ? fdopen(fd, mode) : NULL;
+    if (!fp && fd >= 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+    }
+    return fp;
 }
 
 void atomic_file_remove_open(void) {

@@ -121,7 +121,7 @@ static int parse_vocab(const char *s, uint32_t *vocab, int n) {
         char *end;
         errno = 0;
         unsigned long v = strtoul(p, &end, 10);
-        if (end == p || errno || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return -1;
+        if (end == p || errno || v > 0x10FFFF || !vocab_char_allowed((uint32_t)v)) return -1;
         if (i > 0 && v <= vocab[i - 1]) return -1;
         vocab[i] = (uint32_t)v;
         p = end;
@@ -277,17 +277,22 @@ static int check_checkpoint(Checkpoint *ck, char err[ERR_LEN]) {
     ck->vocab = malloc((size_t)ck->config.vocab_size * sizeof(uint32_t));
     const char *vocab = safetensors_meta(&ck->file, "vocab");
     if (!ck->vocab || !vocab || parse_vocab(vocab, ck->vocab, ck->config.vocab_size) != 0) {
-        snprintf(err, ERR_LEN, "%s: checkpoint vocabulary is missing or invalid (want %d increasing code points)",
-                 ck->path, ck->config.vocab_size);
+        snprintf(err, ERR_LEN, "%s: checkpoint vocabulary is missing or invalid (want %d increasing code points of "
+                 "text: none past U+10FFFF, no surrogate, no U+0000)", ck->path, ck->config.vocab_size);
         return -1;
     }
     return parse_unknown(ck, err);
 }
 
 int checkpoint_open(const char *path, Checkpoint *ck, char err[ERR_LEN]) {
+    return checkpoint_open_within(path, 0.0, ck, err);
+}
+
+int checkpoint_open_within(const char *path, double max_bytes, Checkpoint *ck, char err[ERR_LEN]) {
     memset(ck, 0, sizeof(*ck));
     snprintf(ck->path, sizeof(ck->path), "%s", path);
-    if (safetensors_read(path, &ck->file, err) != 0) return -1;
+    int rc = safetensors_read_within(path, max_bytes, &ck->file, err);
+    if (rc != 0) return rc;
     if (check_checkpoint(ck, err) != 0) {
         checkpoint_close(ck);
         return -1;

@@ -42,6 +42,9 @@ typedef struct {
 // when there are any): present, F32, of the shape the config gives, finite. Returns 0, or -1
 // with a message naming the file, the problem and the tensor or metadata key.
 int checkpoint_open(const char *path, Checkpoint *ck, char err[ERR_LEN]);
+// The same within max_bytes of memory (0: no limit; safetensors_read_within): -2 with err
+// when reading the file would take more.
+int checkpoint_open_within(const char *path, double max_bytes, Checkpoint *ck, char err[ERR_LEN]);
 // The same for a checkpoint held in memory (len bytes, copied); name is used in messages.
 int checkpoint_parse(const void *bytes, size_t len, const char *name, Checkpoint *ck, char err[ERR_LEN]);
 // The checkpoint's vocabulary, with its unknown token if it has one. Returns 0, or -1 with err.

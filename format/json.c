@@ -78,31 +78,6 @@ static long new_node(Parser *p, JsonType type) {
     return (long)p->num_nodes++;
 }
 
-// Length of the well-formed UTF-8 sequence starting at s (at most n bytes), or 0.
-static size_t utf8_sequence_length(const unsigned char *s, size_t n) {
-    unsigned char c = s[0];
-    if (c < 0x80) return 1;
-    size_t len;
-    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0) lo = 0xA0;        // no overlong 3-byte forms
-        if (c == 0xED) hi = 0x9F;        // no UTF-16 surrogates
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0) lo = 0x90;        // no overlong 4-byte forms
-        if (c == 0xF4) hi = 0x8F;        // nothing above U+10FFFF
-    } else {
-        return 0;
-    }
-    if (n < len || s[1] < lo || s[1] > hi) return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xBF) return 0;
-    return len;
-}
-
 int json_utf8_valid(const char *s, size_t n) {
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0;

@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../common/input_file.h"
+#include "../common/platform.h"
 #include "atomic_file.h"
 
 #define MAGIC_LEN 8
@@ -373,6 +375,7 @@ int probe_reader_open(ProbeReader *r, FILE *fp, const char *name, char err[ERR_L
     if (fseeko(fp, 0, SEEK_END) == 0) size = (uint64_t)ftello(fp);
     else if (fstat(fileno(fp), &st) == 0) size = (uint64_t)st.st_size;
     rewind(fp);
+    r->size = size;
     uint8_t head[MAGIC_LEN + 4];
     int got = read_exactly(fp, head, sizeof(head));
     if (got < 0) return read_failed(name, err);
@@ -414,8 +417,10 @@ int probe_reader_open(ProbeReader *r, FILE *fp, const char *name, char err[ERR_L
     return 0;
 }
 
-// Marks the rest of the file, from the reader's offset, as a torn tail; returns 0.
-static int torn_tail(ProbeReader *r) {
+// Marks the rest of the file, from the reader's offset, as a torn tail (damage NULL) or as
+// what follows a damaged record; returns 0.
+static int stop_reading(ProbeReader *r, const char *damage) {
+    r->damage = damage;
     if (fseeko(r->fp, 0, SEEK_END) == 0) {
         off_t end = ftello(r->fp);
         r->torn_bytes = end > (off_t)r->offset ? (uint64_t)end - r->offset : 0;
@@ -429,17 +434,21 @@ int probe_reader_next(ProbeReader *r, ProbeRecord *rec, char err[ERR_LEN]) {
     int got = read_exactly(r->fp, len_bytes, 4);
     if (got < 0) return read_failed(r->name, err);
     if (got == 0) {  // the end, or a few bytes of a length
-        return torn_tail(r);
+        return stop_reading(r, NULL);
     }
     const uint8_t *p = len_bytes;
     uint32_t len = get_u32(&p);
-    if (len != probe_light_bytes(&r->header) && len != probe_record_bytes(&r->header)) return torn_tail(r);
+    if (len != probe_light_bytes(&r->header) && len != probe_record_bytes(&r->header))
+        return stop_reading(r, "has a length that fits no record of the file's header");
+    if (r->offset + FRAME_BYTES + len > r->size) return stop_reading(r, NULL);  // the file ends inside it
     got = read_exactly(r->fp, r->payload, (size_t)len + 4);
     if (got < 0) return read_failed(r->name, err);
     const uint8_t *crc_at = r->payload + len;
-    if (got == 0 || get_u32(&crc_at) != (uint32_t)crc32(0L, r->payload, len) ||
-        decode_record(&r->header, r->payload, len, rec) != 0 || rec->step <= r->last_step)
-        return torn_tail(r);
+    if (got == 0) return stop_reading(r, NULL);
+    if (get_u32(&crc_at) != (uint32_t)crc32(0L, r->payload, len)) return stop_reading(r, "fails its CRC-32");
+    if (decode_record(&r->header, r->payload, len, rec) != 0)
+        return stop_reading(r, "holds values its header's sizes do not allow");
+    if (rec->step <= r->last_step) return stop_reading(r, "is of a step not after the record before it");
     r->payload_len = len;
     r->last_step = rec->step;
     r->offset += (uint64_t)len + FRAME_BYTES;
@@ -461,7 +470,7 @@ static int open_for_append(ProbeFile *pf, const char *path, ProbeHeader *header,
     pf->header = header;
     pf->end = end;
     pf->buffer = malloc(probe_record_bytes(header) + FRAME_BYTES);
-    pf->fd = open(path, O_WRONLY | O_CLOEXEC);
+    pf->fd = no_follow_open(path, O_WRONLY);
     if (!pf->buffer || pf->fd < 0) {
         snprintf(err, ERR_LEN, "cannot open %s for appending: %s", path, pf->buffer ? strerror(errno) : "out of memory");
         probe_file_close(pf);
@@ -506,18 +515,47 @@ static int cut_to_end(ProbeFile *pf, char err[ERR_LEN]) {
     return 0;
 }
 
+int probe_file_set_aside(const char *path, const char *suffix, char *aside, size_t size, char err[ERR_LEN]) {
+    for (int n = 1; n <= 100; n++) {
+        if (n == 1) snprintf(aside, size, "%s.%s", path, suffix);
+        else snprintf(aside, size, "%s.%s.%d", path, suffix, n);
+        if (platform_rename_new(path, aside) == 0) return 0;
+        if (errno != EEXIST) break;
+    }
+    snprintf(err, ERR_LEN, "cannot move %s aside to %s: %s", path, aside, strerror(errno));
+    return -1;
+}
+
+// The damaged file fp (at path) moved aside, and its first `keep` bytes (its header and the
+// whole records kept) copied into a new file at path. Returns 0, or -1 with err.
+static int set_aside_and_copy(FILE *fp, const char *path, uint64_t keep, ProbeResume *resume, char err[ERR_LEN]) {
+    if (probe_file_set_aside(path, "damaged", resume->aside, sizeof(resume->aside), err) != 0) return -1;
+    AtomicFile f;
+    if (atomic_file_open(&f, path, err) != 0) return -1;
+    rewind(fp);
+    char buf[1 << 16];
+    for (uint64_t left = keep; left > 0;) {
+        size_t n = left < sizeof(buf) ? (size_t)left : sizeof(buf);
+        if (fread(buf, 1, n, fp) != n || fwrite(buf, 1, n, f.fp) != n) {
+            snprintf(err, ERR_LEN, "cannot copy the whole records of %s into a new %s: %s", resume->aside, path,
+                     strerror(errno ? errno : EIO));
+            atomic_file_abort(&f);
+            return -1;
+        }
+        left -= n;
+    }
+    return atomic_file_commit(&f, err);
+}
+
 int probe_file_resume(ProbeFile *pf, const char *path, long step, ProbeHeader *header, ProbeResume *resume,
                       char err[ERR_LEN]) {
     memset(pf, 0, sizeof(*pf));
     memset(resume, 0, sizeof(*resume));
     pf->fd = -1;
     pf->last_step = -1;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        if (errno == ENOENT) return 1;
-        snprintf(err, ERR_LEN, "cannot read %s: %s", path, strerror(errno));
-        return -1;
-    }
+    int missing;
+    FILE *fp = input_file_fopen(path, O_NOFOLLOW, &missing, err);
+    if (!fp) return missing ? 1 : -1;
     ProbeReader r;
     if (probe_reader_open(&r, fp, path, err) != 0) {
         fclose(fp);
@@ -537,7 +575,14 @@ int probe_file_resume(ProbeFile *pf, const char *path, long step, ProbeHeader *h
         resume->last_dropped = rec.step;
     }
     if (got < 0) rc = -1;
-    resume->torn_bytes = r.torn_bytes;
+    if (r.damage) {
+        resume->damage = r.damage;
+        resume->damaged_record = r.records + 1;
+        resume->damaged_at = r.offset;
+        if (rc == 0) rc = set_aside_and_copy(fp, path, keep, resume, err);
+    } else {
+        resume->torn_bytes = r.torn_bytes;
+    }
     probe_record_free(&rec);
     free(r.payload);
     fclose(fp);

@@ -26,9 +26,12 @@
 // step 0, no gradient before the first step, a score a short probe cannot give) are NaN.
 //
 // A run appends a record with one write and an fsync, after cutting whatever follows the last
-// whole record. kill -9 during the write leaves a torn tail: a reader stops at the first
-// frame that is cut short or fails its CRC (or whose step is not after the one before) and
-// reports the bytes it ignored; a resumed run cuts them, and the records after its step.
+// whole record. kill -9 during the write leaves a torn tail: a frame the file ends inside. A
+// reader stops there, or at the first damaged frame (one whose length fits no record, or that
+// fails its CRC, or whose step is not after the one before), and reports the bytes it ignored
+// and which it was. A resumed run cuts a torn tail, and the records after its step; a file
+// damaged before its tail is never cut: it is moved aside (probe_file_set_aside) and its
+// whole records up to the damage are copied into a new file (suffix "damaged").
 #ifndef CHARGPT_PROBE_FILE_H
 #define CHARGPT_PROBE_FILE_H
 
@@ -126,17 +129,26 @@ typedef struct {
 // Starts a new probe file at path (atomic_file.h: no one ever sees half a header) and opens
 // it for appending. Returns 0, or -1 with err.
 int probe_file_create(ProbeFile *pf, const char *path, ProbeHeader *header, char err[ERR_LEN]);
+// Moves the file at path aside, to the first free name of <path>.<suffix>, <path>.<suffix>.2,
+// ... (never replacing a file), written into aside. Returns 0, or -1 with err.
+int probe_file_set_aside(const char *path, const char *suffix, char *aside, size_t size, char err[ERR_LEN]);
+
 // What probe_file_resume found.
 typedef struct {
     long kept;             // records kept (steps up to the resumed one)
     long dropped;          // whole records after the resumed step, cut
     int64_t first_dropped, last_dropped;
-    uint64_t torn_bytes;   // a torn or damaged tail, cut
+    uint64_t torn_bytes;   // a torn tail, cut
+    const char *damage;    // NULL, or what was wrong with the first damaged record:
+    long damaged_record;   //   its number (1 is the first record)
+    uint64_t damaged_at;   //   and byte offset;
+    char aside[1100];      //   the file was moved here, its records before it copied back
 } ProbeResume;
-// Opens the probe file at path for a run resuming at `step`: reads its header into *header
-// (allocated; the caller frees it), checks its records, cuts those after `step` and any torn
-// tail, and opens it for appending. Returns 0; 1 when there is no file at path; -1 with err
-// when it cannot be read or its header is damaged (the caller decides whether to start anew).
+// Opens the probe file at path (never through a symbolic link) for a run resuming at `step`:
+// reads its header into *header (allocated; the caller frees it), checks its records, cuts
+// those after `step` and a torn tail, and opens it for appending; a damaged record sets the
+// file aside first (above). Returns 0; 1 when there is no file at path; -1 with err when it
+// cannot be read or its header is damaged (the caller decides whether to start anew).
 int probe_file_resume(ProbeFile *pf, const char *path, long step, ProbeHeader *header, ProbeResume *resume,
                       char err[ERR_LEN]);
 // Appends a record (flags PROBE_HAS_PROBE: the whole of it; else its light part), whose step
@@ -154,7 +166,9 @@ typedef struct {
     uint8_t *payload;      // the last record's payload as read (light or whole)
     size_t payload_len;
     uint64_t offset;       // after the last whole record
-    uint64_t torn_bytes;   // set when reading stopped at a torn or damaged tail
+    uint64_t size;         // of the file
+    uint64_t torn_bytes;   // set when reading stopped at a torn tail or a damaged record: the rest
+    const char *damage;    // NULL at a torn tail (or none); else what is wrong with the record at offset
     int64_t last_step;
     long records;
 } ProbeReader;
@@ -165,7 +179,8 @@ typedef struct {
 int probe_reader_open(ProbeReader *r, FILE *fp, const char *name, char err[ERR_LEN]);
 // The next record into rec (allocated by probe_record_alloc for r's header): 1 when there is
 // one, 0 at the end of the file or of its whole records (torn_bytes then says what was left
-// after them), -1 with err when the file cannot be read.
+// after them, and damage whether they end at a damaged record), -1 with err when the file
+// cannot be read.
 int probe_reader_next(ProbeReader *r, ProbeRecord *rec, char err[ERR_LEN]);
 void probe_reader_close(ProbeReader *r);
 

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../common/input_file.h"
 #include "atomic_file.h"
 #include "json.h"
 
@@ -108,23 +108,27 @@ static int too_short(const char *path, size_t file_len, char err[ERR_LEN]) {
     return fail(err, path, "too short for a safetensors file (%zu bytes, the header length alone takes 8)", file_len);
 }
 
+// Refuses (-2) a read of read_len bytes whose header of header_len bytes would take the
+// memory past max_bytes (> 0) once parsed.
+static int check_memory(const char *path, size_t read_len, size_t header_len, double max_bytes, char err[ERR_LEN]) {
+    double bytes = (double)(read_len - header_len) + ST_HEADER_MEMORY * (double)header_len;
+    if (max_bytes <= 0 || bytes <= max_bytes) return 0;
+    fail(err, path, "reading it needs up to %.1f MiB of memory (%zu bytes, its header of %zu parsed in up to %d bytes "
+         "a byte), more than the %.1f MiB", bytes / 1048576, read_len, header_len, ST_HEADER_MEMORY,
+         max_bytes / 1048576);
+    return -2;
+}
+
 // Reads the file into st (see alloc_file), or with header_only its length and header alone;
 // *header_len is checked against the file's size, which *data_len receives less the length
-// and the header. Opening does not wait on a FIFO: anything but a regular file is refused.
-static int read_file(const char *path, SafeTensors *st, int header_only, size_t *header_len, size_t *data_len,
-                     char err[ERR_LEN]) {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return fail(err, path, "cannot open: %s", strerror(errno));
+// and the header, and with the memory its parse takes against max_bytes (-2 past it).
+// Opening does not wait on a FIFO: anything but a regular file is refused.
+static int read_file(const char *path, SafeTensors *st, int header_only, double max_bytes, size_t *header_len,
+                     size_t *data_len, char err[ERR_LEN]) {
     struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int stat_errno = errno;
-        close(fd);
-        return fail(err, path, "cannot stat: %s", strerror(stat_errno));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return fail(err, path, "not a regular file");
-    }
+    int fd = input_file_open(path, 0, &sb);
+    if (fd == -1) return fail(err, path, "cannot open: %s", strerror(errno));
+    if (fd == -2) return fail(err, path, "not a regular file");
     FILE *fp = fdopen(fd, "rb");
     if (!fp) {
         close(fd);
@@ -142,7 +146,9 @@ static int read_file(const char *path, SafeTensors *st, int header_only, size_t 
     } else if (check_start(path, first, n_first, err) == 0 &&
                check_header_length(path, len_bytes, file_len, header_len, err) == 0 &&
                (read_len = header_only ? 8 + *header_len : file_len,
-                alloc_file(path, st, *header_len, read_len, err) == 0)) {
+                (rc = check_memory(path, read_len, *header_len, max_bytes, err)) == 0) &&
+               (rc = alloc_file(path, st, *header_len, read_len, err)) == 0) {
+        rc = -1;
         memcpy(st->file, len_bytes, 8);
         size_t got = fread(st->file + 8, 1, read_len - 8, fp);
         *data_len = file_len - 8 - *header_len;
@@ -437,24 +443,28 @@ static int parse_file(const char *path, SafeTensors *st, size_t header_len, size
     return parse_header(path, st, (const char *)st->file + 8, header_len, err);
 }
 
-static int read_and_parse(const char *path, SafeTensors *st, int header_only, char err[ERR_LEN]) {
+static int read_and_parse(const char *path, SafeTensors *st, int header_only, double max_bytes, char err[ERR_LEN]) {
     memset(st, 0, sizeof(*st));
     size_t header_len = 0, data_len = 0;
-    if (read_file(path, st, header_only, &header_len, &data_len, err) != 0 ||
-        parse_file(path, st, header_len, data_len, err) != 0) {
+    int rc = read_file(path, st, header_only, max_bytes, &header_len, &data_len, err);
+    if (rc != 0 || parse_file(path, st, header_len, data_len, err) != 0) {
         safetensors_free(st);
-        return -1;
+        return rc == -2 ? -2 : -1;
     }
     if (header_only) st->data = NULL;  // the data was not read
     return 0;
 }
 
 int safetensors_read(const char *path, SafeTensors *st, char err[ERR_LEN]) {
-    return read_and_parse(path, st, 0, err);
+    return read_and_parse(path, st, 0, 0.0, err);
+}
+
+int safetensors_read_within(const char *path, double max_bytes, SafeTensors *st, char err[ERR_LEN]) {
+    return read_and_parse(path, st, 0, max_bytes, err);
 }
 
 int safetensors_read_header(const char *path, SafeTensors *st, char err[ERR_LEN]) {
-    return read_and_parse(path, st, 1, err);
+    return read_and_parse(path, st, 1, 0.0, err);
 }
 
 int safetensors_parse(const void *bytes, size_t len, const char *name, SafeTensors *st, char err[ERR_LEN]) {

@@ -13,7 +13,9 @@
 // byte, the file's own byte included (measured: a header of "[0,0,...]" takes 9.0, one of
 // empty tensors 8.4): JSON nodes of 16 bytes, at most one per 2 bytes of text, and a 184-byte
 // entry per tensor. The caps below bound it whatever the header's size: at most ST_MAX_NODES
-// nodes (28 MiB) and ST_MAX_TENSORS entries (23 MiB).
+// nodes (28 MiB) and ST_MAX_TENSORS entries (23 MiB). safetensors_read_within bounds it by
+// a memory limit too, counting ST_HEADER_MEMORY bytes a header byte (the nodes' 8, the
+// decoded strings' 1 and the file's own 1), before anything is allocated.
 #ifndef CHARGPT_SAFETENSORS_H
 #define CHARGPT_SAFETENSORS_H
 
@@ -24,6 +26,7 @@
 
 #define ST_MAX_NAME 127                  // bytes in a tensor name
 #define ST_MAX_HEADER (100u * 1000 * 1000) // a longer header is refused as absurd
+#define ST_HEADER_MEMORY 10              // bytes of memory a header byte takes at most, read and parsed
 // Caps on what a header may list, far above what chargpt writes: its largest model (1024
 // layers) has 12,292 parameter tensors, 36,876 with the optimizer's moments, and a checkpoint
 // has about 50 metadata entries.
@@ -69,6 +72,10 @@ typedef struct {
 // without blocking on it). Returns 0, or -1 with a message naming the file, the problem and
 // the tensor where there is one (st is then empty).
 int safetensors_read(const char *path, SafeTensors *st, char err[ERR_LEN]);
+// The same within max_bytes of memory (0: no limit): a file whose bytes and header's parse
+// would take more is refused before it is read (returns -2 with err "PATH: reading it needs
+// up to N MiB of memory (...), more than the M MiB", for the caller to say whose limit that is).
+int safetensors_read_within(const char *path, double max_bytes, SafeTensors *st, char err[ERR_LEN]);
 // The same for the file's header alone, its tensors checked against the file's size: the
 // metadata and the tensors' names and shapes, in memory bounded by the header's size (the data
 // is not read: data is NULL, and only safetensors_tensor_data and the CRCs need it).

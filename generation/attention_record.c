@@ -8,7 +8,7 @@
 #include "../viewer/attention_export.h"
 
 int attention_record(GPT *model, const Vocab *vocab, const int *text, long len, const char *const *paths, int n,
-                     int *written, char err[ERR_LEN]) {
+                     int replace, int *written, char err[ERR_LEN]) {
     const GPTConfig *c = &model->config;
     int t = len < c->block_size ? (int)len : c->block_size;
     const int *window = text + len - t;
@@ -39,7 +39,8 @@ int attention_record(GPT *model, const Vocab *vocab, const int *text, long len, 
         AttentionLens shown = {lens.rows, lens.cells, vocab->chars};
         rc = 0;
         for (int i = 0; i < n && rc == 0; i++)
-            if ((rc = attention_export(paths[i], chars, t, c->n_layer, c->n_head, att, pred, &shown, err)) == 0)
+            if ((rc = attention_export(paths[i], chars, t, c->n_layer, c->n_head, att, pred, &shown, replace,
+                                     err)) == 0)
                 (*written)++;
     }
     free(att);

@@ -1,7 +1,6 @@
 #include "prompt.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/input_file.h"
 #include "../data/utf8.h"
 #include "../data/vocab_coverage.h"
 
@@ -92,16 +92,14 @@ void prompt_free(Prompt *p) {
 // stream, or NULL with err.
 static FILE *open_prompt_file(const char *path, char err[ERR_LEN]) {
     if (strcmp(path, "-") == 0) return stdin;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a FIFO must not block the open
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
+    int fd = input_file_open(path, 0, &st);
+    if (fd == -1) {
         snprintf(err, ERR_LEN, "cannot open prompt file %s: %s", path, strerror(errno));
-        if (fd >= 0) close(fd);
         return NULL;
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (fd == -2) {
         snprintf(err, ERR_LEN, "prompt file %s is not a regular file (use -f - to read the prompt from stdin)", path);
-        close(fd);
         return NULL;
     }
     FILE *f = fdopen(fd, "rb");

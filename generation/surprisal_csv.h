@@ -26,8 +26,9 @@ int surprisal_csv_open(SurprisalCsv *csv, const char *path, const uint32_t *voca
 // Appends the row of the character at position, token, its loss in nats and the logits (V)
 // it was predicted from. Returns 0, or -1 with err when the write fails.
 int surprisal_csv_row(SurprisalCsv *csv, long position, int token, float loss, const float *logits, char err[ERR_LEN]);
-// Commits the file (0), or removes it and returns -1 with err.
-int surprisal_csv_commit(SurprisalCsv *csv, char err[ERR_LEN]);
+// Commits the file (0): over a file there when replace is 1, else only while nothing is there
+// (ATOMIC_FILE_EXISTS when something is); or removes it and returns -1 with err.
+int surprisal_csv_commit(SurprisalCsv *csv, int replace, char err[ERR_LEN]);
 void surprisal_csv_abort(SurprisalCsv *csv);
 
 #endif

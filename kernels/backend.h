@@ -174,7 +174,7 @@ struct Backend {
     void (*softmax_row)(float *row, int n, float scale);
 };
 
-// A backend's bf16_cost: as measured on x86 (README, Mixed precision), or on AArch64, where
+// A backend's bf16_cost: as measured on x86 (docs/precision.md gives the command), or on AArch64, where
 // no one has measured it yet, what x86 suggests.
 #define BF16_COST_MEASURED(times)                                                                \
     "a training step in bf16 takes " times " the time of one in fp32 on them (measured on a Xeon " \

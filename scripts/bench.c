@@ -759,13 +759,14 @@ static void parse_options(int argc, char **argv, Options *o) {
                 const char *names[8];
                 int count = kernels_available(names, 8);
                 for (int i = 0; i < count; i++) printf("%s\n", names[i]);
+                stdout_flush_or_die();
                 exit(0);
             }
             case OPT_PRECISION:
                 if (precision_parse(optarg, &o->precision) != 0)
                     die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", optarg);
                 break;
-            case 'h': usage(stdout); exit(0);
+            case 'h': usage(stdout); stdout_flush_or_die(); exit(0);
             case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", flag); break;
             default: die(EXIT_USAGE, "unknown option '%s' (see --help)", flag);
         }

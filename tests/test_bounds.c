@@ -100,13 +100,13 @@ static int write_empty_tensors_header(const char *path, int n, int m) {
     return rc;
 }
 
-// A checkpoint of a small model, its weights initialised from a seed, whose vocabulary is
-// newline, space, '.' and 'a' to 'z'; with ln_f_weight != 0, every weight of ln_f is that.
-static const char *small_checkpoint(const char *path, float ln_f_weight) {
+// A checkpoint of a model of config (its vocabulary of 29 characters: newline, space, '.' and
+// 'a' to 'z'), its weights initialised from a seed; with ln_f_weight != 0, every weight of
+// ln_f is that.
+static const char *checkpoint_of(const char *path, GPTConfig config, float ln_f_weight) {
     work_dir();
     uint32_t vocab[29] = {'\n', ' ', '.'};
     for (int i = 0; i < 26; i++) vocab[3 + i] = 'a' + (uint32_t)i;
-    const GPTConfig config = {29, 16, 1, 2, 16, 8, 1, 0.0f};
     GPT model;
     char err[ERR_LEN];
     if (!CHECK(gpt_build(&model, &config, 0, err) == 0, "%s", err)) return NULL;
@@ -116,6 +116,11 @@ static const char *small_checkpoint(const char *path, float ln_f_weight) {
     int rc = checkpoint_save(path, &model, &(Vocab){(uint32_t *)vocab, model.config.vocab_size, 0}, NULL, NULL, 0, err);
     gpt_free(&model);
     return CHECK(rc == 0, "%s", err) ? path : NULL;
+}
+
+// A small model's checkpoint: block 16, 1 layer of 2 heads, 16 wide.
+static const char *small_checkpoint(const char *path, float ln_f_weight) {
+    return checkpoint_of(path, (GPTConfig){29, 16, 1, 2, 16, 8, 1, 0.0f}, ln_f_weight);
 }
 
 // A gzip file of `bytes` bytes of 'a' (about a thousandth of that on disk).
@@ -462,4 +467,102 @@ TEST(bounds_09_header_memory_and_caps) {
     }
     unlink(at_caps);
 
+}
+
+// ---------------------------------------------------------------------------------------
+// issue 29's item 4: what grows with an input is planned or streamed
+
+// A run's log.csv of a million rows (41 MB; the probe of issue 29 had ten million): --resume
+// reads it a line at a time and keeps at most LOSS_HISTORY_MAX_POINTS of its points for the
+// plot, and ./generate --timeline does the same. Before, both held the whole file and a point
+// per row (10 M rows: 463 MB under --max-memory 50, 460 MB for --timeline).
+TEST(bounds_11_log_csv_read_in_bounded_memory) {
+    work_dir();
+    const char *corpus = WORK_DIR "/log_corpus.txt", *run = WORK_DIR "/long_log";
+    char text[4000];
+    for (size_t i = 0; i < sizeof(text); i++) text[i] = "the lazy dog.\n"[i % 14];
+    test_write_file(corpus, text, sizeof(text));
+    TestRun r = TRAIN("--data", corpus, "--n-layer", "1", "--n-embd", "16", "--n-head", "2", "--block-size", "16",
+                      "--batch-size", "4", "--steps", "2", "--threads", "1", "--force", "--out", run);
+    int trained = test_exit_status(&r, 0, "a small run");
+    test_run_free(&r);
+    FILE *fp = trained ? fopen(WORK_DIR "/long_log/log.csv", "a") : NULL;
+    if (!CHECK(fp != NULL, "cannot append to the run's log.csv")) return;
+    for (int i = 0; i < 1000000; i++) fputs("2,2.500000,,1.000000e-03,128,1.000,0.5,0\n", fp);
+    CHECK(fclose(fp) == 0, "cannot write the long log.csv");
+    long bound = 24 * MIB;  // the run's plan is 1 MiB: the program, its buffers and 1.5 MB of points
+    r = TRAIN("--resume", WORK_DIR "/long_log/ckpt.safetensors", "--steps", "3", "--max-memory", "50");
+    if (test_exit_status(&r, 0, "--resume with a million rows in log.csv")) {
+        printf("    --resume with a 1 M-row log.csv: peak RSS %ld KiB, %.2f s\n", r.max_rss_kib, r.seconds);
+        CHECK(r.max_rss_kib < RSS_SLACK * bound, "--resume: peak RSS %ld KiB", r.max_rss_kib);
+    }
+    test_run_free(&r);
+    r = GENERATE("--timeline", run, "--force", "--max-memory", "50");
+    if (test_exit_status(&r, 0, "--timeline over a million rows")) {
+        printf("    --timeline over a 1 M-row log.csv: peak RSS %ld KiB, %.2f s\n", r.max_rss_kib, r.seconds);
+        CHECK(r.max_rss_kib < RSS_SLACK * bound, "--timeline: peak RSS %ld KiB", r.max_rss_kib);
+    }
+    test_run_free(&r);
+    r = GENERATE("--timeline", run, "--force", "--max-memory", "1");
+    if (test_exit_status(&r, 2, "--timeline within 1 MiB"))
+        test_output_has(&r, "more than the 1.00 MiB --max-memory", "--timeline within 1 MiB");
+    test_run_free(&r);
+    unlink(corpus);
+}
+
+// --attention x.png: the image (its pixels, their filtered rows, the compressed copy: 9 bytes
+// a pixel) is in the plan. A window of 128 over 2 layers of 4 heads is an image of about 2.5 M pixels:
+// its plan is 22.7 MiB now; before, the plan passed --max-memory 3 and the run took 19 MiB.
+TEST(bounds_11_attention_png_in_the_plan) {
+    const char *ckpt = checkpoint_of(WORK_DIR "/wide.safetensors", (GPTConfig){29, 128, 2, 4, 16, 4, 1, 0.0f}, 0.0f);
+    if (!ckpt) return;
+    TestRun r = GENERATE(ckpt, "the lazy dog", "-n", "120", "--attention", WORK_DIR "/view.png", "--force",
+                         "--max-memory", "12");
+    if (test_exit_status(&r, 2, "--attention x.png within 12 MiB")) {
+        test_output_has(&r, "generation buffers", "--attention x.png within 12 MiB");
+        test_output_has(&r, "more than the 12.0 MiB --max-memory", "--attention x.png within 12 MiB");
+    }
+    test_run_free(&r);
+    r = GENERATE(ckpt, "the lazy dog", "-n", "120", "--attention", WORK_DIR "/view.png", "--force", "--max-memory",
+                 "40");
+    if (test_exit_status(&r, 0, "--attention x.png within 40 MiB"))
+        printf("    --attention x.png of a window of 128 over 2 x 4 heads: peak RSS %ld KiB\n", r.max_rss_kib);
+    test_run_free(&r);
+    r = GENERATE(ckpt, "the lazy dog", "-n", "120", "--attention", WORK_DIR "/view.json", "--force", "--max-memory",
+                 "12");
+    test_exit_status(&r, 0, "--attention x.json within 12 MiB");
+    test_run_free(&r);
+    unlink(ckpt);
+}
+
+// A checkpoint's header is read only when its parse (up to ST_HEADER_MEMORY bytes a byte) fits
+// the memory limit. Before, a 3 MB metadata string took 3 bytes of memory a byte under
+// --max-memory 1 (a 64 MB one: 186 MiB under --max-memory 20).
+TEST(bounds_11_header_parse_within_the_limit) {
+    work_dir();
+    const char *path = WORK_DIR "/long_meta.safetensors";
+    size_t n = (size_t)3 << 20;
+    char *header = malloc(n + 64);
+    if (!CHECK(header != NULL, "out of memory")) return;
+    size_t len = (size_t)sprintf(header, "{\"__metadata__\":{\"format\":\"chargpt-2\",\"n\":\"");
+    memset(header + len, 'x', n);
+    len += n;
+    len += (size_t)sprintf(header + len, "\"}}");
+    int written = write_header_file(path, header, len);
+    free(header);
+    if (written != 0) return;
+    Checkpoint ck;
+    char err[ERR_LEN];
+    int rc = checkpoint_open_within(path, 20.0 * 1048576, &ck, err);
+    CHECK(rc == -2 && strstr(err, "reading it needs up to 30.") && strstr(err, "more than the 20.0 MiB"),
+          "a 3 MiB header within 20 MiB: rc %d, %s", rc, err);
+    rc = checkpoint_open_within(path, 40.0 * 1048576, &ck, err);
+    CHECK(rc == -1 && strstr(err, "crc32"), "a 3 MiB header within 40 MiB: rc %d, %s", rc, err);
+    TestRun r = GENERATE(path, "a", "--max-memory", "1");
+    if (test_exit_status(&r, 2, "a 3 MiB header under --max-memory 1")) {
+        test_output_has(&r, "more than the 1.0 MiB --max-memory", "a 3 MiB header under --max-memory 1");
+        CHECK(r.max_rss_kib < baseline_rss_kib() + MIB, "peak RSS %ld KiB", r.max_rss_kib);
+    }
+    test_run_free(&r);
+    unlink(path);
 }

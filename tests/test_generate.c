@@ -991,6 +991,90 @@ TEST(generate_attention_outputs) {
     gpt_free(&model);
 }
 
+// Starts ./generate with args (NULL-terminated), stdin from a pipe whose writing end goes to
+// *to_stdin, stdout to /dev/null and stderr to err_path. Returns its pid, or -1.
+static pid_t start_generate(const char *const *args, int *to_stdin, const char *err_path) {
+    const char *argv[32] = {GENERATE};
+    int n = 1, fds[2];
+    while (args[n - 1] && n < 31) argv[n] = args[n - 1], n++;
+    argv[n] = NULL;
+    if (pipe(fds) != 0) return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int out = open("/dev/null", O_WRONLY), errfd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+        if (out < 0 || errfd < 0) _exit(127);
+        dup2(fds[0], 0), dup2(out, 1), dup2(errfd, 2);
+        close(fds[1]);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[0]);
+    if (pid < 0) close(fds[1]);
+    else *to_stdin = fds[1];
+    return pid;
+}
+
+static int exit_status_of(pid_t pid) {
+    int status;
+    return waitpid(pid, &status, 0) == pid && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// An output is published only while it is absent (issue 29, L4): six processes racing to write
+// one --attention file without --force, exactly one writes it and the others exit 2 naming it;
+// a file that appears while a run works (here while it waits for its prompt) is kept. Before,
+// the check came before the work and the rename replaced whatever was there: four of six
+// said they had written the file, and the one made meanwhile was lost.
+TEST(generate_racing_outputs_one_wins) {
+    if (!test_checkpoint()) return;
+    const char *json = TMP_DIR "/gen_race.json";
+    remove(json);
+    pid_t pids[6];
+    int pipes[6];
+    for (int i = 0; i < 6; i++) {
+        char err_path[64];
+        snprintf(err_path, sizeof(err_path), TMP_DIR "/gen_race_err%d.txt", i);
+        pids[i] = start_generate(ARGS(CKPT, "-n", "0", "-f", "-", "--attention", json, "--threads", "1"), &pipes[i],
+                                 err_path);
+        if (!CHECK(pids[i] > 0, "cannot start ./generate")) return;
+    }
+    usleep(200000);  // each has checked that the file is absent and waits for its prompt
+    for (int i = 0; i < 6; i++) {
+        CHECK(write(pipes[i], "the king", 8) == 8, "cannot write the prompt");
+        close(pipes[i]);
+    }
+    int won = 0;
+    for (int i = 0; i < 6; i++) {
+        int status = exit_status_of(pids[i]);
+        char err_path[64];
+        snprintf(err_path, sizeof(err_path), TMP_DIR "/gen_race_err%d.txt", i);
+        size_t len;
+        char *err = test_read_file(err_path, &len);
+        won += status == 0;
+        CHECK(status == 0 || (status == 2 && err && strstr(err, json) && strstr(err, "exists")),
+              "racer %d: exit status %d: %s", i, status, err ? err : "");
+        free(err);
+    }
+    CHECK(won == 1, "%d of 6 racing runs wrote %s, want 1", won, json);
+    // a file made while the run works is kept
+    const char *kept = TMP_DIR "/gen_race_kept.json";
+    remove(kept);
+    int to_stdin;
+    pid_t pid = start_generate(ARGS(CKPT, "-n", "0", "-f", "-", "--attention", kept), &to_stdin,
+                               TMP_DIR "/gen_race_err0.txt");
+    if (!CHECK(pid > 0, "cannot start ./generate")) return;
+    usleep(200000);
+    test_write_file(kept, "mine", 4);
+    CHECK(write(to_stdin, "the", 3) == 3, "cannot write the prompt");
+    close(to_stdin);
+    int status = exit_status_of(pid);
+    size_t len;
+    char *text = test_read_file(kept, &len);
+    CHECK(status == 2 && text && len == 4 && memcmp(text, "mine", 4) == 0,
+          "a file made meanwhile: exit status %d, the file holds %zu bytes", status, len);
+    free(text);
+}
+
 TEST(generate_attention_last_block) {
     if (!test_checkpoint()) return;
     GPT model;

@@ -16,11 +16,14 @@
 #include <unistd.h>
 
 #include "../common/platform.h"
+#include "../common/program.h"
 #include "../format/atomic_file.h"
 #include "../format/checkpoint.h"
+#include "../format/json.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
 #include "../model/rng.h"
+#include "../training/run_identity.h"
 #include "test.h"
 
 #define WORK_DIR "tests/tmp/hardening"
@@ -253,8 +256,8 @@ TEST(hardening_02_memory_plan_refuses_what_does_not_fit) {
     // training: the issue's --block-size 65536 on the default corpus, refused for the memory
     // available now; where the system cannot say (common/platform.h: the plain-POSIX build),
     // there is no limit unless --max-memory, and the memory line says so
-    const char *available;  // the figure's name in messages ("MemAvailable" on Linux)
-    int memory_known = platform_memory_available(&available) > 0;
+    const char *available;  // the figure's name in messages ("available (MemAvailable, less ...")
+    int memory_known = memory_limit(0.0, 1, &available) > 0;
     char dir[256];
     test_fresh_dir(dir, 256, WORK_DIR, "memory");
     TestRun r = memory_known ? TRAIN("--block-size", "65536", "--out", WORK_DIR "/memory")
@@ -799,4 +802,151 @@ TEST(hardening_11_long_output_names) {
           "the cut temporary of a killed process was not removed, or another file's was");
     CHECK(atomic_file_remove_stale(whole_target, err) == 1 && access(whole, F_OK) != 0,
           "a temporary named <target>.tmp.<pid>.<n> was not removed");
+}
+
+// ---------------------------------------------------------------------------------------
+// issue 29, L5: checkpoints without train.run_id are told apart by every option that shapes
+// the run's steps. Before, only the seed, the model's shape, the batch and --init-from were
+// compared: two runs that differed in --lr, --warmup, --weight-decay, --grad-clip or --steps
+// counted as one, and a resume replaced the other's checkpoint.
+
+// The identity of base with train.run_id removed and, when key, key set to value.
+static int identity_without_id(const char *base, const char *key, const char *value, RunIdentity *id) {
+    const char *plain = WORK_DIR "/identity/plain.safetensors", *edited = WORK_DIR "/identity/edited.safetensors";
+    char err[ERR_LEN];
+    if (test_edit_checkpoint(base, plain, &(CheckpointEdit){.key = "train.run_id", .value = NULL}) != 0) return -1;
+    if (key && test_edit_checkpoint(plain, edited, &(CheckpointEdit){.key = key, .value = value}) != 0) return -1;
+    return CHECK(run_identity_read(key ? edited : plain, id, err) == 0, "%s", err) ? 0 : -1;
+}
+
+TEST(hardening_12_old_checkpoints_compare_every_option) {
+    const char *base = base_checkpoint();
+    if (!base) return;
+    char dir[256], why[ERR_LEN];
+    test_fresh_dir(dir, 256, WORK_DIR, "identity");
+    static RunIdentity a, b;
+    if (identity_without_id(base, NULL, NULL, &a) != 0) return;
+    static const struct { const char *key, *value; } differ[] = {
+        {"train.lr", "0.002"}, {"train.min_lr", "0"}, {"train.warmup", "3"}, {"train.decay_steps", "40"},
+        {"train.weight_decay", "0.5"}, {"train.grad_clip", "2"}, {"train.beta2", "0.95"}, {"train.eps", "1e-6"},
+        {"train.seed", "7"}, {"train.batch_size", "8"}, {"train.val_fraction", "0.2"}, {"dropout", "0.1"},
+        {"train.min_char_count", "5"}, {"train.init_from", "other.safetensors"},
+    };
+    for (size_t i = 0; i < sizeof(differ) / sizeof(differ[0]); i++) {
+        if (identity_without_id(base, differ[i].key, differ[i].value, &b) != 0) continue;
+        CHECK(run_identity_compare(&a, &b, why, sizeof(why)) == 1 && strstr(why, differ[i].key),
+              "%s %s: not told apart (%s)", differ[i].key, differ[i].value, why);
+    }
+    // what a resume may change: --steps; and a new schedule (--warmup) from a later step
+    if (identity_without_id(base, "train.steps", "40", &b) == 0)
+        CHECK(run_identity_compare(&a, &b, why, sizeof(why)) == 0, "--steps changed on resume: %s", why);
+    if (identity_without_id(base, "train.schedule_start", "2", &b) == 0) {
+        snprintf(b.lineage[RUN_LINEAGE_KEYS - 2], RUN_LINEAGE_VALUE, "9");  // its warm-up
+        CHECK(run_identity_compare(&a, &b, why, sizeof(why)) == 0, "a new schedule on resume: %s", why);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// issue 29, L9: --help into a full disk exits 1 saying so (it exited 0); integers and numbers
+// are decimal alone (--steps 0x10 read as 16, --lr 0x1p-3 as 0.125); a --min-char-count that
+// leaves no character a token of its own is refused (it trained a one-token model to loss 0)
+
+TEST(hardening_13_help_numbers_and_one_token) {
+    static const char *const programs[] = {"train", "generate"};
+    for (int i = 0; i < 2; i++) {
+        const char *argv[] = {test_program(programs[i]), "--help", NULL};
+        TestRun r = test_run_stdout(argv, NULL, "/dev/full", LOG, TIMEOUT_S);
+        if (test_exit_status(&r, 1, programs[i])) test_output_has(&r, "cannot write to standard output", programs[i]);
+        test_run_free(&r);
+    }
+    static const char *const numbers[][2] = {{"--steps", "0x10"}, {"--lr", "0x1p-3"}, {"--seed", " 16"},
+                                             {"--dropout", "inf"}, {"--batch-size", "nan"}};
+    for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
+        TestRun r = TRAIN(numbers[i][0], numbers[i][1]);
+        if (test_exit_status(&r, 2, numbers[i][0])) test_output_has(&r, "expects", numbers[i][0]);
+        test_run_free(&r);
+    }
+    TestRun r = GENERATE("model.safetensors", "-n", "0x10");
+    test_exit_status(&r, 2, "generate -n 0x10");
+    test_run_free(&r);
+    char dir[256];
+    test_fresh_dir(dir, 256, WORK_DIR, "one_token");
+    r = TRAIN(SMALL_MODEL, "--data", corpus(), "--min-char-count", "1000000000", "--steps", "2", "--out", dir);
+    if (test_exit_status(&r, 2, "--min-char-count 1000000000"))
+        test_output_has(&r, "leaves no character a token of its own", "--min-char-count 1000000000");
+    test_run_free(&r);
+}
+
+// ---------------------------------------------------------------------------------------
+// issue 29, L2 and L9: names and metadata shown safely.
+// - A --data path that is not UTF-8 (a legal Linux name) is refused before training, exit 2
+//   (it trained to the first save, then failed writing the checkpoint's metadata, exit 1,
+//   leaving a log that made the directory a run).
+// - A name with control characters: loss.svg and timeline.html stay valid XML and UTF-8 (the
+//   name was written raw).
+// - Checkpoint metadata holding terminal escape sequences is shown escaped in messages (it was
+//   printed raw); a vocabulary holding NUL, which no text holds, is refused (it was accepted),
+//   one holding ESC, which a text may hold, is not.
+
+// 1 when the file at path is UTF-8 with no control character but newline and tab.
+static int clean_text_file(const char *path) {
+    size_t len;
+    char *text = test_read_file(path, &len);
+    int clean = text && json_utf8_valid(text, len);
+    for (size_t i = 0; clean && i < len; i++) clean = (unsigned char)text[i] >= 0x20 || text[i] == '\n' || text[i] == '\t';
+    free(text);
+    return clean;
+}
+
+TEST(hardening_14_names_and_metadata_shown_safely) {
+    const char *base = base_checkpoint();
+    if (!base) return;
+    char dir[256], bad_name[300], control_name[300], out[300], path[320];
+    test_fresh_dir(dir, 256, WORK_DIR, "names");
+    snprintf(bad_name, sizeof(bad_name), "%s/c\xff" "d.txt", dir);
+    snprintf(control_name, sizeof(control_name), "%s/a\x1b[31m\x07" "b.txt", dir);
+    if (copy_file(corpus(), bad_name) != 0 || copy_file(corpus(), control_name) != 0) return;
+    snprintf(out, sizeof(out), "%s/run", dir);
+    TestRun r = TRAIN(SMALL_MODEL, "--data", bad_name, "--steps", "4", "--save-every", "2", "--out", out);
+    if (test_exit_status(&r, 2, "a --data path that is not UTF-8")) {
+        test_output_has(&r, "c\\xffd.txt: the path is not valid UTF-8", "the path shown escaped");
+        CHECK(!strchr(r.output, '\xff'), "the path printed raw:\n%s", r.output);
+    }
+    test_run_free(&r);
+    snprintf(path, sizeof(path), "%s/log.csv", out);
+    CHECK(!test_file_exists(path), "a refused run left %s", path);
+    r = TRAIN(SMALL_MODEL, "--data", control_name, "--steps", "4", "--eval-every", "2", "--out", out);
+    if (test_exit_status(&r, 0, "a --data name with control characters")) {
+        CHECK(!strchr(r.output, '\x1b') && !strchr(r.output, '\x07'), "the name printed raw:\n%s", r.output);
+        snprintf(path, sizeof(path), "%s/loss.svg", out);
+        CHECK(clean_text_file(path), "%s holds a control character or is not UTF-8", path);
+        snprintf(path, sizeof(path), "%s/timeline.html", out);
+        CHECK(clean_text_file(path), "%s holds a control character or is not UTF-8", path);
+    }
+    test_run_free(&r);
+    // metadata with a terminal's escape sequences, in a message
+    snprintf(path, sizeof(path), "%s/escapes.safetensors", dir);
+    test_edit_checkpoint(base, path, &(CheckpointEdit){.key = "train.data", .value = "\x1b]0;owned\x07x.txt"});
+    r = TRAIN("--resume", path, "--steps", "6");
+    if (test_exit_status(&r, 1, "a checkpoint whose train.data holds escape sequences")) {
+        test_output_has(&r, "\\x1b]0;owned\\x07x.txt", "the name shown escaped");
+        CHECK(!strchr(r.output, '\x1b') && !strchr(r.output, '\x07'), "the escape sequence printed raw:\n%s", r.output);
+    }
+    test_run_free(&r);
+    // a vocabulary with NUL (refused) or ESC (a text's character) in place of its first, '\n'
+    char vocab[4096];
+    if (!CHECK(test_meta_value(base, "vocab", vocab, sizeof(vocab)) && !strncmp(vocab, "[10,", 4), "vocab '%.40s'",
+               vocab))
+        return;
+    static const char *const first[2] = {"0", "27"};
+    for (int i = 0; i < 2; i++) {
+        char edited[4100];
+        snprintf(edited, sizeof(edited), "[%s%s", first[i], vocab + 3);
+        snprintf(path, sizeof(path), "%s/vocab%d.safetensors", dir, i);
+        test_edit_checkpoint(base, path, &(CheckpointEdit){.key = "vocab", .value = edited});
+        r = GENERATE(path, "the", "-n", "3", "--seed", "1");
+        if (test_exit_status(&r, i == 0 ? 1 : 0, i == 0 ? "a vocabulary with NUL" : "a vocabulary with ESC") && i == 0)
+            test_output_has(&r, "no U+0000", "NUL");
+        test_run_free(&r);
+    }
 }

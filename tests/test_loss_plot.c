@@ -9,7 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../format/json.h"
 #include "../model/rng.h"
+#include "../training/loss_history.h"
 #include "../viewer/loss_plot.h"
 #include "test.h"
 
@@ -273,6 +275,15 @@ TEST(loss_plot_title_is_escaped) {
     if (!CHECK(svg != NULL, "no SVG")) return;
     CHECK(strstr(svg, ">a&lt;b&gt; &amp; &quot;c&quot;</text>") != NULL, "title not escaped");
     free(svg);
+    // a name with control characters (a legal file name), or bytes that are not UTF-8: the SVG
+    // stays XML, which allows neither, not even as &#27; (issue 29, L2: it was written raw)
+    svg = plot_text(&point, 1, "chargpt: a\x1b[31m\x07" "b\xff.txt");
+    if (!CHECK(svg != NULL, "no SVG")) return;
+    CHECK(strstr(svg, ">chargpt: a\\x1b[31m\\x07b\\xff.txt</text>") != NULL, "the name is not shown escaped");
+    int clean = json_utf8_valid(svg, strlen(svg));
+    for (const unsigned char *p = (const unsigned char *)svg; *p; p++) clean &= *p >= 0x20 || *p == '\n' || *p == '\t';
+    CHECK(clean, "the SVG holds a control character or a byte that is not UTF-8");
+    free(svg);
 }
 
 // Names of the files in dir that start with prefix, joined by spaces.
@@ -368,4 +379,33 @@ TEST(loss_plot_gradient_panel) {
     tick_labels(svg, "grad-ticks", labels, sizeof(labels));
     CHECK(strstr(svg, "log scale") && strcmp(labels, "0.1 1 10 100") == 0, "log-scale ticks '%s'", labels);
     free(svg);
+}
+
+// The history of a run of a million reports, an evaluation every 1000: it keeps at most
+// LOSS_HISTORY_MAX_POINTS points (1.5 MB, where a point per report took 48 MB), evenly
+// spaced, in step order, every evaluation among them, and the last report's.
+TEST(loss_history_bounded_and_thinned_evenly) {
+    LossHistory h = {0};
+    char err[ERR_LEN];
+    long reports = 1000000;
+    for (long step = 1; step <= reports; step++) {
+        LossPoint p = {step, 1.0, step % 1000 == 0 ? 2.0 : NAN, 1e-3, NAN, NAN};
+        if (!CHECK(loss_history_add(&h, p, err) == 0, "%s", err)) break;
+    }
+    CHECK(h.n <= LOSS_HISTORY_MAX_POINTS && h.n > LOSS_HISTORY_MAX_POINTS / 4 && h.capacity <= LOSS_HISTORY_MAX_POINTS,
+          "%zu points, room for %zu", h.n, h.capacity);
+    long evaluations = 0, gaps_off = 0, gap = h.n > 1 ? h.points[1].step - h.points[0].step : 0;
+    for (size_t i = 0; i < h.n; i++) {
+        evaluations += isfinite(h.points[i].val_loss);
+        if (i > 0 && !CHECK(h.points[i].step > h.points[i - 1].step, "point %zu: step %ld after %ld", i,
+                            h.points[i].step, h.points[i - 1].step))
+            break;
+        // evenly spaced: a point every `gap` reports, give or take where an evaluation was kept
+        if (i > 0 && labs(h.points[i].step - h.points[i - 1].step - gap) >= gap) gaps_off++;
+    }
+    CHECK(evaluations == reports / 1000, "%ld evaluations kept of %ld", evaluations, reports / 1000);
+    CHECK(gaps_off == 0 && gap == h.stride, "%ld uneven gaps (a point every %ld reports, stride %ld)", gaps_off, gap,
+          h.stride);
+    CHECK(h.points[h.n - 1].step == reports, "the last point is of step %ld", h.points[h.n - 1].step);
+    loss_history_free(&h);
 }

@@ -5,12 +5,17 @@
 // outside common/platform.c; no exit or abort in library code.
 #include <ctype.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../common/platform.h"
@@ -35,27 +40,194 @@ TEST(platform_program_name_and_path) {
     CHECK(platform_executable_path(path, 4, err) != 0, "a path in 4 bytes");
 }
 
-TEST(platform_memory_available_and_limit) {
-    const char *source, *limit_source;
-    double available = platform_memory_available(&source);
+TEST(platform_memory_bounds_and_limit) {
+    MemoryBound bounds[PLATFORM_MEMORY_BOUNDS];
+    const char *unknown, *limit_source;
+    int n = platform_memory_bounds(bounds, &unknown);
     if (is_posix_version())
-        CHECK(available == 0.0 && strncmp(source, "unknown", 7) == 0, "POSIX: %.0f bytes, '%s'", available, source);
+        CHECK(n == 0 && strncmp(unknown, "unknown", 7) == 0, "POSIX: %d bounds, '%s'", n, unknown);
     else
-        CHECK(available > 1 << 20 && available < 1e16 && strncmp(source, "unknown", 7) != 0, "%s: %.0f bytes (%s)",
-              platform_name(), available, source);
+        CHECK(n >= 1 && strcmp(bounds[0].name, strcmp(platform_name(), "linux") == 0 ? "MemAvailable"
+                                                                                    : "free and inactive pages") == 0,
+              "%s: %d bounds, the first '%s'", platform_name(), n, n ? bounds[0].name : "");
+    for (int i = 0; i < n; i++)
+        CHECK(bounds[i].available >= 0 && bounds[i].available < 1e18 && bounds[i].total >= bounds[i].available,
+              "%s: %.0f of %.0f bytes", bounds[i].name, bounds[i].available, bounds[i].total);
     CHECK(memory_limit(64.0 * 1048576, 3, &limit_source) == 64.0 * 1048576 &&
               strcmp(limit_source, "--max-memory") == 0, "--max-memory 64: %s", limit_source);
     double shared = memory_limit(0.0, 2, &limit_source);
-    if (available > 0) {
-        // the memory available moves between the calls: within a quarter
-        CHECK(shared > available / 2 * 0.75 && shared < available / 2 * 1.25, "2 processes: %.0f of %.0f", shared,
-              available);
-        char want[160];
-        snprintf(want, sizeof(want), "available (%s) per process on this machine", source);
-        CHECK(strcmp(limit_source, want) == 0, "2 processes: '%s'", limit_source);
-    } else {
-        CHECK(shared == 0.0 && strcmp(limit_source, source) == 0, "unknown: %.0f, '%s'", shared, limit_source);
+    if (n == 0) {
+        CHECK(shared == 0.0 && strcmp(limit_source, unknown) == 0, "unknown: %.0f, '%s'", shared, limit_source);
+        return;
     }
+    // the least bound less its margin, a shared one halved between 2 processes (the memory
+    // available moves between the calls: within a quarter)
+    double least = INFINITY;
+    for (int i = 0; i < n; i++) {
+        double total = bounds[i].total, margin = fmax(total / 10, fmin(total / 4, 256.0 * 1048576));
+        least = fmin(least, fmax(bounds[i].available - margin, 0.0) / (bounds[i].shared ? 2 : 1));
+    }
+    CHECK(shared > least * 0.75 && shared < least * 1.25 + 1.0, "2 processes: %.0f, want about %.0f", shared, least);
+    CHECK(strncmp(limit_source, "available (", 11) == 0 && strstr(limit_source, "kept free)"), "2 processes: '%s'",
+          limit_source);
+}
+
+// ----------------------------------------------------------------------------
+// the Linux bounds on a tree of the tests' own ($CHARGPT_TEST_SYSTEM_ROOT): /proc's files and
+// a cgroup file system, v2 and v1
+
+#define FAKE_ROOT "tests/tmp/system_root"
+#define MIB_BYTES 1048576.0
+
+// FAKE_ROOT/path with text in it (its directories made).
+static void fake_file(const char *path, const char *text) {
+    char full[600];
+    snprintf(full, sizeof(full), "%s/%s", FAKE_ROOT, path);
+    for (char *slash = strchr(full + strlen(FAKE_ROOT) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        test_make_dir(full);
+        *slash = '/';
+    }
+    test_write_file(full, text, strlen(text));
+}
+
+// A machine of 24 GiB, 20 GiB available, whose process is in `cgroup` (/proc/self/cgroup's
+// text) with the cgroup file systems of `mounts` (mountinfo's lines).
+static void fake_machine(const char *cgroup, const char *mounts) {
+    test_make_dir("tests/tmp");
+    CHECK(system("rm -rf " FAKE_ROOT) == 0, "rm -rf " FAKE_ROOT);
+    test_make_dir(FAKE_ROOT);
+    fake_file("proc/meminfo", "MemTotal:       25165824 kB\nMemFree:  1000 kB\nMemAvailable:   20971520 kB\n");
+    fake_file("proc/self/status", "Name:\trun_tests\nVmPeak:\t  900000 kB\nVmSize:\t  524288 kB\n");
+    fake_file("proc/self/cgroup", cgroup);
+    fake_file("proc/self/mountinfo", mounts);
+}
+
+// The bounds platform_memory_bounds finds on the fake machine; the one named `name`, or NULL.
+static const MemoryBound *fake_bound(MemoryBound bounds[PLATFORM_MEMORY_BOUNDS], const char *name, int *n) {
+    const char *unknown;
+    setenv("CHARGPT_TEST_SYSTEM_ROOT", FAKE_ROOT, 1);
+    *n = platform_memory_bounds(bounds, &unknown);
+    unsetenv("CHARGPT_TEST_SYSTEM_ROOT");
+    for (int i = 0; i < *n; i++)
+        if (strcmp(bounds[i].name, name) == 0) return &bounds[i];
+    return NULL;
+}
+
+// cgroup v2 (mounted at a path with a space, as mountinfo escapes it): the least of every
+// level's memory.max less its memory.current (its inactive page cache not counted as used),
+// "max" at the levels without a limit; and ./train's memory line names it.
+TEST(platform_memory_bound_of_cgroup_v2) {
+    if (strcmp(platform_name(), "linux") != 0) return;
+    fake_machine("0::/user.slice/job\n",
+                 "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                 "31 22 0:27 / /sys/fs/cg\\040root rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n");
+    fake_file("sys/fs/cg root/memory.current", "5000000000\n");  // the top: no memory.max
+    fake_file("sys/fs/cg root/user.slice/memory.max", "1073741824\n");
+    fake_file("sys/fs/cg root/user.slice/memory.current", "734003200\n");  // 700 MiB: 324 MiB left
+    fake_file("sys/fs/cg root/user.slice/job/memory.max", "314572800\n");  // 300 MiB
+    fake_file("sys/fs/cg root/user.slice/job/memory.current", "115343360\n");  // 110 MiB, 30 of it cache
+    fake_file("sys/fs/cg root/user.slice/job/memory.stat", "anon 83886080\nfile 31457280\ninactive_file 31457280\n");
+    MemoryBound bounds[PLATFORM_MEMORY_BOUNDS];
+    int n;
+    const MemoryBound *b = fake_bound(bounds, "cgroup memory.max less its use", &n);
+    if (CHECK(b != NULL, "no cgroup v2 bound among %d", n))
+        CHECK(b->available == 220 * MIB_BYTES && b->total == 300 * MIB_BYTES && b->shared,
+              "%.1f MiB of %.1f MiB (want 220 of 300)", b->available / MIB_BYTES, b->total / MIB_BYTES);
+    CHECK(n == 2 && strcmp(bounds[0].name, "MemAvailable") == 0 && bounds[0].available == 20 * 1024 * MIB_BYTES &&
+              bounds[0].total == 24 * 1024 * MIB_BYTES, "%d bounds, the first %s", n, bounds[0].name);
+    // the parent's room is the least when it is smaller
+    fake_file("sys/fs/cg root/user.slice/memory.current", "943718400\n");  // 900 MiB: 124 MiB left
+    b = fake_bound(bounds, "cgroup memory.max less its use", &n);
+    CHECK(b && b->available == 124 * MIB_BYTES && b->total == 1024 * MIB_BYTES, "the parent's room: %.1f MiB",
+          b ? b->available / MIB_BYTES : -1);
+    // ./train in the job's 300 MiB, the parent unlimited: 220 MiB less 75 kept free (a quarter
+    // of 300, under 256 MiB)
+    fake_file("sys/fs/cg root/user.slice/memory.max", "max\n");
+    fake_file("corpus.txt", "the lazy dog sleeps. the quick fox jumps over the lazy dog.\n");
+    const char *const args[] = {test_program("train"), "--data", FAKE_ROOT "/corpus.txt", "--n-layer", "1",
+                                "--n-head", "2", "--n-embd", "16", "--block-size", "8", "--batch-size", "2",
+                                "--val-fraction", "0", "--steps", "1", "--no-probe", "--out", FAKE_ROOT "/run",
+                                NULL};
+    setenv("CHARGPT_TEST_SYSTEM_ROOT", FAKE_ROOT, 1);
+    TestRun r = test_run(args, NULL, FAKE_ROOT "/train.log", 0, 120.0);
+    unsetenv("CHARGPT_TEST_SYSTEM_ROOT");
+    if (test_exit_status(&r, 0, "./train in a 300 MiB cgroup"))
+        test_output_has(&r, "145 MiB available (cgroup memory.max less its use, less 75.0 MiB kept free)",
+                        "./train in a 300 MiB cgroup");
+    test_run_free(&r);
+}
+
+// cgroup v1's memory controller, mounted with its own cgroup at the mount's root (as a
+// container sees it): memory.limit_in_bytes (2^63 rounded to a page: no limit) less
+// memory.usage_in_bytes less total_inactive_file; and ./train refuses a plan past it.
+TEST(platform_memory_bound_of_cgroup_v1) {
+    if (strcmp(platform_name(), "linux") != 0) return;
+    fake_machine("5:cpu,cpuacct:/docker/abc\n4:memory:/docker/abc\n0::/\n",
+                 "31 22 0:27 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n"
+                 "32 31 0:28 /docker/abc /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu,cpuacct\n"
+                 "35 31 0:31 /docker/abc /sys/fs/cgroup/memory rw,relatime master:9 - cgroup cgroup rw,memory\n"
+                 "41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n");
+    fake_file("sys/fs/cgroup/memory/memory.limit_in_bytes", "67108864\n");  // 64 MiB
+    fake_file("sys/fs/cgroup/memory/memory.usage_in_bytes", "12582912\n");  // 12 MiB, 4 of it cache
+    fake_file("sys/fs/cgroup/memory/memory.stat", "cache 4194304\ninactive_file 1\ntotal_inactive_file 4194304\n");
+    fake_file("sys/fs/cgroup/unified/memory.current", "1000\n");  // v2 without the memory controller
+    MemoryBound bounds[PLATFORM_MEMORY_BOUNDS];
+    int n;
+    const MemoryBound *b = fake_bound(bounds, "cgroup memory.limit_in_bytes less its use", &n);
+    if (CHECK(b != NULL, "no cgroup v1 bound among %d", n))
+        CHECK(b->available == 56 * MIB_BYTES && b->total == 64 * MIB_BYTES, "%.1f MiB of %.1f MiB (want 56 of 64)",
+              b->available / MIB_BYTES, b->total / MIB_BYTES);
+    CHECK(n == 2, "%d bounds: v2 has no memory.max here", n);
+    // 56 MiB less 16 kept free (a quarter of 64): the default model over blocks of 512 is refused
+    const char *const args[] = {test_program("train"), "--block-size", "512", "--steps", "1", "--no-probe", "--out",
+                                FAKE_ROOT "/run", NULL};
+    setenv("CHARGPT_TEST_SYSTEM_ROOT", FAKE_ROOT, 1);
+    TestRun r = test_run(args, NULL, FAKE_ROOT "/train.log", 0, 120.0);
+    unsetenv("CHARGPT_TEST_SYSTEM_ROOT");
+    if (test_exit_status(&r, 2, "./train in a 64 MiB cgroup"))
+        test_output_has(&r, "more than the 40.0 MiB available (cgroup memory.limit_in_bytes less its use, less 16.0 "
+                        "MiB kept free)", "./train in a 64 MiB cgroup");
+    test_run_free(&r);
+    // no limit at any level: no bound
+    fake_file("sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
+    CHECK(fake_bound(bounds, "cgroup memory.limit_in_bytes less its use", &n) == NULL && n == 1,
+          "an unlimited cgroup: %d bounds", n);
+}
+
+// RLIMIT_AS less the address space mapped (VmSize), in a child that sets the limit 1 GiB past
+// what it maps now.
+TEST(platform_memory_bound_of_rlimit_as) {
+    if (strcmp(platform_name(), "linux") != 0) return;
+    int fds[2];
+    if (!CHECK(pipe(fds) == 0, "pipe")) return;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE *fp = fopen("/proc/self/status", "r");  // its size is 0 to stat: read a line at a time
+        char line[256];
+        double mapped = 0.0;
+        while (fp && fgets(line, sizeof(line), fp))
+            if (strncmp(line, "VmSize:", 7) == 0) mapped = strtod(line + 7, NULL) * 1024.0;
+        if (fp) fclose(fp);
+        struct rlimit limit = {(rlim_t)(mapped + 1024 * MIB_BYTES), (rlim_t)(mapped + 1024 * MIB_BYTES)};
+        MemoryBound bounds[PLATFORM_MEMORY_BOUNDS] = {{0}};
+        const char *unknown;
+        int n = setrlimit(RLIMIT_AS, &limit) == 0 ? platform_memory_bounds(bounds, &unknown) : 0;
+        MemoryBound b = n > 0 ? bounds[n - 1] : (MemoryBound){0};
+        b.total = mapped;  // for the message
+        _exit(write(fds[1], &b, sizeof(b)) == (ssize_t)sizeof(b) && n > 0 ? 0 : 1);
+    }
+    close(fds[1]);
+    MemoryBound b = {0};
+    int got = read(fds[0], &b, sizeof(b)) == (ssize_t)sizeof(b);
+    close(fds[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    if (CHECK(got && WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child found no bound"))
+        CHECK(strcmp(b.name, "RLIMIT_AS less the address space in use") == 0 && !b.shared && b.total > 0 &&
+                  b.available > 1000 * MIB_BYTES && b.available <= 1024 * MIB_BYTES,
+              "%s: %.1f MiB (%.1f MiB mapped before)", b.name, b.available / MIB_BYTES, b.total / MIB_BYTES);
 }
 
 // A terminal of 57 columns says so; a pipe is no terminal.
@@ -82,6 +254,25 @@ TEST(platform_processors_and_cpu) {
     CHECK(platform_cpu_has_arm_bf16() == 0, "an AArch64 feature on another CPU");
 #endif
     CHECK(platform_max_rss_kib(strcmp(platform_name(), "macos") == 0 ? 1 << 20 : 1024) == 1024, "ru_maxrss's unit");
+}
+
+// A rename that never replaces (issue 29): a name taken is refused with EEXIST, both files
+// kept; a free name is taken, the old one gone.
+TEST(platform_rename_new_never_replaces) {
+    mkdir("tests/tmp", 0777);
+    const char *from = "tests/tmp/platform_rename_from", *taken = "tests/tmp/platform_rename_taken",
+               *free_name = "tests/tmp/platform_rename_free";
+    remove(free_name);
+    if (test_write_file(from, "new", 3) != 0 || test_write_file(taken, "old", 3) != 0) return;
+    errno = 0;
+    CHECK(platform_rename_new(from, taken) == -1 && errno == EEXIST, "%s: a taken name: errno %d", platform_name(),
+          errno);
+    size_t len;
+    char *kept = test_read_file(taken, &len);
+    CHECK(kept && len == 3 && memcmp(kept, "old", 3) == 0 && test_file_exists(from), "the files were not both kept");
+    free(kept);
+    CHECK(platform_rename_new(from, free_name) == 0 && !test_file_exists(from) && test_file_exists(free_name),
+          "%s: a free name: %s", platform_name(), strerror(errno));
 }
 
 // ----------------------------------------------------------------------------
@@ -125,7 +316,8 @@ static void check_no_system_names(const char *path, const char *text) {
     if (strcmp(path, "common/platform.c") == 0 || strcmp(path, "tests/test_platform.c") == 0) return;
     static const char *const names[] = {"program_invocation_name", "program_invocation_short_name", "qsort_r",
                                         "_GNU_SOURCE", "getauxval", "sysctlbyname", "getprogname",
-                                        "_NSGetExecutablePath", "TIOCGWINSZ", "prctl", "forkpty", "sysconf"};
+                                        "_NSGetExecutablePath", "TIOCGWINSZ", "prctl", "forkpty", "sysconf",
+                                        "renameat2", "renamex_np"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         CHECK(!uses_name(text, names[i]), "%s uses %s: ask common/platform.h", path, names[i]);
     CHECK(!strstr(text, "\"/proc/"), "%s reads /proc: ask common/platform.h", path);
@@ -160,7 +352,8 @@ TEST(program_whole_numbers_as_people_write_them) {
         {"2000", 0, 2000}, {"2e3", 0, 2000}, {"1.5e3", 0, 1500}, {"1E3", 0, 1000}, {"-7", 0, -7}, {"0", 0, 0},
         {"9223372036854775807", 0, 9223372036854775807L}, {"1.5", -2, 0}, {"1e-3", -2, 0}, {"1e30", -3, 0},
         {"9.3e18", -3, 0}, {"-1e19", -3, 0}, {"", -1, 0}, {"2k", -1, 0}, {"1e3x", -1, 0}, {"nan", -1, 0},
-        {"inf", -3, 0},
+        {"inf", -1, 0}, {"0x10", -1, 0}, {"0x1p4", -1, 0}, {" 16", -1, 0}, {"16 ", -1, 0}, {"+16", 0, 16},
+        {"infinity", -1, 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         long v = 12345;

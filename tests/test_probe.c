@@ -335,8 +335,8 @@ TEST(probe_logit_lens_in_the_inspector) {
     AttentionLens shown = {lens.rows, lens.cells, vocab};
     mkdir("tests/tmp", 0755);
     const char *path = "tests/tmp/probe_lens.json", *page = "tests/tmp/probe_lens.html";
-    CHECK(attention_export(path, chars, t, L, H, att, NULL, &shown, err) == 0 &&
-              attention_export(page, chars, t, L, H, att, NULL, &shown, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, L, H, att, NULL, &shown, 1, err) == 0 &&
+              attention_export(page, chars, t, L, H, att, NULL, &shown, 1, err) == 0, "export: %s", err);
     size_t len;
     char *text = test_read_file(path, &len);
     JsonDoc doc;

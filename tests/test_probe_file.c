@@ -319,6 +319,55 @@ TEST(probe_file_damage_found) {
     probe_header_free(&h);
 }
 
+// A damaged record is never cut as a torn tail (issue 29, M3): the resume moves the file
+// aside, byte for byte, and starts probe.bin again from its header and the whole records
+// before the damage; a torn tail is still cut. Before, the damaged record and every record
+// after it were cut as "a record that a stopped run left unfinished".
+TEST(probe_file_resume_sets_a_damaged_file_aside) {
+    make_tmp();
+    ProbeHeader h, read;
+    if (make_header(&h, 1, 2, 6, 6, 2) != 0) return;
+    const char *path = TMP "/aside.bin", *aside = TMP "/aside.bin.damaged";
+    remove(aside);
+    if (write_file(path, &h, 5) != 0) return;  // steps 0 to 40
+    size_t len;
+    char *bytes = test_read_file(path, &len);
+    size_t whole = probe_record_bytes(&h) + 8, light = probe_light_bytes(&h) + 8;
+    size_t header_end = len - 4 * whole - light, third = header_end + 2 * whole;  // whole, whole, light, whole, whole
+    bytes[third + 30] ^= 0x40;
+    test_write_file(path, bytes, len);
+    ProbeFile pf;
+    ProbeResume resume;
+    char err[ERR_LEN];
+    if (!CHECK(probe_file_resume(&pf, path, 100, &read, &resume, err) == 0, "%s", err)) return;
+    probe_file_close(&pf);
+    probe_header_free(&read);
+    CHECK(resume.damage && strstr(resume.damage, "CRC-32") && resume.damaged_record == 3 &&
+              resume.damaged_at == third && resume.kept == 2 && resume.torn_bytes == 0 && !strcmp(resume.aside, aside),
+          "damage %s in record %ld at %llu, kept %ld, cut %llu, aside %s", resume.damage ? resume.damage : "none",
+          resume.damaged_record, (unsigned long long)resume.damaged_at, resume.kept,
+          (unsigned long long)resume.torn_bytes, resume.aside);
+    size_t aside_len, kept_len;
+    char *moved = test_read_file(aside, &aside_len), *kept = test_read_file(path, &kept_len);
+    CHECK(moved && aside_len == len && !memcmp(moved, bytes, len), "the file set aside is not the damaged one");
+    CHECK(kept && kept_len == third && !memcmp(kept, bytes, third), "probe.bin is not the header and 2 records");
+    free(moved);
+    free(kept);
+    // a whole last record that fails its CRC is damage too, not a torn tail
+    bytes[third + 30] ^= 0x40;
+    bytes[len - 2] ^= 0x40;
+    test_write_file(path, bytes, len);
+    if (CHECK(probe_file_resume(&pf, path, 100, &read, &resume, err) == 0, "%s", err)) {
+        probe_file_close(&pf);
+        probe_header_free(&read);
+        CHECK(resume.damaged_record == 5 && resume.kept == 4 && !strcmp(resume.aside, TMP "/aside.bin.damaged.2"),
+              "a damaged last record: record %ld, kept %ld, aside %s", resume.damaged_record, resume.kept, resume.aside);
+    }
+    remove(TMP "/aside.bin.damaged.2");
+    free(bytes);
+    probe_header_free(&h);
+}
+
 // The page's JSON data, parsed.
 static int page_data(const char *path, JsonDoc *doc, char **text) {
     size_t len;
@@ -345,7 +394,7 @@ TEST(probe_file_timeline_page) {
     LossPoint points[3] = {{10, 4.0, NAN, 1e-3, 0.5, 0}, {20, 3.5, 3.6, 1e-3, 0.4, 2}, {30, 3.0, NAN, 1e-3, NAN, NAN}};
     TimelineSummary s;
     char err[ERR_LEN], *text;
-    if (!CHECK(timeline_write(page, path, points, 3, "run <one>", TIMELINE_MAX_RECORD_BYTES, &s, err) == 0, "%s", err))
+    if (!CHECK(timeline_write(page, path, points, 3, "run <one>", TIMELINE_MAX_RECORD_BYTES, 1, &s, err) == 0, "%s", err))
         return;
     CHECK(s.records == 7 && s.whole == 5 && s.kept == 7 && s.kept_whole == 5 && s.torn_bytes == 3,
           "summary: %ld records, %ld whole, kept %ld and %ld whole, %llu torn", s.records, s.whole, s.kept,
@@ -388,7 +437,7 @@ static void check_thinning(ProbeHeader *h, const char *name, double budget_in_li
     double budget = budget_in_lights * light + extra_wholes * (whole - light);
     TimelineSummary s;
     char err[ERR_LEN], *text;
-    if (!CHECK(timeline_write(page, path, NULL, 0, "thin", budget, &s, err) == 0, "%s", err)) return;
+    if (!CHECK(timeline_write(page, path, NULL, 0, "thin", budget, 1, &s, err) == 0, "%s", err)) return;
     CHECK(s.kept == want_kept && s.kept_whole == want_whole, "%s, budget %.0f: kept %ld records (%ld whole), want %ld "
           "(%ld)", name, budget, s.kept, s.kept_whole, want_kept, want_whole);
     JsonDoc doc;
@@ -443,7 +492,7 @@ TEST(probe_file_timeline_sample_page) {
     TimelineSummary s;
     char err[ERR_LEN];
     CHECK(timeline_write("tests/tmp/timeline_sample.html", path, points, 40, "chargpt: a made-up run",
-                         TIMELINE_MAX_RECORD_BYTES, &s, err) == 0, "%s", err);
+                         TIMELINE_MAX_RECORD_BYTES, 1, &s, err) == 0, "%s", err);
     CHECK(s.kept_whole == 6 && s.kept == 9, "the sample page holds %ld steps of %ld records", s.kept_whole, s.kept);
     probe_header_free(&h);
 }

@@ -155,6 +155,14 @@ TEST(timeline_train_writes_probe_samples_and_page) {
     probe_header_free(&h);
 }
 
+// The byte offset of record `index` (0 the first) of the probe file held in bytes (len).
+static size_t record_offset(const unsigned char *bytes, size_t len, int index) {
+    size_t at = 8 + 8 + (bytes[8] | bytes[9] << 8 | (size_t)bytes[10] << 16 | (size_t)bytes[11] << 24);
+    for (int i = 0; i < index && at + 4 <= len; i++)
+        at += 8 + (bytes[at] | bytes[at + 1] << 8 | (size_t)bytes[at + 2] << 16 | (size_t)bytes[at + 3] << 24);
+    return at;
+}
+
 TEST(timeline_resume_continues_without_duplicate_or_gap) {
     char dir[256], run[300], probe[320], ck[320], ck20[320], copy[340];
     test_fresh_dir(dir, sizeof(dir), TMP, "resume");
@@ -176,10 +184,11 @@ TEST(timeline_resume_continues_without_duplicate_or_gap) {
     steps_are(&got, (long[]){0, 10, 20, 30, 40}, 5, "resumed from 20 to 40");
     size_t len;
     char *before = test_read_file(probe, &len);
-    // a kill in the middle of appending step 50's record leaves a torn tail; resuming step 20's
-    // checkpoint then cuts it and the records after step 20 (--force: newer work of the run)
+    // a kill in the middle of appending step 50's record leaves a torn tail (here the first 300
+    // bytes of a record like step 40's); resuming step 20's checkpoint then cuts it and the
+    // records after step 20 (--force: newer work of the run)
     FILE *fp = fopen(probe, "ab");
-    fwrite(before + len - 500, 1, 300, fp);
+    fwrite(before + record_offset((const unsigned char *)before, len, 4), 1, 300, fp);
     fclose(fp);
     r = train(dir, "third.log", (const char *[]){"--resume", ck20, "--steps", "40", "--force", "--threads", "1", NULL});
     if (test_exit_status(&r, 0, "resuming step 20 again")) {
@@ -206,6 +215,91 @@ TEST(timeline_resume_continues_without_duplicate_or_gap) {
                   got.flags[7] == (PROBE_HAS_SAMPLE | PROBE_HAS_PROBE),
               "flags %u %u %u: samples at 42 and 45, the last evaluation at 46", got.flags[5], got.flags[6],
               got.flags[7]);
+}
+
+// A damaged probe.bin is never cut or replaced unsaid (issue 29, M3): one flipped bit in
+// record 3 of 5, or in the header, and the resume moves the file aside under the name it
+// prints, keeping the whole records before the damage in probe.bin (before: "cut ... bytes of
+// a record that a stopped run left unfinished", the intact records after it dropped; a header
+// "no probe file of this run", the file replaced). Another run's probe.bin with records, alone
+// in an --out, needs --force (it was replaced).
+TEST(timeline_damaged_probe_file_set_aside) {
+    char dir[256], run[300], probe[320], ck[320], aside[340], lone[320], lone_probe[340], other[320], other_ck[340];
+    test_fresh_dir(dir, sizeof(dir), TMP, "damaged");
+    snprintf(run, sizeof(run), "%s/run", dir);
+    snprintf(probe, sizeof(probe), "%s/probe.bin", run);
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", run);
+    snprintf(aside, sizeof(aside), "%s.damaged", probe);
+    TestRun r = train(dir, "first.log", (const char *[]){TINY, "--data", corpus(), "--steps", "40", "--eval-every",
+                                                         "10", "--sample-chars", "8", "--out", run, NULL});
+    if (!test_exit_status(&r, 0, "training to step 40")) return;
+    test_run_free(&r);
+    size_t len;
+    unsigned char *bytes = (unsigned char *)test_read_file(probe, &len);
+    if (!CHECK(bytes != NULL, "no %s", probe)) return;
+    size_t third = record_offset(bytes, len, 2);
+    bytes[third + 20] ^= 1;
+    test_write_file(probe, bytes, len);
+    r = train(dir, "second.log", (const char *[]){"--resume", ck, "--steps", "50", "--threads", "1", NULL});
+    if (test_exit_status(&r, 0, "a resume with a damaged record")) {
+        test_output_has(&r, "probe.bin: record 3 (at byte", "the damaged record");
+        test_output_has(&r, "fails its CRC-32: moved the file to", "where it went");
+        test_output_has(&r, "keeps the 2 records before it", "what was kept");
+    }
+    test_run_free(&r);
+    Records got;
+    read_records(probe, &got, NULL, NULL);
+    steps_are(&got, (long[]){0, 10, 50}, 3, "after the damaged record 3");
+    size_t aside_len;
+    char *kept = test_read_file(aside, &aside_len);
+    CHECK(kept && aside_len == len && memcmp(kept, bytes, len) == 0, "%s is not the damaged file, byte for byte", aside);
+    free(kept);
+    // a damaged header: moved aside to the next free name, the timeline started anew
+    free(bytes);
+    bytes = (unsigned char *)test_read_file(probe, &len);
+    if (!CHECK(bytes != NULL, "no %s", probe)) return;
+    bytes[30] ^= 1;
+    test_write_file(probe, bytes, len);
+    free(bytes);
+    r = train(dir, "third.log", (const char *[]){"--resume", ck, "--steps", "60", "--threads", "1", NULL});
+    if (test_exit_status(&r, 0, "a resume with a damaged header")) {
+        test_output_has(&r, "its header fails its CRC-32: moved to", "the damaged header");
+        test_output_has(&r, "probe.bin.damaged.2; the timeline starts anew at step 50", "where it went");
+    }
+    test_run_free(&r);
+    read_records(probe, &got, NULL, NULL);
+    steps_are(&got, (long[]){60}, 1, "after the damaged header");
+    // another run's probe.bin alone in an --out: refused, a new run and a resumed one alike
+    snprintf(lone, sizeof(lone), "%s/lone", dir);
+    snprintf(lone_probe, sizeof(lone_probe), "%s/probe.bin", lone);
+    test_make_dir(lone);
+    bytes = (unsigned char *)test_read_file(probe, &len);
+    if (!CHECK(bytes != NULL, "no %s", probe)) return;
+    test_write_file(lone_probe, bytes, len);
+    r = train(dir, "fourth.log", (const char *[]){TINY, "--data", corpus(), "--steps", "10", "--out", lone, NULL});
+    if (test_exit_status(&r, 2, "a new run over another run's probe.bin"))
+        test_output_has(&r, "is the timeline of another run", "the refusal");
+    test_run_free(&r);
+    snprintf(other, sizeof(other), "%s/other", dir);
+    snprintf(other_ck, sizeof(other_ck), "%s/ckpt.safetensors", other);
+    r = train(dir, "fifth.log", (const char *[]){TINY, "--data", corpus(), "--steps", "5", "--no-probe", "--out", other,
+                                                 NULL});
+    test_exit_status(&r, 0, "another run");
+    test_run_free(&r);
+    r = train(dir, "sixth.log", (const char *[]){"--resume", other_ck, "--steps", "10", "--out", lone, "--threads", "1",
+                                                 NULL});
+    if (test_exit_status(&r, 2, "a resume into an --out with another run's probe.bin"))
+        test_output_has(&r, "is the timeline of another run", "the refusal");
+    test_run_free(&r);
+    size_t lone_len;
+    char *lone_bytes = test_read_file(lone_probe, &lone_len);
+    CHECK(lone_bytes && lone_len == len && memcmp(lone_bytes, bytes, len) == 0, "the lone probe.bin was changed");
+    free(lone_bytes);
+    free(bytes);
+    r = train(dir, "seventh.log", (const char *[]){TINY, "--data", corpus(), "--steps", "10", "--out", lone, "--force",
+                                                   NULL});
+    test_exit_status(&r, 0, "--force replaces it");
+    test_run_free(&r);
 }
 
 TEST(timeline_init_from_force_and_no_probe) {
@@ -348,7 +442,7 @@ TEST(timeline_generate_rebuilds_the_page) {
         test_run_free(&g);
     }
     g = test_run_program("generate", NULL, out, 60, (const char *[]){"--timeline", run, "--seed", "3", NULL});
-    if (test_exit_status(&g, 2, "--timeline with --seed")) test_output_has(&g, "it takes only --force, not '--seed'", "");
+    if (test_exit_status(&g, 2, "--timeline with --seed")) test_output_has(&g, "it takes only --force and --max-memory, not '--seed'", "");
     test_run_free(&g);
     // an option refused is named as an option, whether its value came with it or after it
     char ck[320], text[320];

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -618,11 +619,9 @@ TEST(runs_schedule_messages_match_logged_rates) {
 // ----------------------------------------------------------------------------
 // 6. stop signals
 
-// Starts ./train (output into log) and waits until log contains `ready`, at most READY_WAIT_S
-// (generous: under qemu-aarch64 on a loaded machine a start takes tens of seconds); returns
-// the pid, or -1.
-#define READY_WAIT_S 120.0
-static pid_t start_until(const char *log, const char *const *args, const char *ready) {
+// Starts ./train (output into log; standard input from in_fd, or inherited when it is -1);
+// returns the pid, or -1.
+static pid_t start_train(const char *log, const char *const *args, int in_fd) {
     char program[4096];
     if (!realpath(test_program("train"), program)) return -1;
     const char *argv[MAX_ARGS + 2] = {"train"};
@@ -635,9 +634,19 @@ static pid_t start_until(const char *log, const char *const *args, const char *r
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd < 0) _exit(126);
         dup2(fd, 1), dup2(fd, 2), close(fd);
+        if (in_fd >= 0) dup2(in_fd, 0), close(in_fd);
         execv(program, (char *const *)argv);
         _exit(127);
     }
+    return pid;
+}
+
+// Starts ./train (output into log) and waits until log contains `ready`, at most READY_WAIT_S
+// (generous: under qemu-aarch64 on a loaded machine a start takes tens of seconds); returns
+// the pid, or -1.
+#define READY_WAIT_S 120.0
+static pid_t start_until(const char *log, const char *const *args, const char *ready) {
+    pid_t pid = start_train(log, args, -1);
     double start = now_seconds();
     while (pid > 0 && now_seconds() - start < READY_WAIT_S) {
         size_t len;
@@ -738,6 +747,77 @@ TEST(runs_stop_signals) {
 
 // ----------------------------------------------------------------------------
 // 7. CR line endings: cleaned and reported, or kept with --keep-cr (and on resume)
+
+// A SIGTERM while ./train waits for a stalled standard input (a pipe whose writer is silent)
+// stops it at once, before the first step: exit 143, and --out holds no run (its lock file
+// alone). Before, the run waited for the writer, then trained a step and saved.
+TEST(runs_stop_while_standard_input_stalls) {
+    char dir[256], log[300], out[300], lock[320];
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "stalled_stdin");
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    snprintf(out, sizeof(out), "%s/out", dir);
+    snprintf(lock, sizeof(lock), "%s/.train.lock", out);
+    int fds[2];
+    if (!CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno))) return;
+    const char *const args[] = {TINY, "--data", "-", "--steps", "5", "--out", out, NULL};
+    pid_t pid = start_train(log, args, fds[0]);
+    close(fds[0]);
+    const char *some = "the king and the queen of the night\n";  // a start, and then nothing
+    CHECK(write(fds[1], some, strlen(some)) == (ssize_t)strlen(some), "write: %s", strerror(errno));
+    for (int i = 0; i < 4000 && access(lock, F_OK) != 0; i++) usleep(5000);
+    usleep(300000);  // past the lock: reading standard input
+    kill(pid, SIGTERM);
+    double seconds = 0;
+    int status = wait_at_most(pid, &seconds);
+    close(fds[1]);
+    size_t len;
+    char *text = test_read_file(log, &len);
+    CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 143,
+          "SIGTERM while standard input stalls: status %d (want exit 143 within 20 s):\n%s", status, text);
+    CHECK(text && strstr(text, "stopped by SIGTERM before the first step"), "no stop message:\n%s", text);
+    free(text);
+    printf("    SIGTERM while standard input stalls: stopped %.3f s after it\n", seconds);
+    CHECK(seconds < 5.0, "the stop took %.1f s", seconds);
+    DIR *d = opendir(out);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        CHECK(strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || strcmp(e->d_name, ".train.lock") == 0,
+              "%s holds %s after a stop before the first step", out, e->d_name);
+    if (d) closedir(d);
+}
+
+// A FIFO named probe.bin or log.csv in a run's directory (nothing writes into it): --resume
+// and ./generate --timeline refuse it at once, exit 1, naming it, where they would wait in
+// open(2) for ever. Before, --resume hung on probe.bin holding the lock, and --timeline on
+// either.
+TEST(runs_fifo_run_files_refused) {
+    char dir[256], corpus[300], log[300], out[300], fifo_dir[300], ck[400], fifo[400];
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "fifo_files");
+    base_corpus(dir, corpus, sizeof(corpus));
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    snprintf(out, sizeof(out), "%s/run", dir);
+    TestRun r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "2", "--out", out));
+    int trained = test_exit_status(&r, 0, "the run");
+    test_run_free(&r);
+    if (!trained) return;
+    static const char *const names[] = {"probe.bin", "log.csv"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(fifo_dir, sizeof(fifo_dir), "%s/with_fifo_%d", dir, i);
+        char command[1000];
+        snprintf(command, sizeof(command), "cp -r '%s' '%s'", out, fifo_dir);
+        if (!CHECK(system(command) == 0, "%s failed", command)) return;
+        snprintf(fifo, sizeof(fifo), "%s/%s", fifo_dir, names[i]);
+        snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", fifo_dir);
+        unlink(fifo);
+        if (!CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s: %s", fifo, strerror(errno))) return;
+        r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "3", "--data", corpus));
+        if (test_exit_status(&r, 1, fifo)) test_output_has(&r, "not a regular file", fifo);
+        test_run_free(&r);
+        r = test_run_program("generate", NULL, log, 30, (const char *[]){"--timeline", fifo_dir, "--force", NULL});
+        if (test_exit_status(&r, 1, fifo)) test_output_has(&r, "a FIFO, not a regular file", fifo);
+        test_run_free(&r);
+    }
+}
 
 TEST(runs_keep_cr) {
     char dir[256], corpus[300], log[300], out[300], ck[300], value[64];
@@ -956,7 +1036,7 @@ TEST(runs_resume_never_replaces_another_run) {
     if (test_edit_checkpoint(r0_ck, old, &(CheckpointEdit){.key = "train.run_id", .value = NULL}) != 0) return;
     r = train_in(NULL, log, ARGS("--resume", old, "--steps", "12", "--out", victim));
     if (test_exit_status(&r, 2, "resuming an older checkpoint of r0 into victim"))
-        test_output_has(&r, "has another seed, model or batch", "resuming an older checkpoint of r0 into victim");
+        test_output_has(&r, "has train.seed '7', not '1337'", "resuming an older checkpoint of r0 into victim");
     test_run_free(&r);
     check_unchanged(victim, before, "resuming another run's older checkpoint");
     // ... and resumes in its own directory, as the same run as r0's ckpt.safetensors; it gets an identity
@@ -1185,4 +1265,57 @@ TEST(runs_killed_init_from_leaves_no_false_advice) {
     r = train_in(NULL, log, ARGS("--init-from", base_ck, "--data", corpus, "--steps", "3", "--force", "--out", out));
     test_exit_status(&r, 0, "--force");
     test_run_free(&r);
+}
+
+// The run files of a killed or tampered --out (issue 29, L6 and L8): a log.csv row torn inside
+// its step field, as a kill during its write leaves it, is cut on resume (the resume refused
+// before: "line 6 is not a row"), while a damaged row before the end is still refused; a
+// log.csv that is a symbolic link out of --out is refused, the file it names untouched (it
+// was truncated and written before).
+TEST(runs_torn_log_row_cut_and_linked_log_refused) {
+    char dir[256], corpus[300], log[300], out[300], ck[300], csv[300], steps[200], outside[300];
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "log_files");
+    base_corpus(dir, corpus, sizeof(corpus));
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    snprintf(out, sizeof(out), "%s/run", dir);
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    snprintf(csv, sizeof(csv), "%s/log.csv", out);
+    TestRun r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "10", "--log-every", "5", "--eval-every",
+                                         "5", "--out", out));
+    int ok = test_exit_status(&r, 0, "the first run");
+    test_run_free(&r);
+    if (!ok) return;
+    FILE *fp = fopen(csv, "a");
+    if (fp) fputs("1", fp), fclose(fp);  // the first byte of step 15's row
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "15"));
+    if (test_exit_status(&r, 0, "a resume after a torn row"))
+        test_output_has(&r, "cut 1 bytes of a row that a stopped run left unfinished", "the torn row");
+    test_run_free(&r);
+    logged_steps(csv, steps, sizeof(steps));
+    CHECK(strcmp(steps, "5,10,15") == 0, "log.csv has the rows of steps %s, want 5,10,15", steps);
+    // damage before the end is no torn row
+    size_t len;
+    char *text = test_read_file(csv, &len);
+    char *row = text ? strstr(text, "\n10,") : NULL;
+    if (!CHECK(row != NULL, "no row of step 10 in %s", csv)) return free(text);
+    row[1] = 'x';
+    write_text(csv, text, len);
+    free(text);
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "20"));
+    if (test_exit_status(&r, 1, "a resume with a damaged row")) test_output_has(&r, "line 3 is not a row", "the row");
+    test_run_free(&r);
+    // a link named log.csv
+    snprintf(outside, sizeof(outside), "%s/outside.txt", dir);
+    write_text(outside, "not a log\n", 10);
+    remove(csv);
+    CHECK(symlink("../outside.txt", csv) == 0, "cannot make a link %s: %s", csv, strerror(errno));
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "20"));
+    if (test_exit_status(&r, 1, "a resume with a linked log.csv")) test_output_has(&r, "symbolic link", "the link");
+    test_run_free(&r);
+    r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "5", "--out", out, "--force"));
+    test_exit_status(&r, 1, "a new run with --force and a linked log.csv");
+    test_run_free(&r);
+    text = test_read_file(outside, &len);
+    CHECK(text && len == 10 && memcmp(text, "not a log\n", 10) == 0, "the file log.csv linked to was changed");
+    free(text);
 }

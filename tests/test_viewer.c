@@ -293,7 +293,7 @@ TEST(viewer_json_round_trip) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_test.json";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, NULL, NULL, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, L, H, att, NULL, NULL, 1, err) == 0, "export: %s", err);
     size_t len;
     char *text = test_read_file(path, &len);
     if (!CHECK(text, "cannot read %s", path)) return;
@@ -417,7 +417,7 @@ TEST(viewer_json_predictions) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_predictions.json";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, pred, NULL, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, L, H, att, pred, NULL, 1, err) == 0, "export: %s", err);
     size_t len;
     char *text = test_read_file(path, &len);
     if (!CHECK(text, "cannot read %s", path)) return;
@@ -510,7 +510,7 @@ TEST(viewer_csv_rows) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_test.csv";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, NULL, NULL, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, L, H, att, NULL, NULL, 1, err) == 0, "export: %s", err);
     size_t len;
     char *text = test_read_file(path, &len);
     if (!CHECK(text, "cannot read %s", path)) return;
@@ -641,7 +641,7 @@ TEST(viewer_png_decodes) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_test.png";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, NULL, NULL, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, L, H, att, NULL, NULL, 1, err) == 0, "export: %s", err);
     Attention a = png_attention(chars, t, L, H, att);
     PngLayout p;
     attention_png_layout(&a, &p);
@@ -779,7 +779,7 @@ TEST(viewer_html_self_contained) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_test.html";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, NULL, NULL, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, L, H, att, NULL, NULL, 1, err) == 0, "export: %s", err);
     size_t len;
     char *page = test_read_file(path, &len);
     if (!CHECK(page, "cannot read %s", path)) return;
@@ -802,7 +802,7 @@ TEST(viewer_html_self_contained) {
         {0.25f, 2, {'"', '<'}, {0.5f, 0.5f}},
         {NAN, 2, {'a', '"'}, {1.0f, 0.0f}},
     };
-    CHECK(attention_export(path, chars, t, L, H, att, pred, NULL, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, L, H, att, pred, NULL, 1, err) == 0, "export: %s", err);
     page = test_read_file(path, &len);
     if (CHECK(page, "cannot read %s", path)) {
         CHECK(strstr(page, "[[10000,2500,7500,1000,2000,7000]]],\n\"surprisal\":[1.500,0.250,null],\n"
@@ -816,7 +816,7 @@ TEST(viewer_html_self_contained) {
     t = text_chars("</script><script>alert(1)</script>", chars);
     float *att2 = malloc((size_t)t * t * sizeof(float));
     synthetic_attention(chars, t, 1, 1, att2);
-    CHECK(attention_export(path, chars, t, 1, 1, att2, NULL, NULL, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, t, 1, 1, att2, NULL, NULL, 1, err) == 0, "export: %s", err);
     page = test_read_file(path, &len);
     if (CHECK(page, "cannot read %s", path)) {
         CHECK(!strstr(page, "alert(1)</script>") && !strstr(page, "\"<\""), "a raw < in the data");
@@ -837,7 +837,7 @@ TEST(viewer_unknown_extension) {
                            TMP_DIR "/viewer_test.json.bak", TMP_DIR "/viewer.json/x"};
     for (int k = 0; k < 4; k++) {
         char err[ERR_LEN] = "";
-        int rc = attention_export(paths[k], chars, 2, 1, 1, att, NULL, NULL, err);
+        int rc = attention_export(paths[k], chars, 2, 1, 1, att, NULL, NULL, 1, err);
         CHECK(rc == -2 && strstr(err, paths[k]), "%s: rc %d, err \"%s\"", paths[k], rc, err);
         CHECK(!test_file_exists(paths[k]), "%s was created", paths[k]);
     }
@@ -850,7 +850,7 @@ TEST(viewer_missing_directory) {
                            TMP_DIR "/no_such_dir/a.png", TMP_DIR "/no_such_dir/a.html"};
     for (int k = 0; k < 4; k++) {
         char err[ERR_LEN] = "";
-        int rc = attention_export(paths[k], chars, 2, 1, 1, att, NULL, NULL, err);
+        int rc = attention_export(paths[k], chars, 2, 1, 1, att, NULL, NULL, 1, err);
         CHECK(rc == -1 && strstr(err, paths[k]), "%s: rc %d, err \"%s\"", paths[k], rc, err);
         CHECK(!test_file_exists(paths[k]), "%s exists", paths[k]);
     }
@@ -863,7 +863,7 @@ TEST(viewer_single_character_and_bad_sizes) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_one.json";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, 1, 1, 1, att, NULL, NULL, err) == 0, "export: %s", err);
+    CHECK(attention_export(path, chars, 1, 1, 1, att, NULL, NULL, 1, err) == 0, "export: %s", err);
     size_t len;
     char *text = test_read_file(path, &len);
     JsonExport e;
@@ -875,7 +875,7 @@ TEST(viewer_single_character_and_bad_sizes) {
     }
     free(text);
     const char *others[] = {TMP_DIR "/viewer_one.csv", TMP_DIR "/viewer_one.png", TMP_DIR "/viewer_one.html"};
-    for (int k = 0; k < 3; k++) CHECK(attention_export(others[k], chars, 1, 1, 1, att, NULL, NULL, err) == 0, "%s", err);
+    for (int k = 0; k < 3; k++) CHECK(attention_export(others[k], chars, 1, 1, 1, att, NULL, NULL, 1, err) == 0, "%s", err);
     int width = 0, height = 0;
     free(png_decode(TMP_DIR "/viewer_one.png", &width, &height));
     Attention a = png_attention(chars, 1, 1, 1, att);
@@ -885,8 +885,8 @@ TEST(viewer_single_character_and_bad_sizes) {
           p.cell, width, height, p.width, p.height);
 
     const char *zero = TMP_DIR "/viewer_zero.json";
-    CHECK(attention_export(zero, chars, 0, 1, 1, att, NULL, NULL, err) == -1 && !test_file_exists(zero), "t = 0 accepted");
-    CHECK(attention_export(zero, chars, 1, 0, 1, att, NULL, NULL, err) == -1 && !test_file_exists(zero), "L = 0 accepted");
+    CHECK(attention_export(zero, chars, 0, 1, 1, att, NULL, NULL, 1, err) == -1 && !test_file_exists(zero), "t = 0 accepted");
+    CHECK(attention_export(zero, chars, 1, 0, 1, att, NULL, NULL, 1, err) == -1 && !test_file_exists(zero), "L = 0 accepted");
 }
 
 // All four formats at 256 characters and 8 layers x 8 heads: they are written, the PNG has
@@ -909,7 +909,7 @@ TEST(viewer_large_all_formats) {
     const double max_mb[] = {40, 80, 4, 12};
     for (int k = 0; k < 4; k++) {
         char err[ERR_LEN];
-        CHECK(attention_export(paths[k], chars, t, L, H, att, NULL, NULL, err) == 0, "%s", err);
+        CHECK(attention_export(paths[k], chars, t, L, H, att, NULL, NULL, 1, err) == 0, "%s", err);
         struct stat st;
         CHECK(stat(paths[k], &st) == 0 && st.st_size > 0 && st.st_size < max_mb[k] * 1e6,
               "%s: %lld bytes", paths[k], (long long)st.st_size);
@@ -944,8 +944,8 @@ TEST(viewer_sample_page) {
     LensCell *cells = malloc((size_t)(L + 1) * t * sizeof(LensCell));
     synthetic_lens(cells, L + 1, t);
     AttentionLens lens = {L + 1, cells, chars};
-    CHECK(attention_export(TMP_DIR "/viewer_sample.html", chars, t, L, H, att, pred, &lens, err) == 0, "%s", err);
+    CHECK(attention_export(TMP_DIR "/viewer_sample.html", chars, t, L, H, att, pred, &lens, 1, err) == 0, "%s", err);
     free(cells);
-    CHECK(attention_export(TMP_DIR "/viewer_sample_heatmap.png", chars, t, L, H, att, pred, NULL, err) == 0, "%s", err);
+    CHECK(attention_export(TMP_DIR "/viewer_sample_heatmap.png", chars, t, L, H, att, pred, NULL, 1, err) == 0, "%s", err);
     free(att);
 }

@@ -1,12 +1,33 @@
 #include "loss_history.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/input_file.h"
+
+// Of two neighbouring groups' points, the one the merged group keeps: the later, unless only
+// the earlier has a validation loss.
+static LossPoint kept_of(LossPoint earlier, LossPoint later) {
+    return isfinite(earlier.val_loss) && !isfinite(later.val_loss) ? earlier : later;
+}
+
+// Halves a full history: each pair of neighbouring points becomes one.
+static void thin(LossHistory *h) {
+    for (size_t i = 0; i < h->n / 2; i++) h->points[i] = kept_of(h->points[2 * i], h->points[2 * i + 1]);
+    h->n /= 2;
+    h->stride = 2 * (h->stride > 1 ? h->stride : 1);
+    h->in_last = h->stride;
+}
+
 int loss_history_add(LossHistory *h, LossPoint point, char err[ERR_LEN]) {
+    if (h->n > 0 && h->in_last < h->stride) {  // the last point's group is not complete
+        h->points[h->n - 1] = kept_of(h->points[h->n - 1], point);
+        h->in_last++;
+        return 0;
+    }
+    if (h->n == LOSS_HISTORY_MAX_POINTS) thin(h);
     if (h->n == h->capacity) {
         size_t capacity = h->capacity ? 2 * h->capacity : 256;
         LossPoint *bigger = realloc(h->points, capacity * sizeof(LossPoint));
@@ -18,6 +39,7 @@ int loss_history_add(LossHistory *h, LossPoint point, char err[ERR_LEN]) {
         h->capacity = capacity;
     }
     h->points[h->n++] = point;
+    h->in_last = 1;
     return 0;
 }
 
@@ -59,12 +81,9 @@ static int parse_row(char *line, LossPoint *p) {
 }
 
 int loss_history_read(LossHistory *h, const char *log_path, char err[ERR_LEN]) {
-    FILE *fp = fopen(log_path, "r");
-    if (!fp) {
-        if (errno == ENOENT) return 0;
-        snprintf(err, ERR_LEN, "cannot read %s: %s", log_path, strerror(errno));
-        return -1;
-    }
+    int missing;
+    FILE *fp = input_file_fopen(log_path, 0, &missing, err);
+    if (!fp) return missing ? 0 : -1;
     char line[512];
     long number = 0;
     int rc = 0;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/input_file.h"
 #include "run_identity.h"
 #include "run_log.h"
 
@@ -20,7 +21,8 @@ static const char *in_dir(char path[4200], const char *dir, const char *name) {
 
 // 1 when the file has a second line.
 static int has_row(const char *path) {
-    FILE *fp = fopen(path, "r");
+    char err[ERR_LEN];
+    FILE *fp = input_file_fopen(path, 0, NULL, err);
     if (!fp) return 0;
     int c, lines = 0;
     while ((c = getc(fp)) != EOF && lines < 1) lines += c == '\n';

@@ -32,36 +32,38 @@ int run_id_valid(const char *text) {
     return n == RUN_ID_LEN - 1 && text[n] == '\0';
 }
 
-// A metadata value, or "?" when it is absent.
-static const char *meta_text(const SafeTensors *st, const char *key) {
-    const char *v = safetensors_meta(st, key);
-    return v ? v : "?";
-}
+// The options a run without train.run_id is told by (run_identity.h): first those compared
+// whenever both checkpoints have them, then the schedule's, compared when both have the same
+// train.schedule_start (the first key, absent before it existed: 0).
+static const char *const lineage_keys[RUN_LINEAGE_KEYS] = {
+    "train.schedule_start", "vocab_size", "n_layer", "n_head", "head_size", "n_embd", "block_size", "qkv_bias",
+    "dropout", "train.seed", "train.batch_size", "train.val_fraction", "train.lr", "train.min_lr",
+    "train.weight_decay", "train.grad_clip", "train.beta1", "train.beta2", "train.eps", "train.min_char_count",
+    "train.keep_cr", "train.grow_vocab", "train.skip_unknown", "train.init_from", "train.warmup", "train.decay_steps"};
+#define SCHEDULE_KEYS 2  // the last two
 
 // Fills id from the checkpoint's metadata.
 static int identity_from_meta(const SafeTensors *st, const char *path, RunIdentity *id, char err[ERR_LEN]) {
-    const char *step = meta_text(st, "state.step"), *run_id = meta_text(st, "train.run_id");
+    const char *step = safetensors_meta(st, "state.step"), *run_id = safetensors_meta(st, "train.run_id");
     char *end;
     errno = 0;
-    id->step = strtol(step, &end, 10);
-    if (end == step || *end || errno || id->step < 0) {
+    id->step = step ? strtol(step, &end, 10) : -1;
+    if (!step || end == step || *end || errno || id->step < 0) {
         snprintf(err, ERR_LEN, "%s: not a checkpoint of ./train (its metadata has no step)", path);
         return -1;
     }
-    if (strcmp(run_id, "?") != 0 && !run_id_valid(run_id)) {
+    if (run_id && !run_id_valid(run_id)) {
         snprintf(err, ERR_LEN, "%s: checkpoint metadata 'train.run_id' is '%.40s', not 16 hex digits", path, run_id);
         return -1;
     }
-    snprintf(id->run_id, sizeof(id->run_id), "%s", strcmp(run_id, "?") ? run_id : "");
-    const char *fingerprint = meta_text(st, "train.corpus_fingerprint");
-    snprintf(id->fingerprint, sizeof(id->fingerprint), "%s", strcmp(fingerprint, "?") ? fingerprint : "");
-    const char *init_from = meta_text(st, "train.init_from");
-    snprintf(id->lineage, sizeof(id->lineage),
-             "seed %.24s, batch %.12s, vocabulary %.12s, %.12s layers, %.12s heads of %.12s, n_embd %.12s, "
-             "block %.12s%s%.400s", meta_text(st, "train.seed"), meta_text(st, "train.batch_size"),
-             meta_text(st, "vocab_size"), meta_text(st, "n_layer"), meta_text(st, "n_head"),
-             meta_text(st, "head_size"), meta_text(st, "n_embd"), meta_text(st, "block_size"),
-             strcmp(init_from, "?") ? ", fine-tuned from " : "", strcmp(init_from, "?") ? init_from : "");
+    snprintf(id->run_id, sizeof(id->run_id), "%s", run_id ? run_id : "");
+    const char *fingerprint = safetensors_meta(st, "train.corpus_fingerprint");
+    snprintf(id->fingerprint, sizeof(id->fingerprint), "%s", fingerprint ? fingerprint : "");
+    for (int i = 0; i < RUN_LINEAGE_KEYS; i++) {
+        const char *value = safetensors_meta(st, lineage_keys[i]);
+        if (!value && i == 0) value = "0";  // train.schedule_start, before it was kept
+        snprintf(id->lineage[i], RUN_LINEAGE_VALUE, "%s", value ? value : "");
+    }
     return 0;
 }
 
@@ -87,9 +89,15 @@ int run_identity_compare(const RunIdentity *a, const RunIdentity *b, char *why, 
         snprintf(why, size, "was trained on another corpus (%s, not %s)", have, want);
         return 1;
     }
-    if (!both_ids && strcmp(a->lineage, b->lineage) != 0) {
-        snprintf(why, size, "has another seed, model or batch (%s, not %s; without train.run_id a run is told by "
-                 "these)", b->lineage, a->lineage);
+    if (both_ids) return 0;
+    // the schedule counts when both started it at the same step; train.init_from is there or not
+    int same_start = strcmp(a->lineage[0], b->lineage[0]) == 0;
+    for (int i = 1; i < RUN_LINEAGE_KEYS; i++) {
+        int schedule = i >= RUN_LINEAGE_KEYS - SCHEDULE_KEYS, init_from = !strcmp(lineage_keys[i], "train.init_from");
+        int compared = (schedule ? same_start : 1) && (init_from || (a->lineage[i][0] && b->lineage[i][0]));
+        if (!compared || strcmp(a->lineage[i], b->lineage[i]) == 0) continue;
+        snprintf(why, size, "has %s '%.300s', not '%.300s' (without train.run_id, a run is told by the options that "
+                 "shape its steps)", lineage_keys[i], b->lineage[i], a->lineage[i]);
         return 1;
     }
     return 0;

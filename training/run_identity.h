@@ -4,10 +4,15 @@
 // A run gets a random identity when it starts, a new run or --init-from alike: 16 hex digits
 // kept as `train.run_id` in every checkpoint it saves and by every run that resumes one of
 // them. Checkpoints from before train.run_id have none; a run resumed from one gets a new
-// identity, and two checkpoints of which one lacks it are told apart by what a resume cannot
-// change: the corpus fingerprint (when both have one), the seed, the model's shape, the batch
-// size and the checkpoint --init-from started from. (Two runs that agree on all of those made
-// the same steps, so taking them for one run loses nothing.)
+// identity, and two checkpoints of which one lacks it are told apart by the corpus
+// fingerprint (when both have one) and by every option that shapes the run's steps and that
+// a resume cannot change: the model's shape and dropout, the seed, the batch size, the
+// validation split, the optimizer's (lr, min lr, weight decay, grad clip, betas, eps), the
+// vocabulary's (min char count, keep CR, grow vocab, skip unknown) and the checkpoint
+// --init-from started from; and the learning-rate schedule (warm-up, decay steps: --steps's
+// by default) when both run it from the same step (a resume may start a new one there). Two
+// runs that agree on all of those made the same steps, so taking them for one run loses
+// nothing. (same_run.h compares the options of one run's processes, all of them.)
 #ifndef CHARGPT_RUN_IDENTITY_H
 #define CHARGPT_RUN_IDENTITY_H
 
@@ -18,10 +23,13 @@
 
 #define RUN_ID_LEN 17  // 16 hex digits and the NUL
 
+#define RUN_LINEAGE_KEYS 26  // the metadata keys of the options above
+#define RUN_LINEAGE_VALUE 1024
+
 typedef struct {
     char run_id[RUN_ID_LEN];                   // "" in checkpoints from before train.run_id
     char fingerprint[CORPUS_FINGERPRINT_LEN];  // "" before train.corpus_fingerprint
-    char lineage[600];  // "seed 1337, batch 12, vocabulary 65, 4 layers, ..." (what resume keeps)
+    char lineage[RUN_LINEAGE_KEYS][RUN_LINEAGE_VALUE];  // their values ("" where a key is absent)
     long step;          // state.step
 } RunIdentity;
 

@@ -1,11 +1,14 @@
 #include "run_log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../common/input_file.h"
 #include "../format/atomic_file.h"
 
 #define LOG_HEADER "step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped\n"
@@ -16,90 +19,149 @@ static int write_failed(const char *path, char err[ERR_LEN]) {
     return -1;
 }
 
-// Reads the existing log into a malloc'd string; NULL with err on failure.
-static char *read_log(const char *path, char err[ERR_LEN]) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        snprintf(err, ERR_LEN, "cannot read %s: %s", path, strerror(errno));
-        return NULL;
+// The log read a line at a time through one chunk, whatever its length (a log of ten million
+// rows is ~600 MB): each line's first bytes (its step) and where it starts.
+#define LOG_CHUNK (1 << 16)
+typedef struct {
+    FILE *fp;
+    char *chunk;      // (LOG_CHUNK)
+    size_t at, len;   // the chunk's bytes not yet scanned
+    uint64_t offset;  // in the file of the chunk's byte at
+} LogScan;
+
+static int scan_open(LogScan *s, const char *path, char err[ERR_LEN]) {
+    memset(s, 0, sizeof(*s));
+    if (!(s->fp = input_file_fopen(path, O_NOFOLLOW, NULL, err))) return -1;
+    if (!(s->chunk = malloc(LOG_CHUNK))) {
+        fclose(s->fp);
+        snprintf(err, ERR_LEN, "cannot read %s: out of memory", path);
+        return -1;
     }
-    size_t cap = 1 << 16, len = 0, got;
-    char *text = malloc(cap);
-    while (text && (got = fread(text + len, 1, cap - len - 1, fp)) > 0) {
-        len += got;
-        if (len + 1 == cap) {
-            char *bigger = realloc(text, cap *= 2);
-            if (!bigger) free(text);
-            text = bigger;
-        }
-    }
-    int failed = !text || ferror(fp);
-    fclose(fp);
-    if (failed) {
-        snprintf(err, ERR_LEN, "cannot read %s: %s", path, text ? strerror(errno) : "out of memory");
-        free(text);
-        return NULL;
-    }
-    text[len] = '\0';
-    return text;
+    return 0;
 }
 
-// The first row of text (a log) whose step is after `step`: a pointer to the newline before
-// it, or NULL when there is none.
-static char *first_row_after(char *text, long step) {
-    char *line = strchr(text, '\n');
-    while (line && line[1] && strtol(line + 1, NULL, 10) <= step) line = strchr(line + 1, '\n');
-    return line && line[1] ? line : NULL;
+static void scan_close(LogScan *s) {
+    fclose(s->fp);
+    free(s->chunk);
+}
+
+// The next line: its first size - 1 bytes in head (NUL-terminated), its offset in *start.
+// Returns 1 for a whole line; 2 for bytes after the last newline (a row a stopped run left
+// unfinished: rows are written whole, so only the last can be torn); 0 at the end of the
+// file; -1 with err on a read error.
+static int scan_line(LogScan *s, char *head, size_t size, uint64_t *start, const char *path, char err[ERR_LEN]) {
+    size_t kept = 0;
+    int got = 0;
+    *start = s->offset;
+    while (got != 1) {
+        if (s->at == s->len) {
+            s->len = fread(s->chunk, 1, LOG_CHUNK, s->fp), s->at = 0;
+            if (s->len == 0) {
+                if (ferror(s->fp)) {
+                    snprintf(err, ERR_LEN, "cannot read %s: %s", path, strerror(errno));
+                    return -1;
+                }
+                break;
+            }
+        }
+        char *from = s->chunk + s->at, *eol = memchr(from, '\n', s->len - s->at);
+        size_t n = eol ? (size_t)(eol - from) + 1 : s->len - s->at;
+        size_t keep = n < size - 1 - kept ? n : size - 1 - kept;
+        memcpy(head + kept, from, keep);
+        kept += keep;
+        s->at += n, s->offset += n;
+        got = eol ? 1 : 2;
+    }
+    head[kept] = '\0';
+    return got;
+}
+
+// What the log holds after its rows up to `step`: the rows after it (rows are in step order:
+// every whole line from the first whose step is past it), where they start (*end: where the
+// log's kept part ends), and the bytes of a row torn at its end (*torn). *old: the header is
+// the one from before grad_norm and clipped.
+static int scan_log(const char *path, long step, RunLogRows *rows, uint64_t *end, uint64_t *torn, int *old,
+                    char err[ERR_LEN]) {
+    *rows = (RunLogRows){0, 0, 0};
+    *torn = 0;
+    LogScan s;
+    if (scan_open(&s, path, err) != 0) return -1;
+    char head[sizeof(OLD_HEADER) + 1];
+    uint64_t start;
+    int got = scan_line(&s, head, sizeof(head), &start, path, err);  // the header
+    *old = got == 1 && strcmp(head, OLD_HEADER) == 0;
+    *end = got == 1 ? s.offset : 0;
+    while (got == 1 && (got = scan_line(&s, head, sizeof(head), &start, path, err)) == 1) {
+        long row_step = strtol(head, NULL, 10);
+        if (rows->count == 0 && row_step <= step) {
+            *end = s.offset;
+            continue;
+        }
+        if (rows->count++ == 0) rows->first = row_step;
+        rows->last = row_step;
+    }
+    if (got == 2) *torn = s.offset - start;
+    scan_close(&s);
+    return got < 0 ? -1 : 0;
 }
 
 int run_log_rows_after(const char *path, long step, RunLogRows *rows, char err[ERR_LEN]) {
     *rows = (RunLogRows){0, 0, 0};
     struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
-    char *text = read_log(path, err);
-    if (!text) return -1;
-    for (char *line = first_row_after(text, step); line && line[1]; line = strchr(line + 1, '\n')) {
-        rows->last = strtol(line + 1, NULL, 10);
-        if (rows->count++ == 0) rows->first = rows->last;
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    uint64_t end, torn;
+    int old;
+    return scan_log(path, step, rows, &end, &torn, &old, err);
+}
+
+// Copies the log's bytes from the scan's offset up to `end` (whole rows) to out, a chunk at a
+// time; old: each row with ",," added (the empty grad_norm and clipped of a row from before
+// those columns).
+static int copy_rows(LogScan *s, FILE *out, uint64_t end, int old, const char *path, char err[ERR_LEN]) {
+    while (s->offset < end) {
+        if (s->at == s->len) {
+            size_t want = end - s->offset < LOG_CHUNK ? (size_t)(end - s->offset) : LOG_CHUNK;
+            s->len = fread(s->chunk, 1, want, s->fp), s->at = 0;
+            if (s->len == 0) {
+                snprintf(err, ERR_LEN, "cannot read %s: %s", path, ferror(s->fp) ? strerror(errno) : "it got shorter");
+                return -1;
+            }
+        }
+        char *from = s->chunk + s->at, *eol = old ? memchr(from, '\n', s->len - s->at) : NULL;
+        size_t n = eol ? (size_t)(eol - from) : s->len - s->at;
+        fwrite(from, 1, n, out);
+        if (eol) fputs(",,\n", out), n++;
+        s->at += n, s->offset += n;
     }
-    free(text);
     return 0;
 }
 
-// Writes the rows of text (a log without its header) up to `end` to fp, each with ",,"
-// added: the empty grad_norm and clipped of a row from before those columns.
-static void write_old_rows(FILE *fp, const char *rows, const char *end) {
-    for (const char *line = rows; line < end;) {
-        const char *eol = memchr(line, '\n', (size_t)(end - line));
-        size_t len = eol ? (size_t)(eol - line) : (size_t)(end - line);
-        fwrite(line, 1, len, fp);
-        fputs(",,\n", fp);
-        line += len + 1;
-    }
-}
-
-// Rewrites the log without the rows of steps after `step`, when there are any, and with the
-// current header when it has the older one.
-static int update_rows(const char *path, long step, char err[ERR_LEN]) {
-    char *text = read_log(path, err);
-    if (!text) return -1;
-    // rows are in step order: keep everything before the first row past `step`
-    char *line = first_row_after(text, step), *end = line ? line + 1 : text + strlen(text);
-    int old = strncmp(text, OLD_HEADER, strlen(OLD_HEADER)) == 0, rc = 0;
-    if (line || old) {
-        AtomicFile f;
-        rc = atomic_file_open(&f, path, err);
-        if (rc == 0) {
-            if (old) {
-                fputs(LOG_HEADER, f.fp);
-                write_old_rows(f.fp, text + strlen(OLD_HEADER), end);
-            } else {
-                fwrite(text, 1, (size_t)(end - text), f.fp);
-            }
-            rc = atomic_file_commit(&f, err);
+// Rewrites the log without the rows of steps after `step`, when there are any, without a row
+// torn at its end (*torn: its bytes), and with the current header when it has the older one
+// or its header is torn: the rows kept copied as they are read.
+static int update_rows(const char *path, long step, size_t *torn, char err[ERR_LEN]) {
+    RunLogRows rows;
+    uint64_t end, torn_bytes;
+    int old;
+    if (scan_log(path, step, &rows, &end, &torn_bytes, &old, err) != 0) return -1;
+    *torn = (size_t)torn_bytes;
+    if (!rows.count && !old && !torn_bytes) return 0;
+    LogScan s;
+    if (scan_open(&s, path, err) != 0) return -1;
+    AtomicFile f;
+    int rc = atomic_file_open(&f, path, err);
+    if (rc == 0) {
+        if (end == 0 || old) {  // no whole header, or the older one: the current one
+            char header[sizeof(OLD_HEADER) + 1];
+            uint64_t start;
+            if (old) rc = scan_line(&s, header, sizeof(header), &start, path, err) == 1 ? 0 : -1;
+            fputs(LOG_HEADER, f.fp);
         }
+        if (rc == 0) rc = copy_rows(&s, f.fp, end, old, path, err);
+        if (rc == 0) rc = atomic_file_commit(&f, err);
+        else atomic_file_abort(&f);
     }
-    free(text);
+    scan_close(&s);
     return rc;
 }
 
@@ -107,14 +169,15 @@ int run_log_open(RunLog *log, const char *path, int resuming, long step, char er
     memset(log, 0, sizeof(*log));
     snprintf(log->path, sizeof(log->path), "%s", path);
     struct stat st;
-    int exists = stat(path, &st) == 0;
+    int exists = lstat(path, &st) == 0;
     if (exists && !S_ISREG(st.st_mode)) {
-        snprintf(err, ERR_LEN, "%s exists and is not a regular file", path);
+        snprintf(err, ERR_LEN, "%s exists and is not a regular file%s", path,
+                 S_ISLNK(st.st_mode) ? " but a symbolic link: a run writes its log.csv itself, in its --out" : "");
         return -1;
     }
     int append = resuming && exists;
-    if (append && update_rows(path, step, err) != 0) return -1;
-    log->fp = fopen(path, append ? "a" : "w");
+    if (append && update_rows(path, step, &log->torn_bytes, err) != 0) return -1;
+    log->fp = no_follow_fopen(path, append ? "a" : "w");
     if (!log->fp) return write_failed(path, err);
     if (!append && (fputs(LOG_HEADER, log->fp) == EOF || fflush(log->fp) != 0)) {
         write_failed(path, err);

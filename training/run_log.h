@@ -16,17 +16,19 @@
 typedef struct {
     FILE *fp;
     char path[1100];
+    size_t torn_bytes;  // of a row torn at the log's end, cut when a resumed run opened it
 } RunLog;
 
-// Opens the log at path. A new run starts it afresh with its header. A run resuming at
-// `step` appends to it, first dropping the rows of steps after `step` (written by a run that
-// was stopped before saving them) and bringing an older header up to date (above); the file
-// is started afresh if it is missing. Returns 0, or -1 with err (also when path exists and is
-// not a regular file).
+// Opens the log at path, never through a symbolic link. A new run starts it afresh with its
+// header. A run resuming at `step` appends to it, first dropping the rows of steps after
+// `step` (written by a run that was stopped before saving them), a row torn at its end (by a
+// kill during its write: torn_bytes says how many bytes) and bringing an older header up to
+// date (above); the file is started afresh if it is missing. Returns 0, or -1 with err (also
+// when path exists and is not a regular file, a symbolic link included).
 int run_log_open(RunLog *log, const char *path, int resuming, long step, char err[ERR_LEN]);
 // The rows of the log at path whose step is after `step`: how many, and the first and last of
-// those steps (rows are in step order). A missing log, or a path that is not a regular file,
-// has none. Returns 0, or -1 with err when the log cannot be read.
+// those steps (rows are in step order; a row torn at the end is none). A missing log, or a
+// path that is not a regular file (a symbolic link included), has none. Returns 0, or -1 with err when the log cannot be read.
 typedef struct {
     long count, first, last;
 } RunLogRows;

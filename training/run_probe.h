@@ -6,7 +6,8 @@
 //   run_probe_open     once the run starts: the probe file made anew (a new run, --init-from)
 //                      or continued (--resume: the records after the checkpoint's step, and
 //                      any torn tail, are cut, so that the timeline goes on without a
-//                      duplicate or a gap; a file of another run, or none, starts anew);
+//                      duplicate or a gap; none starts anew; a damaged one, or one whose run
+//                      cannot be told, is moved aside first; another run's needs --force);
 //   run_probe_step     after each step, before its checkpoint is saved (so that a record
 //                      the checkpoint's step has is never lost to a kill, and one it lacks is
 //                      cut on resume): the probe at an evaluation, the sample at an
@@ -30,6 +31,8 @@ typedef struct {
     int active;               // probing in this run (rank 0, without --no-probe)
     int resuming;             // a resumed run
     int continued;            // the header came from the directory's probe file (a resume)
+    const char *set_aside;    // the directory's probe file is moved aside under this suffix, then
+    char damage[ERR_LEN];     // started anew: what is wrong with it
     ProbeHeader header;
     ProbeFile file;
     Probe probe;
@@ -46,11 +49,12 @@ typedef struct {
 } RunProbe;
 
 // Decides what a run probes. A new run (or --init-from) makes it from the options (probe.h);
-// a resumed one reads the header of its --out's probe file when that holds the same run
-// (its train.run_id), else makes it anew. Nothing is written. Returns 0; -1 with err for bad
-// data; -2 with err for bad usage (probe_header_make).
+// a resumed one (resumed_run_id: its checkpoint's train.run_id, "" when it has none; NULL for
+// a new run) reads the header of its --out's probe file when that holds the same run (its
+// train.run_id), else makes it anew. Nothing is written. Returns 0; -1 with err for bad data;
+// -2 with err for bad usage (probe_header_make, or another run's probe file without --force).
 int run_probe_prepare(RunProbe *rp, const TrainOptions *o, const GPTConfig *c, const Vocab *vocab,
-                      const Dataset *ds, int resuming, char err[ERR_LEN]);
+                      const Dataset *ds, const char *resumed_run_id, char err[ERR_LEN]);
 // The memory the probe takes beside training (0 when inactive).
 double run_probe_memory(const RunProbe *rp, const GPTConfig *c);
 // Opens the probe file for a run at `step` of model, writing what it did into message (or "").

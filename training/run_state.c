@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../format/float_text.h"
+#include "../format/json.h"
 
 typedef enum { FIELD_INT, FIELD_LONG, FIELD_FLOAT, FIELD_DOUBLE, FIELD_U64 } FieldType;
 
@@ -95,6 +96,17 @@ void run_meta_write(RunMeta *m, const TrainOptions *o, const TrainState *s) {
         }
         meta_add(m, f->key, value);
     }
+}
+
+int run_meta_check_paths(const TrainOptions *o, char err[ERR_LEN]) {
+    const char *const options[2][2] = {{"--data", o->data}, {"--init-from", o->init_from}};
+    for (int i = 0; i < 2; i++) {
+        if (json_utf8_valid(options[i][1], strlen(options[i][1]))) continue;
+        snprintf(err, ERR_LEN, "%s %s: the path is not valid UTF-8, which a checkpoint's metadata cannot hold: rename "
+                 "the file, or give a link to it whose name is UTF-8", options[i][0], options[i][1]);
+        return -1;
+    }
+    return 0;
 }
 
 static int outside(const Checkpoint *ck, const Field *f, const char *text, char err[ERR_LEN]) {

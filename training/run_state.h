@@ -83,6 +83,13 @@ typedef struct {
 // train.grow_vocab) are optional when read: absent, they take the value older runs had (0,
 // "": unknown, the separator "\n", UTF-8).
 void run_meta_write(RunMeta *meta, const TrainOptions *o, const TrainState *s);
+// Checks that the paths run_meta_write keeps (train.data: --data's, train.init_from) are
+// UTF-8, as a checkpoint's JSON header must be: a file name that is not (a legal name on
+// Linux, from an older encoding) is refused before the run starts, not at its first save.
+// Returns 0, or -1 with err naming the option. (Stored escaped instead, the name would need
+// an escape convention that every reader of train.data undoes, and older chargpt would look
+// for the escaped name; a link or a rename with a UTF-8 name does the same.)
+int run_meta_check_paths(const TrainOptions *o, char err[ERR_LEN]);
 // Reads back what run_meta_write stored, and the model options from the checkpoint's config.
 // Every field is checked: present, a number of the right kind, within the limits the command
 // line has (train.min_lr at most train.lr, state.step at most train.steps). Returns 0, or -1

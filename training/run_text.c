@@ -119,18 +119,27 @@ static int new_vocabulary(const char *data, long min_char_count, const Corpus *c
         snprintf(err, ERR_LEN, "%s: %s", data, why);
         goto done;
     }
+    if (vocab->size < 2) {  // every character rarer than min_char_count: the unknown token alone
+        size_t most = 0;
+        for (int i = 0; i < counts.distinct; i++) most = counts.counts[i] > most ? counts.counts[i] : most;
+        snprintf(err, ERR_LEN, "--min-char-count %ld leaves no character a token of its own (the most frequent is seen "
+                 "%zu times), so a model would have nothing to learn: give at most %zu", min_char_count, most, most);
+        vocab_free(vocab);
+        status = EXIT_USAGE;
+        goto done;
+    }
     int rare;
     size_t occurrences;
     double share = 100.0 / (double)corpus->len;
     if (vocab->unknown) {
         char_counts_rare(&counts, (size_t)min_char_count, &rare, &occurrences);
-        snprintf(note, ERR_LEN, "--min-char-count %ld: %d characters seen fewer times (%zu occurrences, %.2g%% of the "
+        snprintf(note, ERR_LEN, "--min-char-count %ld: %d characters seen fewer times (%zu occurrences, %.3g%% of the "
                  "text) share the unknown token U+FFFD: vocabulary %d instead of %d", min_char_count, rare,
                  occurrences, occurrences * share, vocab->size, counts.distinct);
     } else if (counts.distinct > HINT_VOCAB) {
         char_counts_rare(&counts, HINT_MIN_COUNT, &rare, &occurrences);
         if (2 * rare > counts.distinct)
-            snprintf(note, ERR_LEN, "vocabulary of %d characters, %d of them seen fewer than %d times (%.2g%% of the "
+            snprintf(note, ERR_LEN, "vocabulary of %d characters, %d of them seen fewer than %d times (%.3g%% of the "
                      "text): --min-char-count %d would have those share one unknown token (vocabulary %d)",
                      counts.distinct, rare, HINT_MIN_COUNT, occurrences * share, HINT_MIN_COUNT,
                      char_counts_vocab_size(&counts, HINT_MIN_COUNT));

@@ -22,9 +22,9 @@
 #include "../format/checkpoint.h"
 
 // The memory the text may take: limit bytes in all (0: no limit), named `source` in messages
-// ("--max-memory", "available (MemAvailable)"), less `held` bytes already taken (the
-// checkpoint being read). limit_given: the limit is the user's (else a message suggests
-// --max-memory).
+// ("--max-memory", "available (MemAvailable, less 2.35 GiB kept free)"), less `held` bytes
+// already taken (the checkpoint being read). limit_given: the limit is the user's (else a
+// message suggests --max-memory).
 typedef struct {
     double limit;
     const char *source;

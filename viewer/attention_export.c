@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <zlib.h>
 
 #include "../data/utf8.h"
 #include "../format/atomic_file.h"
@@ -36,8 +37,19 @@ int attention_check_path(const char *path, char err[ERR_LEN]) {
     return -2;
 }
 
+double attention_export_memory(const char *path, int t, int n_layer, int n_head) {
+    if (writer_for_extension(path_extension(path)) != attention_write_png) return 0.0;
+    Attention a = {path, NULL, t, n_layer, n_head, NULL, NULL, NULL};
+    PngLayout p;
+    attention_png_layout(&a, &p);
+    if (p.width > ATTENTION_PNG_MAX_SIDE || p.height > ATTENTION_PNG_MAX_SIDE) return 0.0;
+    double pixels = 3.0 * p.width * p.height, rows = pixels + p.height;
+    return pixels + rows + (double)compressBound((uLong)rows);
+}
+
 int attention_export(const char *path, const uint32_t *chars, int t, int n_layer, int n_head,
-                     const float *att, const AttentionPrediction *pred, const AttentionLens *lens, char err[ERR_LEN]) {
+                     const float *att, const AttentionPrediction *pred, const AttentionLens *lens, int replace,
+                     char err[ERR_LEN]) {
     if (attention_check_path(path, err) != 0) return -2;
     AttentionWriter writer = writer_for_extension(path_extension(path));
     if (t < 1 || n_layer < 1 || n_head < 1) {
@@ -52,7 +64,7 @@ int attention_export(const char *path, const uint32_t *chars, int t, int n_layer
         atomic_file_abort(&f);
         return -1;
     }
-    return atomic_file_commit(&f, err);
+    return replace ? atomic_file_commit(&f, err) : atomic_file_commit_new(&f, err);
 }
 
 int viewer_append_utf8(char *out, uint32_t cp) {

@@ -76,13 +76,21 @@ typedef struct {
 // Returns 0 when the extension names a format, else -2 with err (checked before any work).
 int attention_check_path(const char *path, char err[ERR_LEN]);
 
+// The memory writing path (by its extension) takes for t characters over n_layer x n_head
+// heads, besides the weights themselves: the .png's image (its pixels, their rows as PNG
+// filters them and the compressed copy), 0 for the formats written as they are made (.json,
+// .csv, .html) and for an image too large to write (refused before anything is allocated).
+double attention_export_memory(const char *path, int t, int n_layer, int n_head);
+
 // chars: t Unicode code points; att: (L, H, t, t) row-major softmax weights, row i holds
 // the weights of keys 0..i and 0 above the diagonal; pred: (t) predictions, or NULL; lens:
 // the logit lens over the same t positions, or NULL (.json and .html show it).
-// Writes `path` atomically. Returns 0; -1 with err when writing fails or the sizes are
+// Writes `path` atomically: over a file there when replace is 1, else only while nothing is
+// there (format/atomic_file.h). Returns 0; -1 with err when writing fails or the sizes are
 // not positive (no file is left behind); -2 with err when the extension is not .json
-// .csv .png or .html.
+// .csv .png or .html, or (replace 0) when path exists.
 int attention_export(const char *path, const uint32_t *chars, int t, int n_layer, int n_head,
-                     const float *att, const AttentionPrediction *pred, const AttentionLens *lens, char err[ERR_LEN]);
+                     const float *att, const AttentionPrediction *pred, const AttentionLens *lens, int replace,
+                     char err[ERR_LEN]);
 
 #endif

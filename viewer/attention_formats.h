@@ -44,6 +44,8 @@ typedef struct {
 } PngLayout;
 
 void attention_png_layout(const Attention *a, PngLayout *layout);
+// The widest and tallest image attention_write_png writes (larger ones are refused).
+#define ATTENTION_PNG_MAX_SIDE 30000
 // The image, (height, width, 3) RGB, with or without the labels, characters and legend
 // (the layout is the same: without them their places stay white); NULL when out of memory.
 unsigned char *attention_png_pixels(const Attention *a, const PngLayout *layout, int labelled);

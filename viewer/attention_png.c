@@ -243,7 +243,7 @@ static void write_chunk(FILE *fp, const char type[4], const unsigned char *data,
 int attention_write_png(FILE *fp, const Attention *a, char err[ERR_LEN]) {
     PngLayout p;
     attention_png_layout(a, &p);
-    if (p.width > 30000 || p.height > 30000) {
+    if (p.width > ATTENTION_PNG_MAX_SIDE || p.height > ATTENTION_PNG_MAX_SIDE) {
         snprintf(err, ERR_LEN, "%s: a %ld x %ld image is too large to write", a->path, p.width,
                  p.height);
         return -1;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../format/atomic_file.h"
+#include "markup.h"
 
 // canvas and plot area, in SVG user units (pixels at 100%)
 #define WIDTH 820
@@ -81,18 +82,6 @@ static void format_tick(char *buf, size_t size, double v, double step) {
         snprintf(buf, size, "%se%d", mantissa, exponent);
     } else {
         snprintf(buf, size, "%.6g", v);
-    }
-}
-
-static void write_escaped(FILE *fp, const char *s) {
-    for (; *s; s++) {
-        switch (*s) {
-            case '&': fputs("&amp;", fp); break;
-            case '<': fputs("&lt;", fp); break;
-            case '>': fputs("&gt;", fp); break;
-            case '"': fputs("&quot;", fp); break;
-            default: fputc(*s, fp);
-        }
     }
 }
 
@@ -244,7 +233,7 @@ void loss_plot_svg(FILE *fp, const LossPoint *points, size_t n, const char *titl
             "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n", WIDTH, height, WIDTH, height);
     fprintf(fp, "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", WIDTH, height);
     fputs("<text class=\"title\" x=\"16\" y=\"24\" font-size=\"15\" font-weight=\"bold\" fill=\"#222\">", fp);
-    write_escaped(fp, title ? title : "training loss");
+    markup_write_text(fp, title ? title : "training loss");
     fputs("</text>\n", fp);
 
     write_ticks(fp, &x, SIDE_BOTTOM, "x-ticks", AXIS_COLOR);

@@ -7,10 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "../common/input_file.h"
 #include "../format/atomic_file.h"
+#include "../data/utf8.h"
 #include "../format/probe_file.h"
 #include "attention_formats.h"
+#include "markup.h"
 
 static const char timeline_page[] =
 #include "timeline_page.inc"
@@ -19,14 +23,19 @@ static const char timeline_page[] =
 // ----------------------------------------------------------------------------
 // JSON and base64
 
-// A UTF-8 string as a JSON string: " and \ escaped, control characters as \u00XX and < as
-// \u003c, so that no text can end the page's <script> element.
+// A string as a JSON string: " and \ escaped, control characters as \u00XX and < as \u003c,
+// so that no text can end the page's <script> element, and each byte that is not part of
+// well-formed UTF-8 (a file name's) as U+FFFD, so that the page is UTF-8.
 static void write_json_text(FILE *fp, const char *s) {
     fputc('"', fp);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(fp, "\\%c", *p);
+    size_t n = strlen(s);
+    for (const unsigned char *p = (const unsigned char *)s, *end = p + n; p < end; p++) {
+        size_t len = utf8_sequence_length(p, (size_t)(end - p));
+        if (len == 0) fputs("\\ufffd", fp);
+        else if (*p == '"' || *p == '\\') fprintf(fp, "\\%c", *p);
         else if (*p < 0x20 || *p == '<') fprintf(fp, "\\u%04x", *p);
-        else fputc(*p, fp);
+        else fwrite(p, 1, len, fp);
+        p += len ? len - 1 : 0;
     }
     fputc('"', fp);
 }
@@ -112,11 +121,8 @@ static void select_records(Selection *s, const uint8_t *whole, const ProbeHeader
 // -1 with err.
 static int plan_page(const char *probe_path, double budget, Selection *s, uint64_t *torn, char err[ERR_LEN]) {
     memset(s, 0, sizeof(*s));
-    FILE *fp = fopen(probe_path, "rb");
-    if (!fp) {
-        snprintf(err, ERR_LEN, "cannot read %s: %s", probe_path, strerror(errno));
-        return -1;
-    }
+    FILE *fp = input_file_fopen(probe_path, 0, NULL, err);
+    if (!fp) return -1;
     ProbeReader r;
     ProbeRecord rec;
     int rc = probe_reader_open(&r, fp, probe_path, err);
@@ -153,6 +159,25 @@ static int plan_page(const char *probe_path, double budget, Selection *s, uint64
         probe_reader_close(&r);
     }
     free(whole);
+    fclose(fp);
+    return rc;
+}
+
+int timeline_memory(const char *probe_path, double *bytes, char err[ERR_LEN]) {
+    FILE *fp = input_file_fopen(probe_path, 0, NULL, err);
+    if (!fp) return -1;
+    struct stat st;
+    ProbeReader r;
+    int rc = probe_reader_open(&r, fp, probe_path, err);
+    if (rc == 0 && fstat(fileno(fp), &st) != 0) {
+        snprintf(err, ERR_LEN, "cannot read %s: %s", probe_path, strerror(errno));
+        rc = -1;
+    }
+    if (rc == 0) {
+        double header = (double)r.offset, records = ((double)st.st_size - header) / (probe_light_bytes(&r.header) + 8);
+        *bytes = 4.0 * header + 2.0 * ((double)probe_record_bytes(&r.header) + 64) + 2.0 * records;
+    }
+    if (r.payload) probe_reader_close(&r);
     fclose(fp);
     return rc;
 }
@@ -219,11 +244,8 @@ static void write_losses(FILE *fp, const LossPoint *points, size_t n) {
 
 // Pass two: the records the selection keeps, each as its payload's light part or whole.
 static int write_records(FILE *fp, const char *probe_path, const Selection *s, char err[ERR_LEN]) {
-    FILE *in = fopen(probe_path, "rb");
-    if (!in) {
-        snprintf(err, ERR_LEN, "cannot read %s: %s", probe_path, strerror(errno));
-        return -1;
-    }
+    FILE *in = input_file_fopen(probe_path, 0, NULL, err);
+    if (!in) return -1;
     ProbeReader r;
     ProbeRecord rec;
     int rc = probe_reader_open(&r, in, probe_path, err);
@@ -258,27 +280,15 @@ static const char *write_until_mark(FILE *fp, const char *page, const char *mark
     return at ? at + strlen(mark) : NULL;
 }
 
-// Writes title as HTML text (& < > " escaped).
-static void write_html_text(FILE *fp, const char *s) {
-    for (; *s; s++) {
-        if (*s == '&') fputs("&amp;", fp);
-        else if (*s == '<') fputs("&lt;", fp);
-        else if (*s == '>') fputs("&gt;", fp);
-        else if (*s == '"') fputs("&quot;", fp);
-        else fputc(*s, fp);
-    }
-}
-
 int timeline_write(const char *path, const char *probe_path, const LossPoint *points, size_t n, const char *title,
-                   double budget, TimelineSummary *summary, char err[ERR_LEN]) {
+                   double budget, int replace, TimelineSummary *summary, char err[ERR_LEN]) {
     memset(summary, 0, sizeof(*summary));
     Selection s;
     uint64_t torn = 0;
     if (plan_page(probe_path, budget, &s, &torn, err) != 0) return -1;
-    FILE *in = fopen(probe_path, "rb");
+    FILE *in = input_file_fopen(probe_path, 0, NULL, err);
     ProbeReader r;
     if (!in || probe_reader_open(&r, in, probe_path, err) != 0) {
-        if (!in) snprintf(err, ERR_LEN, "cannot read %s: %s", probe_path, strerror(errno));
         if (in) fclose(in);
         free(s.keep);
         return -1;
@@ -292,9 +302,9 @@ int timeline_write(const char *path, const char *probe_path, const LossPoint *po
     int rc = atomic_file_open(&f, path, err);
     if (rc == 0) {
         const char *rest = write_until_mark(f.fp, timeline_page, "@TITLE@");
-        write_html_text(f.fp, heading);
+        markup_write_text(f.fp, heading);
         rest = write_until_mark(f.fp, rest, "@TITLE@");
-        write_html_text(f.fp, heading);
+        markup_write_text(f.fp, heading);
         rest = write_until_mark(f.fp, rest, "@DATA@");
         write_header(f.fp, &r.header, title);
         write_losses(f.fp, points, n);
@@ -302,7 +312,7 @@ int timeline_write(const char *path, const char *probe_path, const LossPoint *po
         fprintf(f.fp, ",\"summary\":{\"records\":%ld,\"whole\":%ld,\"kept\":%ld,\"kept_whole\":%ld,\"torn_bytes\":%llu,"
                 "\"budget\":%.0f}}", s.records, s.whole, s.kept, s.kept_whole, (unsigned long long)torn, budget);
         write_until_mark(f.fp, rest, "@END@");
-        if (rc == 0) rc = atomic_file_commit(&f, err);
+        if (rc == 0) rc = replace ? atomic_file_commit(&f, err) : atomic_file_commit_new(&f, err);
         else atomic_file_abort(&f);
     }
     *summary = (TimelineSummary){s.records, s.whole, s.kept, s.kept_whole, torn, s.kept_whole};

@@ -49,12 +49,19 @@ typedef struct {
     long steps;            // positions of the slider: the records kept whole
 } TimelineSummary;
 
+// The memory timeline_write takes at most for the probe file at probe_path, besides the loss
+// history's points: its header read twice, one record at a time (as read and decoded), and a
+// byte or two per record of the file (which records the page keeps). Returns 0 with *bytes,
+// or -1 with err (the file missing, not a regular file, damaged in its header).
+int timeline_memory(const char *probe_path, double *bytes, char err[ERR_LEN]);
+
 // Writes the page of the run whose probe file is probe_path, with the loss history points
 // (n, log.csv's rows), to path, atomically. title names the run; budget is the bytes the
-// records may take in the page (TIMELINE_MAX_RECORD_BYTES; the tests give less). Returns 0,
-// or -1 with err (the probe file missing, damaged in its header, unreadable, or the page not
-// written).
+// records may take in the page (TIMELINE_MAX_RECORD_BYTES; the tests give less); replace 1:
+// the page replaces one there, 0: it is written only while nothing is there
+// (format/atomic_file.h). Returns 0, ATOMIC_FILE_EXISTS with err (replace 0), or -1 with err
+// (the probe file missing, damaged in its header, unreadable, or the page not written).
 int timeline_write(const char *path, const char *probe_path, const LossPoint *points, size_t n, const char *title,
-                   double budget, TimelineSummary *summary, char err[ERR_LEN]);
+                   double budget, int replace, TimelineSummary *summary, char err[ERR_LEN]);
 
 #endif
