@@ -147,6 +147,15 @@ int tuner_next(ThreadTuner *t) {
     return t->threads + t->trial;
 }
 
+// The samples before a count that has just lost a trial by `ratio` (its time over the
+// count in use's) is tried again, after `interval`: twice as many, and more the more it lost
+// by, so that its trials cost about TUNER_TRIAL_COST of the time.
+static long interval_after_loss(long interval, double ratio) {
+    long doubled = interval * 2 < MAX_INTERVAL ? interval * 2 : MAX_INTERVAL;
+    double penalty = fmin((ratio - 1.0) / TUNER_TRIAL_COST, (double)MAX_PENALTY);
+    return doubled > penalty ? doubled : (long)penalty;
+}
+
 void tuner_record(ThreadTuner *t, double seconds) {
     TunerCount *cur = &t->count[1], *tried = &t->count[1 + t->trial];
     if (t->alone > 0.0) {
@@ -156,9 +165,7 @@ void tuner_record(ThreadTuner *t, double seconds) {
         t->alone = 0.0;
         if (ratio > 1.0) {
             tuner_init_counts(t, 1);
-            TunerCount *team = &t->count[2];
-            team->interval = (long)fmin(fmax(FIRST_TRIAL, (ratio - 1.0) / TUNER_TRIAL_COST), (double)MAX_PENALTY);
-            team->next_trial = team->interval;
+            t->count[2].interval = t->count[2].next_trial = interval_after_loss(FIRST_TRIAL / 2, ratio);
             return;
         }
     }
@@ -186,10 +193,8 @@ void tuner_record(ThreadTuner *t, double seconds) {
         t->count[1 - t->trial] = old;
         count_reset(&t->count[1 + t->trial], t->samples);
         t->threads += t->trial;
-    } else {  // it loses: try it half as often, and less often still the more it lost by
-        long interval = tried->interval * 2 < MAX_INTERVAL ? tried->interval * 2 : MAX_INTERVAL;
-        double penalty = fmin((ratio - 1.0) / TUNER_TRIAL_COST, (double)MAX_PENALTY);
-        tried->interval = interval > penalty ? interval : (long)penalty;
+    } else {  // it loses
+        tried->interval = interval_after_loss(tried->interval, ratio);
         tried->next_trial = t->samples + tried->interval;
     }
 }
