@@ -172,7 +172,8 @@ TEST(attention_math_matches_reference) {
                 for (int j = 0; j < t; j++) {
                     double weight = j <= i ? scores[j] / sum : 0.0;  // the causal mask: 0 past the query
                     worst_page = fmax(worst_page, fabs(weight - ref_att[((size_t)h * t + i) * t + j]));
-                    for (int d = 0; j <= i && d < hs; d++) out[d] += weight * recorded[2][((size_t)h * t + j) * hs + d];
+                    if (j <= i)
+                        for (int d = 0; d < hs; d++) out[d] += weight * recorded[2][((size_t)h * t + j) * hs + d];
                 }
                 for (int d = 0; d < hs; d++)
                     worst_page_out = fmax(worst_page_out, fabs(out[d] - ref_out[(size_t)i * A + h * hs + d]));
