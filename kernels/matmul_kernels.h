@@ -147,11 +147,12 @@ static inline void gemm_add_row_sums(const Gemm *g, int i0, int i1, int k0, int 
 _Static_assert(PACK_GROUP_ROWS >= NR, "a group holds at least a column panel of B");
 
 // Team function: packs the B of count products whole into the column panels their tiles
-// read, in their format, and their A into row panels where it is k-major or in bf16, in the
-// team's buffer (g->pack, grown as needed), adds a k-major A's row sums as it goes (and
-// clears a_row_sums), writes A rounded to a_keep where one is given, and points a_panels and
-// b_panels at the panels, so that the tasks neither convert the same floats nor pack the
-// same panel again and again.
+// read, in their format, and their A into row panels where it is in bf16 or k-major and
+// wide or at an aliasing stride (matmul.inc), in the team's buffer (g->pack, grown as
+// needed), adds a k-major A's row sums as it packs it (and clears a_row_sums; else the tasks
+// add them), writes A rounded to a_keep where one is given, and points a_panels and b_panels
+// at the panels, so that the tasks neither convert the same floats nor pack the same panel
+// again and again.
 // Returns 1; or 0 without the memory for it (nothing kept: the tasks then pack as they go,
 // with the same results).
 static int matmul_pack_operands(Gemm *g, int count);

@@ -90,9 +90,13 @@ void team_barrier(void) {
 // the thread tuner
 
 #define FIRST_TRIAL 8      // samples before a count is first tried, and after a change
-#define MAX_INTERVAL 128   // a count that keeps losing is tried every this many samples
+#define FIRST_TEAM_TRIAL 200  // samples (at least 0.4 s of passes) before a short pass first
+                              // tries a team: beside a busy process one such trial can take
+                              // 100 times the pass, which a short run must not pay
+#define MAX_INTERVAL 128   // a count that keeps losing narrowly is tried every this many samples
+#define MAX_PENALTY (1L << 20)  // ... one that lost by far, at most this many
 #define WIN 0.97           // a count replaces the one in use if 3% faster ...
-#define SLOWDOWN 1.25      // ... and the others are tried at once when the one in use
+#define SLOWDOWN 1.25      // ... and one thread fewer is tried at once when the count in use
                            // is this much slower than its best (other work has started)
 
 static void count_reset(TunerCount *c, long sample) {
@@ -115,15 +119,22 @@ static void count_add(TunerCount *c, double secs) {
     if (c->samples < TUNER_SAMPLES) c->samples++;
 }
 
-void tuner_init(ThreadTuner *t, int max_threads) {
-    t->pass_kind = NULL;
-    t->pass_shape = 0;
-    t->max_threads = max_threads > 1 ? max_threads : 1;
-    t->threads = t->max_threads;
+// Starts the counts afresh from `threads`.
+static void tuner_init_counts(ThreadTuner *t, int threads) {
+    t->threads = threads < 1 ? 1 : threads > t->max_threads ? t->max_threads : threads;
     t->trial = 0;
     t->samples = 0;
     t->sample_secs = t->sample_work = 0.0;
     for (int i = 0; i < 3; i++) count_reset(&t->count[i], 0);
+}
+
+void tuner_init(ThreadTuner *t, int max_threads, int threads) {
+    t->pass_kind = NULL;
+    t->pass_shape = 0;
+    t->max_threads = max_threads > 1 ? max_threads : 1;
+    t->measuring = 0;
+    t->alone = 0.0;
+    tuner_init_counts(t, threads);
 }
 
 int tuner_next(ThreadTuner *t) {
@@ -136,8 +147,28 @@ int tuner_next(ThreadTuner *t) {
     return t->threads + t->trial;
 }
 
+// The samples before a count that has just lost a trial by `ratio` (its time over the
+// count in use's) is tried again, after `interval`: twice as many, and more the more it lost
+// by, so that its trials cost about TUNER_TRIAL_COST of the time.
+static long interval_after_loss(long interval, double ratio) {
+    long doubled = interval * 2 < MAX_INTERVAL ? interval * 2 : MAX_INTERVAL;
+    double penalty = fmin((ratio - 1.0) / TUNER_TRIAL_COST, (double)MAX_PENALTY);
+    return doubled > penalty ? doubled : (long)penalty;
+}
+
 void tuner_record(ThreadTuner *t, double seconds) {
     TunerCount *cur = &t->count[1], *tried = &t->count[1 + t->trial];
+    if (t->alone > 0.0) {
+        // the team's first sample against the first pass alone: a team slower than one
+        // thread (beside a busy process, say) gives way to it at once, trying again later
+        double ratio = seconds / t->alone;
+        t->alone = 0.0;
+        if (ratio > 1.0) {
+            tuner_init_counts(t, 1);
+            t->count[2].interval = t->count[2].next_trial = interval_after_loss(FIRST_TRIAL / 2, ratio);
+            return;
+        }
+    }
     count_add(tried, seconds);
     if (t->trial == 0) {
         if (cur->samples < TUNER_SAMPLES) return;
@@ -145,15 +176,15 @@ void tuner_record(ThreadTuner *t, double seconds) {
         if (m < cur->best) {
             cur->best = m;
         } else if (m > SLOWDOWN * cur->best) {
+            // slower than it was: other work has come, which a larger team would only wait for
             cur->best = m;
-            for (int i = 0; i < 3; i += 2) {
-                t->count[i].interval = FIRST_TRIAL;
-                t->count[i].next_trial = t->samples + 1;
-            }
+            t->count[0].interval = FIRST_TRIAL;
+            t->count[0].next_trial = t->samples + 1;
         }
         return;
     }
-    if (seconds < WIN * count_median(cur)) {  // the neighbour wins: it becomes the count in use
+    double ratio = seconds / count_median(cur);
+    if (ratio < WIN) {  // the neighbour wins: it becomes the count in use
         TunerCount old = *cur;
         old.interval = FIRST_TRIAL;
         old.next_trial = t->samples + FIRST_TRIAL;
@@ -162,26 +193,49 @@ void tuner_record(ThreadTuner *t, double seconds) {
         t->count[1 - t->trial] = old;
         count_reset(&t->count[1 + t->trial], t->samples);
         t->threads += t->trial;
-    } else {  // it loses: try it half as often
-        tried->interval = tried->interval * 2 < MAX_INTERVAL ? tried->interval * 2 : MAX_INTERVAL;
+    } else {  // it loses
+        tried->interval = interval_after_loss(tried->interval, ratio);
         tried->next_trial = t->samples + tried->interval;
     }
+}
+
+// The CPU time of the calling thread: the work it did, however often it was preempted.
+static double thread_cpu_seconds(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return now.tv_sec + 1e-9 * now.tv_nsec;
 }
 
 int tuner_start(ThreadTuner *t, const void *pass_kind, long pass_shape) {
     int max_threads = omp_get_max_threads();
     if (t->pass_kind != pass_kind || t->pass_shape != pass_shape || t->max_threads != max_threads) {
-        tuner_init(t, max_threads);
+        // a new kind of pass: its first pass measures its work on one thread
+        tuner_init(t, max_threads, max_threads);
         t->pass_kind = pass_kind;
         t->pass_shape = pass_shape;
+        t->measuring = max_threads > 1;
     }
-    int threads = t->sample_work > 0.0 ? t->threads + t->trial : tuner_next(t);
+    int threads = t->measuring ? 1 : t->sample_work > 0.0 ? t->threads + t->trial : tuner_next(t);
+    t->started_cpu = thread_cpu_seconds();
     t->started = now_seconds();
     return threads;
 }
 
 void tuner_stop(ThreadTuner *t, double work) {
-    t->sample_secs += now_seconds() - t->started;
+    double secs = now_seconds() - t->started;
+    if (t->measuring) {
+        // the first pass, timed by the work it took: a short one carries on alone, trying a
+        // team only after a while; a long one on every thread, whose first sample it meets
+        t->measuring = 0;
+        if (thread_cpu_seconds() - t->started_cpu < TUNER_SHORT_PASS) {
+            tuner_init_counts(t, 1);
+            t->count[2].interval = t->count[2].next_trial = FIRST_TEAM_TRIAL;
+        } else {
+            t->alone = secs / work;
+        }
+        return;
+    }
+    t->sample_secs += secs;
     t->sample_work += work;
     if (t->sample_secs < TUNER_SAMPLE_SECONDS) return;
     tuner_record(t, t->sample_secs / t->sample_work);

@@ -27,13 +27,22 @@ void *team_share(void *mine);
 // thread): team functions then share the work with it rather than start a team.
 int in_team(void);
 
-// How many threads a pass that is repeated many times (a training step) should get. With
-// the cores to itself a team of every thread is fastest; with other work on them fewer can
-// be, because a thread kept waiting at a barrier for a partner that the scheduler has
-// preempted loses its turn too. The tuner times the passes and now and then tries one
-// thread fewer or more, keeping whichever count recent passes found faster. Results do not
-// depend on the count, so it changes only the speed.
+// How many threads a pass that is repeated many times (a training step, a generated
+// character) should get. With the cores to itself a team of every thread is fastest, unless
+// the pass is so short that its barriers cost what the team saves; with other work on the
+// cores fewer can be, because a thread kept waiting at a barrier for a partner that the
+// scheduler has preempted loses its turn too, and for a short pass that costs many times
+// its work. So a new kind of pass first runs on one thread, which measures its work: one
+// that takes less than TUNER_SHORT_PASS there carries on alone (and tries a team only once
+// its passes have run for a while), a longer one on every thread. Then the tuner times the
+// passes and now and then tries one thread fewer or more, keeping whichever count recent
+// passes found faster; a count that lost a trial by a factor r waits about (r - 1) /
+// TUNER_TRIAL_COST samples before it is tried again, so that trying a team beside a busy
+// process takes at most that share of the time. Results do not depend on the count, so it
+// changes only the speed.
 #define TUNER_SAMPLES 3
+#define TUNER_SHORT_PASS 0.002
+#define TUNER_TRIAL_COST 0.05
 typedef struct {
     double secs[TUNER_SAMPLES];  // the latest sample times with this count, newest first
     int samples;
@@ -47,8 +56,11 @@ typedef struct {
     int max_threads;
     int threads;            // the count in use
     int trial;              // -1, 0 or +1: the count of the sample being taken is threads + trial
+    int measuring;          // 1 while the first pass of a kind runs on one thread
+    double alone;           // that pass's seconds per unit of work, until the team's first sample
     long samples;           // samples started so far
     double started;         // when the pass being timed started (seconds)
+    double started_cpu;     // ... in the calling thread's CPU time
     double sample_secs;     // time and work of the passes of the sample being taken
     double sample_work;
     TunerCount count[3];    // threads - 1, threads, threads + 1
@@ -60,14 +72,15 @@ typedef struct {
 // stops the clock once the pass has run, with the pass's work (tokens, say, when passes
 // of one kind differ in length). The tuner compares the time per unit of work of samples
 // of consecutive passes lasting at least TUNER_SAMPLE_SECONDS, so that a sample of short
-// passes (generation's) also holds the rare long ones in which a thread was preempted.
-#define TUNER_SAMPLE_SECONDS 0.02
+// passes (generation's) also holds the long ones in which a thread was preempted.
+#define TUNER_SAMPLE_SECONDS 0.002
 int tuner_start(ThreadTuner *t, const void *pass_kind, long pass_shape);
 void tuner_stop(ThreadTuner *t, double work);
 
-// The same sample by sample, with the times given (for tests): tuner_init(t, max_threads),
-// then for each sample tuner_next(t) and tuner_record(t, seconds per unit of work).
-void tuner_init(ThreadTuner *t, int max_threads);
+// The same sample by sample, with the times given (for tests): tuner_init(t, max_threads,
+// threads) to start on `threads`, then for each sample tuner_next(t) and tuner_record(t,
+// seconds per unit of work).
+void tuner_init(ThreadTuner *t, int max_threads, int threads);
 int tuner_next(ThreadTuner *t);
 void tuner_record(ThreadTuner *t, double seconds);
 

@@ -1,23 +1,37 @@
 // ./scripts/bench: how fast chargpt trains and generates, and how close the training step
-// comes to the machine's floating-point peak. Dataset-free: batches are random tokens.
+// comes to the machine's floating-point peak. Dataset-free: batches are random tokens, which
+// cost what text costs (the same shapes, the same operations). `make bench` runs it through
+// scripts/bench.sh, which puts PyTorch's figures beside its own.
 //
-// For each model config it measures, each in a fresh child process (so peak RSS is per job):
-//   train:    the training step exactly as ./train does it (forward with targets, backward,
-//             global gradient norm, clipping, AdamW), a few warm-up steps then timed steps;
+// Models (--config): lesson (2 layers, 4 heads, n_embd 64, block 64, batch 32: the size the
+// lessons train), tiny (./train's default model: 4 layers, 4 heads, n_embd 128, block 64,
+// batch 12) and small (6 layers, 6 heads, n_embd 384, block 256, batch 8). For each, the
+// jobs (--jobs), each in a child process of its own (so peak RSS is per job):
+//   peak:     the FMA peak of the kernels' instruction set (below), on one thread then on
+//             every OpenMP thread; after the other jobs, which so meet the machine as ./train
+//             does rather than warmed by seconds of every core's multiply-adds;
+//   train:    the training step exactly as ./train takes it (data_parallel_step's one-process
+//             path: forward with targets, backward, global gradient norm, clipping, AdamW, the
+//             thread tuner picking the team), a few warm-up steps, then timed steps. ms/step
+//             is the timed steps' wall time over their count, as ./train's progress line and
+//             summary count it, so that the two agree on the same machine; the median and
+//             fastest steps are printed too;
 //   generate: characters per second as ./generate makes them, with the key/value cache and
-//             with --no-cache (the whole window recomputed for every character), and with
-//             --num-samples 1, 8 and 32.
+//             with --no-cache (the whole window recomputed for every character), on the
+//             team the tuner picks, and on one thread (--threads 1);
+//   samples:  the same with --num-samples 1, 8 and 32.
 // Both in fp32 or, with --precision bf16, with bf16 matrix products (kernels/kernels.h).
 // With --paired: an fp32 and a bf16 model of each config in one process, their training steps
 // taken in turn (fp32, bf16, fp32, ...), then their generated characters (with the cache), so
 // that both precisions meet the same load on a shared machine and their ratio is not a
 // comparison of two different minutes.
-// A register-resident FMA loop per instruction set, first on one thread then on every OpenMP
-// thread, gives the peak that the training step's GFLOP/s is compared to.
 //
 // Everything runs on the kernels' backend in use (kernels.h: CHARGPT_KERNELS's, else the
-// fastest this CPU runs), named in each result; the FMA peak is measured for each instruction
-// set a backend of this CPU uses, and a training result is a share of its own backend's.
+// fastest this CPU runs), named in each result. The FMA peak is that of the backend's own
+// instruction set (for bf16 on vdpbf16ps, that instruction's), measured by a loop of
+// independent multiply-adds held in registers, each thread timed by its own CPU time, so
+// that it is the cores' limit even while other processes share them; a training result
+// (timed by the wall clock) is a share of it.
 //
 // Output: one line per result, "kind key=value ...", read by scripts/bench.sh. Progress
 // goes to stderr. Exit status (common/errors.h): 0 done, 1 a measurement failed, 2 bad usage,
@@ -34,10 +48,12 @@
 //   O(params) and are left out, as is the embedding lookup.
 // Independent estimate: 6 * params * N + L * 6 * C * T * N (all parameters, including wpe,
 // biases and LayerNorm, times 6 per token; attention as PaLM's 12*L*C*T per token, halved
-// for the causal mask). The two agree to within 2% (the estimate also counts wpe, biases and
-// LayerNorm as 6 FLOPs per token each, and T where the formula has T+1):
-//   tiny:  3.8156 GFLOP/step by the formula above, 3.8828 by the estimate (+1.8%)
-//   small: 138.04 GFLOP/step by the formula above, 139.60 by the estimate (+1.1%)
+// for the causal mask). The two agree to within 6% (the estimate also counts wpe, biases and
+// LayerNorm as 6 FLOPs per token each, and T where the formula has T+1; they weigh most in
+// the narrowest model):
+//   lesson: 1.3613 GFLOP/step by the formula above, 1.4321 by the estimate (+5.2%)
+//   tiny:   3.8156 GFLOP/step by the formula above, 3.8828 by the estimate (+1.8%)
+//   small:  138.04 GFLOP/step by the formula above, 139.60 by the estimate (+1.1%)
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -45,7 +61,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -84,34 +99,30 @@ typedef struct {
 } BenchConfig;
 
 static const BenchConfig configs[] = {
+    {"lesson", 2, 4, 64, 64, 32, 65},
     {"tiny", 4, 4, 128, 64, 12, 65},
     {"small", 6, 6, 384, 256, 8, 65},
 };
 #define NUM_CONFIGS ((int)(sizeof(configs) / sizeof(configs[0])))
 
+// The jobs (the top comment), as bits of Options.jobs.
+enum { JOB_PEAK = 1, JOB_TRAIN = 2, JOB_GENERATE = 4, JOB_SAMPLES = 8 };
+static const char *const job_names[] = {"peak", "train", "generate", "samples"};
+#define NUM_JOBS 4
+
 typedef struct {
-    const char *config;   // a config's name, or "all"
+    int config_mask;      // bit i: configs[i]
+    int jobs;             // JOB_* bits
     double seconds;       // timed training seconds to aim for per config
     long steps;           // timed training steps; 0: as many as `seconds` takes
     int warmup;           // untimed training steps first
     long gen_chars;       // characters per generation run
     double gen_seconds;   // a generation run stops early after this long
-    int train_only;       // time training alone: no FMA peak, no generation
-    int no_samples;       // no FMA peak and no --num-samples rows
-    int paired;           // fp32 and bf16 steps and characters in turn, instead of all of the above
-    int long_gen;         // generation with the cache alone, past the block, instead of all of the above
+    int paired;           // fp32 and bf16 steps and characters in turn, instead of the jobs
+    int long_gen;         // generation with the cache alone, past the block, instead of the jobs
     Precision precision;
     PositionEncoding position;  // of every model benchmarked
 } Options;
-
-// Peak FLOP/s measured by the child that ran the FMA loops (of each instruction set the CPU
-// has: fma_loops), read by the training children.
-#define MAX_FMA_LOOPS 4
-typedef struct {
-    double gflops_one[MAX_FMA_LOOPS];  // one thread
-    double gflops_all[MAX_FMA_LOOPS];  // every OpenMP thread
-    int threads;
-} Peak;
 
 static long peak_rss_kb(void) {
     struct rusage ru;
@@ -274,10 +285,13 @@ static const FmaLoop fma_loops[] = {
 };
 #define NUM_FMA_LOOPS ((int)(sizeof(fma_loops) / sizeof(fma_loops[0])))
 
-// The loop of the backend in use.
-static int fma_loop_of_backend(void) {
+// The loop of a run's products: vdpbf16ps for bf16 on the avx512_bf16 kernels, else the FMA
+// loop of the backend in use (bf16 without bf16 dot products runs on its fp32 tiles).
+static int fma_loop_of_run(Precision precision) {
+    const char *name = precision == PRECISION_BF16 && strcmp(kernels_name(), "avx512_bf16") == 0 ? "vdpbf16ps"
+                                                                                                : kernels_name();
     for (int i = 0; i < NUM_FMA_LOOPS; i++)
-        if (strncmp(kernels_name(), fma_loops[i].name, strlen(fma_loops[i].name)) == 0) return i;
+        if (strncmp(name, fma_loops[i].name, strlen(fma_loops[i].name)) == 0) return i;
     return NUM_FMA_LOOPS - 1;
 }
 
@@ -285,30 +299,41 @@ static int fma_loop_of_backend(void) {
 // out of the timing nor drop it.
 static volatile float fma_start = 1.0f, fma_sink;
 
-// Seconds for loop f (iters) on `threads` threads at once.
-static double time_fma(const FmaLoop *f, int threads, long iters) {
-    double t0 = now_seconds();
-    if (threads == 1) {
-        fma_sink = f->loop(iters, fma_start);
-    } else {
-        float total = 0.0f;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
+// The CPU time of the calling thread, in seconds.
+static double thread_cpu_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+// GFLOP/s of loop f (iters rounds) on `threads` threads at once, each timed by its own CPU
+// time: what the cores do while the loop has them, however often other processes take them
+// (the measure of the hardware, where a training run's wall time measures the run). The
+// shortest thread's CPU seconds go to *secs.
+static double time_fma(const FmaLoop *f, int threads, long iters, double *secs) {
+    double gflops = 0.0, shortest = INFINITY;
+    float total = 0.0f;
+#pragma omp parallel num_threads(threads) reduction(+ : total, gflops) reduction(min : shortest)
+    {
+        double t0 = thread_cpu_seconds();
         total += f->loop(iters, fma_start + omp_get_thread_num());
-        fma_sink = total;
+        double t = thread_cpu_seconds() - t0;
+        gflops += iters * f->flops_per_iter / t / 1e9;
+        shortest = t;
     }
-    return now_seconds() - t0;
+    fma_sink = total;
+    *secs = shortest;
+    return gflops;
 }
 
 // GFLOP/s of loop f on `threads` threads at once: the best of PEAK_RUNS runs of at least
-// 0.2 s (the best, since other processes can only slow a run down).
+// 0.2 CPU seconds a thread.
 static double fma_peak(const FmaLoop *f, int threads) {
     long iters = 1 << 16;
-    while (time_fma(f, threads, iters) < 0.2) iters *= 2;
+    double secs;
+    for (time_fma(f, threads, iters, &secs); secs < 0.2; time_fma(f, threads, iters, &secs)) iters *= 2;
     double best = 0.0;
-    for (int run = 0; run < PEAK_RUNS; run++) {
-        double gflops = threads * iters * f->flops_per_iter / time_fma(f, threads, iters) / 1e9;
-        if (gflops > best) best = gflops;
-    }
+    for (int run = 0; run < PEAK_RUNS; run++) best = fmax(best, time_fma(f, threads, iters, &secs));
     return best;
 }
 
@@ -387,7 +412,7 @@ static double median_of(double *v, long n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak) {
+static void run_train(const BenchConfig *bc, const Options *o) {
     const int B = bc->batch_size, T = bc->block_size;
     GPT model;
     build_model(&model, bc, o->precision, o->position);
@@ -426,27 +451,21 @@ static void run_train(const BenchConfig *bc, const Options *o, const Peak *peak)
     double cpu = cpu_seconds() - cpu_start;
     long rss = peak_rss_kb();
 
-    // the median step is the headline: on a shared machine a few steps can be slowed many
-    // times over by other processes; the mean (throughput over the whole run) is printed too
-    double median = median_of(step_secs, steps);  // sorts: step_secs[0] is the fastest step
+    // ms/step as ./train counts it: the timed steps' wall time over their count (the
+    // tok/s of its summary line); the median and the fastest step beside it
     double mean = total / steps;
+    double median = median_of(step_secs, steps);  // sorts: step_secs[0] is the fastest step
     double flops = flops_per_step(bc);
-    double gflops = flops / median / 1e9;
+    double gflops = flops / mean / 1e9;
     printf("train config=%s precision=%s threads=%d kernel=%s layers=%d heads=%d n_embd=%d block=%d batch=%d vocab=%d "
-           "params=%zu warmup=%d steps=%ld ms_median=%.3f ms_mean=%.3f ms_min=%.3f tok_per_s=%.1f "
-           "tok_per_s_mean=%.1f gflop_per_step=%.4f gflop_per_step_estimate=%.4f gflops=%.2f ",
-           bc->name, precision_word(o->precision), omp_get_max_threads(), kernels_name(), bc->n_layer, bc->n_head, bc->n_embd, T, B,
-           bc->vocab_size, model.num_parameters, o->warmup, steps, 1000.0 * median, 1000.0 * mean,
-           1000.0 * step_secs[0], B * T / median, B * T / mean, flops / 1e9,
-           flops_estimate(bc, model.num_parameters) / 1e9, gflops);
-    // every thread together can do at least what one does: on a busy machine the all-thread
-    // run may have come out lower; the peak of the backend's own instruction set
-    int f = fma_loop_of_backend();
-    double peak_gflops = fmax(peak->gflops_all[f], peak->gflops_one[f]);
-    printf("peak_path=%s ", fma_loops[f].name);
-    if (peak_gflops > 0.0) printf("pct_peak=%.1f ", 100.0 * gflops / peak_gflops);
-    printf("rss_kb=%ld cpu_pct=%.0f threads_mean=%.2f first_loss=%.4f last_loss=%.4f\n", rss,
-           100.0 * cpu / (total * omp_get_max_threads()), (double)thread_steps / steps, first_loss, loss);
+           "params=%zu warmup=%d steps=%ld ms_per_step=%.3f ms_median=%.3f ms_min=%.3f tok_per_s=%.1f "
+           "gflop_per_step=%.4f gflop_per_step_estimate=%.4f gflops=%.2f ",
+           bc->name, precision_word(o->precision), omp_get_max_threads(), kernels_name(), bc->n_layer, bc->n_head,
+           bc->n_embd, T, B, bc->vocab_size, model.num_parameters, o->warmup, steps, 1000.0 * mean, 1000.0 * median,
+           1000.0 * step_secs[0], B * T / mean, flops / 1e9, flops_estimate(bc, model.num_parameters) / 1e9, gflops);
+    printf("peak_path=%s rss_kb=%ld cpu_pct=%.0f cpu_ms_per_step=%.3f threads_mean=%.2f first_loss=%.4f last_loss=%.4f\n",
+           fma_loops[fma_loop_of_run(o->precision)].name, rss, 100.0 * cpu / (total * omp_get_max_threads()),
+           1000.0 * cpu / steps, (double)thread_steps / steps, first_loss, loss);
     fflush(stdout);
     free(step_secs);
     free(inputs);
@@ -590,6 +609,8 @@ static void run_generate_paired(const BenchConfig *bc, const Options *o) {
     for (int p = 0; p < 2; p++) decoder_free(&decoders[p]), gpt_free(&models[p]);
 }
 
+// Generation as ./generate runs it by default (the team the tuner picks), then as with
+// --threads 1, each with and without the cache; then the --num-samples rows (JOB_SAMPLES).
 static void run_generate(const BenchConfig *bc, const Options *o) {
     GPT model;
     build_model(&model, bc, o->precision, o->position);
@@ -598,15 +619,27 @@ static void run_generate(const BenchConfig *bc, const Options *o) {
     int prompt[PROMPT_LEN];
     for (int i = 0; i < PROMPT_LEN; i++) prompt[i] = (int)rng_below(&rng, (uint64_t)bc->vocab_size);
     fprintf(stderr, "bench: %s: generating %ld characters with and without the cache\n", bc->name, o->gen_chars);
-    generate_chars(&model, prompt, PROMPT_LEN, 8, 1, 1, o->gen_seconds);  // warm-up
-    GenRun cached = generate_chars(&model, prompt, PROMPT_LEN, o->gen_chars, 1, 1, o->gen_seconds);
-    GenRun uncached = generate_chars(&model, prompt, PROMPT_LEN, o->gen_chars, 0, 1, o->gen_seconds);
-    printf("generate config=%s precision=%s threads=%d prompt=%d block=%d cache_chars=%ld cache_chars_per_s=%.1f "
-           "nocache_chars=%ld nocache_chars_per_s=%.1f rss_kb=%ld\n",
-           bc->name, precision_word(o->precision), omp_get_max_threads(), PROMPT_LEN, bc->block_size, cached.chars,
-           cached.chars / cached.secs, uncached.chars, uncached.chars / uncached.secs, peak_rss_kb());
+    int threads = omp_get_max_threads();
+    GenRun runs[2][2];  // [one thread][no cache]
+    for (int one = 0; one < 2; one++) {
+        omp_set_num_threads(one ? 1 : threads);
+        generate_chars(&model, prompt, PROMPT_LEN, 8, 1, 1, o->gen_seconds);  // warm-up
+        for (int nocache = 0; nocache < 2; nocache++)
+            runs[one][nocache] = generate_chars(&model, prompt, PROMPT_LEN, o->gen_chars, !nocache, 1, o->gen_seconds);
+    }
+    omp_set_num_threads(threads);
+    printf("generate config=%s precision=%s threads=%d prompt=%d block=%d", bc->name, precision_word(o->precision),
+           threads, PROMPT_LEN, bc->block_size);
+    static const char *const names[2][2] = {{"cache", "nocache"}, {"cache_1t", "nocache_1t"}};
+    for (int one = 0; one < 2; one++)
+        for (int nocache = 0; nocache < 2; nocache++) {
+            const GenRun *r = &runs[one][nocache];
+            printf(" %s_chars=%ld %s_chars_per_s=%.1f", names[one][nocache], r->chars, names[one][nocache],
+                   r->chars / r->secs);
+        }
+    printf(" rss_kb=%ld\n", peak_rss_kb());
     fflush(stdout);
-    if (!o->no_samples) run_samples(&model, bc, o, prompt);
+    if (o->jobs & JOB_SAMPLES) run_samples(&model, bc, o, prompt);
     gpt_free(&model);
 }
 
@@ -631,36 +664,32 @@ static void run_generate_long(const BenchConfig *bc, const Options *o) {
     gpt_free(&model);
 }
 
-static void run_peak(Peak *peak) {
-    peak->threads = omp_get_max_threads();
-    for (int f = 0; f < NUM_FMA_LOOPS; f++) {
-        if (!fma_loops[f].cpu_has()) continue;
-        fprintf(stderr, "bench: measuring the FMA peak (%s)\n", fma_loops[f].name);
-        peak->gflops_one[f] = fma_peak(&fma_loops[f], 1);
-        peak->gflops_all[f] = fma_peak(&fma_loops[f], peak->threads);
-        printf("peak path=%s threads=%d gflops_1t=%.2f gflops_all=%.2f\n", fma_loops[f].name, peak->threads,
-               peak->gflops_one[f], peak->gflops_all[f]);
-        fflush(stdout);
-    }
+// The peak of the run's loop (fma_loop_of_run), on one thread and on every OpenMP thread.
+static void run_peak(const Options *o) {
+    const FmaLoop *f = &fma_loops[fma_loop_of_run(o->precision)];
+    fprintf(stderr, "bench: measuring the FMA peak (%s)\n", f->name);
+    double one = fma_peak(f, 1), all = fma_peak(f, omp_get_max_threads());
+    printf("peak path=%s threads=%d gflops_1t=%.2f gflops_all=%.2f\n", f->name, omp_get_max_threads(), one, all);
+    fflush(stdout);
 }
 
 // ----------------------------------------------------------------------------
 // children: GNU OpenMP's thread pool does not survive fork, so the parent itself never
 // enters a parallel region; every job runs in a child of its own.
 
-enum { JOB_PEAK, JOB_TRAIN, JOB_TRAIN_PAIRED, JOB_GENERATE, JOB_GENERATE_PAIRED, JOB_GENERATE_LONG };
+enum { CHILD_PEAK, CHILD_TRAIN, CHILD_TRAIN_PAIRED, CHILD_GENERATE, CHILD_GENERATE_PAIRED, CHILD_GENERATE_LONG };
 
-static int run_child(int job, const BenchConfig *bc, const Options *o, Peak *peak) {
+static int run_child(int child, const BenchConfig *bc, const Options *o) {
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
     if (pid < 0) die(EXIT_DATA, "fork: %s", strerror(errno));
     if (pid == 0) {
-        if (job == JOB_PEAK) run_peak(peak);
-        else if (job == JOB_TRAIN) run_train(bc, o, peak);
-        else if (job == JOB_TRAIN_PAIRED) run_train_paired(bc, o);
-        else if (job == JOB_GENERATE_PAIRED) run_generate_paired(bc, o);
-        else if (job == JOB_GENERATE_LONG) run_generate_long(bc, o);
+        if (child == CHILD_PEAK) run_peak(o);
+        else if (child == CHILD_TRAIN) run_train(bc, o);
+        else if (child == CHILD_TRAIN_PAIRED) run_train_paired(bc, o);
+        else if (child == CHILD_GENERATE_PAIRED) run_generate_paired(bc, o);
+        else if (child == CHILD_GENERATE_LONG) run_generate_long(bc, o);
         else run_generate(bc, o);
         exit(0);
     }
@@ -676,57 +705,83 @@ static int run_child(int job, const BenchConfig *bc, const Options *o, Peak *pea
 static void usage(FILE *f) {
     fprintf(f,
             "usage: ./scripts/bench [options]\n"
-            "Times chargpt's training step and generation on random tokens, and the FMA peak.\n"
-            "Threads: OMP_NUM_THREADS (default: all cores).\n\n"
-            "  --config NAME      tiny, small or all (default all)\n"
+            "Times chargpt's training step and generation on random tokens, and the FMA peak of the\n"
+            "kernels' instruction set; one line of results per job (`make bench` prints them as tables).\n"
+            "Threads: OMP_NUM_THREADS (default: all cores); kernels: CHARGPT_KERNELS (default: the\n"
+            "fastest this CPU runs; --list-backends names them).\n\n"
+            "  --config LIST      lesson, tiny, small, several with commas, or all (default all):\n"
+            "                     lesson = ./train --n-layer 2 --n-embd 64 --batch-size 32,\n"
+            "                     tiny = ./train's default model, small = ./train --n-layer 6\n"
+            "                     --n-head 6 --n-embd 384 --block-size 256 --batch-size 8\n"
+            "  --jobs LIST        peak, train, generate, samples, with commas (default\n"
+            "                     peak,train,generate); samples (--num-samples 1, 8, 32) needs generate\n"
             "  --seconds S        time training steps for at least S seconds, and at least %d\n"
             "                     steps, per config (default 4)\n"
             "  --steps N          exactly N timed training steps instead\n"
             "  --warmup N         untimed training steps first, at least 1 (default 2)\n"
             "  --gen-chars N      characters per generation run (default 500)\n"
             "  --gen-seconds S    end a generation run early after S seconds (default 20)\n"
-            "  --train-only       time training only (no FMA peak, no generation)\n"
             "  --precision P      fp32 or bf16: the matrix products' precision (default fp32)\n"
-            "  --no-samples       no FMA peak and no --num-samples generation rows\n"
             "  --paired           fp32 and bf16 in turn in one process: training steps (--seconds\n"
-            "                     and --steps then count pairs), then generated characters\n"
-            "                     with the cache (none with --train-only); no FMA peak\n"
+            "                     and --steps then count pairs), then generated characters with the\n"
+            "                     cache, as --jobs asks for train and generate; no peak\n"
             "  --pos P            learned or rope: the models' positions (default learned)\n"
             "  --long-gen         only --gen-chars characters with the cache, past the block\n"
-            "                     (row generate_long)\n"
+            "                     (row generate_long), instead of the jobs\n"
             "  --list-backends    print the kernels' backends this CPU runs, fastest first, and exit\n"
-            "                     (CHARGPT_KERNELS=name runs the benchmark on one)\n"
             "  -h, --help         show this help\n", MIN_TIMED_STEPS);
 }
 
+// The bits of a comma-separated list of names[0, n) (bit i for names[i]); what names
+// nothing ends the program (exit 2).
+static int parse_list(const char *flag, const char *list, const char *const *names, int n) {
+    int mask = 0;
+    const char *p = list;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        int found = -1;
+        for (int i = 0; i < n; i++)
+            if (strlen(names[i]) == len && strncmp(p, names[i], len) == 0) found = i;
+        if (found < 0) die(EXIT_USAGE, "%s: '%.*s' is not one of the names --help gives", flag, (int)len, p);
+        mask |= 1 << found;
+        if (p[len] == '\0') return mask;
+        p += len + 1;
+    }
+}
+
 static void parse_options(int argc, char **argv, Options *o) {
-    enum { OPT_CONFIG = 256, OPT_SECONDS, OPT_STEPS, OPT_WARMUP, OPT_GEN_CHARS, OPT_GEN_SECONDS, OPT_TRAIN_ONLY,
-           OPT_PRECISION, OPT_NO_SAMPLES, OPT_PAIRED, OPT_LIST_BACKENDS, OPT_POS, OPT_LONG_GEN };
+    enum { OPT_CONFIG = 256, OPT_JOBS, OPT_SECONDS, OPT_STEPS, OPT_WARMUP, OPT_GEN_CHARS, OPT_GEN_SECONDS,
+           OPT_PRECISION, OPT_PAIRED, OPT_LIST_BACKENDS, OPT_POS, OPT_LONG_GEN };
     static const struct option long_options[] = {
-        {"config", required_argument, 0, OPT_CONFIG},  {"seconds", required_argument, 0, OPT_SECONDS},
-        {"steps", required_argument, 0, OPT_STEPS},    {"warmup", required_argument, 0, OPT_WARMUP},
-        {"gen-chars", required_argument, 0, OPT_GEN_CHARS}, {"gen-seconds", required_argument, 0, OPT_GEN_SECONDS},
-        {"train-only", no_argument, 0, OPT_TRAIN_ONLY}, {"precision", required_argument, 0, OPT_PRECISION},
-        {"no-samples", no_argument, 0, OPT_NO_SAMPLES}, {"paired", no_argument, 0, OPT_PAIRED},
-        {"list-backends", no_argument, 0, OPT_LIST_BACKENDS},
-        {"pos", required_argument, 0, OPT_POS}, {"long-gen", no_argument, 0, OPT_LONG_GEN},
+        {"config", required_argument, 0, OPT_CONFIG},  {"jobs", required_argument, 0, OPT_JOBS},
+        {"seconds", required_argument, 0, OPT_SECONDS}, {"steps", required_argument, 0, OPT_STEPS},
+        {"warmup", required_argument, 0, OPT_WARMUP},   {"gen-chars", required_argument, 0, OPT_GEN_CHARS},
+        {"gen-seconds", required_argument, 0, OPT_GEN_SECONDS}, {"precision", required_argument, 0, OPT_PRECISION},
+        {"paired", no_argument, 0, OPT_PAIRED},         {"list-backends", no_argument, 0, OPT_LIST_BACKENDS},
+        {"pos", required_argument, 0, OPT_POS},         {"long-gen", no_argument, 0, OPT_LONG_GEN},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    *o = (Options){"all", 4.0, 0, 2, 500, 20.0, 0, 0, 0, 0, PRECISION_FP32, POSITION_LEARNED};
+    *o = (Options){(1 << NUM_CONFIGS) - 1, JOB_PEAK | JOB_TRAIN | JOB_GENERATE, 4.0, 0, 2, 500, 20.0, 0, 0,
+                   PRECISION_FP32, POSITION_LEARNED};
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
         const char *flag = argv[optind - 1];
         switch (c) {
-            case OPT_CONFIG: o->config = optarg; break;
+            case OPT_CONFIG: {
+                const char *names[NUM_CONFIGS];
+                for (int i = 0; i < NUM_CONFIGS; i++) names[i] = configs[i].name;
+                o->config_mask = strcmp(optarg, "all") == 0 ? (1 << NUM_CONFIGS) - 1
+                                                            : parse_list("--config", optarg, names, NUM_CONFIGS);
+                break;
+            }
+            case OPT_JOBS: o->jobs = parse_list("--jobs", optarg, job_names, NUM_JOBS); break;
             case OPT_SECONDS: o->seconds = option_double("--seconds", optarg, 0.0, 3600.0, 1); break;
             case OPT_STEPS: o->steps = option_long("--steps", optarg, 1, 1000000); break;
             case OPT_WARMUP: o->warmup = (int)option_long("--warmup", optarg, 1, 1000); break;
             case OPT_GEN_CHARS: o->gen_chars = option_long("--gen-chars", optarg, 1, 10000000); break;
             case OPT_GEN_SECONDS: o->gen_seconds = option_double("--gen-seconds", optarg, 0.0, 3600.0, 1); break;
-            case OPT_TRAIN_ONLY: o->train_only = 1; break;
-            case OPT_NO_SAMPLES: o->no_samples = 1; break;
             case OPT_PAIRED: o->paired = 1; break;
             case OPT_LONG_GEN: o->long_gen = 1; break;
             case OPT_POS:
@@ -750,9 +805,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         }
     }
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
-    int known = strcmp(o->config, "all") == 0;
-    for (int i = 0; i < NUM_CONFIGS; i++) known |= strcmp(o->config, configs[i].name) == 0;
-    if (!known) die(EXIT_USAGE, "--config must be tiny, small or all, got '%s'", o->config);
+    if ((o->jobs & JOB_SAMPLES) && !(o->jobs & JOB_GENERATE)) die(EXIT_USAGE, "--jobs: samples needs generate");
 }
 
 int main(int argc, char **argv) {
@@ -761,26 +814,18 @@ int main(int argc, char **argv) {
     parse_options(argc, argv, &o);
     char err[ERR_LEN];
     if (kernels_init(err) != 0) die(EXIT_USAGE, "%s", err);
-    // shared with the children: the peak child writes it, the training children read it
-    Peak *peak = mmap(NULL, sizeof(Peak), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (peak == MAP_FAILED) die(EXIT_DATA, "mmap: %s", strerror(errno));
-    memset(peak, 0, sizeof(*peak));
-    int rc = o.train_only || o.no_samples || o.paired || o.long_gen ? 0 : run_child(JOB_PEAK, NULL, &o, peak);
-    if (rc != 0) return rc;
+    int rc = 0;
     for (int i = 0; i < NUM_CONFIGS; i++) {
-        if (strcmp(o.config, "all") != 0 && strcmp(o.config, configs[i].name) != 0) continue;
+        if (!(o.config_mask & 1 << i)) continue;
         if (o.long_gen) {
-            if ((rc = run_child(JOB_GENERATE_LONG, &configs[i], &o, peak)) != 0) return rc;
+            if ((rc = run_child(CHILD_GENERATE_LONG, &configs[i], &o)) != 0) return rc;
             continue;
         }
-        if (o.paired) {
-            if ((rc = run_child(JOB_TRAIN_PAIRED, &configs[i], &o, peak)) != 0) return rc;
-            if (!o.train_only && (rc = run_child(JOB_GENERATE_PAIRED, &configs[i], &o, peak)) != 0) return rc;
-            continue;
-        }
-        if ((rc = run_child(JOB_TRAIN, &configs[i], &o, peak)) != 0) return rc;
-        if (!o.train_only && (rc = run_child(JOB_GENERATE, &configs[i], &o, peak)) != 0) return rc;
+        int train = o.paired ? CHILD_TRAIN_PAIRED : CHILD_TRAIN, generate = o.paired ? CHILD_GENERATE_PAIRED
+                                                                                      : CHILD_GENERATE;
+        if ((o.jobs & JOB_TRAIN) && (rc = run_child(train, &configs[i], &o)) != 0) return rc;
+        if ((o.jobs & JOB_GENERATE) && (rc = run_child(generate, &configs[i], &o)) != 0) return rc;
     }
-    munmap(peak, sizeof(Peak));
+    if (!o.paired && !o.long_gen && (o.jobs & JOB_PEAK) && (rc = run_child(CHILD_PEAK, NULL, &o)) != 0) return rc;
     return 0;
 }

@@ -1,46 +1,62 @@
 #!/usr/bin/env bash
-# `make bench`: builds chargpt, times its training step and generation for the tiny and small
-# configs (scripts/bench), times the same model in PyTorch when it is installed
-# (scripts/bench_torch.py), and prints both side by side. Then the "shared machine" rows:
-# training again, both programs, with a busy process that this script starts beside them
-# (one shell loop, killed when the rows are done, on failure or on Ctrl-C, and ended by
-# `timeout` in any case). And the bf16 rows: both configs trained and generated with
-# --precision bf16 (scripts/bench --precision bf16) beside fp32, and PyTorch's own mixed
-# precision, torch.autocast("cpu", dtype=torch.bfloat16) (scripts/bench_torch.py --bf16);
-# and small's bf16/fp32 ratios once more from fp32 and bf16 training steps, then generated
-# characters, taken in turn in one process (scripts/bench --paired, 3 x BENCH_SECONDS of
-# steps), which a shared host's changing load cannot tilt toward either. (Tiny is not
-# paired: its two models would evict each other from the caches that either fits in alone,
-# and the pairs would time colder steps than a run of one precision does.)
-# When the MPI build exists (`make MPI=1`), an MPI line: the small
-# config on 2 ranks x 1 thread against 1 process x 2 threads (BENCH_MPI_STEPS steps, default 6).
-# Everything above runs on the kernels' backend the program picks (the fastest this CPU runs,
-# or CHARGPT_KERNELS's); then the backends' rows: training alone, both configs, fp32 and bf16,
-# once on each backend this CPU runs (CHARGPT_KERNELS=name), beside the FMA peak of the
-# instruction set it uses.
+# `make bench` (scripts/bench.sh): how fast chargpt trains and generates on this machine,
+# beside PyTorch running the same models the same way, in one run of 1 to 3 minutes.
+# `make bench-all` (scripts/bench.sh --all) adds every other table: bf16, --num-samples, each
+# kernels' backend this CPU runs, and MPI when the MPI build exists (about 10 to 15 minutes).
 #
-# Environment: OMP_NUM_THREADS (default: all cores; PyTorch gets the same count),
-# BENCH_SECONDS (timed training seconds per config, default 4), BENCH_GEN_CHARS (characters
-# per generation run, default 500), BENCH_GEN_SECONDS (a generation run ends early after
-# this long, default 20). PyTorch runs with OMP_WAIT_POLICY=passive; chargpt with whatever
-# the environment says. With CHARGPT_KERNELS=avx2 (AVX2 kernels on a CPU that has more)
-# PyTorch is held to AVX2 too: ATEN_CPU_CAPABILITY=avx2 for its own kernels,
-# OPENBLAS_CORETYPE=Haswell for OpenBLAS's and ONEDNN_MAX_CPU_ISA=AVX2 for oneDNN's; its
-# bf16 rows are then not run (oneDNN has no bf16 products on AVX2).
-# Exit status: 0 done, else the status of the step that failed.
+# What it measures (scripts/bench.c and scripts/bench_torch.py say how):
+# - training, fp32, for three models, each as ./train trains it (the options are printed):
+#   lesson (2 layers, n_embd 64, batch 32), tiny (./train's default) and small (6 layers,
+#   n_embd 384, block 256); ms/step is the timed steps' wall time over their count, as
+#   ./train's progress line and summary count it, so its figure and ./train's agree on the
+#   same machine (both pick their team of threads as the step runs);
+# - generation, characters per second after an 8-character prompt, as ./generate makes them:
+#   with the key/value cache on the team it picks, with --threads 1, with --no-cache, and
+#   PyTorch's (nanoGPT's generate: the whole window for every character);
+# - the same training and generation beside one busy process that this script starts (as when
+#   a build runs beside training) and stops.
+# Each ratio is chargpt's speed over PyTorch's in the same run; beside each figure its share
+# of the FMA peak (a loop of independent fused multiply-adds held in registers, on the kernels'
+# instruction set, measured in the same run by each thread's CPU time: the cores' limit, even
+# while other processes share them) and its CPU share (CPU time over wall time x threads:
+# well below 100% means other processes took the cores and the figure is low).
+#
+# PyTorch (/usr/bin/python3 with torch; skipped when missing) runs on the instruction set of
+# chargpt's kernels: ATEN_CPU_CAPABILITY for its own kernels, OPENBLAS_CORETYPE for OpenBLAS's
+# products, ONEDNN_MAX_CPU_ISA for oneDNN's (printed in the header), so that a ratio compares
+# code, not instruction sets. With OMP_WAIT_POLICY=passive, as it then gives up the cores
+# when it waits; chargpt with the environment's.
+#
+# Environment: CHARGPT_KERNELS (the backend to measure; default the fastest this CPU runs),
+# OMP_NUM_THREADS (default: all cores; PyTorch gets the same count), BENCH_SECONDS (timed
+# training seconds per model, default 4), BENCH_GEN_CHARS (characters per generation run,
+# default 300), BENCH_GEN_SECONDS (a generation run ends early after this long, default 10),
+# BENCH_OUT (where the raw results go, default build/bench). Exit status: 0 done, else the
+# status of the step that failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+all=0
+case "${1:-}" in
+    --all) all=1 ;;
+    "") ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench.sh: unknown argument '$1' (--all runs every table)" >&2; exit 2 ;;
+esac
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(getconf _NPROCESSORS_ONLN)}"
 seconds="${BENCH_SECONDS:-4}"
-gen_chars="${BENCH_GEN_CHARS:-500}"
-gen_seconds="${BENCH_GEN_SECONDS:-20}"
+gen_chars="${BENCH_GEN_CHARS:-300}"
+gen_seconds="${BENCH_GEN_SECONDS:-10}"
+out="${BENCH_OUT:-build/bench}"
 python=/usr/bin/python3
-configs="tiny small"
+configs="lesson tiny small"
+shared_configs="tiny small"
 
 make --no-print-directory -s all scripts/bench
+rm -rf "$out"
+mkdir -p "$out"
+started=$SECONDS
 
-out="$(mktemp -d)"
 busy_pid=
 stop_busy() {
     if [ -n "$busy_pid" ]; then
@@ -49,359 +65,362 @@ stop_busy() {
         busy_pid=
     fi
 }
-trap 'stop_busy; rm -rf "$out"' EXIT
+trap stop_busy EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# the CPU's name: Linux's /proc/cpuinfo, else macOS's sysctl; the load from uptime, on any system
-cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)"
-[ -n "$cpu_model" ] || cpu_model="$(sysctl -n machdep.cpu.brand_string 2>/dev/null || true)"
-echo "machine: ${cpu_model:-unknown CPU}, $(getconf _NPROCESSORS_ONLN) threads online; load average" \
-     "$(uptime | sed 's/.*load averages*: *//; s/,* / /g')"
-echo "compiler: $(${CC:-cc} --version | head -n 1); benchmark threads: OMP_NUM_THREADS=$OMP_NUM_THREADS"
-echo "OMP_WAIT_POLICY: chargpt ${OMP_WAIT_POLICY:-unset, the libgomp default}, PyTorch passive"
-# PyTorch on the instruction set of chargpt's kernels where they are forced to AVX2
-torch_isa=()
-if [ "${CHARGPT_KERNELS:-}" = avx2 ]; then
-    torch_isa=(ATEN_CPU_CAPABILITY=avx2 OPENBLAS_CORETYPE=Haswell ONEDNN_MAX_CPU_ISA=AVX2)
-    echo "PyTorch held to AVX2 as chargpt's kernels are: ${torch_isa[*]}"
-fi
-echo
-
-./scripts/bench --seconds "$seconds" --gen-chars "$gen_chars" --gen-seconds "$gen_seconds" >"$out/chargpt.txt"
-./scripts/bench --precision bf16 --no-samples --seconds "$seconds" --gen-chars "$gen_chars" \
-    --gen-seconds "$gen_seconds" >"$out/bf16.txt"
-./scripts/bench --paired --config small --seconds "$(awk -v s="$seconds" 'BEGIN { print 3 * s }')" \
-    --gen-chars "$gen_chars" --gen-seconds "$gen_seconds" >"$out/paired.txt"
 backends="$(./scripts/bench --list-backends)"
-for backend in $backends; do
-    for precision in fp32 bf16; do
-        echo "bench: the $backend kernels, $precision" >&2
-        CHARGPT_KERNELS="$backend" ./scripts/bench --train-only --precision "$precision" --seconds "$seconds" \
-            >>"$out/backends.txt"
-    done
-done
+backend="${CHARGPT_KERNELS:-$(echo "$backends" | head -n 1)}"
+
+# torch_isa BACKEND: the environment that holds PyTorch to BACKEND's instruction set
+torch_isa() {
+    case "$1" in
+        avx512_bf16) echo "ATEN_CPU_CAPABILITY=avx512 OPENBLAS_CORETYPE=Cooperlake ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16" ;;
+        avx512) echo "ATEN_CPU_CAPABILITY=avx512 OPENBLAS_CORETYPE=SkylakeX ONEDNN_MAX_CPU_ISA=AVX512_CORE" ;;
+        avx2) echo "ATEN_CPU_CAPABILITY=avx2 OPENBLAS_CORETYPE=Haswell ONEDNN_MAX_CPU_ISA=AVX2" ;;
+        portable) case "$(uname -m)" in
+                      x86_64) echo "ATEN_CPU_CAPABILITY=default OPENBLAS_CORETYPE=Nehalem ONEDNN_MAX_CPU_ISA=SSE41" ;;
+                      *) echo "ATEN_CPU_CAPABILITY=default" ;;
+                  esac ;;
+        *) echo "" ;;  # NEON: PyTorch's own choice
+    esac
+}
 
 have_torch=0
-torch_failed=0
 if [ -x "$python" ] && "$python" -c "import torch" 2>/dev/null; then have_torch=1; fi
-# torch_train CONFIG GEN_CHARS FILE [--bf16]: PyTorch's figures for one config appended to FILE
-torch_train() {
-    echo "bench_torch: $1 ${4:-}" >&2
-    # oneDNN has no bf16 products on AVX2 ("could not create a primitive descriptor")
-    if [ "${4:-}" = --bf16 ] && [ ${#torch_isa[@]} -gt 0 ]; then
-        echo "bench.sh: PyTorch's bf16 not run: held to AVX2, oneDNN has no bf16 products" >&2
-        return 0
-    fi
-    if ! env "${torch_isa[@]}" OMP_WAIT_POLICY=passive "$python" scripts/bench_torch.py --config "$1" \
-        --threads "$OMP_NUM_THREADS" --seconds "$seconds" --gen-chars "$2" \
-        --gen-seconds "$gen_seconds" ${4:-} >>"$3"; then
-        echo "bench.sh: scripts/bench_torch.py --config $1 ${4:-} failed" >&2
-        torch_failed=1
+failed=0
+# run_chargpt FILE BACKEND ARGS...: ./scripts/bench on BACKEND's kernels, its results appended to FILE
+run_chargpt() {
+    local file="$1" kernels="$2"
+    shift 2
+    if ! CHARGPT_KERNELS="$kernels" ./scripts/bench --seconds "$seconds" --gen-chars "$gen_chars" \
+        --gen-seconds "$gen_seconds" "$@" >>"$out/$file"; then
+        echo "bench.sh: scripts/bench $* (kernels $kernels) failed" >&2
+        failed=1
     fi
 }
-if [ "$have_torch" = 1 ]; then
-    for config in $configs; do
-        # generation is compared on tiny only
-        chars=0
-        [ "$config" = tiny ] && chars="$gen_chars"
-        torch_train "$config" "$chars" "$out/torch.txt"
-        torch_train "$config" "$chars" "$out/torch_bf16.txt" --bf16
+# run_torch FILE BACKEND CONFIG GEN_CHARS [--bf16]: PyTorch's figures, held to BACKEND's instruction set
+run_torch() {
+    [ "$have_torch" = 1 ] || return 0
+    local file="$1" isa="$2" config="$3" chars="$4"
+    shift 4
+    # oneDNN has no bf16 products below AVX-512
+    if [ "${1:-}" = --bf16 ] && { [ "$isa" = avx2 ] || [ "$isa" = portable ]; }; then return 0; fi
+    echo "bench: PyTorch: $config ${1:-}" >&2
+    if ! env $(torch_isa "$isa") OMP_WAIT_POLICY=passive "$python" scripts/bench_torch.py --config "$config" \
+        --threads "$OMP_NUM_THREADS" --seconds "$seconds" --gen-chars "$chars" --gen-seconds "$gen_seconds" \
+        "$@" >>"$out/$file"; then
+        echo "bench.sh: scripts/bench_torch.py --config $config $* failed" >&2
+        failed=1
+    fi
+}
+start_busy() {
+    timeout 1800 sh -c 'while :; do :; done' &
+    busy_pid=$!
+}
+
+# ---------------------------------------------------------------------------------------
+# the measurements
+
+echo "bench: the $backend kernels" >&2
+more=
+[ "$all" = 1 ] && more=,samples
+run_chargpt main.txt "$backend" --jobs "train,generate$more" --config lesson,tiny
+run_chargpt main.txt "$backend" --jobs "train${more:+,generate$more}" --config small
+for config in $configs; do
+    chars=0
+    [ "$config" != small ] && chars="$gen_chars"
+    run_torch torch.txt "$backend" "$config" "$chars"
+done
+echo "bench: beside a busy process" >&2
+start_busy
+run_chargpt shared.txt "$backend" --jobs train,generate --config tiny
+run_chargpt shared.txt "$backend" --jobs train --config small
+for config in $shared_configs; do run_torch shared_torch.txt "$backend" "$config" 0; done
+busy_alive=1
+kill -0 "$busy_pid" 2>/dev/null || busy_alive=0
+stop_busy
+
+if [ "$all" = 1 ]; then
+    run_chargpt bf16.txt "$backend" --precision bf16 --jobs train,generate
+    run_chargpt paired.txt "$backend" --paired --config small --seconds "$((3 * seconds))"
+    for config in $configs; do run_torch torch_bf16.txt "$backend" "$config" 0 --bf16; done
+    for b in $backends; do
+        echo "bench: the $b kernels" >&2
+        for precision in fp32 bf16; do
+            run_chargpt "backend_${b}_$precision.txt" "$b" --precision "$precision" --jobs train
+        done
+        if [ "$b" != "$backend" ]; then for config in $configs; do run_torch "torch_$b.txt" "$b" "$config" 0; done; fi
     done
 fi
-
-# shared machine: a busy process beside each run, chargpt and PyTorch taking turns
-echo "shared machine: one busy process beside each training run" >&2
-busy_limit=1800
-timeout "$busy_limit" sh -c 'while :; do :; done' &
-busy_pid=$!
-for config in $configs; do
-    ./scripts/bench --train-only --config "$config" --seconds "$seconds" >>"$out/shared_chargpt.txt"
-    if [ "$have_torch" = 1 ]; then torch_train "$config" 0 "$out/shared_torch.txt"; fi
+# generation past the block (issue 32): BENCH_LONG_CHARS (default 2000) characters after an
+# 8-character prompt with the cache: a learned-position model prefills its whole window for
+# every character past the block, a RoPE model's cache rolls on a position per character;
+# beside PyTorch's full recompute of the window. Each run ends after BENCH_LONG_SECONDS
+# (default 10) with the characters it made, so the rates stay rates on a slow model.
+long_chars="${BENCH_LONG_CHARS:-2000}"
+long_seconds="${BENCH_LONG_SECONDS:-10}"
+echo "bench: generation past the block" >&2
+for config in tiny small; do
+    for pos in learned rope; do
+        run_chargpt "long_$pos.txt" "$backend" --long-gen --config "$config" --pos "$pos" --gen-chars "$long_chars" \
+            --gen-seconds "$long_seconds"
+    done
+    run_torch long_torch.txt "$backend" "$config" "$long_chars" --steps 1 --warmup 1 --gen-seconds "$long_seconds"
 done
-busy_lasted=1
-kill -0 "$busy_pid" 2>/dev/null || busy_lasted=0
-stop_busy
+touch "$out/long_torch.txt"
+# the FMA peaks last (scripts/bench.c says why): the loop of each backend and precision measured
+echo "bench: the FMA peaks" >&2
+run_chargpt peaks.txt "$backend" --jobs peak
+if [ "$all" = 1 ]; then
+    for b in $backends; do
+        for precision in fp32 bf16; do run_chargpt peaks.txt "$b" --precision "$precision" --jobs peak; done
+    done
+fi
 touch "$out/torch.txt" "$out/shared_torch.txt" "$out/torch_bf16.txt"
 
+# ---------------------------------------------------------------------------------------
+# the tables
+
 # field FILE KIND CONFIG KEY: the value of KEY on FILE's line "KIND config=CONFIG ..."
+# (CONFIG - for a line without a config, such as a peak)
 field() {
+    [ -f "$1" ] || return 0
     awk -v kind="$2" -v config="$3" -v key="$4" '
         $1 == kind {
             delete f
             for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-            if (f["config"] == config && (key in f)) print f[key]
+            if ((config == "-" || f["config"] == config) && (key in f)) { print f[key]; exit }
         }' "$1"
 }
-# number formatting: fmt FORMAT VALUE, or "-" when there is no value
+# fmt FORMAT VALUE: VALUE formatted, or "-" when there is none
 fmt() { if [ -n "$2" ]; then awk -v v="$2" -v f="$1" 'BEGIN { printf f, v }'; else printf -- "-"; fi; }
 mib() { if [ -n "$1" ]; then awk -v v="$1" 'BEGIN { printf "%.0f MiB", v / 1024 }'; else printf -- "-"; fi; }
+# ratio A B: A / B as "1.23x", or "-"
 ratio() { if [ -n "$1" ] && [ -n "$2" ]; then awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; else printf -- "-"; fi; }
-
-# peak PATH KEY: the value of KEY on the line "peak path=PATH ..." (one per instruction set)
+# share GFLOP_PER_STEP MS_PER_STEP PEAK: the share of PEAK GFLOP/s that GFLOP_PER_STEP in MS_PER_STEP is
+share() {
+    if [ -n "$1" ] && [ -n "$2" ] && [ -n "$3" ]; then
+        awk -v g="$1" -v ms="$2" -v p="$3" 'BEGIN { printf "%.1f%%", 100 * g / (ms / 1000) / p }'
+    else printf -- "-"; fi
+}
+# peak LOOP [KEY]: GFLOP/s of LOOP's FMA peak (a train line's peak_path): on every thread
+# (at least the one-thread figure), or KEY's
 peak() {
-    awk -v path="$1" -v key="$2" '
-        $1 == "peak" {
-            delete f
+    awk -v path="$1" -v key="${2:-}" '$1 == "peak" {
             for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-            if (f["path"] == path && (key in f)) print f[key]
-        }' "$out/chargpt.txt"
+            if (f["path"] != path) next
+            print key != "" ? f[key] : (f["gflops_all"] > f["gflops_1t"] ? f["gflops_all"] : f["gflops_1t"]); exit
+        }' "$out/peaks.txt"
 }
-peak_path="$(field "$out/chargpt.txt" train tiny peak_path)"
-kernel="$(field "$out/chargpt.txt" train tiny kernel)"
-echo
-echo "kernels: $kernel (of this CPU's: $(echo $backends | sed 's/ /, /g')); FMA peak ($peak_path loop): $(fmt %.1f "$(peak "$peak_path" gflops_1t)") GFLOP/s on 1 thread, $(fmt %.1f "$(peak "$peak_path" gflops_all)") GFLOP/s on $OMP_NUM_THREADS threads"
-echo
+# train_options CONFIG: the ./train options of the model (scripts/bench.c's configs)
+train_options() {
+    local c="$out/main.txt"
+    echo "--n-layer $(field "$c" train "$1" layers) --n-head $(field "$c" train "$1" heads)" \
+         "--n-embd $(field "$c" train "$1" n_embd) --block-size $(field "$c" train "$1" block)" \
+         "--batch-size $(field "$c" train "$1" batch)"
+}
 
-echo "training (random tokens; ms/step is the median of the timed steps, tok/s and GFLOP/s follow from it)"
-echo "| config | chargpt ms/step | tok/s | GFLOP/s | % of FMA peak | peak RSS | PyTorch tok/s | ratio | PyTorch RSS |"
-echo "|---|---|---|---|---|---|---|---|---|"
-for config in $configs; do
-    c="$out/chargpt.txt" t="$out/torch.txt"
-    tok="$(field "$c" train "$config" tok_per_s)"
-    torch_tok="$(field "$t" torch_train "$config" tok_per_s)"
-    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$config" \
-        "$(fmt %.1f "$(field "$c" train "$config" ms_median)")" "$(fmt %.0f "$tok")" \
-        "$(fmt %.1f "$(field "$c" train "$config" gflops)")" "$(fmt %.1f%% "$(field "$c" train "$config" pct_peak)")" \
-        "$(mib "$(field "$c" train "$config" rss_kb)")" "$(fmt %.0f "$torch_tok")" "$(ratio "$tok" "$torch_tok")" \
-        "$(mib "$(field "$t" torch_train "$config" rss_kb)")"
-done
-echo "reference (from the issue): llm.c ~5,800 tok/s (tiny), ~380 tok/s (small); target: chargpt >= 1.5x PyTorch tok/s"
-for config in $configs; do
-    printf "%s: %s GFLOP/step (6*params*tokens + attention estimate: %s); %s timed steps, mean %s ms, min %s ms; " \
-        "$config" "$(field "$out/chargpt.txt" train "$config" gflop_per_step)" \
-        "$(field "$out/chargpt.txt" train "$config" gflop_per_step_estimate)" \
-        "$(field "$out/chargpt.txt" train "$config" steps)" "$(field "$out/chargpt.txt" train "$config" ms_mean)" \
-        "$(field "$out/chargpt.txt" train "$config" ms_min)"
-    printf "CPU share chargpt %s%%, PyTorch %s\n" "$(field "$out/chargpt.txt" train "$config" cpu_pct)" \
-        "$(fmt %s%% "$(field "$out/torch.txt" torch_train "$config" cpu_pct)")"
-done
-echo "(CPU share: CPU time / (wall time x threads) over the timed steps; well below 100% means other"
-echo " processes took the cores and the figures are low)"
-echo
-
-echo "generation (chars/s after an 8-token prompt; past the block the window is the last block_size characters,"
-echo "a full prefill per character)"
-echo "| config | chargpt cache | chargpt no cache | PyTorch full recompute | ratio cache/PyTorch | ratio no cache/PyTorch |"
-echo "|---|---|---|---|---|---|"
-for config in $configs; do
-    c="$out/chargpt.txt" t="$out/torch.txt"
-    cache="$(field "$c" generate "$config" cache_chars_per_s)"
-    nocache="$(field "$c" generate "$config" nocache_chars_per_s)"
-    torch_gen="$(field "$t" torch_generate "$config" nocache_chars_per_s)"
-    printf "| %s | %s | %s | %s | %s | %s |\n" "$config" "$(fmt %.0f "$cache")" "$(fmt %.0f "$nocache")" \
-        "$(fmt %.0f "$torch_gen")" "$(ratio "$cache" "$torch_gen")" "$(ratio "$nocache" "$torch_gen")"
-done
-for config in $configs; do
-    counts="$(field "$out/chargpt.txt" generate "$config" cache_chars) $(field "$out/chargpt.txt" generate "$config" nocache_chars) $(field "$out/torch.txt" torch_generate "$config" nocache_chars)"
-    for n in $counts; do
-        if [ "$n" -lt "$gen_chars" ]; then
-            echo "$config: a run stopped at BENCH_GEN_SECONDS=$gen_seconds; characters generated (cache, no cache, PyTorch): $counts"
-            break
-        fi
-    done
-done
-echo
-
-echo "shared machine (training as above, with one busy process that this benchmark starts beside"
-echo "each run, as when a build runs beside training; tok/s over the whole timed run, chargpt with"
-echo "its defaults, which pick its number of threads step by step)"
-echo "| config | chargpt tok/s | threads (mean) | CPU share | of its idle tok/s | PyTorch tok/s | CPU share | ratio |"
-echo "|---|---|---|---|---|---|---|---|"
-for config in $configs; do
-    c="$out/shared_chargpt.txt" t="$out/shared_torch.txt"
-    tok="$(field "$c" train "$config" tok_per_s_mean)"
-    idle_tok="$(field "$out/chargpt.txt" train "$config" tok_per_s_mean)"
-    torch_tok="$(field "$t" torch_train "$config" tok_per_s_mean)"
-    printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n" "$config" "$(fmt %.0f "$tok")" \
-        "$(fmt %.1f "$(field "$c" train "$config" threads_mean)")" \
-        "$(fmt %s%% "$(field "$c" train "$config" cpu_pct)")" "$(ratio "$tok" "$idle_tok")" \
-        "$(fmt %.0f "$torch_tok")" "$(fmt %s%% "$(field "$t" torch_train "$config" cpu_pct)")" \
-        "$(ratio "$tok" "$torch_tok")"
-done
-echo "target: chargpt >= 1.5x PyTorch tok/s on a shared machine too"
-if [ "$busy_lasted" = 0 ]; then
-    echo "warning: the busy process ended (after ${busy_limit} s) before the last run: these rows are not valid"
+cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)"
+[ -n "$cpu_model" ] || cpu_model="$(sysctl -n machdep.cpu.brand_string 2>/dev/null || true)"
+peak_path="$(field "$out/main.txt" train tiny peak_path)"
+peak="$(peak "$peak_path")"
+echo "chargpt benchmark: ${cpu_model:-unknown CPU}, $(getconf _NPROCESSORS_ONLN) cores, $OMP_NUM_THREADS threads" \
+     "(OMP_NUM_THREADS); load average before the run $(cut -d ' ' -f 1-3 /proc/loadavg 2>/dev/null ||
+     uptime | sed 's/.*load averages*: *//')"
+echo "kernels: $backend (this CPU runs $(echo $backends | sed 's/ /, /g'); CHARGPT_KERNELS=name picks one);" \
+     "FMA peak of their instruction set ($peak_path loop): $(fmt %.1f "$(peak "$peak_path" gflops_1t)")" \
+     "GFLOP/s on 1 thread, $(fmt %.1f "$peak") on $OMP_NUM_THREADS"
+if [ "$have_torch" = 1 ]; then
+    echo "PyTorch $(field "$out/torch.txt" torch_train tiny torch) on the same instruction set:" \
+         "$(torch_isa "$backend") (ATen: $(field "$out/torch.txt" torch_train tiny isa))"
+else
+    echo "PyTorch: not installed for $python (import torch failed), so no PyTorch columns"
 fi
 echo
-echo "bf16: --precision bf16 (matrix products on bf16 operands with fp32 sums; path: $(field "$out/bf16.txt" train tiny precision | sed 's/^bf16://; s/+/ /g'))"
-echo "beside fp32, and PyTorch's torch.autocast(\"cpu\", dtype=torch.bfloat16); training tok/s from the median step,"
-echo "generation chars/s with the cache (PyTorch: full recompute, tiny only)"
-echo "| config | fp32 tok/s | bf16 tok/s | bf16/fp32 | PyTorch fp32 | PyTorch bf16 | chargpt bf16/PyTorch bf16 | fp32 chars/s | bf16 chars/s | bf16/fp32 | PyTorch bf16 chars/s |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+
+echo "Training, fp32, random tokens (ms/step: the timed steps' wall time over their count, as ./train reports it)"
+echo "| model | chargpt ms/step | tok/s | % of FMA peak | threads | CPU share | peak RSS | PyTorch ms/step | tok/s | % of FMA peak | CPU share | chargpt / PyTorch |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for config in $configs; do
-    c="$out/chargpt.txt" b="$out/bf16.txt" t="$out/torch.txt" tb="$out/torch_bf16.txt"
-    tok="$(field "$c" train "$config" tok_per_s)"
-    tok16="$(field "$b" train "$config" tok_per_s)"
-    torch16="$(field "$tb" torch_bf16_train "$config" tok_per_s)"
-    gen="$(field "$c" generate "$config" cache_chars_per_s)"
-    gen16="$(field "$b" generate "$config" cache_chars_per_s)"
-    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$config" "$(fmt %.0f "$tok")" \
-        "$(fmt %.0f "$tok16")" "$(ratio "$tok16" "$tok")" "$(fmt %.0f "$(field "$t" torch_train "$config" tok_per_s)")" \
-        "$(fmt %.0f "$torch16")" "$(ratio "$tok16" "$torch16")" "$(fmt %.0f "$gen")" "$(fmt %.0f "$gen16")" \
-        "$(ratio "$gen16" "$gen")" "$(fmt %.0f "$(field "$tb" torch_bf16_generate "$config" nocache_chars_per_s)")"
+    c="$out/main.txt" t="$out/torch.txt"
+    gflop="$(field "$c" train "$config" gflop_per_step)"
+    ms="$(field "$c" train "$config" ms_per_step)" torch_ms="$(field "$t" torch_train "$config" ms_per_step)"
+    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$config" "$(fmt %.1f "$ms")" \
+        "$(fmt %.0f "$(field "$c" train "$config" tok_per_s)")" "$(share "$gflop" "$ms" "$peak")" \
+        "$(fmt %.1f "$(field "$c" train "$config" threads_mean)")" "$(fmt %s%% "$(field "$c" train "$config" cpu_pct)")" \
+        "$(mib "$(field "$c" train "$config" rss_kb)")" "$(fmt %.1f "$torch_ms")" \
+        "$(fmt %.0f "$(field "$t" torch_train "$config" tok_per_s)")" "$(share "$gflop" "$torch_ms" "$peak")" \
+        "$(fmt %s%% "$(field "$t" torch_train "$config" cpu_pct)")" "$(ratio "$torch_ms" "$ms")"
 done
-p="$out/paired.txt"
-echo "small, fp32 and bf16 steps in turn ($(field "$p" train_paired small pairs) pairs): fp32 $(fmt %.0f "$(field "$p" train_paired small fp32_tok_per_s)") tok/s," \
-    "bf16 $(fmt %.0f "$(field "$p" train_paired small bf16_tok_per_s)") tok/s: bf16/fp32 $(fmt %.2fx "$(field "$p" train_paired small ratio_of_medians)")" \
-    "(median of the pairs' ratios $(fmt %.2fx "$(field "$p" train_paired small median_ratio)"));" \
-    "generation in turn ($(field "$p" generate_paired small chars) characters each, with the cache): fp32" \
-    "$(fmt %.0f "$(field "$p" generate_paired small fp32_cache_chars_per_s)") chars/s, bf16" \
-    "$(fmt %.0f "$(field "$p" generate_paired small bf16_cache_chars_per_s)") chars/s: $(fmt %.2fx "$(field "$p" generate_paired small ratio)")"
-echo "targets: small trains >= 1.7x faster in bf16 than in fp32; small generates >= 1.7x fp32's chars/s"
+for config in $configs; do
+    echo "$config: ./train $(train_options "$config"); $(field "$out/main.txt" train "$config" gflop_per_step)" \
+         "GFLOP a step; median step $(fmt %.1f "$(field "$out/main.txt" train "$config" ms_median)") ms"
+done
+echo "(threads: the mean team the thread tuner picked; CPU share: CPU time over wall time x threads, well below"
+echo " 100% when other processes took the cores; chargpt / PyTorch: chargpt's speed over PyTorch's, 2.00x = twice as fast)"
 echo
 
-# samples FILE CONFIG N KEY: the value of KEY on FILE's line "generate_samples config=CONFIG samples=N ..."
-samples() {
-    awk -v config="$2" -v n="$3" -v key="$4" '
-        $1 == "generate_samples" {
-            delete f
-            for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-            if (f["config"] == config && f["samples"] == n) print f[key]
-        }' "$1"
-}
-echo "--num-samples N (chars/s over all samples): within the block, every character a cached step of the N"
-echo "samples together; and $gen_chars characters at the default --stride 1, where past the block every"
-echo "character of every sample needs its own prefill"
-echo "| config | N | within the block | vs N = 1 | $gen_chars characters | vs N = 1 |"
-echo "|---|---|---|---|---|---|"
-for config in $configs; do
-    c="$out/chargpt.txt"
-    base_block="$(samples "$c" "$config" 1 in_block_chars_per_s)"
-    base_full="$(samples "$c" "$config" 1 chars_per_s)"
-    for n in 1 8 32; do
-        block="$(samples "$c" "$config" "$n" in_block_chars_per_s)"
-        full="$(samples "$c" "$config" "$n" chars_per_s)"
-        printf "| %s | %s | %s | %s | %s | %s |\n" "$config" "$n" "$(fmt %.0f "$block")" "$(ratio "$block" "$base_block")" \
-            "$(fmt %.0f "$full")" "$(ratio "$full" "$base_full")"
-    done
-done
-for config in $configs; do
-    for n in 1 8 32; do
-        made="$(samples "$out/chargpt.txt" "$config" "$n" chars)"
-        if [ -n "$made" ] && [ "$made" -lt $((gen_chars * n)) ]; then
-            echo "$config, N = $n: stopped at BENCH_GEN_SECONDS=$gen_seconds after $((made / n)) of $gen_chars characters"
-        fi
-    done
+gen_configs="lesson tiny"
+[ "$all" = 1 ] && gen_configs="$configs"
+echo "Generation, characters/s after an 8-character prompt ($gen_chars characters; past the block every character"
+echo "needs a prefill of the whole window)"
+echo "| model | chargpt, cache | --threads 1 | default / --threads 1 | --no-cache | PyTorch (no cache) | chargpt cache / PyTorch |"
+echo "|---|---|---|---|---|---|---|"
+for config in $gen_configs; do
+    c="$out/main.txt"
+    cache="$(field "$c" generate "$config" cache_chars_per_s)" one="$(field "$c" generate "$config" cache_1t_chars_per_s)"
+    torch_gen="$(field "$out/torch.txt" torch_generate "$config" nocache_chars_per_s)"
+    printf "| %s | %s | %s | %s | %s | %s | %s |\n" "$config" "$(fmt %.0f "$cache")" "$(fmt %.0f "$one")" \
+        "$(ratio "$cache" "$one")" "$(fmt %.0f "$(field "$c" generate "$config" nocache_chars_per_s)")" \
+        "$(fmt %.0f "$torch_gen")" "$(ratio "$cache" "$torch_gen")"
 done
 echo
 
-# MPI (when `make MPI=1` has built build-mpi/bin/train): the small config on 1 process x 2
-# threads against 2 ranks x 1 thread, without and with --zero 1; tok/s and ms/step from the
-# last progress report (the mean over the timed steps), communication from the trainer's
-# summary, peak RSS of each process from /usr/bin/time.
-mpi_train=build-mpi/bin/train
-if [ -x "$mpi_train" ] && command -v mpirun >/dev/null && [ -x /usr/bin/time ]; then
-    echo "MPI: small config, 1 process x 2 threads vs 2 ranks x 1 thread" >&2
-    mpi_steps="${BENCH_MPI_STEPS:-6}"
-    small=(--n-layer 6 --n-head 6 --n-embd 384 --block-size 256 --batch-size 8 --val-fraction 0 --warmup 0
-           --steps "$mpi_steps" --log-every "$mpi_steps" --save-every 100000)
-    # report FILE KEY: "ms/step" or "tok/s" from the last progress line of FILE
-    report() { grep -a "^step " "$1" | tail -n 1 | sed -n "s#.*| \([0-9.]*\) $2 |.*#\1#p"; }
-    /usr/bin/time -f "rss_kb=%M" -o "$out/mpi_one.rss" ./train "${small[@]}" --threads 2 --out "$out/mpi_one" \
-        > "$out/mpi_one.log" 2>&1 || echo "bench.sh: the 1-process run failed (see below)" >&2
-    for zero in 0 1; do
-        OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --bind-to none -np 2 \
-            sh -c '/usr/bin/time -f "rss_kb=%M" -o "$0.rss.$OMPI_COMM_WORLD_RANK" "$@"' "$out/mpi_two$zero" \
-            "$mpi_train" "${small[@]}" --threads 1 --zero "$zero" --out "$out/mpi_two$zero" \
-            > "$out/mpi_two$zero.log" 2>&1 || echo "bench.sh: the 2-rank run with --zero $zero failed" >&2
-    done
-    rss() { sed -n 's/^rss_kb=//p' "$1" 2>/dev/null | tail -n 1; }
-    one_tok="$(report "$out/mpi_one.log" tok/s)"
-    echo "MPI data parallelism (small config, batch 8 x 256, $mpi_steps steps; one machine, so the ranks talk"
-    echo "through shared memory: the figures show the cost of splitting the batch, not of a network)"
-    echo "| run | ms/step | tok/s | vs 1 process | communication ms/step | peak RSS rank 0 | peak RSS rank 1 |"
-    echo "|---|---|---|---|---|---|---|"
-    printf "| 1 process x 2 threads | %s | %s | 1.00x | - | %s | - |\n" "$(report "$out/mpi_one.log" ms/step)" \
-        "$(fmt %.0f "$one_tok")" "$(mib "$(rss "$out/mpi_one.rss")")"
-    for zero in 0 1; do
-        f="$out/mpi_two$zero.log"
-        tok="$(report "$f" tok/s)"
-        comm="$(sed -n 's/^communication: \([0-9.]*\) ms.*/\1/p' "$f")"
-        printf "| 2 ranks x 1 thread, --zero %s | %s | %s | %s | %s | %s | %s |\n" "$zero" "$(report "$f" ms/step)" \
-            "$(fmt %.0f "$tok")" "$(ratio "$tok" "$one_tok")" "$(fmt %s "$comm")" \
-            "$(mib "$(rss "$out/mpi_two$zero.rss.0")")" "$(mib "$(rss "$out/mpi_two$zero.rss.1")")"
-    done
-    echo "(peak RSS includes MPI's own buffers; with --zero 1 rank 0 also gathers the second moments of"
-    echo " every parameter to write the checkpoint, the first ones into the free gradient buffer)"
-    echo
-fi
-
-# long generation (issue 32): BENCH_LONG_CHARS (default 2000) characters after an 8-character
-# prompt, almost all past the block, with the cache: a learned-position model prefills its
-# whole window for every character there, a RoPE model's cache rolls on a position per
-# character; beside PyTorch's nanoGPT generate(), a full recompute of the window (learned
-# positions; RoPE would add only its rotations to that). A run ends after BENCH_LONG_SECONDS
-# (default 120) with the characters it made.
-long_chars="${BENCH_LONG_CHARS:-2000}"
-long_seconds="${BENCH_LONG_SECONDS:-120}"
-for config in $configs; do
-    for pos in learned rope; do
-        ./scripts/bench --long-gen --config "$config" --pos "$pos" --gen-chars "$long_chars" \
-            --gen-seconds "$long_seconds" >>"$out/long_$pos.txt"
-    done
-    if [ "$have_torch" = 1 ] && ! env "${torch_isa[@]}" OMP_WAIT_POLICY=passive "$python" scripts/bench_torch.py \
-        --config "$config" --threads "$OMP_NUM_THREADS" --steps 1 --warmup 1 --gen-chars "$long_chars" \
-        --gen-seconds "$long_seconds" >>"$out/long_torch.txt"; then
-        echo "bench.sh: scripts/bench_torch.py --config $config (long generation) failed" >&2
-        torch_failed=1
-    fi
-done
-touch "$out/long_torch.txt"
-echo "generation of $long_chars characters after an 8-character prompt (past the block), chars/s"
-echo "| config | learned, cache | RoPE, rolling cache | RoPE / learned | PyTorch, full recompute | RoPE / PyTorch |"
+echo "Generation past the block: $long_chars characters after an 8-character prompt, characters/s (runs end after"
+echo "${long_seconds} s: characters made in brackets)"
+echo "| model | learned, cache | RoPE, rolling cache | RoPE / learned | PyTorch, full recompute | RoPE / PyTorch |"
 echo "|---|---|---|---|---|---|"
-for config in $configs; do
+for config in tiny small; do
     learned="$(field "$out/long_learned.txt" generate_long "$config" chars_per_s)"
     rope="$(field "$out/long_rope.txt" generate_long "$config" chars_per_s)"
     torch_long="$(field "$out/long_torch.txt" torch_generate "$config" nocache_chars_per_s)"
-    printf "| %s | %s | %s | %s | %s | %s |\n" "$config" "$(fmt %.0f "$learned")" "$(fmt %.0f "$rope")" \
+    printf "| %s | %s (%s) | %s (%s) | %s | %s | %s |\n" "$config" \
+        "$(fmt %.0f "$learned")" "$(field "$out/long_learned.txt" generate_long "$config" chars)" \
+        "$(fmt %.0f "$rope")" "$(field "$out/long_rope.txt" generate_long "$config" chars)" \
         "$(ratio "$rope" "$learned")" "$(fmt %.0f "$torch_long")" "$(ratio "$rope" "$torch_long")"
-    made="$(field "$out/long_learned.txt" generate_long "$config" chars) $(field "$out/long_rope.txt" generate_long "$config" chars) $(field "$out/long_torch.txt" torch_generate "$config" nocache_chars)"
-    for n in $made; do
-        if [ "$n" -lt "$long_chars" ]; then
-            echo "$config: a run stopped at BENCH_LONG_SECONDS=$long_seconds; characters (learned, RoPE, PyTorch): $made"
-            break
-        fi
-    done
 done
-echo "targets: small RoPE >= 10x learned and >= 500 chars/s on 2 threads; tiny RoPE >= 3x PyTorch"
+echo "targets (issue 32): small RoPE >= 10x learned and >= 500 characters/s on 2 threads; tiny RoPE >= 3x PyTorch"
 echo
 
-# the backends' rows: the same training on each backend this CPU runs
-peaks="$(for p in $(awk '$1 == "peak" { sub("path=", "", $2); print $2 }' "$out/chargpt.txt"); do
-    printf "%s %s GFLOP/s\n" "$p" "$(fmt %.1f "$(peak "$p" gflops_all)")"; done | paste -s -d ';' | sed 's/;/; /g')"
-echo "kernels' backends (CHARGPT_KERNELS=name; training as above, the median step, one run each in turn; % of the"
-echo "peak of the backend's own instruction set on $OMP_NUM_THREADS threads, for bf16 on vdpbf16ps of that loop's: $peaks)"
-echo "| kernels | config | fp32 tok/s | % of its peak | bf16 tok/s | % of its peak | bf16/fp32 | bf16 products |"
-echo "|---|---|---|---|---|---|---|---|"
-for backend in $backends; do
+echo "Beside one busy process (started by this benchmark: a shell loop on one core, as a build would be)"
+echo "| model | chargpt ms/step | tok/s | threads | CPU share | PyTorch ms/step | tok/s | CPU share | chargpt / PyTorch | slowdown beside it |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+for config in $shared_configs; do
+    c="$out/shared.txt" t="$out/shared_torch.txt"
+    ms="$(field "$c" train "$config" ms_per_step)" torch_ms="$(field "$t" torch_train "$config" ms_per_step)"
+    printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$config" "$(fmt %.1f "$ms")" \
+        "$(fmt %.0f "$(field "$c" train "$config" tok_per_s)")" "$(fmt %.1f "$(field "$c" train "$config" threads_mean)")" \
+        "$(fmt %s%% "$(field "$c" train "$config" cpu_pct)")" "$(fmt %.1f "$torch_ms")" \
+        "$(fmt %.0f "$(field "$t" torch_train "$config" tok_per_s)")" "$(fmt %s%% "$(field "$t" torch_train "$config" cpu_pct)")" \
+        "$(ratio "$torch_ms" "$ms")" "$(ratio "$ms" "$(field "$out/main.txt" train "$config" ms_per_step)")"
+done
+c="$out/shared.txt"
+echo "generation beside it, tiny: $(fmt %.0f "$(field "$c" generate tiny cache_chars_per_s)") characters/s by default," \
+     "$(fmt %.0f "$(field "$c" generate tiny cache_1t_chars_per_s)") with --threads 1" \
+     "($(ratio "$(field "$c" generate tiny cache_chars_per_s)" "$(field "$c" generate tiny cache_1t_chars_per_s)"));" \
+     "without the cache $(fmt %.0f "$(field "$c" generate tiny nocache_chars_per_s)") and" \
+     "$(fmt %.0f "$(field "$c" generate tiny nocache_1t_chars_per_s)")"
+[ "$busy_alive" = 1 ] || echo "(the busy process ended before the last of these runs: they are not valid)"
+echo
+
+if [ "$all" = 1 ]; then
+    b16="$out/bf16.txt"
+    echo "bf16 (--precision bf16: bf16 operands, fp32 sums; products on" \
+         "$(field "$b16" train tiny precision | sed 's/^bf16://; s/+/ /g')), beside fp32 and PyTorch's" \
+         "torch.autocast(\"cpu\", dtype=torch.bfloat16); FMA peak of the bf16 products' loop" \
+         "($(field "$b16" train tiny peak_path)): $(fmt %.1f "$(peak "$(field "$b16" train tiny peak_path)")") GFLOP/s"
+    echo "| model | fp32 tok/s | bf16 tok/s | % of bf16 peak | bf16 / fp32 | PyTorch bf16 tok/s | chargpt bf16 / PyTorch bf16 | fp32 chars/s | bf16 chars/s |"
+    echo "|---|---|---|---|---|---|---|---|---|"
     for config in $configs; do
-        b="$out/backends.txt"
-        line() { awk -v k="$backend" -v c="$config" -v p="$1" '$1 == "train" && index($0, " kernel=" k " ") && index($0, " config=" c " ") && index($0, " precision=" p) { print; exit }' "$b"; }
-        keyof() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
-        fp32_line="$(line fp32)" bf16_line="$(line bf16)"
-        tok="$(keyof "$fp32_line" tok_per_s)" tok16="$(keyof "$bf16_line" tok_per_s)"
-        path="$(keyof "$bf16_line" precision | sed 's/^bf16://; s/+/ /g')"
-        # pct LINE PATH: LINE's GFLOP/s as a share of PATH's peak on every thread
-        pct() { awk -v g="$(keyof "$1" gflops)" -v p="$(peak "$2" gflops_all)" \
-            'BEGIN { if (p > 0 && g != "") printf "%.1f%%", 100 * g / p; else printf "-" }'; }
-        path16="$(keyof "$fp32_line" peak_path)"
-        case "$path" in *vdpbf16ps*) path16=vdpbf16ps ;; esac
-        printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n" "$backend" "$config" "$(fmt %.0f "$tok")" \
-            "$(pct "$fp32_line" "$(keyof "$fp32_line" peak_path)")" "$(fmt %.0f "$tok16")" "$(pct "$bf16_line" "$path16")" \
-            "$(ratio "$tok16" "$tok")" "${path:--}"
+        tok="$(field "$out/main.txt" train "$config" tok_per_s)" tok16="$(field "$b16" train "$config" tok_per_s)"
+        torch16="$(field "$out/torch_bf16.txt" torch_bf16_train "$config" tok_per_s)"
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$config" "$(fmt %.0f "$tok")" "$(fmt %.0f "$tok16")" \
+            "$(share "$(field "$b16" train "$config" gflop_per_step)" "$(field "$b16" train "$config" ms_per_step)" \
+                "$(peak "$(field "$b16" train "$config" peak_path)")")" \
+            "$(ratio "$tok16" "$tok")" "$(fmt %.0f "$torch16")" "$(ratio "$tok16" "$torch16")" \
+            "$(fmt %.0f "$(field "$out/main.txt" generate "$config" cache_chars_per_s)")" \
+            "$(fmt %.0f "$(field "$b16" generate "$config" cache_chars_per_s)")"
     done
-done
-echo
-
-if [ "$have_torch" = 0 ]; then
-    echo "PyTorch is not installed for $python (import torch failed): chargpt's figures only."
+    p="$out/paired.txt"
+    echo "small, fp32 and bf16 steps in turn in one process ($(field "$p" train_paired small pairs) pairs, so that both" \
+         "meet the same load): bf16 $(fmt %.2fx "$(field "$p" train_paired small ratio_of_medians)") fp32's speed;" \
+         "characters in turn with the cache: $(fmt %.2fx "$(field "$p" generate_paired small ratio)")"
     echo
+
+    echo "--num-samples N, characters/s over all samples: within the block (every character a cached step of the"
+    echo "N samples together), and $gen_chars characters (past the block a prefill per sample and character)"
+    echo "| model | N | within the block | vs N = 1 | $gen_chars characters | vs N = 1 |"
+    echo "|---|---|---|---|---|---|"
+    # samples CONFIG N KEY: the value of KEY on the line "generate_samples config=CONFIG samples=N ..."
+    samples() {
+        awk -v config="$1" -v n="$2" -v key="$3" '$1 == "generate_samples" {
+                delete f
+                for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+                if (f["config"] == config && f["samples"] == n) print f[key]
+            }' "$out/main.txt"
+    }
+    for config in $configs; do
+        for n in 1 8 32; do
+            block="$(samples "$config" "$n" in_block_chars_per_s)" full="$(samples "$config" "$n" chars_per_s)"
+            printf "| %s | %s | %s | %s | %s | %s |\n" "$config" "$n" "$(fmt %.0f "$block")" \
+                "$(ratio "$block" "$(samples "$config" 1 in_block_chars_per_s)")" "$(fmt %.0f "$full")" \
+                "$(ratio "$full" "$(samples "$config" 1 chars_per_s)")"
+        done
+    done
+    echo
+
+    echo "Each kernels' backend this CPU runs (CHARGPT_KERNELS=name), training; % of the FMA peak of the backend's"
+    echo "own instruction set (bf16 on vdpbf16ps: of that loop's), measured in the same run; PyTorch held to the"
+    echo "same instruction set (fp32)"
+    echo "| kernels | model | fp32 tok/s | % of its peak | PyTorch tok/s | chargpt / PyTorch | bf16 tok/s | % of its peak | bf16 / fp32 |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    for b in $backends; do
+        f32="$out/backend_${b}_fp32.txt" f16="$out/backend_${b}_bf16.txt" t="$out/torch_$b.txt"
+        [ "$b" = "$backend" ] && t="$out/torch.txt"
+        for config in $configs; do
+            ms="$(field "$f32" train "$config" ms_per_step)" ms16="$(field "$f16" train "$config" ms_per_step)"
+            torch_ms="$(field "$t" torch_train "$config" ms_per_step)"
+            printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$b" "$config" \
+                "$(fmt %.0f "$(field "$f32" train "$config" tok_per_s)")" \
+                "$(share "$(field "$f32" train "$config" gflop_per_step)" "$ms" "$(peak "$(field "$f32" train "$config" peak_path)")")" \
+                "$(fmt %.0f "$(field "$t" torch_train "$config" tok_per_s)")" "$(ratio "$torch_ms" "$ms")" \
+                "$(fmt %.0f "$(field "$f16" train "$config" tok_per_s)")" \
+                "$(share "$(field "$f16" train "$config" gflop_per_step)" "$ms16" "$(peak "$(field "$f16" train "$config" peak_path)")")" \
+                "$(ratio "$ms" "$ms16")"
+        done
+    done
+    echo
+
+    # MPI (when `make MPI=1` has built build-mpi/bin/train): the small model on 1 process x 2
+    # threads against 2 ranks x 1 thread, without and with --zero 1; ms/step and tok/s from
+    # the last progress report, communication from the trainer's summary, peak RSS of each
+    # process from /usr/bin/time.
+    mpi_train=build-mpi/bin/train
+    if [ -x "$mpi_train" ] && command -v mpirun >/dev/null && [ -x /usr/bin/time ]; then
+        echo "bench: MPI" >&2
+        mpi_steps="${BENCH_MPI_STEPS:-6}"
+        small=(--n-layer 6 --n-head 6 --n-embd 384 --block-size 256 --batch-size 8 --val-fraction 0 --warmup 0
+               --steps "$mpi_steps" --log-every "$mpi_steps" --save-every 100000)
+        # report FILE KEY: "ms/step" or "tok/s" from the last progress line of FILE
+        report() { grep -a "^step " "$1" | tail -n 1 | sed -n "s#.*| \([0-9.]*\) $2 |.*#\1#p"; }
+        rss() { sed -n 's/^rss_kb=//p' "$1" 2>/dev/null | tail -n 1; }
+        /usr/bin/time -f "rss_kb=%M" -o "$out/mpi_one.rss" ./train "${small[@]}" --threads 2 --out "$out/mpi_one" \
+            >"$out/mpi_one.log" 2>&1 || echo "bench.sh: the 1-process MPI comparison run failed" >&2
+        for zero in 0 1; do
+            OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe --bind-to none -np 2 \
+                sh -c '/usr/bin/time -f "rss_kb=%M" -o "$0.rss.$OMPI_COMM_WORLD_RANK" "$@"' "$out/mpi_two$zero" \
+                "$mpi_train" "${small[@]}" --threads 1 --zero "$zero" --out "$out/mpi_two$zero" \
+                >"$out/mpi_two$zero.log" 2>&1 || echo "bench.sh: the 2-rank run with --zero $zero failed" >&2
+        done
+        one_tok="$(report "$out/mpi_one.log" tok/s)"
+        echo "MPI data parallelism, small, $mpi_steps steps on one machine (the ranks talk through shared memory:"
+        echo "this is the cost of splitting the batch, not of a network)"
+        echo "| run | ms/step | tok/s | vs 1 process | communication ms/step | peak RSS rank 0 | rank 1 |"
+        echo "|---|---|---|---|---|---|---|"
+        printf "| 1 process x 2 threads | %s | %s | 1.00x | - | %s | - |\n" "$(report "$out/mpi_one.log" ms/step)" \
+            "$(fmt %.0f "$one_tok")" "$(mib "$(rss "$out/mpi_one.rss")")"
+        for zero in 0 1; do
+            f="$out/mpi_two$zero.log"
+            tok="$(report "$f" tok/s)"
+            printf "| 2 ranks x 1 thread, --zero %s | %s | %s | %s | %s | %s | %s |\n" "$zero" "$(report "$f" ms/step)" \
+                "$(fmt %.0f "$tok")" "$(ratio "$tok" "$one_tok")" \
+                "$(fmt %s "$(sed -n 's/^communication: \([0-9.]*\) ms.*/\1/p' "$f")")" \
+                "$(mib "$(rss "$out/mpi_two$zero.rss.0")")" "$(mib "$(rss "$out/mpi_two$zero.rss.1")")"
+        done
+        echo
+    fi
 fi
-echo "raw results:"
-cat "$out/chargpt.txt" "$out/bf16.txt" "$out/paired.txt" "$out/backends.txt" "$out/torch.txt" "$out/torch_bf16.txt" \
-    "$out/long_learned.txt" "$out/long_rope.txt" "$out/long_torch.txt"
-echo "raw results, shared machine:"
-cat "$out/shared_chargpt.txt" "$out/shared_torch.txt"
-exit "$torch_failed"
+
+echo "$((SECONDS - started)) s; the raw results (one line per measurement, key=value) are in $out/"
+exit "$failed"

@@ -8,6 +8,11 @@ embeddings only), as nanoGPT's train.py does. Batches are random tokens of the s
 scripts/bench uses. Peak RSS (ru_maxrss) is read right after the timed training steps, so it
 covers training only; run one config per process to keep the figures apart.
 
+Training is timed as scripts/bench times chargpt's: ms/step is the timed steps' wall time over
+their count (the median and the fastest step are printed too). The instruction sets PyTorch
+runs on are its environment's (scripts/bench.sh holds ATen, OpenBLAS and oneDNN to the one of
+chargpt's kernels); isa= names ATen's, as torch.__config__.show() gives it.
+
 Generation, as nanoGPT's generate(): for every character the whole window goes through the
 model (no key/value cache) and the last position's logits are sampled (temperature 0.8).
 The window is nanoGPT's crop to the last block_size tokens, which is also chargpt's ./generate
@@ -41,6 +46,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 CONFIGS = {
+    "lesson": dict(n_layer=2, n_head=4, n_embd=64, block_size=64, batch_size=32, vocab_size=65),
     "tiny": dict(n_layer=4, n_head=4, n_embd=128, block_size=64, batch_size=12, vocab_size=65),
     "small": dict(n_layer=6, n_head=6, n_embd=384, block_size=256, batch_size=8, vocab_size=65),
 }
@@ -176,15 +182,23 @@ def bench_train(model, cfg, args):
     if not math.isfinite(loss):
         sys.exit(f"bench_torch: {args.config}: the loss is not finite")
     cpu = (usage1.ru_utime + usage1.ru_stime) - (usage0.ru_utime + usage0.ru_stime)
-    # the median step is the headline, as in scripts/bench; the mean is printed too
-    median = statistics.median(step_secs)
+    # as scripts/bench: ms/step over the whole timed run, the median and fastest step beside it
     steps = len(step_secs)
+    mean = total / steps
     print(f"{KIND}_train config={args.config} threads={torch.get_num_threads()} torch={torch.__version__} "
-          f"params={sum(p.numel() for p in model.parameters())} warmup={args.warmup} steps={steps} "
-          f"ms_median={1000 * median:.3f} ms_mean={1000 * total / steps:.3f} ms_min={1000 * min(step_secs):.3f} "
-          f"tok_per_s={B * T / median:.1f} tok_per_s_mean={B * T * steps / total:.1f} "
+          f"isa={aten_isa()} params={sum(p.numel() for p in model.parameters())} warmup={args.warmup} "
+          f"steps={steps} ms_per_step={1000 * mean:.3f} ms_median={1000 * statistics.median(step_secs):.3f} "
+          f"ms_min={1000 * min(step_secs):.3f} tok_per_s={B * T / mean:.1f} "
           f"rss_kb={usage1.ru_maxrss} cpu_pct={100 * cpu / (total * torch.get_num_threads()):.0f} "
           f"first_loss={first_loss:.4f} last_loss={loss:.4f}", flush=True)
+
+
+def aten_isa():
+    """ATen's instruction set ("AVX2", "AVX512", "NO AVX"), as one word."""
+    for line in torch.__config__.show().splitlines():
+        if "CPU capability usage:" in line:
+            return line.split(":", 1)[1].strip().replace(" ", "_")
+    return "unknown"
 
 
 @torch.no_grad()

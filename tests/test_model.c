@@ -571,45 +571,66 @@ TEST(model_train_step_same_bits) {
 }
 
 // The tuner against made-up sample times: it keeps the fastest count, tries the others only
-// now and then, and follows a change of conditions.
-static double tuner_share_at(ThreadTuner *t, const double *secs_of_count, int samples, int want, int *last) {
+// now and then, and follows a change of conditions. Returns the share of the samples taken on
+// `want` threads; *time_share gets the share of the time they took.
+static double tuner_share_at(ThreadTuner *t, const double *secs_of_count, int samples, int want, int *last,
+                             double *time_share) {
     int at_want = 0;
+    double time_at_want = 0.0, time = 0.0;
     for (int p = 0; p < samples; p++) {
         int threads = tuner_next(t);
         at_want += threads == want;
+        time += secs_of_count[threads];
+        if (threads == want) time_at_want += secs_of_count[threads];
         tuner_record(t, secs_of_count[threads]);
         *last = threads;
     }
+    if (time_share) *time_share = time_at_want / time;
     return (double)at_want / samples;
 }
 
 TEST(model_thread_tuner) {
     // seconds a sample takes on 1 or 2 threads: another process beside it slows the team of
-    // two (each thread waits for its preempted partner), not the single thread
-    const double idle[3] = {0, 2.0, 1.1}, shared[3] = {0, 2.0, 2.6};
+    // two (each thread waits for its preempted partner), not the single thread; for a short
+    // pass (a generated character) many times over
+    const double idle[3] = {0, 2.0, 1.1}, shared[3] = {0, 2.0, 2.6}, short_shared[3] = {0, 2.0, 180.0};
     const double four_cores[5] = {0, 4.0, 2.2, 1.5, 1.7};  // best with 3 of 4 threads
     ThreadTuner t;
     int last;
-    double shares[4] = {0};
-    tuner_init(&t, 2);
-    shares[0] = tuner_share_at(&t, idle, 1000, 2, &last);
+    double shares[5] = {0}, time_on_two;
+    tuner_init(&t, 2, 2);
+    shares[0] = tuner_share_at(&t, idle, 1000, 2, &last, NULL);
     CHECK(shares[0] >= 0.98 && last == 2, "cores to itself: %.1f%% of samples on 2 threads, last on %d",
           100 * shares[0], last);
-    shares[1] = tuner_share_at(&t, shared, 1000, 1, &last);
+    shares[1] = tuner_share_at(&t, shared, 1000, 1, &last, NULL);
     CHECK(shares[1] >= 0.95 && last == 1, "shared cores: %.1f%% of samples on 1 thread, last on %d",
           100 * shares[1], last);
-    shares[2] = tuner_share_at(&t, idle, 1000, 2, &last);
+    shares[2] = tuner_share_at(&t, idle, 1000, 2, &last, NULL);
     CHECK(shares[2] >= 0.8 && last == 2, "cores free again: %.1f%% of samples on 2 threads, last on %d",
           100 * shares[2], last);
-    tuner_init(&t, 4);
-    shares[3] = tuner_share_at(&t, four_cores, 1000, 3, &last);
+    tuner_init(&t, 4, 4);
+    shares[3] = tuner_share_at(&t, four_cores, 1000, 3, &last, NULL);
     CHECK(shares[3] >= 0.9 && last == 3, "4 cores, best with 3 threads: %.1f%% of samples on 3, last on %d",
           100 * shares[3], last);
-    tuner_init(&t, 1);
-    double one = tuner_share_at(&t, idle, 100, 1, &last);
+    // a short pass starts alone; beside a busy process a team takes 90 times as long, and its
+    // trials take a bounded share of the time
+    tuner_init(&t, 2, 1);
+    shares[4] = tuner_share_at(&t, short_shared, 10000, 1, &last, NULL);
+    tuner_share_at(&t, short_shared, 10000, 2, &last, &time_on_two);
+    CHECK(shares[4] >= 0.99 && last == 1 && time_on_two <= 2 * TUNER_TRIAL_COST,
+          "short passes beside a busy process: %.2f%% of samples on 1 thread, %.1f%% of the time on 2, last on %d",
+          100 * shares[4], 100 * time_on_two, last);
+    tuner_init(&t, 2, 1);
+    double found = tuner_share_at(&t, idle, 1000, 2, &last, NULL);
+    CHECK(found >= 0.95 && last == 2, "short passes, cores free: %.1f%% of samples on 2 threads, last on %d",
+          100 * found, last);
+    tuner_init(&t, 1, 1);
+    double one = tuner_share_at(&t, idle, 100, 1, &last, NULL);
     CHECK(one == 1.0, "one thread allowed: %.1f%% of samples on 1", 100 * one);
-    printf("    samples on the fastest count: idle %.1f%%, shared %.1f%%, idle again %.1f%%, 4 cores %.1f%%\n",
-           100 * shares[0], 100 * shares[1], 100 * shares[2], 100 * shares[3]);
+    printf("    samples on the fastest count: idle %.1f%%, shared %.1f%%, idle again %.1f%%, 4 cores %.1f%%, "
+           "short passes beside a busy process %.2f%% (%.1f%% of the time on 2 threads), short passes alone %.1f%%\n",
+           100 * shares[0], 100 * shares[1], 100 * shares[2], 100 * shares[3], 100 * shares[4], 100 * time_on_two,
+           100 * found);
 }
 
 // ---------------------------------------------------------------------------------------
