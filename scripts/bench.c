@@ -573,15 +573,20 @@ static void run_samples(GPT *model, const BenchConfig *bc, const Options *o, con
     }
 }
 
+// The generation rows' prompt: PROMPT_LEN tokens drawn from the run's seed.
+static void random_prompt(int prompt[PROMPT_LEN], int vocab_size) {
+    Rng rng;
+    rng_seed(&rng, SEED + 1);
+    for (int i = 0; i < PROMPT_LEN; i++) prompt[i] = (int)rng_below(&rng, (uint64_t)vocab_size);
+}
+
 // --paired generation: --gen-chars characters with the cache from an fp32 and a bf16 model,
 // one character of each in turn, until both are done or --gen-seconds have passed for both.
 static void run_generate_paired(const BenchConfig *bc, const Options *o) {
     GPT models[2];
     Decoder decoders[2];
-    Rng rng;
-    rng_seed(&rng, SEED + 1);
     int prompt[PROMPT_LEN];
-    for (int i = 0; i < PROMPT_LEN; i++) prompt[i] = (int)rng_below(&rng, (uint64_t)bc->vocab_size);
+    random_prompt(prompt, bc->vocab_size);
     const DecoderConfig config = {1, 1, 1, {0.8f, 0, 1.0f}, SEED};
     char err[ERR_LEN];
     for (int p = 0; p < 2; p++) {
@@ -614,10 +619,8 @@ static void run_generate_paired(const BenchConfig *bc, const Options *o) {
 static void run_generate(const BenchConfig *bc, const Options *o) {
     GPT model;
     build_model(&model, bc, o->precision, o->position);
-    Rng rng;
-    rng_seed(&rng, SEED + 1);
     int prompt[PROMPT_LEN];
-    for (int i = 0; i < PROMPT_LEN; i++) prompt[i] = (int)rng_below(&rng, (uint64_t)bc->vocab_size);
+    random_prompt(prompt, bc->vocab_size);
     fprintf(stderr, "bench: %s: generating %ld characters with and without the cache\n", bc->name, o->gen_chars);
     int threads = omp_get_max_threads();
     GenRun runs[2][2];  // [one thread][no cache]
@@ -649,10 +652,8 @@ static void run_generate(const BenchConfig *bc, const Options *o) {
 static void run_generate_long(const BenchConfig *bc, const Options *o) {
     GPT model;
     build_model(&model, bc, o->precision, o->position);
-    Rng rng;
-    rng_seed(&rng, SEED + 1);
     int prompt[PROMPT_LEN];
-    for (int i = 0; i < PROMPT_LEN; i++) prompt[i] = (int)rng_below(&rng, (uint64_t)bc->vocab_size);
+    random_prompt(prompt, bc->vocab_size);
     fprintf(stderr, "bench: %s, %s positions: generating %ld characters\n", bc->name, position_name(o->position),
             o->gen_chars);
     generate_chars(&model, prompt, PROMPT_LEN, 8, 1, 1, o->gen_seconds);  // warm-up
