@@ -496,7 +496,7 @@ static KVRows layer_keys_values(const GPT *m, const ForwardPass *pass, float *qk
 }
 
 // Block l over the rows of B sequences of t tokens, x (N, C) its input: pre-LayerNorm
-// attention and MLP, each added to the residual stream,
+// attention (its knocked-out heads' outputs zeroed) and MLP, each added to the residual stream,
 //   residual2 = x + dropout(c_proj(attention(c_attn(ln_1(x)))))
 //   residual3 = residual2 + dropout(c_proj(gelu(c_fc(ln_2(residual2)))))
 // keeping in the layer's activations what the backward reads. A team function.
@@ -515,6 +515,7 @@ static void block_forward(GPT *model, int l, const float *x, int B, int t, const
     linear_forward(k, la.qkv, la.ln1, p.qkvw, p.qkvb, N, C, 3 * A);
     KVRows kv = layer_keys_values(model, pass, la.qkv, l, t);
     attention_forward(k, la.atty, la.att, la.qkv, &kv, B, pass->pos0, t, H, hs, &drop_att);
+    if (model->knocked_out) heads_knock_out(la.atty, model->knocked_out + l * H, N, H, hs);
     linear_forward(k, branch, la.atty, p.attprojw, p.attprojb, N, A, C);
     dropout_forward(branch, branch, N * C, &drop_res1);
     residual_forward(la.residual2, x, branch, N * C);
@@ -636,6 +637,7 @@ static void block_backward(GPT *model, int l) {
     dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res1);
     zero_floats(s->datty, (size_t)N * A);
     linear_backward(k, s->datty, dp.attprojw, dp.attprojb, dbranch, la.atty, p.attprojw, N, A, C);
+    if (model->knocked_out) heads_knock_out(s->datty, model->knocked_out + l * H, N, H, hs);
     zero_floats(s->dqkv, (size_t)N * 3 * A);
     attention_backward(k, s->dqkv, s->datty, la.qkv, la.att, B, t, H, hs, &drop_att);
     zero_floats(s->dln, (size_t)N * C);
