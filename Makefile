@@ -126,14 +126,16 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(ISA_FLAGS_$(notdir $*)) -c $< -o $@
 
-# the timeline's page (viewer/timeline_page.html) as C string literals, one per line, that
-# viewer/timeline.c includes: the page stays a readable HTML file (\ " and ? escaped, the
-# last so that no ?? starts a trigraph)
-$(GEN)/timeline_page.inc: viewer/timeline_page.html
+# the pages' HTML files (viewer/timeline_page.html, and the attention math both pages hold,
+# viewer/attention_math.html) as C string literals, one per line, that viewer/timeline.c and
+# viewer/attention_html.c include: they stay readable HTML files (\ " and ? escaped, the last
+# so that no ?? starts a trigraph)
+$(GEN)/%.inc: viewer/%.html
 	@mkdir -p $(dir $@)
 	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/?/\\?/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp
 	mv $@.tmp $@
-$(BUILD)/viewer/timeline.o: $(GEN)/timeline_page.inc
+$(BUILD)/viewer/timeline.o: $(GEN)/timeline_page.inc $(GEN)/attention_math.inc
+$(BUILD)/viewer/attention_html.o: $(GEN)/attention_math.inc
 
 # where the shipped corpus is installed, for a system that does not say where the program is
 # (data/corpus.c; `make clean` when changing PREFIX for such a system)
@@ -256,7 +258,8 @@ FUZZ_CFLAGS := -O1 -g $(MARCH) -std=c11 $(FEATURES) -fopenmp -fno-math-errno -MM
 FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o)
 .SECONDARY: $(FUZZ_LIB_OBJ)  # kept between runs, though only the pattern rule below names them
 
-$(FUZZ)/viewer/timeline.o: $(GEN)/timeline_page.inc
+$(FUZZ)/viewer/timeline.o: $(GEN)/timeline_page.inc $(GEN)/attention_math.inc
+$(FUZZ)/viewer/attention_html.o: $(GEN)/attention_math.inc
 $(FUZZ)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(ISA_FLAGS_$(notdir $*)) -fsanitize=fuzzer-no-link -c $< -o $@

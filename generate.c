@@ -37,7 +37,7 @@
 #include "generation/surprisal_csv.h"
 #include "kernels/kernels.h"
 #include "model/gpt.h"
-#include "training/loss_history.h"
+#include "training/run_log.h"
 #include "viewer/attention_export.h"
 #include "viewer/timeline.h"
 
@@ -156,21 +156,81 @@ static int is_sampling_option(int c) {
 
 static void check_option_combinations(const Options *o);
 
+static const struct option long_options[] = {
+    {"max-new", required_argument, 0, 'n'},     {"temperature", required_argument, 0, 't'},
+    {"top-k", required_argument, 0, 'k'},       {"top-p", required_argument, 0, 'p'},
+    {"seed", required_argument, 0, 's'},        {"prompt-file", required_argument, 0, 'f'},
+    {"no-cache", no_argument, 0, OPT_NO_CACHE}, {"attention", required_argument, 0, OPT_ATTENTION},
+    {"threads", required_argument, 0, OPT_THREADS}, {"skip-unknown", no_argument, 0, OPT_SKIP_UNKNOWN},
+    {"max-memory", required_argument, 0, OPT_MAX_MEMORY}, {"stride", required_argument, 0, OPT_STRIDE},
+    {"num-samples", required_argument, 0, OPT_NUM_SAMPLES}, {"score", required_argument, 0, OPT_SCORE},
+    {"surprisal", required_argument, 0, OPT_SURPRISAL}, {"precision", required_argument, 0, OPT_PRECISION},
+    {"encoding", required_argument, 0, OPT_ENCODING},
+    {"timeline", required_argument, 0, OPT_TIMELINE}, {"force", no_argument, 0, OPT_FORCE},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0},
+};
+
+// Sets option c, given as `flag` (argv[optind - 1]), from its value optarg; -h or --help prints
+// the help and exits.
+static void set_option(Options *o, int c, const char *flag, char **argv) {
+    switch (c) {
+        case 'n': o->max_new = option_long("--max-new", optarg, 0, 1L << 40); break;
+        case 't': o->sampler.temperature = (float)option_double("--temperature", optarg, 0.0, 100.0, 1); break;
+        case 'k': o->sampler.top_k = (int)option_long("--top-k", optarg, 0, 1 << 30); break;
+        case 'p': {
+            double p = option_double("--top-p", optarg, 0.0, 1.0, 1);
+            if (p <= 0.0) die(EXIT_USAGE, "--top-p must be above 0, got %s", optarg);
+            o->sampler.top_p = (float)p;
+            break;
+        }
+        case 's': o->seed = (uint64_t)option_long("--seed", optarg, 0, LONG_MAX); break;
+        case 'f': o->prompt_file = optarg; break;
+        case OPT_NO_CACHE: o->use_cache = 0; break;
+        case OPT_ATTENTION:
+            if (o->num_attention == MAX_ATTENTION_FILES)
+                die(EXIT_USAGE, "--attention may be given at most %d times", MAX_ATTENTION_FILES);
+            o->attention[o->num_attention++] = optarg;
+            break;
+        case OPT_THREADS:
+            o->threads = (int)option_long("--threads", optarg, 0, THREADS_PER_CORE * (long)omp_get_num_procs());
+            break;
+        case OPT_SKIP_UNKNOWN: o->skip_unknown = 1; break;
+        case OPT_MAX_MEMORY: o->max_memory = option_double("--max-memory", optarg, 1.0, 1e12, 1) * MIB; break;
+        case OPT_STRIDE: o->stride = (int)option_long("--stride", optarg, 1, 1 << 16); break;
+        case OPT_NUM_SAMPLES: o->num_samples = (int)option_long("--num-samples", optarg, 1, MAX_SAMPLES); break;
+        case OPT_SCORE: o->score = optarg; break;
+        case OPT_SURPRISAL: o->surprisal = optarg; break;
+        case OPT_PRECISION:
+            if (precision_parse(optarg, &o->precision) != 0)
+                die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", optarg);
+            break;
+        case OPT_ENCODING:
+            if (encoding_parse(optarg, &o->encoding) != 0)
+                die(EXIT_USAGE, "--encoding must be utf-8, latin-1 or cp1252, got '%s'", optarg);
+            o->encoding_given = 1;
+            break;
+        case OPT_TIMELINE: o->timeline = optarg; break;
+        case OPT_FORCE: o->force = 1; break;
+        case 'h':
+            // "-h" or "--help" (or its abbreviation); "-hi" is a prompt given before "--"
+            if (strcmp(flag, "-h") != 0 && strncmp(flag, "--h", 3) != 0)
+                die(EXIT_USAGE, "unknown option '%s' (a prompt that starts with '-' goes after '--': %s CKPT "
+                    "-- '%s'; see --help)", argv[optind], program_invocation(), argv[optind]);
+            usage(stdout);
+            stdout_flush_or_die();
+            exit(0);
+        case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", flag); break;
+        default:
+            if (optopt)
+                die(EXIT_USAGE, "unknown option '-%c' (a prompt that starts with '-' goes after '--': %s CKPT "
+                    "-- PROMPT; see --help)", optopt, program_invocation());
+            die(EXIT_USAGE, "unknown option '%s' (a prompt that starts with '-' goes after '--': %s CKPT -- "
+                "PROMPT; see --help)", flag, program_invocation());
+    }
+}
+
 static void parse_options(int argc, char **argv, Options *o) {
-    static const struct option long_options[] = {
-        {"max-new", required_argument, 0, 'n'},     {"temperature", required_argument, 0, 't'},
-        {"top-k", required_argument, 0, 'k'},       {"top-p", required_argument, 0, 'p'},
-        {"seed", required_argument, 0, 's'},        {"prompt-file", required_argument, 0, 'f'},
-        {"no-cache", no_argument, 0, OPT_NO_CACHE}, {"attention", required_argument, 0, OPT_ATTENTION},
-        {"threads", required_argument, 0, OPT_THREADS}, {"skip-unknown", no_argument, 0, OPT_SKIP_UNKNOWN},
-        {"max-memory", required_argument, 0, OPT_MAX_MEMORY}, {"stride", required_argument, 0, OPT_STRIDE},
-        {"num-samples", required_argument, 0, OPT_NUM_SAMPLES}, {"score", required_argument, 0, OPT_SCORE},
-        {"surprisal", required_argument, 0, OPT_SURPRISAL}, {"precision", required_argument, 0, OPT_PRECISION},
-        {"encoding", required_argument, 0, OPT_ENCODING},
-        {"timeline", required_argument, 0, OPT_TIMELINE}, {"force", no_argument, 0, OPT_FORCE},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
     *o = default_options;
     opterr = 0;
     int c, index = -1;
@@ -185,60 +245,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_FORCE && c != OPT_MAX_MEMORY && c != 'h' &&
             c != ':' && c != '?')
             snprintf(o->other_flag, sizeof(o->other_flag), "%s", name);
-        switch (c) {
-            case 'n': o->max_new = option_long("--max-new", optarg, 0, 1L << 40); break;
-            case 't': o->sampler.temperature = (float)option_double("--temperature", optarg, 0.0, 100.0, 1); break;
-            case 'k': o->sampler.top_k = (int)option_long("--top-k", optarg, 0, 1 << 30); break;
-            case 'p': {
-                double p = option_double("--top-p", optarg, 0.0, 1.0, 1);
-                if (p <= 0.0) die(EXIT_USAGE, "--top-p must be above 0, got %s", optarg);
-                o->sampler.top_p = (float)p;
-                break;
-            }
-            case 's': o->seed = (uint64_t)option_long("--seed", optarg, 0, LONG_MAX); break;
-            case 'f': o->prompt_file = optarg; break;
-            case OPT_NO_CACHE: o->use_cache = 0; break;
-            case OPT_ATTENTION:
-                if (o->num_attention == MAX_ATTENTION_FILES)
-                    die(EXIT_USAGE, "--attention may be given at most %d times", MAX_ATTENTION_FILES);
-                o->attention[o->num_attention++] = optarg;
-                break;
-            case OPT_THREADS:
-                o->threads = (int)option_long("--threads", optarg, 0, THREADS_PER_CORE * (long)omp_get_num_procs());
-                break;
-            case OPT_SKIP_UNKNOWN: o->skip_unknown = 1; break;
-            case OPT_MAX_MEMORY: o->max_memory = option_double("--max-memory", optarg, 1.0, 1e12, 1) * MIB; break;
-            case OPT_STRIDE: o->stride = (int)option_long("--stride", optarg, 1, 1 << 16); break;
-            case OPT_NUM_SAMPLES: o->num_samples = (int)option_long("--num-samples", optarg, 1, MAX_SAMPLES); break;
-            case OPT_SCORE: o->score = optarg; break;
-            case OPT_SURPRISAL: o->surprisal = optarg; break;
-            case OPT_PRECISION:
-                if (precision_parse(optarg, &o->precision) != 0)
-                    die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", optarg);
-                break;
-            case OPT_ENCODING:
-                if (encoding_parse(optarg, &o->encoding) != 0)
-                    die(EXIT_USAGE, "--encoding must be utf-8, latin-1 or cp1252, got '%s'", optarg);
-                o->encoding_given = 1;
-                break;
-            case OPT_TIMELINE: o->timeline = optarg; break;
-            case OPT_FORCE: o->force = 1; break;
-            case 'h':
-                // "-h" or "--help" (or its abbreviation); "-hi" is a prompt given before "--"
-                if (strcmp(flag, "-h") != 0 && strncmp(flag, "--h", 3) != 0)
-                    die(EXIT_USAGE, "unknown option '%s' (a prompt that starts with '-' goes after '--': %s CKPT "
-                        "-- '%s'; see --help)", argv[optind], program_invocation(), argv[optind]);
-                usage(stdout);
-                stdout_flush_or_die();
-                exit(0);
-            case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", flag); break;
-            default:
-                if (optopt)
-                    die(EXIT_USAGE, "unknown option '-%c' (a prompt that starts with '-' goes after '--': %s CKPT "
-                        "-- PROMPT; see --help)", optopt, program_invocation());
-                die(EXIT_USAGE, "unknown option '%s' (a prompt that starts with '-' goes after '--': %s CKPT -- "
-                    "PROMPT; see --help)", flag, program_invocation());
-        }
+        set_option(o, c, flag, argv);
     }
     if (o->timeline) {
         if (o->other_flag[0] || optind < argc)
@@ -342,17 +349,16 @@ static void check_memory(GPTMemoryPlan *plan, const GPTConfig *c, const Options 
 
 // Generation: the model without gradients, its activations for a step of every sample, the
 // key/value cache and logits of every sample, their texts, the prompt (its bytes and tokens)
-// and, with --attention, the copy of the attention weights.
+// and, with --attention, what attention_record keeps.
 static void check_generation_memory(const GPTConfig *c, const Options *o, long text_len, double prompt_bytes) {
     GPTMemoryPlan plan;
     gpt_memory_plan(c, o->num_samples, GPT_PLAN_GENERATION, &plan);
     gpt_memory_plan_precision(&plan, c, o->num_samples, GPT_PLAN_GENERATION, o->precision);
     plan.generation += (double)o->num_samples * text_len * sizeof(int);
     plan.text = prompt_bytes;
-    if (o->num_attention)  // the copy of the attention weights, and the logit lens
-        plan.generation += (double)c->n_layer * c->n_head * c->block_size * c->block_size * sizeof(float) +
-                           logit_lens_bytes(c, c->block_size) + (double)c->block_size * sizeof(int);
     int t = text_len < c->block_size ? (int)text_len : c->block_size;  // the window recorded
+    if (o->num_attention)  // the copy of the attention, its vectors and head scores, and the logit lens
+        plan.generation += attention_record_memory(c, t);
     double files = 0.0;  // written one after another: the largest (a .png's image) at a time
     for (int i = 0; i < o->num_attention; i++) {
         double bytes = attention_export_memory(o->attention[i], t, c->n_layer, c->n_head);
@@ -571,7 +577,7 @@ static void report_speed(const Options *o, double secs) {
 }
 
 // --timeline: the page's memory (viewer/timeline.h) and the loss history's (at most
-// LOSS_HISTORY_MAX_POINTS points, training/loss_history.h) within the memory limit, or exit 2.
+// LOSS_HISTORY_MAX_POINTS points, training/run_log.h) within the memory limit, or exit 2.
 static void check_timeline_memory(const Options *o, const char *probe) {
     char err[ERR_LEN];
     double bytes;

@@ -2,10 +2,10 @@
 // exit statuses.
 //
 // Library functions that can fail return 0 or -1 and write one line saying why into a
-// caller's buffer of ERR_LEN bytes; they never print or exit. Those whose failures are of
-// more than one kind (training/out_dir.h, training/run_text.h) return the exit status below
-// that the program should end with instead of -1. The programs turn a failure into a message
-// and one of these statuses.
+// caller's buffer of ERR_LEN bytes; they never print a failure, nor exit. Those whose failures
+// are of more than one kind (training/out_dir.h, training/run_text.h, and the stages of a
+// training run, training/run.h) return the exit status below that the program should end with
+// instead of -1. The programs turn a failure into a message and one of these statuses.
 #ifndef CHARGPT_ERRORS_H
 #define CHARGPT_ERRORS_H
 
@@ -16,5 +16,9 @@
 #define EXIT_DATA 1        // bad data or I/O: a corpus, checkpoint or file that cannot be used
 #define EXIT_USAGE 2       // bad usage, or a run too large for the memory
 #define EXIT_NONFINITE 3   // training stopped: the loss or the gradient is not finite
+
+// Writes the message of a failure into err from a printf format, and returns status: for the
+// functions that return the exit status of their failures.
+int error_status(char err[ERR_LEN], int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

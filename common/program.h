@@ -1,8 +1,9 @@
-// What the programs share (./train, ./generate and scripts/bench; the tests use it too), and
-// library code never uses: a fatal error's message and exit status, option values checked
-// against their range, standard output's writes checked, the signals that end a program, and
-// the memory a program may plan to use. Library functions return errors instead
-// (common/errors.h); a program turns them into one of these.
+// What the programs share (./train, ./generate and scripts/bench; the tests use it too): a
+// fatal error's message and exit status, option values checked against their range, standard
+// output's writes checked, the signals that end a program, and the memory a program may plan
+// to use. Library code never calls what exits (die, option_long, option_double,
+// stdout_flush_or_die): it returns errors instead (common/errors.h), and a program turns them
+// into one of these; the stages of a training run (training/run.h) use the rest.
 #ifndef CHARGPT_PROGRAM_H
 #define CHARGPT_PROGRAM_H
 

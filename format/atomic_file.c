@@ -148,7 +148,7 @@ void atomic_file_abort(AtomicFile *f) {
 int no_follow_open(const char *path, int flags) { return open(path, flags | O_NOFOLLOW | O_CLOEXEC, 0666); }
 
 FILE *no_follow_fopen(const char *path, const char *mode) {
-    int flags = mode[0] == 'r' ? O_RDONLY : O_WRONLY | O_CREAT | (mode[0] == 'a' ? O_APPEND : O_TRUNC);
+    int flags = O_WRONLY | O_CREAT | (mode[0] == 'a' ? O_APPEND : O_TRUNC);
     int fd = no_follow_open(path, flags);
     FILE *fp = fd >= 0 ? fdopen(fd, mode) : NULL;
     if (!fp && fd >= 0) {

@@ -40,8 +40,9 @@ void atomic_file_abort(AtomicFile *f);
 // symbolic link, so that a link named like one cannot redirect a write out of the run's
 // directory: open(2)'s O_NOFOLLOW, which fails with ELOOP at a link. no_follow_open takes
 // open's flags (O_CLOEXEC added) and returns a descriptor, or -1 with errno; no_follow_fopen
-// takes fopen's modes "r", "a" and "w" (with or without "b") and returns a stream, or NULL
-// with errno.
+// takes fopen's modes "a" and "w" (with or without "b") and returns a stream, or NULL with
+// errno. A run's files are read, never through a link either, by common/input_file.h's
+// input_file_open with O_NOFOLLOW, which also refuses what is not a regular file.
 int no_follow_open(const char *path, int flags);
 FILE *no_follow_fopen(const char *path, const char *mode);
 

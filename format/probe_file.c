@@ -15,8 +15,15 @@
 
 #define MAGIC_LEN 8
 #define FRAME_BYTES 8  // a frame's length and CRC around its payload
-// the header's fixed part: nine u32, a u64, two f32, the run id and the source
-#define HEADER_FIXED (9 * 4 + 8 + 2 * 4 + PROBE_RUN_ID_LEN + PROBE_SOURCE_LEN)
+#define SIZES_V1 9     // the header's sizes: nine in version 1, twelve in version 2
+#define SIZES_V2 12
+// the header's fixed part: its sizes, a u64, two f32, the reach (version 2), the run id and the
+// source
+#define HEADER_FIXED(v1) ((v1) ? SIZES_V1 * 4 + 8 + 2 * 4 + PROBE_RUN_ID_LEN + PROBE_SOURCE_LEN \
+                             : SIZES_V2 * 4 + 8 + (2 + PROBE_PATTERNS) * 4 + PROBE_RUN_ID_LEN + PROBE_SOURCE_LEN)
+
+// 1 when h is laid out as version 1, else 0 (version 2).
+static int is_v1(const ProbeHeader *h) { return h->version == 1; }
 
 // ----------------------------------------------------------------------------
 // little-endian fields
@@ -79,20 +86,30 @@ static size_t triangle(size_t n) { return n * (n + 1) / 2; }
 
 // The sizes of a header's variable parts, and of the whole header payload.
 static size_t header_bytes(const ProbeHeader *h) {
-    return HEADER_FIXED + 4 * ((size_t)h->vocab_size + h->probe_len + 1 + h->repeat_len + h->prompt_len) +
+    return HEADER_FIXED(is_v1(h)) +
+           4 * ((size_t)h->vocab_size + h->probe_len + 1 + h->repeat_len + h->prompt_len) +
            (size_t)h->groups * PROBE_GROUP_NAME;
+}
+
+// The head scores a record holds per head: three in version 1, seven in version 2.
+static size_t scores_per_head(const ProbeHeader *h) { return is_v1(h) ? 3 : 7; }
+
+// The floats of a record's vectors of `positions` positions: (L, positions, 3A).
+static size_t vector_floats(const ProbeHeader *h, int positions) {
+    return (size_t)h->n_layer * positions * 3 * h->n_head * h->head_size;
 }
 
 size_t probe_light_bytes(const ProbeHeader *h) {
     size_t heads = (size_t)h->n_layer * h->n_head;
-    return 4 + 8 + 5 * 4 + 4 * (size_t)h->groups + 4 * (size_t)h->sample_chars + 3 * 4 * heads;
+    return 4 + 8 + 5 * 4 + 4 * (size_t)h->groups + 4 * (size_t)h->sample_chars + scores_per_head(h) * 4 * heads;
 }
 
 size_t probe_record_bytes(const ProbeHeader *h) {
     size_t heads = (size_t)h->n_layer * h->n_head, t = h->probe_len;
     size_t cells = ((size_t)h->n_layer + 1) * t;
     return probe_light_bytes(h) + 4 * t + t * PROBE_TOP * 8 + cells * (PROBE_LENS_TOP * 8 + 8) +
-           heads * (triangle(t) + triangle((size_t)h->repeat_len));
+           heads * (triangle(t) + triangle((size_t)h->repeat_len)) +
+           4 * (vector_floats(h, h->vector_len) + vector_floats(h, h->vector_repeat_len));
 }
 
 // ----------------------------------------------------------------------------
@@ -124,12 +141,14 @@ void probe_header_free(ProbeHeader *h) {
 }
 
 static void encode_header(const ProbeHeader *h, uint8_t *p) {
-    const uint32_t sizes[9] = {h->n_layer, h->n_head, h->vocab_size, h->block_size, h->groups,
-                               h->probe_len, h->repeat_len, h->prompt_len, h->sample_chars};
-    for (int i = 0; i < 9; i++) put_u32(&p, sizes[i]);
+    const uint32_t sizes[SIZES_V2] = {h->n_layer, h->n_head, h->vocab_size, h->block_size, h->groups,
+                                      h->probe_len, h->repeat_len, h->prompt_len, h->sample_chars,
+                                      h->head_size, h->vector_len, h->vector_repeat_len};
+    for (int i = 0; i < (is_v1(h) ? SIZES_V1 : SIZES_V2); i++) put_u32(&p, sizes[i]);
     put_u64(&p, h->sample_seed);
     put_f32(&p, h->temperature);
     put_f32(&p, h->grad_clip);
+    if (!is_v1(h)) put_f32s(&p, h->reach, PROBE_PATTERNS);
     char id[PROBE_RUN_ID_LEN] = {0}, source[PROBE_SOURCE_LEN] = {0};
     memcpy(id, h->run_id, strnlen(h->run_id, PROBE_RUN_ID_LEN - 1));
     memcpy(source, h->source, strnlen(h->source, PROBE_SOURCE_LEN - 1));
@@ -149,16 +168,19 @@ static int tokens_in_range(const int32_t *a, size_t n, int V) {
     return 1;
 }
 
-// The header's sizes from its fixed part, checked against the limits; 0, or -1 with err.
+// The header's sizes from its fixed part (h->version set), checked against the limits; 0, or -1
+// with err.
 static int decode_sizes(ProbeHeader *h, const uint8_t *p, const char *name, char err[ERR_LEN]) {
-    uint32_t s[9];
-    for (int i = 0; i < 9; i++) s[i] = get_u32(&p);
+    uint32_t s[SIZES_V2] = {0};
+    int count = is_v1(h) ? SIZES_V1 : SIZES_V2;
+    for (int i = 0; i < count; i++) s[i] = get_u32(&p);
     const struct { const char *what; uint32_t value, min, max; } limits[] = {
         {"n_layer", s[0], 1, PROBE_MAX_LAYERS},      {"n_head", s[1], 1, PROBE_MAX_HEADS},
         {"vocab_size", s[2], 1, PROBE_MAX_VOCAB},    {"block_size", s[3], 1, PROBE_MAX_BLOCK},
         {"groups", s[4], 0, PROBE_MAX_GROUPS},       {"probe_len", s[5], 1, s[3]},
         {"repeat_len", s[6], 0, s[3]},               {"prompt_len", s[7], 0, s[3]},
-        {"sample_chars", s[8], 0, PROBE_MAX_SAMPLE},
+        {"sample_chars", s[8], 0, PROBE_MAX_SAMPLE}, {"head_size", s[9], 0, PROBE_MAX_HEAD_SIZE},
+        {"vector_len", s[10], 0, s[5]},              {"vector_repeat_len", s[11], 0, s[6]},
     };
     for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
         if (limits[i].value < limits[i].min || limits[i].value > limits[i].max) {
@@ -172,8 +194,11 @@ static int decode_sizes(ProbeHeader *h, const uint8_t *p, const char *name, char
     }
     h->n_layer = (int)s[0], h->n_head = (int)s[1], h->vocab_size = (int)s[2], h->block_size = (int)s[3];
     h->groups = (int)s[4], h->probe_len = (int)s[5], h->repeat_len = (int)s[6], h->prompt_len = (int)s[7];
-    h->sample_chars = (int)s[8];
-    if ((double)probe_record_bytes(h) > PROBE_MAX_RECORD) {
+    h->sample_chars = (int)s[8], h->head_size = (int)s[9], h->vector_len = (int)s[10];
+    h->vector_repeat_len = (int)s[11];
+    // the vectors first, in doubles: their size_t product may overflow
+    double vectors = 4.0 * h->n_layer * ((double)h->vector_len + h->vector_repeat_len) * 3 * h->n_head * h->head_size;
+    if (vectors > PROBE_MAX_RECORD || (double)probe_record_bytes(h) > PROBE_MAX_RECORD) {
         snprintf(err, ERR_LEN, "%s: a damaged probe file: its header makes records of %zu bytes, more than %u", name,
                  probe_record_bytes(h), PROBE_MAX_RECORD);
         return -1;
@@ -181,11 +206,15 @@ static int decode_sizes(ProbeHeader *h, const uint8_t *p, const char *name, char
     return 0;
 }
 
-// Decodes a header payload of n bytes; 0, or -1 with err (h's arrays freed).
-static int decode_header(ProbeHeader *h, const uint8_t *p, size_t n, const char *name, char err[ERR_LEN]) {
+// Decodes a header payload of n bytes of a file of the given version; 0, or -1 with err (h's
+// arrays freed).
+static int decode_header(ProbeHeader *h, int version, const uint8_t *p, size_t n, const char *name,
+                         char err[ERR_LEN]) {
     memset(h, 0, sizeof(*h));
-    if (n < HEADER_FIXED || decode_sizes(h, p, name, err) != 0) {
-        if (n < HEADER_FIXED) snprintf(err, ERR_LEN, "%s: a damaged probe file: its header is cut short", name);
+    h->version = version;
+    size_t fixed = HEADER_FIXED(is_v1(h));
+    if (n < fixed || decode_sizes(h, p, name, err) != 0) {
+        if (n < fixed) snprintf(err, ERR_LEN, "%s: a damaged probe file: its header is cut short", name);
         return -1;
     }
     if (header_bytes(h) != n) {
@@ -194,10 +223,13 @@ static int decode_header(ProbeHeader *h, const uint8_t *p, size_t n, const char 
         return -1;
     }
     if (probe_header_alloc(h, err) != 0) return -1;
-    p += 9 * 4;
+    p += (is_v1(h) ? SIZES_V1 : SIZES_V2) * 4;
     h->sample_seed = get_u64(&p);
     h->temperature = get_f32(&p);
     h->grad_clip = get_f32(&p);
+    int reached = 1;
+    if (!is_v1(h)) get_f32s(&p, h->reach, PROBE_PATTERNS);
+    for (int k = 0; k < PROBE_PATTERNS; k++) reached &= h->reach[k] >= 0.0f && h->reach[k] <= 1.0f;
     get_bytes(&p, h->run_id, PROBE_RUN_ID_LEN);
     get_bytes(&p, h->source, PROBE_SOURCE_LEN);
     for (int v = 0; v < h->vocab_size; v++) h->vocab[v] = get_u32(&p);
@@ -212,10 +244,11 @@ static int decode_header(ProbeHeader *h, const uint8_t *p, size_t n, const char 
     int tokens = tokens_in_range(h->passage, (size_t)h->probe_len + 1, h->vocab_size) &&
                  tokens_in_range(h->repeated, (size_t)h->repeat_len, h->vocab_size) &&
                  tokens_in_range(h->prompt, (size_t)h->prompt_len, h->vocab_size);
-    if (!named || !chars || !tokens || !isfinite(h->temperature) || !isfinite(h->grad_clip)) {
+    if (!named || !chars || !tokens || !reached || !isfinite(h->temperature) || !isfinite(h->grad_clip)) {
         snprintf(err, ERR_LEN, "%s: a damaged probe file: its header holds %s", name,
                  !named ? "a name without its end" : !chars ? "a character past U+10FFFF"
-                 : !tokens ? "a token outside the vocabulary" : "a number that is not finite");
+                 : !tokens ? "a token outside the vocabulary" : !reached ? "a pattern's reach outside 0..1"
+                 : "a number that is not finite");
         probe_header_free(h);
         return -1;
     }
@@ -229,8 +262,9 @@ int probe_record_alloc(ProbeRecord *r, const ProbeHeader *h, char err[ERR_LEN]) 
     memset(r, 0, sizeof(*r));
     size_t heads = (size_t)h->n_layer * h->n_head, t = h->probe_len, cells = ((size_t)h->n_layer + 1) * t;
     // every array 4-byte aligned: the floats and ints first, the bytes last
-    size_t words = (size_t)h->groups + h->sample_chars + 3 * heads + t + 2 * t * PROBE_TOP +
-                   cells * (2 * PROBE_LENS_TOP + 2);
+    size_t words = (size_t)h->groups + h->sample_chars + 7 * heads + t + 2 * t * PROBE_TOP +
+                   cells * (2 * PROBE_LENS_TOP + 2) + vector_floats(h, h->vector_len) +
+                   vector_floats(h, h->vector_repeat_len);
     size_t bytes = heads * (triangle(t) + triangle((size_t)h->repeat_len));
     uint8_t *m = malloc(words * 4 + bytes + 1);
     if (!m) {
@@ -244,6 +278,10 @@ int probe_record_alloc(ProbeRecord *r, const ProbeHeader *h, char err[ERR_LEN]) 
     r->previous_token = f, f += heads;
     r->induction = f, f += heads;
     r->entropy = f, f += heads;
+    r->first_character = f, f += heads;
+    r->same_character = f, f += heads;
+    r->word_start = f, f += heads;
+    r->last_space = f, f += heads;
     r->surprisal = f, f += t;
     r->top = (int32_t *)f, f += t * PROBE_TOP;
     r->top_prob = f, f += t * PROBE_TOP;
@@ -251,6 +289,8 @@ int probe_record_alloc(ProbeRecord *r, const ProbeHeader *h, char err[ERR_LEN]) 
     r->lens_prob = f, f += cells * PROBE_LENS_TOP;
     r->lens_next_prob = f, f += cells;
     r->lens_next_rank = (int32_t *)f, f += cells;
+    r->vectors_passage = f, f += vector_floats(h, h->vector_len);
+    r->vectors_repeated = f, f += vector_floats(h, h->vector_repeat_len);
     r->att_passage = (uint8_t *)f;
     r->att_repeated = r->att_passage + heads * triangle(t);
     return 0;
@@ -285,6 +325,12 @@ static size_t encode_record(const ProbeHeader *h, const ProbeRecord *r, uint8_t 
     put_f32s(&p, r->previous_token, heads);
     put_f32s(&p, r->induction, heads);
     put_f32s(&p, r->entropy, heads);
+    if (!is_v1(h)) {
+        put_f32s(&p, r->first_character, heads);
+        put_f32s(&p, r->same_character, heads);
+        put_f32s(&p, r->word_start, heads);
+        put_f32s(&p, r->last_space, heads);
+    }
     if (!(r->flags & PROBE_HAS_PROBE)) return (size_t)(p - start);
     put_f32s(&p, r->surprisal, t);
     for (size_t i = 0; i < t; i++) {
@@ -299,6 +345,8 @@ static size_t encode_record(const ProbeHeader *h, const ProbeRecord *r, uint8_t 
     }
     put_bytes(&p, r->att_passage, heads * triangle(t));
     put_bytes(&p, r->att_repeated, heads * triangle((size_t)h->repeat_len));
+    put_f32s(&p, r->vectors_passage, vector_floats(h, h->vector_len));
+    put_f32s(&p, r->vectors_repeated, vector_floats(h, h->vector_repeat_len));
     return (size_t)(p - start);
 }
 
@@ -328,6 +376,11 @@ static int decode_record(const ProbeHeader *h, const uint8_t *p, size_t n, Probe
     get_f32s(&p, r->previous_token, heads);
     get_f32s(&p, r->induction, heads);
     get_f32s(&p, r->entropy, heads);
+    float *v2_scores[4] = {r->first_character, r->same_character, r->word_start, r->last_space};
+    for (int k = 0; k < 4; k++) {
+        if (!is_v1(h)) get_f32s(&p, v2_scores[k], heads);
+        else for (size_t i = 0; i < heads; i++) v2_scores[k][i] = NAN;
+    }
     if (r->step < 0 || ((r->flags & PROBE_HAS_SAMPLE) && !tokens_in_range(r->sample, h->sample_chars, h->vocab_size)))
         return -1;
     if (!whole) return 0;
@@ -346,6 +399,8 @@ static int decode_record(const ProbeHeader *h, const uint8_t *p, size_t n, Probe
     }
     get_bytes(&p, r->att_passage, heads * triangle(t));
     get_bytes(&p, r->att_repeated, heads * triangle((size_t)h->repeat_len));
+    get_f32s(&p, r->vectors_passage, vector_floats(h, h->vector_len));
+    get_f32s(&p, r->vectors_repeated, vector_floats(h, h->vector_repeat_len));
     return ranks && ids_in_range(r->top, t * PROBE_TOP, h->vocab_size) &&
                    ids_in_range(r->lens_top, cells * PROBE_LENS_TOP, h->vocab_size) ? 0 : -1;
 }
@@ -379,8 +434,11 @@ int probe_reader_open(ProbeReader *r, FILE *fp, const char *name, char err[ERR_L
     uint8_t head[MAGIC_LEN + 4];
     int got = read_exactly(fp, head, sizeof(head));
     if (got < 0) return read_failed(name, err);
-    if (got == 0 || memcmp(head, PROBE_FILE_MAGIC, MAGIC_LEN) != 0) {
-        snprintf(err, ERR_LEN, "%s is not a chargpt probe file (it does not start with %s)", name, PROBE_FILE_MAGIC);
+    int version = got == 0 ? 0 : memcmp(head, PROBE_FILE_MAGIC, MAGIC_LEN) == 0 ? 2
+                : memcmp(head, PROBE_FILE_MAGIC_V1, MAGIC_LEN) == 0 ? 1 : 0;
+    if (version == 0) {
+        snprintf(err, ERR_LEN, "%s is not a chargpt probe file (it does not start with %s or %s)", name,
+                 PROBE_FILE_MAGIC, PROBE_FILE_MAGIC_V1);
         return -1;
     }
     const uint8_t *p = head + MAGIC_LEN;
@@ -403,7 +461,7 @@ int probe_reader_open(ProbeReader *r, FILE *fp, const char *name, char err[ERR_L
         snprintf(err, ERR_LEN, "%s: a damaged probe file: its header fails its CRC-32", name);
         rc = -1;
     } else {
-        rc = decode_header(&r->header, payload, len, name, err);
+        rc = decode_header(&r->header, version, payload, len, name, err);
     }
     free(payload);
     if (rc != 0) return -1;
@@ -490,7 +548,7 @@ int probe_file_create(ProbeFile *pf, const char *path, ProbeHeader *header, char
         return -1;
     }
     uint8_t *p = bytes;
-    put_bytes(&p, PROBE_FILE_MAGIC, MAGIC_LEN);
+    put_bytes(&p, is_v1(header) ? PROBE_FILE_MAGIC_V1 : PROBE_FILE_MAGIC, MAGIC_LEN);
     put_u32(&p, (uint32_t)len);
     encode_header(header, p);
     p += len;

@@ -2,25 +2,38 @@
 // evaluation (training/probe.h), and the samples it wrote, for the timeline page
 // (viewer/timeline.h). It is appended to as the run goes and kept across --resume.
 //
-// Layout, every number little-endian:
-//   "CGPTPRB1" (8 bytes), then the header as a frame, then the records, each a frame.
+// Layout, every number little-endian (version 2; version 1 below):
+//   "CGPTPRB2" (8 bytes), then the header as a frame, then the records, each a frame.
 //   A frame is u32 length, that many bytes of payload, u32 CRC-32 of the payload.
 //   Header payload: u32 n_layer, n_head, vocab_size, block_size, groups, probe_len t,
-//     repeat_len r, prompt_len, sample_chars S; u64 sample_seed; f32 temperature, grad_clip;
-//     run_id (RUN_ID_LEN bytes, NUL-padded); source (PROBE_SOURCE_LEN bytes, NUL-padded);
-//     u32 vocab[V] (code points); i32 passage[t + 1]; i32 repeated[r]; i32 prompt[prompt_len];
+//     repeat_len r, prompt_len, sample_chars S, head_size hs, vector_len m, vector_repeat_len n;
+//     u64 sample_seed; f32 temperature, grad_clip; f32 reach[PROBE_PATTERNS];
+//     run_id (RUN_ID_LEN bytes, NUL-padded);
+//     source (PROBE_SOURCE_LEN bytes, NUL-padded); u32 vocab[V] (code points);
+//     i32 passage[t + 1]; i32 repeated[r]; i32 prompt[prompt_len];
 //     group names (groups x PROBE_GROUP_NAME bytes, NUL-padded).
 //   Record payload (ProbeRecord's fields in this order), first its light part:
 //     u32 flags; i64 step; f32 train_loss, val_loss, lr, grad_norm, clipped;
 //     f32 update_ratio[groups]; i32 sample[S]; f32 previous_token[L H], induction[L H],
-//     entropy[L H];
+//     entropy[L H], first_character[L H], same_character[L H], word_start[L H], last_space[L H];
 //   then, when flags has PROBE_HAS_PROBE, its heavy part:
 //     f32 surprisal[t]; (i32 top[PROBE_TOP], f32 top_prob[PROBE_TOP]) per position [t];
 //     (i32 lens_top[3], f32 lens_prob[3], f32 next_prob, i32 next_rank) per cell [(L + 1) t];
-//     u8 att_passage[L H t(t+1)/2]; u8 att_repeated[L H r(r+1)/2].
+//     u8 att_passage[L H t(t+1)/2]; u8 att_repeated[L H r(r+1)/2];
+//     f32 vectors_passage[L m 3A]; f32 vectors_repeated[L n 3A] (A = H hs).
 //   So a record is exactly probe_light_bytes or probe_record_bytes long: a reader knows every
 //   size from the header, and anything else is damage.
+//   Version 1 ("CGPTPRB1", files of earlier runs) has the header's first nine sizes only (no
+//   head_size, m, n) and no reach, the light part up to entropy, and the heavy part up to
+//   att_repeated; it
+//   is read as it is (the fields it lacks: NaN scores, no vectors), and a resumed run appends
+//   to such a file in its own layout.
 //
+// The vectors are the queries, keys and values of the first m positions of the passage and n
+// of the repeated run, every layer's as its forward made them: for each layer, position and
+// head h, q at [h hs, (h + 1) hs), k at A + h hs and v at 2A + h hs of the position's 3A
+// floats (gpt_qkv). m and n are chosen when the run starts so that a record keeps at most
+// PROBE_VECTOR_BYTES of them (probe.h).
 // Attention weights are kept as round(255 sqrt(w)) of each head's lower triangle, row by row:
 // a weight of 1e-4 is still 3, and near 1 a step is 0.008. Missing numbers (no validation at
 // step 0, no gradient before the first step, a score a short probe cannot give) are NaN.
@@ -41,17 +54,20 @@
 
 #include "../common/errors.h"
 
-#define PROBE_FILE_MAGIC "CGPTPRB1"
+#define PROBE_FILE_MAGIC "CGPTPRB2"      // version 2
+#define PROBE_FILE_MAGIC_V1 "CGPTPRB1"   // version 1
 #define PROBE_TOP 5               // predictions kept per position
 #define PROBE_LENS_TOP 3          // logit-lens predictions kept per cell
 #define PROBE_GROUP_NAME 32       // bytes of a parameter group's name, NUL included
+#define PROBE_PATTERNS 6          // the head patterns scored (viewer/head_scores.h's, in its order)
 #define PROBE_SOURCE_LEN 256      // bytes of the passage's source, NUL included
-#define PROBE_RUN_ID_LEN 17       // run_identity.h's RUN_ID_LEN
+#define PROBE_RUN_ID_LEN 17       // training/run_state.h's RUN_ID_LEN
 // limits a header must keep (a reader refuses more before allocating anything)
 #define PROBE_MAX_LAYERS 1024
 #define PROBE_MAX_HEADS 1024
 #define PROBE_MAX_VOCAB (1 << 21)
 #define PROBE_MAX_BLOCK 65536
+#define PROBE_MAX_HEAD_SIZE 65536
 #define PROBE_MAX_GROUPS 64
 #define PROBE_MAX_SAMPLE 65536
 #define PROBE_MAX_RECORD (1u << 30)  // bytes of one record
@@ -59,15 +75,25 @@
 enum { PROBE_HAS_SAMPLE = 1, PROBE_HAS_PROBE = 2 };
 
 typedef struct {
+    int version;         // the layout: 1 for a file of the first one (read, and appended to, as it
+                         // is); a header made for a new file is written as version 2
     int n_layer, n_head, vocab_size, block_size;
     int groups;          // parameter groups of the update-to-weight ratios
     int probe_len;       // t: positions probed (the passage holds t + 1 tokens: inputs and next)
     int repeat_len;      // r = 2n: the repeated random sequence of the induction score (0: none)
     int prompt_len;      // the samples' prompt (0: they start from a newline, as ./generate's)
     int sample_chars;    // S: characters of each sample (0: no samples)
+    int head_size;       // hs (0 in version 1)
+    int vector_len;      // m: positions of the passage whose queries, keys and values a record keeps
+    int vector_repeat_len;  // n: those of the repeated sequence
     uint64_t sample_seed;
     float temperature;
     float grad_clip;
+    // the score of a head following each pattern perfectly on the text the probe scores it on
+    // (previous token, first character, word start and last space on the passage, induction and
+    // same character on the repeated sequence), in [0, 1]: what head_label divides by (0 in
+    // version 1)
+    float reach[PROBE_PATTERNS];
     char run_id[PROBE_RUN_ID_LEN];
     char source[PROBE_SOURCE_LEN];  // where the passage comes from, in words
     uint32_t *vocab;     // (V) each token's code point
@@ -91,7 +117,8 @@ typedef struct {
     float clipped;        // 1 when it was clipped, 0 when not
     float *update_ratio;  // (groups) |update| / |weights| of each parameter group's last update
     int32_t *sample;      // (S) the sample's characters after its prompt
-    float *previous_token, *induction, *entropy;  // (L, H) head_scores.h
+    float *previous_token, *induction, *entropy;  // (L, H) viewer/head_scores.h
+    float *first_character, *same_character, *word_start, *last_space;  // (L, H); NaN in version 1
     // heavy part
     float *surprisal;     // (t) bits of passage[i + 1] after reading passage[0..i]
     int32_t *top;         // (t, PROBE_TOP) the most likely next tokens (-1 past the vocabulary)
@@ -102,6 +129,8 @@ typedef struct {
     int32_t *lens_next_rank; // (L + 1, t)
     uint8_t *att_passage;    // (L, H, t(t+1)/2) round(255 sqrt(w))
     uint8_t *att_repeated;   // (L, H, r(r+1)/2)
+    float *vectors_passage;  // (L, m, 3A) queries, keys and values, as the forward's qkv rows
+    float *vectors_repeated; // (L, n, 3A)
     void *memory;
 } ProbeRecord;
 

@@ -5,7 +5,85 @@
 #include <string.h>
 
 #include "../common/finite.h"
+#include "../viewer/head_scores.h"
 #include "../viewer/attention_export.h"
+
+// What is recorded over a window of t characters, in one allocation.
+typedef struct {
+    float *att;        // (L, H, t, t)
+    float *qkv;        // (L, t, 3A)
+    float *out;        // (L, t, A)
+    float *scores;     // (L, H, HEAD_PATTERNS)
+    float *strength;   // (L, H)
+    float reach[HEAD_PATTERNS];
+    int *label;        // (L, H)
+    int *next;         // (t) each position's next token, -1 at the last
+    int *word_start;   // (t)
+    int *last_space;   // (t)
+    uint32_t *chars;   // (t)
+    AttentionPrediction *pred;  // (t)
+    void *memory;
+} Recording;
+
+#define RECORDING_PARTS 11
+
+// The sizes of Recording's arrays in bytes, in its order.
+static void recording_sizes(const GPTConfig *c, int t, size_t sizes[RECORDING_PARTS]) {
+    size_t heads = (size_t)c->n_layer * c->n_head, A = (size_t)c->n_head * c->head_size;
+    size_t rows = (size_t)c->n_layer * t;
+    size_t floats[5] = {heads * t * t, rows * 3 * A, rows * A, heads * HEAD_PATTERNS, heads};
+    for (int k = 0; k < 5; k++) sizes[k] = floats[k] * sizeof(float);
+    sizes[5] = heads * sizeof(int);
+    for (int k = 6; k < 9; k++) sizes[k] = (size_t)t * sizeof(int);
+    sizes[9] = (size_t)t * sizeof(uint32_t), sizes[10] = (size_t)t * sizeof(AttentionPrediction);
+}
+
+double attention_record_memory(const GPTConfig *c, int t) {
+    size_t sizes[RECORDING_PARTS];
+    recording_sizes(c, t, sizes);
+    double bytes = logit_lens_bytes(c, t);
+    for (int k = 0; k < RECORDING_PARTS; k++) bytes += (double)sizes[k] + 15;
+    return bytes;
+}
+
+static int recording_alloc(Recording *r, const GPTConfig *c, int t) {
+    size_t sizes[RECORDING_PARTS], at[RECORDING_PARTS + 1] = {0};  // each part 16-byte aligned
+    recording_sizes(c, t, sizes);
+    for (int k = 0; k < RECORDING_PARTS; k++) at[k + 1] = at[k] + (sizes[k] + 15) / 16 * 16;
+    char *m = r->memory = malloc(at[RECORDING_PARTS]);
+    if (!m) return -1;
+    r->att = (float *)(m + at[0]), r->qkv = (float *)(m + at[1]), r->out = (float *)(m + at[2]);
+    r->scores = (float *)(m + at[3]), r->strength = (float *)(m + at[4]), r->label = (int *)(m + at[5]);
+    r->next = (int *)(m + at[6]), r->word_start = (int *)(m + at[7]), r->last_space = (int *)(m + at[8]);
+    r->chars = (uint32_t *)(m + at[9]), r->pred = (AttentionPrediction *)(m + at[10]);
+    return 0;
+}
+
+// Copies the last forward's weights, vectors and outputs of every layer (its first sequence of t
+// positions) into r.
+static void copy_layers(Recording *r, const GPT *model, int t) {
+    const GPTConfig *c = &model->config;
+    size_t per_layer = (size_t)c->n_head * t * t, A = (size_t)c->n_head * c->head_size;
+    for (int l = 0; l < c->n_layer; l++) {
+        memcpy(r->att + l * per_layer, gpt_attention_weights(model, l), per_layer * sizeof(float));
+        memcpy(r->qkv + l * t * 3 * A, gpt_qkv(model, l), (size_t)t * 3 * A * sizeof(float));
+        memcpy(r->out + l * t * A, gpt_attention_output(model, l), (size_t)t * A * sizeof(float));
+    }
+}
+
+// Each head's scores on the window, the patterns' reach on it and each head's label.
+static void score_heads(Recording *r, const GPTConfig *c, const int *window, int t) {
+    HeadText text = {window, r->word_start, r->last_space, t};
+    for (int p = 0; p < HEAD_PATTERNS; p++) r->reach[p] = (float)head_pattern_reach((HeadPattern)p, &text);
+    for (int index = 0; index < c->n_layer * c->n_head; index++) {
+        float *scores = r->scores + (size_t)index * HEAD_PATTERNS;
+        for (int p = 0; p < HEAD_PATTERNS; p++)
+            scores[p] = (float)head_score((HeadPattern)p, r->att + (size_t)index * t * t, &text);
+        double strength;
+        r->label[index] = head_label(scores, r->reach, &strength);
+        r->strength[index] = (float)strength;
+    }
+}
 
 int attention_record(GPT *model, const Vocab *vocab, const int *text, long len, const char *const *paths, int n,
                      int replace, int *written, char err[ERR_LEN]) {
@@ -21,32 +99,28 @@ int attention_record(GPT *model, const Vocab *vocab, const int *text, long len, 
                  bad % c->vocab_size);
         return EXIT_DATA;
     }
-    size_t per_layer = (size_t)c->n_head * t * t;
-    float *att = malloc((size_t)c->n_layer * per_layer * sizeof(float));
-    uint32_t *chars = malloc((size_t)t * sizeof(uint32_t));
-    AttentionPrediction *pred = malloc((size_t)t * sizeof(AttentionPrediction));
-    int *next = malloc((size_t)t * sizeof(int));
+    Recording r;
     LogitLens lens = {0};
     int rc = -1;
-    snprintf(err, ERR_LEN, "out of memory for the attention weights");
-    if (att && chars && pred && next && logit_lens_init(&lens, c, t, err) == 0) {
-        for (int l = 0; l < c->n_layer; l++)
-            memcpy(att + l * per_layer, gpt_attention_weights(model, l), per_layer * sizeof(float));
-        for (int i = 0; i < t; i++) chars[i] = vocab->chars[window[i]];
-        attention_predictions(model->acts.logits, window, t, c->vocab_size, vocab->chars, pred);
-        for (int i = 0; i < t; i++) next[i] = i + 1 < t ? window[i + 1] : -1;
-        logit_lens_compute(&lens, model, next);
+    snprintf(err, ERR_LEN, "out of memory for the attention recorded");
+    if (recording_alloc(&r, c, t) == 0 && logit_lens_init(&lens, c, t, err) == 0) {
+        copy_layers(&r, model, t);
+        for (int i = 0; i < t; i++) r.chars[i] = vocab->chars[window[i]];
+        for (int i = 0; i < t; i++) r.next[i] = i + 1 < t ? window[i + 1] : -1;
+        attention_predictions(model->acts.logits, window, t, c->vocab_size, vocab->chars, r.pred);
+        logit_lens_compute(&lens, model, r.next);
+        head_word_starts(r.chars, t, r.word_start, r.last_space);
+        score_heads(&r, c, window, t);
         AttentionLens shown = {lens.rows, lens.cells, vocab->chars};
+        AttentionVectors vectors = {c->head_size, r.qkv, r.out};
+        AttentionHeads heads = {HEAD_PATTERNS, head_pattern_names, r.reach, r.scores, r.label, r.strength,
+                                HEAD_LABEL_CLEAR};
+        Attention a = {r.chars, t, c->n_layer, c->n_head, r.att, r.pred, &shown, &vectors, &heads};
         rc = 0;
         for (int i = 0; i < n && rc == 0; i++)
-            if ((rc = attention_export(paths[i], chars, t, c->n_layer, c->n_head, att, pred, &shown, replace,
-                                     err)) == 0)
-                (*written)++;
+            if ((rc = attention_export(paths[i], &a, replace, err)) == 0) (*written)++;
     }
-    free(att);
-    free(chars);
-    free(pred);
-    free(next);
+    free(r.memory);
     logit_lens_free(&lens);
     return rc == 0 ? 0 : rc == -2 ? EXIT_USAGE : EXIT_DATA;
 }

@@ -9,7 +9,7 @@
 //
 // With stride = block_size the windows are consecutive and do not overlap: [0, T), [T, 2T),
 // ..., each scoring all its positions. That is the whole-split pass of the training program
-// (training/validation.h), which therefore gives the same loss on the same text.
+// (training/evaluation.h: validation_pass), which therefore gives the same loss on the same text.
 #ifndef CHARGPT_SCORE_H
 #define CHARGPT_SCORE_H
 

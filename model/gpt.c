@@ -465,6 +465,8 @@ static LayerActs layer_acts(const GPT *m, int l) {
 }
 
 const float *gpt_attention_weights(const GPT *model, int layer) { return layer_acts(model, layer).att; }
+const float *gpt_qkv(const GPT *model, int layer) { return layer_acts(model, layer).qkv; }
+const float *gpt_attention_output(const GPT *model, int layer) { return layer_acts(model, layer).atty; }
 
 const float *gpt_residual_stream(const GPT *model, int layer) {
     return layer < 0 ? model->acts.encoded : layer_acts(model, layer).residual3;

@@ -231,6 +231,12 @@ void gpt_zero_grad(GPT *model);
 // Attention weights of one layer from the last forward: (B, H, t, t), row i holding the
 // softmax weights over keys 0..i (before dropout) and 0 above the diagonal.
 const float *gpt_attention_weights(const GPT *model, int layer);
+// The queries, keys and values of one layer from the last forward: (B, t, 3A), each row the
+// position's A queries, then A keys, then A values, head h's hs of each at h * hs.
+const float *gpt_qkv(const GPT *model, int layer);
+// Each head's output of one layer from the last forward, sum_j W[i][j] v_j before c_proj:
+// (B, t, A), head h's at h * hs.
+const float *gpt_attention_output(const GPT *model, int layer);
 // The residual stream of the last forward after block `layer` (-1: the embeddings, before the
 // first block), (B, t, C): what the final LayerNorm reads after the last block.
 const float *gpt_residual_stream(const GPT *model, int layer);

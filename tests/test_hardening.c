@@ -23,7 +23,7 @@
 #include "../model/adamw.h"
 #include "../model/gpt.h"
 #include "../model/rng.h"
-#include "../training/run_identity.h"
+#include "../training/run_state.h"
 #include "test.h"
 
 #define WORK_DIR "tests/tmp/hardening"

@@ -11,7 +11,7 @@
 
 #include "../format/json.h"
 #include "../model/rng.h"
-#include "../training/loss_history.h"
+#include "../training/run_log.h"
 #include "../viewer/loss_plot.h"
 #include "test.h"
 

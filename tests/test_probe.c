@@ -1,7 +1,7 @@
 // Tests of what the timeline measures: the head scores of hand-built attention patterns
-// against the values their definitions give (training/head_scores.h), the probe of a
+// against the values their definitions give (viewer/head_scores.h), the probe of a
 // constructed model that copies the previous character (training/probe.h), the update-to-weight
-// ratios of the parameter groups (training/update_ratio.h), and the logit lens against the
+// ratios of the parameter groups (training/step.h), and the logit lens against the
 // model's own predictions and a double-precision recomputation (viewer/logit_lens.h), and as
 // the inspector's .json and .html write it (viewer/attention_export.h).
 #include <math.h>
@@ -15,9 +15,8 @@
 #include "../model/adamw.h"
 #include "../model/gpt.h"
 #include "../model/layers.h"
-#include "../training/head_scores.h"
 #include "../training/probe.h"
-#include "../training/update_ratio.h"
+#include "../training/step.h"
 #include "../viewer/attention_export.h"
 #include "../viewer/logit_lens.h"
 #include "test.h"
@@ -69,7 +68,8 @@ TEST(probe_head_scores_of_hand_built_patterns) {
         {"induction", induction, 1.0 / t, 0.5, 0.0},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-        double p = head_score_previous_token(cases[c].att, t), q = head_score_induction(cases[c].att, tokens, t);
+        double p = head_score(HEAD_PREVIOUS_TOKEN, cases[c].att, &(HeadText){NULL, NULL, NULL, t});
+        double q = head_score(HEAD_INDUCTION, cases[c].att, &(HeadText){tokens, NULL, NULL, t});
         double e = head_attention_entropy(cases[c].att, t);
         CHECK(fabs(p - cases[c].prev) < 1e-6, "%s: previous-token %.7f, want %.7f", cases[c].what, p, cases[c].prev);
         CHECK(fabs(q - cases[c].induction) < 1e-6, "%s: induction %.7f, want %.7f", cases[c].what, q,
@@ -78,21 +78,24 @@ TEST(probe_head_scores_of_hand_built_patterns) {
     }
     // the previous-token head at the boundary of the run: row n attends to key n - 1, which is not
     // right after an earlier copy of token n (that is key 1): no induction credit
-    CHECK(head_score_induction(prev, tokens, t) == 0.0, "the previous-token head scores %g as induction",
-          head_score_induction(prev, tokens, t));
+    HeadText run = {tokens, NULL, NULL, t};
+    CHECK(head_score(HEAD_INDUCTION, prev, &run) == 0.0, "the previous-token head scores %g as induction",
+          head_score(HEAD_INDUCTION, prev, &run));
     // a token seen twice before: both keys after its copies count, so a row split between them
     // scores 1 (TransformerLens's duplicate pattern marks every earlier occurrence)
     int dup[6] = {7, 8, 7, 9, 7, 5};
     float split[36] = {0};
     for (int i = 0; i < 6; i++) split[i * 6 + i] = 1.0f;
     split[4 * 6 + 4] = 0.0f, split[4 * 6 + 1] = 0.5f, split[4 * 6 + 3] = 0.5f;  // query 4 ('7') on keys 1 and 3
-    CHECK(fabs(head_score_induction(split, dup, 6) - 1.0 / 6) < 1e-7, "split row: induction %g, want 1/6",
-          head_score_induction(split, dup, 6));
+    HeadText dup_text = {dup, NULL, NULL, 6};
+    CHECK(fabs(head_score(HEAD_INDUCTION, split, &dup_text) - 1.0 / 6) < 1e-7, "split row: induction %g, want 1/6",
+          head_score(HEAD_INDUCTION, split, &dup_text));
     // the same token twice in a row: the induction pattern marks the query's own position
     int twice[3] = {4, 4, 2};
     float diagonal[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
-    CHECK(fabs(head_score_induction(diagonal, twice, 3) - 1.0 / 3) < 1e-7, "repeated token: induction %g, want 1/3",
-          head_score_induction(diagonal, twice, 3));
+    HeadText twice_text = {twice, NULL, NULL, 3};
+    CHECK(fabs(head_score(HEAD_INDUCTION, diagonal, &twice_text) - 1.0 / 3) < 1e-7,
+          "repeated token: induction %g, want 1/3", head_score(HEAD_INDUCTION, diagonal, &twice_text));
     free(uniform), free(prev), free(self), free(induction);
 }
 
@@ -335,8 +338,9 @@ TEST(probe_logit_lens_in_the_inspector) {
     AttentionLens shown = {lens.rows, lens.cells, vocab};
     mkdir("tests/tmp", 0755);
     const char *path = "tests/tmp/probe_lens.json", *page = "tests/tmp/probe_lens.html";
-    CHECK(attention_export(path, chars, t, L, H, att, NULL, &shown, 1, err) == 0 &&
-              attention_export(page, chars, t, L, H, att, NULL, &shown, 1, err) == 0, "export: %s", err);
+    Attention recorded = {chars, t, L, H, att, NULL, &shown, NULL, NULL};
+    CHECK(attention_export(path, &recorded, 1, err) == 0 && attention_export(page, &recorded, 1, err) == 0, "export: %s",
+          err);
     size_t len;
     char *text = test_read_file(path, &len);
     JsonDoc doc;

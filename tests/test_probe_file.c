@@ -21,11 +21,15 @@ static void make_tmp(void) {
     mkdir(TMP, 0755);
 }
 
-// A header of the given sizes with deterministic contents.
+// A header of the given sizes with deterministic contents (version 2: heads of 3, the vectors
+// of the passage's first half and of the whole repeated run).
 static int make_header(ProbeHeader *h, int L, int H, int V, int T, int S) {
     memset(h, 0, sizeof(*h));
+    h->version = 2;
     h->n_layer = L, h->n_head = H, h->vocab_size = V, h->block_size = T, h->groups = 3;
     h->probe_len = T, h->repeat_len = T / 2 * 2, h->prompt_len = 4, h->sample_chars = S;
+    h->head_size = 3, h->vector_len = T / 2, h->vector_repeat_len = h->repeat_len;
+    for (int p = 0; p < PROBE_PATTERNS; p++) h->reach[p] = 1.0f - 0.125f * p;
     h->sample_seed = 1337, h->temperature = 0.8f, h->grad_clip = 1.0f;
     snprintf(h->run_id, sizeof(h->run_id), "0123456789abcdef");
     snprintf(h->source, sizeof(h->source), "a test's <passage> & \"quotes\"");
@@ -50,7 +54,11 @@ static void fill_record(ProbeRecord *r, const ProbeHeader *h, long step, int who
     r->grad_norm = 0.5f, r->clipped = step % 2;
     for (int g = 0; g < h->groups; g++) r->update_ratio[g] = 1e-3f * (g + 1);
     for (int i = 0; i < h->sample_chars; i++) r->sample[i] = (int32_t)((step + i) % h->vocab_size);
-    for (size_t i = 0; i < heads; i++) r->previous_token[i] = 0.1f * i, r->induction[i] = 0.01f * i, r->entropy[i] = 2;
+    for (size_t i = 0; i < heads; i++) {
+        r->previous_token[i] = 0.1f * i, r->induction[i] = 0.01f * i, r->entropy[i] = 2;
+        r->first_character[i] = 0.02f * i, r->same_character[i] = 0.03f * i, r->word_start[i] = 0.04f * i;
+        r->last_space[i] = 0.05f * i;
+    }
     for (size_t i = 0; i < t; i++) {
         r->surprisal[i] = 1.5f + i;
         for (int k = 0; k < PROBE_TOP; k++) {
@@ -67,6 +75,10 @@ static void fill_record(ProbeRecord *r, const ProbeHeader *h, long step, int who
     }
     size_t bytes = heads * (t * (t + 1) / 2 + (size_t)h->repeat_len * (h->repeat_len + 1) / 2);
     for (size_t i = 0; i < bytes; i++) r->att_passage[i] = (uint8_t)(i * 7 + step);
+    size_t row = 3 * (size_t)h->n_head * h->head_size;
+    for (size_t i = 0; i < (size_t)h->n_layer * h->vector_len * row; i++) r->vectors_passage[i] = 0.5f - 0.01f * i;
+    for (size_t i = 0; i < (size_t)h->n_layer * h->vector_repeat_len * row; i++)
+        r->vectors_repeated[i] = (float)step + 0.25f * i;
 }
 
 // 1 when the light parts of a and b agree, and their heavy parts when both have one.
@@ -76,12 +88,18 @@ static int same_record(const ProbeRecord *a, const ProbeRecord *b, const ProbeHe
                (a->val_loss == b->val_loss || (isnan(a->val_loss) && isnan(b->val_loss))) &&
                a->clipped == b->clipped && !memcmp(a->update_ratio, b->update_ratio, (size_t)h->groups * 4) &&
                !memcmp(a->sample, b->sample, (size_t)h->sample_chars * 4) &&
-               !memcmp(a->entropy, b->entropy, heads * 4) && !memcmp(a->induction, b->induction, heads * 4);
+               !memcmp(a->entropy, b->entropy, heads * 4) && !memcmp(a->induction, b->induction, heads * 4) &&
+               !memcmp(a->first_character, b->first_character, heads * 4) &&
+               !memcmp(a->same_character, b->same_character, heads * 4) && !memcmp(a->word_start, b->word_start, heads * 4) &&
+               !memcmp(a->last_space, b->last_space, heads * 4);
     if (!(a->flags & PROBE_HAS_PROBE)) return same;
+    size_t row = 3 * (size_t)h->n_head * h->head_size;
     size_t bytes = heads * (t * (t + 1) / 2 + (size_t)h->repeat_len * (h->repeat_len + 1) / 2);
     return same && !memcmp(a->surprisal, b->surprisal, t * 4) && !memcmp(a->top, b->top, t * PROBE_TOP * 4) &&
            !memcmp(a->lens_top, b->lens_top, cells * PROBE_LENS_TOP * 4) &&
-           !memcmp(a->lens_next_rank, b->lens_next_rank, cells * 4) && !memcmp(a->att_passage, b->att_passage, bytes);
+           !memcmp(a->lens_next_rank, b->lens_next_rank, cells * 4) && !memcmp(a->att_passage, b->att_passage, bytes) &&
+           !memcmp(a->vectors_passage, b->vectors_passage, (size_t)h->n_layer * h->vector_len * row * 4) &&
+           !memcmp(a->vectors_repeated, b->vectors_repeated, (size_t)h->n_layer * h->vector_repeat_len * row * 4);
 }
 
 // Writes a probe file of `count` records (steps 0, 10, ...; every third light) at path.
@@ -127,7 +145,9 @@ static long read_back(const char *path, const ProbeHeader *h, uint64_t *torn) {
     CHECK(r.header.probe_len == h->probe_len && !strcmp(r.header.run_id, h->run_id) &&
               !strcmp(r.header.source, h->source) && !memcmp(r.header.vocab, h->vocab, (size_t)h->vocab_size * 4) &&
               !memcmp(r.header.repeated, h->repeated, (size_t)h->repeat_len * 4) &&
-              !strcmp(r.header.group_names[1], h->group_names[1]) && r.header.sample_seed == h->sample_seed,
+              !strcmp(r.header.group_names[1], h->group_names[1]) && r.header.sample_seed == h->sample_seed &&
+              !memcmp(r.header.reach, h->reach, sizeof(h->reach)) && r.header.head_size == h->head_size &&
+              r.header.vector_len == h->vector_len && r.header.vector_repeat_len == h->vector_repeat_len,
           "%s: the header read back differs", path);
     *torn = r.torn_bytes;
     probe_record_free(&got);
@@ -165,11 +185,12 @@ TEST(probe_file_round_trip_and_sizes) {
     CHECK(read_back(path, &h, &torn) == 7 && torn == 0, "7 records and no torn tail (torn %llu)",
           (unsigned long long)torn);
     // sizes: the light part, and the whole record as the layout in probe_file.h adds it up
-    size_t heads = 6, t = 8, light = 4 + 8 + 20 + 4 * 3 + 4 * 5 + 3 * 4 * heads;
-    size_t whole = light + 4 * t + t * PROBE_TOP * 8 + 3 * t * (PROBE_LENS_TOP * 8 + 8) + heads * (36 + 36);
+    size_t heads = 6, t = 8, light = 4 + 8 + 20 + 4 * 3 + 4 * 5 + 7 * 4 * heads;
+    size_t vectors = 4 * 2 * (4 + 8) * 3 * 3 * 3;  // f32 (L, m + n, 3 H hs)
+    size_t whole = light + 4 * t + t * PROBE_TOP * 8 + 3 * t * (PROBE_LENS_TOP * 8 + 8) + heads * (36 + 36) + vectors;
     CHECK(probe_light_bytes(&h) == light && probe_record_bytes(&h) == whole, "sizes %zu and %zu, want %zu and %zu",
           probe_light_bytes(&h), probe_record_bytes(&h), light, whole);
-    size_t header = 8 + 8 + 9 * 4 + 8 + 8 + 17 + 256 + 4 * (7 + 9 + 8 + 4) + 3 * PROBE_GROUP_NAME;
+    size_t header = 8 + 8 + 12 * 4 + 8 + 8 + 6 * 4 + 17 + 256 + 4 * (7 + 9 + 8 + 4) + 3 * PROBE_GROUP_NAME;
     CHECK(file_size(path) == (long)(header + 5 * (whole + 8) + 2 * (light + 8)), "the file has %ld bytes, want %zu",
           file_size(path), header + 5 * (whole + 8) + 2 * (light + 8));
     // a record that does not come after the last one is refused
@@ -472,27 +493,205 @@ TEST(probe_file_timeline_page_thinned_to_its_budget) {
     // long samples: the light parts alone take more than half the budget, so 10 records are
     // kept, evenly spaced (0, 3, 6, 10, 13, 16, 19, 23, 26, 29), and of them the 7 whole ones
     if (make_header(&h, 2, 2, 6, 16, 1000) != 0) return;
+    h.vector_len = h.vector_repeat_len = 0;  // whole records no more than 10/7 of a light one
     double light = 4.0 * ((probe_light_bytes(&h) + 2) / 3) + 3;
     check_thinning(&h, "records", 20 + 2 / light, 0, 10, 7);
     probe_header_free(&h);
 }
 
+// Makes a record's vectors pseudo-random and the attention over the positions whose vectors it
+// keeps their softmax(q k^T / sqrt(hs)), quantized, so that the page's attention math agrees with
+// its weights as a real probe's does.
+static void consistent_attention(ProbeRecord *r, const ProbeHeader *h, unsigned seed) {
+    const int H = h->n_head, hs = h->head_size, A = H * hs;
+    const struct { int n, m; float *vectors; uint8_t *att; } texts[2] = {
+        {h->probe_len, h->vector_len, r->vectors_passage, r->att_passage},
+        {h->repeat_len, h->vector_repeat_len, r->vectors_repeated, r->att_repeated}};
+    for (int x = 0; x < 2; x++) {
+        const int n = texts[x].n, m = texts[x].m;
+        float *vec = texts[x].vectors;
+        fill_uniform(vec, (size_t)h->n_layer * m * 3 * A, seed + (unsigned)x);
+        for (size_t k = 0; k < (size_t)h->n_layer * m * 3 * A; k++) vec[k] *= 3.0f;
+        for (int l = 0; l < h->n_layer; l++)
+            for (int k = 0; k < H; k++) {
+                uint8_t *tri = texts[x].att + ((size_t)l * H + k) * n * (n + 1) / 2;
+                for (int i = 0; i < m; i++) {
+                    double score[64], max = -INFINITY, sum = 0.0;
+                    const float *q = vec + ((size_t)l * m + i) * 3 * A + k * hs;
+                    for (int j = 0; j <= i; j++) {
+                        const float *key = vec + ((size_t)l * m + j) * 3 * A + A + k * hs;
+                        double dot = 0.0;
+                        for (int d = 0; d < hs; d++) dot += (double)q[d] * key[d];
+                        score[j] = dot / sqrt(hs);
+                        max = fmax(max, score[j]);
+                    }
+                    for (int j = 0; j <= i; j++) sum += score[j] = exp(score[j] - max);
+                    for (int j = 0; j <= i; j++) tri[(size_t)i * (i + 1) / 2 + j] = probe_quantize((float)(score[j] / sum));
+                }
+            }
+    }
+}
+
 // Writes tests/tmp/timeline_sample.html, a page of made-up records (4 layers x 4 heads, a
-// block of 64, nine steps of which three are samples only), for scripts/check_timeline.sh.
+// block of 64, nine steps of which three are samples only, the attention of the positions
+// whose vectors they keep consistent with them), for scripts/check_timeline.sh.
 TEST(probe_file_timeline_sample_page) {
     make_tmp();
     ProbeHeader h;
     if (make_header(&h, 4, 4, 40, 64, 120) != 0) return;
     const char *path = TMP "/sample.bin";
-    if (write_file(path, &h, 9) != 0) return;
+    ProbeFile pf;
+    ProbeRecord r;
+    char err[ERR_LEN];
+    if (!CHECK(probe_file_create(&pf, path, &h, err) == 0 && probe_record_alloc(&r, &h, err) == 0, "%s", err)) return;
+    for (int i = 0; i < 9; i++) {
+        fill_record(&r, &h, 10L * i, i % 3 != 2);
+        consistent_attention(&r, &h, 100u + (unsigned)i);
+        CHECK(probe_file_append(&pf, &r, err) == 0, "%s", err);
+    }
+    probe_record_free(&r);
+    probe_file_close(&pf);
     LossPoint points[40];
     for (int i = 0; i < 40; i++)
         points[i] = (LossPoint){2 * (i + 1), 4.2 - 2.0 * i / 40, (i + 1) % 5 ? NAN : 4.3 - 2.0 * i / 40, 1e-3,
                                 2.0 - i / 30.0, i < 10 ? 2 : 0};
     TimelineSummary s;
-    char err[ERR_LEN];
     CHECK(timeline_write("tests/tmp/timeline_sample.html", path, points, 40, "chargpt: a made-up run",
                          TIMELINE_MAX_RECORD_BYTES, 1, &s, err) == 0, "%s", err);
     CHECK(s.kept_whole == 6 && s.kept == 9, "the sample page holds %ld steps of %ld records", s.kept_whole, s.kept);
+    probe_header_free(&h);
+}
+
+// A probe file of the first layout (tests/fixtures/probe_v1.bin, written by ./train before
+// version 2: 1 layer x 2 heads, a block of 8, records at steps 0, 2 and 4) still reads: its
+// records with the scores version 1 has, the others NaN and no vectors; its timeline page is
+// written; and a resumed run appends to it in its own layout.
+TEST(probe_file_version_1_still_reads) {
+    make_tmp();
+    const char *copy = TMP "/v1.bin";
+    size_t len;
+    char *bytes = test_read_file("tests/fixtures/probe_v1.bin", &len);
+    if (!CHECK(bytes && len == 4477 && !memcmp(bytes, "CGPTPRB1", 8), "the fixture is not the version 1 file")) {
+        free(bytes);
+        return;
+    }
+    test_write_file(copy, bytes, len);
+    free(bytes);
+    FILE *fp = fopen(copy, "rb");
+    ProbeReader r;
+    ProbeRecord rec;
+    char err[ERR_LEN];
+    if (!CHECK(fp && probe_reader_open(&r, fp, copy, err) == 0, "%s", err)) return;
+    const ProbeHeader *h = &r.header;
+    CHECK(h->version == 1 && h->n_layer == 1 && h->n_head == 2 && h->block_size == 8 && h->probe_len == 8 &&
+              h->head_size == 0 && h->vector_len == 0 && h->vector_repeat_len == 0,
+          "header: version %d, %d x %d, block %d, t %d, hs %d, vectors %d %d", h->version, h->n_layer, h->n_head,
+          h->block_size, h->probe_len, h->head_size, h->vector_len, h->vector_repeat_len);
+    probe_record_alloc(&rec, h, err);
+    long n = 0;
+    int old_scores = 1, new_scores = 1;
+    while (probe_reader_next(&r, &rec, err) == 1) {
+        CHECK(rec.step == 2 * n && (rec.flags & PROBE_HAS_PROBE), "record %ld: step %lld, flags %u", n,
+              (long long)rec.step, rec.flags);
+        for (int i = 0; i < 2; i++) {
+            old_scores &= rec.previous_token[i] >= 0 && rec.previous_token[i] <= 1 && rec.induction[i] >= 0 &&
+                          rec.entropy[i] > 0;
+            new_scores &= isnan(rec.first_character[i]) && isnan(rec.same_character[i]) && isnan(rec.word_start[i]);
+        }
+        n++;
+    }
+    CHECK(n == 3 && r.torn_bytes == 0 && !r.damage, "%ld records, %llu torn bytes", n, (unsigned long long)r.torn_bytes);
+    CHECK(old_scores && new_scores, "the version 1 scores read back wrong, or the later ones are not NaN");
+    probe_record_free(&rec);
+    probe_reader_close(&r);
+    fclose(fp);
+    TimelineSummary s;
+    CHECK(timeline_write(TMP "/v1.html", copy, NULL, 0, "version 1", TIMELINE_MAX_RECORD_BYTES, 1, &s, err) == 0 &&
+              s.kept_whole == 3, "the page of a version 1 file: %s", err);
+    // a resumed run goes on in version 1: its record as long as the others
+    ProbeFile pf;
+    ProbeHeader read;
+    ProbeResume resume;
+    if (!CHECK(probe_file_resume(&pf, copy, 4, &read, &resume, err) == 0 && read.version == 1, "%s", err)) return;
+    probe_record_alloc(&rec, &read, err);
+    fill_record(&rec, &read, 6, 1);
+    CHECK(probe_file_append(&pf, &rec, err) == 0, "%s", err);
+    probe_file_close(&pf);
+    probe_record_free(&rec);
+    CHECK(file_size(copy) == (long)(len + probe_record_bytes(&read) + 8), "%s: %ld bytes after a version 1 record",
+          copy, file_size(copy));
+    probe_header_free(&read);
+    fp = fopen(copy, "rb");
+    if (!CHECK(fp && probe_reader_open(&r, fp, copy, err) == 0, "%s", err)) return;
+    probe_record_alloc(&rec, &r.header, err);
+    n = 0;
+    while (probe_reader_next(&r, &rec, err) == 1) n++;
+    CHECK(n == 4 && r.header.version == 1 && rec.step == 6, "after the resume: %ld records, version %d", n,
+          r.header.version);
+    probe_record_free(&rec);
+    probe_reader_close(&r);
+    fclose(fp);
+}
+
+// The page's labels (head_scores.h's head_label on each record's scores and the header's reach)
+// and its clipping figures (every row's clipped steps, by twentieths of the run, and the mean
+// train loss of its last two quarters).
+TEST(probe_file_timeline_labels_and_clipping) {
+    make_tmp();
+    ProbeHeader h;
+    if (make_header(&h, 1, 3, 6, 8, 2) != 0) return;  // reach 1, 0.875, 0.75, 0.625, 0.5, 0.375
+    const char *path = TMP "/labels.bin", *page = TMP "/labels.html";
+    ProbeFile pf;
+    ProbeRecord r;
+    char err[ERR_LEN], *text;
+    if (!CHECK(probe_file_create(&pf, path, &h, err) == 0 && probe_record_alloc(&r, &h, err) == 0, "%s", err)) return;
+    fill_record(&r, &h, 0, 1);
+    // head 0: induction 0.45 of 0.875 beats previous token 0.5 of 1; head 1: no score; head 2:
+    // word start 0.3 of 0.5 beats first character 0.4 of 0.75
+    const float scores[3][6] = {{0.5f, 0.45f, 0.1f, 0.1f, 0.1f, 0.1f}, {NAN, NAN, NAN, NAN, NAN, NAN},
+                                {0.2f, 0.1f, 0.4f, 0.2f, 0.3f, 0.2f}};
+    for (int i = 0; i < 3; i++) {
+        r.previous_token[i] = scores[i][0], r.induction[i] = scores[i][1], r.first_character[i] = scores[i][2];
+        r.same_character[i] = scores[i][3], r.word_start[i] = scores[i][4], r.last_space[i] = scores[i][5];
+    }
+    CHECK(probe_file_append(&pf, &r, err) == 0, "%s", err);
+    probe_record_free(&r);
+    probe_file_close(&pf);
+    LossPoint points[40];  // steps 10 to 400: every step clipped up to step 100, none after
+    for (int i = 0; i < 40; i++)
+        points[i] = (LossPoint){10 * (i + 1), 3.0 - 0.01 * i, NAN, 1e-3, 1.5, i < 10 ? 10 : 0};
+    TimelineSummary s;
+    if (!CHECK(timeline_write(page, path, points, 40, "labels", TIMELINE_MAX_RECORD_BYTES, 1, &s, err) == 0, "%s", err))
+        return;
+    JsonDoc doc;
+    if (page_data(page, &doc, &text) != 0) return;
+    const JsonNode *labels = json_object_get(&doc, doc.nodes, "labels");
+    const JsonNode *first = labels && labels->count == 1 ? json_first(json_first(labels)) : NULL;
+    if (CHECK(first && first->count == 3, "the page holds no labels of 3 heads")) {
+        const JsonNode *label = json_first(first), *strength = json_first(json_next(first));
+        const double want[3] = {1, -1, 4}, want_strength[3] = {0.45 / 0.875, 0, 0.6};
+        for (int i = 0; i < 3; i++, label = json_next(label), strength = json_next(strength))
+            CHECK(json_number(label) == want[i] && fabs(json_number(strength) - want_strength[i]) < 1e-4,
+                  "head %d: label %g (strength %g), want %g (%g)", i, json_number(label), json_number(strength), want[i],
+                  want_strength[i]);
+    }
+    const JsonNode *clip = json_object_get(&doc, doc.nodes, "clipping");
+    const JsonNode *steps = clip ? json_object_get(&doc, clip, "steps") : NULL;
+    const JsonNode *clipped = clip ? json_object_get(&doc, clip, "clipped") : NULL;
+    const JsonNode *bins = clip ? json_object_get(&doc, clip, "bins") : NULL;
+    const JsonNode *third = clip ? json_object_get(&doc, clip, "third_loss") : NULL;
+    const JsonNode *fourth = clip ? json_object_get(&doc, clip, "fourth_loss") : NULL;
+    if (CHECK(steps && clipped && bins && bins->count == 20 && third && fourth, "the page's clipping figures")) {
+        CHECK(json_number(steps) == 400 && json_number(clipped) == 100, "%g of %g steps clipped, want 100 of 400",
+              json_number(clipped), json_number(steps));
+        const JsonNode *b = json_first(bins);
+        for (int k = 0; k < 20; k++, b = json_next(b))
+            CHECK(json_number(b) == (k < 5 ? 1.0 : 0.0), "twentieth %d: %g of its steps clipped", k, json_number(b));
+        // rows 20..29 (steps 210-300) and 30..39 (steps 310-400): losses 2.80-2.71 and 2.70-2.61
+        CHECK(fabs(json_number(third) - 2.755) < 1e-9 && fabs(json_number(fourth) - 2.655) < 1e-9,
+              "quarter losses %g and %g, want 2.755 and 2.655", json_number(third), json_number(fourth));
+    }
+    json_free(&doc);
+    free(text);
     probe_header_free(&h);
 }

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../training/progress_report.h"
+#include "../training/progress.h"
 #include "test.h"
 
 // A run of `steps` steps of 64 tokens, from step 0, evaluating 20 batches every 50 steps

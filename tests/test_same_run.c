@@ -1,11 +1,11 @@
-// What the processes of a data-parallel run must share (training/same_run.h): every option
+// What the processes of a data-parallel run must share (training/run_state.h): every option
 // that decides what a step computes or which collectives a run makes is a fact of its own, and
 // what concerns one process alone is none; the one-process build's comparison agrees.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../training/same_run.h"
+#include "../training/run_state.h"
 #include "test.h"
 
 static TrainOptions base_options(void) {

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../training/schedule.h"
+#include "../training/step.h"
 #include "test.h"
 
 typedef struct {

@@ -24,8 +24,8 @@
 
 #include "../common/clock.h"
 #include "../format/safetensors.h"
-#include "../training/progress_line.h"
-#include "../training/run_dir.h"
+#include "../training/out_dir.h"
+#include "../training/progress.h"
 #include "test.h"
 
 #define RUNS_TMP "tests/tmp/runs"
@@ -1182,8 +1182,8 @@ TEST(runs_out_locked_by_one_run) {
     test_run_free(&r);
     char found[128] = "";
     snprintf(lock, sizeof(lock), "%s/.train.lock", out);
-    CHECK(test_file_exists(lock) && run_dir_find_run(out, found, sizeof(found)) == 0,
-          "the refused run left no lock file, or run_dir_find_run finds a run (%s) in its --out", found);
+    CHECK(test_file_exists(lock) && out_dir_find_run(out, found, sizeof(found)) == 0,
+          "the refused run left no lock file, or out_dir_find_run finds a run (%s) in its --out", found);
     r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "3", "--out", out));
     test_exit_status(&r, 0, "a run where the lock file alone is");
     test_run_free(&r);

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../model/gpt.h"
-#include "../training/validation_pass.h"
+#include "../training/evaluation.h"
 #include "test.h"
 
 typedef struct {

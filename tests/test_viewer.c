@@ -10,6 +10,7 @@
 
 #include "../data/utf8.h"
 #include "../viewer/attention_export.h"
+#include "../viewer/head_scores.h"
 #include "../viewer/attention_formats.h"
 #include "test.h"
 
@@ -57,6 +58,12 @@ static void synthetic_attention(const uint32_t *chars, int t, int L, int H, floa
         }
     }
     free(logits);
+}
+
+// attention_export of the weights, predictions and lens given (no vectors, no heads).
+static int export_attention(const char *path, const uint32_t *chars, int t, int L, int H, const float *att,
+                            const AttentionPrediction *pred, const AttentionLens *lens, int replace, char err[ERR_LEN]) {
+    return attention_export(path, &(Attention){chars, t, L, H, att, pred, lens, NULL, NULL}, replace, err);
 }
 
 // A text exercising every escape: quote, backslash, newline, tab, CR, a control character,
@@ -293,7 +300,7 @@ TEST(viewer_json_round_trip) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_test.json";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, NULL, NULL, 1, err) == 0, "export: %s", err);
+    CHECK(export_attention(path, chars, t, L, H, att, NULL, NULL, 1, err) == 0, "export: %s", err);
     size_t len;
     char *text = test_read_file(path, &len);
     if (!CHECK(text, "cannot read %s", path)) return;
@@ -417,7 +424,7 @@ TEST(viewer_json_predictions) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_predictions.json";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, pred, NULL, 1, err) == 0, "export: %s", err);
+    CHECK(export_attention(path, chars, t, L, H, att, pred, NULL, 1, err) == 0, "export: %s", err);
     size_t len;
     char *text = test_read_file(path, &len);
     if (!CHECK(text, "cannot read %s", path)) return;
@@ -510,7 +517,7 @@ TEST(viewer_csv_rows) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_test.csv";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, NULL, NULL, 1, err) == 0, "export: %s", err);
+    CHECK(export_attention(path, chars, t, L, H, att, NULL, NULL, 1, err) == 0, "export: %s", err);
     size_t len;
     char *text = test_read_file(path, &len);
     if (!CHECK(text, "cannot read %s", path)) return;
@@ -623,7 +630,7 @@ static int pixel_is(const unsigned char *raw, int width, long x, long y, int r, 
 
 // An Attention as attention_export makes it, for the .png layout and raster functions.
 static Attention png_attention(const uint32_t *chars, int t, int L, int H, const float *att) {
-    Attention a = {TMP_DIR "/viewer_test.png", chars, t, L, H, att, NULL, NULL};
+    Attention a = {chars, t, L, H, att, NULL, NULL, NULL, NULL};
     return a;
 }
 
@@ -641,7 +648,7 @@ TEST(viewer_png_decodes) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_test.png";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, NULL, NULL, 1, err) == 0, "export: %s", err);
+    CHECK(export_attention(path, chars, t, L, H, att, NULL, NULL, 1, err) == 0, "export: %s", err);
     Attention a = png_attention(chars, t, L, H, att);
     PngLayout p;
     attention_png_layout(&a, &p);
@@ -779,7 +786,7 @@ TEST(viewer_html_self_contained) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_test.html";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, t, L, H, att, NULL, NULL, 1, err) == 0, "export: %s", err);
+    CHECK(export_attention(path, chars, t, L, H, att, NULL, NULL, 1, err) == 0, "export: %s", err);
     size_t len;
     char *page = test_read_file(path, &len);
     if (!CHECK(page, "cannot read %s", path)) return;
@@ -802,7 +809,7 @@ TEST(viewer_html_self_contained) {
         {0.25f, 2, {'"', '<'}, {0.5f, 0.5f}},
         {NAN, 2, {'a', '"'}, {1.0f, 0.0f}},
     };
-    CHECK(attention_export(path, chars, t, L, H, att, pred, NULL, 1, err) == 0, "export: %s", err);
+    CHECK(export_attention(path, chars, t, L, H, att, pred, NULL, 1, err) == 0, "export: %s", err);
     page = test_read_file(path, &len);
     if (CHECK(page, "cannot read %s", path)) {
         CHECK(strstr(page, "[[10000,2500,7500,1000,2000,7000]]],\n\"surprisal\":[1.500,0.250,null],\n"
@@ -816,7 +823,7 @@ TEST(viewer_html_self_contained) {
     t = text_chars("</script><script>alert(1)</script>", chars);
     float *att2 = malloc((size_t)t * t * sizeof(float));
     synthetic_attention(chars, t, 1, 1, att2);
-    CHECK(attention_export(path, chars, t, 1, 1, att2, NULL, NULL, 1, err) == 0, "export: %s", err);
+    CHECK(export_attention(path, chars, t, 1, 1, att2, NULL, NULL, 1, err) == 0, "export: %s", err);
     page = test_read_file(path, &len);
     if (CHECK(page, "cannot read %s", path)) {
         CHECK(!strstr(page, "alert(1)</script>") && !strstr(page, "\"<\""), "a raw < in the data");
@@ -837,7 +844,7 @@ TEST(viewer_unknown_extension) {
                            TMP_DIR "/viewer_test.json.bak", TMP_DIR "/viewer.json/x"};
     for (int k = 0; k < 4; k++) {
         char err[ERR_LEN] = "";
-        int rc = attention_export(paths[k], chars, 2, 1, 1, att, NULL, NULL, 1, err);
+        int rc = export_attention(paths[k], chars, 2, 1, 1, att, NULL, NULL, 1, err);
         CHECK(rc == -2 && strstr(err, paths[k]), "%s: rc %d, err \"%s\"", paths[k], rc, err);
         CHECK(!test_file_exists(paths[k]), "%s was created", paths[k]);
     }
@@ -850,7 +857,7 @@ TEST(viewer_missing_directory) {
                            TMP_DIR "/no_such_dir/a.png", TMP_DIR "/no_such_dir/a.html"};
     for (int k = 0; k < 4; k++) {
         char err[ERR_LEN] = "";
-        int rc = attention_export(paths[k], chars, 2, 1, 1, att, NULL, NULL, 1, err);
+        int rc = export_attention(paths[k], chars, 2, 1, 1, att, NULL, NULL, 1, err);
         CHECK(rc == -1 && strstr(err, paths[k]), "%s: rc %d, err \"%s\"", paths[k], rc, err);
         CHECK(!test_file_exists(paths[k]), "%s exists", paths[k]);
     }
@@ -863,7 +870,7 @@ TEST(viewer_single_character_and_bad_sizes) {
     mkdir(TMP_DIR, 0755);
     const char *path = TMP_DIR "/viewer_one.json";
     char err[ERR_LEN];
-    CHECK(attention_export(path, chars, 1, 1, 1, att, NULL, NULL, 1, err) == 0, "export: %s", err);
+    CHECK(export_attention(path, chars, 1, 1, 1, att, NULL, NULL, 1, err) == 0, "export: %s", err);
     size_t len;
     char *text = test_read_file(path, &len);
     JsonExport e;
@@ -875,7 +882,7 @@ TEST(viewer_single_character_and_bad_sizes) {
     }
     free(text);
     const char *others[] = {TMP_DIR "/viewer_one.csv", TMP_DIR "/viewer_one.png", TMP_DIR "/viewer_one.html"};
-    for (int k = 0; k < 3; k++) CHECK(attention_export(others[k], chars, 1, 1, 1, att, NULL, NULL, 1, err) == 0, "%s", err);
+    for (int k = 0; k < 3; k++) CHECK(export_attention(others[k], chars, 1, 1, 1, att, NULL, NULL, 1, err) == 0, "%s", err);
     int width = 0, height = 0;
     free(png_decode(TMP_DIR "/viewer_one.png", &width, &height));
     Attention a = png_attention(chars, 1, 1, 1, att);
@@ -885,8 +892,8 @@ TEST(viewer_single_character_and_bad_sizes) {
           p.cell, width, height, p.width, p.height);
 
     const char *zero = TMP_DIR "/viewer_zero.json";
-    CHECK(attention_export(zero, chars, 0, 1, 1, att, NULL, NULL, 1, err) == -1 && !test_file_exists(zero), "t = 0 accepted");
-    CHECK(attention_export(zero, chars, 1, 0, 1, att, NULL, NULL, 1, err) == -1 && !test_file_exists(zero), "L = 0 accepted");
+    CHECK(export_attention(zero, chars, 0, 1, 1, att, NULL, NULL, 1, err) == -1 && !test_file_exists(zero), "t = 0 accepted");
+    CHECK(export_attention(zero, chars, 1, 0, 1, att, NULL, NULL, 1, err) == -1 && !test_file_exists(zero), "L = 0 accepted");
 }
 
 // All four formats at 256 characters and 8 layers x 8 heads: they are written, the PNG has
@@ -909,7 +916,7 @@ TEST(viewer_large_all_formats) {
     const double max_mb[] = {40, 80, 4, 12};
     for (int k = 0; k < 4; k++) {
         char err[ERR_LEN];
-        CHECK(attention_export(paths[k], chars, t, L, H, att, NULL, NULL, 1, err) == 0, "%s", err);
+        CHECK(export_attention(paths[k], chars, t, L, H, att, NULL, NULL, 1, err) == 0, "%s", err);
         struct stat st;
         CHECK(stat(paths[k], &st) == 0 && st.st_size > 0 && st.st_size < max_mb[k] * 1e6,
               "%s: %lld bytes", paths[k], (long long)st.st_size);
@@ -925,9 +932,36 @@ TEST(viewer_large_all_formats) {
     free(att);
 }
 
+// Each head's pattern scores and label (viewer/head_scores.h) on text (t code points), as
+// ./generate records them.
+typedef struct {
+    float reach[HEAD_PATTERNS], *scores, *strength;
+    int *label;
+} SampleHeads;
+
+static AttentionHeads sample_heads(SampleHeads *x, const uint32_t *chars, int t, int L, int H, const float *att) {
+    int tokens[256], word_start[256], last_space[256];
+    for (int i = 0; i < t; i++) tokens[i] = (int)chars[i];
+    head_word_starts(chars, t, word_start, last_space);
+    HeadText text = {tokens, word_start, last_space, t};
+    x->scores = malloc((size_t)L * H * HEAD_PATTERNS * sizeof(float));
+    x->strength = malloc((size_t)L * H * sizeof(float));
+    x->label = malloc((size_t)L * H * sizeof(int));
+    for (int p = 0; p < HEAD_PATTERNS; p++) x->reach[p] = (float)head_pattern_reach((HeadPattern)p, &text);
+    for (int index = 0; index < L * H; index++) {
+        for (int p = 0; p < HEAD_PATTERNS; p++)
+            x->scores[index * HEAD_PATTERNS + p] = (float)head_score((HeadPattern)p, att + (size_t)index * t * t, &text);
+        double strength;
+        x->label[index] = head_label(x->scores + index * HEAD_PATTERNS, x->reach, &strength);
+        x->strength[index] = (float)strength;
+    }
+    return (AttentionHeads){HEAD_PATTERNS, head_pattern_names, x->reach, x->scores, x->label, x->strength,
+                            HEAD_LABEL_CLEAR};
+}
+
 // Writes tests/tmp/viewer_sample.html (and viewer_sample_heatmap.png) from synthetic attention,
-// predictions and logit lens for scripts/check_viewer.sh and for looking at. The text has characters
-// the page's fonts may lack (an emoji, CJK), a tab and an accent.
+// predictions, logit lens and the heads' labels, for scripts/check_viewer.sh and for looking
+// at. The text has characters the page's fonts may lack (an emoji, CJK), a tab and an accent.
 TEST(viewer_sample_page) {
     const char *text = "ROMEO:\nWhat light through yonder window breaks?\n"
                        "It is the east, and Juliet is the sun \xF0\x9F\x8C\x9E.\n"
@@ -944,8 +978,12 @@ TEST(viewer_sample_page) {
     LensCell *cells = malloc((size_t)(L + 1) * t * sizeof(LensCell));
     synthetic_lens(cells, L + 1, t);
     AttentionLens lens = {L + 1, cells, chars};
-    CHECK(attention_export(TMP_DIR "/viewer_sample.html", chars, t, L, H, att, pred, &lens, 1, err) == 0, "%s", err);
+    SampleHeads made;
+    AttentionHeads heads = sample_heads(&made, chars, t, L, H, att);
+    Attention sample = {chars, t, L, H, att, pred, &lens, NULL, &heads};
+    CHECK(attention_export(TMP_DIR "/viewer_sample.html", &sample, 1, err) == 0, "%s", err);
+    free(made.scores), free(made.strength), free(made.label);
     free(cells);
-    CHECK(attention_export(TMP_DIR "/viewer_sample_heatmap.png", chars, t, L, H, att, pred, NULL, 1, err) == 0, "%s", err);
+    CHECK(export_attention(TMP_DIR "/viewer_sample_heatmap.png", chars, t, L, H, att, pred, NULL, 1, err) == 0, "%s", err);
     free(att);
 }

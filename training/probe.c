@@ -1,18 +1,25 @@
 #include "probe.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/clock.h"
 #include "../common/finite.h"
+#include "../common/input_file.h"
+#include "../common/platform.h"
 #include "../data/corpus.h"
 #include "../data/utf8.h"
-#include "head_scores.h"
-#include "update_ratio.h"
+#include "../dist/dist.h"
+#include "../format/atomic_file.h"
+#include "../generation/decoder.h"
+#include "../viewer/timeline.h"
+#include "run.h"
 
 // ----------------------------------------------------------------------------
-// what is probed
+// the probe: what is probed
 
 // Code points to tokens; -2 with err naming the first character vocab lacks.
 static int encode_chars(const Vocab *vocab, const uint32_t *chars, int n, int32_t *tokens, const char *what,
@@ -69,6 +76,38 @@ static int default_prompt_len(const ProbeHeader *h, int newline) {
     return n < most ? n + 1 : most;
 }
 
+_Static_assert(PROBE_PATTERNS == HEAD_PATTERNS, "the probe file holds a score of every head pattern");
+
+// Where each of the passage's t positions' word starts, and its last space (viewer/head_scores.h), into
+// word_start and last_space (t each). Returns 0, or -1 when memory runs out.
+static int passage_words(const ProbeHeader *h, int *word_start, int *last_space) {
+    uint32_t *chars = malloc((size_t)h->probe_len * sizeof(uint32_t));
+    if (!chars) return -1;
+    for (int i = 0; i < h->probe_len; i++) chars[i] = h->vocab[h->passage[i]];
+    head_word_starts(chars, h->probe_len, word_start, last_space);
+    free(chars);
+    return 0;
+}
+
+// The reach of each pattern on the text the probe scores it on (probe_file.h): the passage, or
+// the repeated sequence for induction and same character. Returns 0, or -1 with err.
+static int set_reach(ProbeHeader *h, char err[ERR_LEN]) {
+    int t = h->probe_len, *word_start = malloc((size_t)t * sizeof(int)), *last_space = malloc((size_t)t * sizeof(int));
+    if (!word_start || !last_space || passage_words(h, word_start, last_space) != 0) {
+        free(word_start), free(last_space);
+        snprintf(err, ERR_LEN, "out of memory for the probe's passage");
+        return -1;
+    }
+    HeadText passage = {h->passage, word_start, last_space, t}, repeated = {h->repeated, NULL, NULL, h->repeat_len};
+    for (int p = 0; p < HEAD_PATTERNS; p++) {
+        int on_repeated = p == HEAD_INDUCTION || p == HEAD_SAME_CHARACTER;
+        h->reach[p] = on_repeated && h->repeat_len == 0 ? 0.0f
+                      : (float)head_pattern_reach((HeadPattern)p, on_repeated ? &repeated : &passage);
+    }
+    free(word_start), free(last_space);
+    return 0;
+}
+
 int probe_header_make(ProbeHeader *h, const ProbeSetup *s, const GPTConfig *c, const Vocab *vocab,
                       const Dataset *ds, char err[ERR_LEN]) {
     memset(h, 0, sizeof(*h));
@@ -76,6 +115,8 @@ int probe_header_make(ProbeHeader *h, const ProbeSetup *s, const GPTConfig *c, c
     h->sample_chars = s->sample_chars;
     h->sample_seed = s->seed;
     h->temperature = s->temperature;
+    h->version = 2;
+    h->head_size = c->head_size;
     h->repeat_len = 2 * head_repeat_run(c->block_size);
     char groups[PROBE_MAX_GROUPS][PROBE_GROUP_NAME];
     h->groups = update_groups(c, groups);
@@ -116,6 +157,11 @@ int probe_header_make(ProbeHeader *h, const ProbeSetup *s, const GPTConfig *c, c
     } else {
         h->prompt_len = PROBE_PROMPT_MAX;  // room; set below
     }
+    // the positions whose vectors fit in half of PROBE_VECTOR_BYTES each
+    double per_position = 4.0 * c->n_layer * 3 * c->n_head * c->head_size;
+    int vector_positions = (int)fmin(c->block_size, PROBE_VECTOR_BYTES / 2 / per_position);
+    h->vector_len = h->probe_len < vector_positions ? h->probe_len : vector_positions;
+    h->vector_repeat_len = h->repeat_len < vector_positions ? h->repeat_len : vector_positions;
     int rc = probe_header_alloc(h, err) == 0 ? 0 : -1;
     if (rc == 0 && file_chars)
         rc = encode_chars(vocab, file_chars, h->probe_len + 1, h->passage, "--probe", err);
@@ -140,12 +186,13 @@ int probe_header_make(ProbeHeader *h, const ProbeSetup *s, const GPTConfig *c, c
             free(repeated);
         }
     }
+    if (rc == 0) rc = set_reach(h, err);
     if (rc != 0) probe_header_free(h);
     return rc;
 }
 
 // ----------------------------------------------------------------------------
-// measuring
+// the probe: measuring
 
 int probe_init(Probe *p, GPT *model, const ProbeHeader *header, char err[ERR_LEN]) {
     memset(p, 0, sizeof(*p));
@@ -153,9 +200,12 @@ int probe_init(Probe *p, GPT *model, const ProbeHeader *header, char err[ERR_LEN
     gpt_view(&p->view, model);
     int t = header->probe_len;
     p->next = malloc((size_t)t * sizeof(int));
-    if (!p->next || gpt_alloc_activations(&p->view, 1, err) != 0 ||
+    p->word_start = malloc((size_t)t * sizeof(int));
+    p->last_space = malloc((size_t)t * sizeof(int));
+    int words = p->word_start && p->last_space && passage_words(header, p->word_start, p->last_space) == 0;
+    if (!p->next || !words || gpt_alloc_activations(&p->view, 1, err) != 0 ||
         logit_lens_init(&p->lens, &model->config, t, err) != 0) {
-        if (!p->next) snprintf(err, ERR_LEN, "out of memory for the probe");
+        if (!p->next || !words) snprintf(err, ERR_LEN, "out of memory for the probe");
         probe_free(p);
         return -1;
     }
@@ -167,6 +217,8 @@ void probe_free(Probe *p) {
     gpt_free(&p->view);
     logit_lens_free(&p->lens);
     free(p->next);
+    free(p->word_start);
+    free(p->last_space);
     memset(p, 0, sizeof(*p));
 }
 
@@ -174,13 +226,15 @@ double probe_memory(const GPTConfig *c, const ProbeHeader *h) {
     GPTMemoryPlan view;
     gpt_memory_plan(c, 1, GPT_PLAN_FORWARD, &view);
     gpt_memory_plan_precision(&view, c, 1, GPT_PLAN_FORWARD, PRECISION_FP32);
-    GPTMemoryPlan sample;  // the sample's key/value cache and decoder (training/sample.h)
+    GPTMemoryPlan sample;  // the sample's key/value cache and decoder (the sample, below)
     gpt_memory_plan(c, 1, GPT_PLAN_GENERATION, &sample);
     double decoder = ((double)h->prompt_len + h->sample_chars + 1) * sizeof(int) + 2.0 * c->vocab_size * sizeof(float);
+    // the passage's next tokens, word starts and last spaces, and its characters for a while
+    double texts = 4.0 * h->probe_len * sizeof(int);
     // the record being made, the probe file's encoded copy, and the timeline page's reader
     // and encoder (viewer/timeline.h) of one record at a time
     double records = 4.0 * ((double)probe_record_bytes(h) + 64);
-    return view.activations + view.scratch + sample.generation + decoder + logit_lens_bytes(c, h->probe_len) +
+    return view.activations + view.scratch + sample.generation + decoder + texts + logit_lens_bytes(c, h->probe_len) +
            records;
 }
 
@@ -190,7 +244,16 @@ static void quantize_head(const float *att, int t, uint8_t *out) {
         for (int j = 0; j <= i; j++) *out++ = probe_quantize(att[(size_t)i * t + j]);
 }
 
-// The passage: attention, previous-token scores and entropies, surprisal and predictions, lens.
+// The first n positions' queries, keys and values of every layer (L, n, 3A) into out, from the
+// last forward.
+static void copy_vectors(const GPT *m, int n, float *out) {
+    size_t row = 3 * (size_t)m->config.n_head * m->config.head_size;
+    for (int l = 0; l < m->config.n_layer; l++)
+        memcpy(out + (size_t)l * n * row, gpt_qkv(m, l), (size_t)n * row * sizeof(float));
+}
+
+// The passage: attention, the scores of the patterns it shows (previous token, first character,
+// word start, last space) and entropies, surprisal and predictions, lens, vectors.
 static int measure_passage(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
     const ProbeHeader *h = p->header;
     const int t = h->probe_len, H = h->n_head, V = h->vocab_size;
@@ -203,16 +266,21 @@ static int measure_passage(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
         return -1;
     }
     size_t triangle = (size_t)t * (t + 1) / 2;
+    HeadText text = {h->passage, p->word_start, p->last_space, t};
     for (int l = 0; l < h->n_layer; l++) {
         const float *att = gpt_attention_weights(m, l);  // (1, H, t, t)
         for (int k = 0; k < H; k++) {
             const float *head = att + (size_t)k * t * t;
             int index = l * H + k;
-            rec->previous_token[index] = (float)head_score_previous_token(head, t);
+            rec->previous_token[index] = (float)head_score(HEAD_PREVIOUS_TOKEN, head, &text);
+            rec->first_character[index] = (float)head_score(HEAD_FIRST_CHARACTER, head, &text);
+            rec->word_start[index] = (float)head_score(HEAD_WORD_START, head, &text);
+            rec->last_space[index] = (float)head_score(HEAD_LAST_SPACE, head, &text);
             rec->entropy[index] = (float)head_attention_entropy(head, t);
             quantize_head(head, t, rec->att_passage + (size_t)index * triangle);
         }
     }
+    copy_vectors(m, h->vector_len, rec->vectors_passage);
     for (int i = 0; i < t; i++) {
         float next_prob;
         int32_t rank;
@@ -231,24 +299,28 @@ static int measure_passage(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
     return 0;
 }
 
-// The repeated sequence: attention and induction scores (NaN without one).
+// The repeated sequence: attention, induction and same-character scores (NaN without one),
+// vectors.
 static void measure_repeated(Probe *p, ProbeRecord *rec) {
     const ProbeHeader *h = p->header;
     const int r = h->repeat_len, H = h->n_head;
     if (r == 0) {
-        for (int i = 0; i < h->n_layer * H; i++) rec->induction[i] = NAN;
+        for (int i = 0; i < h->n_layer * H; i++) rec->induction[i] = rec->same_character[i] = NAN;
         return;
     }
     gpt_forward(&p->view, h->repeated, NULL, 1, r, NULL);
     size_t triangle = (size_t)r * (r + 1) / 2;
+    HeadText text = {h->repeated, NULL, NULL, r};
     for (int l = 0; l < h->n_layer; l++) {
         const float *att = gpt_attention_weights(&p->view, l);
         for (int k = 0; k < H; k++) {
             const float *head = att + (size_t)k * r * r;
-            rec->induction[l * H + k] = (float)head_score_induction(head, h->repeated, r);
+            rec->induction[l * H + k] = (float)head_score(HEAD_INDUCTION, head, &text);
+            rec->same_character[l * H + k] = (float)head_score(HEAD_SAME_CHARACTER, head, &text);
             quantize_head(head, r, rec->att_repeated + (size_t)(l * H + k) * triangle);
         }
     }
+    copy_vectors(&p->view, h->vector_repeat_len, rec->vectors_repeated);
 }
 
 int probe_measure(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
@@ -256,4 +328,295 @@ int probe_measure(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
     measure_repeated(p, rec);
     rec->flags |= PROBE_HAS_PROBE;
     return 0;
+}
+
+// ----------------------------------------------------------------------------
+// the sample
+
+int sample_write(GPT *view, const ProbeHeader *h, int newline, int32_t *sample, char err[ERR_LEN]) {
+    int start = newline >= 0 ? newline : 0;
+    long prompt_len = h->prompt_len > 0 ? h->prompt_len : 1;
+    int *prompt = malloc((size_t)prompt_len * sizeof(int));
+    if (!prompt) {
+        snprintf(err, ERR_LEN, "out of memory for the sample's prompt");
+        return -1;
+    }
+    for (long i = 0; i < prompt_len; i++) prompt[i] = h->prompt_len > 0 ? h->prompt[i] : start;
+    DecoderConfig config = {1, 1, 1, {h->temperature, 0, 1.0f}, h->sample_seed};
+    Decoder d;
+    int rc = decoder_init(&d, view, prompt, prompt_len, h->sample_chars, &config, err);
+    free(prompt);
+    for (int n = 0; rc == 0 && n < h->sample_chars; n++) {
+        const int *next = decoder_step(&d, err);
+        if (!next) rc = -1;
+        else sample[n] = next[0];
+    }
+    decoder_free(&d);  // decoder_init clears it first, so this is safe after its failure too
+    return rc;
+}
+
+// ----------------------------------------------------------------------------
+// the run's probe file and timeline page
+
+// What the probe file at path is to a run: none there, the run's own (its train.run_id, and
+// the model's sizes), another run's, or damaged (not a probe file, or a header that does not
+// read whole or fit the model: moved aside by run_probe_open).
+enum { PROBE_FILE_NONE, PROBE_FILE_OWN, PROBE_FILE_OTHER, PROBE_FILE_DAMAGED };
+
+// Classifies the probe file at path (never through a symbolic link, nor waiting on a FIFO:
+// common/input_file.h) for a run of run_id and model c; the run's own header goes into h.
+// *records: the file holds more than a header. Returns the class, with why it is not the
+// run's own in why; -1 with err when it cannot be read or is not a regular file.
+static int classify_probe_file(const char *path, const char *run_id, const GPTConfig *c, ProbeHeader *h,
+                               int *records, char why[ERR_LEN]) {
+    *records = 0;
+    int missing;
+    FILE *fp = input_file_fopen(path, O_NOFOLLOW, &missing, why);
+    if (!fp) return missing ? PROBE_FILE_NONE : -1;
+    ProbeReader r;
+    int read = probe_reader_open(&r, fp, path, why) == 0;
+    fclose(fp);
+    if (!read) return PROBE_FILE_DAMAGED;
+    const ProbeHeader *got = &r.header;
+    *records = r.size > r.offset;
+    int fits = got->n_layer == c->n_layer && got->n_head == c->n_head && got->vocab_size == c->vocab_size &&
+               got->block_size == c->block_size && (got->version == 1 || got->head_size == c->head_size);
+    int kind = strcmp(got->run_id, run_id) != 0 ? PROBE_FILE_OTHER : fits ? PROBE_FILE_OWN : PROBE_FILE_DAMAGED;
+    if (kind == PROBE_FILE_OTHER) snprintf(why, ERR_LEN, "train.run_id %s", got->run_id[0] ? got->run_id : "none");
+    if (kind == PROBE_FILE_DAMAGED)
+        snprintf(why, ERR_LEN, "%s: a damaged probe file: its header is of another model (%d layers x %d heads, "
+                 "vocabulary %d, block %d)", path, got->n_layer, got->n_head, got->vocab_size, got->block_size);
+    free(r.payload);
+    if (kind == PROBE_FILE_OWN) *h = r.header;
+    else probe_header_free(&r.header);
+    return kind;
+}
+
+// Decides whether the run continues the probe file of its --out (rp->continued), starts a new
+// one (a resumed run moves a damaged one aside first, or one whose run it cannot tell, when
+// its checkpoint has no train.run_id: rp->set_aside), or is refused: another run's timeline
+// with records, or before a new run any other file called probe.bin, is replaced only with
+// --force. Returns 0, -1 (bad data) or -2 (bad usage) with err.
+static int decide_probe_file(RunProbe *rp, const TrainOptions *o, const GPTConfig *c, int run_unknown,
+                             char err[ERR_LEN]) {
+    char why[ERR_LEN];
+    int records, kind = classify_probe_file(rp->path, o->run_id, c, &rp->header, &records, why);
+    if (kind < 0) {
+        snprintf(err, ERR_LEN, "%s", why);
+        return -1;
+    }
+    rp->continued = rp->resuming && kind == PROBE_FILE_OWN;
+    if (kind == PROBE_FILE_OWN && !rp->resuming) probe_header_free(&rp->header);
+    int replaced = kind != PROBE_FILE_NONE && !rp->continued && (records || kind == PROBE_FILE_DAMAGED);
+    if (replaced && !o->force && kind == PROBE_FILE_OTHER && rp->resuming && run_unknown) {
+        snprintf(rp->damage, sizeof(rp->damage), "%s: the timeline of train.run_id %s, and the resumed checkpoint has "
+                 "no train.run_id to tell whether it is its run's", rp->path, why + strlen("train.run_id "));
+        rp->set_aside = "unknown";
+        return 0;
+    }
+    if (replaced && !o->force && kind == PROBE_FILE_OTHER) {
+        snprintf(err, ERR_LEN, "%s is the timeline of another run (%s%s%s): give --force to replace it, or another "
+                 "--out", rp->path, why, rp->resuming ? ", not " : "", rp->resuming ? o->run_id : "");
+        return -2;
+    }
+    if (replaced && !o->force && !rp->resuming) {
+        snprintf(err, ERR_LEN, "%s is no timeline a new run can replace (%s): give --force to replace it, or another "
+                 "--out", rp->path, why);
+        return -2;
+    }
+    if (rp->resuming && kind == PROBE_FILE_DAMAGED && !o->force) {
+        snprintf(rp->damage, sizeof(rp->damage), "%s", why);
+        rp->set_aside = "damaged";
+    }
+    return 0;
+}
+
+int run_probe_prepare(RunProbe *rp, const TrainOptions *o, const GPTConfig *c, const Vocab *vocab,
+                      const Dataset *ds, const char *resumed_run_id, char err[ERR_LEN]) {
+    memset(rp, 0, sizeof(*rp));
+    rp->file.fd = -1;
+    rp->active = !o->no_probe && dist_rank() == 0;
+    if (!rp->active) return 0;
+    snprintf(rp->path, sizeof(rp->path), "%s/%s", o->out, PROBE_FILE);
+    snprintf(rp->page_path, sizeof(rp->page_path), "%s/%s", o->out, TIMELINE_FILE);
+    rp->newline = vocab_index(vocab, '\n');
+    rp->sample_every = o->sample_every;
+    rp->resuming = resumed_run_id != NULL;
+    int rc = decide_probe_file(rp, o, c, resumed_run_id && !resumed_run_id[0], err);
+    if (rc != 0 || rp->continued) {
+        rp->active = rc == 0;
+        return rc;
+    }
+    ProbeSetup setup = {o->probe[0] ? o->probe : NULL, o->sample_prompt, o->sample_chars, o->seed,
+                        SAMPLE_TEMPERATURE, o->keep_cr};
+    rc = probe_header_make(&rp->header, &setup, c, vocab, ds, err);
+    if (rc != 0) {
+        rp->active = 0;
+        return rc;
+    }
+    snprintf(rp->header.run_id, sizeof(rp->header.run_id), "%s", o->run_id);
+    rp->header.grad_clip = o->grad_clip;
+    return 0;
+}
+
+double run_probe_memory(const RunProbe *rp, const GPTConfig *c) {
+    return rp->active ? probe_memory(c, &rp->header) : 0.0;
+}
+
+// The lines of message saying what run_probe_open found in the file it continues.
+static void describe_resume(const RunProbe *rp, const ProbeResume *resume, char *message, size_t size) {
+    size_t used = 0;
+    if (resume->damage)
+        used += (size_t)snprintf(message, size, "%s: record %ld (at byte %llu) %s: moved the file to %s; %s keeps the "
+                                 "%ld records before it", rp->path, resume->damaged_record,
+                                 (unsigned long long)resume->damaged_at, resume->damage, resume->aside, rp->path,
+                                 resume->kept);
+    if (resume->dropped && used < size)
+        used += (size_t)snprintf(message + used, size - used, "%s%s: dropped the records of steps %lld to %lld, "
+                                 "written after the checkpoint was saved", used ? "\n" : "", rp->path,
+                                 (long long)resume->first_dropped, (long long)resume->last_dropped);
+    if (resume->torn_bytes && used < size)
+        snprintf(message + used, size - used, "%s%s: cut %llu bytes of a record that a stopped run left unfinished",
+                 used ? "\n" : "", rp->path, (unsigned long long)resume->torn_bytes);
+}
+
+int run_probe_open(RunProbe *rp, GPT *model, long step, char *message, size_t size, char err[ERR_LEN]) {
+    message[0] = '\0';
+    if (!rp->active) return 0;
+    int rc;
+    if (rp->continued) {
+        ProbeHeader read;  // the file's header once more, now that it is the file's own
+        ProbeResume resume;
+        rc = probe_file_resume(&rp->file, rp->path, step, &read, &resume, err);
+        if (rc == 0) {
+            probe_header_free(&rp->header);
+            rp->header = read;
+            rp->file.header = &rp->header;
+            describe_resume(rp, &resume, message, size);
+        }
+    } else {
+        char aside[1100];
+        rc = rp->set_aside ? probe_file_set_aside(rp->path, rp->set_aside, aside, sizeof(aside), err) : 0;
+        if (rc == 0) rc = probe_file_create(&rp->file, rp->path, &rp->header, err);
+        if (rc == 0 && rp->set_aside)
+            snprintf(message, size, "%s: moved to %s; the timeline starts anew at step %ld", rp->damage, aside, step);
+        else if (rc == 0 && rp->resuming)
+            snprintf(message, size, "%s: the timeline starts at step %ld (the directory held no probe file of this "
+                     "run)", rp->path, step);
+    }
+    if (rc == 0) rc = probe_init(&rp->probe, model, &rp->header, err);
+    if (rc == 0) rc = probe_record_alloc(&rp->record, &rp->header, err);
+    if (rc != 0) rp->active = 0;
+    return rc;
+}
+
+// Whether the step gets a sample: at an evaluation, or every sample_every steps.
+static int wants_sample(const RunProbe *rp, const RunProbeStep *s) {
+    if (rp->header.sample_chars == 0) return 0;
+    return s->evaluated || (rp->sample_every > 0 && s->step % rp->sample_every == 0);
+}
+
+int run_probe_step(RunProbe *rp, const RunProbeStep *s, char err[ERR_LEN]) {
+    if (!rp->active || rp->failed || (!s->evaluated && !wants_sample(rp, s))) return 0;
+    double t0 = now_seconds();
+    ProbeRecord *rec = &rp->record;
+    const ProbeHeader *h = &rp->header;
+    rec->flags = 0;
+    rec->step = s->step;
+    rec->train_loss = s->train_loss, rec->val_loss = s->val_loss, rec->lr = s->lr;
+    rec->grad_norm = s->grad_norm, rec->clipped = s->clipped;
+    for (int g = 0; g < h->groups; g++) rec->update_ratio[g] = s->update_ratio ? s->update_ratio[g] : NAN;
+    int heads = h->n_layer * h->n_head, rc = 0;
+    for (int i = 0; i < heads; i++)
+        rec->previous_token[i] = rec->induction[i] = rec->entropy[i] = rec->first_character[i] =
+            rec->same_character[i] = rec->word_start[i] = rec->last_space[i] = NAN;
+    if (s->evaluated) rc = probe_measure(&rp->probe, rec, err);
+    double t1 = now_seconds();
+    if (rc == 0 && wants_sample(rp, s)) {
+        rc = sample_write(&rp->probe.view, h, rp->newline, rec->sample, err);
+        rec->flags |= rc == 0 ? PROBE_HAS_SAMPLE : 0;
+        rp->samples += rc == 0;
+    }
+    rp->probe_s += t1 - t0;
+    rp->sample_s += now_seconds() - t1;
+    if (!(rec->flags & PROBE_HAS_SAMPLE)) memset(rec->sample, 0, (size_t)h->sample_chars * sizeof(int32_t));
+    if (rc == 0) rc = probe_file_append(&rp->file, rec, err);
+    rp->sampled = rc == 0 && (rec->flags & PROBE_HAS_SAMPLE);
+    rp->probes += rc == 0 && s->evaluated;
+    rp->failed = rc != 0;
+    rp->seconds += now_seconds() - t0;
+    return rc;
+}
+
+void run_probe_print_sample(RunProbe *rp, FILE *fp) {
+    if (!rp->sampled) return;
+    rp->sampled = 0;
+    const ProbeHeader *h = &rp->header;
+    fprintf(fp, "sample at step %lld (seed %llu):\n  ", (long long)rp->record.step,
+            (unsigned long long)h->sample_seed);
+    char bytes[4];
+    for (int i = 0; i < h->prompt_len + h->sample_chars; i++) {
+        int id = i < h->prompt_len ? h->prompt[i] : rp->record.sample[i - h->prompt_len];
+        uint32_t cp = h->vocab[id];
+        fwrite(bytes, 1, (size_t)utf8_encode(cp, bytes), fp);
+        if (cp == '\n') fputs("  ", fp);
+    }
+    fputc('\n', fp);
+}
+
+int run_probe_page(RunProbe *rp, const LossHistory *losses, const char *title, char err[ERR_LEN]) {
+    if (!rp->active) return 0;
+    double t0 = now_seconds();
+    TimelineSummary summary;
+    int rc = timeline_write(rp->page_path, rp->path, losses->points, losses->n, title, TIMELINE_MAX_RECORD_BYTES, 1, &summary,
+                            err);
+    rp->seconds += now_seconds() - t0;
+    return rc;
+}
+
+void run_probe_describe_cost(const RunProbe *rp, char *text, size_t size) {
+    double files = rp->seconds - rp->probe_s - rp->sample_s;
+    snprintf(text, size, "the probe %.0f ms, the sample %.0f ms and the files %.0f ms an evaluation",
+             1000.0 * rp->probe_s / (rp->probes ? rp->probes : 1), 1000.0 * rp->sample_s / (rp->samples ? rp->samples : 1),
+             1000.0 * files / (rp->probes ? rp->probes : 1));
+}
+
+void run_probe_free(RunProbe *rp) {
+    probe_file_close(&rp->file);
+    probe_free(&rp->probe);
+    probe_record_free(&rp->record);
+    probe_header_free(&rp->header);
+}
+
+// ----------------------------------------------------------------------------
+// the run's timeline
+
+void probe_step(Run *r, int evaluated) {
+    float ratios[PROBE_MAX_GROUPS];
+    if (evaluated && (r->dp.zero || dist_rank() == 0)) update_ratios(&r->dp, &r->model, &r->opt, r->lr, ratios);
+    const ProgressReport *p = &r->report;
+    RunProbeStep step = {r->state.step, evaluated, (float)(p->loss_sum / p->loss_count),
+                         evaluated ? (float)r->state.last_val_loss : NAN, r->lr, r->grad_norm,
+                         (float)grad_clipped(r->grad_norm, r->o.grad_clip), evaluated ? ratios : NULL};
+    char err[ERR_LEN];
+    double start = now_seconds();
+    if (run_probe_step(&r->probe, &step, err) != 0)
+        fprintf(stderr, "%s%s: warning: %s; the timeline stops here (training goes on)\n", r->tty ? "\n" : "",
+                program_name(), err);
+    if (evaluated) progress_report_probed(&r->report, now_seconds() - start);  // for the ETA
+}
+
+void draw_timeline(Run *r) {
+    char err[ERR_LEN];
+    if (run_probe_page(&r->probe, &r->losses, r->plot_title, err) != 0)
+        fprintf(stderr, "%s%s: warning: %s (training goes on)\n", r->tty ? "\n" : "", program_name(), err);
+}
+
+void start_timeline(Run *r) {
+    if (r->resuming || r->ds.val_len == 0) return;
+    char err[ERR_LEN];
+    RunProbeStep step = {0, 1, NAN, NAN, NAN, NAN, NAN, NULL};
+    if (run_probe_step(&r->probe, &step, err) != 0)
+        fprintf(stderr, "%s: warning: %s; the timeline stops here (training goes on)\n", program_name(), err);
+    draw_timeline(r);
 }

@@ -1,15 +1,123 @@
 #include "run_state.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
 
+#include "../common/clock.h"
+#include "../dist/dist.h"
+#include "../format/checkpoint.h"
 #include "../format/float_text.h"
 #include "../format/json.h"
+#include "../format/safetensors.h"
+#include "../model/rng.h"
+#include "run.h"
+
+// ----------------------------------------------------------------------------
+// the run's identity
+
+void run_id_new(char id[RUN_ID_LEN]) {
+    uint64_t x = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    int got = fd >= 0 && read(fd, &x, sizeof(x)) == (ssize_t)sizeof(x);
+    if (fd >= 0) close(fd);
+    if (!got) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        x = hash_mix64((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^ hash_mix64((uint64_t)getpid());
+    }
+    snprintf(id, RUN_ID_LEN, "%016" PRIx64, x);
+}
+
+int run_id_valid(const char *text) {
+    size_t n = strspn(text, "0123456789abcdef");
+    return n == RUN_ID_LEN - 1 && text[n] == '\0';
+}
+
+// The options a run without train.run_id is told by (run_state.h): first those compared
+// whenever both checkpoints have them, then the schedule's, compared when both have the same
+// train.schedule_start (the first key, absent before it existed: 0).
+static const char *const lineage_keys[RUN_LINEAGE_KEYS] = {
+    "train.schedule_start", "vocab_size", "n_layer", "n_head", "head_size", "n_embd", "block_size", "qkv_bias",
+    "dropout", "train.seed", "train.batch_size", "train.val_fraction", "train.lr", "train.min_lr",
+    "train.weight_decay", "train.grad_clip", "train.beta1", "train.beta2", "train.eps", "train.min_char_count",
+    "train.keep_cr", "train.grow_vocab", "train.skip_unknown", "train.init_from", "train.warmup", "train.decay_steps"};
+#define SCHEDULE_KEYS 2  // the last two
+
+// Fills id from the checkpoint's metadata.
+static int identity_from_meta(const SafeTensors *st, const char *path, RunIdentity *id, char err[ERR_LEN]) {
+    const char *step = safetensors_meta(st, "state.step"), *run_id = safetensors_meta(st, "train.run_id");
+    char *end;
+    errno = 0;
+    id->step = step ? strtol(step, &end, 10) : -1;
+    if (!step || end == step || *end || errno || id->step < 0) {
+        snprintf(err, ERR_LEN, "%s: not a checkpoint of ./train (its metadata has no step)", path);
+        return -1;
+    }
+    if (run_id && !run_id_valid(run_id)) {
+        snprintf(err, ERR_LEN, "%s: checkpoint metadata 'train.run_id' is '%.40s', not 16 hex digits", path, run_id);
+        return -1;
+    }
+    snprintf(id->run_id, sizeof(id->run_id), "%s", run_id ? run_id : "");
+    const char *fingerprint = safetensors_meta(st, "train.corpus_fingerprint");
+    snprintf(id->fingerprint, sizeof(id->fingerprint), "%s", fingerprint ? fingerprint : "");
+    for (int i = 0; i < RUN_LINEAGE_KEYS; i++) {
+        const char *value = safetensors_meta(st, lineage_keys[i]);
+        if (!value && i == 0) value = "0";  // train.schedule_start, before it was kept
+        snprintf(id->lineage[i], RUN_LINEAGE_VALUE, "%s", value ? value : "");
+    }
+    return 0;
+}
+
+int run_identity_read(const char *path, RunIdentity *id, char err[ERR_LEN]) {
+    memset(id, 0, sizeof(*id));
+    SafeTensors st;
+    if (safetensors_read_header(path, &st, err) != 0) return -1;
+    int rc = identity_from_meta(&st, path, id, err);
+    safetensors_free(&st);
+    return rc;
+}
+
+int run_identity_compare(const RunIdentity *a, const RunIdentity *b, char *why, size_t size) {
+    int both_ids = a->run_id[0] && b->run_id[0];
+    if (both_ids && strcmp(a->run_id, b->run_id) != 0) {
+        snprintf(why, size, "has train.run_id %s, not %s", b->run_id, a->run_id);
+        return 1;
+    }
+    if (a->fingerprint[0] && b->fingerprint[0] && strcmp(a->fingerprint, b->fingerprint) != 0) {
+        char have[64], want[64];
+        corpus_fingerprint_describe(b->fingerprint, have, sizeof(have));
+        corpus_fingerprint_describe(a->fingerprint, want, sizeof(want));
+        snprintf(why, size, "was trained on another corpus (%s, not %s)", have, want);
+        return 1;
+    }
+    if (both_ids) return 0;
+    // the schedule counts when both started it at the same step; train.init_from is there or not
+    int same_start = strcmp(a->lineage[0], b->lineage[0]) == 0;
+    for (int i = 1; i < RUN_LINEAGE_KEYS; i++) {
+        int schedule = i >= RUN_LINEAGE_KEYS - SCHEDULE_KEYS, init_from = !strcmp(lineage_keys[i], "train.init_from");
+        int compared = (schedule ? same_start : 1) && (init_from || (a->lineage[i][0] && b->lineage[i][0]));
+        if (!compared || strcmp(a->lineage[i], b->lineage[i]) == 0) continue;
+        snprintf(why, size, "has %s '%.300s', not '%.300s' (without train.run_id, a run is told by the options that "
+                 "shape its steps)", lineage_keys[i], b->lineage[i], a->lineage[i]);
+        return 1;
+    }
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// the run's options and state
 
 typedef enum { FIELD_INT, FIELD_LONG, FIELD_FLOAT, FIELD_DOUBLE, FIELD_U64 } FieldType;
 
@@ -224,5 +332,123 @@ int run_meta_read(const Checkpoint *ck, TrainOptions *o, TrainState *s, char err
     o->block_size = c->block_size;
     o->qkv_bias = c->qkv_bias;
     o->dropout = c->dropout;
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// saving the run
+
+int run_checkpoint_save(const char *const paths[2], DataParallel *dp, GPT *model, const AdamW *opt,
+                        const Vocab *vocab, const TrainOptions *o, const TrainState *s, char err[ERR_LEN]) {
+    static RunMeta meta;  // 44 KB of text: not on the stack
+    AdamW copy;
+    const AdamW *full;
+    if (data_parallel_gather_optimizer(dp, model, opt, &copy, &full, err) != 0) return EXIT_USAGE;
+    run_meta_write(&meta, o, s);
+    int status = 0;
+    for (int i = 0; i < 2 && dist_rank() == 0 && status == 0; i++)
+        if (paths[i] && checkpoint_save(paths[i], model, vocab, full, meta.entries, meta.count, err) != 0)
+            status = EXIT_DATA;
+    data_parallel_release_optimizer(dp);
+    return status;
+}
+
+// ----------------------------------------------------------------------------
+// the same run on every process
+
+// Appends the fact `name` with its value from a printf format.
+__attribute__((format(printf, 4, 5)))
+static void add(DistFact *facts, int *n, const char *name, const char *fmt, ...) {
+    facts[*n].name = name;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(facts[*n].value, DIST_FACT_LEN, fmt, ap);
+    va_end(ap);
+    (*n)++;
+}
+
+// f as the shortest decimal text that reads back as f exactly (format/float_text.h), in buf.
+static const char *float_fact(float f, char buf[32]) {
+    float_text(f, buf, 32);
+    return buf;
+}
+
+// CRC-32 of the vocabulary's code points, each as 4 bytes little-endian.
+static uint32_t vocab_crc(const Vocab *v) {
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (int i = 0; i < v->size; i++) {
+        unsigned char bytes[4] = {v->chars[i] & 255, v->chars[i] >> 8 & 255, v->chars[i] >> 16 & 255,
+                                  v->chars[i] >> 24};
+        crc = crc32(crc, bytes, 4);
+    }
+    return (uint32_t)crc;
+}
+
+int same_run_facts(const SameRun *run, DistFact facts[SAME_RUN_MAX_FACTS]) {
+    const TrainOptions *o = run->options;
+    int n = 0;
+    char text[3][32];
+    char corpus[64];
+    corpus_fingerprint_describe(run->corpus_fingerprint, corpus, sizeof(corpus));
+    add(facts, &n, "corpus", "%s", corpus);
+    add(facts, &n, "vocabulary", "%d characters, CRC-32 %08x%s", run->vocab->size, vocab_crc(run->vocab),
+        run->vocab->unknown ? ", an unknown token" : "");
+    const char *crc = run->checkpoint ? checkpoint_meta(run->checkpoint, "crc32") : NULL;
+    if (!crc) crc = "unknown";
+    if (o->resume[0] && run->checkpoint) add(facts, &n, "checkpoint (--resume)", "step %ld, CRC-32 %s", run->step, crc);
+    else add(facts, &n, "checkpoint (--resume)", "none");
+    if (o->init_from[0] && run->checkpoint) add(facts, &n, "checkpoint (--init-from)", "CRC-32 %s", crc);
+    else add(facts, &n, "checkpoint (--init-from)", "none");
+    add(facts, &n, "--n-layer", "%d", o->n_layer);
+    add(facts, &n, "--n-head", "%d", o->n_head);
+    add(facts, &n, "--n-embd", "%d", o->n_embd);
+    add(facts, &n, "--head-size", "%d", o->head_size);
+    add(facts, &n, "--block-size", "%d", o->block_size);
+    add(facts, &n, "qkv bias (--no-qkv-bias)", "%s", o->qkv_bias ? "on" : "off");
+    add(facts, &n, "--dropout", "%s", float_fact(o->dropout, text[0]));
+    add(facts, &n, "--val-fraction", "%s", float_fact(o->val_fraction, text[0]));
+    add(facts, &n, "--batch-size", "%d", o->batch_size);
+    add(facts, &n, "--grad-accum", "%d", o->grad_accum);
+    add(facts, &n, "--zero", "%d", o->zero);
+    add(facts, &n, "--precision", "%s", precision_name(o->precision));
+    add(facts, &n, "--seed", "%llu", (unsigned long long)o->seed);
+    add(facts, &n, "--steps", "%ld", o->steps);
+    add(facts, &n, "--lr", "%s", float_fact(o->lr, text[0]));
+    add(facts, &n, "--min-lr", "%s", float_fact(o->min_lr, text[0]));
+    add(facts, &n, "--warmup", "%ld", o->warmup);
+    add(facts, &n, "--decay-steps", "%ld", o->decay_steps);
+    add(facts, &n, "learning-rate schedule's start", "step %ld", o->schedule_start);
+    add(facts, &n, "--weight-decay", "%s", float_fact(o->weight_decay, text[0]));
+    add(facts, &n, "--grad-clip", "%s", float_fact(o->grad_clip, text[0]));
+    add(facts, &n, "AdamW's beta1, beta2, eps", "%s, %s, %s", float_fact(o->beta1, text[0]),
+        float_fact(o->beta2, text[1]), float_fact(o->eps, text[2]));
+    add(facts, &n, "--eval-every", "%ld", o->eval_every);
+    add(facts, &n, "--eval-batches", "%ld", o->eval_batches);
+    add(facts, &n, "--save-every", "%ld", o->save_every);
+    add(facts, &n, "--final-val-chars", "%ld", o->final_val_chars);
+    return n;
+}
+
+int same_run_check(const SameRun *run, char err[ERR_LEN]) {
+    DistFact facts[SAME_RUN_MAX_FACTS];
+    int n = same_run_facts(run, facts);
+    return dist_check_same(facts, n, err);
+}
+
+// ----------------------------------------------------------------------------
+// the run's checks and saves
+
+int check_same_run(Run *r, char err[ERR_LEN]) {
+    SameRun same = {&r->o, r->fingerprint, &r->vocab, r->resuming || r->initializing ? &r->ck : NULL, r->state.step};
+    return same_run_check(&same, err) != 0 ? EXIT_DATA : 0;
+}
+
+int save_checkpoints(Run *r, const char *best, const char *ckpt, char err[ERR_LEN]) {
+    const char *paths[2] = {best, ckpt};
+    if (!best && !ckpt) return 0;
+    double start = now_seconds();
+    int status = run_checkpoint_save(paths, &r->dp, &r->model, &r->opt, &r->vocab, &r->o, &r->state, err);
+    if (status != 0) return status;
+    progress_report_saved(&r->report, now_seconds() - start);
     return 0;
 }

@@ -1,17 +1,75 @@
-// A training run's options and state, and how a checkpoint keeps them: `train.*` metadata
-// entries for the options, `state.*` for where the run stands. Reading them back checks every
-// field's range, so a checkpoint edited by hand or damaged cannot start a run with nonsense.
+// The run's state and its checkpoints: the options and state of a run and how a checkpoint
+// keeps them (train.* and state.* metadata), which run a checkpoint belongs to (its identity),
+// saving the run's checkpoints, and what the processes of one run must share.
 #ifndef CHARGPT_RUN_STATE_H
 #define CHARGPT_RUN_STATE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "../common/errors.h"
 #include "../data/corpus_fingerprint.h"
 #include "../data/encoding.h"
+#include "../data/vocab.h"
+#include "../dist/dist.h"
 #include "../format/checkpoint.h"
 #include "../kernels/kernels.h"
+#include "../model/adamw.h"
+#include "../model/gpt.h"
 #include "../model/rng.h"
-#include "run_identity.h"
+
+typedef struct DataParallel DataParallel;  // training/step.h
+
+// ----------------------------------------------------------------------------
+// the run's identity
+//
+// Which run a checkpoint belongs to, so that --resume never writes one run's files over
+// another's (training/out_dir.h).
+//
+// A run gets a random identity when it starts, a new run or --init-from alike: 16 hex digits
+// kept as `train.run_id` in every checkpoint it saves and by every run that resumes one of
+// them. Checkpoints from before train.run_id have none; a run resumed from one gets a new
+// identity, and two checkpoints of which one lacks it are told apart by the corpus
+// fingerprint (when both have one) and by every option that shapes the run's steps and that
+// a resume cannot change: the model's shape and dropout, the seed, the batch size, the
+// validation split, the optimizer's (lr, min lr, weight decay, grad clip, betas, eps), the
+// vocabulary's (min char count, keep CR, grow vocab, skip unknown) and the checkpoint
+// --init-from started from; and the learning-rate schedule (warm-up, decay steps: --steps's
+// by default) when both run it from the same step (a resume may start a new one there). Two
+// runs that agree on all of those made the same steps, so taking them for one run loses
+// nothing. (same_run_check, below, compares the options of one run's processes, all of them.)
+
+#define RUN_ID_LEN 17  // 16 hex digits and the NUL
+
+#define RUN_LINEAGE_KEYS 26  // the metadata keys of the options above
+#define RUN_LINEAGE_VALUE 1024
+
+typedef struct {
+    char run_id[RUN_ID_LEN];                   // "" in checkpoints from before train.run_id
+    char fingerprint[CORPUS_FINGERPRINT_LEN];  // "" before train.corpus_fingerprint
+    char lineage[RUN_LINEAGE_KEYS][RUN_LINEAGE_VALUE];  // their values ("" where a key is absent)
+    long step;          // state.step
+} RunIdentity;
+
+// A new identity: 8 bytes from /dev/urandom (else the clock and the process id, mixed).
+void run_id_new(char id[RUN_ID_LEN]);
+// 1 when text is an identity run_id_new could make (16 lowercase hex digits).
+int run_id_valid(const char *text);
+
+// Reads a checkpoint's identity from its header alone (the metadata; memory in proportion to
+// the header, whatever the tensors weigh). The file must be a regular file. Returns 0, or -1
+// with err.
+int run_identity_read(const char *path, RunIdentity *id, char err[ERR_LEN]);
+// 0 when a and b are checkpoints of the same run; else 1, with how b differs from a in why
+// ("has train.run_id 0123456789abcdef, not ...", "was trained on another corpus (...)").
+int run_identity_compare(const RunIdentity *a, const RunIdentity *b, char *why, size_t size);
+
+// ----------------------------------------------------------------------------
+// the run's options and state
+//
+// A training run's options and state, and how a checkpoint keeps them: `train.*` metadata
+// entries for the options, `state.*` for where the run stands. Reading them back checks every
+// field's range, so a checkpoint edited by hand or damaged cannot start a run with nonsense.
 
 // Limits of the options, on the command line and in a checkpoint alike.
 #define TRAIN_MAX_STEPS (1L << 40)         // steps, warm-up, decay and every "every N"
@@ -26,7 +84,7 @@ typedef struct {
     char resume[1024];  // checkpoint to continue, or ""
     char init_from[1024];  // checkpoint whose weights start a new run, or ""
     char corpus_fingerprint[CORPUS_FINGERPRINT_LEN];  // of the text trained on; "" unknown (older checkpoints)
-    char run_id[RUN_ID_LEN];  // the run's identity (run_identity.h); "" in older checkpoints
+    char run_id[RUN_ID_LEN];  // the run's identity (above); "" in older checkpoints
     char separator[1028];  // between the corpus's documents, as --separator takes it (escapes)
     TextEncoding encoding; // of the corpus's bytes
     int keep_cr;         // 1: CR characters are kept (corpus_load)
@@ -50,7 +108,7 @@ typedef struct {
     Precision precision; // of the matrix products (train.precision; fp32 when a checkpoint has none)
     double mpi_timeout;  // seconds a collective may wait for the other processes; 0: no limit
     long final_val_chars;  // the whole-validation pass scores at most this many characters (-1: all)
-    // the timeline (training/run_probe.h), kept in the probe file rather than in checkpoints:
+    // the timeline (training/probe.h), kept in the probe file rather than in checkpoints:
     char probe[1024];    // --probe FILE, or "": a stretch of the validation split
     const char *sample_prompt;  // --sample-prompt TEXT, or NULL: the probe passage's first line
     int sample_chars;    // --sample-chars (0: no samples)
@@ -95,5 +153,64 @@ int run_meta_check_paths(const TrainOptions *o, char err[ERR_LEN]);
 // line has (train.min_lr at most train.lr, state.step at most train.steps). Returns 0, or -1
 // with a message naming the checkpoint and the field.
 int run_meta_read(const Checkpoint *ck, TrainOptions *o, TrainState *s, char err[ERR_LEN]);
+
+// ----------------------------------------------------------------------------
+// saving the run
+//
+// Saving a run: its checkpoints (ckpt.safetensors, best.safetensors) hold the model, the
+// vocabulary, every parameter's AdamW moments and the run's options and state (above), so
+// that --resume continues it exactly.
+
+// Writes a checkpoint to each of paths[0], paths[1] that is not NULL, from rank 0, with the
+// optimizer's moments gathered from every process first (ZeRO: training/step.h). Collective.
+// Returns 0; EXIT_USAGE on every process when rank 0 has no memory to gather the moments;
+// EXIT_DATA on rank 0 when a write fails; with err.
+int run_checkpoint_save(const char *const paths[2], DataParallel *dp, GPT *model, const AdamW *opt,
+                        const Vocab *vocab, const TrainOptions *o, const TrainState *s, char err[ERR_LEN]);
+
+// ----------------------------------------------------------------------------
+// the same run on every process
+//
+// What the processes of a data-parallel run must share, checked when they first meet (before
+// any collective sized by the data and before anything is written): each one reads its own
+// corpus and checkpoint and parses its own command line, and a difference would otherwise
+// train a model no single run computes, or end in an MPI error or a hang. Compared, in this
+// order (the first difference is the one described in full):
+//   corpus       its fingerprint (length and CRC-32 of the text as cleaned): what is trained on
+//   vocabulary   its size and the CRC-32 of its code points: the size of the embedding, so of
+//                every collective of the parameters
+//   checkpoint   --resume's step and CRC-32, --init-from's CRC-32: the weights, moments and
+//                sampler state every process starts from
+//   options      those that decide the parameters' shape (--n-layer, --n-head, --n-embd,
+//                --head-size, --block-size, --no-qkv-bias), what a step computes (--dropout,
+//                --seed, which draws every process's batches and dropout masks, --val-fraction,
+//                --batch-size, --grad-accum, --precision), how every process updates its copy
+//                or shard of the weights (--lr, --min-lr, --warmup, --decay-steps, the
+//                schedule's start, --weight-decay, --grad-clip, AdamW's betas and eps), and
+//                which collectives a run makes and when (--zero, --steps, --eval-every,
+//                --eval-batches, --save-every, --final-val-chars).
+// Not compared: what concerns one process or rank 0 alone (--data's paths, --out, --threads,
+// --max-memory, --log-every, --mpi-timeout, --force) and what the corpus's fingerprint or the
+// vocabulary already covers (the whole set of --data's texts with their --separator, read in
+// their --encoding with --keep-cr; --skip-unknown drops the same characters from the same
+// text; --min-char-count and --grow-vocab make the vocabulary, unknown token included).
+
+#define SAME_RUN_MAX_FACTS 40
+
+// This process's run: its options, its corpus's fingerprint, its vocabulary, and the
+// checkpoint it starts from (o->resume's at step `step`, or o->init_from's; NULL for neither).
+typedef struct {
+    const TrainOptions *options;
+    const char *corpus_fingerprint;
+    const Vocab *vocab;
+    const Checkpoint *checkpoint;
+    long step;
+} SameRun;
+
+// Fills facts with what the processes must share, in the order above; returns their count.
+int same_run_facts(const SameRun *run, DistFact facts[SAME_RUN_MAX_FACTS]);
+// Compares this process's facts with every other's (dist_check_same). Returns 0, or -1 on
+// every process with the same message naming the ranks and what differs. Collective.
+int same_run_check(const SameRun *run, char err[ERR_LEN]);
 
 #endif

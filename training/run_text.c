@@ -3,10 +3,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../common/platform.h"
 #include "../data/char_counts.h"
 #include "../data/corpus_fingerprint.h"
+#include "../data/utf8.h"
 #include "../data/vocab_coverage.h"
 #include "../model/gpt.h"
+#include "run.h"
 
 int data_paths_split(const char *data, DataPaths *p, char err[ERR_LEN]) {
     snprintf(p->text, sizeof(p->text), "%s", data);
@@ -217,4 +220,74 @@ int run_text_same_vocabulary(const Corpus *corpus, const Vocab *vocab, const cha
     snprintf(err, ERR_LEN, "%s: the vocabulary of %s differs from the checkpoint's; resume needs the same corpus",
              resume, data);
     return EXIT_DATA;
+}
+
+// ----------------------------------------------------------------------------
+// the run's text
+
+// Reads --data within the memory limit less the checkpoint being read, and says what the set
+// held and skipped and what reading changed; a stop signal ends the reading at once. Returns
+// 0, or the exit status with err.
+static int read_data(Run *r, char err[ERR_LEN]) {
+    TrainOptions *o = &r->o;
+    char why[ERR_LEN], note[ERR_LEN], pipe_into[1100];
+    if (!o->data[0] && corpus_default_path(o->data, sizeof(o->data), why) != 0)
+        return error_status(err, EXIT_DATA, "%s; give --data FILE", why);
+    if (run_meta_check_paths(o, err) != 0) return EXIT_USAGE;
+    char name[sizeof(r->data_name)];
+    data_paths_name(o->data, name, sizeof(name));
+    utf8_shown(name, r->data_name, sizeof(r->data_name));  // for messages, the loss plot and the page
+    DataPaths paths;
+    if (data_paths_split(o->data, &paths, err) != 0) return EXIT_USAGE;
+    for (int i = 0; i < paths.n && dist_size() > 1; i++)
+        if (strcmp(paths.paths[i], CORPUS_STDIN) == 0)
+            return error_status(err, EXIT_USAGE, "--data - reads standard input, which mpirun gives to rank 0 alone: "
+                                "every process reads the corpus itself, so give it a file");
+    snprintf(pipe_into, sizeof(pipe_into), "%s --data -", program_invocation());
+    TextSource source = {o->data, o->separator, {o->keep_cr, o->encoding, NULL, pipe_into, stop_signals_received}};
+    TextBudget budget = {.limit_given = o->max_memory > 0, .held = (double)r->ck.file.file_len};
+    budget.limit = r->memory_limit(o, &budget.source);
+    CorpusSetReport report;
+    int status = run_text_read(&source, &budget, &r->corpus, &report, why);
+    if (status != 0 && stop_signals_received()) return stop_before_the_run(stop_signals_received(), err);
+    if (status != 0)
+        return error_status(err, status, "%s%s", why, status == EXIT_DATA && r->resuming && !r->given.given[OPT_DATA]
+                                                          ? " (give --data if the corpus moved)" : "");
+    if (report.directories || report.files > 1 || report.empty) {
+        corpus_set_describe(&report, note, sizeof(note));
+        printf("%s: %s\n", r->data_name, note);
+    }
+    r->text_bytes = (double)r->corpus.len * sizeof(uint32_t);
+    text_cleanup_describe(&r->corpus.cleanup, note, sizeof(note));
+    if (note[0])
+        printf("%s: %s%s\n", r->data_name, note,
+               r->corpus.cleanup.crlf || r->corpus.cleanup.lone_cr ? " (--keep-cr keeps them)" : "");
+    return 0;
+}
+
+int set_up_text(Run *r, char err[ERR_LEN]) {
+    TrainOptions *o = &r->o;
+    const int *given = r->given.given;
+    char why[ERR_LEN], note[ERR_LEN];
+    int status = read_data(r, err);
+    if (status != 0) return status;
+    corpus_fingerprint(r->corpus.text, r->corpus.len, r->fingerprint);
+    int saved_fingerprint = o->corpus_fingerprint[0] != '\0';
+    if (r->resuming && (status = run_text_recognise(r->data_name, r->fingerprint, o->resume, o->corpus_fingerprint,
+                                                    given[OPT_DATA], err)))
+        return status;
+    strcpy(o->corpus_fingerprint, r->fingerprint);
+    const Checkpoint *ck = r->resuming || r->initializing ? &r->ck : NULL;
+    VocabOptions vocab = {o->min_char_count, o->skip_unknown, o->grow_vocab, r->resuming};
+    if ((status = run_text_vocabulary(ck, r->data_name, &vocab, &r->corpus, &r->vocab, note, err)) != 0) return status;
+    if (note[0]) printf("%s\n", note);
+    if (r->resuming && !saved_fingerprint &&
+        (status = run_text_same_vocabulary(&r->corpus, &r->vocab, r->data_name, o->resume, err)) != 0)
+        return status;
+    size_t bad_pos;
+    corpus_encode(&r->corpus, &r->vocab, &bad_pos);  // every character has a token by now
+    if (dataset_split(&r->ds, r->corpus.tokens, r->corpus.len, o->val_fraction, o->block_size, why) != 0)
+        return error_status(err, given[OPT_BLOCK_SIZE] || given[OPT_VAL_FRACTION] ? EXIT_USAGE : EXIT_DATA, "%s: %s",
+                            r->data_name, why);
+    return 0;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../common/platform.h"
+#include "../dist/dist.h"
 #include "../format/atomic_file.h"
 
 // Signals may arrive together on different threads: the counter decides which is the first.
@@ -64,3 +65,14 @@ void stop_signals_install(int one_of_several) {
 }
 
 int stop_signals_received(void) { return first_signal; }
+
+int stop_signals_agree(int *signal) {
+    DistAgreement a = dist_agree(0, stop_signals_received());
+    *signal = a.signal;
+    return a.status;
+}
+
+int stop_before_the_run(int signal, char err[ERR_LEN]) {
+    return error_status(err, 128 + signal, "stopped by %s before the first step: no run was started, nothing was "
+                        "written in --out", stop_signal_name(signal));
+}

@@ -7,6 +7,8 @@
 #ifndef CHARGPT_STOP_SIGNALS_H
 #define CHARGPT_STOP_SIGNALS_H
 
+#include "../common/errors.h"
+
 // Installs the handlers of SIGINT, SIGTERM and SIGHUP. One of several processes (mpirun):
 // a second signal does not end the process, because mpirun follows a terminal's SIGINT with a
 // SIGTERM of its own, and interrupted writes are not restarted, because mpirun stops reading
@@ -17,5 +19,15 @@ void stop_signals_install(int one_of_several);
 int stop_signals_received(void);
 // "SIGINT", "SIGTERM" or "SIGHUP" (else "a signal").
 const char *stop_signal_name(int sig);
+
+// Meets the other processes of the run (dist.h) at a point every one of them reaches, so that
+// they stop together: returns the exit status of one that has failed (it said why, common/
+// program.h: die), else 0 with the stop signal any of them has received in *signal (0: none).
+// Collective.
+int stop_signals_agree(int *signal);
+// Stopped by `signal` before the first step (while the corpus was read, or the model built):
+// the run ends with 128 + the signal, before anything in --out is written. Returns that status,
+// with the message in err.
+int stop_before_the_run(int signal, char err[ERR_LEN]);
 
 #endif

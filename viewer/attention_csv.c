@@ -26,7 +26,7 @@ int attention_write_csv(FILE *fp, const Attention *a, char err[ERR_LEN]) {
     // the rows of one query: at most t
     char *rows = malloc((size_t)t * CSV_ROW_MAX);
     if (!rows) {
-        snprintf(err, ERR_LEN, "%s: out of memory for %d rows", a->path, t);
+        snprintf(err, ERR_LEN, "out of memory for %d rows", t);
         return -1;
     }
     fputs("layer,head,query_pos,key_pos,query_char,key_char,weight\n", fp);

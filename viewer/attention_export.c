@@ -39,7 +39,7 @@ int attention_check_path(const char *path, char err[ERR_LEN]) {
 
 double attention_export_memory(const char *path, int t, int n_layer, int n_head) {
     if (writer_for_extension(path_extension(path)) != attention_write_png) return 0.0;
-    Attention a = {path, NULL, t, n_layer, n_head, NULL, NULL, NULL};
+    Attention a = {.t = t, .n_layer = n_layer, .n_head = n_head};
     PngLayout p;
     attention_png_layout(&a, &p);
     if (p.width > ATTENTION_PNG_MAX_SIDE || p.height > ATTENTION_PNG_MAX_SIDE) return 0.0;
@@ -47,20 +47,19 @@ double attention_export_memory(const char *path, int t, int n_layer, int n_head)
     return pixels + rows + (double)compressBound((uLong)rows);
 }
 
-int attention_export(const char *path, const uint32_t *chars, int t, int n_layer, int n_head,
-                     const float *att, const AttentionPrediction *pred, const AttentionLens *lens, int replace,
-                     char err[ERR_LEN]) {
+int attention_export(const char *path, const Attention *a, int replace, char err[ERR_LEN]) {
     if (attention_check_path(path, err) != 0) return -2;
     AttentionWriter writer = writer_for_extension(path_extension(path));
-    if (t < 1 || n_layer < 1 || n_head < 1) {
-        snprintf(err, ERR_LEN, "%s: nothing to export (t=%d, n_layer=%d, n_head=%d)", path, t,
-                 n_layer, n_head);
+    if (a->t < 1 || a->n_layer < 1 || a->n_head < 1 || (a->vectors && a->vectors->head_size < 1)) {
+        snprintf(err, ERR_LEN, "%s: nothing to export (t=%d, n_layer=%d, n_head=%d%s)", path, a->t, a->n_layer,
+                 a->n_head, a->vectors && a->vectors->head_size < 1 ? ", head_size < 1" : "");
         return -1;
     }
-    Attention a = {path, chars, t, n_layer, n_head, att, pred, lens};
     AtomicFile f;
     if (atomic_file_open(&f, path, err) != 0) return -1;
-    if (writer(f.fp, &a, err) != 0) {
+    char why[ERR_LEN];
+    if (writer(f.fp, a, why) != 0) {
+        snprintf(err, ERR_LEN, "%s: %s", path, why);
         atomic_file_abort(&f);
         return -1;
     }
@@ -189,6 +188,59 @@ int viewer_append_uint(char *out, uint32_t x) {
     return n;
 }
 
+// base64, streamed: three bytes at a time into four characters, written a chunk at a time
+typedef struct {
+    FILE *fp;
+    uint8_t held[3];
+    int n_held;
+    char chunk[1024];
+    size_t used;
+} Base64;
+
+static void base64_flush_group(Base64 *b) {
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    uint32_t v = (uint32_t)b->held[0] << 16 | (b->n_held > 1 ? (uint32_t)b->held[1] << 8 : 0) |
+                 (b->n_held > 2 ? b->held[2] : 0);
+    b->chunk[b->used++] = digits[v >> 18 & 63];
+    b->chunk[b->used++] = digits[v >> 12 & 63];
+    b->chunk[b->used++] = b->n_held > 1 ? digits[v >> 6 & 63] : '=';
+    b->chunk[b->used++] = b->n_held > 2 ? digits[v & 63] : '=';
+    b->n_held = 0;
+    if (b->used == sizeof(b->chunk)) fwrite(b->chunk, 1, b->used, b->fp), b->used = 0;
+}
+
+static void base64_put(Base64 *b, const uint8_t *bytes, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        b->held[b->n_held++] = bytes[i];
+        if (b->n_held == 3) base64_flush_group(b);
+    }
+}
+
+static void base64_end(Base64 *b) {
+    if (b->n_held) base64_flush_group(b);
+    fwrite(b->chunk, 1, b->used, b->fp);
+    fputc('"', b->fp);
+}
+
+void viewer_write_base64(FILE *fp, const uint8_t *bytes, size_t n) {
+    Base64 b = {.fp = fp};
+    fputc('"', fp);
+    base64_put(&b, bytes, n);
+    base64_end(&b);
+}
+
+void viewer_write_base64_floats(FILE *fp, const float *x, size_t n) {
+    Base64 b = {.fp = fp};
+    fputc('"', fp);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t v;
+        memcpy(&v, &x[i], 4);
+        const uint8_t le[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+        base64_put(&b, le, 4);
+    }
+    base64_end(&b);
+}
+
 // The t characters as JSON strings separated by commas.
 static void write_tokens(FILE *fp, const Attention *a, int html_safe) {
     char text[JSON_CHAR_MAX + 1];
@@ -250,7 +302,7 @@ static void write_predictions(FILE *fp, const Attention *a, const JsonLayout *la
 int viewer_write_json(FILE *fp, const Attention *a, const JsonLayout *layout, char err[ERR_LEN]) {
     char *row = malloc(layout->row_bytes(a->t));
     if (!row) {
-        snprintf(err, ERR_LEN, "%s: out of memory for a %d-character row", a->path, a->t);
+        snprintf(err, ERR_LEN, "out of memory for a %d-character row", a->t);
         return -1;
     }
     fputs(layout->open, fp);
@@ -259,6 +311,8 @@ int viewer_write_json(FILE *fp, const Attention *a, const JsonLayout *layout, ch
     write_attention(fp, a, layout, row);
     if (a->pred) write_predictions(fp, a, layout);
     if (a->lens) layout->write_lens(fp, a, row);
+    if (a->vectors) layout->write_vectors(fp, a);
+    if (a->heads) layout->write_heads(fp, a);
     fputs(layout->close, fp);
     free(row);
     return 0;

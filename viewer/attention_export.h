@@ -1,5 +1,6 @@
 // Attention viewer outputs: writes the attention weights of every layer and head for a
-// processed text, and optionally what the model predicted at each position, in a format
+// processed text, and optionally what the model predicted at each position, the logit lens,
+// the queries, keys and values behind the weights and what each head does, in a format
 // picked by the file's extension.
 //
 //   .json  {"tokens": [one string per character], "n_layer": L, "n_head": H,
@@ -12,7 +13,11 @@
 //           lens, one more: "logit_lens": {"rows": [names: "embeddings", "block 0", ...],
 //           "top": [rows][t][3] of [character, probability], "next_prob": [rows][t] and
 //           "next_rank": [rows][t]} (the probability and rank, 1 the most likely, of the
-//           character that came next; null at the last position).
+//           character that came next; null at the last position). With the vectors:
+//           "head_size": hs, then "query", "key", "value" and "head_output", each [L][H][t][hs]
+//           (%.9g: the floats the forward made; head_output[l][h][i] = sum_j W[i][j] value[j]).
+//           With the heads: "heads": {"patterns": [P names], "reach": [P], "scores":
+//           [L][H][P], "label": [L][H] (a name, or null), "strength": [L][H]} (AttentionHeads).
 //   .csv   header layer,head,query_pos,key_pos,query_char,key_char,weight, then one row per
 //           (layer, head, query, key <= query) in that order, rows ending in LF, weight
 //           with %.9g. A character field holds the real character (raw UTF-8); a comma,
@@ -33,9 +38,13 @@
 //           (layers x positions: each cell the most likely next character, coloured by the
 //           probability of the one that came; its top 3 and rank on hover), a layer/head picker
 //           with an "all heads" mean, a heatmap with characters along both axes and a
-//           lines view (queries left, keys right, a line per pair with opacity = weight).
-//           The URL's fragment holds the view (#layer=1&head=3&query=12). The data is
-//           embedded as JSON with weights and probabilities rounded to 1e-4.
+//           lines view (queries left, keys right, a line per pair with opacity = weight),
+//           and, with the vectors, the attention math of one query (viewer/attention_math.html:
+//           q, each k, the scores q.k / sqrt(hs), the causal mask, the softmax weights, each v
+//           and their weighted sum), the heatmap able to show the scores instead of the weights.
+//           With the heads, each head's label beside it. The URL's fragment holds the view
+//           (#layer=1&head=3&query=12). The data is embedded as JSON with weights and
+//           probabilities rounded to 1e-4, the vectors as exact floats (base64).
 #ifndef CHARGPT_ATTENTION_EXPORT_H
 #define CHARGPT_ATTENTION_EXPORT_H
 
@@ -73,6 +82,40 @@ typedef struct {
     const uint32_t *vocab_chars;   // (V)
 } AttentionLens;
 
+// The queries, keys and values the attention read, and each head's output, as the forward
+// made them (gpt_qkv, gpt_attention_output): softmax(q k^T / sqrt(hs)) v of every head and
+// position.
+typedef struct {
+    int head_size;      // hs; A = H hs
+    const float *qkv;   // (L, t, 3A): position i's A queries, A keys, A values, head h's at h hs
+    const float *out;   // (L, t, A): each head's sum_j W[i][j] v_j, head h's at h hs
+} AttentionVectors;
+
+// What each head does on the text (viewer/head_scores.h): its score on each pattern, and its
+// label, the strongest.
+typedef struct {
+    int patterns;               // P
+    const char *const *names;   // (P)
+    const float *reach;         // (P) the score of a head that follows each pattern perfectly
+    const float *scores;        // (L, H, P)
+    const int *label;           // (L, H) the strongest pattern, -1 for none
+    const float *strength;      // (L, H) its score / reach
+    double clear;               // a label is shown as weak below this strength
+} AttentionHeads;
+
+// Everything recorded over one processed text.
+typedef struct {
+    const uint32_t *chars;  // (t) code points
+    int t;
+    int n_layer;            // L
+    int n_head;             // H
+    const float *att;       // (L, H, t, t) softmax weights, row i over keys 0..i, 0 above the diagonal
+    const AttentionPrediction *pred;  // (t), or NULL
+    const AttentionLens *lens;        // the logit lens over the same t positions, or NULL
+    const AttentionVectors *vectors;  // or NULL (.json and .html show them)
+    const AttentionHeads *heads;      // or NULL (.json and .html show them)
+} Attention;
+
 // Returns 0 when the extension names a format, else -2 with err (checked before any work).
 int attention_check_path(const char *path, char err[ERR_LEN]);
 
@@ -82,15 +125,10 @@ int attention_check_path(const char *path, char err[ERR_LEN]);
 // .csv, .html) and for an image too large to write (refused before anything is allocated).
 double attention_export_memory(const char *path, int t, int n_layer, int n_head);
 
-// chars: t Unicode code points; att: (L, H, t, t) row-major softmax weights, row i holds
-// the weights of keys 0..i and 0 above the diagonal; pred: (t) predictions, or NULL; lens:
-// the logit lens over the same t positions, or NULL (.json and .html show it).
-// Writes `path` atomically: over a file there when replace is 1, else only while nothing is
-// there (format/atomic_file.h). Returns 0; -1 with err when writing fails or the sizes are
-// not positive (no file is left behind); -2 with err when the extension is not .json
-// .csv .png or .html, or (replace 0) when path exists.
-int attention_export(const char *path, const uint32_t *chars, int t, int n_layer, int n_head,
-                     const float *att, const AttentionPrediction *pred, const AttentionLens *lens, int replace,
-                     char err[ERR_LEN]);
+// Writes a to `path` atomically: over a file there when replace is 1, else only while nothing
+// is there (format/atomic_file.h). Returns 0; -1 with err when writing fails or the sizes are
+// not positive (no file is left behind); -2 with err when the extension is not .json .csv .png
+// or .html, or (replace 0) when path exists.
+int attention_export(const char *path, const Attention *a, int replace, char err[ERR_LEN]);
 
 #endif

@@ -9,19 +9,9 @@
 
 #include "attention_export.h"
 
-typedef struct {
-    const char *path;       // the target file, for error messages
-    const uint32_t *chars;  // (t) code points
-    int t;
-    int n_layer;            // L
-    int n_head;             // H
-    const float *att;       // (L, H, t, t) softmax weights, 0 above the diagonal
-    const AttentionPrediction *pred;  // (t), or NULL when none were given
-    const AttentionLens *lens;        // the logit lens, or NULL
-} Attention;
-
-// Each returns 0, or -1 with err (out of memory, compression failure). Errors of the
-// stream itself are left for the caller to find with ferror when it commits the file.
+// Each writes a (attention_export.h) and returns 0, or -1 with err (out of memory,
+// compression failure; attention_export names the file). Errors of the stream itself are
+// left for the caller to find with ferror when it commits the file.
 int attention_write_json(FILE *fp, const Attention *a, char err[ERR_LEN]);
 int attention_write_csv(FILE *fp, const Attention *a, char err[ERR_LEN]);
 int attention_write_png(FILE *fp, const Attention *a, char err[ERR_LEN]);
@@ -66,11 +56,15 @@ int viewer_append_json_char(char *out, uint32_t cp, int html_safe);
 int viewer_append_float(char *out, float x);
 // Appends a non-negative integer in decimal. Returns the length.
 int viewer_append_uint(char *out, uint32_t x);
+// Writes n bytes, or n floats as their little-endian bytes, as a quoted base64 string.
+void viewer_write_base64(FILE *fp, const uint8_t *bytes, size_t n);
+void viewer_write_base64_floats(FILE *fp, const float *x, size_t n);
 
 // The attention as one JSON document, which the .json file and the .html page's embedded data
 // both are, in a layout of their own (spacing, numbers, what each head holds):
 //   {"tokens": [t strings], <sizes>, "attention": [L][H][<head>]
-//    [, "surprisal": [t numbers], "predictions": [t][k][character, probability]] [, <lens>]}
+//    [, "surprisal": [t numbers], "predictions": [t][k][character, probability]] [, <lens>]
+//    [, <vectors>] [, <heads>]}
 typedef struct {
     int html_safe;             // viewer_append_json_char's
     const char *open;          // "{" and the tokens' key, up to the first string
@@ -89,6 +83,9 @@ typedef struct {
     int (*append_probability)(char *out, float p);
     // writes the logit lens (a->lens, when there is one) with its key, `row` as room
     void (*write_lens)(FILE *fp, const Attention *a, char *row);
+    // write the vectors and the heads (when a has them) with their keys
+    void (*write_vectors)(FILE *fp, const Attention *a);
+    void (*write_heads)(FILE *fp, const Attention *a);
     const char *close;         // after everything
 } JsonLayout;
 // Writes the document. Returns 0, or -1 with err when memory for a row runs out.

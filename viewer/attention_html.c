@@ -17,14 +17,24 @@
 // coloured by their surprisal, with hover text naming their U+XXXX code and the top
 // prediction), data-view ("layer,head,query=p" or "key=p"), data-cell-px (the heatmap's
 // cell size), data-stacked (1 when the panels are stacked), data-page-overflow (pixels
-// the page is wider than the window), data-lens-rows (0 without a lens) and data-lens-cells
-// (logit-lens cells in the colour of their next character's probability).
+// the page is wider than the window), data-lens-rows (0 without a lens), data-lens-cells
+// (logit-lens cells in the colour of their next character's probability), data-values (what
+// the heatmap shows: weights or scores), data-labels (thumbnails captioned with their head's
+// label), data-default-view (the view the page opens on without one in the address, as
+// data-view), data-math-rows and data-math-query (the rows the attention math drew, its
+// query), and data-math-weight-error and data-math-output-error: the largest difference,
+// over every head and query, between the weights and outputs the page's math computes from
+// the vectors and the model's own (the output's relative to the largest |v|).
 // scripts/check_viewer.sh checks them.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attention_formats.h"
+
+static const char attention_math[] =
+#include "attention_math.inc"
+    ;
 
 // weights are stored as integers in units of 1 / WEIGHT_SCALE
 #define WEIGHT_SCALE 10000
@@ -84,6 +94,11 @@ static const char *const PAGE_AFTER_TITLE[] = {
     "#tooltip { position: fixed; pointer-events: none; display: none; background: rgba(20, 20, 20, 0.85); color: #fff; font: 12px monospace; padding: 3px 6px; border-radius: 3px; white-space: pre; z-index: 10; }\n",
     ".note { font-size: 12px; color: #555; max-width: 1100px; margin-top: 10px; }\n",
     "#lens-panel { display: none; flex: 1 1 auto; }\n",
+    "#math-row { display: none; }\n",
+    "#math-panel { flex: 1 1 auto; overflow-x: auto; }\n",
+    ".thumb-cell { display: flex; flex-direction: column; align-items: center; gap: 2px; }\n",
+    ".head-label { font-size: 10px; line-height: 1.2; color: #333; white-space: pre; text-align: center; }\n",
+    ".head-label.weak { color: #999; font-style: italic; }\n",
     "#lens-scroll { overflow-x: auto; }\n",
     "</style>\n",
     "</head>\n",
@@ -97,6 +112,7 @@ static const char *const PAGE_AFTER_HEADING[] = {
     "<label>Layer <select id=\"layer\"></select></label>\n",
     "<label>Head <select id=\"head\"></select></label>\n",
     "<label>Colour scale <select id=\"scale\"><option value=\"sqrt\">sqrt(weight)</option><option value=\"linear\">weight</option></select></label>\n",
+    "<label>Heatmap shows <select id=\"values\"><option value=\"weights\">softmax weights</option><option value=\"scores\">scores q&middot;k/&radic;hs</option></select></label>\n",
     "<label>Heatmap cell <select id=\"zoom\"><option value=\"fit\">fit</option><option value=\"6\">6 px</option><option value=\"10\">10 px</option><option value=\"16\">16 px</option></select></label>\n",
     "<span class=\"legend\">weight 0 <canvas id=\"legend-bar\" width=\"160\" height=\"12\"></canvas> 1</span>\n",
     "</div>\n",
@@ -113,7 +129,7 @@ static const char *const PAGE_AFTER_HEADING[] = {
     "<div class=\"row\" id=\"overview\">\n",
     "<section id=\"model-panel\">\n",
     "<h2>Model view</h2>\n",
-    "<div class=\"caption\">every layer (rows) and head (columns); click one to open it below</div>\n",
+    "<div class=\"caption\">every layer (rows) and head (columns), each named by the pattern it follows most (its score below it; grey: weak); click one to open it below</div>\n",
     "<div id=\"model-scroll\"><div id=\"model-grid\"></div></div>\n",
     "</section>\n",
     "<section id=\"text-panel\">\n",
@@ -129,7 +145,8 @@ static const char *const PAGE_AFTER_HEADING[] = {
     "<div class=\"row\" id=\"views\">\n",
     "<section id=\"heatmap-panel\">\n",
     "<h2>Heatmap</h2>\n",
-    "<div class=\"caption\">rows: queries (the position attending), columns: keys (positions attended to). Click to pin a query.</div>\n",
+    "<div class=\"caption\">rows: queries (the position attending), columns: keys (positions attended to). Click to pin a query.\n",
+    "With &ldquo;scores&rdquo; chosen above: the scores q&middot;k/&radic;hs before the softmax (blue below 0, red above; the masked future keys grey).</div>\n",
     "<div class=\"readout\" id=\"heat-readout\">hover a cell\n",
     "</div>\n",
     "<div id=\"heat-scroll\"><div class=\"stack\" id=\"heat-stack\"><canvas id=\"heatmap\"></canvas><canvas id=\"heat-hover\"></canvas></div></div>\n",
@@ -141,6 +158,9 @@ static const char *const PAGE_AFTER_HEADING[] = {
     "</div>\n",
     "<div id=\"lines-scroll\"><canvas id=\"lines\"></canvas></div>\n",
     "</section>\n",
+    "</div>\n",
+    "<div class=\"row\" id=\"math-row\">\n",
+    "<section id=\"math-panel\"></section>\n",
     "</div>\n",
     "<div class=\"row\" id=\"lens-row\">\n",
     "<section id=\"lens-panel\">\n",
@@ -159,16 +179,22 @@ static const char *const PAGE_AFTER_HEADING[] = {
     "stored rounded to 4 decimals.\n",
     "Colours follow a viridis-like map of the weight or, by default, of its square root, which makes\n",
     "the small weights of a long context visible; cells above the diagonal (future keys) are grey.\n",
+    "A head is labelled by the pattern that takes the largest share of the attention it could take on this text:\n",
+    "previous token, induction (the character after an earlier occurrence of the query's own), first character,\n",
+    "same character (earlier occurrences of the query's own), word start (the first character of the query's word) or\n",
+    "last space (the whitespace before it),\n",
+    "with its score as TransformerLens's head detector measures it; grey when that share is below the page's threshold.\n",
     "Whitespace is shown as &#x2423; (space), &#x23CE; (newline) and &#x21E5; (tab), other control characters as their\n",
     "Unicode control pictures, all in grey; hover text gives every character's code point (U+XXXX), so one the\n",
     "fonts cannot draw is still known. The address's fragment keeps the view\n",
-    "(<code>#layer=1&amp;head=3&amp;query=12</code>, <code>head=mean</code>, <code>key=</code> for a pinned key):\n",
+    "(<code>#layer=1&amp;head=3&amp;query=12</code>, <code>head=mean</code>, <code>key=</code> for a pinned key,\n",
+    "<code>values=scores</code>); opened without one, the page shows the head with the strongest label and a query in the\n",
+    "second half of the text where it looks back most sharply:\n",
     "copy it to link to what you see.</p>\n",
     "<script type=\"application/json\" id=\"attention-data\">",
 };
 
 static const char *const PAGE_TAIL[] = {
-    "</script>\n",
     "<script>\n",
     "'use strict';\n",
     "(function () {\n",
@@ -178,6 +204,46 @@ static const char *const PAGE_TAIL[] = {
     "  // surprisal[i]: bits of character i + 1 after reading 0..i (the last null);\n",
     "  // predictions[i]: the top next characters after 0..i as [character, probability * SCALE]\n",
     "  var surprisal = data.surprisal || null, predictions = data.predictions || null;\n",
+    "  // the queries, keys and values: data.qkv[l] a layer's (T, 3A) floats, each position's A\n",
+    "  // queries, A keys, A values, head h's at h * HS; data.out[l] its heads' outputs (T, A)\n",
+    "  var HS = data.head_size || 0, A = NH * HS;\n",
+    "  function floatsOf(b64) {\n",
+    "    var s = atob(b64), bytes = new Uint8Array(s.length);\n",
+    "    for (var i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i);\n",
+    "    var view = new DataView(bytes.buffer), out = new Float32Array(bytes.length / 4);\n",
+    "    for (i = 0; i < out.length; i++) out[i] = view.getFloat32(4 * i, true);\n",
+    "    return out;\n",
+    "  }\n",
+    "  var qkv = data.qkv ? data.qkv.map(floatsOf) : null, outs = data.out ? data.out.map(floatsOf) : null;\n",
+    "  // one head's vectors, as the attention math reads them (viewer/attention_math.html)\n",
+    "  function vectorsOf(layer, head) {\n",
+    "    if (!qkv || head < 0) return null;\n",
+    "    var rows = qkv[layer], at = head * HS;\n",
+    "    function slice(i, part) { var o = i * 3 * A + part * A + at; return rows.subarray(o, o + HS); }\n",
+    "    return { n: T, hs: HS, q: function (i) { return slice(i, 0); }, k: function (j) { return slice(j, 1); },\n",
+    "             v: function (j) { return slice(j, 2); } };\n",
+    "  }\n",
+    "  function headOut(layer, head) {\n",
+    "    return function (i) { var o = i * A + head * HS; return outs[layer].subarray(o, o + HS); };\n",
+    "  }\n",
+    "  // what each head does: data.heads = {patterns, clear, reach, scores (L H P), label (L H), strength (L H)}\n",
+    "  var heads = data.heads || null;\n",
+    "  function labelOf(layer, head) {\n",
+    "    if (!heads || head < 0) return null;\n",
+    "    var index = layer * NH + head, p = heads.label[index];\n",
+    "    if (p < 0) return null;\n",
+    "    return { name: heads.patterns[p], score: heads.scores[index * heads.patterns.length + p], strength: heads.strength[index],\n",
+    "             clear: heads.strength[index] >= heads.clear };\n",
+    "  }\n",
+    "  function labelText(lab) { return lab ? lab.name + ' ' + lab.score.toFixed(2) : ''; }\n",
+    "  // the same on two lines, under a thumbnail\n",
+    "  function labelCaption(lab) { return lab ? lab.name + '\\n' + lab.score.toFixed(2) : ''; }\n",
+    "  // every pattern's score of a head, one a line\n",
+    "  function scoresText(layer, head) {\n",
+    "    if (!heads) return '';\n",
+    "    var P = heads.patterns.length, at = (layer * NH + head) * P;\n",
+    "    return heads.patterns.map(function (name, p) { return name + ' ' + heads.scores[at + p].toFixed(3); }).join('\\n');\n",
+    "  }\n",
     "\n",
     "  // ---- characters shown with visible whitespace, and named by code point ----\n",
     "  function visible(ch) {\n",
@@ -247,8 +313,18 @@ static const char *const PAGE_TAIL[] = {
     "  var layerSel = document.getElementById('layer'), headSel = document.getElementById('head');\n",
     "  var scaleSel = document.getElementById('scale'), zoomSel = document.getElementById('zoom');\n",
     "  for (var l = 0; l < NL; l++) layerSel.add(new Option('layer ' + l, l));\n",
-    "  for (var h = 0; h < NH; h++) headSel.add(new Option('head ' + h, h));\n",
-    "  headSel.add(new Option('all heads (mean)', -1));\n",
+    "  var valuesSel = document.getElementById('values');\n",
+    "  if (!qkv) valuesSel.options[1].disabled = true;\n",
+    "  function fillHeads() {\n",
+    "    var chosen = headSel.value;\n",
+    "    headSel.innerHTML = '';\n",
+    "    for (var h = 0; h < NH; h++) {\n",
+    "      var lab = labelOf(+layerSel.value, h);\n",
+    "      headSel.add(new Option('head ' + h + (lab ? ' \\u2014 ' + labelText(lab) : ''), h));\n",
+    "    }\n",
+    "    headSel.add(new Option('all heads (mean)', -1));\n",
+    "    if (chosen !== '') headSel.value = chosen;\n",
+    "  }\n",
     "\n",
     "  // the pinned character: {side: 'query' | 'key', p: position} or null\n",
     "  var pin = null;\n",
@@ -261,14 +337,14 @@ static const char *const PAGE_TAIL[] = {
     "  // the colour of a cell holding weight w (masked cells hold -1)\n",
     "  function cellRgb(w) { return w < 0 ? MASKED : lut[Math.round(intensity(w) * 255)]; }\n",
     "\n",
-    "  // an n x n canvas with one pixel per cell; values (n * n), -1 for masked cells\n",
-    "  function cellImage(values, n) {\n",
+    "  // an n x n canvas with one pixel per cell; values (n * n) coloured by rgb (cellRgb: -1 for masked cells)\n",
+    "  function cellImage(values, n, rgb) {\n",
     "    var canvas = document.createElement('canvas');\n",
     "    canvas.width = n; canvas.height = n;\n",
     "    var ctx = canvas.getContext('2d'), img = ctx.createImageData(n, n), px = img.data;\n",
     "    for (var k = 0; k < n * n; k++) {\n",
-    "      var rgb = cellRgb(values[k]);\n",
-    "      px[4 * k] = rgb[0]; px[4 * k + 1] = rgb[1]; px[4 * k + 2] = rgb[2]; px[4 * k + 3] = 255;\n",
+    "      var colour = rgb(values[k]);\n",
+    "      px[4 * k] = colour[0]; px[4 * k + 1] = colour[1]; px[4 * k + 2] = colour[2]; px[4 * k + 3] = 255;\n",
     "    }\n",
     "    ctx.putImageData(img, 0, 0);\n",
     "    return canvas;\n",
@@ -287,15 +363,15 @@ static const char *const PAGE_TAIL[] = {
     "  }\n",
     "\n",
     "  // how many cells of an n x n grid drawn at (x0, y0) with cells of `cell` CSS pixels show\n",
-    "  // the colour of their value, read back from the canvas at each cell's centre\n",
-    "  function cellsShown(canvas, values, n, x0, y0, cell) {\n",
+    "  // the colour rgb gives their value, read back from the canvas at each cell's centre\n",
+    "  function cellsShown(canvas, values, n, x0, y0, cell, rgb) {\n",
     "    var dpr = window.devicePixelRatio || 1, px = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;\n",
     "    var shown = 0;\n",
     "    for (var a = 0; a < n; a++) {\n",
     "      for (var b = 0; b < n; b++) {\n",
     "        var x = Math.floor((x0 + (b + 0.5) * cell) * dpr), y = Math.floor((y0 + (a + 0.5) * cell) * dpr);\n",
-    "        var o = 4 * (y * canvas.width + x), rgb = cellRgb(values[a * n + b]);\n",
-    "        if (px[o] === rgb[0] && px[o + 1] === rgb[1] && px[o + 2] === rgb[2]) shown++;\n",
+    "        var o = 4 * (y * canvas.width + x), want = rgb(values[a * n + b]);\n",
+    "        if (px[o] === want[0] && px[o + 1] === want[1] && px[o + 2] === want[2]) shown++;\n",
     "      }\n",
     "    }\n",
     "    return shown;\n",
@@ -314,7 +390,7 @@ static const char *const PAGE_TAIL[] = {
     "  var THUMB = 96;\n",
     "  var pool = Math.ceil(T / THUMB), thumbN = Math.ceil(T / pool), thumbCell = Math.max(1, Math.floor(THUMB / thumbN));\n",
     "  var grid = document.getElementById('model-grid'), thumbs = [];\n",
-    "  grid.style.gridTemplateColumns = 'auto repeat(' + NH + ', ' + thumbN * thumbCell + 'px)';\n",
+    "  grid.style.gridTemplateColumns = 'auto repeat(' + NH + ', minmax(' + thumbN * thumbCell + 'px, auto))';\n",
     "  function gridLabel(text) {\n",
     "    var div = document.createElement('div');\n",
     "    div.textContent = text;\n",
@@ -325,10 +401,19 @@ static const char *const PAGE_TAIL[] = {
     "  for (var gl = 0; gl < NL; gl++) {\n",
     "    gridLabel('layer ' + gl);\n",
     "    for (var gh2 = 0; gh2 < NH; gh2++) {\n",
-    "      var thumb = { layer: gl, head: gh2, canvas: document.createElement('canvas'), values: null };\n",
-    "      thumb.canvas.title = 'layer ' + gl + ', head ' + gh2 + ': click to open';\n",
+    "      var thumb = { layer: gl, head: gh2, canvas: document.createElement('canvas'), values: null, caption: null };\n",
+    "      var lab = labelOf(gl, gh2), cellBox = document.createElement('div');\n",
+    "      thumb.canvas.title = 'layer ' + gl + ', head ' + gh2 + (heads ? '\\n' + scoresText(gl, gh2) : '') + '\\nclick to open';\n",
     "      thumb.canvas.addEventListener('click', openThumb.bind(null, thumb));\n",
-    "      grid.appendChild(thumb.canvas);\n",
+    "      cellBox.className = 'thumb-cell';\n",
+    "      cellBox.appendChild(thumb.canvas);\n",
+    "      if (lab) {\n",
+    "        thumb.caption = document.createElement('div');\n",
+    "        thumb.caption.className = 'head-label' + (lab.clear ? '' : ' weak');\n",
+    "        thumb.caption.textContent = labelCaption(lab);\n",
+    "        cellBox.appendChild(thumb.caption);\n",
+    "      }\n",
+    "      grid.appendChild(cellBox);\n",
     "      thumbs.push(thumb);\n",
     "    }\n",
     "  }\n",
@@ -349,7 +434,7 @@ static const char *const PAGE_TAIL[] = {
     "      t.values = t.values || pooled(matrix(t.layer, t.head));\n",
     "      var ctx = sizeCanvas(t.canvas, size, size);\n",
     "      ctx.imageSmoothingEnabled = false;\n",
-    "      ctx.drawImage(cellImage(t.values, thumbN), 0, 0, size, size);\n",
+    "      ctx.drawImage(cellImage(t.values, thumbN, cellRgb), 0, 0, size, size);\n",
     "    });\n",
     "  }\n",
     "  function markThumb() {\n",
@@ -437,10 +522,23 @@ static const char *const PAGE_TAIL[] = {
     "    return Math.max(MIN_CELL, Math.min(MAX_CELL, Math.floor(Math.min(width, height) / T)));\n",
     "  }\n",
     "\n",
+    "  // the heatmap's numbers: the weights or, for one head of a page with the vectors, the scores\n",
+    "  var scoreCache = {};\n",
+    "  function showingScores() { return valuesSel.value === 'scores' && !!qkv && +headSel.value >= 0; }\n",
+    "  function scoresOf(layer, head) {\n",
+    "    var key = layer + ':' + head;\n",
+    "    return scoreCache[key] || (scoreCache[key] = attentionMath.scoreMatrix(vectorsOf(layer, head)));\n",
+    "  }\n",
     "  function drawHeatmap() {\n",
-    "    var m = current(), values = heat.values = new Float32Array(T * T);\n",
+    "    var scores = showingScores(), m = scores ? scoresOf(+layerSel.value, +headSel.value) : current();\n",
+    "    var values = heat.values = new Float64Array(T * T), range = 0;\n",
     "    for (var i = 0; i < T; i++)\n",
-    "      for (var j = 0; j < T; j++) values[i * T + j] = j <= i ? m[i * T + j] : -1;\n",
+    "      for (var j = 0; j < T; j++) {\n",
+    "        values[i * T + j] = j <= i ? m[i * T + j] : scores ? -Infinity : -1;\n",
+    "        if (scores && j <= i) range = Math.max(range, Math.abs(m[i * T + j]));\n",
+    "      }\n",
+    "    heat.scores = scores;\n",
+    "    heat.rgb = scores ? function (s) { return s === -Infinity ? MASKED : attentionMath.divergingRgb(s, range); } : cellRgb;\n",
     "    var cell = heat.cell = heatCell(), mg = heat.margin, size = mg + T * cell + 2;\n",
     "    heat.stack.style.width = size + 'px';\n",
     "    heat.stack.style.height = size + 'px';\n",
@@ -449,7 +547,7 @@ static const char *const PAGE_TAIL[] = {
     "    ctx.fillStyle = '#fff';\n",
     "    ctx.fillRect(0, 0, size, size);\n",
     "    ctx.imageSmoothingEnabled = false;\n",
-    "    ctx.drawImage(cellImage(values, T), mg, mg, T * cell, T * cell);\n",
+    "    ctx.drawImage(cellImage(values, T, heat.rgb), mg, mg, T * cell, T * cell);\n",
     "    ctx.textAlign = 'center';\n",
     "    ctx.textBaseline = 'middle';\n",
     "    if (cell >= 8) {\n",
@@ -520,8 +618,15 @@ static const char *const PAGE_TAIL[] = {
     "    ctx.fillText(glyphs[pos.j], mg + (pos.j + 0.5) * cell, mg / 2);\n",
     "  }\n",
     "\n",
+    "  // what the heatmap shows at a cell, briefly\n",
+    "  function heatValue(pos) {\n",
+    "    if (pos.j > pos.i) return heat.scores ? 'masked: \\u2212\\u221e' : 'masked';\n",
+    "    var w = fmt(current()[pos.i * T + pos.j]);\n",
+    "    return heat.scores ? 'score ' + heat.values[pos.i * T + pos.j].toFixed(3) + ', weight ' + w : w;\n",
+    "  }\n",
     "  function heatText(pos) {\n",
-    "    var weight = pos.j > pos.i ? 'masked (future key)' : 'weight ' + fmt(current()[pos.i * T + pos.j]);\n",
+    "    var weight = pos.j > pos.i ? 'masked (future key)' : heat.scores ? heatValue(pos) + ' (q\\u00b7k/\\u221ahs, then the softmax)' :\n",
+    "      'weight ' + fmt(current()[pos.i * T + pos.j]);\n",
     "    return 'query ' + quoted(pos.i) + ' ' + context(pos.i) + '\\nkey   ' + quoted(pos.j) + ' ' + context(pos.j) + '\\n' + weight;\n",
     "  }\n",
     "\n",
@@ -530,7 +635,7 @@ static const char *const PAGE_TAIL[] = {
     "    drawHeatHover(pos);\n",
     "    if (!pos) { tooltip.style.display = 'none'; return; }\n",
     "    heat.readout.textContent = heatText(pos);\n",
-    "    tooltip.textContent = pos.j > pos.i ? 'masked' : fmt(current()[pos.i * T + pos.j]);\n",
+    "    tooltip.textContent = heatValue(pos);\n",
     "    tooltip.style.left = (ev.clientX + 14) + 'px';\n",
     "    tooltip.style.top = (ev.clientY + 14) + 'px';\n",
     "    tooltip.style.display = 'block';\n",
@@ -687,10 +792,25 @@ static const char *const PAGE_TAIL[] = {
     "  function writeHash() {\n",
     "    var parts = ['layer=' + layerSel.value, 'head=' + (+headSel.value < 0 ? 'mean' : headSel.value)];\n",
     "    if (pin) parts.push(pin.side + '=' + pin.p);\n",
+    "    if (valuesSel.value === 'scores') parts.push('values=scores');\n",
     "    var hash = '#' + parts.join('&');\n",
     "    if (location.hash === hash) return;\n",
     "    try { history.replaceState(null, '', hash); } catch (e) { location.hash = hash; }\n",
     "  }\n",
+    "  // the view the page opens on without one in the address: the head with the strongest label\n",
+    "  // and, in the second half of the text, the query where it looks back most sharply (without\n",
+    "  // labels: layer 0, head 0 and no query)\n",
+    "  function defaultView() {\n",
+    "    var best = { layer: 0, head: 0, strength: -1, query: null };\n",
+    "    if (!heads) return best;\n",
+    "    for (var index = 0; index < NL * NH; index++)\n",
+    "      if (heads.label[index] >= 0 && heads.strength[index] > best.strength)\n",
+    "        best = { layer: Math.floor(index / NH), head: index % NH, strength: heads.strength[index] };\n",
+    "    var m = matrix(best.layer, best.head);\n",
+    "    best.query = attentionMath.defaultQuery(T, function (i, j) { return m[i * T + j]; });\n",
+    "    return best;\n",
+    "  }\n",
+    "  var opening = defaultView();\n",
     "  // applies the address's view; names what it cannot show in the notice\n",
     "  function readHash() {\n",
     "    var params = {}, problems = [];\n",
@@ -709,9 +829,15 @@ static const char *const PAGE_TAIL[] = {
     "    var layer = index('layer', NL, 'this model has layers');\n",
     "    var head = params.head === 'mean' ? -1 : index('head', NH, 'this model has heads');\n",
     "    var query = index('query', T, 'the text has positions'), key = index('key', T, 'the text has positions');\n",
+    "    var none = ['layer', 'head', 'query', 'key', 'values'].every(function (name) { return params[name] === undefined; });\n",
+    "    if (none) layer = opening.layer, head = opening.head, query = opening.query;\n",
     "    if (layer !== null) layerSel.value = layer;\n",
+    "    fillHeads();\n",
     "    if (head !== null) headSel.value = head;\n",
     "    pin = query !== null ? { side: 'query', p: query } : key !== null ? { side: 'key', p: key } : null;\n",
+    "    if (params.values === 'scores' && qkv) valuesSel.value = 'scores';\n",
+    "    else if (params.values === undefined || params.values === 'weights') valuesSel.value = 'weights';\n",
+    "    else problems.push('values=' + params.values + ': this page ' + (qkv ? 'shows weights or scores' : 'holds no scores'));\n",
     "    notice.textContent = problems.length ? 'The address asks for what this page does not hold: ' + problems.join('; ') : '';\n",
     "    notice.style.display = problems.length ? 'block' : 'none';\n",
     "  }\n",
@@ -721,7 +847,30 @@ static const char *const PAGE_TAIL[] = {
     "    markText();\n",
     "    drawHeatHover(heat.pos);\n",
     "    scheduleLines();\n",
+    "    drawMath();\n",
     "    writeHash();\n",
+    "  }\n",
+    "\n",
+    "  // ---- the attention math of the chosen head and query (viewer/attention_math.html) ----\n",
+    "  var mathQuery = null;\n",
+    "  var mathPanel = qkv ? attentionMath.panel(document.getElementById('math-panel'), {\n",
+    "    glyph: function (i) { return glyphs[i]; },\n",
+    "    onQuery: function (i) { setPin({ side: 'query', p: i }); }\n",
+    "  }) : null;\n",
+    "  if (mathPanel) document.getElementById('math-row').style.display = 'flex';\n",
+    "  function drawMath() {\n",
+    "    if (!mathPanel) return;\n",
+    "    var layer = +layerSel.value, head = +headSel.value;\n",
+    "    if (head < 0) {\n",
+    "      mathPanel.show({ note: 'The attention math is one head\\u2019s: choose a head rather than the mean of the layer.' });\n",
+    "      return;\n",
+    "    }\n",
+    "    var m = matrix(layer, head), lab = labelOf(layer, head);\n",
+    "    if (pin && pin.side === 'query') mathQuery = pin.p;\n",
+    "    if (mathQuery === null) mathQuery = attentionMath.defaultQuery(T, function (i, j) { return m[i * T + j]; });\n",
+    "    mathPanel.show({ title: 'layer ' + layer + ', head ' + head + (lab ? ' (' + labelText(lab) + ')' : ''),\n",
+    "                     vectors: vectorsOf(layer, head), query: mathQuery, modelWeight: function (i, j) { return m[i * T + j]; },\n",
+    "                     modelOut: headOut(layer, head), weightPrecision: 'the page holds them rounded to 4 decimals' });\n",
     "  }\n",
     "\n",
     "  // the views of the chosen layer and head\n",
@@ -731,6 +880,7 @@ static const char *const PAGE_TAIL[] = {
     "    drawLinesBase();\n",
     "    drawLines();\n",
     "    markText();\n",
+    "    drawMath();\n",
     "  }\n",
     "  // everything the colour scale changes, and the chosen views\n",
     "  function drawColoured() {\n",
@@ -739,7 +889,8 @@ static const char *const PAGE_TAIL[] = {
     "    drawChosen();\n",
     "  }\n",
     "  function changed() { drawChosen(); writeHash(); }\n",
-    "  layerSel.addEventListener('change', changed);\n",
+    "  layerSel.addEventListener('change', function () { fillHeads(); changed(); });\n",
+    "  valuesSel.addEventListener('change', function () { drawHeatmap(); writeHash(); });\n",
     "  headSel.addEventListener('change', changed);\n",
     "  scaleSel.addEventListener('change', drawColoured);\n",
     "  zoomSel.addEventListener('change', drawHeatmap);\n",
@@ -817,9 +968,25 @@ static const char *const PAGE_TAIL[] = {
     "  function selfTest() {\n",
     "    var d = document.body.dataset;\n",
     "    d.modelHeatmaps = thumbs.filter(function (t) {\n",
-    "      return cellsShown(t.canvas, t.values, thumbN, 0, 0, thumbCell) === thumbN * thumbN;\n",
+    "      return cellsShown(t.canvas, t.values, thumbN, 0, 0, thumbCell, cellRgb) === thumbN * thumbN;\n",
     "    }).length;\n",
-    "    d.heatmapCells = cellsShown(heat.canvas, heat.values, T, heat.margin, heat.margin, heat.cell);\n",
+    "    d.heatmapCells = cellsShown(heat.canvas, heat.values, T, heat.margin, heat.margin, heat.cell, heat.rgb);\n",
+    "    d.values = heat.scores ? 'scores' : 'weights';\n",
+    "    d.labels = thumbs.filter(function (t) { return t.caption && t.caption.textContent === labelCaption(labelOf(t.layer, t.head)); }).length;\n",
+    "    d.defaultView = opening.layer + ',' + opening.head + ',' + (opening.query === null ? '' : 'query=' + opening.query);\n",
+    "    var math = mathPanel ? mathPanel.selfTest() : { rows: 0, query: -1 };\n",
+    "    d.mathRows = math.rows;\n",
+    "    d.mathQuery = math.query;\n",
+    "    // the page's attention math against the model's own weights and outputs, every head and query\n",
+    "    var worstWeight = 0, worstOut = 0;\n",
+    "    for (var ml = 0; qkv && ml < NL; ml++)\n",
+    "      for (var mh = 0; mh < NH; mh++) {\n",
+    "        var mm = matrix(ml, mh), c = attentionMath.compare(vectorsOf(ml, mh), function (i, j) { return mm[i * T + j]; }, headOut(ml, mh));\n",
+    "        worstWeight = Math.max(worstWeight, c.weight);\n",
+    "        worstOut = Math.max(worstOut, c.out);\n",
+    "      }\n",
+    "    d.mathWeightError = qkv ? worstWeight.toExponential(2) : '';\n",
+    "    d.mathOutputError = qkv ? worstOut.toExponential(2) : '';\n",
     "    d.textCells = tokens.filter(function (ch, i) {\n",
     "      var rgb = textColour(i), hover = textHover(i);\n",
     "      var coloured = rgb ? text.spans[i].style.backgroundColor === css(rgb) : !predictions || i === 0;\n",
@@ -841,10 +1008,11 @@ static const char *const PAGE_TAIL[] = {
     "  drawLegend('surprisal-bar', function (x) { return surpriseRgb(x * SURPRISE_MAX); });\n",
     "  drawLegend('lens-bar', function (x) { return lensRgb(x * SCALE); });\n",
     "  drawLens();\n",
+    "  fillHeads();\n",
     "  readHash();\n",
     "  drawColoured();\n",
     "  if (/(^#|&)selftest(&|$)/.test(location.hash)) selfTest();\n",
-    "  document.body.dataset.rendered = 'model,text,heatmap,lines' + (lensData ? ',lens' : '');\n",
+    "  document.body.dataset.rendered = 'model,text,heatmap,lines' + (lensData ? ',lens' : '') + (mathPanel ? ',math' : '');\n",
     "  // milliseconds from the start of loading the page to every view drawn\n",
     "  document.body.dataset.renderMs = Math.round(performance.now());\n",
     "})();\n",
@@ -945,13 +1113,56 @@ static void write_lens(FILE *fp, const Attention *a, char *row) {
     fputs("]}", fp);
 }
 
+// ,"head_size":hs,"qkv":[L strings],"out":[L strings]: each layer's rows as base64 floats
+static void write_vectors(FILE *fp, const Attention *a) {
+    const AttentionVectors *v = a->vectors;
+    size_t A = (size_t)a->n_head * v->head_size, rows = (size_t)a->t;
+    fprintf(fp, ",\n\"head_size\":%d,\"qkv\":[", v->head_size);
+    for (int l = 0; l < a->n_layer; l++) {
+        fputs(l ? ",\n" : "\n", fp);
+        viewer_write_base64_floats(fp, v->qkv + l * rows * 3 * A, rows * 3 * A);
+    }
+    fputs("],\"out\":[", fp);
+    for (int l = 0; l < a->n_layer; l++) {
+        fputs(l ? ",\n" : "\n", fp);
+        viewer_write_base64_floats(fp, v->out + l * rows * A, rows * A);
+    }
+    fputc(']', fp);
+}
+
+// n numbers to 4 decimals (null when not finite), separated by commas
+static void write_decimals(FILE *fp, const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (i) fputc(',', fp);
+        if (isfinite(x[i])) fprintf(fp, "%.4f", (double)x[i]);
+        else fputs("null", fp);
+    }
+}
+
+// ,"heads":{...} as described at the top of this file
+static void write_heads(FILE *fp, const Attention *a) {
+    const AttentionHeads *x = a->heads;
+    size_t heads = (size_t)a->n_layer * a->n_head;
+    fputs(",\n\"heads\":{\"patterns\":[", fp);
+    for (int p = 0; p < x->patterns; p++) fprintf(fp, p ? ",\"%s\"" : "\"%s\"", x->names[p]);
+    fprintf(fp, "],\"clear\":%.4f,\"reach\":[", x->clear);
+    write_decimals(fp, x->reach, (size_t)x->patterns);
+    fputs("],\"scores\":[", fp);
+    write_decimals(fp, x->scores, heads * x->patterns);
+    fputs("],\"label\":[", fp);
+    for (size_t i = 0; i < heads; i++) fprintf(fp, i ? ",%d" : "%d", x->label[i]);
+    fputs("],\"strength\":[", fp);
+    write_decimals(fp, x->strength, heads);
+    fputs("]}", fp);
+}
+
 // The embedded JSON described at the top of this file, one head per line.
 static const JsonLayout html_layout = {
     .html_safe = 1, .open = "{\"tokens\":[", .write_sizes = write_sizes, .row_bytes = row_bytes,
     .write_head = write_head, .head_end = "],\n", .last_layer_end = "]",
     .surprisal_open = ",\n\"surprisal\":[", .predictions_open = "],\n\"predictions\":[", .position_end = "",
     .append_surprisal = append_surprisal, .append_probability = append_probability, .write_lens = write_lens,
-    .close = "}",
+    .write_vectors = write_vectors, .write_heads = write_heads, .close = "}",
 };
 
 int attention_write_html(FILE *fp, const Attention *a, char err[ERR_LEN]) {
@@ -961,6 +1172,8 @@ int attention_write_html(FILE *fp, const Attention *a, char err[ERR_LEN]) {
     write_summary(fp, a);
     write_lines(fp, PAGE_AFTER_HEADING, PAGE_LINES(PAGE_AFTER_HEADING));
     if (viewer_write_json(fp, a, &html_layout, err) != 0) return -1;
+    fputs("</script>\n", fp);
+    fputs(attention_math, fp);
     write_lines(fp, PAGE_TAIL, PAGE_LINES(PAGE_TAIL));
     return 0;
 }

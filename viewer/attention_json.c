@@ -1,7 +1,8 @@
 // .json: tokens, sizes and the full (L, H, t, t) attention as nested arrays, one query row
 // per line, weights with %.9g (non-finite numbers, which JSON cannot hold, as null); then,
-// when given, the surprisal and top predictions at each position, one position per line, and
-// the logit lens, one row of it per line.
+// when given, the surprisal and top predictions at each position, one position per line, the
+// logit lens, one row of it per line, each head's queries, keys, values and outputs, one
+// vector per line, and each head's pattern scores and label.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,72 @@ static void write_lens(FILE *fp, const Attention *a, char *row) {
     fputs("]}", fp);
 }
 
+// Writes n floats as "[x,...,x]" with %.9g.
+static void write_floats(FILE *fp, const float *x, int n) {
+    char number[24];
+    fputc('[', fp);
+    for (int k = 0; k < n; k++) {
+        if (k) fputc(',', fp);
+        fwrite(number, 1, (size_t)append_number(number, x[k]), fp);
+    }
+    fputc(']', fp);
+}
+
+// "head_size": hs, then "query", "key", "value" and "head_output" as [L][H][t][hs]: the slices
+// of the forward's qkv rows (3A each) and output rows (A each), a vector a line
+static void write_vectors(FILE *fp, const Attention *a) {
+    const AttentionVectors *v = a->vectors;
+    const int hs = v->head_size, A = a->n_head * hs;
+    static const char *const names[4] = {"query", "key", "value", "head_output"};
+    fprintf(fp, ",\n\"head_size\": %d", hs);
+    for (int which = 0; which < 4; which++) {
+        const float *base = which < 3 ? v->qkv + which * A : v->out;
+        size_t stride = which < 3 ? 3 * (size_t)A : (size_t)A;  // floats between two positions' rows
+        fprintf(fp, ",\n\"%s\": [", names[which]);
+        for (int l = 0; l < a->n_layer; l++)
+            for (int h = 0; h < a->n_head; h++) {
+                fputs(h ? ",\n[" : l ? "],\n[[" : "[[", fp);
+                for (int i = 0; i < a->t; i++) {
+                    if (i) fputs(",\n", fp);
+                    write_floats(fp, base + ((size_t)l * a->t + i) * stride + (size_t)h * hs, hs);
+                }
+                fputc(']', fp);
+            }
+        fputs("]]", fp);
+    }
+}
+
+// "heads": {"patterns", "reach", "scores" [L][H][P], "label" [L][H] names or null, "strength" [L][H]}
+static void write_heads(FILE *fp, const Attention *a) {
+    const AttentionHeads *x = a->heads;
+    fputs(",\n\"heads\": {\"patterns\": [", fp);
+    for (int p = 0; p < x->patterns; p++) fprintf(fp, p ? ", \"%s\"" : "\"%s\"", x->names[p]);
+    fputs("], \"reach\": ", fp);
+    write_floats(fp, x->reach, x->patterns);
+    fputs(",\n\"scores\": [", fp);
+    for (int l = 0; l < a->n_layer; l++) {
+        fputs(l ? "],\n[" : "[", fp);
+        for (int h = 0; h < a->n_head; h++) {
+            if (h) fputc(',', fp);
+            write_floats(fp, x->scores + ((size_t)l * a->n_head + h) * x->patterns, x->patterns);
+        }
+    }
+    fputs("]],\n\"label\": [", fp);
+    for (int l = 0; l < a->n_layer; l++)
+        for (int h = 0; h < a->n_head; h++) {
+            int label = x->label[l * a->n_head + h];
+            fputs(h ? ", " : l ? "], [" : "[", fp);
+            if (label < 0) fputs("null", fp);
+            else fprintf(fp, "\"%s\"", x->names[label]);
+        }
+    fputs("]],\n\"strength\": [", fp);
+    for (int l = 0; l < a->n_layer; l++) {
+        fputs(l ? "," : "", fp);
+        write_floats(fp, x->strength + (size_t)l * a->n_head, a->n_head);
+    }
+    fputs("]}", fp);
+}
+
 // one row: t numbers of at most 16 bytes and a comma each, brackets, comma, newline
 static size_t row_bytes(int t) { return (size_t)t * 17 + 4; }
 
@@ -91,7 +158,7 @@ static const JsonLayout json_layout = {
     .write_head = write_head, .head_end = "],", .last_layer_end = "]\n",
     .surprisal_open = ",\n\"surprisal\": [", .predictions_open = "],\n\"predictions\": [\n", .position_end = "\n",
     .append_surprisal = append_number, .append_probability = append_number, .write_lens = write_lens,
-    .close = "}\n",
+    .write_vectors = write_vectors, .write_heads = write_heads, .close = "}\n",
 };
 
 int attention_write_json(FILE *fp, const Attention *a, char err[ERR_LEN]) {

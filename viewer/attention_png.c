@@ -244,8 +244,7 @@ int attention_write_png(FILE *fp, const Attention *a, char err[ERR_LEN]) {
     PngLayout p;
     attention_png_layout(a, &p);
     if (p.width > ATTENTION_PNG_MAX_SIDE || p.height > ATTENTION_PNG_MAX_SIDE) {
-        snprintf(err, ERR_LEN, "%s: a %ld x %ld image is too large to write", a->path, p.width,
-                 p.height);
+        snprintf(err, ERR_LEN, "a %ld x %ld image is too large to write", p.width, p.height);
         return -1;
     }
     size_t row_bytes = 3 * (size_t)p.width, stride = 1 + row_bytes;  // filter byte + RGB
@@ -258,8 +257,7 @@ int attention_write_png(FILE *fp, const Attention *a, char err[ERR_LEN]) {
         free(rgb);
         free(raw);
         free(packed);
-        snprintf(err, ERR_LEN, "%s: out of memory for a %ld x %ld image", a->path, p.width,
-                 p.height);
+        snprintf(err, ERR_LEN, "out of memory for a %ld x %ld image", p.width, p.height);
         return -1;
     }
     for (long y = 0; y < p.height; y++) {
@@ -273,7 +271,7 @@ int attention_write_png(FILE *fp, const Attention *a, char err[ERR_LEN]) {
     free(raw);
     if (rc != Z_OK) {
         free(packed);
-        snprintf(err, ERR_LEN, "%s: zlib compression failed (code %d)", a->path, rc);
+        snprintf(err, ERR_LEN, "zlib compression failed (code %d)", rc);
         return -1;
     }
     static const unsigned char signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};

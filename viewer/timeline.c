@@ -1,5 +1,6 @@
 // The timeline page: the fixed page (viewer/timeline_page.html, made into a C string at build
-// time) with the run's data in the place of its @DATA@ mark and its title in place of @TITLE@.
+// time) with the run's data in the place of its @DATA@ mark, its title in place of @TITLE@ and
+// the attention math (viewer/attention_math.html) in place of @MATH@.
 #include "timeline.h"
 
 #include <errno.h>
@@ -13,11 +14,15 @@
 #include "../format/atomic_file.h"
 #include "../data/utf8.h"
 #include "../format/probe_file.h"
+#include "head_scores.h"
 #include "attention_formats.h"
 #include "markup.h"
 
 static const char timeline_page[] =
 #include "timeline_page.inc"
+    ;
+static const char attention_math[] =
+#include "attention_math.inc"
     ;
 
 // ----------------------------------------------------------------------------
@@ -46,29 +51,10 @@ static void write_number(FILE *fp, double x) {
     else fputs("null", fp);
 }
 
-static void write_tokens(FILE *fp, const char *name, const int32_t *tokens, int n) {
+static void write_token_ids(FILE *fp, const char *name, const int32_t *tokens, int n) {
     fprintf(fp, ",\"%s\":[", name);
     for (int i = 0; i < n; i++) fprintf(fp, i ? ",%d" : "%d", (int)tokens[i]);
     fputc(']', fp);
-}
-
-// n bytes as a quoted base64 string.
-static void write_base64(FILE *fp, const uint8_t *bytes, size_t n) {
-    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char chunk[4 * 256];
-    size_t used = 0;
-    fputc('"', fp);
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)bytes[i] << 16 | (i + 1 < n ? (uint32_t)bytes[i + 1] << 8 : 0) |
-                     (i + 2 < n ? bytes[i + 2] : 0);
-        chunk[used++] = digits[v >> 18 & 63];
-        chunk[used++] = digits[v >> 12 & 63];
-        chunk[used++] = i + 1 < n ? digits[v >> 6 & 63] : '=';
-        chunk[used++] = i + 2 < n ? digits[v & 63] : '=';
-        if (used == sizeof(chunk)) fwrite(chunk, 1, used, fp), used = 0;
-    }
-    fwrite(chunk, 1, used, fp);
-    fputc('"', fp);
 }
 
 // The bytes of n bytes as a base64 string in the page, with its quotes and comma.
@@ -195,6 +181,16 @@ static void write_header(FILE *fp, const ProbeHeader *h, const char *title) {
             PROBE_TOP, PROBE_LENS_TOP, probe_light_bytes(h), probe_record_bytes(h),
             (unsigned long long)h->sample_seed);
     write_number(fp, h->temperature);
+    fprintf(fp, ",\"version\":%d,\"head_size\":%d,\"vector_len\":%d,\"vector_repeat_len\":%d,\"label_clear\":%g,"
+            "\"patterns\":[", h->version == 1 ? 1 : 2, h->head_size, h->vector_len, h->vector_repeat_len,
+            HEAD_LABEL_CLEAR);
+    for (int p = 0; p < HEAD_PATTERNS; p++) fprintf(fp, p ? ",\"%s\"" : "\"%s\"", head_pattern_names[p]);
+    fputs("],\"reach\":[", fp);
+    for (int p = 0; p < PROBE_PATTERNS; p++) {
+        if (p) fputc(',', fp);
+        write_number(fp, h->reach[p]);
+    }
+    fputc(']', fp);
     fputs(",\"grad_clip\":", fp);
     write_number(fp, h->grad_clip);
     fputs(",\"source\":", fp);
@@ -209,15 +205,70 @@ static void write_header(FILE *fp, const ProbeHeader *h, const char *title) {
         fwrite(text, 1, (size_t)n, fp);
     }
     fputc(']', fp);
-    write_tokens(fp, "passage", h->passage, h->probe_len + 1);
-    write_tokens(fp, "repeated", h->repeated, h->repeat_len);
-    write_tokens(fp, "prompt", h->prompt, h->prompt_len);
+    write_token_ids(fp, "passage", h->passage, h->probe_len + 1);
+    write_token_ids(fp, "repeated", h->repeated, h->repeat_len);
+    write_token_ids(fp, "prompt", h->prompt, h->prompt_len);
     fputs(",\"group_names\":[", fp);
     for (int g = 0; g < h->groups; g++) {
         if (g) fputc(',', fp);
         write_json_text(fp, h->group_names[g]);
     }
     fputc(']', fp);
+}
+
+// How often the gradient was clipped, from every row of the loss history that says (its
+// clipped count of the steps since the row before: the first row's as many as the second's,
+// or all of its steps).
+#define CLIP_BINS 20
+typedef struct {
+    double steps, clipped;           // over the whole history
+    double bin_steps[CLIP_BINS], bin_clipped[CLIP_BINS];  // over twentieths of its steps
+    double first_step, last_step;    // the history's span: from before its first row to its last
+    double third_loss, fourth_loss;  // the mean train loss over its third and last quarters
+} Clipping;
+
+// The steps row i of points reports on.
+static double steps_of(const LossPoint *points, size_t n, size_t i) {
+    if (i > 0) return (double)(points[i].step - points[i - 1].step);
+    return n > 1 && points[1].step - points[0].step < points[0].step ? (double)(points[1].step - points[0].step)
+                                                                    : (double)points[0].step;
+}
+
+static void count_clipping(const LossPoint *points, size_t n, Clipping *c) {
+    memset(c, 0, sizeof(*c));
+    if (n == 0) return;
+    c->first_step = (double)points[0].step - steps_of(points, n, 0), c->last_step = (double)points[n - 1].step;
+    double span = c->last_step - c->first_step, loss[2] = {0, 0}, rows[2] = {0, 0};
+    for (size_t i = 0; i < n && span > 0; i++) {
+        double steps = steps_of(points, n, i), at = ((double)points[i].step - c->first_step) / span;
+        int quarter = at > 0.75 ? 1 : at > 0.5 ? 0 : -1;
+        if (quarter >= 0 && isfinite(points[i].train_loss)) loss[quarter] += points[i].train_loss, rows[quarter]++;
+        if (!isfinite(points[i].clipped) || steps <= 0) continue;
+        double clipped = fmin(points[i].clipped, steps);
+        int bin = (int)fmin(CLIP_BINS - 1, fmax(0, ceil(at * CLIP_BINS) - 1));
+        c->steps += steps, c->clipped += clipped;
+        c->bin_steps[bin] += steps, c->bin_clipped[bin] += clipped;
+    }
+    c->third_loss = rows[0] ? loss[0] / rows[0] : NAN;
+    c->fourth_loss = rows[1] ? loss[1] / rows[1] : NAN;
+}
+
+// "clipping": {"steps", "clipped", "first_step", "last_step", "bins": [CLIP_BINS shares, null
+// where no step says], "third_loss", "fourth_loss"}
+static void write_clipping(FILE *fp, const LossPoint *points, size_t n) {
+    Clipping c;
+    count_clipping(points, n, &c);
+    fprintf(fp, ",\"clipping\":{\"steps\":%.0f,\"clipped\":%.0f,\"first_step\":%.0f,\"last_step\":%.0f,\"bins\":[",
+            c.steps, c.clipped, c.first_step, c.last_step);
+    for (int b = 0; b < CLIP_BINS; b++) {
+        if (b) fputc(',', fp);
+        write_number(fp, c.bin_steps[b] > 0 ? c.bin_clipped[b] / c.bin_steps[b] : NAN);
+    }
+    fputs("],\"third_loss\":", fp);
+    write_number(fp, c.third_loss);
+    fputs(",\"fourth_loss\":", fp);
+    write_number(fp, c.fourth_loss);
+    fputc('}', fp);
 }
 
 // "losses": [[step, train, val, lr, grad_norm, clipped], ...]: every row with a validation
@@ -242,8 +293,12 @@ static void write_losses(FILE *fp, const LossPoint *points, size_t n) {
     fputc(']', fp);
 }
 
-// Pass two: the records the selection keeps, each as its payload's light part or whole.
-static int write_records(FILE *fp, const char *probe_path, const Selection *s, char err[ERR_LEN]) {
+// Writes what the page holds of a record the selection keeps (keep: 1 its light part, 2 whole).
+typedef void (*RecordWriter)(FILE *fp, const ProbeReader *r, const ProbeRecord *rec, uint8_t keep);
+
+// A pass over the probe file: "key": [...] with what write writes of each record kept, ",\n" apart.
+static int write_kept(FILE *fp, const char *key, const char *probe_path, const Selection *s, RecordWriter write,
+                      char err[ERR_LEN]) {
     FILE *in = input_file_fopen(probe_path, 0, NULL, err);
     if (!in) return -1;
     ProbeReader r;
@@ -253,14 +308,14 @@ static int write_records(FILE *fp, const char *probe_path, const Selection *s, c
         probe_reader_close(&r);
         rc = -1;
     }
-    fputs(",\"records\":[", fp);
+    fprintf(fp, ",\"%s\":[", key);
     long i = 0, written = 0;
     int got = 0;
     while (rc == 0 && i < s->records && (got = probe_reader_next(&r, &rec, err)) == 1) {
         uint8_t keep = s->keep[i++];
         if (!keep) continue;
         fputs(written++ ? ",\n" : "\n", fp);
-        write_base64(fp, r.payload, keep == 2 ? r.payload_len : probe_light_bytes(&r.header));
+        write(fp, &r, &rec, keep);
     }
     if (got < 0) rc = -1;
     fputc(']', fp);
@@ -270,6 +325,32 @@ static int write_records(FILE *fp, const char *probe_path, const Selection *s, c
     }
     fclose(in);
     return rc;
+}
+
+// The payload as the probe file holds it, its light part or whole, in base64.
+static void write_payload(FILE *fp, const ProbeReader *r, const ProbeRecord *rec, uint8_t keep) {
+    viewer_write_base64(fp, r->payload, keep == 2 ? r->payload_len : probe_light_bytes(&r->header));
+}
+
+// Each head's label (head_scores.h: its strongest pattern, -1 for none) and its strength:
+// [[labels (L H)], [strengths (L H), 4 decimals]].
+static void write_labels(FILE *fp, const ProbeReader *r, const ProbeRecord *rec, uint8_t keep) {
+    const int heads = r->header.n_layer * r->header.n_head;
+    for (int pass = 0; pass < 2; pass++) {  // the labels, then their strengths
+        fputs(pass ? "],[" : "[[", fp);
+        for (int i = 0; i < heads; i++) {
+            // the scores in head_scores.h's order of patterns
+            const float scores[HEAD_PATTERNS] = {rec->previous_token[i], rec->induction[i], rec->first_character[i],
+                                                 rec->same_character[i], rec->word_start[i], rec->last_space[i]};
+            double strength;
+            int label = head_label(scores, r->header.reach, &strength);
+            if (i) fputc(',', fp);
+            if (pass) fprintf(fp, "%.4f", strength);
+            else fprintf(fp, "%d", label);
+        }
+    }
+    fputs("]]", fp);
+    (void)keep;
 }
 
 // Writes the page text up to the next mark (or its end); returns what follows the mark, or
@@ -305,10 +386,14 @@ int timeline_write(const char *path, const char *probe_path, const LossPoint *po
         markup_write_text(f.fp, heading);
         rest = write_until_mark(f.fp, rest, "@TITLE@");
         markup_write_text(f.fp, heading);
+        rest = write_until_mark(f.fp, rest, "@MATH@");
+        fputs(attention_math, f.fp);
         rest = write_until_mark(f.fp, rest, "@DATA@");
         write_header(f.fp, &r.header, title);
         write_losses(f.fp, points, n);
-        rc = write_records(f.fp, probe_path, &s, err);
+        write_clipping(f.fp, points, n);
+        rc = write_kept(f.fp, "records", probe_path, &s, write_payload, err);
+        if (rc == 0) rc = write_kept(f.fp, "labels", probe_path, &s, write_labels, err);
         fprintf(f.fp, ",\"summary\":{\"records\":%ld,\"whole\":%ld,\"kept\":%ld,\"kept_whole\":%ld,\"torn_bytes\":%llu,"
                 "\"budget\":%.0f}}", s.records, s.whole, s.kept, s.kept_whole, (unsigned long long)torn, budget);
         write_until_mark(f.fp, rest, "@END@");

@@ -2,15 +2,22 @@
 // CSS and JavaScript, nothing fetched) that shows a run learning, from its probe file
 // (format/probe_file.h) and its log.csv. A step slider with a play button picks an
 // evaluation; at that step the page shows the loss curves with the step marked, the sample,
-// the probe passage coloured by surprisal, the model view of every head (on the passage or on
-// the repeated random sequence) and a larger view of the chosen one, the logit-lens grid
-// (layers x positions), small charts of every head's scores over all steps, and the
-// gradient's norm and the update-to-weight ratios. Hover gives the numbers; the address keeps
-// the step, the head and the text (#step=500&layer=1&head=2&text=repeated).
+// the probe passage coloured by surprisal, the model view of every head under its label (on
+// the passage or on the repeated random sequence) and a larger view of the chosen one (its
+// weights, or the scores q.k / sqrt(hs) behind them), the attention math of one of its queries
+// (viewer/attention_math.html, from the record's queries, keys and values), the logit-lens grid
+// (layers x positions), charts of every head's pattern scores over all steps with their axes,
+// the share of steps whose gradient was clipped with what it means, and the gradient's norm and
+// the update-to-weight ratios. Hover gives the numbers; the address keeps the step, the head,
+// the text and the query (#step=500&layer=1&head=2&text=repeated&query=40[&values=scores]);
+// without a head it opens on the one with the strongest label at the last step.
 //
-// The data goes in a <script type="application/json"> as the header's contents, the loss
-// history, and each record's payload as base64, exactly as the probe file holds it (the page
-// decodes the layout probe_file.h documents). The page is bounded: the records take at most
+// The data goes in a <script type="application/json"> as the header's contents (with the head
+// patterns' names), the loss history, the clipping figures (from every row of the history:
+// the steps it reports on and how many were clipped, by twentieths of the run, and the mean
+// train loss of its last two quarters), each record's payload as base64, exactly as the probe
+// file holds it (the page decodes the layout probe_file.h documents, both versions), and each
+// record's labels (head_scores.h's head_label on its scores and the header's reach). The page is bounded: the records take at most
 // TIMELINE_MAX_RECORD_BYTES of it (as base64); past that, the probe records kept whole (with
 // attention, predictions and the lens) are thinned to evenly spaced steps, always the first
 // and the last, and the other records keep their light part (scores, sample, training
@@ -21,12 +28,18 @@
 // With "selftest" in the address's fragment the page reads back what it drew and sets on
 // <body>: data-steps (positions of the slider), data-first-step (its first step), data-step
 // (the step shown), data-view
-// ("step,layer,head,text"), data-model-cells (model-view thumbnails whose every cell shows
-// its weight's colour), data-head-cells (such cells of the chosen head's large view),
-// data-lens-cells (lens cells showing their top character in the colour of the next
-// character's probability), data-text-cells (passage characters coloured by their surprisal),
-// data-score-charts (head charts drawn), data-stacked and data-page-overflow; and
-// data-rendered once everything is drawn, data-failed on a script error.
+// ("step,layer,head,text"), data-default-head ("layer,head" with the strongest label),
+// data-model-cells (model-view thumbnails whose every cell shows its weight's colour),
+// data-head-cells (cells of the chosen head's large view in their value's colour), data-values
+// (what it shows: weights or scores), data-lens-cells (lens cells showing their top character
+// in the colour of the next character's probability), data-text-cells (passage characters
+// coloured by their surprisal), data-score-charts (head charts drawn), data-chart-axes (charts
+// with their axes' values and their label), data-labels (thumbnails captioned with their
+// label), data-clipping (the clipping panel's verdict), data-math-rows and data-math-query
+// (the attention math's rows and query), data-math-weight-error (the largest difference, over
+// every head and query of the text shown, between the page's softmax and the weights the file
+// keeps), data-stacked and data-page-overflow; and data-rendered once everything is drawn,
+// data-failed on a script error.
 // scripts/check_timeline.sh checks them in headless Chromium.
 #ifndef CHARGPT_TIMELINE_H
 #define CHARGPT_TIMELINE_H

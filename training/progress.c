@@ -1,9 +1,65 @@
-#include "progress_report.h"
+#include "progress.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-#include "progress_line.h"
+#include "../common/clock.h"
+#include "../common/platform.h"
+#include "../dist/dist.h"
+#include "run.h"
+
+// ----------------------------------------------------------------------------
+// the progress line
+
+#define MAX_FIELDS 16
+#define SEPARATOR " | "
+
+int terminal_width(int fd) {
+    int width = platform_terminal_width(fd);
+    if (width > 0) return width;
+    const char *columns = getenv("COLUMNS");
+    if (columns) {
+        char *end;
+        long n = strtol(columns, &end, 10);
+        if (end != columns && !*end && n >= 1 && n <= 10000) return (int)n;
+    }
+    return 80;
+}
+
+void progress_line_fit(const char *const *fields, const int *importance, int n, int width, char *out,
+                       size_t size) {
+    if (n > MAX_FIELDS) n = MAX_FIELDS;
+    int kept[MAX_FIELDS];
+    size_t length = 0;
+    for (int i = 0; i < n; i++) {
+        kept[i] = 1;
+        length += strlen(fields[i]) + (i > 0 ? strlen(SEPARATOR) : 0);
+    }
+    size_t limit = width > 1 ? (size_t)width - 1 : 1;
+    // drop the least important field left until the line fits
+    for (int kept_count = n; length > limit && kept_count > 1; kept_count--) {
+        int worst = -1;
+        for (int i = 0; i < n; i++)
+            if (kept[i] && importance[i] > 0 && (worst < 0 || importance[i] > importance[worst])) worst = i;
+        if (worst < 0) break;
+        kept[worst] = 0;
+        length -= strlen(fields[worst]) + strlen(SEPARATOR);
+    }
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        if (!kept[i]) continue;
+        used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s%s", used ? SEPARATOR : "", fields[i]);
+        if (used >= size) break;
+    }
+    if (limit < size && strlen(out) > limit) out[limit] = '\0';
+}
+
+// ----------------------------------------------------------------------------
+// the report
 
 void progress_report_init(ProgressReport *r, long start_step, long steps, long tokens_per_step) {
     *r = (ProgressReport){.start_step = start_step, .steps = steps, .tokens_per_step = tokens_per_step,
@@ -146,4 +202,100 @@ void format_duration(char *buf, size_t n, double seconds) {
     long t = (long)(seconds + 0.5);
     if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
     else snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+}
+
+// ----------------------------------------------------------------------------
+// on the terminal
+
+void pass_line_show(void *context, long done, long total) {
+    PassLine *p = context;
+    double now = now_seconds();
+    if (done < total && now - p->drawn < 0.2) return;
+    p->drawn = now;
+    char line[300];
+    int width = terminal_width(STDOUT_FILENO);
+    if (strcmp(p->what, "evaluation") == 0)
+        progress_report_eval_line(p->report, p->step, done, total, now - p->start, width, line, sizeof(line));
+    else
+        progress_report_final_line(done, total, now - p->start, width, line, sizeof(line));
+    printf("\r\033[K%s", line);
+    p->flush();
+}
+
+// ----------------------------------------------------------------------------
+// the run's reports
+
+void start_progress(Run *r) {
+    progress_report_init(&r->report, r->state.step, r->o.steps, (long)r->o.batch_size * r->o.block_size);
+    int have_val = r->ds.val_len > 0;
+    progress_report_plan(&r->report, r->o.eval_every, have_val ? r->o.eval_batches : 0, r->o.save_every,
+                         have_val ? validation_pass_chars(r->ds.val_len, r->o.final_val_chars) : 0);
+    r->run_start = now_seconds(), r->elapsed_before = r->state.elapsed_s;
+}
+
+// After an evaluation (rank 0): loss.svg redrawn; a failure is only a warning.
+static void draw_loss_plot(Run *r) {
+    char err[ERR_LEN];
+    if (loss_plot_write(r->paths.plot, r->losses.points, r->losses.n, r->plot_title, err) != 0)
+        fprintf(stderr, "%s%s: warning: %s (training goes on)\n", r->tty ? "\n" : "", program_name(),
+                err);
+    else
+        r->plot_written = 1;
+}
+
+int report(Run *r, int due, int evaluated, char err[ERR_LEN]) {
+    const TrainState *s = &r->state;
+    if (r->tty || due)
+        progress_report_line(&r->report, s->step, s->last_val_loss, r->lr, s->elapsed_s,
+                             r->tty ? terminal_width(STDOUT_FILENO) : 100000, r->progress_line,
+                             sizeof(r->progress_line));
+    if (!due) return 0;
+    double grad_norm = r->grad_norm_sum / r->report.loss_count;
+    double mean_loss = progress_report_close(&r->report), val_loss = evaluated ? s->last_val_loss : NAN;
+    RunLogRow row = {s->step, mean_loss, val_loss, r->lr, s->tokens_seen, s->elapsed_s, grad_norm, r->clipped_steps};
+    if (dist_rank() == 0 && run_log_row(&r->log, &row, err) != 0) return EXIT_DATA;
+    LossPoint point = {s->step, mean_loss, val_loss, r->lr, grad_norm, r->clipped_steps};
+    if (loss_history_add(&r->losses, point, err) != 0) return EXIT_DATA;
+    r->grad_norm_sum = 0.0, r->clipped_steps = 0;
+    if (evaluated && dist_rank() == 0) {
+        draw_loss_plot(r);
+        draw_timeline(r);
+    }
+    return 0;
+}
+
+void print_report(Run *r, int due, int evaluated) {
+    if (r->tty || due)
+        printf("%s%s%s", r->tty ? "\r\033[K" : "", r->progress_line, r->tty && !evaluated ? "" : "\n");
+    if (r->probe.sampled) {  // under the progress
+        if (r->tty && !evaluated) printf("\n");
+        run_probe_print_sample(&r->probe, stdout);
+    }
+    if (r->tty || due) r->flush_progress();
+}
+
+int stopped(const Run *r, int signal) {
+    printf("%sstopped by %s after step %ld; saved %s (continue with --resume %s)\n", r->tty ? "\n" : "",
+           stop_signal_name(signal), r->state.step, r->paths.ckpt, r->paths.ckpt);
+    return 128 + signal;
+}
+
+void print_summary(const Run *r) {
+    const TrainState *s = &r->state;
+    double wall = now_seconds() - r->run_start;
+    if (r->tty) printf("\n");
+    char summary[1024];
+    progress_report_summary(&r->report, s->step, wall, s->last_val_loss, s->best_val_loss, dist_size(), summary,
+                            sizeof(summary));
+    int have_best = access(r->paths.best, F_OK) == 0;
+    printf("%s\ncheckpoints: %s%s%s; log: %s%s%s\n", summary, r->paths.ckpt, have_best ? ", " : "",
+           have_best ? r->paths.best : "", r->paths.log, r->plot_written ? "; loss plot: " : "",
+           r->plot_written ? r->paths.plot : "");
+    const RunProbe *p = &r->probe;
+    if (p->probes > 0) {
+        char cost[160];
+        run_probe_describe_cost(p, cost, sizeof(cost));
+        printf("timeline: %s (%ld step%s probed in this run in %.2f s, %.1f%% of the run: %s)\n", r->paths.timeline,
+               p->probes, p->probes == 1 ? "" : "s", p->seconds, 100.0 * p->seconds / wall, cost);
+    }
 }

@@ -1,3 +1,28 @@
+// Evaluation: the loss on the validation split, at every --eval-every steps over a fixed
+// sample of its windows shared by the processes, and at the end over the whole split, each
+// character once.
+#ifndef CHARGPT_EVALUATION_H
+#define CHARGPT_EVALUATION_H
+
+#include "../data/batch.h"
+#include "../model/gpt.h"
+#include "progress.h"
+#include "step.h"
+
+// ----------------------------------------------------------------------------
+// the periodic evaluation
+
+// Mean loss over the fixed validation batches 0 .. num_batches - 1 (dropout off), each
+// process computing its share of them. inputs, targets: room for (B, T). NAN when a stop
+// signal (stop_signals.h) abandoned it: the processes agree on that before each batch, so
+// all abandon it together. progress (or NULL) hears of the batches done (all processes'
+// together, counted from this one's share). Collective.
+double data_parallel_evaluate(DataParallel *dp, GPT *model, const Dataset *ds, long num_batches,
+                              const PassProgress *progress, int *inputs, int *targets);
+
+// ----------------------------------------------------------------------------
+// the whole-validation pass
+//
 // The loss of the whole validation split, each character once: consecutive windows of
 // block_size, [0, T), [T, 2T), ..., the last one shorter, each scoring every position (the
 // first character of the split is context only). The periodic evaluation instead averages a
@@ -5,12 +30,6 @@
 //
 // ./generate --score on the same text with --stride block_size reads it through the same
 // windows (generation/score.h), so the two give the same loss.
-#ifndef CHARGPT_VALIDATION_PASS_H
-#define CHARGPT_VALIDATION_PASS_H
-
-#include "../data/batch.h"
-#include "../model/gpt.h"
-#include "pass_progress.h"
 
 // The characters the pass scores by default: on the default model about 12 s on this 2-core
 // machine (a larger model takes longer); train --final-val-chars changes it.

@@ -1,13 +1,52 @@
 // What ./train tells while it trains and when it ends: the figures of each report (the mean
 // train loss of the steps since the last report, which log.csv gets too; ms/step and tok/s of
 // training steps alone), the ETA of everything left (the steps, the evaluations, the saves and
-// the whole-validation pass at the end), the progress line that shows them
-// (training/progress_line.h fits it to a terminal's width), the line an evaluation or the
-// final pass shows while it runs, and the end-of-run summary.
-#ifndef CHARGPT_PROGRESS_REPORT_H
-#define CHARGPT_PROGRESS_REPORT_H
+// the whole-validation pass at the end), the progress line that shows them, fitted to a
+// terminal's width, the line an evaluation or the final pass shows while it runs, and the
+// end-of-run summary.
+#ifndef CHARGPT_PROGRESS_H
+#define CHARGPT_PROGRESS_H
 
 #include <stddef.h>
+
+// ----------------------------------------------------------------------------
+// a pass in progress
+//
+// How far a long pass has got, for a progress line: the periodic evaluation (its batches) and
+// the whole-validation pass at the end (its characters) call `report` as they go. Library
+// code reports; the program decides what to show, and how often.
+typedef struct {
+    // called before each piece of work with `done` of `total` finished (and once at the end
+    // with done == total)
+    void (*report)(void *context, long done, long total);
+    void *context;
+} PassProgress;
+
+// Calls progress->report when there is one (progress may be NULL).
+static inline void pass_progress(const PassProgress *progress, long done, long total) {
+    if (progress && progress->report) progress->report(progress->context, done, total);
+}
+
+// ----------------------------------------------------------------------------
+// the progress line
+//
+// The progress line on a terminal: fields such as "step 120/2000" or "ETA 1m05s" joined by
+// " | ", fitted to the terminal's width by dropping the least important fields first, so the
+// line is rewritten in place instead of wrapping.
+
+// Columns of the terminal on fd (platform_terminal_width) when fd is one that knows its size; else
+// $COLUMNS when it is a number from 1 to 10000; else 80.
+int terminal_width(int fd);
+
+// Joins the n fields (n <= 16, ASCII) with " | " into out, leaving out fields until the line
+// has at most width - 1 characters (the last column stays free so the terminal never wraps).
+// importance[i] ranks field i: the field with the largest number goes first; the field with
+// importance 0 is always kept, cut short if even it alone is too wide.
+void progress_line_fit(const char *const *fields, const int *importance, int n, int width, char *out,
+                       size_t size);
+
+// ----------------------------------------------------------------------------
+// the report
 
 typedef struct {
     long start_step;       // the step this process started from (0, or a resumed checkpoint's)
@@ -36,7 +75,7 @@ void progress_report_plan(ProgressReport *r, long eval_every, long eval_batches,
 // An evaluation, or a save (of one checkpoint or two), took `seconds`.
 void progress_report_evaluated(ProgressReport *r, double seconds);
 void progress_report_saved(ProgressReport *r, double seconds);
-// The timeline's probe at an evaluation (training/run_probe.h) took `seconds`.
+// The timeline's probe at an evaluation (training/probe.h) took `seconds`.
 void progress_report_probed(ProgressReport *r, double seconds);
 // The time left after `step` steps: the steps left at the mean step's time, the evaluations
 // left at the mean evaluation's (before the first, eval_batches forwards at a third of a step
@@ -69,5 +108,20 @@ void progress_report_summary(const ProgressReport *r, long step, double wall_s, 
                              int processes, char *text, size_t size);
 // A duration as "1m05s", or "2h03m" from an hour on (negative or not finite: "0m00s").
 void format_duration(char *buf, size_t n, double seconds);
+
+// ----------------------------------------------------------------------------
+// on the terminal
+
+// A pass in progress on the terminal's progress line (an evaluation, or the whole-validation
+// pass at the end), redrawn at most 5 times a second: pass_line_show with a PassLine as the
+// PassProgress's context.
+typedef struct {
+    const ProgressReport *report;  // the run's (an evaluation's line counts the rest of the run)
+    long step;                     // the steps done
+    const char *what;              // "evaluation" or "final"
+    double start, drawn;
+    void (*flush)(void);           // flushes standard output after each line
+} PassLine;
+void pass_line_show(void *context, long done, long total);
 
 #endif

@@ -1,0 +1,159 @@
+// A training run: what ./train's main (train.c) sets up, trains and reports on, and the stages
+// it goes through, each in the file of its job. A stage returns 0 or the exit status the
+// program ends with (common/errors.h), with a message in err; it prints what the run says on
+// standard output (the other processes' goes to /dev/null: rank 0 alone reports), and leaves
+// the meetings of the processes (dist.h) to main.
+#ifndef CHARGPT_RUN_H
+#define CHARGPT_RUN_H
+
+#include "../data/batch.h"
+#include "../data/corpus.h"
+#include "../data/vocab.h"
+#include "../format/checkpoint.h"
+#include "../model/adamw.h"
+#include "../model/gpt.h"
+#include "evaluation.h"
+#include "options.h"
+#include "out_dir.h"
+#include "probe.h"
+#include "progress.h"
+#include "run_log.h"
+#include "run_state.h"
+#include "run_text.h"
+#include "step.h"
+#include "stop_signals.h"
+
+// What main sets up, trains and reports on; train.c frees what it holds whichever way the
+// program ends.
+typedef struct {
+    TrainOptions o;
+    GivenOptions given;
+    TrainState state;
+    int resuming, initializing;  // --resume, --init-from
+    Checkpoint ck;               // --resume's or --init-from's
+    OutPaths paths;              // the files in --out
+    OutDirPlan out_plan;         // what the run does to --out once every check has passed
+    OutDirLock lock;             // of --out, held by rank 0
+    Corpus corpus;               // its text, then its tokens
+    char data_name[1100];        // --data's paths for messages ("books/, notes.txt")
+    double text_bytes;           // the text's memory, as read
+    char fingerprint[CORPUS_FINGERPRINT_LEN];
+    Vocab vocab;
+    Dataset ds;                  // the train and validation splits of the tokens
+    GPTConfig config;
+    GPT model;
+    AdamW opt;
+    DataParallel dp;
+    int *inputs, *targets;       // a batch (B, T)
+    RunLog log;
+    LossHistory losses;          // the loss plot's points
+    char plot_title[1200];
+    int plot_written;
+    int tty;                     // stdout a terminal: the progress line is rewritten in place
+    ProgressReport report;
+    char progress_line[600];     // the step's, composed before its checkpoint, printed after it
+    float lr;                    // the last step's learning rate
+    float grad_norm;             // the last step's gradient norm before clipping
+    double grad_norm_sum;        // since the last report: the steps' gradient norms
+    int clipped_steps;           // and how many of those steps were clipped
+    RunProbe probe;              // rank 0's probe file, samples and timeline page
+    double run_start, elapsed_before;  // when training started; the time of the steps before it
+    // lent by the program (train.c) from common/program.h, which library code does not use:
+    double (*memory_limit)(const TrainOptions *o, const char **source);  // the memory the run may
+                                 // take, and where that figure comes from (0: unknown, no limit)
+    void (*flush_progress)(void);  // standard output flushed; once training has started, a failed
+                                   // write is a warning
+} Run;
+
+// ----------------------------------------------------------------------------
+// setting up the run: nothing in --out changes until every check has passed
+
+// training/options.c: the run's options. A resumed run's are its checkpoint's (with those
+// --resume may change), a fine-tuning run's model is its checkpoint's; the run's identity
+// (training/run_state.h) is its checkpoint's when it resumes one that has it, else new. --out
+// is locked (rank 0) before the checkpoint is read.
+int set_up_options(Run *r, char err[ERR_LEN]);
+// training/out_dir.c: before any work (rank 0), what the run will do to --out is planned,
+// nothing changed yet.
+int set_up_out_dir(Run *r, char err[ERR_LEN]);
+// training/run_text.c: corpus -> vocabulary -> tokens -> train/val split; the text takes 4
+// bytes a character (its code points, then its tokens in their place), and no more than the
+// memory limit leaves beside the checkpoint being resumed or fine-tuned. A stop signal ends
+// the reading at once (stop_before_the_run).
+int set_up_text(Run *r, char err[ERR_LEN]);
+// training/run_state.c: every process has read its corpus and checkpoint, which must be the
+// same everywhere, with the same options, before any collective sized by them. Collective.
+int check_same_run(Run *r, char err[ERR_LEN]);
+// training/step.c: the model's size and the memory the run needs (this process's share:
+// activations of one micro-batch's rows, moments of its shard), in *plan, to be checked before
+// anything is allocated; what the timeline probes is decided too, before anything in --out
+// changes.
+int plan_memory(Run *r, GPTMemoryPlan *plan, char err[ERR_LEN]);
+// training/step.c: the model (the checkpoint's, or new weights from the seed), its
+// activations, the optimizer and the batch; failing to allocate what the plan allowed is
+// also "too large".
+int set_up_model(Run *r, char err[ERR_LEN]);
+// training/step.c: what a fine-tuning or resumed run starts from, and what the learning rate
+// does over the run's steps, with a warning when the run ends inside its warm-up.
+void say_how_the_run_starts(const Run *r);
+// training/out_dir.c: once every check has passed: --out changed as planned, log.csv and
+// probe.bin opened (rank 0; a resumed run's rows and records after its step dropped), and the
+// loss plot's points so far read.
+int start_out_dir(Run *r, char err[ERR_LEN]);
+// training/probe.c: a new run's timeline starts with the untrained model, probed at step 0.
+void start_timeline(Run *r);
+// training/progress.c: the report's counts and the run's clock start.
+void start_progress(Run *r);
+
+// ----------------------------------------------------------------------------
+// training: step, evaluate, report, save
+
+// training/step.c: one optimizer step on a batch of the training split: forward, backward,
+// gradient clipping and AdamW over the processes and micro-batches. A loss or gradient norm
+// that is not finite (the same on every process) is said (rank 0) and returns
+// EXIT_NONFINITE: the run ends, the last checkpoint as it was.
+int take_step(Run *r);
+// training/evaluation.c: every --eval-every steps and at the last, the loss on the validation
+// batches; a new best is to be saved to best.safetensors (*best). Returns 1 when it evaluated.
+// A stop signal abandons it (*abandoned 1: every process abandons it together, and says so).
+int evaluate(Run *r, int last, int *abandoned, const char **best);
+// training/probe.c: the timeline's record of the step (rank 0), before its checkpoint is
+// saved: the probe at an evaluation, with the update-to-weight ratios (collective under
+// ZeRO); the sample when due. A failure is reported and ends the probing, not the run.
+void probe_step(Run *r, int evaluated);
+// training/probe.c: timeline.html rewritten (rank 0) after an evaluation's report; a failure
+// is only a warning.
+void draw_timeline(Run *r);
+// training/progress.c: the step's report. The progress line, rewritten every step on a
+// terminal (fitted to its width), and when a report is due (every --log-every steps, at an
+// evaluation, the last step or a stop) kept, with a log.csv row and a point of the loss plot:
+// the mean loss and gradient norm since the last report, and how many of its steps were
+// clipped; after an evaluation, loss.svg and timeline.html redrawn (rank 0). The row is
+// written here, before the step's checkpoint; the line is composed here and printed after the
+// checkpoint (print_report): at a Ctrl-C mpirun stops reading its processes' output, and a
+// print blocked on that must not keep the checkpoint from being saved.
+int report(Run *r, int due, int evaluated, char err[ERR_LEN]);
+// training/run_state.c: writes best.safetensors and ckpt.safetensors when asked (paths NULL
+// or not). Collective.
+int save_checkpoints(Run *r, const char *best, const char *ckpt, char err[ERR_LEN]);
+// training/progress.c: the progress line report() composed, then the sample made at the
+// step, if any.
+void print_report(Run *r, int due, int evaluated);
+// training/run_log.c: log.csv closed (rank 0).
+int close_log(Run *r, char err[ERR_LEN]);
+// training/progress.c: stopped by a signal after saving: says how to continue; returns the
+// exit status, 128 + the signal.
+int stopped(const Run *r, int signal);
+
+// ----------------------------------------------------------------------------
+// the end of the run
+
+// training/progress.c: "done: ...", then the files this run wrote, and what the timeline
+// cost.
+void print_summary(const Run *r);
+// training/evaluation.c: the loss of the whole validation split, each character once, shared
+// by the processes; a stop signal ends it (exit 128 + the signal). Returns the exit status.
+// Collective.
+int whole_validation(Run *r);
+
+#endif
