@@ -14,6 +14,7 @@
 #include "../model/layers.h"
 #include "../kernels/parallel.h"
 #include "../model/rng.h"
+#include "../viewer/head_importance.h"
 #include "../model/train_step.h"
 #include "reference.h"
 #include "test.h"
@@ -256,6 +257,48 @@ TEST(model_matches_reference) {
     report("model logits vs reference", worst.logits);
     report("model attention weights vs reference", worst.att);
     report("model gradients vs reference (worst tensor)", worst.grad);
+}
+
+// Each head's importance (viewer/head_importance.h) is the reference's loss with that head
+// knocked out (as well as the one the model already knocks out) less its loss without, in bits;
+// the model is left knocking out what it did.
+TEST(model_head_importance_matches_reference) {
+    const ModelCase *mc = &model_cases[5];  // 2 layers x 4 heads
+    const GPTConfig *c = &mc->config;
+    const int L = c->n_layer, H = c->n_head, t = 20;
+    GPT model;
+    if (build_model(&model, c, 1) != 0) return;
+    randomize_params(&model, 7, 0.2f);
+    unsigned char given[8] = {0, 0, 1, 0, 0, 0, 0, 0};  // layer 0's head 2
+    model.knocked_out = given;
+    int tokens[21];
+    Rng rng;
+    rng_seed(&rng, 8);
+    random_tokens(tokens, t + 1, c->vocab_size, &rng);
+    float importance[8];
+    char err[ERR_LEN];
+    if (!CHECK(head_importance(&model, tokens, t, importance, err) == 0, "%s", err)) return;
+    CHECK(model.knocked_out == given && given[2] == 1 && given[0] == 0, "head_importance left other heads knocked out");
+    double *params = malloc(model.num_parameters * sizeof(double)), worst = 0.0;
+    ref_to_double(params, model.params_memory, model.num_parameters);
+    double base = ref_gpt_forward_backward(&model, params, tokens, tokens + 1, 1, t, 0, 0, NULL, NULL, NULL);
+    unsigned char flags[8];
+    model.knocked_out = flags;
+    for (int i = 0; i < L * H; i++) {
+        memcpy(flags, given, sizeof(flags));
+        flags[i] = 1;
+        double want = (ref_gpt_forward_backward(&model, params, tokens, tokens + 1, 1, t, 0, 0, NULL, NULL, NULL) - base) / M_LN2;
+        CHECK(fabs(importance[i] - want) <= 1e-5 + 1e-4 * fabs(want), "head %d.%d: importance %.7f bits, reference %.7f",
+              i / H, i % H, importance[i], want);
+        worst = max2(worst, fabs(importance[i] - want));
+    }
+    double spread = 0.0;
+    for (int i = 0; i < L * H; i++) spread = max2(spread, fabs(importance[i]));
+    CHECK(importance[2] == 0.0f && spread > 1e-3, "importance: the knocked-out head's %g, the largest %g", importance[2],
+          spread);
+    report("head importance vs reference (abs, bits)", worst);
+    free(params);
+    gpt_free(&model);
 }
 
 // the dropout masks are a function of the step seed: another seed gives another loss
