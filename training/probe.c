@@ -15,6 +15,7 @@
 #include "../dist/dist.h"
 #include "../format/atomic_file.h"
 #include "../generation/decoder.h"
+#include "../viewer/head_importance.h"
 #include "../viewer/timeline.h"
 #include "run.h"
 
@@ -115,7 +116,7 @@ int probe_header_make(ProbeHeader *h, const ProbeSetup *s, const GPTConfig *c, c
     h->sample_chars = s->sample_chars;
     h->sample_seed = s->seed;
     h->temperature = s->temperature;
-    h->version = 2;
+    h->version = 3;
     h->head_size = c->head_size;
     h->repeat_len = 2 * head_repeat_run(c->block_size);
     char groups[PROBE_MAX_GROUPS][PROBE_GROUP_NAME];
@@ -234,7 +235,8 @@ double probe_memory(const GPTConfig *c, const ProbeHeader *h) {
     // the record being made, the probe file's encoded copy, and the timeline page's reader
     // and encoder (viewer/timeline.h) of one record at a time
     double records = 4.0 * ((double)probe_record_bytes(h) + 64);
-    return view.activations + view.scratch + sample.generation + decoder + texts + logit_lens_bytes(c, h->probe_len) +
+    double knocked_out = (double)c->n_layer * c->n_head;  // head_importance's flags
+    return knocked_out + view.activations + view.scratch + sample.generation + decoder + texts + logit_lens_bytes(c, h->probe_len) +
            records;
 }
 
@@ -326,6 +328,8 @@ static void measure_repeated(Probe *p, ProbeRecord *rec) {
 int probe_measure(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
     if (measure_passage(p, rec, err) != 0) return -1;
     measure_repeated(p, rec);
+    // last: L*H forwards of the passage, each with one head knocked out
+    if (head_importance(&p->view, p->header->passage, p->header->probe_len, rec->importance, err) != 0) return -1;
     rec->flags |= PROBE_HAS_PROBE;
     return 0;
 }
@@ -529,7 +533,7 @@ int run_probe_step(RunProbe *rp, const RunProbeStep *s, char err[ERR_LEN]) {
     int heads = h->n_layer * h->n_head, rc = 0;
     for (int i = 0; i < heads; i++)
         rec->previous_token[i] = rec->induction[i] = rec->entropy[i] = rec->first_character[i] =
-            rec->same_character[i] = rec->word_start[i] = rec->last_space[i] = NAN;
+            rec->same_character[i] = rec->word_start[i] = rec->last_space[i] = rec->importance[i] = NAN;
     if (s->evaluated) rc = probe_measure(&rp->probe, rec, err);
     double t1 = now_seconds();
     if (rc == 0 && wants_sample(rp, s)) {

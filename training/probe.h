@@ -42,6 +42,8 @@
 //   - each head's previous-token, first-character, word-start and last-space scores and
 //     attention entropy on the passage, and its induction and same-character scores on the
 //     repeated sequence (viewer/head_scores.h);
+//   - each head's importance: the passage's loss change when that head alone is knocked out
+//     (viewer/head_importance.h: L*H more forwards of the passage);
 //   - the queries, keys and values of every layer and head over the first positions of both
 //     texts (format/probe_file.h: its vectors), at most PROBE_VECTOR_BYTES a record.
 // It runs on a view of the training model (gpt_view: the same weights, activations of its own,
