@@ -60,6 +60,7 @@ const struct option train_long_options[] = {
     {"sample-chars", required_argument, 0, OPT_SAMPLE_CHARS},
     {"sample-every", required_argument, 0, OPT_SAMPLE_EVERY},
     {"no-probe", no_argument, 0, OPT_NO_PROBE},
+    {"probe-steps", required_argument, 0, OPT_PROBE_STEPS},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
@@ -101,11 +102,12 @@ static void usage_data_and_output(FILE *f, const TrainOptions *d) {
             "                       --out, --threads, --save-every, --eval-every, --max-memory,\n"
             "                       --data, --separator, --encoding, --decay-steps, --warmup,\n"
             "                       --grad-accum, --zero, --precision, --final-val-chars,\n"
-            "                       --mpi-timeout, --force, --sample-every and --no-probe may be given\n"
-            "                       again (what is probed is the run's probe.bin's). --out defaults to\n"
-            "                       CKPT's directory; one holding another run, or newer checkpoints\n"
-            "                       of this one, needs --force. --data must give the same text (its\n"
-            "                       length and CRC-32, kept in CKPT, are checked); without it the\n"
+            "                       --mpi-timeout, --force, --sample-every, --probe-steps and\n"
+            "                       --no-probe may be given again (what is probed is the run's\n"
+            "                       probe.bin's). --out defaults to CKPT's directory; one holding\n"
+            "                       another run, or newer checkpoints of this one, needs --force.\n"
+            "                       --data must give the same text (its length and CRC-32, kept in\n"
+            "                       CKPT, are checked); without it the\n"
             "                       saved paths are used, a relative one looked for in the current\n"
             "                       directory, then beside CKPT.\n"
             "                       --decay-steps or --warmup start a new learning-rate schedule at\n"
@@ -179,7 +181,11 @@ static void usage_model_and_training(FILE *f, const TrainOptions *d) {
             "  --sample-prompt TEXT the prompt of the samples (default: the passage's first line)\n"
             "  --sample-chars N     characters of each sample, printed under the progress at each\n"
             "                       evaluation and kept for the timeline; 0 = none (default %d)\n"
-            "  --sample-every N     a sample every N steps too (default: at evaluations only)\n"
+            "  --sample-every N     a sample every N steps too (default: at probes only)\n"
+            "  --probe-steps LIST   early steps the probe (and sample) runs at besides step 0 and\n"
+            "                       the evaluations, where the model changes fastest: steps\n"
+            "                       separated by commas, or none (default: 10, 20, 50, 100, 200,\n"
+            "                       500, ... below --eval-every)\n"
             "  --no-probe           no probe, samples or timeline\n"
             "  -h, --help           show this help\n"
             "progress: on a terminal one line rewritten in place, fitted to its width (else\n"
@@ -216,6 +222,9 @@ int options_check_given(const GivenOptions *given, char err[ERR_LEN]) {
     if (given->given[OPT_INIT_FROM] && given->given[OPT_RESUME])
         return error_status(err, EXIT_USAGE, "--init-from starts a new run and --resume continues one: give one of "
                             "them");
+    if (given->given[OPT_PROBE_STEPS] && given->given[OPT_NO_PROBE])
+        return error_status(err, EXIT_USAGE, "--probe-steps says when the probe runs, and --no-probe runs none: give "
+                            "one of them");
     if (given->given[OPT_INIT_FROM]) {
         static const int model_options[] = {OPT_N_LAYER, OPT_N_HEAD, OPT_N_EMBD, OPT_HEAD_SIZE,
                                             OPT_BLOCK_SIZE, OPT_NO_QKV_BIAS};
@@ -238,7 +247,7 @@ int options_check_given(const GivenOptions *given, char err[ERR_LEN]) {
     static const int allowed[] = {OPT_RESUME, OPT_STEPS, OPT_OUT, OPT_THREADS, OPT_SAVE_EVERY, OPT_EVAL_EVERY,
                                   OPT_MAX_MEMORY, OPT_DATA, OPT_DECAY_STEPS, OPT_WARMUP, OPT_GRAD_ACCUM,
                                   OPT_ZERO, OPT_PRECISION, OPT_MPI_TIMEOUT, OPT_FORCE, OPT_SEPARATOR, OPT_ENCODING,
-                                  OPT_FINAL_VAL_CHARS, OPT_SAMPLE_EVERY, OPT_NO_PROBE};
+                                  OPT_FINAL_VAL_CHARS, OPT_SAMPLE_EVERY, OPT_NO_PROBE, OPT_PROBE_STEPS};
     for (int i = 0; train_long_options[i].name; i++) {
         int v = train_long_options[i].val, ok = 0;
         for (size_t k = 0; k < sizeof(allowed) / sizeof(allowed[0]); k++) ok |= allowed[k] == v;
@@ -246,7 +255,8 @@ int options_check_given(const GivenOptions *given, char err[ERR_LEN]) {
             return error_status(err, EXIT_USAGE, "--%s cannot be changed when resuming (only --steps, --out, "
                                 "--threads, --save-every, --eval-every, --max-memory, --data, --separator, --encoding, "
                                 "--decay-steps, --warmup, --grad-accum, --zero, --precision, --final-val-chars, "
-                                "--mpi-timeout, --force, --sample-every and --no-probe can; what the timeline probes "
+                                "--mpi-timeout, --force, --sample-every, --probe-steps and --no-probe can; what the "
+                                "timeline probes "
                                 "is its probe.bin's)", train_long_options[i].name);
     }
     return 0;
@@ -348,6 +358,7 @@ static int resume_options(const Checkpoint *ck, TrainOptions *o, const GivenOpti
     o->mpi_timeout = given_values.mpi_timeout;
     o->sample_every = given_values.sample_every;
     o->no_probe = given_values.no_probe;
+    strcpy(o->probe_steps, given_values.probe_steps);
     if (given->given[OPT_PRECISION]) o->precision = given_values.precision;
     return 0;
 }
