@@ -4,12 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
 #include "vocab_coverage.h"
 
 #define NUM_CODE_POINTS 0x110000u  // U+0000 .. U+10FFFF
 #define WORDS (NUM_CODE_POINTS / 64)
-
-static int is_scalar_value(uint32_t cp) { return cp < NUM_CODE_POINTS && !(cp >= 0xD800 && cp <= 0xDFFF); }
 
 int char_counts_build(CharCounts *c, const uint32_t *text, size_t len, char err[ERR_LEN]) {
     memset(c, 0, sizeof(*c));
@@ -24,7 +23,7 @@ int char_counts_build(CharCounts *c, const uint32_t *text, size_t len, char err[
     if (!seen || !rank) goto out_of_memory;
     for (size_t i = 0; i < len; i++) {
         uint32_t cp = text[i];
-        if (!is_scalar_value(cp)) {
+        if (!utf8_is_scalar_value(cp)) {
             snprintf(err, ERR_LEN, "character %zu of the text, U+%04X, is not a valid Unicode scalar value", i,
                      (unsigned)cp);
             goto done;

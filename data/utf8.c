@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+int utf8_is_scalar_value(uint32_t cp) { return cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF); }
+
 long utf8_decode(const unsigned char *bytes, size_t len, uint32_t *out, size_t *bad_offset) {
     size_t i = 0;
     long n = 0;
@@ -36,7 +38,7 @@ long utf8_decode(const unsigned char *bytes, size_t len, uint32_t *out, size_t *
             }
             cp = (cp << 6) | (c & 0x3F);
         }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+        if (cp < min || !utf8_is_scalar_value(cp)) {
             *bad_offset = i;
             return -1;
         }

@@ -7,6 +7,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+// Whether cp is a Unicode scalar value: at most U+10FFFF and not a surrogate (U+D800..U+DFFF).
+int utf8_is_scalar_value(uint32_t cp);
+
 // Decodes `len` bytes into code points (out must hold len entries). Rejects overlong forms,
 // surrogates, code points above U+10FFFF and truncated sequences. Returns the number of
 // code points, or -1 with *bad_offset set to the byte offset of the first invalid sequence.

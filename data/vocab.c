@@ -4,13 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 #define NUM_CODE_POINTS 0x110000u  // U+0000 .. U+10FFFF
 
-static int is_scalar_value(uint32_t cp) {
-    return cp < NUM_CODE_POINTS && !(cp >= 0xD800 && cp <= 0xDFFF);
-}
-
-int vocab_char_allowed(uint32_t cp) { return cp != 0 && is_scalar_value(cp); }
+int vocab_char_allowed(uint32_t cp) { return cp != 0 && utf8_is_scalar_value(cp); }
 
 int vocab_build(Vocab *v, const uint32_t *text, size_t len, char err[ERR_LEN]) {
     memset(v, 0, sizeof(*v));
@@ -27,7 +25,7 @@ int vocab_build(Vocab *v, const uint32_t *text, size_t len, char err[ERR_LEN]) {
     }
     for (size_t i = 0; i < len; i++) {
         uint32_t cp = text[i];
-        if (!is_scalar_value(cp)) {
+        if (!utf8_is_scalar_value(cp)) {
             snprintf(err, ERR_LEN, "character %zu of the text, U+%04X, is not a valid Unicode "
                      "scalar value", i, (unsigned)cp);
             free(seen);

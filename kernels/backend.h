@@ -177,7 +177,7 @@ struct Backend {
 // A backend's bf16_cost: as measured on x86 (docs/precision.md gives the command), or on AArch64, where
 // no one has measured it yet, what x86 suggests.
 #define BF16_COST_MEASURED(times)                                                                \
-    "a training step in bf16 takes " times " the time of one in fp32 on them (measured on a Xeon " \
+    "a training step in bf16 takes " times " the time of one in fp32 on them (measured on x86 " \
     "with these kernels forced); --precision fp32 is faster here"
 #define BF16_COST_UNMEASURED                                                                      \
     "a training step in bf16 likely takes longer than one in fp32 on them, as it does on x86 "    \

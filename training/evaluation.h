@@ -31,8 +31,8 @@ double data_parallel_evaluate(DataParallel *dp, GPT *model, const Dataset *ds, l
 // ./generate --score on the same text with --stride block_size reads it through the same
 // windows (generation/score.h), so the two give the same loss.
 
-// The characters the pass scores by default: on the default model about 12 s on this 2-core
-// machine (a larger model takes longer); train --final-val-chars changes it.
+// The characters the pass scores by default (its time grows with the model's size; the pass
+// shows a progress line); train --final-val-chars changes it.
 #define VALIDATION_PASS_DEFAULT_CHARS 1000000L
 
 // The characters the pass scores of a split of val_len: all but the first (context only), at

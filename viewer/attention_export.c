@@ -67,7 +67,7 @@ int attention_export(const char *path, const Attention *a, int replace, char err
 }
 
 int viewer_append_utf8(char *out, uint32_t cp) {
-    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;
+    if (!utf8_is_scalar_value(cp)) cp = 0xFFFD;
     return utf8_encode(cp, out);
 }
 

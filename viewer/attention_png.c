@@ -220,7 +220,7 @@ unsigned char *attention_png_pixels(const Attention *a, const PngLayout *p, int 
 // ---------------------------------------------------------------------------------------
 // the file
 
-static void put_u32(unsigned char *p, uint32_t x) {
+static void put_be32(unsigned char *p, uint32_t x) {
     p[0] = (unsigned char)(x >> 24);
     p[1] = (unsigned char)(x >> 16);
     p[2] = (unsigned char)(x >> 8);
@@ -230,13 +230,13 @@ static void put_u32(unsigned char *p, uint32_t x) {
 // One chunk: length, type, data, CRC-32 over type and data.
 static void write_chunk(FILE *fp, const char type[4], const unsigned char *data, size_t len) {
     unsigned char word[4];
-    put_u32(word, (uint32_t)len);
+    put_be32(word, (uint32_t)len);
     fwrite(word, 1, 4, fp);
     fwrite(type, 1, 4, fp);
     if (len) fwrite(data, 1, len, fp);
     uLong crc = crc32(0L, (const Bytef *)type, 4);
     if (len) crc = crc32(crc, data, (uInt)len);
-    put_u32(word, (uint32_t)crc);
+    put_be32(word, (uint32_t)crc);
     fwrite(word, 1, 4, fp);
 }
 
@@ -277,8 +277,8 @@ int attention_write_png(FILE *fp, const Attention *a, char err[ERR_LEN]) {
     static const unsigned char signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
     fwrite(signature, 1, 8, fp);
     unsigned char ihdr[13];
-    put_u32(ihdr, (uint32_t)p.width);
-    put_u32(ihdr + 4, (uint32_t)p.height);
+    put_be32(ihdr, (uint32_t)p.width);
+    put_be32(ihdr + 4, (uint32_t)p.height);
     ihdr[8] = 8;   // bits per channel
     ihdr[9] = 2;   // colour type: RGB
     ihdr[10] = 0;  // compression: deflate
