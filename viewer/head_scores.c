@@ -51,29 +51,31 @@ void head_word_starts(const uint32_t *chars, int t, int *word_start, int *last_s
     }
 }
 
-// The "mul" score: the share of the attention (every row's, att holding them) on marked
-// pairs; with att NULL, that of a head whose every row that has a marked key puts all of its
-// weight there (the reach).
-static double mul_score(const float *att, const HeadText *x, Marked marked) {
+// The "mul" score: the share of the attention (every row's, att holding them) on marked pairs.
+double head_score(HeadPattern pattern, const float *att, const HeadText *text) {
     double hit = 0.0, all = 0.0;
-    for (int i = 0; i < x->t; i++) {
-        int row_marked = 0;
+    for (int i = 0; i < text->t; i++)
         for (int j = 0; j <= i; j++) {
-            double w = att ? att[(size_t)i * x->t + j] : 0.0;
+            double w = att[(size_t)i * text->t + j];
             all += w;
-            if (marked(x, i, j)) hit += w, row_marked = 1;
+            if (marks[pattern](text, i, j)) hit += w;
         }
-        if (!att) hit += row_marked, all += 1.0;
-    }
     return all > 0.0 ? hit / all : 0.0;
 }
 
-double head_score(HeadPattern pattern, const float *att, const HeadText *text) {
-    return mul_score(att, text, marks[pattern]);
+// Whether query i has a marked key. The keys are tried from both ends inwards (0, i, 1, i - 1,
+// ...): every pattern's mark sits near one end (the first character, the previous token, the
+// start of the query's word), so a block-sized text costs a few keys a row, not i.
+static int row_marked(Marked marked, const HeadText *x, int i) {
+    for (int lo = 0, hi = i; lo <= hi; lo++, hi--)
+        if (marked(x, i, lo) || marked(x, i, hi)) return 1;
+    return 0;
 }
 
 double head_pattern_reach(HeadPattern pattern, const HeadText *text) {
-    return mul_score(NULL, text, marks[pattern]);
+    int rows = 0;
+    for (int i = 0; i < text->t; i++) rows += row_marked(marks[pattern], text, i);
+    return text->t > 0 ? (double)rows / text->t : 0.0;
 }
 
 double head_attention_entropy(const float *att, int t) {
