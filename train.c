@@ -65,6 +65,13 @@ static void set_separator(TrainOptions *o, const char *text) {
     strcpy(o->separator, text);
 }
 
+// The task called name (data/task.h); an unknown one ends the program (exit 2).
+static Task find_task(const char *name) {
+    int task = task_find(name);
+    if (task < 0) die(EXIT_USAGE, "--task: no task '%s'; the tasks are %s", name, TASK_NAMES);
+    return (Task)task;
+}
+
 // Sets option c (its --name in `name`) from its value.
 static void set_option(TrainOptions *o, int c, const char *name, const char *value) {
     long max_threads = THREADS_PER_CORE * (long)omp_get_num_procs();
@@ -125,17 +132,32 @@ static void set_option(TrainOptions *o, int c, const char *name, const char *val
             if (strlen(value) >= sizeof(o->probe_steps)) die(EXIT_USAGE, "%s: the list is too long", name);
             strcpy(o->probe_steps, value);
             break;
+        case OPT_TASK: snprintf(o->task, sizeof(o->task), "%s", task_name(find_task(value))); break;
     }
+}
+
+// The task --task names, or -1: a first pass over the options, since the task's recipe
+// (training/options.h) is the defaults the others override. getopt_long starts again after it
+// (optind 0).
+static int given_task(int argc, char **argv) {
+    opterr = 0;
+    int c, task = -1;
+    while ((c = getopt_long(argc, argv, ":h", train_long_options, NULL)) != -1)
+        if (c == OPT_TASK) task = find_task(optarg);
+    optind = 0;
+    return task;
 }
 
 static void parse_options(int argc, char **argv, TrainOptions *o, GivenOptions *given) {
     *o = default_options;
+    int task = given_task(argc, argv);
+    if (task >= 0) task_recipe((Task)task, o);
     memset(given, 0, sizeof(*given));
     opterr = 0;
     int c, index = -1;
     while ((c = getopt_long(argc, argv, ":h", train_long_options, &index)) != -1) {
         switch (c) {
-            case 'h': train_usage(stdout, &default_options); stdout_flush_or_die(); exit(0);
+            case 'h': train_usage(stdout, o); stdout_flush_or_die(); exit(0);
             case '?':
                 if (optopt) die(EXIT_USAGE, "unknown option '-%c' (see --help)", optopt);
                 die(EXIT_USAGE, "unknown option '%s' (see --help)", argv[optind - 1]);
@@ -237,6 +259,7 @@ static void free_run(void) {
     free(run.targets);
     vocab_free(&run.vocab);
     corpus_free(&run.corpus);
+    run_task_free(&run.task);
     checkpoint_close(&run.ck);
     dist_finalize();
 }
@@ -284,7 +307,7 @@ int main(int argc, char **argv) {
     // set up the run: nothing in --out changes until every check has passed
     or_die(set_up_options(r, err), err);  // the checkpoint's options when resuming or fine-tuning
     or_die(set_up_out_dir(r, err), err);  // what the run will do to --out
-    or_die(set_up_text(r, err), err);     // corpus -> vocabulary -> tokens -> train/val split
+    or_die(set_up_text(r, err), err);     // corpus -> vocabulary -> tokens -> train/val split (or a task's)
     agree();                              // every process has read its text and checkpoint,
     or_die(check_same_run(r, err), err);  // the same everywhere, with the same options
     GPTMemoryPlan plan;

@@ -68,13 +68,16 @@ void dataset_train_batch(const Dataset *d, Rng *rng, int B, int T, int *inputs, 
     }
 }
 
+size_t dataset_val_start(const Dataset *d, uint64_t k, uint64_t K, int T) {
+    uint64_t last_start = d->val_len - (size_t)T - 1;  // the last window ends the split
+    return (size_t)(K > 1 ? k * last_start / (K - 1) : 0);
+}
+
 void dataset_val_batch(const Dataset *d, int batch_index, int num_batches, int B, int T,
                        int *inputs, int *targets) {
     uint64_t total = (uint64_t)num_batches * (uint64_t)B;  // K windows in the evaluation set
-    uint64_t last_start = d->val_len - (size_t)T - 1;      // the last window ends the split
     for (int b = 0; b < B; b++) {
         uint64_t k = (uint64_t)batch_index * (uint64_t)B + (uint64_t)b;
-        uint64_t start = total > 1 ? k * last_start / (total - 1) : 0;
-        copy_window(d->val, (size_t)start, T, inputs + (size_t)b * T, targets + (size_t)b * T);
+        copy_window(d->val, dataset_val_start(d, k, total, T), T, inputs + (size_t)b * T, targets + (size_t)b * T);
     }
 }

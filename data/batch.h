@@ -3,17 +3,20 @@
 #define CHARGPT_BATCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../common/errors.h"
 #include "../model/rng.h"
 
 // Views into one token array (not owned): train = tokens[0, train_len),
-// val = tokens[train_len, train_len + val_len).
+// val = tokens[train_len, train_len + val_len). A task's (data/task.h) has no train split (its
+// batches are made at each step) and marks the part of val its accuracy counts.
 typedef struct {
     const int *train;
     size_t train_len;
     const int *val;
     size_t val_len;
+    const unsigned char *val_scored;  // (val_len): 1 where a task's token is predictable, or NULL
 } Dataset;
 
 // Puts the first (1 - val_fraction) of the n tokens (rounded down) in train and the rest in
@@ -31,5 +34,7 @@ void dataset_train_batch(const Dataset *d, Rng *rng, int B, int T, int *inputs, 
 // The same windows at every call; needs val_len >= T + 1.
 void dataset_val_batch(const Dataset *d, int batch_index, int num_batches, int B, int T,
                        int *inputs, int *targets);
+// Where window k of those K windows starts in val.
+size_t dataset_val_start(const Dataset *d, uint64_t k, uint64_t K, int T);
 
 #endif

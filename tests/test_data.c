@@ -586,7 +586,7 @@ TEST(data_train_batch_reproducible_in_range_shifted) {
     dataset_train_batch(&d, &r1, B, T, in1, tg1);
     CHECK(memcmp(in1, in2, (size_t)B * T * sizeof(int)) != 0, "different seeds, same batch");
     // a split with exactly three starts: every one of 0, 1, 2 is drawn, nothing else
-    Dataset small = {tokens, (size_t)T + 3, NULL, 0};
+    Dataset small = {tokens, (size_t)T + 3, NULL, 0, NULL};
     int hits[3] = {0, 0, 0}, outside = 0;
     for (int i = 0; i < 20; i++) {
         dataset_train_batch(&small, &r1, B, T, in1, tg1);

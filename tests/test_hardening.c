@@ -277,6 +277,12 @@ TEST(hardening_02_memory_plan_refuses_what_does_not_fit) {
             test_output_has(&r, "no limit: the memory available is unknown", "the memory line");
         test_run_free(&r);
     }
+    // --max-memory's refusal of the same block comes before anything costing the block's square
+    // (the probe's reach of each head pattern took minutes here)
+    r = TRAIN("--block-size", "65536", "--max-memory", "16384", "--out", WORK_DIR "/memory");
+    if (test_exit_status(&r, 2, "--block-size 65536 --max-memory 16384"))
+        test_output_has(&r, "more than the 16.0 GiB --max-memory", "--block-size 65536 --max-memory 16384");
+    test_run_free(&r);
     r = TRAIN("--n-layer", "2", "--n-embd", "64", "--block-size", "64", "--batch-size", "8", "--data", corpus(),
               "--steps", "1", "--max-memory", "1", "--out", WORK_DIR "/memory");
     if (test_exit_status(&r, 2, "--max-memory 1")) {

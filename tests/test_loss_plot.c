@@ -126,7 +126,7 @@ static size_t synthetic_run(LossPoint *points, long steps) {
         double loss = 1.45 + 2.75 * exp(-step / 260.0) + 0.03 * rng_normal(&rng);
         int evaluated = step % 250 == 0 || step == steps;
         points[n++] = (LossPoint){step, loss, evaluated ? loss + 0.04 + 0.05 * step / steps : NAN,
-                                  schedule(step - 1, 100, steps, 1e-3, 1e-4), NAN, NAN};
+                                  schedule(step - 1, 100, steps, 1e-3, 1e-4), NAN, NAN, NAN};
     }
     return n;
 }
@@ -179,8 +179,9 @@ TEST(loss_plot_nice_ticks_of_other_ranges) {
         {0, 250000, 7, 93, 6, "0 50000 100000 150000 200000 250000", "0 20 40 60 80 100", "0 1 2 3 4 5 6"},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-        LossPoint points[2] = {{cases[c].first_step, cases[c].loss_hi, NAN, cases[c].lr, NAN, NAN},
-                               {cases[c].last_step, cases[c].loss_lo, cases[c].loss_lo, cases[c].lr / 2, NAN, NAN}};
+        LossPoint points[2] = {{cases[c].first_step, cases[c].loss_hi, NAN, cases[c].lr, NAN, NAN, NAN},
+                               {cases[c].last_step, cases[c].loss_lo, cases[c].loss_lo, cases[c].lr / 2, NAN, NAN,
+                                NAN}};
         char *svg = plot_text(points, 2, NULL);
         if (!CHECK(svg != NULL, "no SVG")) return;
         check_well_formed(svg, "two points");
@@ -202,8 +203,8 @@ TEST(loss_plot_nice_ticks_of_other_ranges) {
 TEST(loss_plot_nan_values_are_skipped) {
     // validation only at a few steps; a NaN and an infinite train loss; no learning rate at all
     LossPoint points[6] = {
-        {10, 4.0, NAN, NAN, NAN, NAN},      {20, NAN, NAN, NAN, NAN, NAN}, {30, 3.0, 3.1, NAN, NAN, NAN},
-        {40, INFINITY, NAN, NAN, NAN, NAN}, {50, 2.5, NAN, NAN, NAN, NAN}, {60, 2.2, 2.4, NAN, NAN, NAN},
+        {10, 4.0, NAN, NAN, NAN, NAN, NAN},      {20, NAN, NAN, NAN, NAN, NAN, NAN}, {30, 3.0, 3.1, NAN, NAN, NAN, NAN},
+        {40, INFINITY, NAN, NAN, NAN, NAN, NAN}, {50, 2.5, NAN, NAN, NAN, NAN, NAN}, {60, 2.2, 2.4, NAN, NAN, NAN, NAN},
     };
     char *svg = plot_text(points, 6, NULL);
     if (!CHECK(svg != NULL, "no SVG")) return;
@@ -226,7 +227,7 @@ TEST(loss_plot_nan_values_are_skipped) {
 }
 
 TEST(loss_plot_single_point) {
-    LossPoint point = {10, 4.17, 4.2, 1e-4, NAN, NAN};
+    LossPoint point = {10, 4.17, 4.2, 1e-4, NAN, NAN, NAN};
     char *svg = plot_text(&point, 1, NULL);
     if (!CHECK(svg != NULL, "no SVG")) return;
     check_well_formed(svg, "one point");
@@ -253,8 +254,8 @@ TEST(loss_plot_extreme_values) {
         {-1e308, 1e308, 1e308, NULL, 0, 0},
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-        LossPoint points[2] = {{0, cases[c].hi, cases[c].hi, cases[c].lr, NAN, NAN},
-                               {100, cases[c].lo, NAN, cases[c].lr, NAN, NAN}};
+        LossPoint points[2] = {{0, cases[c].hi, cases[c].hi, cases[c].lr, NAN, NAN, NAN},
+                               {100, cases[c].lo, NAN, cases[c].lr, NAN, NAN, NAN}};
         char *svg = plot_text(points, 2, NULL);
         if (!CHECK(svg != NULL, "no SVG")) return;
         char what[64];
@@ -270,7 +271,7 @@ TEST(loss_plot_extreme_values) {
 }
 
 TEST(loss_plot_title_is_escaped) {
-    LossPoint point = {1, 2.0, NAN, 1e-3, NAN, NAN};
+    LossPoint point = {1, 2.0, NAN, 1e-3, NAN, NAN, NAN};
     char *svg = plot_text(&point, 1, "a<b> & \"c\"");
     if (!CHECK(svg != NULL, "no SVG")) return;
     CHECK(strstr(svg, ">a&lt;b&gt; &amp; &quot;c&quot;</text>") != NULL, "title not escaped");
@@ -389,7 +390,7 @@ TEST(loss_history_bounded_and_thinned_evenly) {
     char err[ERR_LEN];
     long reports = 1000000;
     for (long step = 1; step <= reports; step++) {
-        LossPoint p = {step, 1.0, step % 1000 == 0 ? 2.0 : NAN, 1e-3, NAN, NAN};
+        LossPoint p = {step, 1.0, step % 1000 == 0 ? 2.0 : NAN, 1e-3, NAN, NAN, NAN};
         if (!CHECK(loss_history_add(&h, p, err) == 0, "%s", err)) break;
     }
     CHECK(h.n <= LOSS_HISTORY_MAX_POINTS && h.n > LOSS_HISTORY_MAX_POINTS / 4 && h.capacity <= LOSS_HISTORY_MAX_POINTS,

@@ -426,7 +426,8 @@ TEST(probe_file_timeline_page) {
     FILE *fp = fopen(path, "ab");
     fwrite("\x10\x00\x00", 1, 3, fp);
     fclose(fp);
-    LossPoint points[3] = {{10, 4.0, NAN, 1e-3, 0.5, 0}, {20, 3.5, 3.6, 1e-3, 0.4, 2}, {30, 3.0, NAN, 1e-3, NAN, NAN}};
+    LossPoint points[3] = {{10, 4.0, NAN, 1e-3, 0.5, 0, NAN}, {20, 3.5, 3.6, 1e-3, 0.4, 2, NAN},
+                           {30, 3.0, NAN, 1e-3, NAN, NAN, NAN}};
     TimelineSummary s;
     char err[ERR_LEN], *text;
     if (!CHECK(timeline_write(page, path, points, 3, "run <one>", TIMELINE_MAX_RECORD_BYTES, 1, &s, err) == 0, "%s", err))
@@ -568,7 +569,7 @@ TEST(probe_file_timeline_sample_page) {
     LossPoint points[40];
     for (int i = 0; i < 40; i++)
         points[i] = (LossPoint){2 * (i + 1), 4.2 - 2.0 * i / 40, (i + 1) % 5 ? NAN : 4.3 - 2.0 * i / 40, 1e-3,
-                                2.0 - i / 30.0, i < 10 ? 2 : 0};
+                                2.0 - i / 30.0, i < 10 ? 2 : 0, NAN};
     TimelineSummary s;
     CHECK(timeline_write("tests/tmp/timeline_sample.html", path, points, 40, "chargpt: a made-up run",
                          TIMELINE_MAX_RECORD_BYTES, 1, &s, err) == 0, "%s", err);
@@ -673,7 +674,7 @@ TEST(probe_file_timeline_labels_and_clipping) {
     probe_file_close(&pf);
     LossPoint points[40];  // steps 10 to 400: every step clipped up to step 100, none after
     for (int i = 0; i < 40; i++)
-        points[i] = (LossPoint){10 * (i + 1), 3.0 - 0.01 * i, NAN, 1e-3, 1.5, i < 10 ? 10 : 0};
+        points[i] = (LossPoint){10 * (i + 1), 3.0 - 0.01 * i, NAN, 1e-3, 1.5, i < 10 ? 10 : 0, NAN};
     TimelineSummary s;
     if (!CHECK(timeline_write(page, path, points, 40, "labels", TIMELINE_MAX_RECORD_BYTES, 1, &s, err) == 0, "%s", err))
         return;

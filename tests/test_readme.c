@@ -1,5 +1,6 @@
 // The README and the docs/ pages cannot go stale silently: README.md stays within 300 lines
-// (a learner reads it to the end), and what README.md and every docs/*.md page point at exists:
+// (a learner reads it to the end), and what README.md and every .md page under docs/ (its
+// folders too: docs/lessons/) point at exists:
 // each link's target (relative to the page, as a browser follows it) and its #anchor (a heading
 // of the target page), and each path of the tree the text names. A path of the tree starts
 // with one of the repository's top-level directories (data/, model/, .ci/, ...: whatever the
@@ -210,19 +211,33 @@ TEST(readme_fits_in_300_lines) {
     free(readme);
 }
 
+// Adds the .md pages under dir (docs/ and its folders, docs/lessons/) to pages; -1 when a
+// folder cannot be listed.
+static int list_pages(const char *dir, char pages[][300], int *n_pages) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int status = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL && *n_pages < MAX_ENTRIES;) {
+        char path[300];
+        struct stat st;
+        size_t n = strlen(e->d_name);
+        if (e->d_name[0] == '.' || snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path) ||
+            stat(path, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) status |= list_pages(path, pages, n_pages);
+        else if (n > 3 && !strcmp(e->d_name + n - 3, ".md")) strcpy(pages[(*n_pages)++], path);
+    }
+    closedir(d);
+    return status;
+}
+
 TEST(readme_and_docs_name_what_exists) {
     Tree tree;
     read_tree(&tree);
     char pages[MAX_ENTRIES][300];
     int n_pages = 0;
     strcpy(pages[n_pages++], README);
-    DIR *d = opendir("docs");
-    if (!CHECK(d != NULL, "cannot list docs/")) return;
-    for (struct dirent *e; (e = readdir(d)) != NULL && n_pages < MAX_ENTRIES;) {
-        size_t n = strlen(e->d_name);
-        if (n > 3 && n < 250 && !strcmp(e->d_name + n - 3, ".md")) snprintf(pages[n_pages++], 300, "docs/%s", e->d_name);
-    }
-    closedir(d);
+    if (!CHECK(list_pages("docs", pages, &n_pages) == 0, "cannot list docs/")) return;
     CHECK(n_pages >= 7, "README.md and only %d docs/ pages", n_pages - 1);
     int all_references = 0, all_problems = 0;
     for (int i = 0; i < n_pages; i++) {

@@ -102,6 +102,19 @@ TEST(schedule_described_phases_match_every_rate) {
     }
 }
 
+// --min-lr equal to --lr (a task's recipe, training/task_recipe.c): after the warm-up the rate
+// stays put, and the description says so rather than "decay from 0.001 to 0.001".
+TEST(schedule_constant_when_min_lr_is_lr) {
+    TrainOptions o = {0};
+    o.lr = o.min_lr = 1e-3f, o.warmup = 100, o.decay_steps = 2000;
+    int constant = 1;
+    for (long step = 100; step < 2000; step++) constant &= learning_rate(&o, step) == 1e-3f;
+    CHECK(constant, "the rate after the warm-up is not --lr");
+    char text[1024];
+    schedule_describe(&o, 0, 2000, text, sizeof(text));
+    CHECK(strstr(text, "steps 101-2000 constant at 0.001") && !strstr(text, "cosine"), "the description: %s", text);
+}
+
 TEST(schedule_fine_tune_warmup_fits_the_run) {
     CHECK(schedule_fine_tune_warmup(100) == 10 && schedule_fine_tune_warmup(5) == 0 &&
               schedule_fine_tune_warmup(2000) == 100 && schedule_fine_tune_warmup(999) == 99,

@@ -24,6 +24,7 @@
 #include "../format/safetensors.h"
 #include "test.h"
 
+#define LOG_HEADER "step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped,accuracy"
 #define TRAIN_TMP "tests/tmp/train"
 #define MAX_ARGS 64
 
@@ -891,7 +892,8 @@ static int read_log(const char *path, LogRow *rows, int max, char *header, size_
             break;
         }
         LogRow *r = &rows[count++];
-        // step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped with val_loss possibly empty
+        // step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped,accuracy with val_loss
+        // possibly empty (accuracy too: it is a task's)
         char *c1 = strchr(line, ','), *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
         char *c3 = c2 ? strchr(c2 + 1, ',') : NULL;
         r->grad_norm = NAN, r->clipped = -1;  // empty in a row from before those columns
@@ -923,8 +925,7 @@ TEST(train_log_csv_rows) {
     if (!exited_with(status, 0, "training", log)) return;
     LogRow rows[16];
     int n = read_log(csv, rows, 16, header, sizeof(header));
-    CHECK(strcmp(header, "step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped") == 0, "header '%s'",
-          header);
+    CHECK(strcmp(header, LOG_HEADER) == 0, "header '%s'", header);
     if (!CHECK(n == 4, "%s has %d rows, want 4 (steps 5, 10, 15, 20)", csv, n)) return;
     double best_val = INFINITY;
     for (int i = 0; i < 4; i++) {
@@ -976,9 +977,38 @@ TEST(train_log_csv_rows) {
     CHECK(access(best, F_OK) != 0, "--val-fraction 0 wrote %s", best);
 }
 
-// A run whose log.csv was written before grad_norm and clipped (six columns) resumes: the file
-// gets the new header, its rows those two fields empty, the new rows all eight; loss.svg shows
-// the gradient norms it has.
+// The log.csv of the run in out with only its first `columns` columns (an older log.csv), and
+// that many in its header.
+static void keep_columns(const char *csv, int columns, const char *header) {
+    size_t len;
+    char *text = test_read_file(csv, &len), old[4096];
+    if (!CHECK(text != NULL, "no %s", csv)) return;
+    size_t used = (size_t)snprintf(old, sizeof(old), "%s\n", header);
+    for (char *line = strchr(text, '\n') + 1; *line; line = strchr(line, '\n') + 1) {
+        char *end = line;
+        for (int k = 0; k < columns; k++) end = strpbrk(end, ",\n") + 1;
+        used += (size_t)snprintf(old + used, sizeof(old) - used, "%.*s\n", (int)(end - 1 - line), line);
+    }
+    test_write_file(csv, old, used);
+    free(text);
+}
+
+// How many rows of log.csv end with `ending` (the empty fields an older row was given).
+static int rows_ending(const char *csv, const char *ending) {
+    size_t len, n = strlen(ending);
+    char *text = test_read_file(csv, &len);
+    int count = 0;
+    for (char *line = text ? strchr(text, '\n') + 1 : NULL; line && *line; line = strchr(line, '\n') + 1) {
+        char *eol = strchr(line, '\n');
+        count += eol - line >= (long)n && !strncmp(eol - n, ending, n) && (eol - line == (long)n || eol[-n - 1] != ',');
+    }
+    free(text);
+    return count;
+}
+
+// A run whose log.csv was written before grad_norm and clipped (six columns), or before
+// accuracy (eight), resumes: the file gets the new header, its rows the later fields empty,
+// the new rows all nine; loss.svg shows the gradient norms it has.
 TEST(train_log_csv_older_header_resumes) {
     if (!have_train()) return;
     char dir[256], out[300], log[300], csv[300], ck[300], plot[300];
@@ -991,33 +1021,28 @@ TEST(train_log_csv_older_header_resumes) {
     int status = run_train(log, SMALL_MODEL, BLOCK_16, "--data", shared_corpus(), "--steps", "20", "--eval-every", "10",
                            "--out", out, NULL);
     if (!exited_with(status, 0, "training", log)) return;
-    size_t len;
-    char *text = test_read_file(csv, &len), old[4096] = "step,train_loss,val_loss,lr,tokens_seen,elapsed_s\n";
-    size_t used = strlen(old);
-    for (char *line = strchr(text, '\n') + 1; *line; line = strchr(line, '\n') + 1) {
-        char *seventh = line;
-        for (int k = 0; k < 6; k++) seventh = strchr(seventh, ',') + 1;
-        used += (size_t)snprintf(old + used, sizeof(old) - used, "%.*s\n", (int)(seventh - 1 - line), line);
-    }
-    test_write_file(csv, old, used);
-    free(text);
+    keep_columns(csv, 6, "step,train_loss,val_loss,lr,tokens_seen,elapsed_s");
     status = run_train(log, "--resume", ck, "--steps", "30", "--threads", "1", NULL);
-    if (!exited_with(status, 0, "resuming a run with an older log.csv", log)) return;
+    if (!exited_with(status, 0, "resuming a run with a six-column log.csv", log)) return;
     LogRow rows[8];
     char header[256];
     int n = read_log(csv, rows, 8, header, sizeof(header));
-    CHECK(strcmp(header, "step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped") == 0, "header '%s'",
-          header);
-    text = test_read_file(csv, &len);
-    int old_rows = 0;
-    for (char *line = strchr(text, '\n') + 1; *line; line = strchr(line, '\n') + 1) old_rows += !strncmp(strchr(line, '\n') - 2, ",,", 2);
+    CHECK(strcmp(header, LOG_HEADER) == 0, "header '%s'", header);
+    int old_rows = rows_ending(csv, ",,,");
     CHECK(n == 3 && old_rows == 2 && rows[2].step == 30 && rows[2].grad_norm > 0,
-          "%d rows (want 3), %d with empty grad_norm and clipped (want 2); the new row's grad_norm %g", n, old_rows,
-          n == 3 ? rows[2].grad_norm : NAN);
-    free(text);
+          "%d rows (want 3), %d with empty grad_norm, clipped and accuracy (want 2); the new row's grad_norm %g", n,
+          old_rows, n == 3 ? rows[2].grad_norm : NAN);
+    size_t len;
     char *svg = test_read_file(plot, &len);
     CHECK(svg && strstr(svg, "<path class=\"grad-norm\""), "loss.svg shows no gradient norm");
     free(svg);
+    keep_columns(csv, 8, "step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped");
+    status = run_train(log, "--resume", ck, "--steps", "40", "--threads", "1", NULL);
+    if (!exited_with(status, 0, "resuming a run with an eight-column log.csv", log)) return;
+    n = read_log(csv, rows, 8, header, sizeof(header));
+    CHECK(strcmp(header, LOG_HEADER) == 0, "header '%s'", header);
+    CHECK(n == 4 && rows_ending(csv, ",,,") == 2 && rows_ending(csv, ",") == 2 && rows[3].step == 40,
+          "%d rows (want 4): 2 with three empty fields, 2 with an empty accuracy", n);
 }
 
 // --resume without --out continues in the checkpoint's directory: its log.csv gets the new

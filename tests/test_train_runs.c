@@ -23,6 +23,7 @@
 #include <zlib.h>
 
 #include "../common/clock.h"
+#include "../format/probe_file.h"
 #include "../format/safetensors.h"
 #include "../training/out_dir.h"
 #include "../training/progress.h"
@@ -68,9 +69,9 @@ static void base_corpus(const char *dir, char *path, size_t n) {
     free(text);
 }
 
-// Runs ./train with args (NULL-terminated) in cwd (NULL: here), output into log; extra
-// environment variable env ("NAME=value") or NULL.
-static TestRun train_in(const char *cwd, const char *log, const char *const *args) {
+// Runs ./train with args (NULL-terminated) in cwd (NULL: here), output into log, killed after
+// timeout_s seconds.
+static TestRun train_for(const char *cwd, const char *log, const char *const *args, double timeout_s) {
     char program[4096];
     const char *argv[MAX_ARGS + 2] = {program};
     if (!realpath(test_program("train"), program)) snprintf(program, sizeof(program), "%s", test_program("train"));
@@ -81,9 +82,14 @@ static TestRun train_in(const char *cwd, const char *log, const char *const *arg
     if (!getcwd(here, sizeof(here))) here[0] = '\0';
     snprintf(log_path, sizeof(log_path), "%s/%s", here, log);
     if (cwd && chdir(cwd) != 0) CHECK(0, "cannot enter %s", cwd);
-    TestRun r = test_run(argv, NULL, log_path, 0, 120.0);
+    TestRun r = test_run(argv, NULL, log_path, 0, timeout_s);
     if (cwd && chdir(here) != 0) CHECK(0, "cannot return to %s", here);
     return r;
+}
+
+// The same with a timeout of 120 s.
+static TestRun train_in(const char *cwd, const char *log, const char *const *args) {
+    return train_for(cwd, log, args, 120.0);
 }
 #define ARGS(...) ((const char *[]){__VA_ARGS__, NULL})
 
@@ -1318,4 +1324,160 @@ TEST(runs_torn_log_row_cut_and_linked_log_refused) {
     text = test_read_file(outside, &len);
     CHECK(text && len == 10 && memcmp(text, "not a log\n", 10) == 0, "the file log.csv linked to was changed");
     free(text);
+}
+
+// ----------------------------------------------------------------------------
+// 7. --task: text chargpt makes (data/task.h)
+
+TEST(runs_task_refusals) {
+    char dir[256], corpus[300], log[300], out[300], ck[300];
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "task_refusals");
+    base_corpus(dir, corpus, sizeof(corpus));
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    snprintf(out, sizeof(out), "%s/add", dir);
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    TestRun r = train_in(NULL, log, ARGS("--task", "copy", "--out", out));
+    if (test_exit_status(&r, 2, "an unknown task")) test_output_has(&r, "induction, reverse, sort, add", "the choices");
+    test_run_free(&r);
+    r = train_in(NULL, log, ARGS("--task", "add", "--data", corpus, "--out", out));
+    if (test_exit_status(&r, 2, "--task with --data")) test_output_has(&r, "--data cannot be given with --task", "why");
+    test_run_free(&r);
+    CHECK(!test_file_exists(out), "a refused run made %s", out);
+    r = train_in(NULL, log, ARGS(TINY, "--task", "add", "--steps", "2", "--out", out));
+    int ok = test_exit_status(&r, 0, "a task's run");
+    test_run_free(&r);
+    if (!ok) return;
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "4", "--data", corpus));
+    if (test_exit_status(&r, 2, "a task's run resumed with --data")) test_output_has(&r, "the add task", "why");
+    test_run_free(&r);
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "4", "--task", "sort"));
+    if (test_exit_status(&r, 2, "a task's run resumed with another task")) test_output_has(&r, "--task sort", "why");
+    test_run_free(&r);
+}
+
+// A task's run resumed goes on with the same stream of batches: 2 steps, then 2 more, give
+// the weights 4 steps in one run give; log.csv has the task's accuracy at each evaluation.
+TEST(runs_task_resume_continues_the_stream) {
+    char dir[256], log[300], whole[300], split[300], ck_whole[300], ck_split[300], csv[320], value[64];
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "task_resume");
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    snprintf(whole, sizeof(whole), "%s/whole", dir);
+    snprintf(split, sizeof(split), "%s/split", dir);
+    snprintf(ck_whole, sizeof(ck_whole), "%s/ckpt.safetensors", whole);
+    snprintf(ck_split, sizeof(ck_split), "%s/ckpt.safetensors", split);
+    TestRun r = train_in(NULL, log, ARGS(TINY, "--task", "reverse", "--steps", "4", "--eval-every", "2", "--out", whole));
+    int ok = test_exit_status(&r, 0, "4 steps");
+    if (ok) test_output_has(&r, "accuracy on the answers (val): ", "the accuracy printed");
+    test_run_free(&r);
+    r = train_in(NULL, log, ARGS(TINY, "--task", "reverse", "--steps", "2", "--eval-every", "2", "--out", split));
+    ok &= test_exit_status(&r, 0, "2 steps");
+    test_run_free(&r);
+    if (!ok) return;
+    CHECK(test_meta_value(ck_split, "train.task", value, sizeof(value)) && strcmp(value, "reverse") == 0,
+          "train.task is '%s'", value);
+    r = train_in(NULL, log, ARGS("--resume", ck_split, "--steps", "4"));
+    if (test_exit_status(&r, 0, "2 more steps")) test_output_has(&r, "at step 2 of 4", "resumed");
+    test_run_free(&r);
+    CHECK(same_weights(ck_whole, ck_split), "2 + 2 steps differ from 4 steps");
+    // step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped,accuracy: an
+    // accuracy in [0, 1] where there is a val_loss, none elsewhere
+    snprintf(csv, sizeof(csv), "%s/log.csv", split);
+    size_t len;
+    char *text = test_read_file(csv, &len);
+    if (!CHECK(text != NULL, "no %s", csv)) return;
+    const char *header = "step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped,accuracy\n";
+    CHECK(strncmp(text, header, strlen(header)) == 0, "log.csv's header: %.90s", text);
+    int evaluated = 0;
+    for (char *line = strchr(text, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+        char *field[9], *p = line + 1;
+        int n = 0;
+        while (n < 9 && p) field[n++] = p, p = strpbrk(p, ",\n"), p = p && *p == ',' ? p + 1 : NULL;
+        if (!CHECK(n == 9, "a row without 9 fields: %.80s", line + 1)) break;
+        int has_val = field[2][0] != ',', has_accuracy = field[8][0] != '\n' && field[8][0] != '\0';
+        double accuracy = atof(field[8]);
+        CHECK(has_val == has_accuracy && (!has_accuracy || (accuracy >= 0.0 && accuracy <= 1.0)),
+              "row %.80s: val_loss and accuracy", line + 1);
+        evaluated += has_val;
+    }
+    CHECK(evaluated == 2, "%d evaluated rows, want 2 (steps 2 and 4)", evaluated);
+    free(text);
+}
+
+// The best head's induction score (training/head_scores.h) at each probed step of the run in
+// dir: steps[i], best[i], at most max of them; returns how many.
+static int best_induction_scores(const char *dir, long *steps, double *best, int max) {
+    char path[320], err[ERR_LEN];
+    snprintf(path, sizeof(path), "%s/probe.bin", dir);
+    FILE *fp = fopen(path, "rb");
+    ProbeReader reader;
+    if (!CHECK(fp && probe_reader_open(&reader, fp, path, err) == 0, "%s: %s", path, fp ? err : strerror(errno))) {
+        if (fp) fclose(fp);
+        return 0;
+    }
+    ProbeRecord rec;
+    int n = 0, heads = reader.header.n_layer * reader.header.n_head;
+    if (probe_record_alloc(&rec, &reader.header, err) == 0) {
+        while (n < max && probe_reader_next(&reader, &rec, err) == 1) {
+            if (!(rec.flags & PROBE_HAS_PROBE)) continue;
+            steps[n] = (long)rec.step;
+            best[n] = 0.0;
+            for (int h = 0; h < heads; h++) best[n] = rec.induction[h] > best[n] ? rec.induction[h] : best[n];
+            n++;
+        }
+        probe_record_free(&rec);
+    }
+    probe_reader_close(&reader);
+    fclose(fp);
+    return n;
+}
+
+// The induction lesson in small (n_embd 32 where the recipe of --task induction has 64): the
+// loss stays at chance, ln 26,
+// then drops as an induction head forms, whose score (the probe's, at most 0.5 on a repeat of
+// distinct characters) rises by 0.2 from step 0 to 0.3 or more, and the repeated half is
+// predicted 90% of the time.
+TEST(runs_task_induction_head_forms) {
+    char dir[256], train_log[300], out[300], csv[320];
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "task_induction");
+    snprintf(train_log, sizeof(train_log), "%s/train.log", dir);
+    snprintf(out, sizeof(out), "%s/run", dir);
+    // about 20 s here on 2 cores; 100 s with the portable kernels; the timeout leaves room for
+    // an emulated CPU (make test-arm64)
+    TestRun r = train_for(NULL, train_log, ARGS("--task", "induction", "--n-embd", "32", "--eval-every", "250",
+                                                "--sample-chars", "0", "--final-val-chars", "0", "--out", out),
+                          3600.0);
+    int ok = test_exit_status(&r, 0, "the induction run");
+    if (ok) printf("    --task induction, small: %.1f s\n", r.seconds);
+    test_run_free(&r);
+    if (!ok) return;
+    long steps[16];
+    double best[16];
+    int n = best_induction_scores(out, steps, best, 16);
+    if (!CHECK(n == 9 && steps[0] == 0 && steps[n - 1] == 2000, "%d probed steps, want 0 to 2000 every 250", n)) return;
+    printf("    best induction score: %.3f at step 0, %.3f at step %ld\n", best[0], best[n - 1], steps[n - 1]);
+    CHECK(best[n - 1] >= 0.3 && best[n - 1] - best[0] >= 0.2, "the best induction score went from %.3f to %.3f",
+          best[0], best[n - 1]);
+    // log.csv's evaluated rows: val_loss and accuracy
+    snprintf(csv, sizeof(csv), "%s/log.csv", out);
+    size_t len;
+    char *text = test_read_file(csv, &len);
+    if (!CHECK(text != NULL, "no %s", csv)) return;
+    double first_val = NAN, last_val = NAN, accuracy = NAN;
+    for (char *line = strchr(text, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+        long step;
+        double train_loss, val_loss, lr, elapsed, grad_norm, row_accuracy;
+        long tokens;
+        int clipped;
+        if (sscanf(line + 1, "%ld,%lf,%lf,%lf,%ld,%lf,%lf,%d,%lf", &step, &train_loss, &val_loss, &lr, &tokens, &elapsed,
+                   &grad_norm, &clipped, &row_accuracy) != 9)
+            continue;  // no evaluation at this row
+        if (isnan(first_val)) first_val = val_loss;
+        last_val = val_loss, accuracy = row_accuracy;
+    }
+    free(text);
+    printf("    val loss %.3f at step 250, %.3f at the end; accuracy on the repeated half %.1f%%\n", first_val, last_val,
+           100.0 * accuracy);
+    CHECK(fabs(first_val - log(26.0)) < 0.05, "no plateau at chance, ln 26: val loss %.3f at step 250", first_val);
+    CHECK(last_val < log(26.0) - 0.5, "no drop: val loss %.3f at the end", last_val);
+    CHECK(accuracy >= 0.9, "accuracy on the repeated half %.3f at the end, want 0.9", accuracy);
 }

@@ -33,7 +33,7 @@ TEST(validation_pass_bounded_prefix_and_progress) {
     size_t n = 500;
     int *tokens = malloc(n * sizeof(int)), inputs[3 * 8], targets[3 * 8];
     for (size_t i = 0; i < n; i++) tokens[i] = (int)((i * 7 + i / 3) % 11);
-    Dataset whole = {tokens, 0, tokens, n};
+    Dataset whole = {tokens, 0, tokens, n, NULL};
     long count;
     Seen seen = {0, 0, 0, 1};
     PassProgress progress = {record, &seen};
@@ -46,7 +46,7 @@ TEST(validation_pass_bounded_prefix_and_progress) {
     const long bounds[] = {1, 7, 8, 24, 25, 100, 498, 499, 1000};
     for (size_t k = 0; k < sizeof(bounds) / sizeof(bounds[0]); k++) {
         long max_chars = bounds[k], want_count = max_chars < (long)n - 1 ? max_chars : (long)n - 1;
-        Dataset prefix = {tokens, 0, tokens, (size_t)want_count + 1};
+        Dataset prefix = {tokens, 0, tokens, (size_t)want_count + 1, NULL};
         long c1, c2;
         double bounded = validation_pass(&model, &whole, max_chars, B, T, 0, 1, NULL, inputs, targets, &c1);
         double short_split = validation_pass(&model, &prefix, -1, B, T, 0, 1, NULL, inputs, targets, &c2);

@@ -5,19 +5,34 @@
 #include <string.h>
 
 #include "../common/clock.h"
+#include "../data/task.h"
 #include "../dist/dist.h"
 #include "run.h"
 
 // ----------------------------------------------------------------------------
 // the periodic evaluation
 
+// Of the `rows` sequences of the last forward, windows k0, k0 + 1, ... of the K in ds's
+// evaluation set: adds to counts[0] the task's scored targets the model predicts, to counts[1]
+// how many there are (data/task.h).
+static void count_correct(const GPT *model, const Dataset *ds, uint64_t k0, uint64_t K, int rows, int T,
+                          const int *targets, double counts[2]) {
+    int V = model->config.vocab_size;
+    for (int r = 0; r < rows; r++) {
+        size_t start = dataset_val_start(ds, k0 + (uint64_t)r, K, T);
+        task_count_correct(model->acts.logits + (size_t)r * T * V, V, targets + (size_t)r * T,
+                           ds->val_scored + start + 1, T, &counts[0], &counts[1]);
+    }
+}
+
 double data_parallel_evaluate(DataParallel *dp, GPT *model, const Dataset *ds, long num_batches,
-                              const PassProgress *progress, int *inputs, int *targets) {
+                              const PassProgress *progress, int *inputs, int *targets, double *accuracy) {
     size_t first, end, most, unused;
     dist_share((size_t)num_batches, dist_rank(), &first, &end);
     dist_share((size_t)num_batches, 0, &unused, &most);  // rank 0's share is the largest
     int B = dp->B, T = dp->T, rows = dp->rows;
-    double sum = 0.0;
+    uint64_t K = (uint64_t)num_batches * (uint64_t)B;
+    double sums[3] = {0.0, 0.0, 0.0};  // the batches' mean losses; correct and scored targets
     for (size_t i = 0; i < most; i++) {
         if (dist_agree(0, stop_signals_received()).signal)  // abandoned by every process together
             return NAN;
@@ -25,21 +40,20 @@ double data_parallel_evaluate(DataParallel *dp, GPT *model, const Dataset *ds, l
         size_t b = first + i;
         if (b >= end) continue;
         dataset_val_batch(ds, (int)b, (int)num_batches, B, T, inputs, targets);
-        if (rows == B) {  // one forward: the batch's mean as one process always took it
-            gpt_forward(model, inputs, targets, B, T, NULL);
-            sum += model->mean_loss;
-            continue;
-        }
         double batch_sum = 0.0;  // the activations hold `rows` sequences at a time
         for (int r = 0; r < B; r += rows) {
             gpt_forward(model, inputs + (size_t)r * T, targets + (size_t)r * T, rows, T, NULL);
             batch_sum += model->loss_sum;
+            if (ds->val_scored)
+                count_correct(model, ds, b * (uint64_t)B + (uint64_t)r, K, rows, T, targets + (size_t)r * T, sums + 1);
         }
-        sum += batch_sum / ((double)B * T);
+        // one forward: the batch's mean as one process always took it
+        sums[0] += rows == B ? model->mean_loss : batch_sum / ((double)B * T);
     }
-    dist_sum_doubles(&sum, 1);
+    dist_sum_doubles(sums, 3);
     pass_progress(progress, num_batches, num_batches);
-    return sum / num_batches;
+    *accuracy = ds->val_scored && sums[2] > 0 ? sums[1] / sums[2] : NAN;
+    return sums[0] / num_batches;
 }
 
 // ----------------------------------------------------------------------------
@@ -92,7 +106,7 @@ int evaluate(Run *r, int last, int *abandoned, const char **best) {
     PassLine shown = {&r->report, s->step, "evaluation", now_seconds(), 0.0, r->flush_progress};
     PassProgress progress = {pass_line_show, &shown};
     double val_loss = data_parallel_evaluate(&r->dp, &r->model, &r->ds, r->o.eval_batches, r->tty ? &progress : NULL,
-                                             r->inputs, r->targets);
+                                             r->inputs, r->targets, &r->accuracy);
     progress_report_evaluated(&r->report, now_seconds() - shown.start);
     if (isnan(val_loss)) {
         *abandoned = 1;

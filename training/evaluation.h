@@ -16,9 +16,11 @@
 // process computing its share of them. inputs, targets: room for (B, T). NAN when a stop
 // signal (stop_signals.h) abandoned it: the processes agree on that before each batch, so
 // all abandon it together. progress (or NULL) hears of the batches done (all processes'
-// together, counted from this one's share). Collective.
+// together, counted from this one's share). *accuracy: for a task's dataset (ds->val_scored),
+// the share of its scored targets that are the model's most likely next token; else NAN.
+// Collective.
 double data_parallel_evaluate(DataParallel *dp, GPT *model, const Dataset *ds, long num_batches,
-                              const PassProgress *progress, int *inputs, int *targets);
+                              const PassProgress *progress, int *inputs, int *targets, double *accuracy);
 
 // ----------------------------------------------------------------------------
 // the whole-validation pass

@@ -1,6 +1,7 @@
 // The run's options beyond reading them from the command line (train.c): the table of
 // ./train's options, its --help, which options may be given together (and again when
-// resuming), and the memory limit they set. How a run takes its options from its checkpoint
+// resuming), the memory limit they set, and each task's recipe (train --task: the defaults
+// the other options override). How a run takes its options from its checkpoint
 // when it resumes or fine-tunes is the set_up_options stage (training/run.h).
 #ifndef CHARGPT_OPTIONS_H
 #define CHARGPT_OPTIONS_H
@@ -20,7 +21,7 @@ enum {
     OPT_SAVE_EVERY, OPT_LOG_EVERY, OPT_SEED, OPT_THREADS, OPT_VAL_FRACTION, OPT_GRAD_ACCUM, OPT_ZERO,
     OPT_MAX_MEMORY, OPT_INIT_FROM, OPT_SKIP_UNKNOWN, OPT_KEEP_CR, OPT_FORCE, OPT_PRECISION, OPT_MPI_TIMEOUT,
     OPT_SEPARATOR, OPT_ENCODING, OPT_MIN_CHAR_COUNT, OPT_GROW_VOCAB, OPT_FINAL_VAL_CHARS,
-    OPT_PROBE, OPT_SAMPLE_PROMPT, OPT_SAMPLE_CHARS, OPT_SAMPLE_EVERY, OPT_NO_PROBE, OPT_PROBE_STEPS,
+    OPT_PROBE, OPT_SAMPLE_PROMPT, OPT_SAMPLE_CHARS, OPT_SAMPLE_EVERY, OPT_NO_PROBE, OPT_PROBE_STEPS, OPT_TASK,
     OPT_COUNT
 };
 
@@ -37,5 +38,10 @@ void train_usage(FILE *f, const TrainOptions *d);
 // What the options given allow together, checked before anything touches the disk. Returns
 // 0, or EXIT_USAGE with err.
 int options_check_given(const GivenOptions *given, char err[ERR_LEN]);
+
+// Sets o's model, schedule, evaluation and output options to the task's recipe, and o->task:
+// options chosen so that the task's mechanism forms within minutes on a 2-core laptop (the
+// measurements behind them are in options.c).
+void task_recipe(Task task, TrainOptions *o);
 
 #endif

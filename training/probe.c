@@ -187,7 +187,6 @@ int probe_header_make(ProbeHeader *h, const ProbeSetup *s, const GPTConfig *c, c
             free(repeated);
         }
     }
-    if (rc == 0) rc = set_reach(h, err);
     if (rc != 0) probe_header_free(h);
     return rc;
 }
@@ -586,6 +585,8 @@ int run_probe_open(RunProbe *rp, GPT *model, long step, char *message, size_t si
     } else {
         char aside[1100];
         rc = rp->set_aside ? probe_file_set_aside(rp->path, rp->set_aside, aside, sizeof(aside), err) : 0;
+        // the reach, quadratic in the block, once the memory plan has been checked
+        if (rc == 0) rc = set_reach(&rp->header, err);
         if (rc == 0) rc = probe_file_create(&rp->file, rp->path, &rp->header, err);
         if (rc == 0 && rp->set_aside)
             snprintf(message, size, "%s: moved to %s; the timeline starts anew at step %ld", rp->damage, aside, step);

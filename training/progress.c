@@ -253,9 +253,11 @@ int report(Run *r, int due, int evaluated, int probed, char err[ERR_LEN]) {
     if (!due) return 0;
     double grad_norm = r->grad_norm_sum / r->report.loss_count;
     double mean_loss = progress_report_close(&r->report), val_loss = evaluated ? s->last_val_loss : NAN;
-    RunLogRow row = {s->step, mean_loss, val_loss, r->lr, s->tokens_seen, s->elapsed_s, grad_norm, r->clipped_steps};
+    double accuracy = evaluated ? r->accuracy : NAN;
+    RunLogRow row = {s->step, mean_loss, val_loss, r->lr, s->tokens_seen, s->elapsed_s, grad_norm, r->clipped_steps,
+                     accuracy};
     if (dist_rank() == 0 && run_log_row(&r->log, &row, err) != 0) return EXIT_DATA;
-    LossPoint point = {s->step, mean_loss, val_loss, r->lr, grad_norm, r->clipped_steps};
+    LossPoint point = {s->step, mean_loss, val_loss, r->lr, grad_norm, r->clipped_steps, accuracy};
     if (loss_history_add(&r->losses, point, err) != 0) return EXIT_DATA;
     r->grad_norm_sum = 0.0, r->clipped_steps = 0;
     if (evaluated && dist_rank() == 0) draw_loss_plot(r);
@@ -266,6 +268,8 @@ int report(Run *r, int due, int evaluated, int probed, char err[ERR_LEN]) {
 void print_report(Run *r, int due, int evaluated) {
     if (r->tty || due)
         printf("%s%s%s", r->tty ? "\r\033[K" : "", r->progress_line, r->tty && !evaluated ? "" : "\n");
+    if (evaluated && r->o.task[0])
+        printf("  accuracy on %s (val): %.1f%%\n", task_scored_part(r->task.task), 100.0 * r->accuracy);
     if (r->probe.sampled) {  // under the progress
         if (r->tty && !evaluated) printf("\n");
         run_probe_print_sample(&r->probe, stdout);

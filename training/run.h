@@ -40,6 +40,8 @@ typedef struct {
     char fingerprint[CORPUS_FINGERPRINT_LEN];
     Vocab vocab;
     Dataset ds;                  // the train and validation splits of the tokens
+    RunTask task;                // --task's text (its validation split), when the run has a task
+    double accuracy;             // a task's accuracy at the last evaluation (NAN: none yet)
     GPTConfig config;
     GPT model;
     AdamW opt;
@@ -79,7 +81,8 @@ int set_up_out_dir(Run *r, char err[ERR_LEN]);
 // training/run_text.c: corpus -> vocabulary -> tokens -> train/val split; the text takes 4
 // bytes a character (its code points, then its tokens in their place), and no more than the
 // memory limit leaves beside the checkpoint being resumed or fine-tuned. A stop signal ends
-// the reading at once (stop_before_the_run).
+// the reading at once (stop_before_the_run). A task's run instead makes its vocabulary and
+// validation split (its training batches are made at each step, take_step).
 int set_up_text(Run *r, char err[ERR_LEN]);
 // training/run_state.c: every process has read its corpus and checkpoint, which must be the
 // same everywhere, with the same options, before any collective sized by them. Collective.
@@ -109,10 +112,10 @@ void start_timeline(Run *r);
 // ----------------------------------------------------------------------------
 // training: step, evaluate, report, save
 
-// training/step.c: one optimizer step on a batch of the training split: forward, backward,
-// gradient clipping and AdamW over the processes and micro-batches. A loss or gradient norm
-// that is not finite (the same on every process) is said (rank 0) and returns
-// EXIT_NONFINITE: the run ends, the last checkpoint as it was.
+// training/step.c: one optimizer step on a batch of the training split (a task's: the step's
+// rows, data/task.h): forward, backward, gradient clipping and AdamW over the processes and
+// micro-batches. A loss or gradient norm that is not finite (the same on every process) is
+// said (rank 0) and returns EXIT_NONFINITE: the run ends, the last checkpoint as it was.
 int take_step(Run *r);
 // training/evaluation.c: every --eval-every steps and at the last, the loss on the validation
 // batches; a new best is to be saved to best.safetensors (*best). Returns 1 when it evaluated.
@@ -138,8 +141,8 @@ int report(Run *r, int due, int evaluated, int probed, char err[ERR_LEN]);
 // training/run_state.c: writes best.safetensors and ckpt.safetensors when asked (paths NULL
 // or not). Collective.
 int save_checkpoints(Run *r, const char *best, const char *ckpt, char err[ERR_LEN]);
-// training/progress.c: the progress line report() composed, then the sample made at the
-// step, if any.
+// training/progress.c: the progress line report() composed, a task's accuracy after an
+// evaluation, then the sample made at the step, if any.
 void print_report(Run *r, int due, int evaluated);
 // training/run_log.c: log.csv closed (rank 0).
 int close_log(Run *r, char err[ERR_LEN]);

@@ -17,8 +17,24 @@
 // ----------------------------------------------------------------------------
 // log.csv
 
-#define LOG_HEADER "step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped\n"
-#define OLD_HEADER "step,train_loss,val_loss,lr,tokens_seen,elapsed_s\n"  // before grad_norm and clipped
+#define LOG_HEADER "step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped,accuracy\n"
+
+// The headers log.csv had before, and the empty fields their rows lack.
+#define OLD_HEADER_MAX 80  // bytes of the longest, its newline and NUL included
+static const struct {
+    const char *header, *missing;
+} old_headers[] = {
+    {"step,train_loss,val_loss,lr,tokens_seen,elapsed_s\n", ",,,"},  // before grad_norm and clipped
+    {"step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped\n", ","},  // before accuracy
+};
+#define OLD_HEADERS (int)(sizeof(old_headers) / sizeof(old_headers[0]))
+
+// The old_headers entry a log's first line is, or -1 (the current header, or none).
+static int old_header(const char *line) {
+    for (int i = 0; i < OLD_HEADERS; i++)
+        if (strcmp(line, old_headers[i].header) == 0) return i;
+    return -1;
+}
 
 static int write_failed(const char *path, char err[ERR_LEN]) {
     snprintf(err, ERR_LEN, "cannot write %s: %s", path, strerror(errno));
@@ -84,18 +100,18 @@ static int scan_line(LogScan *s, char *head, size_t size, uint64_t *start, const
 
 // What the log holds after its rows up to `step`: the rows after it (rows are in step order:
 // every whole line from the first whose step is past it), where they start (*end: where the
-// log's kept part ends), and the bytes of a row torn at its end (*torn). *old: the header is
-// the one from before grad_norm and clipped.
+// log's kept part ends), and the bytes of a row torn at its end (*torn). *old: the header's
+// entry in old_headers, or -1.
 static int scan_log(const char *path, long step, RunLogRows *rows, uint64_t *end, uint64_t *torn, int *old,
                     char err[ERR_LEN]) {
     *rows = (RunLogRows){0, 0, 0};
     *torn = 0;
     LogScan s;
     if (scan_open(&s, path, err) != 0) return -1;
-    char head[sizeof(OLD_HEADER) + 1];
+    char head[OLD_HEADER_MAX];
     uint64_t start;
     int got = scan_line(&s, head, sizeof(head), &start, path, err);  // the header
-    *old = got == 1 && strcmp(head, OLD_HEADER) == 0;
+    *old = got == 1 ? old_header(head) : -1;
     *end = got == 1 ? s.offset : 0;
     while (got == 1 && (got = scan_line(&s, head, sizeof(head), &start, path, err)) == 1) {
         long row_step = strtol(head, NULL, 10);
@@ -121,9 +137,10 @@ int run_log_rows_after(const char *path, long step, RunLogRows *rows, char err[E
 }
 
 // Copies the log's bytes from the scan's offset up to `end` (whole rows) to out, a chunk at a
-// time; old: each row with ",," added (the empty grad_norm and clipped of a row from before
-// those columns).
-static int copy_rows(LogScan *s, FILE *out, uint64_t end, int old, const char *path, char err[ERR_LEN]) {
+// time; missing (or NULL): added to each row (the empty fields of a row from before the newer
+// columns).
+static int copy_rows(LogScan *s, FILE *out, uint64_t end, const char *missing, const char *path,
+                     char err[ERR_LEN]) {
     while (s->offset < end) {
         if (s->at == s->len) {
             size_t want = end - s->offset < LOG_CHUNK ? (size_t)(end - s->offset) : LOG_CHUNK;
@@ -133,37 +150,37 @@ static int copy_rows(LogScan *s, FILE *out, uint64_t end, int old, const char *p
                 return -1;
             }
         }
-        char *from = s->chunk + s->at, *eol = old ? memchr(from, '\n', s->len - s->at) : NULL;
+        char *from = s->chunk + s->at, *eol = missing ? memchr(from, '\n', s->len - s->at) : NULL;
         size_t n = eol ? (size_t)(eol - from) : s->len - s->at;
         fwrite(from, 1, n, out);
-        if (eol) fputs(",,\n", out), n++;
+        if (eol) fprintf(out, "%s\n", missing), n++;
         s->at += n, s->offset += n;
     }
     return 0;
 }
 
 // Rewrites the log without the rows of steps after `step`, when there are any, without a row
-// torn at its end (*torn: its bytes), and with the current header when it has the older one
-// or its header is torn: the rows kept copied as they are read.
+// torn at its end (*torn: its bytes), and with the current header when it has an older one or
+// its header is torn: the rows kept copied as they are read.
 static int update_rows(const char *path, long step, size_t *torn, char err[ERR_LEN]) {
     RunLogRows rows;
     uint64_t end, torn_bytes;
     int old;
     if (scan_log(path, step, &rows, &end, &torn_bytes, &old, err) != 0) return -1;
     *torn = (size_t)torn_bytes;
-    if (!rows.count && !old && !torn_bytes) return 0;
+    if (!rows.count && old < 0 && !torn_bytes) return 0;
     LogScan s;
     if (scan_open(&s, path, err) != 0) return -1;
     AtomicFile f;
     int rc = atomic_file_open(&f, path, err);
     if (rc == 0) {
-        if (end == 0 || old) {  // no whole header, or the older one: the current one
-            char header[sizeof(OLD_HEADER) + 1];
+        if (end == 0 || old >= 0) {  // no whole header, or an older one: the current one
+            char header[OLD_HEADER_MAX];
             uint64_t start;
-            if (old) rc = scan_line(&s, header, sizeof(header), &start, path, err) == 1 ? 0 : -1;
+            if (old >= 0) rc = scan_line(&s, header, sizeof(header), &start, path, err) == 1 ? 0 : -1;
             fputs(LOG_HEADER, f.fp);
         }
-        if (rc == 0) rc = copy_rows(&s, f.fp, end, old, path, err);
+        if (rc == 0) rc = copy_rows(&s, f.fp, end, old >= 0 ? old_headers[old].missing : NULL, path, err);
         if (rc == 0) rc = atomic_file_commit(&f, err);
         else atomic_file_abort(&f);
     }
@@ -195,11 +212,12 @@ int run_log_open(RunLog *log, const char *path, int resuming, long step, char er
 }
 
 int run_log_row(RunLog *log, const RunLogRow *row, char err[ERR_LEN]) {
-    char val[32] = "", grad[32] = "";
+    char val[32] = "", grad[32] = "", accuracy[32] = "";
     if (!isnan(row->val_loss)) snprintf(val, sizeof(val), "%.6f", row->val_loss);
     if (!isnan(row->grad_norm)) snprintf(grad, sizeof(grad), "%.6g", row->grad_norm);
-    if (fprintf(log->fp, "%ld,%.6f,%s,%.6e,%ld,%.3f,%s,%d\n", row->step, row->train_loss, val, row->lr,
-                row->tokens_seen, row->elapsed_s, grad, row->clipped) < 0 ||
+    if (!isnan(row->accuracy)) snprintf(accuracy, sizeof(accuracy), "%.6f", row->accuracy);
+    if (fprintf(log->fp, "%ld,%.6f,%s,%.6e,%ld,%.3f,%s,%d,%s\n", row->step, row->train_loss, val, row->lr,
+                row->tokens_seen, row->elapsed_s, grad, row->clipped, accuracy) < 0 ||
         fflush(log->fp) != 0)
         return write_failed(log->path, err);
     return 0;
@@ -267,8 +285,8 @@ static int optional_field(char **field, double *value) {
     return 0;
 }
 
-// One row: step,train_loss,val_loss,lr,tokens_seen,elapsed_s[,grad_norm,clipped] with
-// val_loss possibly empty (rows from before grad_norm and clipped lack them, or have them
+// One row: step,train_loss,val_loss,lr,tokens_seen,elapsed_s[,grad_norm,clipped[,accuracy]]
+// with val_loss possibly empty (rows from before the later columns lack them, or have them
 // empty). 0, or -1 when the line is not such a row.
 static int parse_row(char *line, LossPoint *p) {
     char *end;
@@ -281,12 +299,13 @@ static int parse_row(char *line, LossPoint *p) {
     if (optional_field(&field, &p->val_loss) != 0) return -1;
     p->lr = strtod(field, &end);
     if (end == field) return -1;
-    p->grad_norm = p->clipped = NAN;
+    p->grad_norm = p->clipped = p->accuracy = NAN;
     // past tokens_seen and elapsed_s to grad_norm, when the row has it
     for (int skip = 0; skip < 2 && end && *end == ','; skip++) end = strchr(end + 1, ',');
     if (!end || *end != ',') return 0;
     field = end + 1;
-    return optional_field(&field, &p->grad_norm) == 0 && optional_field(&field, &p->clipped) == 0 ? 0 : -1;
+    return optional_field(&field, &p->grad_norm) == 0 && optional_field(&field, &p->clipped) == 0 &&
+           optional_field(&field, &p->accuracy) == 0 ? 0 : -1;
 }
 
 int loss_history_read(LossHistory *h, const char *log_path, char err[ERR_LEN]) {

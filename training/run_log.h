@@ -1,10 +1,12 @@
 // log.csv: one row per progress report,
-//   step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped
+//   step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped,accuracy
 // with val_loss empty where the step had no evaluation; grad_norm is the mean gradient norm
 // before clipping of the report's steps (as train_loss is their mean loss) and clipped how
-// many of them were clipped. The last two columns came later: a resumed run whose log.csv
-// has the older six-column header rewrites it with the new header and those two fields empty
-// in its rows, so the file stays one table; readers of the first six columns see no change.
+// many of them were clipped; accuracy is a task's (data/task.h: the share of the validation
+// split's predictable characters the model predicts), empty without a task or an evaluation.
+// The last columns came later (grad_norm and clipped, then accuracy): a resumed run whose
+// log.csv has an older header rewrites it with the new header and the missing fields empty in
+// its rows, so the file stays one table; readers of the first columns see no change.
 // Every write is checked. And the points of the loss plot, read from log.csv's rows when a run
 // resumes (or ./generate --timeline rebuilds a run's page) and added at each report.
 #ifndef CHARGPT_RUN_LOG_H
@@ -39,13 +41,15 @@ typedef struct {
     long count, first, last;
 } RunLogRows;
 int run_log_rows_after(const char *path, long step, RunLogRows *rows, char err[ERR_LEN]);
-// One report's figures: val_loss and grad_norm NAN when unknown (no evaluation at that step).
+// One report's figures: val_loss, grad_norm and accuracy NAN when unknown (no evaluation at
+// that step, no task).
 typedef struct {
     long step;
     double train_loss, val_loss, lr;
     long tokens_seen;
     double elapsed_s, grad_norm;
     int clipped;
+    double accuracy;
 } RunLogRow;
 // Appends a row and flushes it. Returns 0, or -1 with err.
 int run_log_row(RunLog *log, const RunLogRow *row, char err[ERR_LEN]);
@@ -75,7 +79,7 @@ typedef struct {
 } LossHistory;
 
 // Reads the rows of log.csv (step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,
-// clipped; an empty field, or a missing grad_norm and clipped, is NAN) into history, which
+// clipped,accuracy; an empty field, or a missing later column, is NAN) into history, which
 // must be empty, a line at a time. A missing file gives no points; anything but a regular
 // file (a FIFO) is refused. Returns 0, or -1 with err.
 int loss_history_read(LossHistory *history, const char *log_path, char err[ERR_LEN]);

@@ -182,9 +182,10 @@ static void meta_add(RunMeta *m, const char *key, const char *value) {
 }
 
 void run_meta_write(RunMeta *m, const TrainOptions *o, const TrainState *s) {
-    _Static_assert(NUM_FIELDS + 7 <= RUN_META_MAX, "RunMeta holds every field");
+    _Static_assert(NUM_FIELDS + 8 <= RUN_META_MAX, "RunMeta holds every field");
     m->count = 0;
     meta_add(m, "train.data", o->data);
+    if (o->task[0]) meta_add(m, "train.task", o->task);
     meta_add(m, "train.separator", o->separator);
     meta_add(m, "train.encoding", encoding_name(o->encoding));
     meta_add(m, "train.precision", precision_name(o->precision));
@@ -268,8 +269,15 @@ static int read_field(const Checkpoint *ck, const Field *f, TrainOptions *o, Tra
 }
 
 int run_meta_read(const Checkpoint *ck, TrainOptions *o, TrainState *s, char err[ERR_LEN]) {
+    const char *task = checkpoint_meta(ck, "train.task");
+    if (task && task_find(task) < 0) {
+        snprintf(err, ERR_LEN, "%s: checkpoint metadata 'train.task' is '%.40s', not one of %s", ck->path, task,
+                 TASK_NAMES);
+        return -1;
+    }
+    snprintf(o->task, sizeof(o->task), "%s", task ? task : "");
     const char *data = checkpoint_meta(ck, "train.data");
-    if (!data || !data[0] || strlen(data) >= sizeof(o->data)) {
+    if (!data || (!data[0] && !task) || strlen(data) >= sizeof(o->data)) {
         snprintf(err, ERR_LEN, "%s: checkpoint metadata 'train.data' is missing, empty or too long", ck->path);
         return -1;
     }

@@ -10,6 +10,7 @@
 #include "../common/errors.h"
 #include "../data/corpus_fingerprint.h"
 #include "../data/encoding.h"
+#include "../data/task.h"
 #include "../data/vocab.h"
 #include "../dist/dist.h"
 #include "../format/checkpoint.h"
@@ -79,7 +80,8 @@ int run_identity_compare(const RunIdentity *a, const RunIdentity *b, char *why, 
 #define TRAIN_MAX_GRAD_CLIP 1e9
 
 typedef struct {
-    char data[1024];    // corpus: its paths (files, directories, "-"), one a line
+    char data[1024];    // corpus: its paths (files, directories, "-"), one a line; "" with a task
+    char task[TASK_NAME_MAX];  // --task: the text chargpt makes (data/task.h), or "": --data's
     char out[1024];     // directory for checkpoints and log.csv
     char resume[1024];  // checkpoint to continue, or ""
     char init_from[1024];  // checkpoint whose weights start a new run, or ""
@@ -139,8 +141,9 @@ typedef struct {
 // max_memory or final_val_chars) and the state. Keys added after the first checkpoints
 // (train.keep_cr, train.skip_unknown, train.schedule_start, train.corpus_fingerprint,
 // train.init_from, train.run_id, train.separator, train.encoding, train.min_char_count,
-// train.grow_vocab) are optional when read: absent, they take the value older runs had (0,
-// "": unknown, the separator "\n", UTF-8).
+// train.grow_vocab, train.task) are optional when read: absent, they take the value older
+// runs had (0, "": unknown or none, the separator "\n", UTF-8). A task's run has an empty
+// train.data.
 void run_meta_write(RunMeta *meta, const TrainOptions *o, const TrainState *s);
 // Checks that the paths run_meta_write keeps (train.data: --data's, train.init_from) are
 // UTF-8, as a checkpoint's JSON header must be: a file name that is not (a legal name on

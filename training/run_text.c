@@ -1,6 +1,7 @@
 #include "run_text.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../common/platform.h"
@@ -223,6 +224,93 @@ int run_text_same_vocabulary(const Corpus *corpus, const Vocab *vocab, const cha
 }
 
 // ----------------------------------------------------------------------------
+// a task's text
+
+double run_task_memory(long rows, int row_len) {
+    // the tokens and scored flags, and the characters while the fingerprint is taken
+    return (double)rows * row_len * (2 * sizeof(int) + 1);
+}
+
+// The fingerprint of the split's text, as a corpus's is taken (its code points).
+static int fingerprint_of(const RunTask *t, char fingerprint[CORPUS_FINGERPRINT_LEN], char err[ERR_LEN]) {
+    const char *alphabet = task_alphabet(t->task);
+    uint32_t *chars = malloc(t->len * sizeof(uint32_t));
+    if (!chars) {
+        snprintf(err, ERR_LEN, "out of memory for the %s task's fingerprint", task_name(t->task));
+        return -1;
+    }
+    for (size_t i = 0; i < t->len; i++) chars[i] = (unsigned char)alphabet[t->tokens[i]];
+    corpus_fingerprint(chars, t->len, fingerprint);
+    free(chars);
+    return 0;
+}
+
+// The vocabulary of the task's characters; a resumed run's checkpoint must have the same.
+static int task_vocabulary(Task task, const Checkpoint *ck, Vocab *vocab, char err[ERR_LEN]) {
+    const char *alphabet = task_alphabet(task);
+    uint32_t chars[128];
+    int n = (int)strlen(alphabet);
+    for (int i = 0; i < n; i++) chars[i] = (unsigned char)alphabet[i];
+    if (vocab_from_chars(vocab, chars, n, err) != 0) return EXIT_USAGE;
+    if (ck && (ck->config.vocab_size != n || ck->vocab_unknown ||
+               memcmp(ck->vocab, chars, (size_t)n * sizeof(uint32_t)) != 0)) {
+        snprintf(err, ERR_LEN, "%s: its vocabulary is not the %s task's %d characters (a checkpoint of another "
+                 "version of chargpt?)", ck->path, task_name(task), n);
+        return EXIT_DATA;
+    }
+    return 0;
+}
+
+int run_task_make(RunTask *t, Task task, uint64_t seed, long rows, int row_len, const Checkpoint *ck,
+                  const char *saved, Vocab *vocab, char fingerprint[CORPUS_FINGERPRINT_LEN], Dataset *ds,
+                  char err[ERR_LEN]) {
+    memset(t, 0, sizeof(*t));
+    t->task = task;
+    int status = task_vocabulary(task, ck, vocab, err);
+    if (status != 0) return status;
+    if (task_validation_text(task, seed, rows, row_len, &t->tokens, &t->scored, err) != 0) return EXIT_USAGE;
+    t->len = (size_t)rows * (size_t)row_len;
+    if (fingerprint_of(t, fingerprint, err) != 0) return EXIT_USAGE;
+    if (ck && strcmp(saved, fingerprint) != 0) {
+        char want[80], got[80];
+        corpus_fingerprint_describe(saved, want, sizeof(want));
+        corpus_fingerprint_describe(fingerprint, got, sizeof(got));
+        snprintf(err, ERR_LEN, "%s: the %s task's validation split here (%s) is not the one it was trained with "
+                 "(%s): this chargpt makes the task's text differently, so the run's stream cannot be continued",
+                 ck->path, task_name(task), got, want);
+        return EXIT_DATA;
+    }
+    *ds = (Dataset){NULL, 0, t->tokens, t->len, t->scored};
+    return 0;
+}
+
+void run_task_free(RunTask *t) {
+    free(t->tokens);
+    free(t->scored);
+    memset(t, 0, sizeof(*t));
+}
+
+// A task's text: its vocabulary and validation split, within the memory limit.
+static int set_up_task(Run *r, char err[ERR_LEN]) {
+    TrainOptions *o = &r->o;
+    snprintf(r->data_name, sizeof(r->data_name), "the %s task", o->task);
+    long rows = o->eval_batches * o->batch_size;
+    const char *source;
+    double limit = r->memory_limit(o, &source), need = run_task_memory(rows, o->block_size + 1);
+    if (limit > 0 && need > limit)
+        return error_status(err, EXIT_USAGE, "the %s task's validation split (--eval-batches x --batch-size rows of "
+                            "--block-size + 1 characters) needs %.0f MiB, more than the %.0f MiB %s", o->task,
+                            need / (1024.0 * 1024.0), limit / (1024.0 * 1024.0), source);
+    int status = run_task_make(&r->task, (Task)task_find(o->task), o->seed, rows, o->block_size + 1,
+                               r->resuming ? &r->ck : NULL, o->corpus_fingerprint, &r->vocab, r->fingerprint, &r->ds,
+                               err);
+    if (status != 0) return status;
+    strcpy(o->corpus_fingerprint, r->fingerprint);
+    r->text_bytes = need;
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
 // the run's text
 
 // Reads --data within the memory limit less the checkpoint being read, and says what the set
@@ -269,6 +357,7 @@ int set_up_text(Run *r, char err[ERR_LEN]) {
     TrainOptions *o = &r->o;
     const int *given = r->given.given;
     char why[ERR_LEN], note[ERR_LEN];
+    if (o->task[0]) return set_up_task(r, err);
     int status = read_data(r, err);
     if (status != 0) return status;
     corpus_fingerprint(r->corpus.text, r->corpus.len, r->fingerprint);

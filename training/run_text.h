@@ -11,13 +11,21 @@
 //              has an unknown token (which the others take), --skip-unknown drops them or
 //              --grow-vocab adds them (data/vocab_coverage.h);
 // then the text becomes tokens in its place (corpus_encode) and is split (data/batch.h).
+// A task's text (train --task, data/task.h) instead: its vocabulary is the task's characters,
+// its validation split rows made from the seed (the training batches are made at each step),
+// with the part its accuracy counts, and its fingerprint is the validation split's, which a
+// resumed run's checkpoint must have: a chargpt whose generator makes other text would not
+// continue the run's stream.
 // The functions return 0 or the exit status the program ends with (common/errors.h), with a
 // message in err.
 #ifndef CHARGPT_RUN_TEXT_H
 #define CHARGPT_RUN_TEXT_H
 
+#include "../data/batch.h"
 #include "../data/corpus.h"
+#include "../data/corpus_fingerprint.h"
 #include "../data/corpus_set.h"
+#include "../data/task.h"
 #include "../data/vocab.h"
 #include "../format/checkpoint.h"
 
@@ -88,5 +96,26 @@ int run_text_vocabulary(const Checkpoint *ck, const char *data, const VocabOptio
 // the checkpoint's, vocab. Returns 0 or EXIT_DATA.
 int run_text_same_vocabulary(const Corpus *corpus, const Vocab *vocab, const char *data, const char *resume,
                              char err[ERR_LEN]);
+
+// ----------------------------------------------------------------------------
+// a task's text
+
+typedef struct {
+    Task task;
+    int *tokens;             // the validation split: rows of row_len characters
+    unsigned char *scored;   // (len) 1 where the task's accuracy counts the character
+    size_t len;
+} RunTask;
+
+// The memory run_task_make takes for `rows` rows of row_len characters, in bytes.
+double run_task_memory(long rows, int row_len);
+// Makes the validation split of task (rows rows of row_len characters, from seed), the
+// vocabulary and the fingerprint, and points ds at the split. A resumed run (ck not NULL)
+// must have the task's vocabulary and the fingerprint `saved`. Returns 0, or the exit status
+// with err: EXIT_USAGE when memory runs out, EXIT_DATA when the checkpoint's text differs.
+int run_task_make(RunTask *t, Task task, uint64_t seed, long rows, int row_len, const Checkpoint *ck,
+                  const char *saved, Vocab *vocab, char fingerprint[CORPUS_FINGERPRINT_LEN], Dataset *ds,
+                  char err[ERR_LEN]);
+void run_task_free(RunTask *t);
 
 #endif

@@ -1,5 +1,6 @@
 #include "step.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -78,6 +79,8 @@ void schedule_describe(const TrainOptions *o, long from, long to, char *text, si
             PUT(" warms up at %.3g", p->lr_first);  // the warning (schedule_warning) says what it misses
         } else if (p->kind == LR_WARMUP) {
             PUT(" warm up from %.3g to %.3g", p->lr_first, p->lr_last);
+        } else if (p->kind == LR_DECAY && o->min_lr == o->lr) {
+            PUT(" constant at %.3g (--min-lr is --lr)", p->lr_first);
         } else if (p->kind == LR_DECAY) {
             if (p->first == p->last) PUT(" decays (cosine) at %.3g", p->lr_first);
             else PUT(" decay (cosine) from %.3g to %.3g", p->lr_first, p->lr_last);
@@ -304,8 +307,14 @@ int plan_memory(Run *r, GPTMemoryPlan *plan, char err[ERR_LEN]) {
     if (probe_ready != 0) return probe_ready == -2 ? EXIT_USAGE : EXIT_DATA;
     int B = o->batch_size, T = o->block_size;
     r->tty = isatty(STDOUT_FILENO) && dist_size() == 1;  // mpirun forwards output: no rewritten line
-    printf("chargpt: %s, %zu characters, vocabulary %d%s; train %zu, val %zu\n", r->data_name, r->corpus.len,
-           r->vocab.size, r->vocab.unknown ? " (an unknown token among them)" : "", r->ds.train_len, r->ds.val_len);
+    if (o->task[0])
+        printf("chargpt: %s, made from seed %" PRIu64 ", vocabulary %d; train %d new sequences a step, val %zu "
+               "characters; accuracy counted on %s\n", r->data_name, o->seed, r->vocab.size, B, r->ds.val_len,
+               task_scored_part(r->task.task));
+    else
+        printf("chargpt: %s, %zu characters, vocabulary %d%s; train %zu, val %zu\n", r->data_name, r->corpus.len,
+               r->vocab.size, r->vocab.unknown ? " (an unknown token among them)" : "", r->ds.train_len,
+               r->ds.val_len);
     gpt_memory_plan(&r->config, B, 1, plan);
     DataParallel *dp = &r->dp;
     size_t num_parameters = (size_t)(plan->parameters / sizeof(float));
@@ -383,7 +392,8 @@ int take_step(Run *r) {
     TrainState *s = &r->state;
     int B = o->batch_size, T = o->block_size;
     double t0 = now_seconds();
-    dataset_train_batch(&r->ds, &s->rng, B, T, r->inputs, r->targets);
+    if (o->task[0]) task_train_batch(r->task.task, o->seed, s->step, B, T, r->inputs, r->targets);
+    else dataset_train_batch(&r->ds, &s->rng, B, T, r->inputs, r->targets);
     uint64_t dropout_seed = hash_mix64(o->seed ^ hash_mix64((uint64_t)s->step + 1));
     r->lr = learning_rate(o, s->step);
     double comm_before = dist_comm_seconds();

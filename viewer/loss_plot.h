@@ -34,6 +34,7 @@ typedef struct {
     double lr;
     double grad_norm;   // mean gradient norm before clipping over those steps; NAN: not known
     double clipped;     // how many of those steps were clipped; NAN: not known
+    double accuracy;    // a task's accuracy at this step's evaluation (run_log.h); NAN: none
 } LossPoint;
 
 // Writes the SVG of n points (in step order; n may be 0) to fp. title (may be NULL) is shown
