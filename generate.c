@@ -7,6 +7,7 @@
 // main is the outline: the options and the files it will write checked, the checkpoint
 // opened, then either a text scored (score_text) or a prompt read, the model loaded, the
 // samples generated (generation/decoder.h) and the attention recorded.
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -56,6 +57,7 @@ typedef struct {
     int num_attention;
     const char *score;        // text to score ("-" for stdin), or NULL
     const char *surprisal;    // with score: the per-character CSV, or NULL
+    const char *ablate;       // --ablate L.H[,L.H...]: the heads knocked out, or NULL
     char sampling_flag[40];   // the first option given that only sampling uses, or ""
     long max_new;
     SamplerConfig sampler;
@@ -121,6 +123,9 @@ static void usage(FILE *f) {
             "      --surprisal FILE   with --score: write one CSV row per scored character (position,\n"
             "                         character, loss in bits, probability, top 5 predictions); FILE\n"
             "                         is checked before the text is read, as --attention's are\n"
+            "      --ablate L.H,...   knock heads out: head H of layer L (both from 0) gives nothing\n"
+            "                         to the residual stream (its output is zeroed before the\n"
+            "                         projection), for sampling, --score and --attention alike\n"
             "      --threads N        OpenMP threads; 0 = all cores; at most %d per core (default %d)\n"
             "      --max-memory MIB   refuse a checkpoint whose generation needs more memory than MIB\n"
             "                         mebibytes, and a --score text that would take more beside the\n"
@@ -147,7 +152,7 @@ static void usage(FILE *f) {
 
 enum {
     OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY, OPT_STRIDE, OPT_NUM_SAMPLES,
-    OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE,
+    OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE, OPT_ABLATE,
 };
 
 // Options that only generating text uses (--score refuses them).
@@ -172,6 +177,7 @@ static const struct option long_options[] = {
     {"surprisal", required_argument, 0, OPT_SURPRISAL}, {"precision", required_argument, 0, OPT_PRECISION},
     {"encoding", required_argument, 0, OPT_ENCODING},
     {"timeline", required_argument, 0, OPT_TIMELINE}, {"force", no_argument, 0, OPT_FORCE},
+    {"ablate", required_argument, 0, OPT_ABLATE},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
@@ -206,6 +212,7 @@ static void set_option(Options *o, int c, const char *flag, char **argv) {
         case OPT_NUM_SAMPLES: o->num_samples = (int)option_long("--num-samples", optarg, 1, MAX_SAMPLES); break;
         case OPT_SCORE: o->score = optarg; break;
         case OPT_SURPRISAL: o->surprisal = optarg; break;
+        case OPT_ABLATE: o->ablate = optarg; break;
         case OPT_PRECISION:
             if (precision_parse(optarg, &o->precision) != 0)
                 die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", optarg);
@@ -275,7 +282,7 @@ static void check_option_combinations(const Options *o) {
     if (o->encoding_given && !o->score) die(EXIT_USAGE, "--encoding is --score's text's: give --score FILE too");
     if (o->score && o->sampling_flag[0])
         die(EXIT_USAGE, "%s is for generating text; --score only takes --stride, --skip-unknown, --surprisal, "
-            "--encoding, --no-cache, --threads, --precision and --max-memory", o->sampling_flag);
+            "--encoding, --no-cache, --ablate, --threads, --precision and --max-memory", o->sampling_flag);
     if (o->num_samples > 1 && o->num_attention)
         die(EXIT_USAGE, "--attention records one text: it cannot be combined with --num-samples %d", o->num_samples);
     char err[ERR_LEN];
@@ -323,6 +330,7 @@ static struct {
     Prompt prompt;  // the prompt, or the text to score
     GPT model;
     Decoder decoder;
+    unsigned char *knocked_out;  // (L, H) the heads --ablate knocks out, or NULL
 } run;
 
 static void free_run(void) {
@@ -333,6 +341,7 @@ static void free_run(void) {
     prompt_free(&run.prompt);
     decoder_free(&run.decoder);
     gpt_free(&run.model);
+    free(run.knocked_out);
 }
 
 // The generation's memory limit (0: unknown, no limit), and its source for messages.
@@ -444,6 +453,17 @@ static int on_scored(void *context, long position, int token, float loss, const 
     return 0;
 }
 
+// The model, in the precision asked for, with --ablate's heads knocked out (the checkpoint is
+// closed once it is read).
+static GPT *load_model(const Options *o) {
+    char err[ERR_LEN];
+    if (checkpoint_load_model(&run.ck, &run.model, 0, err) != 0) die(EXIT_USAGE, "%s", err);
+    checkpoint_close(&run.ck);
+    if (gpt_set_precision(&run.model, o->precision, err) != 0) die(EXIT_USAGE, "%s", err);
+    run.model.knocked_out = run.knocked_out;
+    return &run.model;
+}
+
 // --score: reads the text, scores it with the model and prints the mean loss.
 static void score_text(const Options *o) {
     char err[ERR_LEN];
@@ -486,10 +506,7 @@ static void score_text(const Options *o) {
     if (text->len < 2)
         die(EXIT_DATA, "%s: %ld character%s to read: scoring needs at least 2 (the first is context only)", name,
             text->len, text->len == 1 ? "" : "s");
-    GPT *model = &run.model;
-    if (checkpoint_load_model(&run.ck, model, 0, err) != 0) die(EXIT_USAGE, "%s", err);
-    checkpoint_close(&run.ck);
-    if (gpt_set_precision(model, o->precision, err) != 0) die(EXIT_USAGE, "%s", err);
+    GPT *model = load_model(o);
     c = &model->config;
 
     SurprisalCsv csv;
@@ -503,9 +520,10 @@ static void score_text(const Options *o) {
     if (o->surprisal && (rc = surprisal_csv_commit(&csv, o->force, err)) != 0)
         die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "%s", err);
     double nats = score.sum_nats / score.scored;
-    printf("%s: %ld characters scored (block size %d, stride %d%s): %.6f nats/char, %.6f bits/char, perplexity %.4f\n",
-           name, score.scored, c->block_size, o->stride, score_rolls(c, o->stride, o->use_cache) ? ", rolling cache" : "",
-           nats, nats / M_LN2, exp(nats));
+    printf("%s: %ld characters scored (block size %d, stride %d%s%s%s): %.6f nats/char, %.6f bits/char, perplexity "
+           "%.4f\n", name, score.scored, c->block_size, o->stride,
+           score_rolls(c, o->stride, o->use_cache) ? ", rolling cache" : "", o->ablate ? ", heads knocked out " : "",
+           o->ablate ? o->ablate : "", nats, nats / M_LN2, exp(nats));
     stdout_flush_or_die();
     if (o->surprisal) fprintf(stderr, "surprisal of %ld characters written to %s\n", score.scored, o->surprisal);
 }
@@ -516,6 +534,29 @@ static void start_kernels(const Options *o) {
     char err[ERR_LEN];
     if (kernels_init(err) != 0) die(EXIT_USAGE, "%s", err);
     if (kernels_precision_note(o->precision, err, sizeof(err))) fprintf(stderr, "%s\n", err);
+}
+
+// --ablate LIST: run.knocked_out flags each head of LIST, "L.H" items (layer L's head H, both
+// counted from 0) separated by commas, or exits 2 naming the item that is not one of config's heads.
+static void knock_out_heads(const char *list, const GPTConfig *c) {
+    run.knocked_out = calloc((size_t)c->n_layer * c->n_head, 1);
+    if (!run.knocked_out) die(EXIT_DATA, "out of memory for --ablate's heads");
+    for (const char *item = list;; item++) {
+        size_t len = strcspn(item, ",");
+        char *end = (char *)item;
+        long layer = -1, head = -1;
+        if (isdigit((unsigned char)item[0])) layer = strtol(item, &end, 10);
+        if (layer >= 0 && *end == '.' && isdigit((unsigned char)end[1])) head = strtol(end + 1, &end, 10);
+        if (head < 0 || end != item + len)
+            die(EXIT_USAGE, "--ablate %s: '%.*s' is not a head: a head is LAYER.HEAD, both counted from 0 (e.g. "
+                "--ablate 1.3 or --ablate 0.0,1.2)", list, (int)len, item);
+        if (layer >= c->n_layer || head >= c->n_head)
+            die(EXIT_USAGE, "--ablate %.*s: the model has no such head (layers 0 to %d, heads 0 to %d)", (int)len,
+                item, c->n_layer - 1, c->n_head - 1);
+        run.knocked_out[layer * c->n_head + head] = 1;
+        item += len;
+        if (!*item) break;
+    }
 }
 
 // The checkpoint, checked whole before anything sized by its config is allocated, and its
@@ -529,6 +570,7 @@ static void open_checkpoint(const Options *o) {
     if (checkpoint_vocab(&run.ck, &run.vocab, err) != 0) die(EXIT_DATA, "%s", err);
     if (o->stride > c->block_size)
         die(EXIT_USAGE, "--stride %d is larger than the checkpoint's block size %d", o->stride, c->block_size);
+    if (o->ablate) knock_out_heads(o->ablate, c);
 }
 
 // The prompt (the command line's, or --prompt-file's): UTF-8 -> tokens. Returns its size in
@@ -553,15 +595,6 @@ static size_t read_prompt(const Options *o) {
     if (rc != 0) die(rc == -1 ? EXIT_USAGE : EXIT_DATA, "%s", err);
     warn_dropped(&run.prompt, "the prompt");
     return bytes;
-}
-
-// The model, in the precision asked for (the checkpoint is closed once it is read).
-static GPT *load_model(const Options *o) {
-    char err[ERR_LEN];
-    if (checkpoint_load_model(&run.ck, &run.model, 0, err) != 0) die(EXIT_USAGE, "%s", err);
-    checkpoint_close(&run.ck);
-    if (gpt_set_precision(&run.model, o->precision, err) != 0) die(EXIT_USAGE, "%s", err);
-    return &run.model;
 }
 
 // Decodes o->max_new characters of every sample (generation/decoder.h) from the start text:

@@ -133,6 +133,10 @@ static void set_option(TrainOptions *o, int c, const char *name, const char *val
         case OPT_SAMPLE_CHARS: o->sample_chars = (int)option_long(name, value, 0, PROBE_MAX_SAMPLE); break;
         case OPT_SAMPLE_EVERY: o->sample_every = option_long(name, value, 1, TRAIN_MAX_STEPS); break;
         case OPT_NO_PROBE: o->no_probe = 1; break;
+        case OPT_PROBE_STEPS:
+            if (strlen(value) >= sizeof(o->probe_steps)) die(EXIT_USAGE, "%s: the list is too long", name);
+            strcpy(o->probe_steps, value);
+            break;
         case OPT_TASK: snprintf(o->task, sizeof(o->task), "%s", task_name(find_task(value))); break;
     }
 }
@@ -321,11 +325,11 @@ int main(int argc, char **argv) {
     or_die(start_out_dir(r, err), err);  // --out changed as planned, log.csv and probe.bin opened
     stdout_flush_or_die();
     agree();
+    long start_step = r->state.step;
+    start_progress(r);
     start_timeline(r);  // a new run's timeline starts at step 0
 
     // train: step, evaluate, report, save, print
-    long start_step = r->state.step;
-    start_progress(r);
     while (r->state.step < r->o.steps) {
         if (take_step(r) != 0) return EXIT_NONFINITE;  // a loss that is not finite ends the run
         stop = agree();  // every process stops after the same step
@@ -333,11 +337,11 @@ int main(int argc, char **argv) {
         const char *best = NULL;
         int evaluated = evaluate(r, last, &abandoned, &best);
         if (abandoned && !stop) stop = agree();  // the signal that abandoned it, agreed by every process
-        probe_step(r, evaluated);  // the timeline's record, before the step's checkpoint
+        int probed = probe_step(r, evaluated);  // the timeline's record, before the step's checkpoint
         // log.csv's row, like the probe's record, before the step's checkpoint: a run killed
         // between them resumes from the checkpoint before, dropping what came after it
-        int due = r->state.step % r->o.log_every == 0 || last || evaluated || stop;
-        or_die(report(r, due, evaluated, err), err);
+        int due = r->state.step % r->o.log_every == 0 || last || evaluated || probed || stop;
+        or_die(report(r, due, evaluated, probed, err), err);
         int save = r->state.step % r->o.save_every == 0 || last || stop;
         or_die(save_checkpoints(r, best, save ? r->paths.ckpt : NULL, err), err);
         print_report(r, due, evaluated);  // after the checkpoint, which a blocked print must not hold up

@@ -13,14 +13,14 @@
 
 #define MAGIC_LEN 8
 #define FRAME_BYTES 8  // a frame's length and CRC around its payload
-#define SIZES_V1 9     // the header's sizes: nine in version 1, twelve in version 2
+#define SIZES_V1 9     // the header's sizes: nine in version 1, twelve from version 2 on
 #define SIZES_V2 12
-// the header's fixed part: its sizes, a u64, two f32, the reach (version 2), the run id and the
+// the header's fixed part: its sizes, a u64, two f32, the reach (from version 2), the run id and the
 // source
 #define HEADER_FIXED(v1) ((v1) ? SIZES_V1 * 4 + 8 + 2 * 4 + PROBE_RUN_ID_LEN + PROBE_SOURCE_LEN \
                              : SIZES_V2 * 4 + 8 + (2 + PROBE_PATTERNS) * 4 + PROBE_RUN_ID_LEN + PROBE_SOURCE_LEN)
 
-// 1 when h is laid out as version 1, else 0 (version 2).
+// 1 when h is laid out as version 1, else 0 (version 2 or 3: the same header).
 static int is_v1(const ProbeHeader *h) { return h->version == 1; }
 
 // ----------------------------------------------------------------------------
@@ -89,8 +89,9 @@ static size_t header_bytes(const ProbeHeader *h) {
            (size_t)h->groups * PROBE_GROUP_NAME;
 }
 
-// The head scores a record holds per head: three in version 1, seven in version 2.
-static size_t scores_per_head(const ProbeHeader *h) { return is_v1(h) ? 3 : 7; }
+// The head scores a record holds per head: three in version 1, seven in version 2, and the
+// importance in version 3.
+static size_t scores_per_head(const ProbeHeader *h) { return is_v1(h) ? 3 : h->version == 2 ? 7 : 8; }
 
 // The floats of a record's vectors of `positions` positions: (L, positions, 3A).
 static size_t vector_floats(const ProbeHeader *h, int positions) {
@@ -260,7 +261,7 @@ int probe_record_alloc(ProbeRecord *r, const ProbeHeader *h, char err[ERR_LEN]) 
     memset(r, 0, sizeof(*r));
     size_t heads = (size_t)h->n_layer * h->n_head, t = h->probe_len, cells = ((size_t)h->n_layer + 1) * t;
     // every array 4-byte aligned: the floats and ints first, the bytes last
-    size_t words = (size_t)h->groups + h->sample_chars + 7 * heads + t + 2 * t * PROBE_TOP +
+    size_t words = (size_t)h->groups + h->sample_chars + 8 * heads + t + 2 * t * PROBE_TOP +
                    cells * (2 * PROBE_LENS_TOP + 2) + vector_floats(h, h->vector_len) +
                    vector_floats(h, h->vector_repeat_len);
     size_t bytes = heads * (triangle(t) + triangle((size_t)h->repeat_len));
@@ -280,6 +281,7 @@ int probe_record_alloc(ProbeRecord *r, const ProbeHeader *h, char err[ERR_LEN]) 
     r->same_character = f, f += heads;
     r->word_start = f, f += heads;
     r->last_space = f, f += heads;
+    r->importance = f, f += heads;
     r->surprisal = f, f += t;
     r->top = (int32_t *)f, f += t * PROBE_TOP;
     r->top_prob = f, f += t * PROBE_TOP;
@@ -329,6 +331,7 @@ static size_t encode_record(const ProbeHeader *h, const ProbeRecord *r, uint8_t 
         put_f32s(&p, r->word_start, heads);
         put_f32s(&p, r->last_space, heads);
     }
+    if (h->version >= 3) put_f32s(&p, r->importance, heads);
     if (!(r->flags & PROBE_HAS_PROBE)) return (size_t)(p - start);
     put_f32s(&p, r->surprisal, t);
     for (size_t i = 0; i < t; i++) {
@@ -379,6 +382,8 @@ static int decode_record(const ProbeHeader *h, const uint8_t *p, size_t n, Probe
         if (!is_v1(h)) get_f32s(&p, v2_scores[k], heads);
         else for (size_t i = 0; i < heads; i++) v2_scores[k][i] = NAN;
     }
+    if (h->version >= 3) get_f32s(&p, r->importance, heads);
+    else for (size_t i = 0; i < heads; i++) r->importance[i] = NAN;
     if (r->step < 0 || ((r->flags & PROBE_HAS_SAMPLE) && !tokens_in_range(r->sample, h->sample_chars, h->vocab_size)))
         return -1;
     if (!whole) return 0;
@@ -432,11 +437,12 @@ int probe_reader_open(ProbeReader *r, FILE *fp, const char *name, char err[ERR_L
     uint8_t head[MAGIC_LEN + 4];
     int got = read_exactly(fp, head, sizeof(head));
     if (got < 0) return read_failed(name, err);
-    int version = got == 0 ? 0 : memcmp(head, PROBE_FILE_MAGIC, MAGIC_LEN) == 0 ? 2
+    int version = got == 0 ? 0 : memcmp(head, PROBE_FILE_MAGIC, MAGIC_LEN) == 0 ? 3
+                : memcmp(head, PROBE_FILE_MAGIC_V2, MAGIC_LEN) == 0 ? 2
                 : memcmp(head, PROBE_FILE_MAGIC_V1, MAGIC_LEN) == 0 ? 1 : 0;
     if (version == 0) {
-        snprintf(err, ERR_LEN, "%s is not a chargpt probe file (it does not start with %s or %s)", name,
-                 PROBE_FILE_MAGIC, PROBE_FILE_MAGIC_V1);
+        snprintf(err, ERR_LEN, "%s is not a chargpt probe file (it does not start with %s, %s or %s)", name,
+                 PROBE_FILE_MAGIC, PROBE_FILE_MAGIC_V2, PROBE_FILE_MAGIC_V1);
         return -1;
     }
     const uint8_t *p = head + MAGIC_LEN;
@@ -546,7 +552,8 @@ int probe_file_create(ProbeFile *pf, const char *path, ProbeHeader *header, char
         return -1;
     }
     uint8_t *p = bytes;
-    put_bytes(&p, is_v1(header) ? PROBE_FILE_MAGIC_V1 : PROBE_FILE_MAGIC, MAGIC_LEN);
+    put_bytes(&p, is_v1(header) ? PROBE_FILE_MAGIC_V1 : header->version == 2 ? PROBE_FILE_MAGIC_V2 : PROBE_FILE_MAGIC,
+              MAGIC_LEN);
     put_u32(&p, (uint32_t)len);
     encode_header(header, p);
     p += len;

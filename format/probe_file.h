@@ -2,8 +2,8 @@
 // evaluation (training/probe.h), and the samples it wrote, for the timeline page
 // (viewer/timeline.h). It is appended to as the run goes and kept across --resume.
 //
-// Layout, every number little-endian (version 2; version 1 below):
-//   "CGPTPRB2" (8 bytes), then the header as a frame, then the records, each a frame.
+// Layout, every number little-endian (version 3; versions 1 and 2 below):
+//   "CGPTPRB3" (8 bytes), then the header as a frame, then the records, each a frame.
 //   A frame is u32 length, that many bytes of payload, u32 CRC-32 of the payload.
 //   Header payload: u32 n_layer, n_head, vocab_size, block_size, groups, probe_len t,
 //     repeat_len r, prompt_len, sample_chars S, head_size hs, vector_len m, vector_repeat_len n;
@@ -15,7 +15,8 @@
 //   Record payload (ProbeRecord's fields in this order), first its light part:
 //     u32 flags; i64 step; f32 train_loss, val_loss, lr, grad_norm, clipped;
 //     f32 update_ratio[groups]; i32 sample[S]; f32 previous_token[L H], induction[L H],
-//     entropy[L H], first_character[L H], same_character[L H], word_start[L H], last_space[L H];
+//     entropy[L H], first_character[L H], same_character[L H], word_start[L H], last_space[L H],
+//     importance[L H];
 //   then, when flags has PROBE_HAS_PROBE, its heavy part:
 //     f32 surprisal[t]; (i32 top[PROBE_TOP], f32 top_prob[PROBE_TOP]) per position [t];
 //     (i32 lens_top[3], f32 lens_prob[3], f32 next_prob, i32 next_rank) per cell [(L + 1) t];
@@ -23,7 +24,8 @@
 //     f32 vectors_passage[L m 3A]; f32 vectors_repeated[L n 3A] (A = H hs).
 //   So a record is exactly probe_light_bytes or probe_record_bytes long: a reader knows every
 //   size from the header, and anything else is damage.
-//   Version 1 ("CGPTPRB1", files of earlier runs) has the header's first nine sizes only (no
+//   Version 2 ("CGPTPRB2") is version 3 without the importance (read as NaN); version 1
+//   ("CGPTPRB1", files of earlier runs) has the header's first nine sizes only (no
 //   head_size, m, n) and no reach, the light part up to entropy, and the heavy part up to
 //   att_repeated; it
 //   is read as it is (the fields it lacks: NaN scores, no vectors), and a resumed run appends
@@ -54,7 +56,8 @@
 
 #include "../common/errors.h"
 
-#define PROBE_FILE_MAGIC "CGPTPRB2"      // version 2
+#define PROBE_FILE_MAGIC "CGPTPRB3"      // version 3
+#define PROBE_FILE_MAGIC_V2 "CGPTPRB2"   // version 2
 #define PROBE_FILE_MAGIC_V1 "CGPTPRB1"   // version 1
 #define PROBE_TOP 5               // predictions kept per position
 #define PROBE_LENS_TOP 3          // logit-lens predictions kept per cell
@@ -75,8 +78,8 @@
 enum { PROBE_HAS_SAMPLE = 1, PROBE_HAS_PROBE = 2 };
 
 typedef struct {
-    int version;         // the layout: 1 for a file of the first one (read, and appended to, as it
-                         // is); a header made for a new file is written as version 2
+    int version;         // the layout: 1 or 2 for a file of an earlier one (read, and appended to,
+                         // as it is); a header made for a new file is written as version 3
     int n_layer, n_head, vocab_size, block_size;
     int groups;          // parameter groups of the update-to-weight ratios
     int probe_len;       // t: positions probed (the passage holds t + 1 tokens: inputs and next)
@@ -119,6 +122,8 @@ typedef struct {
     int32_t *sample;      // (S) the sample's characters after its prompt
     float *previous_token, *induction, *entropy;  // (L, H) viewer/head_scores.h
     float *first_character, *same_character, *word_start, *last_space;  // (L, H); NaN in version 1
+    float *importance;    // (L, H) the passage's loss change in bits per character when that head
+                          // alone is knocked out (viewer/head_importance.h); NaN before version 3
     // heavy part
     float *surprisal;     // (t) bits of passage[i + 1] after reading passage[0..i]
     int32_t *top;         // (t, PROBE_TOP) the most likely next tokens (-1 past the vocabulary)

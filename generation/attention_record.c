@@ -1,10 +1,12 @@
 #include "attention_record.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/finite.h"
+#include "../viewer/head_importance.h"
 #include "../viewer/head_scores.h"
 #include "../viewer/attention_export.h"
 
@@ -15,6 +17,7 @@ typedef struct {
     float *out;        // (L, t, A)
     float *scores;     // (L, H, HEAD_PATTERNS)
     float *strength;   // (L, H)
+    float *importance; // (L, H) bits per character (viewer/head_importance.h)
     float reach[HEAD_PATTERNS];
     int *label;        // (L, H)
     int *next;         // (t) each position's next token, -1 at the last
@@ -25,23 +28,23 @@ typedef struct {
     void *memory;
 } Recording;
 
-#define RECORDING_PARTS 11
+#define RECORDING_PARTS 12
 
 // The sizes of Recording's arrays in bytes, in its order.
 static void recording_sizes(const GPTConfig *c, int t, size_t sizes[RECORDING_PARTS]) {
     size_t heads = (size_t)c->n_layer * c->n_head, A = (size_t)c->n_head * c->head_size;
     size_t rows = (size_t)c->n_layer * t;
-    size_t floats[5] = {heads * t * t, rows * 3 * A, rows * A, heads * HEAD_PATTERNS, heads};
-    for (int k = 0; k < 5; k++) sizes[k] = floats[k] * sizeof(float);
-    sizes[5] = heads * sizeof(int);
-    for (int k = 6; k < 9; k++) sizes[k] = (size_t)t * sizeof(int);
-    sizes[9] = (size_t)t * sizeof(uint32_t), sizes[10] = (size_t)t * sizeof(AttentionPrediction);
+    size_t floats[6] = {heads * t * t, rows * 3 * A, rows * A, heads * HEAD_PATTERNS, heads, heads};
+    for (int k = 0; k < 6; k++) sizes[k] = floats[k] * sizeof(float);
+    sizes[6] = heads * sizeof(int);
+    for (int k = 7; k < 10; k++) sizes[k] = (size_t)t * sizeof(int);
+    sizes[10] = (size_t)t * sizeof(uint32_t), sizes[11] = (size_t)t * sizeof(AttentionPrediction);
 }
 
 double attention_record_memory(const GPTConfig *c, int t) {
     size_t sizes[RECORDING_PARTS];
     recording_sizes(c, t, sizes);
-    double bytes = logit_lens_bytes(c, t);
+    double bytes = logit_lens_bytes(c, t) + (double)c->n_layer * c->n_head;  // and head_importance's flags
     for (int k = 0; k < RECORDING_PARTS; k++) bytes += (double)sizes[k] + 15;
     return bytes;
 }
@@ -53,9 +56,10 @@ static int recording_alloc(Recording *r, const GPTConfig *c, int t) {
     char *m = r->memory = malloc(at[RECORDING_PARTS]);
     if (!m) return -1;
     r->att = (float *)(m + at[0]), r->qkv = (float *)(m + at[1]), r->out = (float *)(m + at[2]);
-    r->scores = (float *)(m + at[3]), r->strength = (float *)(m + at[4]), r->label = (int *)(m + at[5]);
-    r->next = (int *)(m + at[6]), r->word_start = (int *)(m + at[7]), r->last_space = (int *)(m + at[8]);
-    r->chars = (uint32_t *)(m + at[9]), r->pred = (AttentionPrediction *)(m + at[10]);
+    r->scores = (float *)(m + at[3]), r->strength = (float *)(m + at[4]), r->importance = (float *)(m + at[5]);
+    r->label = (int *)(m + at[6]);
+    r->next = (int *)(m + at[7]), r->word_start = (int *)(m + at[8]), r->last_space = (int *)(m + at[9]);
+    r->chars = (uint32_t *)(m + at[10]), r->pred = (AttentionPrediction *)(m + at[11]);
     return 0;
 }
 
@@ -111,12 +115,15 @@ int attention_record(GPT *model, const Vocab *vocab, const int *text, long len, 
         logit_lens_compute(&lens, model, r.next);
         head_word_starts(r.chars, t, r.word_start, r.last_space);
         score_heads(&r, c, window, t);
+        // last: its forwards, each with one more head knocked out, overwrite the activations
+        for (int i = 0; i < c->n_layer * c->n_head; i++) r.importance[i] = NAN;
+        int measured = t < 2 || head_importance(model, window, t - 1, r.importance, err) == 0;
         AttentionLens shown = {lens.rows, lens.cells, vocab->chars};
         AttentionVectors vectors = {c->head_size, r.qkv, r.out};
         AttentionHeads heads = {HEAD_PATTERNS, head_pattern_names, r.reach, r.scores, r.label, r.strength,
-                                HEAD_LABEL_CLEAR};
+                                HEAD_LABEL_CLEAR, r.importance};
         Attention a = {r.chars, t, c->n_layer, c->n_head, r.att, r.pred, &shown, &vectors, &heads};
-        rc = 0;
+        rc = measured ? 0 : -1;
         for (int i = 0; i < n && rc == 0; i++)
             if ((rc = attention_export(paths[i], &a, replace, err)) == 0) (*written)++;
     }

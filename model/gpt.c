@@ -552,7 +552,7 @@ static const float *pass_angles(const GPT *m, const ForwardPass *pass, int t) {
 }
 
 // Block l over the rows of B sequences of t tokens, x (N, C) its input: pre-LayerNorm
-// attention and MLP, each added to the residual stream,
+// attention (its knocked-out heads' outputs zeroed) and MLP, each added to the residual stream,
 //   residual2 = x + dropout(c_proj(attention(c_attn(ln_1(x)))))
 //   residual3 = residual2 + dropout(c_proj(gelu(c_fc(ln_2(residual2)))))
 // keeping in the layer's activations what the backward reads. A team function.
@@ -574,6 +574,7 @@ static void block_forward(GPT *model, int l, const float *x, int B, int t, const
     // a rolling cache's step reads all T rows, as if after T - 1 earlier positions
     int keys_before = rolls(model, pass, t) ? c->block_size - 1 : pass->pos0;
     attention_forward(k, la.atty, la.att, la.qkv, &kv, B, keys_before, t, H, hs, &drop_att);
+    if (model->knocked_out) heads_knock_out(la.atty, model->knocked_out + l * H, N, H, hs);
     linear_forward(k, branch, la.atty, p.attprojw, p.attprojb, N, A, C);
     dropout_forward(branch, branch, N * C, &drop_res1);
     residual_forward(la.residual2, x, branch, N * C);
@@ -700,6 +701,7 @@ static void block_backward(GPT *model, int l) {
     dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res1);
     zero_floats(s->datty, (size_t)N * A);
     linear_backward(k, s->datty, dp.attprojw, dp.attprojb, dbranch, la.atty, p.attprojw, N, A, C);
+    if (model->knocked_out) heads_knock_out(s->datty, model->knocked_out + l * H, N, H, hs);
     zero_floats(s->dqkv, (size_t)N * 3 * A);
     attention_backward(k, s->dqkv, s->datty, la.qkv, la.att, B, t, H, hs, &drop_att);
     if (c->position == POSITION_ROPE) rope_backward(s->dqkv, model->rope, B, t, H, hs);

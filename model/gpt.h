@@ -140,6 +140,9 @@ typedef struct {
     float mean_loss;         // mean cross-entropy of the last forward with targets, else -1
     double loss_sum;         // the sum of its token losses (mean_loss = loss_sum / (B*t))
     ForwardPass pass;        // what the last forward was for; its backward follows it
+    // NULL, or (L, H) flags: a head with its flag set is knocked out (ablated) in every
+    // forward and backward, its output (its slice of atty) zeroed before c_proj. Not owned.
+    const unsigned char *knocked_out;
     // the team sizes of forwards called from serial code (evaluation, generation's prefill)
     // and of train_step's steps, chosen from their times (parallel.h); the latest step's
     ThreadTuner forward_tuner, step_tuner;

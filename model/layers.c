@@ -133,6 +133,14 @@ void residual_forward(float *out, const float *a, const float *b, int n) {
     team_barrier();
 }
 
+void heads_knock_out(float *x, const unsigned char *knocked_out, int N, int H, int hs) {
+#pragma omp for schedule(static) nowait
+    for (int n = 0; n < N; n++)
+        for (int h = 0; h < H; h++)
+            if (knocked_out[h]) memset(x + ((size_t)n * H + h) * hs, 0, (size_t)hs * sizeof(float));
+    team_barrier();
+}
+
 void dropout_forward(float *out, const float *inp, int n, const Dropout *drop) {
     if (!drop || drop->p <= 0.0f) {
         if (out != inp) {

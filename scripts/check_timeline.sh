@@ -17,7 +17,8 @@
 # cells in the colour of the true next character's probability, T passage characters
 # coloured by their surprisal, L x H charts of the heads' scores, and every cell of the chosen
 # head's large view (T x T, or R x R for the repeated run); every thumbnail captioned and every
-# chart titled with its head's label at the step shown, every chart with its axes' values, the
+# chart titled with its head's label at the step shown, every thumbnail of a version 3 file
+# captioned with its head's importance too, every chart with its axes' values, the
 # clipping panel's verdict; the view must be the address's, or when it names no head, the head
 # with the strongest label (data-default-head); at 800 x 600 the panels must stack and the page
 # must not be wider than the window. With the vectors, the attention math must draw a row for
@@ -47,6 +48,7 @@ fi
 repeat=$(grep -o '"repeat_len":[0-9]*' "$page" | head -n 1 | tr -dc '0-9')
 vectors=$(grep -o '"vector_len":[0-9]*' "$page" | head -n 1 | tr -dc '0-9')
 vectors_repeated=$(grep -o '"vector_repeat_len":[0-9]*' "$page" | head -n 1 | tr -dc '0-9')
+version=$(grep -o '"version":[0-9]*' "$page" | head -n 1 | tr -dc '0-9')
 RENDERED="loss,sample,passage,model,head,math,lens,scores,clipping,health"
 source "$(dirname "$0")/page_checks.sh"  # view, attribute, expect, fail
 
@@ -59,6 +61,7 @@ expect_cells() {
     expect "$1" score-charts $((layers * heads))
     expect "$1" head-cells $(($2 * $2))
     expect "$1" labels $((layers * heads))
+    [ "${version:-0}" -lt 3 ] || expect "$1" importance $((layers * heads))
     expect "$1" chart-axes $((layers * heads))
     [ -n "$(attribute clipping)" ] || fail "$1: the clipping panel gives no verdict"
     # $3: the positions whose vectors the text shown keeps

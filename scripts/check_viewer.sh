@@ -19,7 +19,8 @@
 # them) must open on the view it names as its default (the head with the strongest label), draw
 # a row of the attention math for every character, and its math, run over every head and
 # query, must give the model's own weights and outputs within 1e-4; a page with the heads'
-# labels must caption every thumbnail with its head's.
+# labels must caption every thumbnail with its head's, and with its importance (the loss change
+# when it alone is knocked out) when the page has the heads' importance.
 #
 # usage: scripts/check_viewer.sh PAGE.html OUT_DIR
 # e.g. after `make test`: scripts/check_viewer.sh tests/tmp/viewer_sample.html tests/tmp/viewer_shots
@@ -39,6 +40,7 @@ fi
 RENDERED="model,text,heatmap,lines(,lens)?(,math)?"
 vectors=$(grep -c '"head_size":' "$page")
 labelled=$(grep -c '"heads":{' "$page")
+important=$(grep -c '"importance":\[' "$page")
 source "$(dirname "$0")/page_checks.sh"  # view, attribute, expect, fail
 
 # the counts every view must show; a page with a logit lens (./generate writes one) must show
@@ -61,6 +63,9 @@ expect_cells() {
     fi
     if [ "$labelled" != 0 ]; then
         expect "$1" labels $((layers * heads))
+    fi
+    if [ "$important" != 0 ]; then
+        expect "$1" importance $((layers * heads))
     fi
 }
 

@@ -357,6 +357,16 @@ static Dropout block_dropout(const RefShape *m, int l, int site) {
     return (Dropout){m->p, dropout_key(m->dropout_seed, l, site), 0};
 }
 
+// The heads of layer l that the model knocks out (model->knocked_out): their columns of x
+// (N, A), the attention's output or its gradient, set to 0.
+static void knock_out(const RefShape *m, int l, double *x) {
+    if (!m->model->knocked_out) return;
+    for (int h = 0; h < m->H; h++)
+        if (m->model->knocked_out[l * m->H + h])
+            for (int n = 0; n < m->N; n++)
+                for (int d = 0; d < m->hs; d++) x[(size_t)n * m->A + h * m->hs + d] = 0.0;
+}
+
 // What one block's forward keeps for its backward.
 typedef struct {
     double *x_in;  // (N, C) the residual stream entering the block
@@ -396,6 +406,7 @@ static void block_forward(const RefShape *m, const double *params, int l, double
     ref_matmul_forward(a->qkv, a->ln1, params + at(m, w.qkvw), w.qkvb ? params + at(m, w.qkvb) : NULL, N, C, 3 * A);
     if (m->cfg->position == POSITION_ROPE) ref_rope_forward(a->qkv, m->B, m->t, m->H, m->hs);
     attention_forward_window(a->atty, att, a->qkv, m->B, m->t, m->H, m->hs, m->window, &d_att);
+    knock_out(m, l, a->atty);
     ref_matmul_forward(branch, a->atty, params + at(m, w.attprojw), params + at(m, w.attprojb), N, A, C);
     ref_dropout_forward(branch, branch, NC, &d_res1);
     ref_residual_forward(a->res2, a->x_in, branch, NC);
@@ -437,6 +448,7 @@ static void block_backward(const RefShape *m, const double *params, double *grad
     ref_dropout_backward(dbranch, dres2, NC, &d_res1);
     ref_matmul_backward(datty, grads + at(m, w.attprojw), grads + at(m, w.attprojb), dbranch, a->atty,
                         params + at(m, w.attprojw), N, A, C);
+    knock_out(m, l, datty);
     ref_attention_backward(dqkv, datty, a->qkv, m->B, m->t, m->H, m->hs, &d_att);
     if (m->cfg->position == POSITION_ROPE) ref_rope_backward(dqkv, m->B, m->t, m->H, m->hs);
     memset(dln, 0, NC * sizeof(double));

@@ -243,7 +243,7 @@ static int same_floats(const JsonDoc *doc, const JsonNode *n, const float *want,
 
 // The page's data (an .html written by attention_record): each layer's queries, keys, values and
 // head outputs are the forward's floats, bit for bit; each head's label and scores are those
-// head_scores.h gives its weights; a text that tries to end the data's <script> stays inside it.
+// head_scores.h gives its weights, and it has each head's importance; a text that tries to end the data's <script> stays inside it.
 TEST(attention_math_page_holds_the_forward) {
     MathCase m;
     if (math_case(&m, "a</script><script>x=1</script> b") != 0) return;
@@ -272,6 +272,8 @@ TEST(attention_math_page_holds_the_forward) {
     *end = '\0';
     CHECK(!strchr(start + strlen(open), '<'), "a raw < in the page's data");
     CHECK(strstr(end + 1, "alert") == NULL && strstr(end + 1, "x=1") == NULL, "the text appears outside the data");
+    // the forward over the text once more: the heads' importance ran forwards with heads knocked out after it
+    gpt_forward(&m.model, m.tokens, NULL, 1, t, NULL);
     const JsonNode *qkv = json_object_get(&doc, doc.nodes, "qkv"), *out = json_object_get(&doc, doc.nodes, "out");
     const JsonNode *hs = json_object_get(&doc, doc.nodes, "head_size");
     CHECK(hs && json_number(hs) == c->head_size && qkv && qkv->count == (uint32_t)L && out && out->count == (uint32_t)L,
@@ -285,6 +287,8 @@ TEST(attention_math_page_holds_the_forward) {
     const JsonNode *heads = json_object_get(&doc, doc.nodes, "heads");
     const JsonNode *labels = heads ? json_object_get(&doc, heads, "label") : NULL;
     const JsonNode *scores = heads ? json_object_get(&doc, heads, "scores") : NULL;
+    const JsonNode *importance = heads ? json_object_get(&doc, heads, "importance") : NULL;
+    CHECK(importance && importance->count == (uint32_t)(L * H), "the heads' importance missing");
     uint32_t chars[64];
     int word_start[64], last_space[64];
     for (int i = 0; i < t; i++) chars[i] = m.vocab.chars[m.tokens[i]];

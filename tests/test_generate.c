@@ -1279,6 +1279,46 @@ TEST(generate_usage_errors) {
     run_free(&r);
 }
 
+// --ablate: --score's loss with heads knocked out is the mean loss of the model's forward with
+// those heads knocked out (the forward itself is checked against the reference in test_model),
+// not the whole model's; a head the model lacks, or an item that is not LAYER.HEAD, is refused.
+TEST(generate_ablate) {
+    if (!test_checkpoint()) return;
+    const char *text = "the cat sat.", *path = TMP_DIR "/gen_ablate.txt";  // within the block of 16
+    CHECK(test_write_file(path, text, strlen(text)) == 0, "cannot write %s", path);
+    int n = (int)strlen(text), tokens[32];
+    for (int i = 0; i < n; i++) tokens[i] = token_of((unsigned char)text[i]);
+    GPT model;
+    char err[ERR_LEN];
+    if (build_test_model(&model, &PROGRAM_CONFIG, 42) != 0) return;
+    if (!CHECK(gpt_alloc_activations(&model, 1, err) == 0, "%s", err)) return;
+    static const char *const lists[] = {NULL, "1.2", "0.0,1.1,0.0"};
+    static const unsigned char flags[3][6] = {{0}, {0, 0, 0, 0, 0, 1}, {1, 0, 0, 0, 1, 0}};  // (L 2, H 3)
+    double whole = 0.0;
+    for (int k = 0; k < 3; k++) {
+        Run r = lists[k] ? run_generate(NULL, ARGS(CKPT, "--score", path, "--ablate", lists[k]))
+                         : run_generate(NULL, ARGS(CKPT, "--score", path));
+        const char *at = strstr(r.out, "): ");
+        double nats = at ? atof(at + 3) : NAN;
+        model.knocked_out = lists[k] ? flags[k] : NULL;
+        gpt_forward(&model, tokens, tokens + 1, 1, n - 1, NULL);
+        CHECK(r.status == 0 && fabs(nats - model.mean_loss) < 1e-5, "--ablate %s: --score says %.6f nats, the "
+              "forward %.6f (status %d: %s)", lists[k] ? lists[k] : "none", nats, model.mean_loss, r.status, r.err);
+        if (k == 0) whole = nats;
+        else CHECK(fabs(nats - whole) > 1e-3, "--ablate %s changed nothing: %.6f nats", lists[k], nats);
+        run_free(&r);
+    }
+    gpt_free(&model);
+    static const char *const bad[][2] = {{"2.0", "2.0"}, {"0.3", "0.3"}, {"1", "'1'"}, {"1.2,", "''"},
+                                         {"a.b", "'a.b'"}, {"1.-1", "'1.-1'"}, {"1.2x", "'1.2x'"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        Run r = run_generate(NULL, ARGS(CKPT, "--ablate", bad[i][0], "-n", "3", "ab"));
+        CHECK(r.status == 2 && strstr(r.err, "--ablate") && strstr(r.err, bad[i][1]),
+              "--ablate %s: status %d, message '%s'", bad[i][0], r.status, r.err);
+        run_free(&r);
+    }
+}
+
 TEST(generate_prompt_from_stdin_and_empty_prompt) {
     if (!test_checkpoint()) return;
     const char *prompt = "the cat";

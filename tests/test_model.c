@@ -14,6 +14,7 @@
 #include "../model/layers.h"
 #include "../kernels/parallel.h"
 #include "../model/rng.h"
+#include "../viewer/head_importance.h"
 #include "../model/train_step.h"
 #include "reference.h"
 #include "test.h"
@@ -183,62 +184,125 @@ static const ModelCase model_cases[] = {
     {{65, 32, 2, 4, 32, 8, 1, 0.1f, POSITION_ROPE}, 2, 2, 31, 1},
 };
 
-TEST(model_matches_reference) {
-    double worst_loss = 0.0, worst_logits = 0.0, worst_att = 0.0, worst_grad = 0.0;
-    for (size_t k = 0; k < sizeof(model_cases) / sizeof(model_cases[0]); k++) {
-        const ModelCase *mc = &model_cases[k];
-        const GPTConfig *c = &mc->config;
-        GPT model;
-        if (build_model(&model, c, mc->B_alloc) != 0) return;
-        randomize_params(&model, 10 + k, 0.2f);
-        const ForwardPass pass = {.training = mc->training, .dropout_seed = 1234 + k};
-        int B = mc->B, t = mc->t, N = B * t, L = c->n_layer, H = c->n_head;
-        int *inputs = malloc(N * sizeof(int)), *targets = malloc(N * sizeof(int));
-        Rng rng;
-        rng_seed(&rng, 50 + k);
-        random_tokens(inputs, N, c->vocab_size, &rng);
-        random_tokens(targets, N, c->vocab_size, &rng);
+// The worst relative errors of the float model against the reference over the cases.
+typedef struct {
+    double loss, logits, att, grad;
+} ModelErrors;
 
-        poison_activations(&model);
-        gpt_forward(&model, inputs, targets, B, t, &pass);
-        // junk in the gradients: gpt_zero_grad clears it, then gpt_backward adds into 0
-        for (size_t i = 0; i < model.num_parameters; i++) model.grads_memory[i] = 1e3f;
-        gpt_zero_grad(&model);
-        gpt_backward(&model);
+// Case k's float forward and backward against the reference's, with the heads flagged in
+// knocked_out ((L, H), NULL: none) knocked out of both; returns the reference's loss.
+static double compare_with_reference(const ModelCase *mc, size_t k, const unsigned char *knocked_out,
+                                     ModelErrors *worst) {
+    const GPTConfig *c = &mc->config;
+    GPT model;
+    if (build_model(&model, c, mc->B_alloc) != 0) return NAN;
+    randomize_params(&model, 10 + k, 0.2f);
+    model.knocked_out = knocked_out;
+    const ForwardPass pass = {.training = mc->training, .dropout_seed = 1234 + k};
+    int B = mc->B, t = mc->t, N = B * t, L = c->n_layer, H = c->n_head, knocks = knocked_out != NULL;
+    int *inputs = malloc(N * sizeof(int)), *targets = malloc(N * sizeof(int));
+    Rng rng;
+    rng_seed(&rng, 50 + k);
+    random_tokens(inputs, N, c->vocab_size, &rng);
+    random_tokens(targets, N, c->vocab_size, &rng);
 
-        size_t P = model.num_parameters;
-        double *params = malloc(P * sizeof(double)), *grads = malloc(P * sizeof(double));
-        double *logits = malloc((size_t)N * c->vocab_size * sizeof(double));
-        size_t att_size = (size_t)B * H * t * t;
-        double *att = malloc(L * att_size * sizeof(double));
-        ref_to_double(params, model.params_memory, P);
-        double loss = ref_gpt_forward_backward(&model, params, inputs, targets, B, t, mc->training,
-                                               pass.dropout_seed, logits, att, grads);
+    poison_activations(&model);
+    gpt_forward(&model, inputs, targets, B, t, &pass);
+    // junk in the gradients: gpt_zero_grad clears it, then gpt_backward adds into 0
+    for (size_t i = 0; i < model.num_parameters; i++) model.grads_memory[i] = 1e3f;
+    gpt_zero_grad(&model);
+    gpt_backward(&model);
 
-        double e_loss = fabs(model.mean_loss - loss) / fabs(loss);
-        double e_logits = rel_error_fd(model.acts.logits, logits, (size_t)N * c->vocab_size);
-        double e_att = 0.0;
-        for (int l = 0; l < L; l++) e_att = max2(e_att, rel_error_fd(layer_att(&model, l), att + l * att_size, att_size));
-        CHECK(e_loss <= MODEL_TOL, "case %zu: loss %.9g, reference %.9g", k, model.mean_loss, loss);
-        CHECK(e_logits <= MODEL_TOL && e_att <= MODEL_TOL, "case %zu: logits err %.3g, att err %.3g",
-              k, e_logits, e_att);
-        for (int i = 0; i < gpt_num_tensors(c); i++) {
-            TensorInfo info;
-            gpt_tensor_info(c, i, &info);
-            double e = rel_error_fd(model.grads_memory + info.offset, grads + info.offset, info.size);
-            CHECK(e <= MODEL_TOL, "case %zu: gradient of %s err %.3g", k, info.name, e);
-            worst_grad = max2(worst_grad, e);
-        }
-        worst_loss = max2(worst_loss, e_loss);
-        worst_logits = max2(worst_logits, e_logits);
-        worst_att = max2(worst_att, e_att);
-        free(inputs); free(targets); free(params); free(grads); free(logits); free(att);
-        gpt_free(&model);
+    size_t P = model.num_parameters;
+    double *params = malloc(P * sizeof(double)), *grads = malloc(P * sizeof(double));
+    double *logits = malloc((size_t)N * c->vocab_size * sizeof(double));
+    size_t att_size = (size_t)B * H * t * t;
+    double *att = malloc(L * att_size * sizeof(double));
+    ref_to_double(params, model.params_memory, P);
+    double loss = ref_gpt_forward_backward(&model, params, inputs, targets, B, t, mc->training, pass.dropout_seed,
+                                           logits, att, grads);
+
+    double e_loss = fabs(model.mean_loss - loss) / fabs(loss);
+    double e_logits = rel_error_fd(model.acts.logits, logits, (size_t)N * c->vocab_size);
+    double e_att = 0.0;
+    for (int l = 0; l < L; l++) e_att = max2(e_att, rel_error_fd(layer_att(&model, l), att + l * att_size, att_size));
+    CHECK(e_loss <= MODEL_TOL, "case %zu knocking out %d: loss %.9g, reference %.9g", k, knocks, model.mean_loss, loss);
+    CHECK(e_logits <= MODEL_TOL && e_att <= MODEL_TOL, "case %zu knocking out %d: logits err %.3g, att err %.3g", k,
+          knocks, e_logits, e_att);
+    for (int i = 0; i < gpt_num_tensors(c); i++) {
+        TensorInfo info;
+        gpt_tensor_info(c, i, &info);
+        double e = rel_error_fd(model.grads_memory + info.offset, grads + info.offset, info.size);
+        CHECK(e <= MODEL_TOL, "case %zu knocking out %d: gradient of %s err %.3g", k, knocks, info.name, e);
+        worst->grad = max2(worst->grad, e);
     }
-    report("model loss vs reference", worst_loss);
-    report("model logits vs reference", worst_logits);
-    report("model attention weights vs reference", worst_att);
-    report("model gradients vs reference (worst tensor)", worst_grad);
+    worst->loss = max2(worst->loss, e_loss);
+    worst->logits = max2(worst->logits, e_logits);
+    worst->att = max2(worst->att, e_att);
+    free(inputs); free(targets); free(params); free(grads); free(logits); free(att);
+    gpt_free(&model);
+    return loss;
+}
+
+// Every case, then again with one head of each layer knocked out (head l mod H of layer l):
+// the reference zeroes that head's output, and its loss is not the whole model's.
+TEST(model_matches_reference) {
+    ModelErrors worst = {0};
+    for (size_t k = 0; k < sizeof(model_cases) / sizeof(model_cases[0]); k++) {
+        const GPTConfig *c = &model_cases[k].config;
+        unsigned char knocked_out[64] = {0};
+        for (int l = 0; l < c->n_layer; l++) knocked_out[l * c->n_head + l % c->n_head] = 1;
+        double whole = compare_with_reference(&model_cases[k], k, NULL, &worst);
+        double knocked = compare_with_reference(&model_cases[k], k, knocked_out, &worst);
+        CHECK(fabs(knocked - whole) > 1e-6 * fabs(whole), "case %zu: knocking heads out left the loss at %.9g", k,
+              whole);
+    }
+    report("model loss vs reference", worst.loss);
+    report("model logits vs reference", worst.logits);
+    report("model attention weights vs reference", worst.att);
+    report("model gradients vs reference (worst tensor)", worst.grad);
+}
+
+// Each head's importance (viewer/head_importance.h) is the reference's loss with that head
+// knocked out (as well as the one the model already knocks out) less its loss without, in bits;
+// the model is left knocking out what it did.
+TEST(model_head_importance_matches_reference) {
+    const ModelCase *mc = &model_cases[5];  // 2 layers x 4 heads
+    const GPTConfig *c = &mc->config;
+    const int L = c->n_layer, H = c->n_head, t = 20;
+    GPT model;
+    if (build_model(&model, c, 1) != 0) return;
+    randomize_params(&model, 7, 0.2f);
+    unsigned char given[8] = {0, 0, 1, 0, 0, 0, 0, 0};  // layer 0's head 2
+    model.knocked_out = given;
+    int tokens[21];
+    Rng rng;
+    rng_seed(&rng, 8);
+    random_tokens(tokens, t + 1, c->vocab_size, &rng);
+    float importance[8];
+    char err[ERR_LEN];
+    if (!CHECK(head_importance(&model, tokens, t, importance, err) == 0, "%s", err)) return;
+    CHECK(model.knocked_out == given && given[2] == 1 && given[0] == 0, "head_importance left other heads knocked out");
+    double *params = malloc(model.num_parameters * sizeof(double)), worst = 0.0;
+    ref_to_double(params, model.params_memory, model.num_parameters);
+    double base = ref_gpt_forward_backward(&model, params, tokens, tokens + 1, 1, t, 0, 0, NULL, NULL, NULL);
+    unsigned char flags[8];
+    model.knocked_out = flags;
+    for (int i = 0; i < L * H; i++) {
+        memcpy(flags, given, sizeof(flags));
+        flags[i] = 1;
+        double want = (ref_gpt_forward_backward(&model, params, tokens, tokens + 1, 1, t, 0, 0, NULL, NULL, NULL) - base) / M_LN2;
+        CHECK(fabs(importance[i] - want) <= 1e-5 + 1e-4 * fabs(want), "head %d.%d: importance %.7f bits, reference %.7f",
+              i / H, i % H, importance[i], want);
+        worst = max2(worst, fabs(importance[i] - want));
+    }
+    double spread = 0.0;
+    for (int i = 0; i < L * H; i++) spread = max2(spread, fabs(importance[i]));
+    CHECK(importance[2] == 0.0f && spread > 1e-3, "importance: the knocked-out head's %g, the largest %g", importance[2],
+          spread);
+    report("head importance vs reference (abs, bits)", worst);
+    free(params);
+    gpt_free(&model);
 }
 
 // the dropout masks are a function of the step seed: another seed gives another loss
@@ -279,8 +343,10 @@ static double reference_loss(void *p) {
 }
 
 // The reference gradient against finite differences of the reference loss, with and without
-// dropout (fixed masks); and the float model's gradient against the same finite differences.
+// dropout (fixed masks), with a head of each layer knocked out when the model has a qkv bias;
+// and the float model's gradient against the same finite differences.
 TEST(model_reference_grad_fd) {
+    static const unsigned char knocked_out[4] = {1, 0, 0, 1};  // (L, H): layer 0's head 0, layer 1's head 1
     double worst_ref = 0.0, worst_float = 0.0;
     for (int k = 0; k < 8; k++) {
         {
@@ -291,6 +357,7 @@ TEST(model_reference_grad_fd) {
             GPT model;
             if (build_model(&model, &c, 2) != 0) return;
             randomize_params(&model, 20 + qkv_bias, 0.3f);
+            model.knocked_out = qkv_bias ? knocked_out : NULL;
             const ForwardPass pass = {.training = with_dropout, .dropout_seed = 99};
             int B = 2, t = 3, inputs[6] = {0, 3, 1, 4, 4, 2}, targets[6] = {3, 1, 4, 2, 0, 0};
             size_t P = model.num_parameters;

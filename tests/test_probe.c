@@ -382,3 +382,53 @@ TEST(probe_logit_lens_in_the_inspector) {
     logit_lens_free(&lens);
     gpt_free(&model);
 }
+
+// The early probes' schedule (training/probe.h): the default 1-2-5 steps below --eval-every,
+// none, a list as given; a list that cannot be kept is refused naming what is wrong.
+TEST(probe_schedule_default_list_and_refusals) {
+    static const struct {
+        const char *text;
+        long eval_every, last;
+        int n;
+        long steps[8];
+    } good[] = {
+        {"", 250, 2000, 5, {10, 20, 50, 100, 200}},
+        {NULL, 1000, 5000, 6, {10, 20, 50, 100, 200, 500}},
+        {"", 10, 100, 0, {0}},
+        {"", 21, 100, 2, {10, 20}},
+        {"none", 250, 2000, 0, {0}},
+        {"1,2,3,250,2000", 250, 2000, 5, {1, 2, 3, 250, 2000}},
+    };
+    char err[ERR_LEN];
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        ProbeSchedule s;
+        int rc = probe_schedule_make(&s, good[i].text, good[i].eval_every, good[i].last, err);
+        int same = rc == 0 && s.n == good[i].n;
+        for (int k = 0; same && k < s.n; k++) same = s.steps[k] == good[i].steps[k];
+        CHECK(same, "'%s' every %ld: rc %d, %d steps, the first %ld", good[i].text ? good[i].text : "(default)",
+              good[i].eval_every, rc, s.n, s.n ? s.steps[0] : -1);
+    }
+    ProbeSchedule s;
+    CHECK(probe_schedule_make(&s, "", 250, 2000, err) == 0 && probe_schedule_has(&s, 50) && !probe_schedule_has(&s, 60)
+              && probe_schedule_left(&s, 20, 2000, 250) == 3 && probe_schedule_left(&s, 200, 2000, 250) == 0,
+          "the default schedule's steps, or those left after 20 and 200");
+    char many[400] = "1";
+    for (int k = 2; k <= PROBE_MAX_EARLY + 1; k++) snprintf(many + strlen(many), sizeof(many) - strlen(many), ",%d", k);
+    const struct { const char *text, *said; } bad[] = {
+        {"20,10", "step 10 after 20"}, {"0", "'0' is not a step"}, {"x", "'x' is not a step"},
+        {"10,", "'' is not a step"}, {"10,,20", "'' is not a step"}, {"5x", "'5x'"}, {"-5", "'-5'"},
+        {"3000", "step 3000 is after the run's last, 2000"}, {many, "more than 32 steps"},
+    };
+    char text[ERR_LEN];
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int rc = probe_schedule_make(&s, bad[i].text, 250, 2000, err);
+        snprintf(text, sizeof(text), "%s", rc == -2 ? err : "");
+        CHECK(rc == -2 && strstr(text, bad[i].said), "--probe-steps %.20s: rc %d, '%s'", bad[i].text, rc, text);
+    }
+    probe_schedule_make(&s, "", 250, 2000, err);
+    probe_schedule_describe(&s, 1, 250, text, sizeof(text));
+    CHECK(strcmp(text, "0, 10, 20, 50, 100, 200 and every 250") == 0, "described as '%s'", text);
+    probe_schedule_make(&s, "none", 250, 2000, err);
+    probe_schedule_describe(&s, 0, 250, text, sizeof(text));
+    CHECK(strcmp(text, "every 250") == 0, "none described as '%s'", text);
+}

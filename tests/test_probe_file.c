@@ -21,11 +21,11 @@ static void make_tmp(void) {
     test_make_dir(TMP);
 }
 
-// A header of the given sizes with deterministic contents (version 2: heads of 3, the vectors
+// A header of the given sizes with deterministic contents (version 3: heads of 3, the vectors
 // of the passage's first half and of the whole repeated run).
 static int make_header(ProbeHeader *h, int L, int H, int V, int T, int S) {
     memset(h, 0, sizeof(*h));
-    h->version = 2;
+    h->version = 3;
     h->n_layer = L, h->n_head = H, h->vocab_size = V, h->block_size = T, h->groups = 3;
     h->probe_len = T, h->repeat_len = T / 2 * 2, h->prompt_len = 4, h->sample_chars = S;
     h->head_size = 3, h->vector_len = T / 2, h->vector_repeat_len = h->repeat_len;
@@ -57,7 +57,7 @@ static void fill_record(ProbeRecord *r, const ProbeHeader *h, long step, int who
     for (size_t i = 0; i < heads; i++) {
         r->previous_token[i] = 0.1f * i, r->induction[i] = 0.01f * i, r->entropy[i] = 2;
         r->first_character[i] = 0.02f * i, r->same_character[i] = 0.03f * i, r->word_start[i] = 0.04f * i;
-        r->last_space[i] = 0.05f * i;
+        r->last_space[i] = 0.05f * i, r->importance[i] = 0.25f - 0.1f * i;
     }
     for (size_t i = 0; i < t; i++) {
         r->surprisal[i] = 1.5f + i;
@@ -91,7 +91,7 @@ static int same_record(const ProbeRecord *a, const ProbeRecord *b, const ProbeHe
                !memcmp(a->entropy, b->entropy, heads * 4) && !memcmp(a->induction, b->induction, heads * 4) &&
                !memcmp(a->first_character, b->first_character, heads * 4) &&
                !memcmp(a->same_character, b->same_character, heads * 4) && !memcmp(a->word_start, b->word_start, heads * 4) &&
-               !memcmp(a->last_space, b->last_space, heads * 4);
+               !memcmp(a->last_space, b->last_space, heads * 4) && !memcmp(a->importance, b->importance, heads * 4);
     if (!(a->flags & PROBE_HAS_PROBE)) return same;
     size_t row = 3 * (size_t)h->n_head * h->head_size;
     size_t bytes = heads * (t * (t + 1) / 2 + (size_t)h->repeat_len * (h->repeat_len + 1) / 2);
@@ -185,7 +185,7 @@ TEST(probe_file_round_trip_and_sizes) {
     CHECK(read_back(path, &h, &torn) == 7 && torn == 0, "7 records and no torn tail (torn %llu)",
           (unsigned long long)torn);
     // sizes: the light part, and the whole record as the layout in probe_file.h adds it up
-    size_t heads = 6, t = 8, light = 4 + 8 + 20 + 4 * 3 + 4 * 5 + 7 * 4 * heads;
+    size_t heads = 6, t = 8, light = 4 + 8 + 20 + 4 * 3 + 4 * 5 + 8 * 4 * heads;
     size_t vectors = 4 * 2 * (4 + 8) * 3 * 3 * 3;  // f32 (L, m + n, 3 H hs)
     size_t whole = light + 4 * t + t * PROBE_TOP * 8 + 3 * t * (PROBE_LENS_TOP * 8 + 8) + heads * (36 + 36) + vectors;
     CHECK(probe_light_bytes(&h) == light && probe_record_bytes(&h) == whole, "sizes %zu and %zu, want %zu and %zu",
@@ -209,6 +209,20 @@ TEST(probe_file_round_trip_and_sizes) {
     probe_record_free(&r);
     probe_file_close(&pf);
     probe_header_free(&read);
+    // version 2, as a run of an earlier chargpt left it: no importance (read as NaN), every
+    // record 4 bytes a head shorter
+    h.version = 2;
+    path = TMP "/round_v2.bin";
+    if (write_file(path, &h, 7) == 0) {
+        FILE *fp = fopen(path, "rb");
+        ProbeReader reader;
+        int got = fp && probe_reader_open(&reader, fp, path, err) == 0 && probe_record_alloc(&r, &reader.header, err) == 0
+                  && probe_reader_next(&reader, &r, err) == 1;
+        CHECK(got && reader.header.version == 2 && isnan(r.importance[0]) && r.last_space[1] == 0.05f &&
+                  probe_light_bytes(&reader.header) == light - 4 * heads, "a version 2 file reads back wrong: %s", err);
+        if (got) probe_record_free(&r), probe_reader_close(&reader);
+        if (fp) fclose(fp);
+    }
     probe_header_free(&h);
 }
 

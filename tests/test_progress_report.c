@@ -49,6 +49,23 @@ TEST(progress_report_eta_counts_evaluations_saves_and_the_final_pass) {
     }
 }
 
+// The timeline's early probes (training/probe.h) count too, at the mean probe's time: those after
+// the step, up to the last, that no evaluation makes.
+TEST(progress_report_eta_counts_the_early_probes) {
+    ProgressReport r = planned(300, 20, 0);
+    r.train_s = 10.0;
+    progress_report_probed(&r, 3.0);
+    double without = progress_report_eta(&r, 10);
+    char err[ERR_LEN];
+    ProbeSchedule schedule;
+    if (!CHECK(probe_schedule_make(&schedule, "5,20,50,60,150,300", 50, 300, err) == 0, "%s", err)) return;
+    r.early_probes = &schedule;
+    // after step 10: 20 and 60 (50, 150 and 300 are evaluations', 5 is past)
+    double with = progress_report_eta(&r, 10);
+    CHECK(fabs(with - without - 2 * 3.0) < 1e-9, "ETA %.6f s with early probes, %.6f without: want 6 s more", with,
+          without);
+}
+
 TEST(progress_report_evaluation_line_shows_the_evaluation_and_the_rest) {
     ProgressReport r = planned(100, 20, 0);
     r.train_s = 10.0;

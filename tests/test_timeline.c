@@ -156,6 +156,57 @@ TEST(timeline_train_writes_probe_samples_and_page) {
     probe_header_free(&h);
 }
 
+// The early probes (training/probe.h): by default at 10, 20, 50, ... below --eval-every, or at
+// --probe-steps's, each a whole record with a sample and every head's importance, the first
+// lines saying when and what probe.bin will hold; a list that cannot be kept, or --probe-steps
+// with --no-probe, exits 2 before --out is made.
+TEST(timeline_early_probes) {
+    char dir[256], run[300], probe[320];
+    test_fresh_dir(dir, sizeof(dir), TMP, "early");
+    snprintf(run, sizeof(run), "%s/run", dir);
+    snprintf(probe, sizeof(probe), "%s/probe.bin", run);
+    TestRun r = train(dir, "default.log", (const char *[]){TINY, "--data", corpus(), "--steps", "30", "--eval-every",
+                                                           "25", "--sample-chars", "8", "--out", run, NULL});
+    Records got;
+    ProbeHeader h;
+    ProbeRecord last;
+    if (test_exit_status(&r, 0, "training") && read_records(probe, &got, &h, &last) == 0) {
+        test_output_has(&r, "timeline: probes at steps 0, 10, 20 and every 25 and the last: 5 probes, ", "the plan");
+        test_output_has(&r, "sample at step 10 (seed 1337):", "the early probe's sample");
+        steps_are(&got, (long[]){0, 10, 20, 25, 30}, 5, "early probes at 10 and 20, evaluations at 25 and 30");
+        for (long i = 0; i < got.count; i++)
+            CHECK(got.flags[i] == (PROBE_HAS_PROBE | PROBE_HAS_SAMPLE), "record %ld has flags %u", i, got.flags[i]);
+        int finite = h.version == 3;
+        for (int i = 0; i < h.n_layer * h.n_head; i++) finite &= isfinite(last.importance[i]);
+        CHECK(finite, "the last record's importance is not every head's (version %d)", h.version);
+        probe_record_free(&last);
+        probe_header_free(&h);
+    }
+    test_run_free(&r);
+    r = train(dir, "list.log", (const char *[]){TINY, "--data", corpus(), "--steps", "12", "--eval-every", "8",
+                                                "--probe-steps", "2,3,8", "--sample-chars", "0", "--out", run,
+                                                "--force", NULL});
+    if (test_exit_status(&r, 0, "--probe-steps 2,3,8") && read_records(probe, &got, NULL, NULL) == 0) {
+        test_output_has(&r, "timeline: probes at steps 0, 2, 3, 8 and every 8 and the last: 5 probes, ", "the plan");
+        steps_are(&got, (long[]){0, 2, 3, 8, 12}, 5, "--probe-steps 2,3,8 with evaluations at 8 and 12");
+    }
+    test_run_free(&r);
+    static const char *const bad[][3] = {{"--probe-steps", "40", "step 40 is after the run's last, 30"},
+                                         {"--probe-steps", "20,10", "step 10 after 20"},
+                                         {"--no-probe", "--probe-steps", "--probe-steps says when the probe runs"}};
+    char other[300], other_probe[320];
+    snprintf(other, sizeof(other), "%s/refused", dir);
+    snprintf(other_probe, sizeof(other_probe), "%s/probe.bin", other);
+    for (int i = 0; i < 3; i++) {
+        const char *first = i < 2 ? bad[i][0] : "--no-probe", *second = i < 2 ? bad[i][1] : "--probe-steps=10";
+        r = train(dir, "bad.log", (const char *[]){TINY, "--data", corpus(), "--steps", "30", first, second, "--out",
+                                                   other, NULL});
+        if (test_exit_status(&r, 2, bad[i][2])) test_output_has(&r, bad[i][2], "the message");
+        CHECK(!exists(other_probe), "a refused run wrote %s", other_probe);
+        test_run_free(&r);
+    }
+}
+
 // The byte offset of record `index` (0 the first) of the probe file held in bytes (len).
 static size_t record_offset(const unsigned char *bytes, size_t len, int index) {
     size_t at = 8 + 8 + (bytes[8] | bytes[9] << 8 | (size_t)bytes[10] << 16 | (size_t)bytes[11] << 24);

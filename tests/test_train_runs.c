@@ -1456,7 +1456,10 @@ TEST(runs_task_induction_head_forms) {
     long steps[16];
     double best[16];
     int n = best_induction_scores(out, steps, best, 16);
-    if (!CHECK(n == 9 && steps[0] == 0 && steps[n - 1] == 2000, "%d probed steps, want 0 to 2000 every 250", n)) return;
+    // probed at 0, the early steps 10, 20, 50, 100 and 200 (training/probe.h), then every 250 to 2000
+    if (!CHECK(n == 14 && steps[0] == 0 && steps[5] == 200 && steps[n - 1] == 2000,
+               "%d probed steps, want 0, 10, 20, 50, 100, 200, then every 250 to 2000", n))
+        return;
     printf("    best induction score: %.3f at step 0, %.3f at step %ld\n", best[0], best[n - 1], steps[n - 1]);
     CHECK(best[n - 1] >= 0.3 && best[n - 1] - best[0] >= 0.2, "the best induction score went from %.3f to %.3f",
           best[0], best[n - 1]);

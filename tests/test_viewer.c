@@ -935,7 +935,7 @@ TEST(viewer_large_all_formats) {
 // Each head's pattern scores and label (viewer/head_scores.h) on text (t code points), as
 // ./generate records them.
 typedef struct {
-    float reach[HEAD_PATTERNS], *scores, *strength;
+    float reach[HEAD_PATTERNS], *scores, *strength, *importance;
     int *label;
 } SampleHeads;
 
@@ -947,6 +947,7 @@ static AttentionHeads sample_heads(SampleHeads *x, const uint32_t *chars, int t,
     x->scores = malloc((size_t)L * H * HEAD_PATTERNS * sizeof(float));
     x->strength = malloc((size_t)L * H * sizeof(float));
     x->label = malloc((size_t)L * H * sizeof(int));
+    x->importance = malloc((size_t)L * H * sizeof(float));
     for (int p = 0; p < HEAD_PATTERNS; p++) x->reach[p] = (float)head_pattern_reach((HeadPattern)p, &text);
     for (int index = 0; index < L * H; index++) {
         for (int p = 0; p < HEAD_PATTERNS; p++)
@@ -954,9 +955,10 @@ static AttentionHeads sample_heads(SampleHeads *x, const uint32_t *chars, int t,
         double strength;
         x->label[index] = head_label(x->scores + index * HEAD_PATTERNS, x->reach, &strength);
         x->strength[index] = (float)strength;
+        x->importance[index] = 0.05f * (float)(index % 7) - 0.1f;  // a loss change in bits, some below 0
     }
     return (AttentionHeads){HEAD_PATTERNS, head_pattern_names, x->reach, x->scores, x->label, x->strength,
-                            HEAD_LABEL_CLEAR};
+                            HEAD_LABEL_CLEAR, x->importance};
 }
 
 // Writes tests/tmp/viewer_sample.html (and viewer_sample_heatmap.png) from synthetic attention,
@@ -982,7 +984,7 @@ TEST(viewer_sample_page) {
     AttentionHeads heads = sample_heads(&made, chars, t, L, H, att);
     Attention sample = {chars, t, L, H, att, pred, &lens, NULL, &heads};
     CHECK(attention_export(TMP_DIR "/viewer_sample.html", &sample, 1, err) == 0, "%s", err);
-    free(made.scores), free(made.strength), free(made.label);
+    free(made.scores), free(made.strength), free(made.label), free(made.importance);
     free(cells);
     CHECK(export_attention(TMP_DIR "/viewer_sample_heatmap.png", chars, t, L, H, att, pred, NULL, 1, err) == 0, "%s", err);
     free(att);

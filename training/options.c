@@ -61,6 +61,7 @@ const struct option train_long_options[] = {
     {"sample-chars", required_argument, 0, OPT_SAMPLE_CHARS},
     {"sample-every", required_argument, 0, OPT_SAMPLE_EVERY},
     {"no-probe", no_argument, 0, OPT_NO_PROBE},
+    {"probe-steps", required_argument, 0, OPT_PROBE_STEPS},
     {"task", required_argument, 0, OPT_TASK},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
@@ -108,12 +109,12 @@ static void usage_data_and_output(FILE *f, const TrainOptions *d) {
             "                       --out, --threads, --save-every, --eval-every, --max-memory,\n"
             "                       --data, --separator, --encoding, --decay-steps, --warmup,\n"
             "                       --grad-accum, --zero, --precision, --final-val-chars,\n"
-            "                       --mpi-timeout, --force, --sample-every, --no-probe and the run's\n"
-            "                       own --task may be given again (what is probed is the run's\n"
-            "                       probe.bin's; a task's run goes on with its stream of text, and\n"
-            "                       takes no --data). --out defaults to CKPT's directory; one\n"
-            "                       holding another run, or newer checkpoints of this one, needs\n"
-            "                       --force. --data must give the same text (its\n"
+            "                       --mpi-timeout, --force, --sample-every, --probe-steps,\n"
+            "                       --no-probe and the run's own --task may be given again (what is\n"
+            "                       probed is the run's probe.bin's; a task's run goes on with its\n"
+            "                       stream of text, and takes no --data). --out defaults to CKPT's\n"
+            "                       directory; one holding another run, or newer checkpoints of this\n"
+            "                       one, needs --force. --data must give the same text (its\n"
             "                       length and CRC-32, kept in CKPT, are checked); without it the\n"
             "                       saved paths are used, a relative one looked for in the current\n"
             "                       directory, then beside CKPT.\n"
@@ -191,7 +192,11 @@ static void usage_model_and_training(FILE *f, const TrainOptions *d) {
             "  --sample-prompt TEXT the prompt of the samples (default: the passage's first line)\n"
             "  --sample-chars N     characters of each sample, printed under the progress at each\n"
             "                       evaluation and kept for the timeline; 0 = none (default %d)\n"
-            "  --sample-every N     a sample every N steps too (default: at evaluations only)\n"
+            "  --sample-every N     a sample every N steps too (default: at probes only)\n"
+            "  --probe-steps LIST   early steps the probe (and sample) runs at besides step 0 and\n"
+            "                       the evaluations, where the model changes fastest: steps\n"
+            "                       separated by commas, or none (default: 10, 20, 50, 100, 200,\n"
+            "                       500, ... below --eval-every)\n"
             "  --no-probe           no probe, samples or timeline\n"
             "  -h, --help           show this help\n"
             "progress: on a terminal one line rewritten in place, fitted to its width (else\n"
@@ -235,6 +240,9 @@ int options_check_given(const GivenOptions *given, char err[ERR_LEN]) {
     if (given->given[OPT_INIT_FROM] && given->given[OPT_RESUME])
         return error_status(err, EXIT_USAGE, "--init-from starts a new run and --resume continues one: give one of "
                             "them");
+    if (given->given[OPT_PROBE_STEPS] && given->given[OPT_NO_PROBE])
+        return error_status(err, EXIT_USAGE, "--probe-steps says when the probe runs, and --no-probe runs none: give "
+                            "one of them");
     if (given->given[OPT_INIT_FROM]) {
         static const int model_options[] = {OPT_N_LAYER, OPT_N_HEAD, OPT_N_EMBD, OPT_HEAD_SIZE,
                                             OPT_BLOCK_SIZE, OPT_NO_QKV_BIAS, OPT_POS};
@@ -257,7 +265,7 @@ int options_check_given(const GivenOptions *given, char err[ERR_LEN]) {
     static const int allowed[] = {OPT_RESUME, OPT_STEPS, OPT_OUT, OPT_THREADS, OPT_SAVE_EVERY, OPT_EVAL_EVERY,
                                   OPT_MAX_MEMORY, OPT_DATA, OPT_DECAY_STEPS, OPT_WARMUP, OPT_GRAD_ACCUM,
                                   OPT_ZERO, OPT_PRECISION, OPT_MPI_TIMEOUT, OPT_FORCE, OPT_SEPARATOR, OPT_ENCODING,
-                                  OPT_FINAL_VAL_CHARS, OPT_SAMPLE_EVERY, OPT_NO_PROBE, OPT_TASK};
+                                  OPT_FINAL_VAL_CHARS, OPT_SAMPLE_EVERY, OPT_NO_PROBE, OPT_PROBE_STEPS, OPT_TASK};
     for (int i = 0; train_long_options[i].name; i++) {
         int v = train_long_options[i].val, ok = 0;
         for (size_t k = 0; k < sizeof(allowed) / sizeof(allowed[0]); k++) ok |= allowed[k] == v;
@@ -265,8 +273,8 @@ int options_check_given(const GivenOptions *given, char err[ERR_LEN]) {
             return error_status(err, EXIT_USAGE, "--%s cannot be changed when resuming (only --steps, --out, "
                                 "--threads, --save-every, --eval-every, --max-memory, --data, --separator, --encoding, "
                                 "--decay-steps, --warmup, --grad-accum, --zero, --precision, --final-val-chars, "
-                                "--mpi-timeout, --force, --sample-every, --no-probe and the run's own --task can; what "
-                                "the timeline probes is its probe.bin's)", train_long_options[i].name);
+                                "--mpi-timeout, --force, --sample-every, --probe-steps, --no-probe and the run's own "
+                                "--task can; what the timeline probes is its probe.bin's)", train_long_options[i].name);
     }
     return 0;
 }
@@ -374,6 +382,7 @@ static int resume_options(const Checkpoint *ck, TrainOptions *o, const GivenOpti
     o->mpi_timeout = given_values.mpi_timeout;
     o->sample_every = given_values.sample_every;
     o->no_probe = given_values.no_probe;
+    strcpy(o->probe_steps, given_values.probe_steps);
     if (given->given[OPT_PRECISION]) o->precision = given_values.precision;
     return 0;
 }

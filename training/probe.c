@@ -14,6 +14,7 @@
 #include "../dist/dist.h"
 #include "../format/atomic_file.h"
 #include "../generation/decoder.h"
+#include "../viewer/head_importance.h"
 #include "../viewer/timeline.h"
 #include "run.h"
 
@@ -114,7 +115,7 @@ int probe_header_make(ProbeHeader *h, const ProbeSetup *s, const GPTConfig *c, c
     h->sample_chars = s->sample_chars;
     h->sample_seed = s->seed;
     h->temperature = s->temperature;
-    h->version = 2;
+    h->version = 3;
     h->head_size = c->head_size;
     h->repeat_len = 2 * head_repeat_run(c->block_size);
     char groups[PROBE_MAX_GROUPS][PROBE_GROUP_NAME];
@@ -232,7 +233,8 @@ double probe_memory(const GPTConfig *c, const ProbeHeader *h) {
     // the record being made, the probe file's encoded copy, and the timeline page's reader
     // and encoder (viewer/timeline.h) of one record at a time
     double records = 4.0 * ((double)probe_record_bytes(h) + 64);
-    return view.activations + view.scratch + sample.generation + decoder + texts + logit_lens_bytes(c, h->probe_len) +
+    double knocked_out = (double)c->n_layer * c->n_head;  // head_importance's flags
+    return knocked_out + view.activations + view.scratch + sample.generation + decoder + texts + logit_lens_bytes(c, h->probe_len) +
            records;
 }
 
@@ -324,8 +326,80 @@ static void measure_repeated(Probe *p, ProbeRecord *rec) {
 int probe_measure(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
     if (measure_passage(p, rec, err) != 0) return -1;
     measure_repeated(p, rec);
+    // last: L*H forwards of the passage, each with one head knocked out
+    if (head_importance(&p->view, p->header->passage, p->header->probe_len, rec->importance, err) != 0) return -1;
     rec->flags |= PROBE_HAS_PROBE;
     return 0;
+}
+
+// ----------------------------------------------------------------------------
+// when the probe runs
+
+// The default: 1, 2 and 5 times each power of ten from 10 on, below eval_every.
+static void default_schedule(ProbeSchedule *s, long eval_every) {
+    s->n = 0;
+    for (long decade = 10; decade < eval_every && s->n + 3 <= PROBE_MAX_EARLY; decade *= 10)
+        for (int k = 0; k < 3; k++) {
+            long step = decade * (k == 0 ? 1 : k == 1 ? 2 : 5);
+            if (step < eval_every) s->steps[s->n++] = step;
+        }
+}
+
+int probe_schedule_make(ProbeSchedule *s, const char *text, long eval_every, long last_step, char err[ERR_LEN]) {
+    s->n = 0;
+    if (!text || !text[0]) {
+        default_schedule(s, eval_every);
+        return 0;
+    }
+    if (strcmp(text, "none") == 0) return 0;
+    for (const char *item = text;; item++) {
+        size_t len = strcspn(item, ",");
+        char *end = (char *)item;
+        long step = item[0] >= '0' && item[0] <= '9' ? strtol(item, &end, 10) : -1;
+        if (step < 1 || end != item + len || len > 18) {
+            snprintf(err, ERR_LEN, "--probe-steps %s: '%.*s' is not a step: give steps from 1 on separated by "
+                     "commas (e.g. 10,20,50,100), or none", text, (int)(len < 40 ? len : 40), item);
+            return -2;
+        }
+        if (s->n == PROBE_MAX_EARLY) {
+            snprintf(err, ERR_LEN, "--probe-steps: more than %d steps (a probe costs time and room in probe.bin)",
+                     PROBE_MAX_EARLY);
+            return -2;
+        }
+        if (s->n > 0 && step <= s->steps[s->n - 1]) {
+            snprintf(err, ERR_LEN, "--probe-steps %s: step %ld after %ld: give them in increasing order", text, step,
+                     s->steps[s->n - 1]);
+            return -2;
+        }
+        if (step > last_step) {
+            snprintf(err, ERR_LEN, "--probe-steps %s: step %ld is after the run's last, %ld (--steps)", text, step,
+                     last_step);
+            return -2;
+        }
+        s->steps[s->n++] = step;
+        item += len;
+        if (!*item) return 0;
+    }
+}
+
+int probe_schedule_has(const ProbeSchedule *s, long step) {
+    for (int i = 0; i < s->n; i++)
+        if (s->steps[i] == step) return 1;
+    return 0;
+}
+
+long probe_schedule_left(const ProbeSchedule *s, long step, long last_step, long eval_every) {
+    long n = 0;
+    for (int i = 0; i < s->n; i++)
+        n += s->steps[i] > step && s->steps[i] < last_step && s->steps[i] % eval_every != 0;
+    return n;
+}
+
+void probe_schedule_describe(const ProbeSchedule *s, int from_start, long eval_every, char *text, size_t size) {
+    size_t used = (size_t)snprintf(text, size, "%s", from_start ? "0" : "");
+    for (int i = 0; i < s->n && used < size; i++)
+        used += (size_t)snprintf(text + used, size - used, "%s%ld", used ? ", " : "", s->steps[i]);
+    if (used < size) snprintf(text + used, size - used, "%severy %ld", used ? " and " : "", eval_every);
 }
 
 // ----------------------------------------------------------------------------
@@ -433,6 +507,8 @@ int run_probe_prepare(RunProbe *rp, const TrainOptions *o, const GPTConfig *c, c
                       const Dataset *ds, const char *resumed_run_id, char err[ERR_LEN]) {
     memset(rp, 0, sizeof(*rp));
     rp->file.fd = -1;
+    if (probe_schedule_make(&rp->schedule, o->no_probe ? "none" : o->probe_steps, o->eval_every, o->steps, err) != 0)
+        return -2;
     rp->active = !o->no_probe && dist_rank() == 0;
     if (!rp->active) return 0;
     snprintf(rp->path, sizeof(rp->path), "%s/%s", o->out, PROBE_FILE);
@@ -459,6 +535,19 @@ int run_probe_prepare(RunProbe *rp, const TrainOptions *o, const GPTConfig *c, c
 
 double run_probe_memory(const RunProbe *rp, const GPTConfig *c) {
     return rp->active ? probe_memory(c, &rp->header) : 0.0;
+}
+
+void run_probe_plan(const RunProbe *rp, long step, long last_step, long eval_every, int from_start, char *text,
+                    size_t size) {
+    text[0] = '\0';
+    if (!rp->active) return;
+    long probes = from_start + events_left(step, last_step, eval_every) +
+                  probe_schedule_left(&rp->schedule, step, last_step, eval_every);
+    char when[600], bytes[32];
+    probe_schedule_describe(&rp->schedule, from_start, eval_every, when, sizeof(when));
+    gpt_format_bytes((double)probes * (probe_record_bytes(&rp->header) + 8), bytes, sizeof(bytes));
+    snprintf(text, size, "timeline: probes at steps %s and the last: %ld probe%s, %s of probe.bin%s", when, probes,
+             probes == 1 ? "" : "s", bytes, rp->sample_every ? " (and the samples between them)" : "");
 }
 
 // The lines of message saying what run_probe_open found in the file it continues.
@@ -510,14 +599,14 @@ int run_probe_open(RunProbe *rp, GPT *model, long step, char *message, size_t si
     return rc;
 }
 
-// Whether the step gets a sample: at an evaluation, or every sample_every steps.
+// Whether the step gets a sample: at a probe, or every sample_every steps.
 static int wants_sample(const RunProbe *rp, const RunProbeStep *s) {
     if (rp->header.sample_chars == 0) return 0;
-    return s->evaluated || (rp->sample_every > 0 && s->step % rp->sample_every == 0);
+    return s->probed || (rp->sample_every > 0 && s->step % rp->sample_every == 0);
 }
 
 int run_probe_step(RunProbe *rp, const RunProbeStep *s, char err[ERR_LEN]) {
-    if (!rp->active || rp->failed || (!s->evaluated && !wants_sample(rp, s))) return 0;
+    if (!rp->active || rp->failed || (!s->probed && !wants_sample(rp, s))) return 0;
     double t0 = now_seconds();
     ProbeRecord *rec = &rp->record;
     const ProbeHeader *h = &rp->header;
@@ -529,8 +618,8 @@ int run_probe_step(RunProbe *rp, const RunProbeStep *s, char err[ERR_LEN]) {
     int heads = h->n_layer * h->n_head, rc = 0;
     for (int i = 0; i < heads; i++)
         rec->previous_token[i] = rec->induction[i] = rec->entropy[i] = rec->first_character[i] =
-            rec->same_character[i] = rec->word_start[i] = rec->last_space[i] = NAN;
-    if (s->evaluated) rc = probe_measure(&rp->probe, rec, err);
+            rec->same_character[i] = rec->word_start[i] = rec->last_space[i] = rec->importance[i] = NAN;
+    if (s->probed) rc = probe_measure(&rp->probe, rec, err);
     double t1 = now_seconds();
     if (rc == 0 && wants_sample(rp, s)) {
         rc = sample_write(&rp->probe.view, h, rp->newline, rec->sample, err);
@@ -542,7 +631,7 @@ int run_probe_step(RunProbe *rp, const RunProbeStep *s, char err[ERR_LEN]) {
     if (!(rec->flags & PROBE_HAS_SAMPLE)) memset(rec->sample, 0, (size_t)h->sample_chars * sizeof(int32_t));
     if (rc == 0) rc = probe_file_append(&rp->file, rec, err);
     rp->sampled = rc == 0 && (rec->flags & PROBE_HAS_SAMPLE);
-    rp->probes += rc == 0 && s->evaluated;
+    rp->probes += rc == 0 && s->probed;
     rp->failed = rc != 0;
     rp->seconds += now_seconds() - t0;
     return rc;
@@ -576,7 +665,7 @@ int run_probe_page(RunProbe *rp, const LossHistory *losses, const char *title, c
 
 void run_probe_describe_cost(const RunProbe *rp, char *text, size_t size) {
     double files = rp->seconds - rp->probe_s - rp->sample_s;
-    snprintf(text, size, "the probe %.0f ms, the sample %.0f ms and the files %.0f ms an evaluation",
+    snprintf(text, size, "the probe %.0f ms, the sample %.0f ms and the files %.0f ms a probe",
              1000.0 * rp->probe_s / (rp->probes ? rp->probes : 1), 1000.0 * rp->sample_s / (rp->samples ? rp->samples : 1),
              1000.0 * files / (rp->probes ? rp->probes : 1));
 }
@@ -591,19 +680,21 @@ void run_probe_free(RunProbe *rp) {
 // ----------------------------------------------------------------------------
 // the run's timeline
 
-void probe_step(Run *r, int evaluated) {
+int probe_step(Run *r, int evaluated) {
     float ratios[PROBE_MAX_GROUPS];
-    if (evaluated && (r->dp.zero || dist_rank() == 0)) update_ratios(&r->dp, &r->model, &r->opt, r->lr, ratios);
+    int probed = evaluated || probe_schedule_has(&r->probe.schedule, r->state.step);
+    if (probed && (r->dp.zero || dist_rank() == 0)) update_ratios(&r->dp, &r->model, &r->opt, r->lr, ratios);
     const ProgressReport *p = &r->report;
-    RunProbeStep step = {r->state.step, evaluated, (float)(p->loss_sum / p->loss_count),
+    RunProbeStep step = {r->state.step, probed, (float)(p->loss_sum / p->loss_count),
                          evaluated ? (float)r->state.last_val_loss : NAN, r->lr, r->grad_norm,
-                         (float)grad_clipped(r->grad_norm, r->o.grad_clip), evaluated ? ratios : NULL};
+                         (float)grad_clipped(r->grad_norm, r->o.grad_clip), probed ? ratios : NULL};
     char err[ERR_LEN];
     double start = now_seconds();
     if (run_probe_step(&r->probe, &step, err) != 0)
         fprintf(stderr, "%s%s: warning: %s; the timeline stops here (training goes on)\n", r->tty ? "\n" : "",
                 program_name(), err);
-    if (evaluated) progress_report_probed(&r->report, now_seconds() - start);  // for the ETA
+    if (probed && r->probe.active) progress_report_probed(&r->report, now_seconds() - start);  // for the ETA
+    return probed;
 }
 
 void draw_timeline(Run *r) {
@@ -616,7 +707,9 @@ void start_timeline(Run *r) {
     if (r->resuming || r->ds.val_len == 0) return;
     char err[ERR_LEN];
     RunProbeStep step = {0, 1, NAN, NAN, NAN, NAN, NAN, NULL};
+    double start = now_seconds();
     if (run_probe_step(&r->probe, &step, err) != 0)
         fprintf(stderr, "%s: warning: %s; the timeline stops here (training goes on)\n", program_name(), err);
+    if (r->probe.active) progress_report_probed(&r->report, now_seconds() - start);  // for the ETA
     draw_timeline(r);
 }

@@ -42,6 +42,8 @@
 //   - each head's previous-token, first-character, word-start and last-space scores and
 //     attention entropy on the passage, and its induction and same-character scores on the
 //     repeated sequence (viewer/head_scores.h);
+//   - each head's importance: the passage's loss change when that head alone is knocked out
+//     (viewer/head_importance.h: L*H more forwards of the passage);
 //   - the queries, keys and values of every layer and head over the first positions of both
 //     texts (format/probe_file.h: its vectors), at most PROBE_VECTOR_BYTES a record.
 // It runs on a view of the training model (gpt_view: the same weights, activations of its own,
@@ -103,6 +105,34 @@ double probe_memory(const GPTConfig *c, const ProbeHeader *h);
 int probe_measure(Probe *p, ProbeRecord *rec, char err[ERR_LEN]);
 
 // ----------------------------------------------------------------------------
+// when the probe runs
+//
+// At step 0, at every evaluation (every --eval-every steps and the last), and at the early steps
+// of a schedule, where a run changes fastest: by default 10, 20, 50, 100, 200, 500, ... (1, 2
+// and 5 times a power of ten) below --eval-every, at most three a decade. --probe-steps LIST
+// sets them (steps separated by commas, increasing, at most PROBE_MAX_EARLY, none after the
+// run's last); --probe-steps none leaves the evaluations' alone. An early probe is a probe and
+// a sample like an evaluation's, without the validation loss.
+
+#define PROBE_MAX_EARLY 32  // early steps a schedule may hold
+
+typedef struct {
+    long steps[PROBE_MAX_EARLY];  // increasing
+    int n;
+} ProbeSchedule;
+
+// The schedule of --probe-steps's text (NULL or "": the default for eval_every) for a run whose
+// last step is last_step. Returns 0, or -2 with err naming what cannot be kept.
+int probe_schedule_make(ProbeSchedule *s, const char *text, long eval_every, long last_step, char err[ERR_LEN]);
+// 1 when step is one of s's early steps.
+int probe_schedule_has(const ProbeSchedule *s, long step);
+// The early steps after `step`, up to last_step, that no evaluation probes (not a multiple of
+// eval_every, nor the last): the probes the evaluations' count leaves out.
+long probe_schedule_left(const ProbeSchedule *s, long step, long last_step, long eval_every);
+// "0, 10, 20, 50, 100, 200 and every 250" (step 0 only when from_start).
+void probe_schedule_describe(const ProbeSchedule *s, int from_start, long eval_every, char *text, size_t size);
+
+// ----------------------------------------------------------------------------
 // the sample
 //
 // The sample a run writes as it trains: at each evaluation (or every --sample-every steps),
@@ -137,6 +167,7 @@ typedef struct {
     char path[1100];          // the probe file
     char page_path[1100];     // timeline.html
     int newline;              // the vocabulary's newline token, or -1
+    ProbeSchedule schedule;   // the early probes (on every process, active or not)
     long sample_every;
     int sampled;              // the last record has a sample not printed yet
     int failed;               // a write failed: the rest of the run writes no records
@@ -154,6 +185,11 @@ int run_probe_prepare(RunProbe *rp, const TrainOptions *o, const GPTConfig *c, c
                       const Dataset *ds, const char *resumed_run_id, char err[ERR_LEN]);
 // The memory the probe takes beside training (0 when inactive).
 double run_probe_memory(const RunProbe *rp, const GPTConfig *c);
+// What the probe will do in a run from `step` to last_step with an evaluation every eval_every
+// steps (and step 0's probe when from_start), for the run's first lines: "probes at steps 0, 10,
+// 20, 50, 100, 200 and every 250: 15 probes, about 12.7 MiB of probe.bin" ("" when inactive).
+void run_probe_plan(const RunProbe *rp, long step, long last_step, long eval_every, int from_start, char *text,
+                    size_t size);
 // Opens the probe file for a run at `step` of model, writing what it did into message (or "").
 // Returns 0, or -1 with err.
 int run_probe_open(RunProbe *rp, GPT *model, long step, char *message, size_t size, char err[ERR_LEN]);
@@ -161,7 +197,8 @@ int run_probe_open(RunProbe *rp, GPT *model, long step, char *message, size_t si
 // One step's figures.
 typedef struct {
     long step;
-    int evaluated;            // an evaluation at this step (or the run's start, step 0)
+    int probed;               // a probe at this step: an evaluation, the run's start (step 0) or
+                              // an early step of the schedule
     float train_loss, val_loss, lr, grad_norm, clipped;  // NAN where unknown
     const float *update_ratio;  // (groups), or NULL (unknown)
 } RunProbeStep;
@@ -174,7 +211,7 @@ void run_probe_print_sample(RunProbe *rp, FILE *fp);
 // Rewrites timeline.html from the probe file and the loss history. Returns 0, or -1 with err.
 int run_probe_page(RunProbe *rp, const LossHistory *losses, const char *title, char err[ERR_LEN]);
 // What the probe cost, for the run's last lines: "the probe 31 ms, the sample 420 ms and the
-// files 12 ms an evaluation".
+// files 12 ms a probe".
 void run_probe_describe_cost(const RunProbe *rp, char *text, size_t size);
 void run_probe_free(RunProbe *rp);
 

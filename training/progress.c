@@ -86,10 +86,9 @@ void progress_report_probed(ProgressReport *r, double seconds) {
     r->probes++;
 }
 
-// Of the steps after `step` up to the run's last, how many are multiples of every, or the last.
-static long events_left(const ProgressReport *r, long step, long every) {
-    if (every <= 0 || step >= r->steps) return 0;
-    return r->steps / every - step / every + (r->steps % every != 0);
+long events_left(long step, long last_step, long every) {
+    if (every <= 0 || step >= last_step) return 0;
+    return last_step / every - step / every + (last_step % every != 0);
 }
 
 // A forward of B * T tokens: measured by the evaluations, else a third of a step.
@@ -102,11 +101,12 @@ static double forward_seconds(const ProgressReport *r, long step) {
 double progress_report_eta(const ProgressReport *r, long step) {
     long steps_done = step - r->start_step;
     double step_s = steps_done > 0 ? r->train_s / steps_done : 0.0, forward_s = forward_seconds(r, step);
-    double evals = (double)events_left(r, step, r->eval_every) * (r->eval_batches > 0);
-    double saves = (double)events_left(r, step, r->save_every);
+    double evals = (double)events_left(step, r->steps, r->eval_every) * (r->eval_batches > 0);
+    double saves = (double)events_left(step, r->steps, r->save_every);
     double final_forwards = r->final_chars > 0 ? ceil((double)r->final_chars / r->tokens_per_step) : 0.0;
     double probe_s = r->probes > 0 ? r->probe_s / r->probes : 0.0;
-    return (r->steps - step) * step_s + evals * (r->eval_batches * forward_s + probe_s) +
+    double early = r->early_probes ? (double)probe_schedule_left(r->early_probes, step, r->steps, r->eval_every) : 0.0;
+    return (r->steps - step) * step_s + evals * (r->eval_batches * forward_s + probe_s) + early * probe_s +
            saves * (r->saves > 0 ? r->save_s / r->saves : 0.0) + final_forwards * forward_s;
 }
 
@@ -235,6 +235,7 @@ void start_progress(Run *r) {
     int have_val = r->ds.val_len > 0;
     progress_report_plan(&r->report, r->o.eval_every, have_val ? r->o.eval_batches : 0, r->o.save_every,
                          have_val ? validation_pass_chars(r->ds.val_len, r->o.final_val_chars) : 0);
+    r->report.early_probes = &r->probe.schedule;
     r->run_start = now_seconds(), r->elapsed_before = r->state.elapsed_s;
 }
 
@@ -248,7 +249,7 @@ static void draw_loss_plot(Run *r) {
         r->plot_written = 1;
 }
 
-int report(Run *r, int due, int evaluated, char err[ERR_LEN]) {
+int report(Run *r, int due, int evaluated, int probed, char err[ERR_LEN]) {
     const TrainState *s = &r->state;
     if (r->tty || due)
         progress_report_line(&r->report, s->step, s->last_val_loss, r->lr, s->elapsed_s,
@@ -264,10 +265,8 @@ int report(Run *r, int due, int evaluated, char err[ERR_LEN]) {
     LossPoint point = {s->step, mean_loss, val_loss, r->lr, grad_norm, r->clipped_steps, accuracy};
     if (loss_history_add(&r->losses, point, err) != 0) return EXIT_DATA;
     r->grad_norm_sum = 0.0, r->clipped_steps = 0;
-    if (evaluated && dist_rank() == 0) {
-        draw_loss_plot(r);
-        draw_timeline(r);
-    }
+    if (evaluated && dist_rank() == 0) draw_loss_plot(r);
+    if (probed && dist_rank() == 0) draw_timeline(r);
     return 0;
 }
 

@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "probe.h"
+
 // ----------------------------------------------------------------------------
 // a pass in progress
 //
@@ -65,11 +67,15 @@ typedef struct {
     long final_chars;               // characters the whole-validation pass scores (0: none)
     double eval_s, save_s;          // seconds spent evaluating and saving
     long evals, saves;              // evaluations and saves done
-    double probe_s;                 // seconds the timeline's probes at evaluations took
+    const ProbeSchedule *early_probes;  // the timeline's early probes (training/probe.h), or NULL
+    double probe_s;                 // seconds the timeline's probes took
     long probes;                    // and how many there were
 } ProgressReport;
 
 void progress_report_init(ProgressReport *r, long start_step, long steps, long tokens_per_step);
+// Of the steps after `step` up to last_step, how many are multiples of every, or the last: the
+// evaluations (or saves) left.
+long events_left(long step, long last_step, long every);
 // What the run does besides its steps, for the ETA (see ProgressReport).
 void progress_report_plan(ProgressReport *r, long eval_every, long eval_batches, long save_every, long final_chars);
 // An evaluation, or a save (of one checkpoint or two), took `seconds`.
@@ -80,8 +86,8 @@ void progress_report_probed(ProgressReport *r, double seconds);
 // The time left after `step` steps: the steps left at the mean step's time, the evaluations
 // left at the mean evaluation's (before the first, eval_batches forwards at a third of a step
 // each: a forward is about a third of a forward and backward), the saves left at the mean
-// save's, the timeline's probes at the evaluations left at the mean probe's, and the
-// whole-validation pass (its forwards, as an evaluation's).
+// save's, the timeline's probes left (at the evaluations and the early steps of its schedule)
+// at the mean probe's, and the whole-validation pass (its forwards, as an evaluation's).
 double progress_report_eta(const ProgressReport *r, long step);
 // The line while the evaluation after `step` steps runs, `done` of its `total` batches in
 // `seconds`: "step 250/2000 | evaluating: 45/200 batches | ETA 1m05s" (the ETA counts the

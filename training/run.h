@@ -103,10 +103,11 @@ void say_how_the_run_starts(const Run *r);
 // probe.bin opened (rank 0; a resumed run's rows and records after its step dropped), and the
 // loss plot's points so far read.
 int start_out_dir(Run *r, char err[ERR_LEN]);
-// training/probe.c: a new run's timeline starts with the untrained model, probed at step 0.
-void start_timeline(Run *r);
 // training/progress.c: the report's counts and the run's clock start.
 void start_progress(Run *r);
+// training/probe.c: a new run's timeline starts with the untrained model, probed at step 0
+// (its time counted for the ETA).
+void start_timeline(Run *r);
 
 // ----------------------------------------------------------------------------
 // training: step, evaluate, report, save
@@ -121,9 +122,10 @@ int take_step(Run *r);
 // A stop signal abandons it (*abandoned 1: every process abandons it together, and says so).
 int evaluate(Run *r, int last, int *abandoned, const char **best);
 // training/probe.c: the timeline's record of the step (rank 0), before its checkpoint is
-// saved: the probe at an evaluation, with the update-to-weight ratios (collective under
-// ZeRO); the sample when due. A failure is reported and ends the probing, not the run.
-void probe_step(Run *r, int evaluated);
+// saved: the probe at an evaluation or an early step of the schedule, with the
+// update-to-weight ratios (collective under ZeRO); the sample when due. Returns 1 when it
+// probed. A failure is reported and ends the probing, not the run.
+int probe_step(Run *r, int evaluated);
 // training/probe.c: timeline.html rewritten (rank 0) after an evaluation's report; a failure
 // is only a warning.
 void draw_timeline(Run *r);
@@ -131,11 +133,11 @@ void draw_timeline(Run *r);
 // terminal (fitted to its width), and when a report is due (every --log-every steps, at an
 // evaluation, the last step or a stop) kept, with a log.csv row and a point of the loss plot:
 // the mean loss and gradient norm since the last report, and how many of its steps were
-// clipped; after an evaluation, loss.svg and timeline.html redrawn (rank 0). The row is
+// clipped; after an evaluation loss.svg, and after a probe timeline.html, redrawn (rank 0). The row is
 // written here, before the step's checkpoint; the line is composed here and printed after the
 // checkpoint (print_report): at a Ctrl-C mpirun stops reading its processes' output, and a
 // print blocked on that must not keep the checkpoint from being saved.
-int report(Run *r, int due, int evaluated, char err[ERR_LEN]);
+int report(Run *r, int due, int evaluated, int probed, char err[ERR_LEN]);
 // training/run_state.c: writes best.safetensors and ckpt.safetensors when asked (paths NULL
 // or not). Collective.
 int save_checkpoints(Run *r, const char *best, const char *ckpt, char err[ERR_LEN]);

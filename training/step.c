@@ -382,6 +382,9 @@ void say_how_the_run_starts(const Run *r) {
     else
         printf("learning rate: %s\n", schedule);
     if (schedule_warning(o, step, o->steps, warning, sizeof(warning))) printf("%s\n", warning);
+    char probes[1024];
+    run_probe_plan(&r->probe, step, o->steps, o->eval_every, !r->resuming && r->ds.val_len > 0, probes, sizeof(probes));
+    if (probes[0]) printf("%s\n", probes);
 }
 
 int take_step(Run *r) {

@@ -17,7 +17,8 @@
 //           "head_size": hs, then "query", "key", "value" and "head_output", each [L][H][t][hs]
 //           (%.9g: the floats the forward made; head_output[l][h][i] = sum_j W[i][j] value[j]).
 //           With the heads: "heads": {"patterns": [P names], "reach": [P], "scores":
-//           [L][H][P], "label": [L][H] (a name, or null), "strength": [L][H]} (AttentionHeads).
+//           [L][H][P], "label": [L][H] (a name, or null), "strength": [L][H], "importance":
+//           [L][H] (bits per character, null where unknown)} (AttentionHeads).
 //   .csv   header layer,head,query_pos,key_pos,query_char,key_char,weight, then one row per
 //           (layer, head, query, key <= query) in that order, rows ending in LF, weight
 //           with %.9g. A character field holds the real character (raw UTF-8); a comma,
@@ -42,7 +43,8 @@
 //           and, with the vectors, the attention math of one query (viewer/attention_math.html:
 //           q, each k, the scores q.k / sqrt(hs), the causal mask, the softmax weights, each v
 //           and their weighted sum), the heatmap able to show the scores instead of the weights.
-//           With the heads, each head's label beside it. The URL's fragment holds the view
+//           With the heads, each head's label beside it, and its importance: how much the loss
+//           on the text rises, in bits per character, when that head alone is knocked out. The URL's fragment holds the view
 //           (#layer=1&head=3&query=12). The data is embedded as JSON with weights and
 //           probabilities rounded to 1e-4, the vectors as exact floats (base64).
 #ifndef CHARGPT_ATTENTION_EXPORT_H
@@ -101,6 +103,8 @@ typedef struct {
     const int *label;           // (L, H) the strongest pattern, -1 for none
     const float *strength;      // (L, H) its score / reach
     double clear;               // a label is shown as weak below this strength
+    const float *importance;    // (L, H) the loss change in bits per character when the head alone
+                                // is knocked out (viewer/head_importance.h); NaN where unknown
 } AttentionHeads;
 
 // Everything recorded over one processed text.

@@ -129,7 +129,7 @@ static const char *const PAGE_AFTER_HEADING[] = {
     "<div class=\"row\" id=\"overview\">\n",
     "<section id=\"model-panel\">\n",
     "<h2>Model view</h2>\n",
-    "<div class=\"caption\">every layer (rows) and head (columns), each named by the pattern it follows most (its score below it; grey: weak); click one to open it below</div>\n",
+    "<div class=\"caption\">every layer (rows) and head (columns), each named by the pattern it follows most (its score below it; grey: weak) and with its importance: how much the loss on this text rises, in bits per character, when that head alone is knocked out (<code>./generate --ablate L.H</code>); click one to open it below</div>\n",
     "<div id=\"model-scroll\"><div id=\"model-grid\"></div></div>\n",
     "</section>\n",
     "<section id=\"text-panel\">\n",
@@ -238,6 +238,15 @@ static const char *const PAGE_TAIL[] = {
     "  function labelText(lab) { return lab ? lab.name + ' ' + lab.score.toFixed(2) : ''; }\n",
     "  // the same on two lines, under a thumbnail\n",
     "  function labelCaption(lab) { return lab ? lab.name + '\\n' + lab.score.toFixed(2) : ''; }\n",
+    "  // the loss change on this text when the head alone is knocked out, in bits per character\n",
+    "  function importanceText(layer, head) {\n",
+    "    var x = heads && heads.importance ? heads.importance[layer * NH + head] : null;\n",
+    "    return x === null || x === undefined ? '' : 'knocked out ' + (x >= 0 ? '+' : '') + x.toFixed(3) + ' bit';\n",
+    "  }\n",
+    "  function captionOf(layer, head) {\n",
+    "    var lab = labelOf(layer, head), imp = importanceText(layer, head);\n",
+    "    return labelCaption(lab) + (lab && imp ? '\\n' : '') + imp;\n",
+    "  }\n",
     "  // every pattern's score of a head, one a line\n",
     "  function scoresText(layer, head) {\n",
     "    if (!heads) return '';\n",
@@ -403,14 +412,15 @@ static const char *const PAGE_TAIL[] = {
     "    for (var gh2 = 0; gh2 < NH; gh2++) {\n",
     "      var thumb = { layer: gl, head: gh2, canvas: document.createElement('canvas'), values: null, caption: null };\n",
     "      var lab = labelOf(gl, gh2), cellBox = document.createElement('div');\n",
-    "      thumb.canvas.title = 'layer ' + gl + ', head ' + gh2 + (heads ? '\\n' + scoresText(gl, gh2) : '') + '\\nclick to open';\n",
+    "      thumb.canvas.title = 'layer ' + gl + ', head ' + gh2 + (heads ? '\\n' + scoresText(gl, gh2) : '') +\n",
+    "        (importanceText(gl, gh2) ? '\\nthe loss on this text when this head alone is ' + importanceText(gl, gh2) + 's per character' : '') + '\\nclick to open';\n",
     "      thumb.canvas.addEventListener('click', openThumb.bind(null, thumb));\n",
     "      cellBox.className = 'thumb-cell';\n",
     "      cellBox.appendChild(thumb.canvas);\n",
-    "      if (lab) {\n",
+    "      if (captionOf(gl, gh2)) {\n",
     "        thumb.caption = document.createElement('div');\n",
-    "        thumb.caption.className = 'head-label' + (lab.clear ? '' : ' weak');\n",
-    "        thumb.caption.textContent = labelCaption(lab);\n",
+    "        thumb.caption.className = 'head-label' + (!lab || lab.clear ? '' : ' weak');\n",
+    "        thumb.caption.textContent = captionOf(gl, gh2);\n",
     "        cellBox.appendChild(thumb.caption);\n",
     "      }\n",
     "      grid.appendChild(cellBox);\n",
@@ -972,7 +982,8 @@ static const char *const PAGE_TAIL[] = {
     "    }).length;\n",
     "    d.heatmapCells = cellsShown(heat.canvas, heat.values, T, heat.margin, heat.margin, heat.cell, heat.rgb);\n",
     "    d.values = heat.scores ? 'scores' : 'weights';\n",
-    "    d.labels = thumbs.filter(function (t) { return t.caption && t.caption.textContent === labelCaption(labelOf(t.layer, t.head)); }).length;\n",
+    "    d.labels = thumbs.filter(function (t) { return t.caption && t.caption.textContent.indexOf(labelCaption(labelOf(t.layer, t.head))) === 0; }).length;\n",
+    "    d.importance = thumbs.filter(function (t) { var x = importanceText(t.layer, t.head); return x && t.caption && t.caption.textContent.slice(-x.length) === x; }).length;\n",
     "    d.defaultView = opening.layer + ',' + opening.head + ',' + (opening.query === null ? '' : 'query=' + opening.query);\n",
     "    var math = mathPanel ? mathPanel.selfTest() : { rows: 0, query: -1 };\n",
     "    d.mathRows = math.rows;\n",
@@ -1153,6 +1164,8 @@ static void write_heads(FILE *fp, const Attention *a) {
     for (size_t i = 0; i < heads; i++) fprintf(fp, i ? ",%d" : "%d", x->label[i]);
     fputs("],\"strength\":[", fp);
     write_decimals(fp, x->strength, heads);
+    fputs("],\"importance\":[", fp);
+    write_decimals(fp, x->importance, heads);
     fputs("]}", fp);
 }
 

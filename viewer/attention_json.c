@@ -103,7 +103,8 @@ static void write_vectors(FILE *fp, const Attention *a) {
     }
 }
 
-// "heads": {"patterns", "reach", "scores" [L][H][P], "label" [L][H] names or null, "strength" [L][H]}
+// "heads": {"patterns", "reach", "scores" [L][H][P], "label" [L][H] names or null, "strength" [L][H],
+// "importance" [L][H]}
 static void write_heads(FILE *fp, const Attention *a) {
     const AttentionHeads *x = a->heads;
     fputs(",\n\"heads\": {\"patterns\": [", fp);
@@ -130,6 +131,11 @@ static void write_heads(FILE *fp, const Attention *a) {
     for (int l = 0; l < a->n_layer; l++) {
         fputs(l ? "," : "", fp);
         write_floats(fp, x->strength + (size_t)l * a->n_head, a->n_head);
+    }
+    fputs("],\n\"importance\": [", fp);
+    for (int l = 0; l < a->n_layer; l++) {
+        fputs(l ? "," : "", fp);
+        write_floats(fp, x->importance + (size_t)l * a->n_head, a->n_head);
     }
     fputs("]}", fp);
 }

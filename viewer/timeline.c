@@ -181,7 +181,7 @@ static void write_header(FILE *fp, const ProbeHeader *h, const char *title) {
             (unsigned long long)h->sample_seed);
     write_number(fp, h->temperature);
     fprintf(fp, ",\"version\":%d,\"head_size\":%d,\"vector_len\":%d,\"vector_repeat_len\":%d,\"label_clear\":%g,"
-            "\"patterns\":[", h->version == 1 ? 1 : 2, h->head_size, h->vector_len, h->vector_repeat_len,
+            "\"patterns\":[", h->version, h->head_size, h->vector_len, h->vector_repeat_len,
             HEAD_LABEL_CLEAR);
     for (int p = 0; p < HEAD_PATTERNS; p++) fprintf(fp, p ? ",\"%s\"" : "\"%s\"", head_pattern_names[p]);
     fputs("],\"reach\":[", fp);
