@@ -31,7 +31,8 @@
 # OMP_NUM_THREADS (default: all cores; PyTorch gets the same count), BENCH_SECONDS (timed
 # training seconds per model, default 4), BENCH_GEN_CHARS (characters per generation run,
 # default 300), BENCH_GEN_SECONDS (a generation run ends early after this long, default 10),
-# BENCH_OUT (where the raw results go, default build/bench). Exit status: 0 done, else the
+# BENCH_LONG_CHARS and BENCH_LONG_SECONDS (generation past the block: characters, default 2000,
+# and seconds a run may take, default 5), BENCH_OUT (where the raw results go, default build/bench). Exit status: 0 done, else the
 # status of the step that failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -157,9 +158,9 @@ fi
 # 8-character prompt with the cache: a learned-position model prefills its whole window for
 # every character past the block, a RoPE model's cache rolls on a position per character;
 # beside PyTorch's full recompute of the window. Each run ends after BENCH_LONG_SECONDS
-# (default 10) with the characters it made, so the rates stay rates on a slow model.
+# (default 5) with the characters it made, so the rates stay rates on a slow model.
 long_chars="${BENCH_LONG_CHARS:-2000}"
-long_seconds="${BENCH_LONG_SECONDS:-10}"
+long_seconds="${BENCH_LONG_SECONDS:-5}"
 echo "bench: generation past the block" >&2
 for config in tiny small; do
     for pos in learned rope; do
