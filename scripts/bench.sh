@@ -32,8 +32,8 @@
 # training seconds per model, default 4), BENCH_GEN_CHARS (characters per generation run,
 # default 300), BENCH_GEN_SECONDS (a generation run ends early after this long, default 10),
 # BENCH_LONG_CHARS and BENCH_LONG_SECONDS (generation past the block: characters, default 2000,
-# and seconds a run may take, default 5), BENCH_OUT (where the raw results go, default build/bench). Exit status: 0 done, else the
-# status of the step that failed.
+# and seconds a run may take, default 5), BENCH_OUT (where the raw results go, default
+# build/bench). Exit status: 0 done, else the status of the step that failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
