@@ -12,6 +12,8 @@
 # test_backends): max, whose kernels are neon_bf16, runs them on neon_bf16 alone
 # (CHARGPT_TEST_BACKENDS), as neon, portable and plain, the same code on any AArch64 CPU, run
 # them in the cortex-a72 run.
+# CHARGPT_TEST_EMULATED=1 tells the tests that train for minutes natively (an emulated step takes
+# some 300 times a native one) to train a few steps instead.
 # Usage: scripts/test_arm64.sh [CPU...]. Exit status 0 when every run passed, else 1.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -44,7 +46,7 @@ for cpu in "$@"; do
     only=
     [ $shared = 1 ] && [ "$cpu" = max ] && only=neon_bf16
     (cd "$run" && TIMEFORMAT="user %0U s, system %0S s" && {
-        time QEMU_CPU="$cpu" CHARGPT_BIN="$root/$run/bin" CHARGPT_TEST_BACKENDS="$only" \
+        time QEMU_CPU="$cpu" CHARGPT_BIN="$root/$run/bin" CHARGPT_TEST_BACKENDS="$only" CHARGPT_TEST_EMULATED=1 \
             "$root/scripts/qemu_arm64.sh" "$root/$arm/run_tests" > "$root/$arm/tests-$cpu.log" 2>&1
     } 2> "$root/$arm/cpu-time-$cpu") &
     pids+=($!)
