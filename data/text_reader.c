@@ -233,18 +233,28 @@ static TextStatus read_plain(FILE *fp, TextReader *r, size_t first, size_t doc_s
     return TEXT_OK;
 }
 
+// Whether the input zs holds, past the last member, has a non-zero byte (err says where):
+// only zero padding may follow a gzip file's last member.
+static int padding_not_zero(const z_stream *zs, size_t file_bytes, const char *path, char err[ERR_LEN]) {
+    for (uInt i = 0; i < zs->avail_in; i++)
+        if (zs->next_in[i] != 0) {
+            snprintf(err, ERR_LEN, "%s: corrupt gzip stream: non-zero byte at offset %zu of the file after the zero "
+                     "padding that follows the last member", path, file_bytes - zs->avail_in + i);
+            return 1;
+        }
+    return 0;
+}
+
 // Inflates every gzip member of the document and decodes what comes out; `first` bytes of it
 // are already in the chunk. Members follow each other directly (concatenated .gz files);
 // after the last one only zero bytes (padding, as some tape and block tools add) may follow.
 // Text that is not text in the encoding is reported once its member ends intact: a damaged
 // stream inflates to garbage before zlib finds the damage, which is the message then.
 static TextStatus read_gzip(FILE *fp, TextReader *r, size_t first, size_t doc_start, char err[ERR_LEN]) {
-    const char *path = r->path;
-    z_stream zs;
-    memset(&zs, 0, sizeof(zs));
+    z_stream zs = {0};
     // 16 + MAX_WBITS: expect a gzip header and trailer around the deflate data
     if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) {
-        snprintf(err, ERR_LEN, "%s: cannot initialise zlib", path);
+        snprintf(err, ERR_LEN, "%s: cannot initialise zlib", r->path);
         return TEXT_BAD;
     }
     TextStatus status = TEXT_BAD;
@@ -272,15 +282,7 @@ static TextStatus read_gzip(FILE *fp, TextReader *r, size_t first, size_t doc_st
             // between members: a zero byte cannot start a gzip header, so it begins padding
             if (padding || zs.next_in[0] == 0) {
                 padding = 1;
-                for (uInt i = 0; i < zs.avail_in; i++) {
-                    if (zs.next_in[i] != 0) {
-                        snprintf(err, ERR_LEN,
-                                 "%s: corrupt gzip stream: non-zero byte at offset %zu of the "
-                                 "file after the zero padding that follows the last member",
-                                 path, file_bytes - zs.avail_in + i);
-                        goto done;
-                    }
-                }
+                if (padding_not_zero(&zs, file_bytes, r->path, err)) goto done;
                 zs.avail_in = 0;
                 continue;
             }
@@ -308,19 +310,19 @@ static TextStatus read_gzip(FILE *fp, TextReader *r, size_t first, size_t doc_st
             inflateReset(&zs);
         } else if (ret != Z_OK && ret != Z_BUF_ERROR) {
             // Z_BUF_ERROR only means inflate wants more input: the loop reads it
-            const char *why = zs.msg ? zs.msg
-                              : ret == Z_MEM_ERROR ? "out of memory"
-                              : ret == Z_NEED_DICT ? "needs a preset dictionary"
-                                                   : "inflate failed";
-            snprintf(err, ERR_LEN, "%s: corrupt gzip stream: %s (member %d, near byte %zu of "
-                     "the file)", path, why, member, file_bytes - zs.avail_in);
+            const char *why = zs.msg                 ? zs.msg
+                              : ret == Z_MEM_ERROR   ? "out of memory"
+                              : ret == Z_NEED_DICT   ? "needs a preset dictionary"
+                                                     : "inflate failed";
+            snprintf(err, ERR_LEN, "%s: corrupt gzip stream: %s (member %d, near byte %zu of the file)", r->path, why,
+                     member, file_bytes - zs.avail_in);
             goto done;
         }
     }
     if (in_member) {
         snprintf(err, ERR_LEN, "%s: truncated gzip stream: the file ended after %zu bytes, "
                  "inside gzip member %d (%zu bytes decompressed so far)",
-                 path, file_bytes, member, r->offset);
+                 r->path, file_bytes, member, r->offset);
         goto done;
     }
     status = TEXT_OK;

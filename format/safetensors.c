@@ -170,6 +170,24 @@ static int key_is(const JsonDoc *doc, const JsonNode *k, const char *word) {
     return k->count == strlen(word) && memcmp(json_string(doc, k), word, k->count) == 0;
 }
 
+// A tensor's "shape": at most 4 non-negative integers, into t->ndim and t->shape.
+static int parse_shape(const char *path, const char *name, const JsonNode *shape, StTensor *t, char err[ERR_LEN]) {
+    if (shape->type != JSON_ARRAY) return fail(err, path, "tensor '%s': shape is not an array", name);
+    if (shape->count > 4)
+        return fail(err, path, "tensor '%s': shape has %u dimensions (at most 4)", name, (unsigned)shape->count);
+    t->ndim = (int)shape->count;
+    const JsonNode *d = json_first(shape);
+    for (int i = 0; i < t->ndim; i++, d = json_next(d)) {
+        if (d->type != JSON_NUMBER || !d->is_integer)
+            return fail(err, path, "tensor '%s': shape entry %d is not an integer", name, i);
+        if (d->integer < 0)
+            return fail(err, path, "tensor '%s': shape entry %d is negative (%lld)", name, i,
+                        (long long)d->integer);
+        t->shape[i] = d->integer;
+    }
+    return 0;
+}
+
 // Fills t from the header entry `entry` of the tensor named by `key` (already checked to be
 // a short name without NUL bytes).
 static int parse_tensor_entry(const char *path, const JsonDoc *doc, const JsonNode *key, const JsonNode *entry,
@@ -207,19 +225,7 @@ static int parse_tensor_entry(const char *path, const JsonDoc *doc, const JsonNo
                     printable(dtype_text, dtype->count, what));
     }
 
-    if (shape->type != JSON_ARRAY) return fail(err, path, "tensor '%s': shape is not an array", name);
-    if (shape->count > 4)
-        return fail(err, path, "tensor '%s': shape has %u dimensions (at most 4)", name, (unsigned)shape->count);
-    t->ndim = (int)shape->count;
-    const JsonNode *d = json_first(shape);
-    for (int i = 0; i < t->ndim; i++, d = json_next(d)) {
-        if (d->type != JSON_NUMBER || !d->is_integer)
-            return fail(err, path, "tensor '%s': shape entry %d is not an integer", name, i);
-        if (d->integer < 0)
-            return fail(err, path, "tensor '%s': shape entry %d is negative (%lld)", name, i,
-                        (long long)d->integer);
-        t->shape[i] = d->integer;
-    }
+    if (parse_shape(path, name, shape, t, err) != 0) return -1;
 
     if (offsets->type != JSON_ARRAY || offsets->count != 2)
         return fail(err, path, "tensor '%s': data_offsets is not [begin, end]", name);
