@@ -32,8 +32,8 @@ for cpu in "$@"; do
     run="$arm/run-$cpu"
     rm -rf "$run"
     mkdir -p "$run/tests/tmp" "$run/bin"
-    for f in *; do
-        [ "$f" = tests ] || [ "$f" = "$arm" ] || ln -s "$root/$f" "$run/$f"
+    for f in * .[!.]*; do  # .gitignore and .ci/ too: the README's checker reads them
+        [ "$f" = tests ] || [ "$f" = "$arm" ] || [ "$f" = .git ] || [ ! -e "$f" ] || ln -s "$root/$f" "$run/$f"
     done
     for f in tests/*; do
         [ "$f" = tests/tmp ] || ln -s "$root/$f" "$run/$f"

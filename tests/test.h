@@ -75,6 +75,11 @@ const char *test_program(const char *name);
 // many were skipped.
 void test_skip(const char *why);
 
+// Whether the tests run on an emulated CPU (CHARGPT_TEST_EMULATED, which scripts/test_arm64.sh
+// sets for qemu-aarch64): a step takes some 300 times a native one, the emulator's own memory
+// adds to every program's, and the limits a program sets on itself (RLIMIT_AS) go unseen.
+int test_emulated(void);
+
 // ---- tests/test_process.c: processes and special files, on POSIX and on Windows
 
 #define TEST_MAX_ARGS 64  // a child's arguments, its program's path included

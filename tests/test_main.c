@@ -52,6 +52,11 @@ static int by_name(const void *a, const void *b) {
     return strcmp(((const TestCase *)a)->name, ((const TestCase *)b)->name);
 }
 
+int test_emulated(void) {
+    const char *e = getenv("CHARGPT_TEST_EMULATED");
+    return e && *e;
+}
+
 void test_skip(const char *why) {
     current_skip = why;
     printf("    skipped: %s\n", why);

@@ -572,9 +572,9 @@ TEST(runs_schedule_messages_match_logged_rates) {
 // 6. stop signals
 
 // Starts ./train (output into log) and waits until log contains `ready`, at most READY_WAIT_S
-// (generous: under qemu-aarch64 on a loaded machine a start takes tens of seconds). Returns 0
-// with the child in *c, or -1 (a failed check; the child killed).
-#define READY_WAIT_S 120.0
+// (generous: under qemu-aarch64, two suites side by side, step 0's probe and sample took over
+// 120 s). Returns 0 with the child in *c, or -1 (a failed check; the child killed).
+#define READY_WAIT_S 900.0
 static int start_until(TestChild *c, const char *log, const char *const *args, const char *ready) {
     const char *argv[MAX_ARGS + 2];
     train_argv(argv, args);
@@ -1439,7 +1439,7 @@ static int best_induction_scores(const char *dir, long *steps, double *best, int
 // then drops as an induction head forms, whose score (the probe's, at most 0.5 on a repeat of
 // distinct characters) rises by 0.2 from step 0 to 0.3 or more, and the repeated half is
 // predicted 90% of the time.
-// Under an emulated CPU (CHARGPT_TEST_EMULATED, scripts/test_arm64.sh) the 2,000 steps would
+// Under an emulated CPU (test_emulated: scripts/test_arm64.sh) the 2,000 steps would
 // take hours: a run of 30 steps there checks that the task trains and is probed at its early steps.
 static void task_induction_emulated(const char *out, const char *train_log) {
     TestRun r = train_for(NULL, train_log, ARGS("--task", "induction", "--n-embd", "32", "--steps", "30",
@@ -1460,7 +1460,7 @@ TEST(runs_task_induction_head_forms) {
     test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "task_induction");
     snprintf(train_log, sizeof(train_log), "%s/train.log", dir);
     snprintf(out, sizeof(out), "%s/run", dir);
-    if (getenv("CHARGPT_TEST_EMULATED")) {
+    if (test_emulated()) {
         task_induction_emulated(out, train_log);
         return;
     }
