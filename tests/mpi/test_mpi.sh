@@ -115,7 +115,7 @@ for zero in 0 1; do
     name="2 ranks, --zero $zero: rank 0 writes the timeline, its records the 1-process run's"
     w=$("$COMPARE_PROBES" "$DIR/two$zero/probe.bin" "$DIR/one/probe.bin" 1e-3)
     ok=$?
-    lines=$(grep -c '^timeline: ' "$DIR/two$zero.log")
+    lines=$(grep -c '^timeline: .*timeline\.html' "$DIR/two$zero.log")  # the end's line (not the plan's)
     samples=$(grep -c '^sample at step ' "$DIR/two$zero.log")
     echo "     $name: $w; $samples samples printed"
     if [ $ok -eq 0 ] && [ "$lines" = 1 ] && [ "$samples" = 4 ] && [ -f "$DIR/two$zero/timeline.html" ]; then
