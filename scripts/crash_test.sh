@@ -112,7 +112,7 @@ for ((i = 1; i <= kills; i++)); do
         fail "kill $i: resuming from step $step failed: $(cat "$work/resumed.log")"
     grep -q '^done: 2 steps' "$work/resumed.log" || fail "kill $i: the resumed run did not finish: $(cat "$work/resumed.log")"
     [ "$(temporaries)" -eq 0 ] || fail "kill $i: temporary files remain after the resume: $(find "$work" -name '*.tmp.*')"
-    awk -F, 'NR > 1 { if (NF != 8 || $1 !~ /^[0-9]+$/ || $1 <= last) exit 1; last = $1 }' "$work/log.csv" ||
+    awk -F, 'NR == 1 { n = NF } NR > 1 { if (NF != n || $1 !~ /^[0-9]+$/ || $1 <= last) exit 1; last = $1 }' "$work/log.csv" ||
         fail "kill $i: log.csv has a row that is not whole, or its steps do not only increase"
     rebuild "after the resume"
     records=$(echo "$timeline" | sed -n 's/.*: \([0-9]*\) probed steps\? of \([0-9]*\) in full, \([0-9]*\) of \([0-9]*\) records.*/\2 \4/p')
