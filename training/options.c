@@ -230,13 +230,21 @@ static const char *option_name(int c) {
     return "?";
 }
 
+// The first of options[0, n) given on the command line, or -1.
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+static int first_given(const GivenOptions *given, const int *options, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        if (given->given[options[k]]) return options[k];
+    return -1;
+}
+
 int options_check_given(const GivenOptions *given, char err[ERR_LEN]) {
     static const int text_options[] = {OPT_DATA, OPT_SEPARATOR, OPT_ENCODING, OPT_KEEP_CR, OPT_MIN_CHAR_COUNT,
                                        OPT_VAL_FRACTION, OPT_INIT_FROM};
-    for (size_t k = 0; k < sizeof(text_options) / sizeof(text_options[0]) && given->given[OPT_TASK]; k++)
-        if (given->given[text_options[k]])
-            return error_status(err, EXIT_USAGE, "--%s cannot be given with --task: a task's run trains new weights "
-                                "on the text chargpt makes", option_name(text_options[k]));
+    int clash = given->given[OPT_TASK] ? first_given(given, text_options, ARRAY_LEN(text_options)) : -1;
+    if (clash >= 0)
+        return error_status(err, EXIT_USAGE, "--%s cannot be given with --task: a task's run trains new weights on the "
+                            "text chargpt makes", option_name(clash));
     if (given->given[OPT_INIT_FROM] && given->given[OPT_RESUME])
         return error_status(err, EXIT_USAGE, "--init-from starts a new run and --resume continues one: give one of "
                             "them");
@@ -246,10 +254,9 @@ int options_check_given(const GivenOptions *given, char err[ERR_LEN]) {
     if (given->given[OPT_INIT_FROM]) {
         static const int model_options[] = {OPT_N_LAYER, OPT_N_HEAD, OPT_N_EMBD, OPT_HEAD_SIZE,
                                             OPT_BLOCK_SIZE, OPT_NO_QKV_BIAS, OPT_POS};
-        for (size_t k = 0; k < sizeof(model_options) / sizeof(model_options[0]); k++)
-            if (given->given[model_options[k]])
-                return error_status(err, EXIT_USAGE, "--%s cannot be given with --init-from: the model is the "
-                                    "checkpoint's", option_name(model_options[k]));
+        if ((clash = first_given(given, model_options, ARRAY_LEN(model_options))) >= 0)
+            return error_status(err, EXIT_USAGE, "--%s cannot be given with --init-from: the model is the "
+                                "checkpoint's", option_name(clash));
         if (given->given[OPT_GROW_VOCAB] && given->given[OPT_SKIP_UNKNOWN])
             return error_status(err, EXIT_USAGE, "--grow-vocab adds the characters --skip-unknown would drop: give "
                                 "one of them");
