@@ -412,17 +412,19 @@ static void warn_dropped(const Prompt *p, const char *what) {
 }
 
 // The progress line of a long task on stderr when it is a terminal, as ./train's: "scoring:
-// 35000/111539 characters | ETA 0m08s", rewritten at most twice a second, cleared at the end.
+// 35000/111539 characters | ETA 0m08s", shown from the first unit on, then rewritten at most
+// twice a second, cleared at the end.
 typedef struct {
     const char *task, *units;
     long total;
     int shown;            // 1: stderr is a terminal
-    double start, last;   // when the task started, and the line was last written
+    double start, last;   // when the task started, and the line was last written (a second
+                          // before the start: the first unit shows it)
 } ProgressLine;
 
 static ProgressLine progress_start(const char *task, const char *units, long total) {
     double now = now_seconds();
-    return (ProgressLine){task, units, total, platform_is_terminal(STDERR_FILENO), now, now};
+    return (ProgressLine){task, units, total, platform_is_terminal(STDERR_FILENO), now, now - 1.0};
 }
 
 static void progress_show(ProgressLine *p, long done) {

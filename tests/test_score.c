@@ -319,6 +319,67 @@ TEST(score_windows_and_surprisal_csv) {
 }
 
 // ---------------------------------------------------------------------------------------
+// the progress line
+
+// Checks that `out`, what a terminal showed, has a progress line "TASK: D/TOTAL UNITS ... ETA"
+// from the first unit on and erases it ("\r\033[K") after the last one.
+static void check_progress_shown(const char *out, const char *task, long total, const char *what) {
+    char first[64], whole[64];
+    snprintf(first, sizeof(first), "%s: 1/%ld characters", task, total);
+    snprintf(whole, sizeof(whole), "/%ld characters", total);
+    const char *line = strstr(out, first), *last = line;
+    for (const char *p = line; p && (p = strstr(p + 1, task)) != NULL;) last = p;
+    CHECK(line != NULL, "%s: no line '%s' on the terminal:\n%s", what, first, out);
+    if (!line) return;
+    CHECK(strstr(line, whole) && strstr(line, "ETA "), "%s: the progress line lacks its total or ETA: '%.80s'", what,
+          line);
+    CHECK(strstr(last, "\r\033[K") != NULL, "%s: the last progress line is not erased: '%.80s'", what, last);
+}
+
+TEST(score_progress_line_on_terminal) {
+    if (!trained_checkpoint()) return;
+    if (!test_system_has(TEST_TERMINALS)) {
+        test_skip("no pseudo-terminal to run ./generate on");
+        return;
+    }
+    size_t len;
+    char *val = validation_split(&len);
+    if (!val) return;
+    const char *path = WORK_DIR "/progress.txt";
+    test_write_file(path, val, len > 2000 ? 2000 : len);  // ASCII but for the odd é: ~1990 characters
+    free(val);
+    long total = -1;
+    TestRun plain = GENERATE(CKPT, "--score", path);  // stderr a file: no progress line
+    Printed printed;
+    if (test_exit_status(&plain, 0, "--score to a file") && parse_score(&plain, &printed)) total = printed.scored;
+    CHECK(strstr(plain.output, "scoring:") == NULL && strchr(plain.output, '\r') == NULL,
+          "--score with stderr a file showed a progress line:\n%s", plain.output);
+    test_run_free(&plain);
+    const char *argv[] = {test_program("generate"), CKPT, "--score", path, NULL};
+    TestEnd end;
+    char text[64], *out = test_run_on_terminal(argv, 100, &end);
+    if (CHECK(out && end.status == 0, "--score on a terminal: %s", test_end_text(&end, text)) && total > 0)
+        check_progress_shown(out, "scoring", total, "--score");
+    free(out);
+#ifndef _WIN32
+    // generation to a file, stderr on the terminal: the line shows there, never in the file
+    char command[512];
+    const char *file = WORK_DIR "/generated.txt";
+    snprintf(command, sizeof(command), "exec '%s' '%s' -n 300 > '%s'", test_program("generate"), CKPT, file);
+    const char *shell[] = {"/bin/sh", "-c", command, NULL};
+    out = test_run_on_terminal(shell, 100, &end);
+    if (CHECK(out && end.status == 0, "generation to a file: %s", test_end_text(&end, text)))
+        check_progress_shown(out, "generating", 300, "generation to a file");
+    free(out);
+    size_t file_len;
+    char *written = test_read_file(file, &file_len);
+    CHECK(written && file_len >= 300 && !memchr(written, '\033', file_len),
+          "the generated file: %zu bytes, escape sequences in it", written ? file_len : 0);
+    free(written);
+#endif
+}
+
+// ---------------------------------------------------------------------------------------
 // bad texts and options
 
 TEST(score_bad_texts) {
