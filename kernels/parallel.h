@@ -42,7 +42,9 @@ int in_team(void);
 // changes only the speed.
 #define TUNER_SAMPLES 3
 #define TUNER_SHORT_PASS 0.002
-#define TUNER_TRIAL_COST 0.05
+#define TUNER_TRIAL_COST 0.02  // 0.05 left generation beside a busy process at 0.97x the speed
+                               // of --threads 1, 0.02 at 1.00x (scripts/bench --jobs generate
+                               // --config lesson,tiny beside a shell loop, 3 runs each)
 typedef struct {
     double secs[TUNER_SAMPLES];  // the latest sample times with this count, newest first
     int samples;
