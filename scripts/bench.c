@@ -550,6 +550,19 @@ static GenRun generate_chars(GPT *model, const int *prompt, int prompt_len, long
     return run;
 }
 
+// generate_chars run again and again until the runs add up to at least min_secs, so that
+// a short run's rate is not that of a few milliseconds.
+static GenRun generate_repeated(GPT *model, const int *prompt, long n, int use_cache, int num_samples, double max_secs,
+                                double min_secs) {
+    GenRun total = {0, 0.0};
+    while (total.secs < min_secs) {
+        GenRun r = generate_chars(model, prompt, PROMPT_LEN, n, use_cache, num_samples, max_secs);
+        total.chars += r.chars;
+        total.secs += r.secs;
+    }
+    return total;
+}
+
 // --num-samples N: characters per second over all samples, for N = 1, 8 and 32, within the
 // block (every character a cached step, where decoding the samples together pays; repeated
 // for at least a second) and for gen_chars characters at the default stride 1 (past the
@@ -559,12 +572,7 @@ static void run_samples(GPT *model, const BenchConfig *bc, const Options *o, con
     long in_block = bc->block_size - PROMPT_LEN;
     for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
         fprintf(stderr, "bench: %s: %d samples\n", bc->name, counts[i]);
-        GenRun cached = {0, 0.0};
-        while (cached.secs < 1.0) {
-            GenRun r = generate_chars(model, prompt, PROMPT_LEN, in_block, 1, counts[i], o->gen_seconds);
-            cached.chars += r.chars;
-            cached.secs += r.secs;
-        }
+        GenRun cached = generate_repeated(model, prompt, in_block, 1, counts[i], o->gen_seconds, 1.0);
         GenRun full = generate_chars(model, prompt, PROMPT_LEN, o->gen_chars, 1, counts[i], o->gen_seconds);
         printf("generate_samples config=%s samples=%d in_block_chars=%ld in_block_chars_per_s=%.1f chars=%ld "
                "chars_per_s=%.1f\n", bc->name, counts[i], cached.chars, cached.chars / cached.secs, full.chars,
@@ -615,7 +623,8 @@ static void run_generate_paired(const BenchConfig *bc, const Options *o) {
 }
 
 // Generation as ./generate runs it by default (the team the tuner picks), then as with
-// --threads 1, each with and without the cache; then the --num-samples rows (JOB_SAMPLES).
+// --threads 1, each with and without the cache, each repeated for at least a second; then
+// the --num-samples rows (JOB_SAMPLES).
 static void run_generate(const BenchConfig *bc, const Options *o) {
     GPT model;
     build_model(&model, bc, o->precision, o->position);
@@ -628,7 +637,7 @@ static void run_generate(const BenchConfig *bc, const Options *o) {
         omp_set_num_threads(one ? 1 : threads);
         generate_chars(&model, prompt, PROMPT_LEN, 8, 1, 1, o->gen_seconds);  // warm-up
         for (int nocache = 0; nocache < 2; nocache++)
-            runs[one][nocache] = generate_chars(&model, prompt, PROMPT_LEN, o->gen_chars, !nocache, 1, o->gen_seconds);
+            runs[one][nocache] = generate_repeated(&model, prompt, o->gen_chars, !nocache, 1, o->gen_seconds, 1.0);
     }
     omp_set_num_threads(threads);
     printf("generate config=%s precision=%s threads=%d prompt=%d block=%d", bc->name, precision_word(o->precision),
