@@ -94,7 +94,6 @@ static inline float hsum(__m256 v) {
 // R rows of w dotted with x. Each row's sum runs the same operations in the same order
 // whatever R is: two 8-lane partial sums over 16-column steps, a masked tail, then a
 // fixed horizontal reduction.
-#define DOT_PREFETCH 512  // floats: 2 KiB ahead of a row read alone
 static inline __attribute__((always_inline)) void dot_rows_body(
     float *out, const float *x, const float *w, const float *bias, int C, const int R) {
     __m256 acc0[4], acc1[4];
@@ -102,7 +101,7 @@ static inline __attribute__((always_inline)) void dot_rows_body(
     int i = 0;
     for (; i + 16 <= C; i += 16) {
         __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
-        if (R == 1) {  // rows one after another (matmul.inc's DOT_STREAM_BYTES): ahead in the stream
+        if (R == 1) {  // rows one after another (matmul.inc's DOT_STREAM_BYTES): prefetched ahead
             _mm_prefetch((const char *)(w + i + DOT_PREFETCH), _MM_HINT_T0);
             _mm_prefetch((const char *)(w + i + DOT_PREFETCH + 16), _MM_HINT_T0);
         }

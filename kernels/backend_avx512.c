@@ -93,7 +93,6 @@ static void matmul_transpose_panel(float *dst, const float *w, long ldw, int K) 
 // R rows of w dotted with x. Each row's sum runs the same operations in the same order
 // whatever R is: two 16-lane partial sums over 32-column steps, a masked tail, then a
 // fixed horizontal reduction.
-#define DOT_PREFETCH 512  // floats: 2 KiB ahead of a row read alone
 static inline __attribute__((always_inline)) void dot_rows_body(
     float *out, const float *x, const float *w, const float *bias, int C, const int R) {
     __m512 acc0[4], acc1[4];
@@ -101,7 +100,7 @@ static inline __attribute__((always_inline)) void dot_rows_body(
     int i = 0;
     for (; i + 32 <= C; i += 32) {
         __m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
-        if (R == 1) {  // rows one after another (matmul.inc's DOT_STREAM_BYTES): ahead in the stream
+        if (R == 1) {  // rows one after another (matmul.inc's DOT_STREAM_BYTES): prefetched ahead
             _mm_prefetch((const char *)(w + i + DOT_PREFETCH), _MM_HINT_T0);
             _mm_prefetch((const char *)(w + i + DOT_PREFETCH + 16), _MM_HINT_T0);
         }

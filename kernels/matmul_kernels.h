@@ -35,7 +35,9 @@ static void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const fl
 // for the NR rows of W starting at w.
 static void matmul_transpose_panel(float *dst, const float *w, long ldw, int K);
 
-// out[o] = (bias ? bias[o] : 0) + w[o, :] . x for o in [o0, o1); w (OC, C), x (C).
+// out[o] = (bias ? bias[o] : 0) + w[o, :] . x for o in [o0, o1); w (OC, C), x (C). Asked
+// for one row at a time, the x86 kernels prefetch DOT_PREFETCH floats (2 KiB) ahead in W.
+#define DOT_PREFETCH 512
 static void matmul_dot_rows(float *out, const float *x, const float *w, const float *bias, int C,
                             int o0, int o1);
 
