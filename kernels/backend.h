@@ -57,7 +57,9 @@ typedef struct {
 // The result never depends on A(i, k) more than MATMUL_TRIANGLE_BAND past the diagonal on
 // the side a flag says is zero (k > i + band, or k < i - band): there A may hold anything,
 // even NaN; only the zeros within the band must be there.
-// Each c(i, j) is one chain over k in order, as in the linear layers' products.
+// Each c(i, j) is one chain over k in order, as in the linear layers' products; but for one
+// row of A without a triangle flag (a decoder step's query) and MATMUL_B_T, each c(0, j) is
+// a dot product summed as the matrix-vector product of a linear layer sums it.
 #define MATMUL_TRIANGLE_BAND 16
 enum {
     MATMUL_A_T = 1,

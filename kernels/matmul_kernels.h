@@ -6,10 +6,18 @@
 #ifndef CHARGPT_MATMUL_KERNELS_H
 #define CHARGPT_MATMUL_KERNELS_H
 
+#include <math.h>
 #include <string.h>
 
 #include "backend.h"
 #include "bf16.h"
+
+// a * b + c, in one instruction and one rounding where the target has FMA
+#ifdef FP_FAST_FMAF
+#define MUL_ADD(a, b, c) fmaf(a, b, c)
+#else
+#define MUL_ADD(a, b, c) ((a) * (b) + (c))
+#endif
 
 #if !defined(MR) || !defined(NR)
 #error "a backend defines its register tile, MR x NR, before it includes matmul_kernels.h"

@@ -270,10 +270,11 @@ TEST(kernels_linear_same_bits_for_any_thread_count) {
 // the zeros they promise within MATMUL_TRIANGLE_BAND of the diagonal and NaN beyond, which
 // must not reach the result; with MATMUL_LOWER only c(i, j), j <= i, is compared.
 TEST(kernels_small_products_match_reference) {
-    static const Shape shapes[] = {{1, 1, 1}, {5, 7, 3}, {14, 32, 32}, {15, 33, 17}, {64, 64, 32},
-                                   {64, 32, 64}, {100, 100, 64}, {300, 300, 300}};
+    // (one row of A: a decoder step's, run without packing)
+    static const Shape shapes[] = {{1, 1, 1}, {1, 37, 64}, {1, 300, 33}, {5, 7, 3}, {14, 32, 32}, {15, 33, 17},
+                                   {64, 64, 32}, {64, 32, 64}, {100, 100, 64}, {300, 300, 300}};
     static const int flag_sets[] = {0, MATMUL_A_T, MATMUL_B_T, MATMUL_ADD, MATMUL_A_T | MATMUL_B_T,
-                                    MATMUL_B_T | MATMUL_LOWER, MATMUL_LOWER, MATMUL_A_ZERO_ABOVE,
+                                    MATMUL_B_T | MATMUL_ADD, MATMUL_B_T | MATMUL_LOWER, MATMUL_LOWER, MATMUL_A_ZERO_ABOVE,
                                     MATMUL_A_ZERO_ABOVE | MATMUL_ADD,
                                     MATMUL_A_T | MATMUL_A_ZERO_BELOW | MATMUL_ADD,
                                     MATMUL_A_ZERO_BELOW | MATMUL_ADD};
