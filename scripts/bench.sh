@@ -33,7 +33,8 @@
 # default 300), BENCH_GEN_SECONDS (a generation run ends early after this long, default 10),
 # BENCH_LONG_CHARS, BENCH_LONG_SECONDS and BENCH_LONG_TORCH_SECONDS (generation past the
 # block: characters, default 2000, and the seconds a chargpt run may take, default 180, and a
-# PyTorch run, default 5), BENCH_OUT (where the raw results go, default build/bench). Exit status: 0 done, else the status of the step that failed.
+# PyTorch run, default 5), BENCH_OUT (where the raw results go, default build/bench). Exit
+# status: 0 done, else the status of the step that failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
