@@ -230,8 +230,9 @@ static const char *option_name(int c) {
     return "?";
 }
 
-// The first of options[0, n) given on the command line, or -1.
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+// The first of options[0, n) given on the command line, or -1.
 static int first_given(const GivenOptions *given, const int *options, size_t n) {
     for (size_t k = 0; k < n; k++)
         if (given->given[options[k]]) return options[k];
