@@ -156,11 +156,21 @@ static long interval_after_loss(long interval, double ratio) {
     return doubled > penalty ? doubled : (long)penalty;
 }
 
+// How many times slower than a team of n threads (n >= 2) one of n - 1 is expected to be,
+// from the team's speed-up over one thread, each thread past the first adding the same speed.
+static double fewer_threads_loss(double speedup, int n) {
+    return speedup / (1.0 + (speedup - 1.0) * (n - 2) / (n - 1));
+}
+
 void tuner_record(ThreadTuner *t, double seconds) {
     TunerCount *cur = &t->count[1], *tried = &t->count[1 + t->trial];
     if (t->alone > 0.0) {
-        // the team's first sample against the first pass alone: a team slower than one
-        // thread (beside a busy process, say) gives way to it at once, trying again later
+        // the team's first sample against the first pass alone, which was a trial of one
+        // thread: a team slower than it (beside a busy process, say) gives way to it at once,
+        // trying again later; a faster team puts off its trial of one thread fewer as a lost
+        // trial would (else a step twice as fast on two threads tried one at the 8th step: 14%
+        // of the time of a 7-step benchmark of the small model). That pass ran on cold memory,
+        // so it puts the trial off by MAX_INTERVAL samples at most.
         double ratio = seconds / t->alone;
         t->alone = 0.0;
         if (ratio > 1.0) {
@@ -168,6 +178,8 @@ void tuner_record(ThreadTuner *t, double seconds) {
             t->count[2].interval = t->count[2].next_trial = interval_after_loss(FIRST_TRIAL / 2, ratio);
             return;
         }
+        long wait = interval_after_loss(FIRST_TRIAL / 2, fewer_threads_loss(1.0 / ratio, t->threads));
+        t->count[0].interval = t->count[0].next_trial = wait < MAX_INTERVAL ? wait : MAX_INTERVAL;
     }
     count_add(tried, seconds);
     if (t->trial == 0) {

@@ -34,12 +34,12 @@ int in_team(void);
 // scheduler has preempted loses its turn too, and for a short pass that costs many times
 // its work. So a new kind of pass first runs on one thread, which measures its work: one
 // that takes less than TUNER_SHORT_PASS there carries on alone (and tries a team only once
-// its passes have run for a while), a longer one on every thread. Then the tuner times the
-// passes and now and then tries one thread fewer or more, keeping whichever count recent
-// passes found faster; a count that lost a trial by a factor r waits about (r - 1) /
-// TUNER_TRIAL_COST samples before it is tried again, so that trying a team beside a busy
-// process takes at most that share of the time. Results do not depend on the count, so it
-// changes only the speed.
+// its passes have run for a while), a longer one on every thread, for which that pass was a
+// trial of one thread. Then the tuner times the passes and now and then tries one thread
+// fewer or more, keeping whichever count recent passes found faster; a count that lost a
+// trial by a factor r waits about (r - 1) / TUNER_TRIAL_COST samples before it is tried
+// again, so that trying a team beside a busy process takes at most that share of the time.
+// Results do not depend on the count, so it changes only the speed.
 #define TUNER_SAMPLES 3
 #define TUNER_SHORT_PASS 0.002
 #define TUNER_TRIAL_COST 0.02  // 0.05 left generation beside a busy process at 0.97x the speed
