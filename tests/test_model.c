@@ -692,31 +692,27 @@ TEST(model_thread_tuner) {
     CHECK(found >= 0.95 && last == 2, "short passes, cores free: %.1f%% of samples on 2 threads, last on %d",
           100 * found, last);
     // a long pass whose first run alone took 2.0 and whose team takes 1.1: that run was a
-    // trial of one thread, lost by 1.8x, so one thread waits about 0.8 / TUNER_TRIAL_COST
-    // samples, not the 8 after a start with nothing known
-    int first_alone[2];
-    for (int known = 0; known < 2; known++) {
-        tuner_init(&t, 2, 2);
-        t.alone = known ? idle[1] : 0.0;
-        first_alone[known] = 0;
-        for (int p = 1; p <= 200 && !first_alone[known]; p++) {
-            int threads = tuner_next(&t);
-            tuner_record(&t, idle[threads]);
-            if (threads == 1) first_alone[known] = p;
-        }
-    }
+    // trial of one thread, lost by 1.8x, so one thread is next tried after about 0.8 /
+    // TUNER_TRIAL_COST samples (and by twice that), not after the 8 of a start with nothing known
     int wait = (int)((idle[1] / idle[2] - 1.0) / TUNER_TRIAL_COST);
-    CHECK(first_alone[1] >= wait && first_alone[1] <= 2 * wait && first_alone[0] < wait,
-          "first trial of one thread at sample %d after a first pass alone (want %d to %d), %d without",
-          first_alone[1], wait, 2 * wait, first_alone[0]);
+    tuner_init(&t, 2, 2);
+    double unknown_early = tuner_share_at(&t, idle, wait - 1, 1, &last, NULL);
+    tuner_init(&t, 2, 2);
+    t.alone = idle[1];
+    double known_early = tuner_share_at(&t, idle, wait - 1, 1, &last, NULL);
+    double known_later = tuner_share_at(&t, idle, wait + 1, 1, &last, NULL);
+    CHECK(known_early == 0.0 && known_later > 0.0 && unknown_early > 0.0,
+          "one thread's share of samples 1 to %d: %.1f%% after a first pass alone (want 0), %.1f%% without "
+          "(want more); of samples %d to %d after it: %.1f%% (want more than 0)",
+          wait - 1, 100 * known_early, 100 * unknown_early, wait, 2 * wait, 100 * known_later);
     tuner_init(&t, 1, 1);
     double one = tuner_share_at(&t, idle, 100, 1, &last, NULL);
     CHECK(one == 1.0, "one thread allowed: %.1f%% of samples on 1", 100 * one);
     printf("    samples on the fastest count: idle %.1f%%, shared %.1f%%, idle again %.1f%%, 4 cores %.1f%%, "
            "short passes beside a busy process %.2f%% (%.1f%% of the time on 2 threads), short passes alone %.1f%%; "
-           "first trial of 1 thread at sample %d after a first pass alone, %d without\n",
+           "1 thread tried in samples %d to %d after a first pass alone (%.1f%% of them), before %d without\n",
            100 * shares[0], 100 * shares[1], 100 * shares[2], 100 * shares[3], 100 * shares[4], 100 * time_on_two,
-           100 * found, first_alone[1], first_alone[0]);
+           100 * found, wait, 2 * wait, 100 * known_later, wait);
 }
 
 // ---------------------------------------------------------------------------------------
