@@ -117,8 +117,8 @@ KernelsMemory kernels_memory(Precision precision, const LinearWeights *groups, i
 // bias may be NULL.
 void linear_forward(Kernels *k, float *out, const float *inp, const float *weight, const float *bias, int N, int C,
                     int OC);
-// The backward of linear_forward, accumulating:
-//   dinp (N, C) += dout (N, OC) @ weight (OC, C),  dweight (OC, C) += dout^T @ inp,
+// The backward of linear_forward: the input's gradient written, the parameters' added to
+//   dinp (N, C) = dout (N, OC) @ weight (OC, C),  dweight (OC, C) += dout^T @ inp,
 //   dbias (OC) += the sum of dout's rows;
 // dinp and dbias may be NULL (not wanted). inp must hold what the layer's latest forward
 // read (a bf16 workspace may use the copy that forward rounded instead), or be NULL when
@@ -135,7 +135,7 @@ int linear_input_kept(const Kernels *k, const float *weight, int N);
 
 // GELU, tanh form: out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), n elements.
 void gelu_forward(float *out, const float *inp, int n);
-// dinp += GELU'(inp) * dout
+// dinp = GELU'(inp) * dout; dinp may be dout (in place)
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n);
 // row[j] = exp((row[j] - max) * scale) / (the sum of the same over j < n), max = row's largest
 void softmax_row(float *row, int n, float scale);

@@ -52,8 +52,9 @@ void linear_forward(Kernels *k, float *out, const float *inp, const float *weigh
     team_barrier();
 }
 
-// The two products of the backward, each accumulating into what the gradients hold:
-//   dinp (N, C) += dout (N, OC) @ weight (OC, C),   dweight (OC, C) += dout^T @ inp,
+// The two products of the backward, the first written, the second added to what the
+// weight's gradient holds:
+//   dinp (N, C) = dout (N, OC) @ weight (OC, C),   dweight (OC, C) += dout^T @ inp,
 // and dbias (OC) += the sum of dout's rows (in float, dout as it is).
 void linear_backward(Kernels *k, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const float *weight, int N, int C, int OC) {
@@ -62,11 +63,12 @@ void linear_backward(Kernels *k, float *dinp, float *dweight, float *dbias, cons
         return;
     }
     const int bf16 = in_bf16(k);
-    // dinp[n][c] += the sum over o of dout[n][o] weight[o][c]; a row of dinp is one thread's
+    // dinp[n][c] = the sum over o of dout[n][o] weight[o][c]; a row of dinp is one thread's
     if (dinp) {
 #pragma omp for schedule(static) nowait
         for (int n = 0; n < N; n++) {
             float *dx = dinp + (size_t)n * C;
+            for (int c = 0; c < C; c++) dx[c] = 0.0f;
             for (int o = 0; o < OC; o++) {
                 float d = operand(dout[(size_t)n * OC + o], bf16);
                 const float *w = weight + (size_t)o * C;
@@ -119,7 +121,7 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, int n) {
         float x = inp[i];
         float th = tanhf(GELU_SCALE * (x + 0.044715f * x * x * x));
         float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] += (0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du) * dout[i];
+        dinp[i] = (0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du) * dout[i];
     }
     team_barrier();
 }

@@ -681,7 +681,6 @@ static void block_backward(GPT *model, int l) {
 
     // MLP branch: residual3 = residual2 + dropout(c_proj(gelu(c_fc(ln_2(residual2)))))
     const float *dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res2);
-    zero_floats(s->dfch, (size_t)N * 4 * C);
     // GELU's output, which c_proj's backward reads: recomputed rather than stored, unless
     // the kernels kept their own copy of it (kernels.h)
     const float *gelu = NULL;
@@ -689,23 +688,19 @@ static void block_backward(GPT *model, int l) {
         gelu_forward(s->gelu, la.fch, N * 4 * C);
         gelu = s->gelu;
     }
+    // the kernels' backwards write their input's gradient (kernels.h): nothing to zero first
     linear_backward(k, s->dfch, dp.fcprojw, dp.fcprojb, dbranch, gelu, p.fcprojw, N, 4 * C, C);
-    float *dfch_in = s->gelu;  // the GELU output is no longer needed: reuse for d(fch)
-    zero_floats(dfch_in, (size_t)N * 4 * C);
-    gelu_backward(dfch_in, la.fch, s->dfch, N * 4 * C);
-    zero_floats(s->dln, (size_t)N * C);
-    linear_backward(k, s->dln, dp.fcw, dp.fcb, dfch_in, la.ln2, p.fcw, N, C, 4 * C);
+    gelu_backward(s->dfch, la.fch, s->dfch, N * 4 * C);  // in place: d(GELU out) -> d(fch)
+    linear_backward(k, s->dln, dp.fcw, dp.fcb, s->dfch, la.ln2, p.fcw, N, C, 4 * C);
     layernorm_backward(s->dres, dp.ln2w, dp.ln2b, s->dln, la.residual2, p.ln2w, la.ln2_mean, la.ln2_rstd, N, C);
 
     // attention branch: residual2 = residual_in + dropout(c_proj(attn(ln_1(residual_in))))
     dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res1);
-    zero_floats(s->datty, (size_t)N * A);
     linear_backward(k, s->datty, dp.attprojw, dp.attprojb, dbranch, la.atty, p.attprojw, N, A, C);
     if (model->knocked_out) heads_knock_out(s->datty, model->knocked_out + l * H, N, H, hs);
     zero_floats(s->dqkv, (size_t)N * 3 * A);
     attention_backward(k, s->dqkv, s->datty, la.qkv, la.att, B, t, H, hs, &drop_att);
     if (c->position == POSITION_ROPE) rope_backward(s->dqkv, model->rope, B, t, H, hs);
-    zero_floats(s->dln, (size_t)N * C);
     linear_backward(k, s->dln, dp.qkvw, dp.qkvb, s->dqkv, la.ln1, p.qkvw, N, C, 3 * A);
     layernorm_backward(s->dres, dp.ln1w, dp.ln1b, s->dln, residual_in, p.ln1w, la.ln1_mean, la.ln1_rstd, N, C);
 }
@@ -728,7 +723,6 @@ void gpt_backward(GPT *model) {
     // loss -> logits -> final LayerNorm; dres carries the residual stream's gradient
     zero_floats(s->dlogits, (size_t)N * V);
     crossentropy_backward(s->dlogits, a->probs, model->targets, 1.0f / batch_tokens, N, V);
-    zero_floats(s->dln, (size_t)N * C);
     linear_backward(model->kernels, s->dln, g->wte, NULL, s->dlogits, a->lnf, model->params.wte, N, C, V);
     zero_floats(s->dres, (size_t)N * C);
     const float *last_residual = c->n_layer > 0 ? layer_acts(model, c->n_layer - 1).residual3 : a->encoded;

@@ -1,7 +1,9 @@
 // The layers of the GPT, each a forward and a backward function side by side.
 //
-// Conventions: N rows of C channels, row-major. Every backward ACCUMULATES (+=) into its
-// input gradient and parameter gradients; callers zero what must start at zero.
+// Conventions: N rows of C channels, row-major. Every backward here ACCUMULATES (+=) into its
+// input gradient and parameter gradients; callers zero what must start at zero. (The
+// kernels' linear_backward and gelu_backward write their input gradient instead: no zeroing
+// of the largest buffers, nor a read of them, before each.)
 // Every function is a team function (parallel.h): inside a parallel region all threads of
 // the team call it and share its work; from serial code it runs on the calling thread.
 // The linear layers and attention's products are the kernels' (kernels.h), dropout masks

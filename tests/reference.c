@@ -107,6 +107,7 @@ void ref_matmul_forward(double *out, const double *inp, const double *weight, co
 
 void ref_matmul_backward(double *dinp, double *dweight, double *dbias, const double *dout,
                          const double *inp, const double *weight, int N, int C, int OC) {
+    if (dinp) memset(dinp, 0, (size_t)N * C * sizeof(double));
     for (int n = 0; n < N; n++) {
         for (int o = 0; o < OC; o++) {
             double g = dout[(size_t)n * OC + o];
@@ -282,7 +283,7 @@ void ref_gelu_backward(double *dinp, const double *inp, const double *dout, size
         double th = tanh(GELU_S * (x + 0.044715 * x * x * x));
         double du = GELU_S * (1.0 + 3.0 * 0.044715 * x * x);  // d/dx of the tanh argument
         double grad = 0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * du;
-        dinp[i] += grad * dout[i];
+        dinp[i] = grad * dout[i];
     }
 }
 

@@ -17,7 +17,8 @@
 // tests/test_torch_parity.c.)
 //
 // Conventions follow the kernels: N rows of C channels, row-major; every backward
-// ACCUMULATES (+=) into its gradients. Dropout uses the same mask function as the kernels,
+// ACCUMULATES (+=) into its gradients, but for the input gradients of the linear layer and
+// GELU, which it writes (=). Dropout uses the same mask function as the kernels,
 // dropout_keep(key, index, p) from model/rng.h; a NULL Dropout or p == 0 is the identity.
 // The parameters are the model's, in its layout (model/gpt.h), as doubles.
 #ifndef CHARGPT_REFERENCE_H
@@ -45,6 +46,7 @@ void ref_layernorm_backward(double *dinp, double *dweight, double *dbias, const 
 // out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias (OC); bias may be NULL
 void ref_matmul_forward(double *out, const double *inp, const double *weight, const double *bias,
                         int N, int C, int OC);
+// dinp = dout @ weight (written), dweight += dout^T @ inp, dbias += dout's row sums;
 // dinp, dbias may be NULL
 void ref_matmul_backward(double *dinp, double *dweight, double *dbias, const double *dout,
                          const double *inp, const double *weight, int N, int C, int OC);
@@ -65,6 +67,7 @@ void ref_attention_backward(double *dqkv, const double *dout, const double *qkv,
 
 // GELU, tanh form
 void ref_gelu_forward(double *out, const double *inp, size_t n);
+// dinp = GELU'(inp) * dout (written)
 void ref_gelu_backward(double *dinp, const double *inp, const double *dout, size_t n);
 
 // out = a + b; da += dout, db += dout

@@ -1,6 +1,6 @@
 // Tests of the kernels' fp32 products on every backend this CPU runs and on the plain loops
 // (kernels.h, backend.h): the linear layers against a plain double-precision triple loop on
-// awkward and model shapes, accumulation, NULL gradients, rows computed alone, bit-identical
+// awkward and model shapes, what they add to and what they write, NULL gradients, rows computed alone, bit-identical
 // results for any thread count, attention's heads (queries at the start of a sequence or
 // further on) and the backends' small products with each of their flags; the pointwise
 // kernels against the double reference; and how the kernels are chosen.
@@ -45,7 +45,7 @@ static void ref_forward(double *out, const float *inp, const float *w, const flo
     free(inp_d), free(w_d), free(bias_d);
 }
 
-// And its backward, accumulating into the doubles given.
+// And its backward: dinp written, dweight and dbias added to.
 static void ref_backward(double *dinp, double *dweight, double *dbias, const float *dout, const float *inp,
                          const float *w, int N, int C, int OC) {
     double *dout_d = to_double(dout, (size_t)N * OC), *inp_d = to_double(inp, (size_t)N * C);
@@ -133,7 +133,9 @@ TEST(kernels_linear_forward_matches_reference) {
     test_restore_backend();
 }
 
-TEST(kernels_linear_backward_accumulates_like_reference) {
+// dinp starts non-zero (problem_new), so a backward that adds to it rather than writing it
+// fails here, as does one that leaves dweight or dbias unadded to.
+TEST(kernels_linear_backward_like_reference) {
     EACH_BACKEND(bk, names, count)
     for (int s = 0; s < NUM_SHAPES; s++) {
         Shape sh = awkward_shapes[s];
@@ -188,6 +190,20 @@ TEST(kernels_linear_backward_null_dinp_dbias) {
         free(want_dinp);
         free(want_dbias);
         problem_free(&p);
+    }
+    test_restore_backend();
+}
+
+// With no outputs (OC 0) the input's gradient is zero, written over whatever dinp held.
+TEST(kernels_linear_backward_no_outputs) {
+    EACH_BACKEND(bk, names, count) {
+        float dinp[3 * 5], inp[3 * 5], dweight[1] = {7.0f};
+        for (int i = 0; i < 3 * 5; i++) dinp[i] = 1.0f + i, inp[i] = 0.5f;
+        linear_backward(NULL, dinp, dweight, NULL, NULL, inp, NULL, 3, 5, 0);
+        int zero = 1;
+        for (int i = 0; i < 3 * 5; i++) zero &= dinp[i] == 0.0f;
+        CHECK(zero && dweight[0] == 7.0f, "%s: linear_backward with OC 0 left dinp[0] %g, dweight[0] %g", names[bk],
+              dinp[0], dweight[0]);
     }
     test_restore_backend();
 }
@@ -434,7 +450,7 @@ TEST(kernels_heads_match_reference) {
            count, worst);
 }
 
-// GELU's forward and backward (which must accumulate) and a row's softmax on every backend
+// GELU's forward and backward (which writes dinp, here non-zero before) and a row's softmax on every backend
 // against the double reference, with the values where exp clamps or GELU saturates.
 TEST(kernels_pointwise_match_reference) {
     enum { n = 1001 };

@@ -1,6 +1,7 @@
 // Tests of the layers: (a) the double reference's backward against central finite
 // differences of its forward, for every op; (b) every float kernel against the reference,
-// forward and backward (which must accumulate), on awkward shapes.
+// forward and backward (which must accumulate, or for the linear layer's input and GELU
+// write, as kernels.h says), on awkward shapes.
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -493,7 +494,7 @@ TEST(ops_matmul_kernel) {
         }
     }
     report("matmul kernel forward", worst_f);
-    report("matmul kernel backward (accumulating)", worst_b);
+    report("matmul kernel backward", worst_b);
 }
 
 // kernels.h promises results independent of the thread count: 1 and 2 threads, same bits
@@ -650,7 +651,7 @@ TEST(ops_gelu_kernel) {
     ref_gelu_backward(dinp_d, inp_d, dout_d, n);
     double ef = rel_error_fd(out, out_d, n), eb = rel_error_fd(dinp, dinp_d, n);
     report("gelu kernel forward", ef);
-    report("gelu kernel backward (accumulating)", eb);
+    report("gelu kernel backward (written over dinp)", eb);
     CHECK(ef <= KERNEL_TOL && eb <= KERNEL_TOL, "gelu: fwd %.3g bwd %.3g", ef, eb);
     free(inp); free(out); free(dout); free(dinp); free(inp_d); free(out_d); free(dout_d); free(dinp_d);
 }
