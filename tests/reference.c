@@ -452,7 +452,6 @@ static void block_backward(const RefShape *m, const double *params, double *grad
     knock_out(m, l, datty);
     ref_attention_backward(dqkv, datty, a->qkv, m->B, m->t, m->H, m->hs, &d_att);
     if (m->cfg->position == POSITION_ROPE) ref_rope_backward(dqkv, m->B, m->t, m->H, m->hs);
-    memset(dln, 0, NC * sizeof(double));
     ref_matmul_backward(dln, grads + at(m, w.qkvw), w.qkvb ? grads + at(m, w.qkvb) : NULL, dqkv, a->ln1,
                         params + at(m, w.qkvw), N, C, 3 * A);
     ref_layernorm_backward(dx, grads + at(m, w.ln1w), grads + at(m, w.ln1b), dln, a->x_in, params + at(m, w.ln1w), N,
