@@ -1,9 +1,9 @@
 // Tests of the kernels' fp32 products on every backend this CPU runs and on the plain loops
 // (kernels.h, backend.h): the linear layers against a plain double-precision triple loop on
-// awkward and model shapes, what they add to and what they write, NULL gradients, rows computed alone, bit-identical
-// results for any thread count, attention's heads (queries at the start of a sequence or
-// further on) and the backends' small products with each of their flags; the pointwise
-// kernels against the double reference; and how the kernels are chosen.
+// awkward and model shapes, what they add to and what they write, NULL gradients, rows
+// computed alone, bit-identical results for any thread count, attention's heads (queries at
+// the start of a sequence or further on) and the backends' small products with each of their
+// flags; the pointwise kernels against the double reference; and how the kernels are chosen.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -450,8 +450,9 @@ TEST(kernels_heads_match_reference) {
            count, worst);
 }
 
-// GELU's forward and backward (which writes dinp, here non-zero before) and a row's softmax on every backend
-// against the double reference, with the values where exp clamps or GELU saturates.
+// GELU's forward and backward (which writes dinp, here non-zero before) and a row's softmax
+// on every backend against the double reference, with the values where exp clamps or GELU
+// saturates.
 TEST(kernels_pointwise_match_reference) {
     enum { n = 1001 };
     static float inp[n], out[n], dout[n], dinp[n], dinp0[n], row[n];
