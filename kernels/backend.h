@@ -130,9 +130,9 @@ struct Backend {
     // The same as one matrix-vector product per row of inp: each row of out has the bits that
     // a one-row forward gives it, whatever N is.
     void (*forward_rows)(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
-    // Backward of forward, accumulating: dinp (N, C) += dout (N, OC) @ weight (OC, C),
-    // dweight (OC, C) += dout^T @ inp, dbias (OC) += the sum of dout's rows; dinp and dbias
-    // may be NULL (not wanted).
+    // Backward of forward, as kernels.h's linear_backward: dinp (N, C) = dout (N, OC) @ weight
+    // (OC, C), written; dweight (OC, C) += dout^T @ inp, dbias (OC) += the sum of dout's rows;
+    // dinp and dbias may be NULL (not wanted).
     void (*backward)(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const float *weight, int N, int C, int OC, PackBuffer *buf);
     void (*small)(float *c, long ldc, const float *a, long lda, const float *b, long ldb, int M, int N, int K,
