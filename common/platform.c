@@ -260,6 +260,19 @@ int platform_rename_new(const char *from, const char *to) {
     return rename_by_link(from, to);
 }
 
+int platform_idle_cpus(void) {
+    char path[PATH_MAX];
+    if (system_path(path, "/proc/loadavg") != 0) return -1;
+    FILE *fp = fopen(path, "r");
+    if (!fp) return -1;
+    int runnable = 0, tasks = 0;  // "0.52 0.58 0.59 2/149 1234": runnable/all of them
+    int read = fscanf(fp, "%*f %*f %*f %d/%d", &runnable, &tasks);
+    fclose(fp);
+    if (read != 2 || runnable < 1) return -1;
+    int idle = platform_cpu_count() - runnable;
+    return idle > 0 ? idle : 0;
+}
+
 int platform_cpu_has_arm_bf16(void) {
 #if defined(__aarch64__)
 #ifndef HWCAP2_BF16
@@ -330,6 +343,8 @@ int platform_rename_new(const char *from, const char *to) {
     return rename_by_link(from, to);
 }
 
+int platform_idle_cpus(void) { return -1; }  // no count of running threads to ask
+
 int platform_cpu_has_arm_bf16(void) {
 #if defined(__aarch64__)
     int has = 0;
@@ -372,6 +387,8 @@ int platform_executable_path(char *path, size_t size, char err[ERR_LEN]) {
 long platform_max_rss_kib(long ru_maxrss) { return ru_maxrss; }  // as most systems count it
 
 int platform_rename_new(const char *from, const char *to) { return rename_by_link(from, to); }
+
+int platform_idle_cpus(void) { return -1; }
 
 int platform_cpu_has_arm_bf16(void) { return 0; }
 
@@ -790,6 +807,8 @@ int platform_cpu_count(void) {
     DWORD n = GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);
     return n >= 1 ? (int)n : 1;
 }
+
+int platform_idle_cpus(void) { return -1; }  // no count of running threads to ask
 
 int platform_cpu_has_arm_bf16(void) { return 0; }  // Windows on ARM: neither built nor tested
 

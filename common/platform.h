@@ -83,6 +83,11 @@ FILE *platform_memory_stream(const void *bytes, size_t n);
 
 // Processors online (at least 1).
 int platform_cpu_count(void);
+// Processors with nothing to run at this moment (the caller's own thread runs on one of them,
+// so it is not idle), or -1 where the system does not say. Linux: those online less the tasks
+// running or waiting to run (/proc/loadavg's fourth field), at least 0; the other systems: -1.
+// The thread tuner asks it before it tries a larger team for a short pass (kernels/parallel.h).
+int platform_idle_cpus(void);
 // 1 when the CPU has AArch64's FEAT_BF16 (BFDOT, BFMMLA), as the system reports it (Linux: the
 // auxiliary vector's HWCAP2; macOS: sysctl hw.optional.arm.FEAT_BF16); 0 on other CPUs, or
 // where the system does not say. (x86's features need no system: the kernels ask the CPU.)

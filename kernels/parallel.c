@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "../common/clock.h"
+#include "../common/platform.h"
 
 // How long a thread spins before it sleeps: a barrier reached by running threads within
 // this much of each other costs no system call.
@@ -133,18 +134,9 @@ void tuner_init(ThreadTuner *t, int max_threads, int threads) {
     t->pass_shape = 0;
     t->max_threads = max_threads > 1 ? max_threads : 1;
     t->measuring = 0;
+    t->short_pass = 0;
     t->alone = 0.0;
     tuner_init_counts(t, threads);
-}
-
-int tuner_next(ThreadTuner *t) {
-    t->samples++;
-    t->trial = 0;
-    if (t->count[1].samples == TUNER_SAMPLES) {  // the count in use is known: try a neighbour?
-        if (t->threads > 1 && t->samples >= t->count[0].next_trial) t->trial = -1;
-        else if (t->threads < t->max_threads && t->samples >= t->count[2].next_trial) t->trial = 1;
-    }
-    return t->threads + t->trial;
 }
 
 // The samples before a count that has just lost a trial by `ratio` (its time over the
@@ -154,6 +146,25 @@ static long interval_after_loss(long interval, double ratio) {
     long doubled = interval * 2 < MAX_INTERVAL ? interval * 2 : MAX_INTERVAL;
     double penalty = fmin((ratio - 1.0) / TUNER_TRIAL_COST, (double)MAX_PENALTY);
     return doubled > penalty ? doubled : (long)penalty;
+}
+
+int tuner_next(ThreadTuner *t) {
+    t->samples++;
+    t->trial = 0;
+    if (t->count[1].samples == TUNER_SAMPLES) {  // the count in use is known: try a neighbour?
+        if (t->threads > 1 && t->samples >= t->count[0].next_trial) t->trial = -1;
+        else if (t->threads < t->max_threads && t->samples >= t->count[2].next_trial) t->trial = 1;
+    }
+    if (t->trial > 0 && t->short_pass && platform_idle_cpus() == 0) {
+        // no processor is idle: the larger team would share one with other work, and a short
+        // pass would wait for it at every barrier (beside a busy process, 5 to 11 times the
+        // pass). Put off as a narrow loss would.
+        TunerCount *larger = &t->count[2];
+        larger->interval = interval_after_loss(larger->interval, 1.0);
+        larger->next_trial = t->samples + larger->interval;
+        t->trial = 0;
+    }
+    return t->threads + t->trial;
 }
 
 // How many times slower than a team of n threads (n >= 2) one of n - 1 is expected to be,
@@ -241,6 +252,7 @@ void tuner_stop(ThreadTuner *t, double work) {
         t->measuring = 0;
         if (thread_cpu_seconds() - t->started_cpu < TUNER_SHORT_PASS) {
             tuner_init_counts(t, 1);
+            t->short_pass = 1;
             t->count[2].interval = t->count[2].next_trial = FIRST_TEAM_TRIAL;
         } else {
             t->alone = secs / work;

@@ -39,7 +39,11 @@ int in_team(void);
 // fewer or more, keeping whichever count recent passes found faster; a count that lost a
 // trial by a factor r waits about (r - 1) / TUNER_TRIAL_COST samples before it is tried
 // again, so that trying a team beside a busy process takes at most that share of the time.
-// Results do not depend on the count, so it changes only the speed.
+// Before it tries a larger team for a short pass it asks the system whether a processor is
+// idle (platform_idle_cpus), and puts the trial off when none is: beside a busy process the
+// scheduler runs such a team's threads by turns on the one processor left, and the pass
+// then takes 5 to 11 times as long as alone. Results do not depend on the count, so it
+// changes only the speed.
 #define TUNER_SAMPLES 3
 #define TUNER_SHORT_PASS 0.002
 #define TUNER_TRIAL_COST 0.02  // 0.05 left generation beside a busy process at 0.97x the speed
@@ -59,6 +63,7 @@ typedef struct {
     int threads;            // the count in use
     int trial;              // -1, 0 or +1: the count of the sample being taken is threads + trial
     int measuring;          // 1 while the first pass of a kind runs on one thread
+    int short_pass;         // 1 when it took less than TUNER_SHORT_PASS
     double alone;           // that pass's seconds per unit of work, until the team's first sample
     long samples;           // samples started so far
     double started;         // when the pass being timed started (seconds)

@@ -18,7 +18,7 @@
 //             fastest steps are printed too;
 //   generate: characters per second as ./generate makes them, with the key/value cache and
 //             with --no-cache (the whole window recomputed for every character), on the
-//             team the tuner picks, and on one thread (--threads 1);
+//             team the tuner picks, and on one thread (--threads 1), runs of the two in turn;
 //   samples:  the same with --num-samples 1, 8 and 32.
 // Both in fp32 or, with --precision bf16, with bf16 matrix products (kernels/kernels.h).
 // With --paired: an fp32 and a bf16 model of each config in one process, their training steps
@@ -622,37 +622,57 @@ static void run_generate_paired(const BenchConfig *bc, const Options *o) {
     for (int p = 0; p < 2; p++) decoder_free(&decoders[p]), gpt_free(&models[p]);
 }
 
-// Generation as ./generate runs it by default (the team the tuner picks), then as with
-// --threads 1, each with and without the cache, each repeated for at least a second; then
-// the --num-samples rows (JOB_SAMPLES).
+// generate_chars run on two models in turn, the first with every thread (the team its tuner
+// picks, as ./generate by default) and the second with one (as --threads 1), until each has
+// run for at least min_secs: taken in turn, the two rates see the same moments of a shared
+// machine, which run one after the other differed by more than what they compare. Each model
+// keeps its own tuner, as each program would. runs[1] is the one thread's.
+static void generate_in_turn(GPT models[2], const int *prompt, long n, int use_cache, double max_secs,
+                             double min_secs, GenRun runs[2]) {
+    int threads = omp_get_max_threads();
+    runs[0] = runs[1] = (GenRun){0, 0.0};
+    while (runs[0].secs < min_secs || runs[1].secs < min_secs)
+        for (int one = 0; one < 2; one++) {
+            omp_set_num_threads(one ? 1 : threads);
+            GenRun r = generate_chars(&models[one], prompt, PROMPT_LEN, n, use_cache, 1, max_secs);
+            runs[one].chars += r.chars;
+            runs[one].secs += r.secs;
+        }
+    omp_set_num_threads(threads);
+}
+
+// Generation as ./generate runs it by default (the team the tuner picks) and as with
+// --threads 1 in turn (generate_in_turn), with the cache and then without; then the
+// --num-samples rows (JOB_SAMPLES).
 static void run_generate(const BenchConfig *bc, const Options *o) {
-    GPT model;
-    build_model(&model, bc, o->precision, o->position);
+    GPT models[2];  // the same weights: one for each thread count, each with its tuner
     int prompt[PROMPT_LEN];
     random_prompt(prompt, bc->vocab_size);
     fprintf(stderr, "bench: %s: generating %ld characters with and without the cache\n", bc->name, o->gen_chars);
     int threads = omp_get_max_threads();
-    GenRun runs[2][2];  // [one thread][no cache]
     for (int one = 0; one < 2; one++) {
+        build_model(&models[one], bc, o->precision, o->position);
         omp_set_num_threads(one ? 1 : threads);
-        generate_chars(&model, prompt, PROMPT_LEN, 8, 1, 1, o->gen_seconds);  // warm-up
-        for (int nocache = 0; nocache < 2; nocache++)
-            runs[one][nocache] = generate_repeated(&model, prompt, o->gen_chars, !nocache, 1, o->gen_seconds, 1.0);
+        generate_chars(&models[one], prompt, PROMPT_LEN, 8, 1, 1, o->gen_seconds);  // warm-up
     }
     omp_set_num_threads(threads);
+    GenRun runs[2][2];  // [no cache][one thread]
+    for (int nocache = 0; nocache < 2; nocache++)
+        generate_in_turn(models, prompt, o->gen_chars, !nocache, o->gen_seconds, 1.0, runs[nocache]);
     printf("generate config=%s precision=%s threads=%d prompt=%d block=%d", bc->name, precision_word(o->precision),
            threads, PROMPT_LEN, bc->block_size);
     static const char *const names[2][2] = {{"cache", "nocache"}, {"cache_1t", "nocache_1t"}};
     for (int one = 0; one < 2; one++)
         for (int nocache = 0; nocache < 2; nocache++) {
-            const GenRun *r = &runs[one][nocache];
+            const GenRun *r = &runs[nocache][one];
             printf(" %s_chars=%ld %s_chars_per_s=%.1f", names[one][nocache], r->chars, names[one][nocache],
                    r->chars / r->secs);
         }
     printf(" rss_kb=%ld\n", peak_rss_kb());
     fflush(stdout);
-    if (o->jobs & JOB_SAMPLES) run_samples(&model, bc, o, prompt);
-    gpt_free(&model);
+    if (o->jobs & JOB_SAMPLES) run_samples(&models[0], bc, o, prompt);
+    gpt_free(&models[0]);
+    gpt_free(&models[1]);
 }
 
 // --long-gen: --gen-chars characters with the cache after the prompt, mostly past the block,

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/platform.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
 #include "../model/layers.h"
@@ -713,6 +714,43 @@ TEST(model_thread_tuner) {
            "1 thread tried in samples %d to %d after a first pass alone (%.1f%% of them), before %d without\n",
            100 * shares[0], 100 * shares[1], 100 * shares[2], 100 * shares[3], 100 * shares[4], 100 * time_on_two,
            100 * found, wait, 2 * wait, 100 * known_later, wait);
+}
+
+// A short pass's trial of a larger team waits while the system says no processor is idle
+// (a /proc/loadavg of the test's own under $CHARGPT_TEST_SYSTEM_ROOT), and takes place, and
+// wins, once one is. Passes not marked short try the team whatever the system says.
+TEST(model_thread_tuner_waits_for_an_idle_processor) {
+    if (platform_idle_cpus() < 0 || platform_cpu_count() < 2) {
+        test_skip("a system that counts its idle processors (Linux), with two or more");
+        return;
+    }
+    const double idle[3] = {0, 2.0, 1.1};  // seconds a sample takes on 1 or 2 threads
+    char root[256];
+    test_fresh_dir(root, sizeof(root), "tests/tmp", "tuner_root");
+    char dir[300], loadavg[320];
+    snprintf(dir, sizeof(dir), "%s/proc", root);
+    snprintf(loadavg, sizeof(loadavg), "%s/loadavg", dir);
+    test_make_dir(dir);
+    const char *busy = "2.00 2.00 2.00 4000000/4000100 1\n", *free_cpu = "1.00 1.00 1.00 1/100 1\n";
+    test_write_file(loadavg, busy, strlen(busy));
+    test_set_env("CHARGPT_TEST_SYSTEM_ROOT", root);
+    ThreadTuner t;
+    int last_busy, last_free, last_long;
+    tuner_init(&t, 2, 1);
+    t.short_pass = 1;
+    double on_two_busy = tuner_share_at(&t, idle, 2000, 2, &last_busy, NULL);
+    test_write_file(loadavg, free_cpu, strlen(free_cpu));
+    double on_two_free = tuner_share_at(&t, idle, 1000, 2, &last_free, NULL);
+    test_write_file(loadavg, busy, strlen(busy));
+    tuner_init(&t, 2, 1);  // not short: a pass long enough to gain beside a busy process
+    double on_two_long = tuner_share_at(&t, idle, 1000, 2, &last_long, NULL);
+    test_set_env("CHARGPT_TEST_SYSTEM_ROOT", NULL);
+    CHECK(on_two_busy == 0.0 && last_busy == 1, "no processor idle: %.1f%% of 2000 samples on 2 threads (want 0)",
+          100 * on_two_busy);
+    CHECK(on_two_free >= 0.8 && last_free == 2, "one idle: %.1f%% of 1000 samples on 2 threads, last on %d",
+          100 * on_two_free, last_free);
+    CHECK(on_two_long >= 0.95 && last_long == 2, "a long pass, none idle: %.1f%% on 2 threads, last on %d",
+          100 * on_two_long, last_long);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -240,6 +240,37 @@ TEST(platform_memory_bound_of_rlimit_as) {
               "%s: %.1f MiB (%.1f MiB mapped before)", text + at, available / MIB_BYTES, total / MIB_BYTES);
 }
 
+// Idle processors: on Linux those online less /proc/loadavg's runnable tasks (the tests' own
+// file under $CHARGPT_TEST_SYSTEM_ROOT), never below 0, and -1 for a file it cannot read; the
+// other versions cannot say.
+TEST(platform_idle_cpus_of_loadavg) {
+    int cpus = platform_cpu_count(), now = platform_idle_cpus();
+    if (strcmp(platform_name(), "linux") != 0) {
+        CHECK(now == -1, "%s says %d processors idle: it has no way to ask", platform_name(), now);
+        return;
+    }
+    CHECK(now >= 0 && now < cpus, "%d of %d processors idle while this thread runs on one", now, cpus);
+    fake_machine("0::/\n", "");
+    static const struct {
+        const char *loadavg;
+        int want;  // idle processors, cpus - runnable when >= 0
+    } cases[] = {{"0.50 0.40 0.30 1/120 999\n", 1}, {"2.00 1.00 0.50 3/150 1200\n", 3},
+                 {"9.00 9.00 9.00 4000000/4000100 1\n", 4000000}, {"0.1 0.1\n", -1}, {"", -1}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        fake_file("proc/loadavg", cases[i].loadavg);
+        test_set_env("CHARGPT_TEST_SYSTEM_ROOT", FAKE_ROOT);
+        int idle = platform_idle_cpus();
+        test_set_env("CHARGPT_TEST_SYSTEM_ROOT", NULL);
+        int want = cases[i].want < 0 ? -1 : cpus - cases[i].want > 0 ? cpus - cases[i].want : 0;
+        CHECK(idle == want, "loadavg '%.*s' on %d processors: %d idle, want %d", (int)strcspn(cases[i].loadavg, "\n"),
+              cases[i].loadavg, cpus, idle, want);
+    }
+    test_set_env("CHARGPT_TEST_SYSTEM_ROOT", "tests/tmp/no_such_root");
+    int missing = platform_idle_cpus();
+    test_set_env("CHARGPT_TEST_SYSTEM_ROOT", NULL);
+    CHECK(missing == -1, "no /proc/loadavg: %d idle, want -1", missing);
+}
+
 // `run_tests --child terminal_width N`: exits with the width of a terminal of N columns
 // (Windows: of the child's console), 254 when it is no terminal, 255 when there is none.
 TEST_CHILD(terminal_width) {
