@@ -57,7 +57,7 @@ static inline __attribute__((always_inline)) void tile_body(
 }
 
 static void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const float *b, long ldb,
-                        float *c, long ldc, const float *start_row, int half) {
+                        float *c, long ldc, const float *start_row, int rows, int half) {  // all MR rows
     if (half) {
         if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row, 2);
         else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row, 2);

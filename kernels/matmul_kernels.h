@@ -32,12 +32,14 @@ _Static_assert(MR + 1 <= MATMUL_TRIANGLE_BAND, "a triangle's band holds a tile's
 //   A(i, k) = a[k*lda + i] when a_kmajor is 1 (the MR values of one k contiguous),
 //   B(k, j) = b[k*ldb + j],
 //   start is c's own values when start_row is NULL, else start_row (NR) on every row.
-// With half set only columns [0, NR/2) are computed, read and written.
+// With half set only columns [0, NR/2) are computed, read and written. Only rows [0, rows)
+// are wanted (1 <= rows <= MR): a backend may compute, read and write fewer of the others,
+// which then hold what they held (the driver passes fewer than MR only for a tile of its own).
 // Every c[i][j] is one chain start + A(i,0)B(0,j) + A(i,1)B(1,j) + ... in k order
 // (fused multiply-adds where the instruction set has them), whatever the tile's position
-// and whether half is set.
+// and rows, and whether half is set.
 static void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const float *b, long ldb,
-                        float *c, long ldc, const float *start_row, int half);
+                        float *c, long ldc, const float *start_row, int rows, int half);
 
 // A full column panel of B = W^T for matmul_tile: dst (K, NR) with dst[k*NR + j] = w[j*ldw + k],
 // for the NR rows of W starting at w.
