@@ -50,8 +50,8 @@ typedef struct {
 // A(i, k) = a[i*lda + k], or a[k*lda + i] with MATMUL_A_T (a holds A transposed);
 // B(k, j) = b[k*ldb + j], or b[j*ldb + k] with MATMUL_B_T.
 // At most one triangle flag says which work can be skipped, without changing any result:
-//   MATMUL_LOWER         only c(i, j) with j <= i is wanted (tiles that cross the
-//                        diagonal are written whole: the caller overwrites what is above)
+//   MATMUL_LOWER         only c(i, j) with j <= i is wanted (tiles that cross the diagonal
+//                        write some of what is above it, which the caller overwrites)
 //   MATMUL_A_ZERO_ABOVE  A(i, k) is 0 for k > i (MATMUL_ADD not needed)
 //   MATMUL_A_ZERO_BELOW  A(i, k) is 0 for k < i (only with MATMUL_ADD)
 // The result never depends on A(i, k) more than MATMUL_TRIANGLE_BAND past the diagonal on

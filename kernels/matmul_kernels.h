@@ -117,6 +117,12 @@ static inline int gemm_tile_k_range(const Gemm *g, int i, int mr, int j, int k0,
     return *klo < *khi;
 }
 
+// The columns of the tile of rows [i, i + mr) at column j (nr of NR valid) to compute: under
+// MATMUL_LOWER a tile whose right half lies wholly past the diagonal computes its left half.
+static inline int gemm_tile_columns(const Gemm *g, int i, int mr, int j, int nr) {
+    return g->triangle == MATMUL_LOWER && nr > NR / 2 && j + NR / 2 > i + mr - 1 ? NR / 2 : nr;
+}
+
 // An edge tile (mr <= MR rows, nr <= NR columns valid) is computed in a full (MR, NR) tile
 // of its own: loaded from C first when it carries on from C (start NULL), zeros elsewhere...
 static inline void gemm_edge_tile_load(float *tile, const float *c, long ldc, int mr, int nr,
