@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench` (scripts/bench.sh): how fast chargpt trains and generates on this machine,
-# beside PyTorch running the same models the same way, in one run of 2 to 4 minutes.
+# beside PyTorch running the same models the same way, in one run of 4 to 6 minutes.
 # `make bench-all` (scripts/bench.sh --all) adds every other table: bf16, --num-samples, each
 # kernels' backend this CPU runs, and MPI when the MPI build exists (about 10 to 15 minutes).
 #
@@ -15,6 +15,8 @@
 #   PyTorch's (nanoGPT's generate: the whole window for every character);
 # - the same training and generation beside one busy process that this script starts (as when
 #   a build runs beside training) and stops.
+# chargpt and PyTorch take each model in turn, in BENCH_ROUNDS rounds (default 2), and each
+# figure is the mean over the rounds, so that a shared machine's slow minutes fall on both.
 # Each ratio is chargpt's speed over PyTorch's in the same run; beside each figure its share
 # of the FMA peak (a loop of independent fused multiply-adds held in registers, on the kernels'
 # instruction set, measured in the same run by each thread's CPU time: the cores' limit, even
@@ -29,12 +31,13 @@
 #
 # Environment: CHARGPT_KERNELS (the backend to measure; default the fastest this CPU runs),
 # OMP_NUM_THREADS (default: all cores; PyTorch gets the same count), BENCH_SECONDS (timed
-# training seconds per model, default 4), BENCH_GEN_CHARS (characters per generation run,
-# default 300), BENCH_GEN_SECONDS (a generation run ends early after this long, default 10),
-# BENCH_LONG_CHARS, BENCH_LONG_SECONDS and BENCH_LONG_TORCH_SECONDS (generation past the
-# block: characters, default 2000, and the seconds a chargpt run may take, default 180, and a
-# PyTorch run, default 5), BENCH_OUT (where the raw results go, default build/bench). Exit
-# status: 0 done, else the status of the step that failed.
+# training seconds per model and round, default 4), BENCH_ROUNDS (default 2), BENCH_GEN_CHARS
+# (characters per generation run, default 300), BENCH_GEN_SECONDS (a generation run ends early
+# after this long, default 10), BENCH_LONG_CHARS, BENCH_LONG_SECONDS and
+# BENCH_LONG_TORCH_SECONDS (generation past the block: characters, default 2000, and the
+# seconds a chargpt run may take, default 180, and a PyTorch run, default 5), BENCH_OUT (where
+# the raw results go, default build/bench). Exit status: 0 done, else the status of the step
+# that failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,6 +52,7 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(getconf _NPROCESSORS_ONLN)}"
 seconds="${BENCH_SECONDS:-4}"
 gen_chars="${BENCH_GEN_CHARS:-300}"
 gen_seconds="${BENCH_GEN_SECONDS:-10}"
+rounds="${BENCH_ROUNDS:-2}"
 out="${BENCH_OUT:-build/bench}"
 python=/usr/bin/python3
 configs="lesson tiny small"
@@ -124,21 +128,32 @@ start_busy() {
 # ---------------------------------------------------------------------------------------
 # the measurements
 
+# chargpt and PyTorch on each model in turn, in ROUNDS rounds, so that a shared machine's slow
+# and fast minutes fall on both; the tables give each figure's mean over the rounds (field)
 echo "bench: the $backend kernels" >&2
 more=
 [ "$all" = 1 ] && more=,samples
-run_chargpt main.txt "$backend" --jobs "train,generate$more" --config lesson,tiny
-run_chargpt main.txt "$backend" --jobs "train${more:+,generate$more}" --config small
-for config in $configs; do
-    chars=0
-    [ "$config" != small ] && chars="$gen_chars"
-    run_torch torch.txt "$backend" "$config" "$chars"
+for round in $(seq "$rounds"); do
+    for config in $configs; do
+        if [ "$config" = small ]; then
+            run_chargpt main.txt "$backend" --jobs "train${more:+,generate$more}" --config small
+            run_torch torch.txt "$backend" small 0
+        else
+            run_chargpt main.txt "$backend" --jobs "train,generate$more" --config "$config"
+            run_torch torch.txt "$backend" "$config" "$gen_chars"
+        fi
+    done
 done
 echo "bench: beside a busy process" >&2
 start_busy
-run_chargpt shared.txt "$backend" --jobs train,generate --config tiny
-run_chargpt shared.txt "$backend" --jobs train --config small
-for config in $shared_configs; do run_torch shared_torch.txt "$backend" "$config" 0; done
+for round in $(seq "$rounds"); do
+    for config in $shared_configs; do
+        jobs=train
+        [ "$config" = tiny ] && jobs=train,generate
+        run_chargpt shared.txt "$backend" --jobs "$jobs" --config "$config"
+        run_torch shared_torch.txt "$backend" "$config" 0
+    done
+done
 busy_alive=1
 kill -0 "$busy_pid" 2>/dev/null || busy_alive=0
 stop_busy
@@ -187,16 +202,20 @@ touch "$out/torch.txt" "$out/shared_torch.txt" "$out/torch_bf16.txt"
 # ---------------------------------------------------------------------------------------
 # the tables
 
-# field FILE KIND CONFIG KEY: the value of KEY on FILE's line "KIND config=CONFIG ..."
-# (CONFIG - for a line without a config, such as a peak)
+# field FILE KIND CONFIG KEY: the value of KEY on FILE's lines "KIND config=CONFIG ..."
+# (CONFIG - for a line without a config, such as a peak): a number's mean over the lines (the
+# rounds), else the first line's
 field() {
     [ -f "$1" ] || return 0
-    awk -v kind="$2" -v config="$3" -v key="$4" '
+    awk -v kind="$2" -v config="$3" -v key="$4" 'BEGIN { OFMT = "%.10g" }
         $1 == kind {
             delete f
             for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-            if ((config == "-" || f["config"] == config) && (key in f)) { print f[key]; exit }
-        }' "$1"
+            if ((config != "-" && f["config"] != config) || !(key in f)) next
+            if (f[key] !~ /^-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$/) { print f[key]; exit }
+            sum += f[key]; n++
+        }
+        END { if (n > 0) print (n == 1 ? sum : sum / n) }' "$1"
 }
 # fmt FORMAT VALUE: VALUE formatted, or "-" when there is none
 fmt() { if [ -n "$2" ]; then awk -v v="$2" -v f="$1" 'BEGIN { printf f, v }'; else printf -- "-"; fi; }
