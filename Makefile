@@ -1,6 +1,6 @@
 # chargpt: `make` builds ./train and ./generate (and their man pages), `make test` builds and
 # runs the tests, `make bench` measures speed beside PyTorch's (4 to 6 minutes; `make
-# bench-all` adds every other table, about 15), `make install` installs the programs as
+# bench-all` adds every other table, 15 to 20), `make install` installs the programs as
 # chargpt-train and chargpt-generate under PREFIX (default /usr/local; DESTDIR is honoured).
 # The kernels' backends (kernels/backend.h) are each compiled with their instruction set's
 # flags (ISA_FLAGS_* below), and the program picks the fastest the CPU runs when it starts

@@ -265,10 +265,10 @@ int platform_idle_cpus(void) {
     if (system_path(path, "/proc/loadavg") != 0) return -1;
     FILE *fp = fopen(path, "r");
     if (!fp) return -1;
-    int runnable = 0, tasks = 0;  // "0.52 0.58 0.59 2/149 1234": runnable/all of them
-    int read = fscanf(fp, "%*f %*f %*f %d/%d", &runnable, &tasks);
+    int runnable = 0;  // "0.52 0.58 0.59 2/149 1234": runnable/all of them
+    int read = fscanf(fp, "%*f %*f %*f %d/%*d", &runnable);
     fclose(fp);
-    if (read != 2 || runnable < 1) return -1;
+    if (read != 1 || runnable < 1) return -1;
     int idle = platform_cpu_count() - runnable;
     return idle > 0 ? idle : 0;
 }

@@ -2,7 +2,7 @@
 # `make bench` (scripts/bench.sh): how fast chargpt trains and generates on this machine,
 # beside PyTorch running the same models the same way, in one run of 4 to 6 minutes.
 # `make bench-all` (scripts/bench.sh --all) adds every other table: bf16, --num-samples, each
-# kernels' backend this CPU runs, and MPI when the MPI build exists (about 10 to 15 minutes).
+# kernels' backend this CPU runs, and MPI when the MPI build exists (15 to 20 minutes).
 #
 # What it measures (scripts/bench.c and scripts/bench_torch.py say how):
 # - training, fp32, for three models, each as ./train trains it (the options are printed):

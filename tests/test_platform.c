@@ -253,7 +253,7 @@ TEST(platform_idle_cpus_of_loadavg) {
     fake_machine("0::/\n", "");
     static const struct {
         const char *loadavg;
-        int want;  // idle processors, cpus - runnable when >= 0
+        int runnable;  // the tasks it says run or wait to, -1 for a file that says nothing
     } cases[] = {{"0.50 0.40 0.30 1/120 999\n", 1}, {"2.00 1.00 0.50 3/150 1200\n", 3},
                  {"9.00 9.00 9.00 4000000/4000100 1\n", 4000000}, {"0.1 0.1\n", -1}, {"", -1}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -261,7 +261,7 @@ TEST(platform_idle_cpus_of_loadavg) {
         test_set_env("CHARGPT_TEST_SYSTEM_ROOT", FAKE_ROOT);
         int idle = platform_idle_cpus();
         test_set_env("CHARGPT_TEST_SYSTEM_ROOT", NULL);
-        int want = cases[i].want < 0 ? -1 : cpus - cases[i].want > 0 ? cpus - cases[i].want : 0;
+        int runnable = cases[i].runnable, want = runnable < 0 ? -1 : cpus > runnable ? cpus - runnable : 0;
         CHECK(idle == want, "loadavg '%.*s' on %d processors: %d idle, want %d", (int)strcspn(cases[i].loadavg, "\n"),
               cases[i].loadavg, cpus, idle, want);
     }
