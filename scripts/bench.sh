@@ -53,6 +53,9 @@ seconds="${BENCH_SECONDS:-4}"
 gen_chars="${BENCH_GEN_CHARS:-300}"
 gen_seconds="${BENCH_GEN_SECONDS:-10}"
 rounds="${BENCH_ROUNDS:-2}"
+case "$rounds" in
+    "" | *[!0-9]* | 0*) echo "bench.sh: BENCH_ROUNDS must be a whole number from 1 (it is '$rounds')" >&2; exit 2 ;;
+esac
 out="${BENCH_OUT:-build/bench}"
 python=/usr/bin/python3
 configs="lesson tiny small"
@@ -128,8 +131,7 @@ start_busy() {
 # ---------------------------------------------------------------------------------------
 # the measurements
 
-# chargpt and PyTorch on each model in turn, in ROUNDS rounds, so that a shared machine's slow
-# and fast minutes fall on both; the tables give each figure's mean over the rounds (field)
+# each model by chargpt then PyTorch, in each of the rounds (the top of this file says why)
 echo "bench: the $backend kernels" >&2
 more=
 [ "$all" = 1 ] && more=,samples
