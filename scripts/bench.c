@@ -625,7 +625,7 @@ static void run_generate_paired(const BenchConfig *bc, const Options *o) {
 // generate_chars run on two models in turn, the first with every thread (the team its tuner
 // picks, as ./generate by default) and the second with one (as --threads 1), until each has
 // run for at least min_secs: taken in turn, the two rates see the same moments of a shared
-// machine, which run one after the other differed by more than what they compare. Each model
+// machine (run one after the other, they differed by more than what they compare). Each model
 // keeps its own tuner, as each program would. runs[1] is the one thread's.
 static void generate_in_turn(GPT models[2], const int *prompt, long n, int use_cache, double max_secs,
                              double min_secs, GenRun runs[2]) {
