@@ -148,6 +148,12 @@ static long interval_after_loss(long interval, double ratio) {
     return doubled > penalty ? doubled : (long)penalty;
 }
 
+// Puts count c's next trial off from `sample` as after a loss by `ratio` (interval_after_loss).
+static void put_off_trial(TunerCount *c, long sample, double ratio) {
+    c->interval = interval_after_loss(c->interval, ratio);
+    c->next_trial = sample + c->interval;
+}
+
 int tuner_next(ThreadTuner *t) {
     t->samples++;
     t->trial = 0;
@@ -159,9 +165,7 @@ int tuner_next(ThreadTuner *t) {
         // no processor is idle: the larger team would share one with other work, and a short
         // pass would wait for it at every barrier (beside a busy process, 5 to 11 times the
         // pass). Put off as a narrow loss would.
-        TunerCount *larger = &t->count[2];
-        larger->interval = interval_after_loss(larger->interval, 1.0);
-        larger->next_trial = t->samples + larger->interval;
+        put_off_trial(&t->count[2], t->samples, 1.0);
         t->trial = 0;
     }
     return t->threads + t->trial;
@@ -217,8 +221,7 @@ void tuner_record(ThreadTuner *t, double seconds) {
         count_reset(&t->count[1 + t->trial], t->samples);
         t->threads += t->trial;
     } else {  // it loses
-        tried->interval = interval_after_loss(tried->interval, ratio);
-        tried->next_trial = t->samples + tried->interval;
+        put_off_trial(tried, t->samples, ratio);
     }
 }
 
