@@ -187,14 +187,14 @@ static void activation_sizes(const GPTConfig *c, int B, double act[NUM_ACTIVATIO
         L * B * H * T * T,                      // att
         L * N * C,                              // residual2
         L * N * C, L * N, L * N,                // ln2, ln2_mean, ln2_rstd
-        L * N * 4 * C,                          // fch
+        L * N * 4 * C, L * N * 4 * C,           // fch, gelu
         L * N * C,                              // residual3
         N * C, N, N,                            // lnf, lnf_mean, lnf_rstd
         N * V, N * V,                           // logits, probs
         N,                                      // losses
     };
     const double scratch_sizes[NUM_SCRATCH_TENSORS] = {
-        N * C, N * 4 * C, N * C, N * C, N * C, N * 3 * A, N * A, N * 4 * C, N * V,
+        N * C, N * C, N * C, N * C, N * 3 * A, N * A, N * 4 * C, N * V,
     };
     memcpy(act, act_sizes, sizeof(act_sizes));
     memcpy(scratch, scratch_sizes, sizeof(scratch_sizes));
@@ -484,7 +484,8 @@ void gpt_init_weights(GPT *model, uint64_t seed) {
 
 // Pointers to one layer's slice of the activations.
 typedef struct {
-    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att, *residual2, *ln2, *ln2_mean, *ln2_rstd, *fch, *residual3;
+    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att, *residual2, *ln2, *ln2_mean, *ln2_rstd, *fch, *gelu;
+    float *residual3;
 } LayerActs;
 
 // Layer l's activations for the current call: layers are strided by the allocated size
@@ -499,7 +500,8 @@ static LayerActs layer_acts(const GPT *m, int l) {
         a->ln1 + l * rows * C, a->ln1_mean + l * rows, a->ln1_rstd + l * rows,
         a->qkv + l * rows * 3 * A, a->atty + l * rows * A, a->att + l * att_size,
         a->residual2 + l * rows * C, a->ln2 + l * rows * C, a->ln2_mean + l * rows,
-        a->ln2_rstd + l * rows, a->fch + l * rows * 4 * C, a->residual3 + l * rows * C,
+        a->ln2_rstd + l * rows, a->fch + l * rows * 4 * C, a->gelu + l * rows * 4 * C,
+        a->residual3 + l * rows * C,
     };
     return la;
 }
@@ -562,7 +564,7 @@ static void block_forward(GPT *model, int l, const float *x, int B, int t, const
     BlockParams p = gpt_layer_params(&model->params, c, l);
     LayerActs la = layer_acts(model, l);
     Kernels *k = model->kernels;
-    float *branch = model->scratch.branch, *gelu = model->scratch.gelu;
+    float *branch = model->scratch.branch;
     Dropout drop_att = layer_dropout(model, pass, l, DROPOUT_ATTN_WEIGHTS, t);
     Dropout drop_res1 = layer_dropout(model, pass, l, DROPOUT_ATTN_RESIDUAL, t);
     Dropout drop_res2 = layer_dropout(model, pass, l, DROPOUT_MLP_RESIDUAL, t);
@@ -581,8 +583,8 @@ static void block_forward(GPT *model, int l, const float *x, int B, int t, const
     // x + mlp(ln_2(x))
     layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, p.ln2w, p.ln2b, N, C);
     linear_forward(k, la.fch, la.ln2, p.fcw, p.fcb, N, C, 4 * C);
-    gelu_forward(gelu, la.fch, N * 4 * C);
-    linear_forward(k, branch, gelu, p.fcprojw, p.fcprojb, N, 4 * C, C);
+    gelu_forward(la.gelu, la.fch, N * 4 * C);
+    linear_forward(k, branch, la.gelu, p.fcprojw, p.fcprojb, N, 4 * C, C);
     dropout_forward(branch, branch, N * C, &drop_res2);
     residual_forward(la.residual3, la.residual2, branch, N * C);
 }
@@ -681,13 +683,9 @@ static void block_backward(GPT *model, int l) {
 
     // MLP branch: residual3 = residual2 + dropout(c_proj(gelu(c_fc(ln_2(residual2)))))
     const float *dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res2);
-    // GELU's output, which c_proj's backward reads: recomputed rather than stored, unless
-    // the kernels kept their own copy of it (kernels.h)
-    const float *gelu = NULL;
-    if (!linear_input_kept(k, p.fcprojw, N)) {
-        gelu_forward(s->gelu, la.fch, N * 4 * C);
-        gelu = s->gelu;
-    }
+    // c_proj's backward reads its input, GELU's output, as the forward kept it, or the
+    // kernels' own copy of it when they kept one (kernels.h)
+    const float *gelu = linear_input_kept(k, p.fcprojw, N) ? NULL : la.gelu;
     // the kernels' backwards write their input's gradient (kernels.h): nothing to zero first
     linear_backward(k, s->dfch, dp.fcprojw, dp.fcprojb, dbranch, gelu, p.fcprojw, N, 4 * C, C);
     gelu_backward(s->dfch, la.fch, s->dfch, N * 4 * C);  // in place: d(GELU out) -> d(fch)

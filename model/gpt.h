@@ -68,7 +68,8 @@ typedef struct {
     float *ln2;       // (L, N, C)
     float *ln2_mean;  // (L, N)
     float *ln2_rstd;  // (L, N)
-    float *fch;       // (L, N, 4C)    c_fc output before GELU (the backward recomputes GELU)
+    float *fch;       // (L, N, 4C)    c_fc output before GELU
+    float *gelu;      // (L, N, 4C)    GELU(fch): c_proj's input, which its backward reads
     float *residual3; // (L, N, C)     residual2 + dropout(mlp c_proj)
     float *lnf;       // (N, C)
     float *lnf_mean;  // (N)
@@ -77,13 +78,12 @@ typedef struct {
     float *probs;     // (N, V)        softmax of logits
     float *losses;    // (N)           -log p(target)
 } ActivationTensors;
-#define NUM_ACTIVATION_TENSORS 19
+#define NUM_ACTIVATION_TENSORS 20
 
 // Per-call scratch shared by all layers (not kept across layers): forward temporaries and
 // the gradients of activations in backward.
 typedef struct {
     float *branch;   // (N, C)   c_proj output before dropout / residual
-    float *gelu;     // (N, 4C)  GELU(fch) of the current layer
     float *dres;     // (N, C)   gradient of the residual stream
     float *dbranch;  // (N, C)   gradient of a residual branch after dropout backward
     float *dln;      // (N, C)   gradient of a LayerNorm output
@@ -92,7 +92,7 @@ typedef struct {
     float *dfch;     // (N, 4C)  gradient of GELU output, then of its input
     float *dlogits;  // (N, V)
 } ScratchTensors;
-#define NUM_SCRATCH_TENSORS 9
+#define NUM_SCRATCH_TENSORS 8
 
 // What a forward pass is for, given with each call (NULL: an evaluation of a whole batch).
 typedef struct {
