@@ -473,13 +473,19 @@ TEST(kernels_pointwise_match_reference) {
         gelu_forward(out, inp, n);
         gelu_backward(dinp, inp, dout, n);
         double ef = rel_error_fd(out, out_d, n), eb = rel_error_fd(dinp, dinp_d, n);
-        // softmax of scaled scores whose spread reaches exp's clamp at -87
-        for (int i = 0; i < n; i++) row[i] = inp[i] * 4.0f;
-        double scaled[n], want[n];
-        for (int i = 0; i < n; i++) scaled[i] = row[i] * 0.5;
-        ref_softmax_forward(want, scaled, 1, n);
-        softmax_row(row, n, 0.5f);
-        double es = rel_error_fd(row, want, n);
+        // softmax of scaled scores whose spread reaches exp's clamp at -87, in rows of every
+        // length around the kernels' blocks of 16 (and n): a row's last n % 16 are padded
+        static const int lengths[] = {1, 2, 15, 16, 17, 31, 33, 64, 100, n};
+        double es = 0.0;
+        for (size_t l = 0; l < sizeof(lengths) / sizeof(lengths[0]); l++) {
+            int len = lengths[l];
+            for (int i = 0; i < len; i++) row[i] = inp[n - len + i] * 4.0f;
+            double scaled[n], want[n];
+            for (int i = 0; i < len; i++) scaled[i] = row[i] * 0.5;
+            ref_softmax_forward(want, scaled, 1, len);
+            softmax_row(row, len, 0.5f);
+            es = fmax(es, rel_error_fd(row, want, len));
+        }
         CHECK(ef <= 1e-5 && eb <= 1e-5 && es <= 1e-5, "%s: gelu forward %.3g backward %.3g, softmax %.3g", names[bk],
               ef, eb, es);
         worst = fmax(worst, fmax(ef, fmax(eb, es)));
