@@ -149,12 +149,22 @@ static inline void gemm_prefetch_tile(const float *c, long ldc) {
     }
 }
 
-// a_row_sums[i] += A(i, k) for rows [i0, i1) and the k block [k0, k0 + kc) of a k-major A.
+// a_row_sums[i] += A(i, k) for rows [i0, i1) and the k block [k0, k0 + kc) of a k-major A,
+// each in k order. The rows go ROW_SUMS_BLOCK at a time, a block's sums held across the k
+// steps, a short block's lanes past i1 adding zeros: a task's rows are often fewer than a
+// vector's lanes or a few more, which as one loop over them left most adds to scalar code.
+#define ROW_SUMS_BLOCK 16
 static inline void gemm_add_row_sums(const Gemm *g, int i0, int i1, int k0, int kc) {
-    float *sums = g->a_row_sums;
-    for (int k = k0; k < k0 + kc; k++) {
-        const float *ak = g->a + (long)k * g->lda;
-        for (int i = i0; i < i1; i++) sums[i] += ak[i];
+    for (int b0 = i0; b0 < i1; b0 += ROW_SUMS_BLOCK) {
+        int n = i1 - b0 < ROW_SUMS_BLOCK ? i1 - b0 : ROW_SUMS_BLOCK;
+        float *sums = g->a_row_sums + b0, acc[ROW_SUMS_BLOCK];
+        for (int i = 0; i < ROW_SUMS_BLOCK; i++) acc[i] = i < n ? sums[i] : 0.0f;
+        for (int k = k0; k < k0 + kc; k++) {
+            const float *ak = g->a + (long)k * g->lda + b0;
+#pragma omp simd
+            for (int i = 0; i < ROW_SUMS_BLOCK; i++) acc[i] += i < n ? ak[i] : 0.0f;
+        }
+        for (int i = 0; i < n; i++) sums[i] = acc[i];
     }
 }
 
