@@ -473,8 +473,9 @@ TEST(kernels_pointwise_match_reference) {
         gelu_forward(out, inp, n);
         gelu_backward(dinp, inp, dout, n);
         double ef = rel_error_fd(out, out_d, n), eb = rel_error_fd(dinp, dinp_d, n);
-        // softmax of scaled scores whose spread reaches exp's clamp at -87, in rows of every
-        // length around the kernels' blocks of 16 (and n): a row's last n % 16 are padded
+        // softmax of scaled scores, in rows of lengths on both sides of the kernels' blocks of
+        // 16 (a row's last n % 16 values are padded) and in one of all n values, whose spread
+        // reaches exp's clamp at -87
         static const int lengths[] = {1, 2, 15, 16, 17, 31, 33, 64, 100, n};
         double es = 0.0;
         for (size_t l = 0; l < sizeof(lengths) / sizeof(lengths[0]); l++) {
