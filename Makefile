@@ -133,7 +133,7 @@ BIN ?= .
 TEST_RUNNER ?= tests/run_tests$(EXE)
 
 LIB_SRC := $(wildcard common/*.c) $(filter-out $(OTHER_ARCH_KERNELS),$(wildcard kernels/*.c)) $(wildcard model/*.c) $(wildcard format/*.c) $(wildcard generation/*.c) $(wildcard data/*.c) \
-           $(wildcard viewer/*.c) $(wildcard training/*.c) $(wildcard dist/*.c)
+           $(wildcard viewer/*.c) $(wildcard training/*.c) $(wildcard dist/*.c) $(wildcard analysis/*.c)
 TEST_SRC := $(wildcard tests/*.c) $(wildcard tests/fuzz/fuzz_*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
@@ -160,6 +160,7 @@ $(GEN)/%.inc: viewer/%.html
 	mv $@.tmp $@
 $(BUILD)/viewer/timeline.o: $(GEN)/timeline_page.inc $(GEN)/attention_math.inc
 $(BUILD)/viewer/attention_html.o: $(GEN)/attention_math.inc
+$(BUILD)/viewer/circuits_export.o: $(GEN)/circuits_page.inc
 
 # where the shipped corpus is installed, for a system that does not say where the program is
 # (data/corpus.c; `make clean` when changing PREFIX for such a system)
@@ -308,6 +309,7 @@ FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o)
 
 $(FUZZ)/viewer/timeline.o: $(GEN)/timeline_page.inc $(GEN)/attention_math.inc
 $(FUZZ)/viewer/attention_html.o: $(GEN)/attention_math.inc
+$(FUZZ)/viewer/circuits_export.o: $(GEN)/circuits_page.inc
 $(FUZZ)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(ISA_FLAGS_$(notdir $*)) -fsanitize=fuzzer-no-link -c $< -o $@

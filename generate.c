@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "analysis/circuits.h"
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/platform.h"
@@ -32,6 +33,7 @@
 #include "format/checkpoint.h"
 #include "format/output.h"
 #include "generation/attention_record.h"
+#include "generation/circuits_report.h"
 #include "generation/decoder.h"
 #include "generation/prompt.h"
 #include "generation/score.h"
@@ -41,6 +43,7 @@
 #include "training/progress.h"
 #include "training/run_log.h"
 #include "viewer/attention_export.h"
+#include "viewer/circuits_export.h"
 #include "viewer/timeline.h"
 
 #define THREADS_PER_CORE 4           // --threads may ask for at most this many per core
@@ -72,6 +75,8 @@ typedef struct {
     TextEncoding encoding;    // of the text --score reads
     int encoding_given;
     const char *timeline;     // --timeline RUN_DIR: rebuild its timeline.html, or NULL
+    const char *circuits;     // --circuits FILE: the weights' circuits written there, or NULL
+    char circuits_other[40];  // the first option given that --circuits does not take, or ""
     int force;                // --force: the files written may replace files that are there
     char other_flag[40];      // the first option given that --timeline does not take, or ""
 } Options;
@@ -137,6 +142,11 @@ static void usage(FILE *f) {
             "      --precision P      fp32, or bf16: matrix products on bf16 weights and activations\n"
             "                         with fp32 sums, faster where the CPU has AVX512_BF16 (default\n"
             "                         fp32, whatever the checkpoint was trained in)\n"
+            "      --circuits FILE    write the circuits of the checkpoint's weights, no text: each head's\n"
+            "                         OV circuit and its copying score, its QK circuits over positions and\n"
+            "                         characters, and the Q-, K- and V-composition between heads beside\n"
+            "                         a random baseline (drawn from --seed), to FILE (.json, or .html: a\n"
+            "                         page that draws them), and a summary; no prompt\n"
             "      --timeline RUN_DIR rebuild RUN_DIR/timeline.html, the page of a training run, from its\n"
             "                         probe.bin and log.csv (a run copied from elsewhere); no CKPT;\n"
             "                         --max-memory bounds it too\n"
@@ -153,6 +163,7 @@ static void usage(FILE *f) {
 enum {
     OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY, OPT_STRIDE, OPT_NUM_SAMPLES,
     OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE, OPT_ABLATE,
+    OPT_CIRCUITS,
 };
 
 // Options that only generating text uses (--score refuses them).
@@ -177,7 +188,7 @@ static const struct option long_options[] = {
     {"surprisal", required_argument, 0, OPT_SURPRISAL}, {"precision", required_argument, 0, OPT_PRECISION},
     {"encoding", required_argument, 0, OPT_ENCODING},
     {"timeline", required_argument, 0, OPT_TIMELINE}, {"force", no_argument, 0, OPT_FORCE},
-    {"ablate", required_argument, 0, OPT_ABLATE},
+    {"ablate", required_argument, 0, OPT_ABLATE}, {"circuits", required_argument, 0, OPT_CIRCUITS},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
@@ -223,6 +234,7 @@ static void set_option(Options *o, int c, const char *flag, char **argv) {
             o->encoding_given = 1;
             break;
         case OPT_TIMELINE: o->timeline = optarg; break;
+        case OPT_CIRCUITS: o->circuits = optarg; break;
         case OPT_FORCE: o->force = 1; break;
         case 'h':
             // "-h" or "--help" (or its abbreviation); "-hi" is a prompt given before "--"
@@ -257,6 +269,9 @@ static void parse_options(int argc, char **argv, Options *o) {
         if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_FORCE && c != OPT_MAX_MEMORY && c != 'h' &&
             c != ':' && c != '?')
             snprintf(o->other_flag, sizeof(o->other_flag), "%s", name);
+        if (!o->circuits_other[0] && c != OPT_CIRCUITS && c != 's' && c != OPT_THREADS && c != OPT_MAX_MEMORY &&
+            c != OPT_FORCE && c != 'h' && c != ':' && c != '?')
+            snprintf(o->circuits_other, sizeof(o->circuits_other), "%s", name);
         set_option(o, c, flag, argv);
     }
     if (o->timeline) {
@@ -283,11 +298,15 @@ static void check_option_combinations(const Options *o) {
     if (o->score && o->sampling_flag[0])
         die(EXIT_USAGE, "%s is for generating text; --score only takes --stride, --skip-unknown, --surprisal, "
             "--encoding, --no-cache, --ablate, --threads, --precision and --max-memory", o->sampling_flag);
+    if (o->circuits && (o->circuits_other[0] || o->prompt))
+        die(EXIT_USAGE, "--circuits reads the weights alone: it takes only --seed, --threads, --max-memory and --force, "
+            "not %s%s%s", o->prompt ? "a prompt ('" : o->circuits_other, o->prompt ? o->prompt : "", o->prompt ? "')" : "");
     if (o->num_samples > 1 && o->num_attention)
         die(EXIT_USAGE, "--attention records one text: it cannot be combined with --num-samples %d", o->num_samples);
     char err[ERR_LEN];
     for (int i = 0; i < o->num_attention; i++)
         if (attention_check_path(o->attention[i], err) != 0) die(EXIT_USAGE, "%s", err);
+    if (o->circuits && circuits_check_path(o->circuits, err) != 0) die(EXIT_USAGE, "%s", err);
 }
 
 // A file that is there already is replaced only with --force (exit 2 without it); what is not a
@@ -301,10 +320,11 @@ static void refuse_existing(const char *flag, const char *path, int force) {
 // Before the model runs: the files the run will write are new (or --force was given) and can
 // be written, and the temporary files that killed runs left beside them are removed.
 static void prepare_outputs(const Options *o) {
-    const char *paths[MAX_ATTENTION_FILES + 1], *flags[MAX_ATTENTION_FILES + 1];
+    const char *paths[MAX_ATTENTION_FILES + 2], *flags[MAX_ATTENTION_FILES + 2];
     int n = 0, removed = 0;
     for (int i = 0; i < o->num_attention; i++) paths[n] = o->attention[i], flags[n++] = "--attention";
     if (o->surprisal) paths[n] = o->surprisal, flags[n++] = "--surprisal";
+    if (o->circuits) paths[n] = o->circuits, flags[n++] = "--circuits";
     char err[ERR_LEN];
     for (int i = 0; i < n; i++) refuse_existing(flags[i], paths[i], o->force);
     for (int i = 0; i < n; i++) {
@@ -530,6 +550,22 @@ static void score_text(const Options *o) {
     if (o->surprisal) fprintf(stderr, "surprisal of %ld characters written to %s\n", score.scored, o->surprisal);
 }
 
+// --circuits: the weights' circuits (generation/circuits_report.h), within the memory limit.
+static void write_circuits(const Options *o) {
+    const GPTConfig *c = &run.ck.config;
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, 1, GPT_PLAN_FORWARD, &plan);
+    plan.generation = circuits_bytes(c);
+    check_memory(&plan, c, o, "computing its circuits");
+    GPT *model = load_model(o);
+    char err[ERR_LEN];
+    int rc = circuits_report(model, run.vocab.chars, o->seed, o->circuits, o->force, o->checkpoint, stdout, err);
+    if (rc != 0) die(rc, "%s", err);
+    stdout_flush_or_die();
+    fprintf(stderr, "circuits of %d layers x %d heads written to %s\n", model->config.n_layer, model->config.n_head,
+            o->circuits);
+}
+
 // The threads and the kernels (kernels/kernels.h), and what bf16 costs on them when asked for.
 static void start_kernels(const Options *o) {
     if (o->threads > 0) omp_set_num_threads(o->threads);
@@ -709,6 +745,10 @@ int main(int argc, char **argv) {
     open_checkpoint(&o);
     if (o.score) {
         score_text(&o);
+        return 0;
+    }
+    if (o.circuits) {
+        write_circuits(&o);
         return 0;
     }
 
