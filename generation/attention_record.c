@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../analysis/attribution.h"
 #include "../common/finite.h"
 #include "../viewer/head_importance.h"
 #include "../viewer/head_scores.h"
@@ -44,7 +45,8 @@ static void recording_sizes(const GPTConfig *c, int t, size_t sizes[RECORDING_PA
 double attention_record_memory(const GPTConfig *c, int t) {
     size_t sizes[RECORDING_PARTS];
     recording_sizes(c, t, sizes);
-    double bytes = logit_lens_bytes(c, t) + (double)c->n_layer * c->n_head;  // and head_importance's flags
+    // the logit lens, the attribution and head_importance's flags
+    double bytes = logit_lens_bytes(c, t) + logit_attribution_bytes(c, t) + (double)c->n_layer * c->n_head;
     for (int k = 0; k < RECORDING_PARTS; k++) bytes += (double)sizes[k] + 15;
     return bytes;
 }
@@ -105,13 +107,16 @@ int attention_record(GPT *model, const Vocab *vocab, const int *text, long len, 
     }
     Recording r;
     LogitLens lens = {0};
+    LogitAttribution split = {0};
     int rc = -1;
     snprintf(err, ERR_LEN, "out of memory for the attention recorded");
-    if (recording_alloc(&r, c, t) == 0 && logit_lens_init(&lens, c, t, err) == 0) {
+    if (recording_alloc(&r, c, t) == 0 && logit_lens_init(&lens, c, t, err) == 0 &&
+        logit_attribution_init(&split, c, t, err) == 0) {
         copy_layers(&r, model, t);
         for (int i = 0; i < t; i++) r.chars[i] = vocab->chars[window[i]];
         for (int i = 0; i < t; i++) r.next[i] = i + 1 < t ? window[i + 1] : -1;
         attention_predictions(model->acts.logits, window, t, c->vocab_size, vocab->chars, r.pred);
+        logit_attribution_compute(&split, model, r.next);
         logit_lens_compute(&lens, model, r.next);
         head_word_starts(r.chars, t, r.word_start, r.last_space);
         score_heads(&r, c, window, t);
@@ -122,12 +127,14 @@ int attention_record(GPT *model, const Vocab *vocab, const int *text, long len, 
         AttentionVectors vectors = {c->head_size, r.qkv, r.out};
         AttentionHeads heads = {HEAD_PATTERNS, head_pattern_names, r.reach, r.scores, r.label, r.strength,
                                 HEAD_LABEL_CLEAR, r.importance};
-        Attention a = {r.chars, t, c->n_layer, c->n_head, r.att, r.pred, &shown, &vectors, &heads};
+        AttentionAttribution attribution = {&split, vocab->chars};
+        Attention a = {r.chars, t, c->n_layer, c->n_head, r.att, r.pred, &shown, &vectors, &heads, &attribution};
         rc = measured ? 0 : -1;
         for (int i = 0; i < n && rc == 0; i++)
             if ((rc = attention_export(paths[i], &a, replace, err)) == 0) (*written)++;
     }
     free(r.memory);
     logit_lens_free(&lens);
+    logit_attribution_free(&split);
     return rc == 0 ? 0 : rc == -2 ? EXIT_USAGE : EXIT_DATA;
 }

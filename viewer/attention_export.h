@@ -18,7 +18,12 @@
 //           (%.9g: the floats the forward made; head_output[l][h][i] = sum_j W[i][j] value[j]).
 //           With the heads: "heads": {"patterns": [P names], "reach": [P], "scores":
 //           [L][H][P], "label": [L][H] (a name, or null), "strength": [L][H], "importance":
-//           [L][H] (bits per character, null where unknown)} (AttentionHeads).
+//           [L][H] (bits per character, null where unknown)} (AttentionHeads). With the logit
+//           attribution (analysis/attribution.h): "logit_attribution": {"target": [t characters:
+//           the next one, at the last position the most likely], "rival": [t: the most likely
+//           other], "next_known": [t booleans], "logit": {"total": [t], "embeddings": [t],
+//           "heads": [L][H][t], "mlps": [L][t], "biases": [t]}, "difference": {the same for
+//           logit(target) - logit(rival)}} (%.9g; the parts sum to the total).
 //   .csv   header layer,head,query_pos,key_pos,query_char,key_char,weight, then one row per
 //           (layer, head, query, key <= query) in that order, rows ending in LF, weight
 //           with %.9g. A character field holds the real character (raw UTF-8); a comma,
@@ -52,6 +57,7 @@
 
 #include <stdint.h>
 
+#include "../analysis/attribution.h"
 #include "../model/gpt.h"
 #include "logit_lens.h"
 
@@ -107,6 +113,13 @@ typedef struct {
                                 // is knocked out (viewer/head_importance.h); NaN where unknown
 } AttentionHeads;
 
+// The direct logit attribution at each position (analysis/attribution.h), its tokens turned
+// into characters by vocab_chars (V).
+typedef struct {
+    const LogitAttribution *split;
+    const uint32_t *vocab_chars;
+} AttentionAttribution;
+
 // Everything recorded over one processed text.
 typedef struct {
     const uint32_t *chars;  // (t) code points
@@ -118,6 +131,7 @@ typedef struct {
     const AttentionLens *lens;        // the logit lens over the same t positions, or NULL
     const AttentionVectors *vectors;  // or NULL (.json and .html show them)
     const AttentionHeads *heads;      // or NULL (.json and .html show them)
+    const AttentionAttribution *attribution;  // or NULL (.json and .html show it)
 } Attention;
 
 // Returns 0 when the extension names a format, else -2 with err (checked before any work).

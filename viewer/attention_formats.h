@@ -67,7 +67,7 @@ void viewer_write_base64_floats(FILE *fp, const float *x, size_t n);
 // both are, in a layout of their own (spacing, numbers, what each head holds):
 //   {"tokens": [t strings], <sizes>, "attention": [L][H][<head>]
 //    [, "surprisal": [t numbers], "predictions": [t][k][character, probability]] [, <lens>]
-//    [, <vectors>] [, <heads>]}
+//    [, <vectors>] [, <heads>] [, "logit_attribution": ...]}
 typedef struct {
     int html_safe;             // viewer_append_json_char's
     const char *open;          // "{" and the tokens' key, up to the first string
@@ -91,6 +91,10 @@ typedef struct {
     void (*write_heads)(FILE *fp, const Attention *a);
     const char *close;         // after everything
 } JsonLayout;
+// Writes ,"logit_attribution": {...} (attention_export.h), its characters escaped as
+// viewer_append_json_char escapes them with html_safe.
+void viewer_write_attribution(FILE *fp, const Attention *a, int html_safe);
+
 // Writes the document. Returns 0, or -1 with err when memory for a row runs out.
 int viewer_write_json(FILE *fp, const Attention *a, const JsonLayout *layout, char err[ERR_LEN]);
 
