@@ -313,7 +313,7 @@ int viewer_write_json(FILE *fp, const Attention *a, const JsonLayout *layout, ch
     if (a->lens) layout->write_lens(fp, a, row);
     if (a->vectors) layout->write_vectors(fp, a);
     if (a->heads) layout->write_heads(fp, a);
-    if (a->attribution) viewer_write_attribution(fp, a, layout->html_safe);
+    if (a->attribution) layout->write_attribution(fp, a);
     fputs(layout->close, fp);
     free(row);
     return 0;

@@ -89,10 +89,12 @@ typedef struct {
     // write the vectors and the heads (when a has them) with their keys
     void (*write_vectors)(FILE *fp, const Attention *a);
     void (*write_heads)(FILE *fp, const Attention *a);
+    // writes the logit attribution (a->attribution, when there is one) with its key
+    void (*write_attribution)(FILE *fp, const Attention *a);
     const char *close;         // after everything
 } JsonLayout;
 // Writes ,"logit_attribution": {...} (attention_export.h), its characters escaped as
-// viewer_append_json_char escapes them with html_safe.
+// viewer_append_json_char escapes them with html_safe: both layouts' write_attribution.
 void viewer_write_attribution(FILE *fp, const Attention *a, int html_safe);
 
 // Writes the document. Returns 0, or -1 with err when memory for a row runs out.

@@ -2,8 +2,9 @@
 // per line, weights with %.9g (non-finite numbers, which JSON cannot hold, as null); then,
 // when given, the surprisal and top predictions at each position, one position per line, the
 // logit lens, one row of it per line, each head's queries, keys, values and outputs, one
-// vector per line, and each head's pattern scores and label.
+// vector per line, each head's pattern scores and label, and the logit attribution.
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,12 +160,87 @@ static void write_head(FILE *fp, const float *head, int t, char *row) {
     }
 }
 
+// ---- the logit attribution (attention_export.h describes it), written the same into the page
+
+// x as %.9g, or null when it is not finite
+static void write_number(FILE *fp, double x) {
+    if (isfinite(x)) fprintf(fp, "%.9g", x);
+    else fputs("null", fp);
+}
+
+// "[x,...]": part k of each of t positions' rows of `parts` values
+static void write_part(FILE *fp, const double *rows, int parts, int k, int t) {
+    fputc('[', fp);
+    for (int i = 0; i < t; i++) {
+        if (i) fputc(',', fp);
+        write_number(fp, rows[(size_t)i * parts + k]);
+    }
+    fputc(']', fp);
+}
+
+// {"total": [t], "embeddings": [t], "heads": [L][H][t], "mlps": [L][t], "biases": [t]}
+static void write_split(FILE *fp, const Attention *a, const double *total, const double *rows) {
+    const LogitAttribution *s = a->attribution->split;
+    const int L = a->n_layer, H = a->n_head;
+    fputs("{\"total\": [", fp);
+    for (int i = 0; i < a->t; i++) {
+        if (i) fputc(',', fp);
+        write_number(fp, total[i]);
+    }
+    fputs("],\n\"embeddings\": ", fp);
+    write_part(fp, rows, s->parts, 0, a->t);
+    fputs(",\n\"heads\": [", fp);
+    for (int k = 0; k < L * H; k++) {
+        fputs(k == 0 ? "[" : k % H == 0 ? "],\n[" : ",\n", fp);
+        write_part(fp, rows, s->parts, 1 + k, a->t);
+    }
+    fputs("]],\n\"mlps\": [", fp);
+    for (int l = 0; l < L; l++) {
+        if (l) fputs(",\n", fp);
+        write_part(fp, rows, s->parts, 1 + L * H + l, a->t);
+    }
+    fputs("],\n\"biases\": ", fp);
+    write_part(fp, rows, s->parts, s->parts - 1, a->t);
+    fputc('}', fp);
+}
+
+// t tokens as characters (null for -1)
+static void write_chars(FILE *fp, const int *tokens, int t, const uint32_t *chars, int html_safe) {
+    char text[JSON_CHAR_MAX];
+    fputc('[', fp);
+    for (int i = 0; i < t; i++) {
+        if (i) fputc(',', fp);
+        if (tokens[i] < 0) fputs("null", fp);
+        else fwrite(text, 1, (size_t)viewer_append_json_char(text, chars[tokens[i]], html_safe), fp);
+    }
+    fputc(']', fp);
+}
+
+void viewer_write_attribution(FILE *fp, const Attention *a, int html_safe) {
+    const LogitAttribution *s = a->attribution->split;
+    const uint32_t *chars = a->attribution->vocab_chars;
+    fputs(",\n\"logit_attribution\": {\"target\": ", fp);
+    write_chars(fp, s->target, a->t, chars, html_safe);
+    fputs(",\n\"rival\": ", fp);
+    write_chars(fp, s->rival, a->t, chars, html_safe);
+    fputs(",\n\"next_known\": [", fp);
+    for (int i = 0; i < a->t; i++) fputs(i ? (s->next_known[i] ? ",true" : ",false") : s->next_known[i] ? "true" : "false", fp);
+    fputs("],\n\"logit\": ", fp);
+    write_split(fp, a, s->logit, s->logit_parts);
+    fputs(",\n\"difference\": ", fp);
+    write_split(fp, a, s->difference, s->difference_parts);
+    fputc('}', fp);
+}
+
+static void write_attribution(FILE *fp, const Attention *a) { viewer_write_attribution(fp, a, 0); }
+
 static const JsonLayout json_layout = {
     .html_safe = 0, .open = "{\"tokens\": [", .write_sizes = write_sizes, .row_bytes = row_bytes,
     .write_head = write_head, .head_end = "],", .last_layer_end = "]\n",
     .surprisal_open = ",\n\"surprisal\": [", .predictions_open = "],\n\"predictions\": [\n", .position_end = "\n",
     .append_surprisal = append_number, .append_probability = append_number, .write_lens = write_lens,
-    .write_vectors = write_vectors, .write_heads = write_heads, .close = "}\n",
+    .write_vectors = write_vectors, .write_heads = write_heads, .write_attribution = write_attribution,
+    .close = "}\n",
 };
 
 int attention_write_json(FILE *fp, const Attention *a, char err[ERR_LEN]) {
