@@ -553,6 +553,34 @@ static const float *pass_angles(const GPT *m, const ForwardPass *pass, int t) {
     return m->rope + (size_t)(rolls(m, pass, t) ? c->block_size : pass->pos0) * c->head_size;
 }
 
+// Layer l's head hooks: each hooked head's output in atty (B sequences of t rows of A)
+// replaced by its hook's rows (ForwardHooks). A team function.
+static void hook_heads(float *atty, const ForwardHooks *hooks, int l, int B, int t, int pos0, int H, int hs) {
+    for (int k = 0; k < hooks->n_heads; k++) {
+        const HeadHook *hook = &hooks->heads[k];
+        if (hook->layer != l) continue;
+#pragma omp for schedule(static) nowait
+        for (int n = 0; n < B * t; n++)
+            memcpy(atty + ((size_t)n * H + hook->head) * hs, hook->rows + (size_t)(pos0 + n % t) * hook->stride,
+                   (size_t)hs * sizeof(float));
+    }
+    team_barrier();
+}
+
+// The residual hooks of the stream x (B sequences of t rows of C) entering block l (n_layer:
+// ln_f). A team function.
+static void hook_residual(float *x, const ForwardHooks *hooks, int l, int B, int t, int pos0, int C) {
+    for (int k = 0; k < hooks->n_residuals; k++) {
+        const ResidualHook *hook = &hooks->residuals[k];
+        if (hook->layer != l) continue;
+#pragma omp for schedule(static) nowait
+        for (int n = 0; n < B * t; n++)
+            if (hook->position < 0 || hook->position == pos0 + n % t)
+                memcpy(x + (size_t)n * C, hook->rows + (size_t)(pos0 + n % t) * hook->stride, (size_t)C * sizeof(float));
+    }
+    team_barrier();
+}
+
 // Block l over the rows of B sequences of t tokens, x (N, C) its input: pre-LayerNorm
 // attention (its knocked-out heads' outputs zeroed) and MLP, each added to the residual stream,
 //   residual2 = x + dropout(c_proj(attention(c_attn(ln_1(x)))))
@@ -577,6 +605,7 @@ static void block_forward(GPT *model, int l, const float *x, int B, int t, const
     int keys_before = rolls(model, pass, t) ? c->block_size - 1 : pass->pos0;
     attention_forward(k, la.atty, la.att, la.qkv, &kv, B, keys_before, t, H, hs, &drop_att);
     if (model->knocked_out) heads_knock_out(la.atty, model->knocked_out + l * H, N, H, hs);
+    if (model->hooks) hook_heads(la.atty, model->hooks, l, B, t, pass->pos0, H, hs);
     linear_forward(k, branch, la.atty, p.attprojw, p.attprojb, N, A, C);
     dropout_forward(branch, branch, N * C, &drop_res1);
     residual_forward(la.residual2, x, branch, N * C);
@@ -619,11 +648,13 @@ void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t
         if (omp_get_thread_num() == 0) rope_angles(model->rope + (size_t)c->block_size * c->head_size, pass->pos0, 1, c->head_size);
         team_barrier();
     }
-    const float *residual = a->encoded;
+    float *residual = a->encoded;
     for (int l = 0; l < c->n_layer; l++) {
+        if (model->hooks) hook_residual(residual, model->hooks, l, B, t, pass->pos0, C);
         block_forward(model, l, residual, B, t, pass);
         residual = layer_acts(model, l).residual3;
     }
+    if (model->hooks) hook_residual(residual, model->hooks, c->n_layer, B, t, pass->pos0, C);
     // the final LayerNorm, the head (the token embedding itself: tied) and the loss
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, model->params.lnfw, model->params.lnfb, N, C);
     linear_forward(model->kernels, a->logits, a->lnf, model->params.wte, NULL, N, C, V);

@@ -118,6 +118,31 @@ typedef struct {
     int kv_sequences, first_sequence, pos0;
 } ForwardPass;
 
+// What a forward changes in its own activations, for the measures of analysis/ (activation
+// patching, mean ablation): each hook replaces rows of an activation with given ones, in
+// every sequence of the pass, before the forward goes on from them (and they stay in the
+// activations, as the forward's record). Position i of the pass (its row i of each sequence)
+// takes row pos0 + i of the replacement, at rows + (pos0 + i) * stride; stride 0 gives every
+// position the same row (a mean). Only evaluation forwards take hooks: a backward does not see
+// them.
+typedef struct {
+    int layer, head;      // the head whose output (its hs values of atty, before c_proj) is replaced
+    const float *rows;    // (hs) at each position's row
+    long stride;
+} HeadHook;
+typedef struct {
+    int layer;            // the residual stream entering block `layer` (n_layer: entering ln_f)
+    int position;         // the position replaced, or -1 for every one
+    const float *rows;    // (C) at each position's row
+    long stride;
+} ResidualHook;
+typedef struct {
+    const HeadHook *heads;
+    int n_heads;
+    const ResidualHook *residuals;
+    int n_residuals;
+} ForwardHooks;
+
 typedef struct {
     GPTConfig config;
     ParameterTensors params;
@@ -143,6 +168,8 @@ typedef struct {
     // NULL, or (L, H) flags: a head with its flag set is knocked out (ablated) in every
     // forward and backward, its output (its slice of atty) zeroed before c_proj. Not owned.
     const unsigned char *knocked_out;
+    // NULL, or the hooks every forward applies (ForwardHooks). Not owned.
+    const ForwardHooks *hooks;
     // the team sizes of forwards called from serial code (evaluation, generation's prefill)
     // and of train_step's steps, chosen from their times (parallel.h); the latest step's
     ThreadTuner forward_tuner, step_tuner;

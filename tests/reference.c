@@ -368,6 +368,32 @@ static void knock_out(const RefShape *m, int l, double *x) {
                 for (int d = 0; d < m->hs; d++) x[(size_t)n * m->A + h * m->hs + d] = 0.0;
 }
 
+// The model's hooks (model->hooks, model/gpt.h) on layer l: each hooked head's columns of atty
+// (N, A) replaced by its rows.
+static void hook_heads(const RefShape *m, int l, double *atty) {
+    const ForwardHooks *hooks = m->model->hooks;
+    for (int k = 0; hooks && k < hooks->n_heads; k++) {
+        const HeadHook *hook = &hooks->heads[k];
+        if (hook->layer != l) continue;
+        for (int n = 0; n < m->N; n++)
+            for (int d = 0; d < m->hs; d++)
+                atty[(size_t)n * m->A + hook->head * m->hs + d] = hook->rows[(size_t)(n % m->t) * hook->stride + d];
+    }
+}
+
+// The model's hooks on the residual stream x (N, C) entering block l (n_layer: ln_f): the rows
+// of its positions replaced.
+static void hook_residual(const RefShape *m, int l, double *x) {
+    const ForwardHooks *hooks = m->model->hooks;
+    for (int k = 0; hooks && k < hooks->n_residuals; k++) {
+        const ResidualHook *hook = &hooks->residuals[k];
+        if (hook->layer != l) continue;
+        for (int n = 0; n < m->N; n++)
+            if (hook->position < 0 || hook->position == n % m->t)
+                for (int c = 0; c < m->C; c++) x[(size_t)n * m->C + c] = hook->rows[(size_t)(n % m->t) * hook->stride + c];
+    }
+}
+
 // What one block's forward keeps for its backward.
 typedef struct {
     double *x_in;  // (N, C) the residual stream entering the block
@@ -408,6 +434,7 @@ static void block_forward(const RefShape *m, const double *params, int l, double
     if (m->cfg->position == POSITION_ROPE) ref_rope_forward(a->qkv, m->B, m->t, m->H, m->hs);
     attention_forward_window(a->atty, att, a->qkv, m->B, m->t, m->H, m->hs, m->window, &d_att);
     knock_out(m, l, a->atty);
+    hook_heads(m, l, a->atty);
     ref_matmul_forward(branch, a->atty, params + at(m, w.attprojw), params + at(m, w.attprojb), N, A, C);
     ref_dropout_forward(branch, branch, NC, &d_res1);
     ref_residual_forward(a->res2, a->x_in, branch, NC);
@@ -495,8 +522,10 @@ static double gpt_forward_backward(const GPT *model, const double *params, const
     ref_encoder_forward(x, inputs, params + at(&m, p->wte), wpe, B, t, C);
     for (int l = 0; l < L; l++) {
         acts[l] = block_acts_alloc(&m);
+        hook_residual(&m, l, x);
         block_forward(&m, params, l, x, &acts[l], att_out ? att_out + l * att_size : NULL, branch);
     }
+    hook_residual(&m, L, x);
     ref_layernorm_forward(lnf, NULL, NULL, x, params + at(&m, p->lnfw), params + at(&m, p->lnfb), N, C);
     ref_matmul_forward(logits, lnf, params + at(&m, p->wte), NULL, N, C, V);  // weight tying: wte is the head
     if (targets) ref_crossentropy_forward(losses, probs, logits, targets, N, V);
