@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 
 #include "analysis/circuits.h"
+#include "analysis/head_means.h"
+#include "analysis/patching.h"
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/platform.h"
@@ -35,7 +37,9 @@
 #include "generation/attention_record.h"
 #include "generation/circuits_report.h"
 #include "generation/decoder.h"
+#include "generation/patch_report.h"
 #include "generation/prompt.h"
+#include "generation/reference_text.h"
 #include "generation/score.h"
 #include "generation/surprisal_csv.h"
 #include "kernels/kernels.h"
@@ -61,6 +65,10 @@ typedef struct {
     const char *score;        // text to score ("-" for stdin), or NULL
     const char *surprisal;    // with score: the per-character CSV, or NULL
     const char *ablate;       // --ablate L.H[,L.H...]: the heads knocked out, or NULL
+    const char *ablate_mean;  // --ablate-mean L.H[,...]: the heads replaced by their mean, or NULL
+    const char *mean_over;    // --mean-over FILE: the text the means are taken over, or NULL
+    const char *patch;        // --patch CLEAN: the clean text (the corrupted one is the argument after), or NULL
+    char decoding_flag[40];   // the first option given that only decoding text uses, or ""
     char sampling_flag[40];   // the first option given that only sampling uses, or ""
     long max_new;
     SamplerConfig sampler;
@@ -131,6 +139,18 @@ static void usage(FILE *f) {
             "      --ablate L.H,...   knock heads out: head H of layer L (both from 0) gives nothing\n"
             "                         to the residual stream (its output is zeroed before the\n"
             "                         projection), for sampling, --score and --attention alike\n"
+            "      --ablate-mean L.H,...  replace heads by their mean output over a reference text instead\n"
+            "                         of zeroing them (--mean-over's, else the validation split of the\n"
+            "                         checkpoint's run), for sampling, --score, --attention and --patch\n"
+            "      --mean-over FILE   the reference text of --ablate-mean and of the pages' importance\n"
+            "                         by the mean (default: the run's validation split, when its task or\n"
+            "                         its one corpus file makes it)\n"
+            "      --patch CLEAN CORRUPTED  activation patching of two texts of the same length (at most\n"
+            "                         block_size characters): the corrupted run with each head's output,\n"
+            "                         and the residual stream at each position, taken from the clean\n"
+            "                         run; a table of the share of logit(clean's answer) - logit(corrupted's)\n"
+            "                         each restores; with --attention, the clean text recorded and the\n"
+            "                         patching beside it\n"
             "      --threads N        OpenMP threads; 0 = all cores; at most %d per core (default %d)\n"
             "      --max-memory MIB   refuse a checkpoint whose generation needs more memory than MIB\n"
             "                         mebibytes, and a --score text that would take more beside the\n"
@@ -163,7 +183,7 @@ static void usage(FILE *f) {
 enum {
     OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY, OPT_STRIDE, OPT_NUM_SAMPLES,
     OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE, OPT_ABLATE,
-    OPT_CIRCUITS,
+    OPT_CIRCUITS, OPT_ABLATE_MEAN, OPT_MEAN_OVER, OPT_PATCH,
 };
 
 // Options that only generating text uses (--score refuses them).
@@ -189,6 +209,8 @@ static const struct option long_options[] = {
     {"encoding", required_argument, 0, OPT_ENCODING},
     {"timeline", required_argument, 0, OPT_TIMELINE}, {"force", no_argument, 0, OPT_FORCE},
     {"ablate", required_argument, 0, OPT_ABLATE}, {"circuits", required_argument, 0, OPT_CIRCUITS},
+    {"ablate-mean", required_argument, 0, OPT_ABLATE_MEAN}, {"mean-over", required_argument, 0, OPT_MEAN_OVER},
+    {"patch", required_argument, 0, OPT_PATCH},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
@@ -235,6 +257,9 @@ static void set_option(Options *o, int c, const char *flag, char **argv) {
             break;
         case OPT_TIMELINE: o->timeline = optarg; break;
         case OPT_CIRCUITS: o->circuits = optarg; break;
+        case OPT_ABLATE_MEAN: o->ablate_mean = optarg; break;
+        case OPT_MEAN_OVER: o->mean_over = optarg; break;
+        case OPT_PATCH: o->patch = optarg; break;
         case OPT_FORCE: o->force = 1; break;
         case 'h':
             // "-h" or "--help" (or its abbreviation); "-hi" is a prompt given before "--"
@@ -266,6 +291,8 @@ static void parse_options(int argc, char **argv, Options *o) {
         index = -1;
         if (!o->sampling_flag[0] && is_sampling_option(c))
             snprintf(o->sampling_flag, sizeof(o->sampling_flag), "%s", name);
+        if (!o->decoding_flag[0] && is_sampling_option(c) && c != OPT_ATTENTION)
+            snprintf(o->decoding_flag, sizeof(o->decoding_flag), "%s", name);
         if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_FORCE && c != OPT_MAX_MEMORY && c != 'h' &&
             c != ':' && c != '?')
             snprintf(o->other_flag, sizeof(o->other_flag), "%s", name);
@@ -297,10 +324,21 @@ static void check_option_combinations(const Options *o) {
     if (o->encoding_given && !o->score) die(EXIT_USAGE, "--encoding is --score's text's: give --score FILE too");
     if (o->score && o->sampling_flag[0])
         die(EXIT_USAGE, "%s is for generating text; --score only takes --stride, --skip-unknown, --surprisal, "
-            "--encoding, --no-cache, --ablate, --threads, --precision and --max-memory", o->sampling_flag);
+            "--encoding, --no-cache, --ablate, --ablate-mean, --mean-over, --threads, --precision and --max-memory",
+            o->sampling_flag);
     if (o->circuits && (o->circuits_other[0] || o->prompt))
         die(EXIT_USAGE, "--circuits reads the weights alone: it takes only --seed, --threads, --max-memory and --force, "
             "not %s%s%s", o->prompt ? "a prompt ('" : o->circuits_other, o->prompt ? o->prompt : "", o->prompt ? "')" : "");
+    if (o->patch && !o->prompt)
+        die(EXIT_USAGE, "--patch needs two texts of the same length: --patch CLEAN CORRUPTED (the corrupted one "
+            "after the clean one)");
+    if (o->patch && (o->decoding_flag[0] || o->score || o->circuits))
+        die(EXIT_USAGE, "--patch runs two texts through the model and generates nothing: it takes --attention, "
+            "--ablate, --ablate-mean, --mean-over, --skip-unknown, --threads, --precision, --max-memory and --force, "
+            "not %s", o->decoding_flag[0] ? o->decoding_flag : o->score ? "--score" : "--circuits");
+    if (o->mean_over && !o->ablate_mean && !o->num_attention)
+        die(EXIT_USAGE, "--mean-over gives the text --ablate-mean and the pages' importance take the heads' means "
+            "over: give --ablate-mean L.H or --attention FILE too");
     if (o->num_samples > 1 && o->num_attention)
         die(EXIT_USAGE, "--attention records one text: it cannot be combined with --num-samples %d", o->num_samples);
     char err[ERR_LEN];
@@ -351,6 +389,13 @@ static struct {
     GPT model;
     Decoder decoder;
     unsigned char *knocked_out;  // (L, H) the heads --ablate knocks out, or NULL
+    unsigned char *mean_ablated; // (L, H) the heads --ablate-mean replaces by their mean, or NULL
+    Prompt reference;            // the text the heads' means are taken over (generation/reference_text.h)
+    char reference_name[1200];   // what it is, for messages and the pages; "" when there is none
+    float *head_means;           // (L, H, hs) each head's mean output over it, or NULL
+    HeadHook *mean_hooks;        // (L, H) the hooks of --ablate-mean's heads
+    ForwardHooks hooks;
+    Prompt corrupted;            // --patch's corrupted text
 } run;
 
 static void free_run(void) {
@@ -362,6 +407,11 @@ static void free_run(void) {
     decoder_free(&run.decoder);
     gpt_free(&run.model);
     free(run.knocked_out);
+    free(run.mean_ablated);
+    prompt_free(&run.reference);
+    free(run.head_means);
+    free(run.mean_hooks);
+    prompt_free(&run.corrupted);
 }
 
 // The generation's memory limit (0: unknown, no limit), and its source for messages.
@@ -407,10 +457,13 @@ static void check_generation_memory(const GPTConfig *c, const Options *o, long t
 
 // --attention: the weights of every layer and head over the text's last window, written to
 // each file (generation/attention_record.h).
-static void record_attention(GPT *model, const int *text, long len, const Options *o) {
+// With --patch, the patching beside the clean text (patching NULL otherwise); the heads'
+// importance by the mean when their means were taken.
+static void record_attention(GPT *model, const int *text, long len, const Patching *patching, const Options *o) {
     char err[ERR_LEN];
-    int written, status = attention_record(model, &run.vocab, text, len, o->attention, o->num_attention, o->force,
-                                                &written, err);
+    AttentionExtras extras = {run.head_means, run.reference_name, patching, run.corrupted.tokens};
+    int written, status = attention_record(model, &run.vocab, text, len, &extras, o->attention, o->num_attention,
+                                           o->force, &written, err);
     const GPTConfig *c = &model->config;
     int t = len < c->block_size ? (int)len : c->block_size;
     for (int i = 0; i < written; i++)
@@ -475,14 +528,59 @@ static int on_scored(void *context, long position, int token, float loss, const 
     return 0;
 }
 
-// The model, in the precision asked for, with --ablate's heads knocked out (the checkpoint is
-// closed once it is read).
+// The reference text of the heads' means (generation/reference_text.h), read while the
+// checkpoint is open, within what the memory limit leaves beside the model: for --ablate-mean
+// (which exits when there is none) and for the pages' importance by the mean (which are left
+// without it, saying why).
+static void read_reference(const Options *o) {
+    if (!o->ablate_mean && !o->num_attention) return;
+    GPTMemoryPlan plan;
+    gpt_memory_plan(&run.ck.config, 1, GPT_PLAN_FORWARD, &plan);
+    const char *source;
+    double limit = generation_memory_limit(o, &source), held = gpt_memory_total(&plan) + (double)run.ck.file.file_len;
+    size_t max_chars = limit > 0 ? corpus_max_chars(limit > held ? limit - held : 0) : CORPUS_NO_LIMIT;
+    char err[ERR_LEN];
+    int rc = reference_text_load(&run.ck, &run.vocab, o->mean_over, max_chars, &run.reference, run.reference_name,
+                                 sizeof(run.reference_name), err);
+    if (rc != 0 && (o->ablate_mean || o->mean_over)) die(rc, "%s%s", o->ablate_mean ? "--ablate-mean: " : "", err);
+    if (rc != 0) {
+        fprintf(stderr, "%s: note: the pages show no importance by the mean: %s\n", program_name(), err);
+        run.reference_name[0] = '\0';
+    }
+    if (rc == 0 && o->mean_over) warn_dropped(&run.reference, o->mean_over);
+}
+
+// Each head's mean over the reference text (analysis/head_means.h), on at most
+// MEANS_MAX_WINDOWS windows of it, and --ablate-mean's hooks on the model.
+#define MEANS_MAX_WINDOWS 64
+static void take_head_means(GPT *model) {
+    if (!run.reference_name[0]) return;
+    const GPTConfig *c = &model->config;
+    char err[ERR_LEN];
+    long len = run.reference.len < (long)MEANS_MAX_WINDOWS * c->block_size ? run.reference.len
+                                                                             : (long)MEANS_MAX_WINDOWS * c->block_size;
+    size_t heads = (size_t)c->n_layer * c->n_head;
+    run.head_means = malloc(heads * c->head_size * sizeof(float));
+    run.mean_hooks = malloc(heads * sizeof(HeadHook));
+    if (!run.head_means || !run.mean_hooks) die(EXIT_DATA, "out of memory for the heads' means");
+    if (gpt_alloc_activations(model, 1, err) != 0 || head_means(model, run.reference.tokens, len, run.head_means, err) != 0)
+        die(EXIT_DATA, "%s", err);
+    if (!run.mean_ablated) return;
+    run.hooks = (ForwardHooks){.heads = run.mean_hooks,
+                               .n_heads = head_means_hooks(c, run.head_means, run.mean_ablated, run.mean_hooks)};
+    model->hooks = &run.hooks;
+}
+
+// The model, in the precision asked for, with --ablate's heads knocked out and --ablate-mean's
+// replaced by their means (the checkpoint is closed once it and the reference text are read).
 static GPT *load_model(const Options *o) {
     char err[ERR_LEN];
     if (checkpoint_load_model(&run.ck, &run.model, 0, err) != 0) die(EXIT_USAGE, "%s", err);
+    read_reference(o);
     checkpoint_close(&run.ck);
     if (gpt_set_precision(&run.model, o->precision, err) != 0) die(EXIT_USAGE, "%s", err);
     run.model.knocked_out = run.knocked_out;
+    take_head_means(&run.model);
     return &run.model;
 }
 
@@ -566,6 +664,46 @@ static void write_circuits(const Options *o) {
             o->circuits);
 }
 
+static void show_patching(void *context, long done, long total) {
+    (void)total;
+    progress_show(context, done);
+}
+
+// --patch CLEAN CORRUPTED: both texts as tokens (the clean one in run.prompt), of the same
+// length within the block, patched (generation/patch_report.h), and with --attention the clean
+// text recorded beside the patching.
+static void patch_texts(const Options *o) {
+    char err[ERR_LEN];
+    int rc = prompt_encode(&run.prompt, &run.vocab, o->patch, strlen(o->patch), o->skip_unknown, "the clean text", err);
+    if (rc == 0)
+        rc = prompt_encode(&run.corrupted, &run.vocab, o->prompt, strlen(o->prompt), o->skip_unknown, "the corrupted text",
+                           err);
+    if (rc != 0) die(rc == -1 ? EXIT_USAGE : EXIT_DATA, "--patch: %s", err);
+    const GPTConfig *c = &run.ck.config;
+    long t = run.prompt.len;
+    if (t != run.corrupted.len)
+        die(EXIT_USAGE, "--patch: the clean text has %ld characters and the corrupted one %ld: patching replaces a "
+            "position's activations by the other text's, so both need the same length", t, run.corrupted.len);
+    if (t < 1 || t > c->block_size)
+        die(EXIT_USAGE, "--patch: the texts have %ld characters: give 1 to %d (the block size)", t, c->block_size);
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, 1, GPT_PLAN_FORWARD, &plan);
+    plan.generation = patching_bytes(c, (int)t) + (o->num_attention ? attention_record_memory(c, (int)t) : 0.0);
+    check_memory(&plan, c, o, "patching two texts");
+    GPT *model = load_model(o);
+    if (gpt_alloc_activations(model, 1, err) != 0) die(EXIT_DATA, "%s", err);
+    Patching patching;
+    const GPTConfig *mc = &model->config;
+    ProgressLine progress = progress_start("patching", "runs", (long)mc->n_layer * mc->n_head + (mc->n_layer + 1) * t);
+    rc = patching_run(&patching, model, run.prompt.tokens, run.corrupted.tokens, (int)t, show_patching, &progress, err);
+    progress_end(&progress);
+    if (rc != 0) die(rc == -2 ? EXIT_USAGE : EXIT_DATA, "--patch: %s", err);
+    patch_report_print(stdout, &patching, run.vocab.chars, run.prompt.tokens, run.corrupted.tokens);
+    stdout_flush_or_die();
+    if (o->num_attention) record_attention(model, run.prompt.tokens, t, &patching, o);
+    patching_free(&patching);
+}
+
 // The threads and the kernels (kernels/kernels.h), and what bf16 costs on them when asked for.
 static void start_kernels(const Options *o) {
     if (o->threads > 0) omp_set_num_threads(o->threads);
@@ -574,11 +712,12 @@ static void start_kernels(const Options *o) {
     if (kernels_precision_note(o->precision, err, sizeof(err))) fprintf(stderr, "%s\n", err);
 }
 
-// --ablate LIST: run.knocked_out flags each head of LIST, "L.H" items (layer L's head H, both
-// counted from 0) separated by commas, or exits 2 naming the item that is not one of config's heads.
-static void knock_out_heads(const char *list, const GPTConfig *c) {
-    run.knocked_out = calloc((size_t)c->n_layer * c->n_head, 1);
-    if (!run.knocked_out) die(EXIT_DATA, "out of memory for --ablate's heads");
+// --ablate LIST and --ablate-mean LIST (flag): (L, H) flags of each head of LIST, "L.H" items
+// (layer L's head H, both counted from 0) separated by commas, or exit 2 naming the item that is
+// not one of config's heads.
+static unsigned char *parse_heads(const char *flag, const char *list, const GPTConfig *c) {
+    unsigned char *flags = calloc((size_t)c->n_layer * c->n_head, 1);
+    if (!flags) die(EXIT_DATA, "out of memory for %s's heads", flag);
     for (const char *item = list;; item++) {
         size_t len = strcspn(item, ",");
         char *end = (char *)item;
@@ -586,15 +725,16 @@ static void knock_out_heads(const char *list, const GPTConfig *c) {
         if (isdigit((unsigned char)item[0])) layer = strtol(item, &end, 10);
         if (layer >= 0 && *end == '.' && isdigit((unsigned char)end[1])) head = strtol(end + 1, &end, 10);
         if (head < 0 || end != item + len)
-            die(EXIT_USAGE, "--ablate %s: '%.*s' is not a head: a head is LAYER.HEAD, both counted from 0 (e.g. "
-                "--ablate 1.3 or --ablate 0.0,1.2)", list, (int)len, item);
+            die(EXIT_USAGE, "%s %s: '%.*s' is not a head: a head is LAYER.HEAD, both counted from 0 (e.g. "
+                "%s 1.3 or %s 0.0,1.2)", flag, list, (int)len, item, flag, flag);
         if (layer >= c->n_layer || head >= c->n_head)
-            die(EXIT_USAGE, "--ablate %.*s: the model has no such head (layers 0 to %d, heads 0 to %d)", (int)len,
+            die(EXIT_USAGE, "%s %.*s: the model has no such head (layers 0 to %d, heads 0 to %d)", flag, (int)len,
                 item, c->n_layer - 1, c->n_head - 1);
-        run.knocked_out[layer * c->n_head + head] = 1;
+        flags[layer * c->n_head + head] = 1;
         item += len;
         if (!*item) break;
     }
+    return flags;
 }
 
 // The checkpoint, checked whole before anything sized by its config is allocated, and its
@@ -608,7 +748,8 @@ static void open_checkpoint(const Options *o) {
     if (checkpoint_vocab(&run.ck, &run.vocab, err) != 0) die(EXIT_DATA, "%s", err);
     if (o->stride > c->block_size)
         die(EXIT_USAGE, "--stride %d is larger than the checkpoint's block size %d", o->stride, c->block_size);
-    if (o->ablate) knock_out_heads(o->ablate, c);
+    if (o->ablate) run.knocked_out = parse_heads("--ablate", o->ablate, c);
+    if (o->ablate_mean) run.mean_ablated = parse_heads("--ablate-mean", o->ablate_mean, c);
 }
 
 // The prompt (the command line's, or --prompt-file's): UTF-8 -> tokens. Returns its size in
@@ -751,6 +892,10 @@ int main(int argc, char **argv) {
         write_circuits(&o);
         return 0;
     }
+    if (o.patch) {
+        patch_texts(&o);
+        return 0;
+    }
 
     size_t prompt_bytes = read_prompt(&o);
     const Prompt *prompt = &run.prompt;
@@ -765,6 +910,6 @@ int main(int argc, char **argv) {
     int start_token = newline >= 0 ? newline : 0;
     double secs = generate_samples(model, prompt->len > 0 ? prompt->tokens : &start_token, start_len, &o);
     report_speed(&o, secs);
-    if (o.num_attention) record_attention(model, decoder_text(&run.decoder, 0), run.decoder.len, &o);
+    if (o.num_attention) record_attention(model, decoder_text(&run.decoder, 0), run.decoder.len, NULL, &o);
     return 0;
 }

@@ -123,7 +123,7 @@ TEST(attention_math_matches_reference) {
     const char *paths[1] = {path};
     char err[ERR_LEN];
     int written;
-    if (!CHECK(attention_record(&m.model, &m.vocab, m.tokens, t, paths, 1, 1, &written, err) == 0, "%s", err)) {
+    if (!CHECK(attention_record(&m.model, &m.vocab, m.tokens, t, NULL, paths, 1, 1, &written, err) == 0, "%s", err)) {
         math_case_free(&m);
         return;
     }
@@ -254,7 +254,7 @@ TEST(attention_math_page_holds_the_forward) {
     const char *paths[1] = {path};
     char err[ERR_LEN];
     int written;
-    if (!CHECK(attention_record(&m.model, &m.vocab, m.tokens, t, paths, 1, 1, &written, err) == 0, "%s", err)) {
+    if (!CHECK(attention_record(&m.model, &m.vocab, m.tokens, t, NULL, paths, 1, 1, &written, err) == 0, "%s", err)) {
         math_case_free(&m);
         return;
     }

@@ -338,7 +338,7 @@ TEST(probe_logit_lens_in_the_inspector) {
     AttentionLens shown = {lens.rows, lens.cells, vocab};
     test_make_dir("tests/tmp");
     const char *path = "tests/tmp/probe_lens.json", *page = "tests/tmp/probe_lens.html";
-    Attention recorded = {chars, t, L, H, att, NULL, &shown, NULL, NULL, NULL};
+    Attention recorded = {chars, t, L, H, att, NULL, &shown, NULL, NULL, NULL, NULL};
     CHECK(attention_export(path, &recorded, 1, err) == 0 && attention_export(page, &recorded, 1, err) == 0, "export: %s",
           err);
     size_t len;

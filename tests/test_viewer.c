@@ -63,7 +63,7 @@ static void synthetic_attention(const uint32_t *chars, int t, int L, int H, floa
 // attention_export of the weights, predictions and lens given (no vectors, no heads).
 static int export_attention(const char *path, const uint32_t *chars, int t, int L, int H, const float *att,
                             const AttentionPrediction *pred, const AttentionLens *lens, int replace, char err[ERR_LEN]) {
-    return attention_export(path, &(Attention){chars, t, L, H, att, pred, lens, NULL, NULL, NULL}, replace, err);
+    return attention_export(path, &(Attention){chars, t, L, H, att, pred, lens, NULL, NULL, NULL, NULL}, replace, err);
 }
 
 // A text exercising every escape: quote, backslash, newline, tab, CR, a control character,
@@ -630,7 +630,7 @@ static int pixel_is(const unsigned char *raw, int width, long x, long y, int r, 
 
 // An Attention as attention_export makes it, for the .png layout and raster functions.
 static Attention png_attention(const uint32_t *chars, int t, int L, int H, const float *att) {
-    Attention a = {chars, t, L, H, att, NULL, NULL, NULL, NULL, NULL};
+    Attention a = {chars, t, L, H, att, NULL, NULL, NULL, NULL, NULL, NULL};
     return a;
 }
 
@@ -958,7 +958,7 @@ static AttentionHeads sample_heads(SampleHeads *x, const uint32_t *chars, int t,
         x->importance[index] = 0.05f * (float)(index % 7) - 0.1f;  // a loss change in bits, some below 0
     }
     return (AttentionHeads){HEAD_PATTERNS, head_pattern_names, x->reach, x->scores, x->label, x->strength,
-                            HEAD_LABEL_CLEAR, x->importance};
+                            HEAD_LABEL_CLEAR, x->importance, NULL, NULL};
 }
 
 // Writes tests/tmp/viewer_sample.html (and viewer_sample_heatmap.png) from synthetic attention,
@@ -982,7 +982,7 @@ TEST(viewer_sample_page) {
     AttentionLens lens = {L + 1, cells, chars};
     SampleHeads made;
     AttentionHeads heads = sample_heads(&made, chars, t, L, H, att);
-    Attention sample = {chars, t, L, H, att, pred, &lens, NULL, &heads, NULL};
+    Attention sample = {chars, t, L, H, att, pred, &lens, NULL, &heads, NULL, NULL};
     CHECK(attention_export(TMP_DIR "/viewer_sample.html", &sample, 1, err) == 0, "%s", err);
     free(made.scores), free(made.strength), free(made.label), free(made.importance);
     free(cells);

@@ -66,6 +66,25 @@ int attention_export(const char *path, const Attention *a, int replace, char err
     return replace ? atomic_file_commit(&f, err) : atomic_file_commit_new(&f, err);
 }
 
+void viewer_write_json_text(FILE *fp, const char *s) {
+    fputc('"', fp);
+    size_t n = strlen(s);
+    for (const unsigned char *p = (const unsigned char *)s, *end = p + n; p < end; p++) {
+        size_t len = utf8_sequence_length(p, (size_t)(end - p));
+        if (len == 0) fputs("\\ufffd", fp);
+        else if (*p == '"' || *p == '\\') fprintf(fp, "\\%c", *p);
+        else if (*p < 0x20 || *p == '<') fprintf(fp, "\\u%04x", *p);
+        else fwrite(p, 1, len, fp);
+        p += len ? len - 1 : 0;
+    }
+    fputc('"', fp);
+}
+
+void viewer_write_number(FILE *fp, double x) {
+    if (isfinite(x)) fprintf(fp, "%.9g", x);
+    else fputs("null", fp);
+}
+
 int viewer_append_utf8(char *out, uint32_t cp) {
     if (!utf8_is_scalar_value(cp)) cp = 0xFFFD;
     return utf8_encode(cp, out);
@@ -313,7 +332,7 @@ int viewer_write_json(FILE *fp, const Attention *a, const JsonLayout *layout, ch
     if (a->lens) layout->write_lens(fp, a, row);
     if (a->vectors) layout->write_vectors(fp, a);
     if (a->heads) layout->write_heads(fp, a);
-    if (a->attribution) layout->write_attribution(fp, a);
+    if (a->attribution || a->patching) layout->write_analysis(fp, a);
     fputs(layout->close, fp);
     free(row);
     return 0;

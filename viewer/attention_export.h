@@ -23,7 +23,14 @@
 //           the next one, at the last position the most likely], "rival": [t: the most likely
 //           other], "next_known": [t booleans], "logit": {"total": [t], "embeddings": [t],
 //           "heads": [L][H][t], "mlps": [L][t], "biases": [t]}, "difference": {the same for
-//           logit(target) - logit(rival)}} (%.9g; the parts sum to the total).
+//           logit(target) - logit(rival)}} (%.9g; the parts sum to the total). With the
+//           heads' importance by the mean, "heads" holds "importance_mean" [L][H] and
+//           "importance_mean_over" (what the means were taken over) too. With activation
+//           patching (analysis/patching.h), the text being the clean one: "patching":
+//           {"corrupted": [t characters], "answer_clean": character, "answer_corrupted":
+//           character, "metric_clean": m, "metric_corrupted": m, "heads": [L][H], "residual":
+//           [L + 1][t] (the stream entering block l, row L the one entering ln_f),
+//           "residual_rows": ["embeddings", "after block 0", ...]}.
 //   .csv   header layer,head,query_pos,key_pos,query_char,key_char,weight, then one row per
 //           (layer, head, query, key <= query) in that order, rows ending in LF, weight
 //           with %.9g. A character field holds the real character (raw UTF-8); a comma,
@@ -58,6 +65,7 @@
 #include <stdint.h>
 
 #include "../analysis/attribution.h"
+#include "../analysis/patching.h"
 #include "../model/gpt.h"
 #include "logit_lens.h"
 
@@ -111,6 +119,9 @@ typedef struct {
     double clear;               // a label is shown as weak below this strength
     const float *importance;    // (L, H) the loss change in bits per character when the head alone
                                 // is knocked out (viewer/head_importance.h); NaN where unknown
+    const float *importance_mean;  // (L, H) the same with the head replaced by its mean instead
+                                   // (analysis/head_means.h), or NULL
+    const char *mean_over;      // what the means were taken over (with importance_mean)
 } AttentionHeads;
 
 // The direct logit attribution at each position (analysis/attribution.h), its tokens turned
@@ -119,6 +130,14 @@ typedef struct {
     const LogitAttribution *split;
     const uint32_t *vocab_chars;
 } AttentionAttribution;
+
+// Activation patching (analysis/patching.h) of the text (the clean one) and a corrupted one of
+// the same length, their tokens turned into characters by vocab_chars (V).
+typedef struct {
+    const Patching *result;
+    const int *corrupted;         // (t) its tokens
+    const uint32_t *vocab_chars;  // (V)
+} AttentionPatching;
 
 // Everything recorded over one processed text.
 typedef struct {
@@ -132,6 +151,7 @@ typedef struct {
     const AttentionVectors *vectors;  // or NULL (.json and .html show them)
     const AttentionHeads *heads;      // or NULL (.json and .html show them)
     const AttentionAttribution *attribution;  // or NULL (.json and .html show it)
+    const AttentionPatching *patching;        // or NULL (.json and .html show it)
 } Attention;
 
 // Returns 0 when the extension names a format, else -2 with err (checked before any work).

@@ -1166,18 +1166,26 @@ static void write_heads(FILE *fp, const Attention *a) {
     write_decimals(fp, x->strength, heads);
     fputs("],\"importance\":[", fp);
     write_decimals(fp, x->importance, heads);
-    fputs("]}", fp);
+    if (x->importance_mean) {
+        fputs("],\"importance_mean\":[", fp);
+        write_decimals(fp, x->importance_mean, heads);
+        fputs("],\"importance_mean_over\":", fp);
+        viewer_write_json_text(fp, x->mean_over);
+        fputs("}", fp);
+    } else {
+        fputs("]}", fp);
+    }
 }
 
 // The embedded JSON described at the top of this file, one head per line.
-static void write_attribution(FILE *fp, const Attention *a) { viewer_write_attribution(fp, a, 1); }
+static void write_analysis(FILE *fp, const Attention *a) { viewer_write_analysis(fp, a, 1); }
 
 static const JsonLayout html_layout = {
     .html_safe = 1, .open = "{\"tokens\":[", .write_sizes = write_sizes, .row_bytes = row_bytes,
     .write_head = write_head, .head_end = "],\n", .last_layer_end = "]",
     .surprisal_open = ",\n\"surprisal\":[", .predictions_open = "],\n\"predictions\":[", .position_end = "",
     .append_surprisal = append_surprisal, .append_probability = append_probability, .write_lens = write_lens,
-    .write_vectors = write_vectors, .write_heads = write_heads, .write_attribution = write_attribution, .close = "}",
+    .write_vectors = write_vectors, .write_heads = write_heads, .write_analysis = write_analysis, .close = "}",
 };
 
 int attention_write_html(FILE *fp, const Attention *a, char err[ERR_LEN]) {

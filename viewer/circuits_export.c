@@ -17,18 +17,13 @@ static const char circuits_page[] =
 #include "circuits_page.inc"
     ;
 
-// x as %.9g, or null when it is not finite
-static void write_number(FILE *fp, double x) {
-    if (isfinite(x)) fprintf(fp, "%.9g", x);
-    else fputs("null", fp);
-}
 
 // n doubles as [x,...]
 static void write_doubles(FILE *fp, const double *x, int n) {
     fputc('[', fp);
     for (int i = 0; i < n; i++) {
         if (i) fputc(',', fp);
-        write_number(fp, x[i]);
+        viewer_write_number(fp, x[i]);
     }
     fputc(']', fp);
 }
@@ -101,7 +96,7 @@ static void write_json(FILE *fp, const CircuitsFile *f, int html_safe) {
     write_per_head(fp, "ov_diagonal_share_raw", c->ov_diagonal_share_raw, L, H);
     write_composition(fp, c);
     fputs(",\n\"composition_baseline\": ", fp);
-    write_number(fp, c->composition_baseline);
+    viewer_write_number(fp, c->composition_baseline);
     fprintf(fp, ", \"composition_baseline_samples\": %d, \"composition_baseline_seed\": %llu", COMPOSITION_BASELINE_SAMPLES,
             (unsigned long long)c->baseline_seed);
     fputs(",\n\"ov_circuit\": ", fp);

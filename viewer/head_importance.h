@@ -14,5 +14,10 @@
 // sequence of t tokens (t <= block_size; the model's activations hold at least one): they
 // leave the last one's activations. Returns 0, or -1 with err when memory runs out.
 int head_importance(GPT *model, const int *tokens, int t, float *importance, char err[ERR_LEN]);
+// The same with each head replaced by its mean (means (L, H, hs): analysis/head_means.h) instead
+// of knocked out, the model's own hooks and knocked-out heads kept: 1 + L*H forwards (0 for a
+// head the model already knocks out).
+int head_importance_by_mean(GPT *model, const int *tokens, int t, const float *means, float *importance,
+                            char err[ERR_LEN]);
 
 #endif

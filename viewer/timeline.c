@@ -27,29 +27,6 @@ static const char attention_math[] =
 // ----------------------------------------------------------------------------
 // JSON and base64
 
-// A string as a JSON string: " and \ escaped, control characters as \u00XX and < as \u003c,
-// so that no text can end the page's <script> element, and each byte that is not part of
-// well-formed UTF-8 (a file name's) as U+FFFD, so that the page is UTF-8.
-static void write_json_text(FILE *fp, const char *s) {
-    fputc('"', fp);
-    size_t n = strlen(s);
-    for (const unsigned char *p = (const unsigned char *)s, *end = p + n; p < end; p++) {
-        size_t len = utf8_sequence_length(p, (size_t)(end - p));
-        if (len == 0) fputs("\\ufffd", fp);
-        else if (*p == '"' || *p == '\\') fprintf(fp, "\\%c", *p);
-        else if (*p < 0x20 || *p == '<') fprintf(fp, "\\u%04x", *p);
-        else fwrite(p, 1, len, fp);
-        p += len ? len - 1 : 0;
-    }
-    fputc('"', fp);
-}
-
-// A float as %.9g (it reads back the same), or null when it is not finite.
-static void write_number(FILE *fp, double x) {
-    if (isfinite(x)) fprintf(fp, "%.9g", x);
-    else fputs("null", fp);
-}
-
 static void write_token_ids(FILE *fp, const char *name, const int32_t *tokens, int n) {
     fprintf(fp, ",\"%s\":[", name);
     for (int i = 0; i < n; i++) fprintf(fp, i ? ",%d" : "%d", (int)tokens[i]);
@@ -172,14 +149,14 @@ int timeline_memory(const char *probe_path, double *bytes, char err[ERR_LEN]) {
 
 static void write_header(FILE *fp, const ProbeHeader *h, const char *title) {
     fputs("{\"title\":", fp);
-    write_json_text(fp, title);
+    viewer_write_json_text(fp, title);
     fprintf(fp, ",\"n_layer\":%d,\"n_head\":%d,\"vocab_size\":%d,\"block_size\":%d,\"groups\":%d,\"probe_len\":%d,"
             "\"repeat_len\":%d,\"prompt_len\":%d,\"sample_chars\":%d,\"probe_top\":%d,\"lens_top\":%d,"
             "\"light_bytes\":%zu,\"record_bytes\":%zu,\"seed\":\"%llu\",\"temperature\":", h->n_layer, h->n_head,
             h->vocab_size, h->block_size, h->groups, h->probe_len, h->repeat_len, h->prompt_len, h->sample_chars,
             PROBE_TOP, PROBE_LENS_TOP, probe_light_bytes(h), probe_record_bytes(h),
             (unsigned long long)h->sample_seed);
-    write_number(fp, h->temperature);
+    viewer_write_number(fp, h->temperature);
     fprintf(fp, ",\"version\":%d,\"head_size\":%d,\"vector_len\":%d,\"vector_repeat_len\":%d,\"label_clear\":%g,"
             "\"patterns\":[", h->version, h->head_size, h->vector_len, h->vector_repeat_len,
             HEAD_LABEL_CLEAR);
@@ -187,15 +164,15 @@ static void write_header(FILE *fp, const ProbeHeader *h, const char *title) {
     fputs("],\"reach\":[", fp);
     for (int p = 0; p < PROBE_PATTERNS; p++) {
         if (p) fputc(',', fp);
-        write_number(fp, h->reach[p]);
+        viewer_write_number(fp, h->reach[p]);
     }
     fputc(']', fp);
     fputs(",\"grad_clip\":", fp);
-    write_number(fp, h->grad_clip);
+    viewer_write_number(fp, h->grad_clip);
     fputs(",\"source\":", fp);
-    write_json_text(fp, h->source);
+    viewer_write_json_text(fp, h->source);
     fputs(",\"run_id\":", fp);
-    write_json_text(fp, h->run_id);
+    viewer_write_json_text(fp, h->run_id);
     fputs(",\"vocab\":[", fp);
     for (int v = 0; v < h->vocab_size; v++) {
         char text[JSON_CHAR_MAX + 1];
@@ -210,7 +187,7 @@ static void write_header(FILE *fp, const ProbeHeader *h, const char *title) {
     fputs(",\"group_names\":[", fp);
     for (int g = 0; g < h->groups; g++) {
         if (g) fputc(',', fp);
-        write_json_text(fp, h->group_names[g]);
+        viewer_write_json_text(fp, h->group_names[g]);
     }
     fputc(']', fp);
 }
@@ -261,12 +238,12 @@ static void write_clipping(FILE *fp, const LossPoint *points, size_t n) {
             c.steps, c.clipped, c.first_step, c.last_step);
     for (int b = 0; b < CLIP_BINS; b++) {
         if (b) fputc(',', fp);
-        write_number(fp, c.bin_steps[b] > 0 ? c.bin_clipped[b] / c.bin_steps[b] : NAN);
+        viewer_write_number(fp, c.bin_steps[b] > 0 ? c.bin_clipped[b] / c.bin_steps[b] : NAN);
     }
     fputs("],\"third_loss\":", fp);
-    write_number(fp, c.third_loss);
+    viewer_write_number(fp, c.third_loss);
     fputs(",\"fourth_loss\":", fp);
-    write_number(fp, c.fourth_loss);
+    viewer_write_number(fp, c.fourth_loss);
     fputc('}', fp);
 }
 
@@ -285,7 +262,7 @@ static void write_losses(FILE *fp, const LossPoint *points, size_t n) {
         const double values[5] = {p->train_loss, p->val_loss, p->lr, p->grad_norm, p->clipped};
         for (int k = 0; k < 5; k++) {
             if (k) fputc(',', fp);
-            write_number(fp, values[k]);
+            viewer_write_number(fp, values[k]);
         }
         fputc(']', fp);
     }
