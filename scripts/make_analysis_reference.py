@@ -306,7 +306,7 @@ def main():
     tensors += [i32("patching.clean", clean), i32("patching.corrupted", corrupted),
                 i32("patching.answers", patch["answers"]), f32("patching.metric", patch["metric"]),
                 f32("patching.heads", patch["heads"]), f32("patching.residual", patch["residual"])]
-    tensors += [i32("mean_ablation.reference", reference), f32("mean_ablation.means", ablation["means"]),
+    tensors += [i32("mean_ablation.reference", reference.reshape(-1)), f32("mean_ablation.means", ablation["means"]),
                 f32("mean_ablation.loss", ablation["loss"])]
     tensors += [f32("circuits." + name, x) for name, x in sorted(circ.items())]
     tensors += [f32("eigen.matrix", matrix), f32("eigen.re", torch.tensor(eig.real)),
