@@ -159,7 +159,7 @@ $(GEN)/%.inc: viewer/%.html
 	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/?/\\?/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp
 	mv $@.tmp $@
 $(BUILD)/viewer/timeline.o: $(GEN)/timeline_page.inc $(GEN)/attention_math.inc
-$(BUILD)/viewer/attention_html.o: $(GEN)/attention_math.inc
+$(BUILD)/viewer/attention_html.o: $(GEN)/attention_math.inc $(GEN)/analysis_panels.inc
 $(BUILD)/viewer/circuits_export.o: $(GEN)/circuits_page.inc
 
 # where the shipped corpus is installed, for a system that does not say where the program is
@@ -308,7 +308,7 @@ FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o)
 .SECONDARY: $(FUZZ_LIB_OBJ)  # kept between runs, though only the pattern rule below names them
 
 $(FUZZ)/viewer/timeline.o: $(GEN)/timeline_page.inc $(GEN)/attention_math.inc
-$(FUZZ)/viewer/attention_html.o: $(GEN)/attention_math.inc
+$(FUZZ)/viewer/attention_html.o: $(GEN)/attention_math.inc $(GEN)/analysis_panels.inc
 $(FUZZ)/viewer/circuits_export.o: $(GEN)/circuits_page.inc
 $(FUZZ)/%.o: %.c
 	@mkdir -p $(dir $@)
