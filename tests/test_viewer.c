@@ -961,6 +961,26 @@ static AttentionHeads sample_heads(SampleHeads *x, const uint32_t *chars, int t,
                             HEAD_LABEL_CLEAR, x->importance, NULL, NULL};
 }
 
+// A logit attribution over t positions of a model of L x H heads, as analysis/attribution.h
+// lays it out, with made-up parts (their sums the totals): token i is the text's character i
+// (the vocabulary is the text's code points), each position's target the next one (at the last,
+// the first), its rival the one after.
+static int sample_attribution(LogitAttribution *a, int t, int L, int H) {
+    char err[ERR_LEN];
+    GPTConfig c = {.n_layer = L, .n_head = H, .n_embd = 8};
+    if (!CHECK(logit_attribution_init(a, &c, t, err) == 0, "%s", err)) return -1;
+    for (int i = 0; i < t; i++) {
+        a->target[i] = (i + 1) % t, a->rival[i] = (i + 2) % t, a->next_known[i] = i + 1 < t;
+        a->logit[i] = a->difference[i] = 0.0;
+        for (int k = 0; k < a->parts; k++) {
+            a->logit_parts[i * a->parts + k] = sin(0.7 * i + 1.3 * k);
+            a->difference_parts[i * a->parts + k] = cos(0.4 * i - 0.9 * k);
+            a->logit[i] += a->logit_parts[i * a->parts + k], a->difference[i] += a->difference_parts[i * a->parts + k];
+        }
+    }
+    return 0;
+}
+
 // Writes tests/tmp/viewer_sample.html (and viewer_sample_heatmap.png) from synthetic attention,
 // predictions, logit lens and the heads' labels, for scripts/check_viewer.sh and for looking
 // at. The text has characters the page's fonts may lack (an emoji, CJK), a tab and an accent.
@@ -982,8 +1002,23 @@ TEST(viewer_sample_page) {
     AttentionLens lens = {L + 1, cells, chars};
     SampleHeads made;
     AttentionHeads heads = sample_heads(&made, chars, t, L, H, att);
-    Attention sample = {chars, t, L, H, att, pred, &lens, NULL, &heads, NULL, NULL};
+    // the heads' importance by the mean, the logit attribution and a patching of the text
+    float *by_mean = malloc((size_t)L * H * sizeof(float));
+    double patched[4 * 4 + 5 * 256];
+    int corrupted[256];
+    LogitAttribution split;
+    if (!by_mean || sample_attribution(&split, t, L, H) != 0) return;
+    for (int i = 0; i < L * H; i++) by_mean[i] = 0.03f * (float)(i % 5) - 0.05f;
+    heads.importance_mean = by_mean, heads.mean_over = "a <sample> text";
+    for (int i = 0; i < L * H + (L + 1) * t; i++) patched[i] = sin(0.37 * i);
+    for (int i = 0; i < t; i++) corrupted[i] = i % 9 == 4 ? (i + 3) % t : i;
+    Patching patching = {L, H, t, 1, 2, 3.5, -1.25, patched, patched + L * H, NULL};
+    AttentionAttribution attribution = {&split, chars};
+    AttentionPatching patch = {&patching, corrupted, chars};
+    Attention sample = {chars, t, L, H, att, pred, &lens, NULL, &heads, &attribution, &patch};
     CHECK(attention_export(TMP_DIR "/viewer_sample.html", &sample, 1, err) == 0, "%s", err);
+    logit_attribution_free(&split);
+    free(by_mean);
     free(made.scores), free(made.strength), free(made.label), free(made.importance);
     free(cells);
     CHECK(export_attention(TMP_DIR "/viewer_sample_heatmap.png", chars, t, L, H, att, pred, NULL, 1, err) == 0, "%s", err);
