@@ -14,6 +14,7 @@
 #include "../analysis/circuits.h"
 #include "../analysis/eigen.h"
 #include "../model/rng.h"
+#include "../viewer/circuits_export.h"
 #include "analysis_fixture.h"
 #include "test.h"
 
@@ -328,6 +329,31 @@ TEST(attribution_against_torch) {
         }
         free(ours);
         logit_attribution_free(&a);
+    }
+    analysis_fixture_free(&f);
+}
+
+// Writes tests/tmp/circuits_sample.html, the fixture model's circuits page, for
+// scripts/check_circuits.sh; and its .json, whose copying scores are the circuits'
+TEST(circuits_sample_page) {
+    AnalysisFixture f;
+    if (analysis_fixture_load(&f) != 0) return;
+    Circuits got;
+    char err[ERR_LEN];
+    uint32_t chars[11] = {'a', 'b', 'c', ' ', '\n', '<', '"', 0xE9, 0x6708, '\t', 'z'};
+    if (CHECK(f.model.config.vocab_size == 11, "the fixture's vocabulary") && test_make_dir("tests/tmp") &&
+        CHECK(circuits_compute(&got, &f.model, 1337, err) == 0, "%s", err)) {
+        CircuitsFile file = {&got, chars, f.model.config.n_embd, f.model.config.head_size, f.model.config.block_size,
+                             "the <analysis> fixture"};
+        CHECK(circuits_export("tests/tmp/circuits_sample.html", &file, 1, err) == 0, "%s", err);
+        CHECK(circuits_export("tests/tmp/circuits_sample.json", &file, 1, err) == 0, "%s", err);
+        CHECK(circuits_export("tests/tmp/circuits_sample.json", &file, 0, err) == -2, "an existing file was replaced");
+        size_t len;
+        char *page = test_read_file("tests/tmp/circuits_sample.html", &len);
+        CHECK(page && strstr(page, "the &lt;analysis&gt; fixture") && !strstr(page, "<analysis>"),
+              "the page's title is not escaped");
+        free(page);
+        circuits_free(&got);
     }
     analysis_fixture_free(&f);
 }

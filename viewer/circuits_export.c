@@ -88,8 +88,8 @@ static void write_json(FILE *fp, const CircuitsFile *f, int html_safe) {
         if (v) fputc(',', fp);
         fwrite(text, 1, (size_t)viewer_append_json_char(text, f->vocab_chars[v], html_safe), fp);
     }
-    fprintf(fp, "],\n\"n_layer\": %d, \"n_head\": %d, \"n_embd\": %d, \"head_size\": %d, \"block_size\": %d", L, H,
-            f->n_embd, f->head_size, f->block_size);
+    fprintf(fp, "],\n\"n_layer\": %d, \"n_head\": %d, \"vocab_size\": %d, \"n_embd\": %d, \"head_size\": %d, "
+            "\"block_size\": %d", L, H, V, f->n_embd, f->head_size, f->block_size);
     write_per_head(fp, "ov_copying_score", c->ov_copying_score, L, H);
     write_per_head(fp, "ov_copying_score_raw", c->ov_copying_score_raw, L, H);
     write_per_head(fp, "ov_diagonal_share", c->ov_diagonal_share, L, H);

@@ -1,8 +1,8 @@
 // --circuits FILE: the circuits of a model's weights (analysis/circuits.h) as a .json file or a
 // self-contained .html page that draws them (viewer/circuits_page.html, the same JSON inside).
 //
-//   {"tokens": [V strings: the vocabulary], "n_layer": L, "n_head": H, "n_embd": C,
-//    "head_size": hs, "block_size": T,
+//   {"tokens": [V strings: the vocabulary], "n_layer": L, "n_head": H, "vocab_size": V,
+//    "n_embd": C, "head_size": hs, "block_size": T,
 //    "ov_copying_score": [L][H], "ov_copying_score_raw": [L][H],
 //    "ov_diagonal_share": [L][H], "ov_diagonal_share_raw": [L][H],
 //    "composition": {"q": [L][H][L][H], "k": ..., "v": ...}, "composition_baseline": x,
