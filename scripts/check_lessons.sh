@@ -8,7 +8,10 @@
 # on of your own (my-book.txt) is, here, the repository's docs one after the other. Every
 # command must exit 0, and every lesson must have one; the induction lesson's timeline is then
 # checked in headless Chromium (scripts/check_timeline.sh), a task's probe being the one page
-# no other check draws. About a minute on 2 cores.
+# no other check draws, and so is the circuits page of lesson 7 (scripts/check_circuits.sh).
+# Lessons 7 and 8 read what a trained model does (its induction heads, a prediction that
+# depends on its text), so their runs are longer: 1,200 steps (the induction heads form by
+# then) and 300. About four minutes on 2 cores.
 #
 # usage: scripts/check_lessons.sh [WORK]
 set -euo pipefail
@@ -45,10 +48,13 @@ lesson() {
 
 for file in "$root"/docs/lessons/*.md; do
     case $(basename "$file") in
+        *reverse-engineer*) lesson "$file" --steps 1200 --sample-chars 50 --final-val-chars 0 ;;
+        *which-heads*) lesson "$file" --steps 300 --eval-every 150 --sample-chars 50 --final-val-chars 0 ;;
         *induction* | *sort*) lesson "$file" --steps 200 --sample-chars 50 --final-val-chars 0 ;;
         *own-text*) lesson "$file" --steps 2 --eval-every 2 --eval-batches 1 --sample-chars 50 --final-val-chars 0 ;;
         *) lesson "$file" --steps 40 --eval-every 20 --sample-chars 50 --final-val-chars 0 ;;
     esac
 done
 "$root/scripts/check_timeline.sh" "$work/3-induction-heads/out-induction/timeline.html" "$work/induction-shots"
+"$root/scripts/check_circuits.sh" "$work/7-reverse-engineer-induction/circuits.html" "$work/circuits-shots"
 echo "check_lessons: the commands of $(ls "$root"/docs/lessons/*.md | wc -l) lessons ran"
