@@ -26,7 +26,7 @@
 #include "common/program.h"
 #include "data/corpus.h"
 #include "data/encoding.h"
-#include "data/utf8.h"
+#include "common/utf8.h"
 #include "data/vocab.h"
 #include "format/atomic_file.h"
 #include "format/checkpoint.h"
@@ -356,7 +356,7 @@ static void check_memory(GPTMemoryPlan *plan, const GPTConfig *c, const Options 
     if (limit <= 0 || gpt_memory_total(plan) <= limit) return;
     char needed[512], limit_text[32];
     gpt_memory_describe(plan, needed, sizeof(needed));
-    gpt_format_bytes(limit, limit_text, sizeof(limit_text));
+    format_bytes(limit, limit_text, sizeof(limit_text));
     die(EXIT_USAGE, "%s: %s with this checkpoint (block size %d, %d layers, %d heads) needs %s, more than the %s %s",
         o->checkpoint, what, c->block_size, c->n_layer, c->n_head, needed, limit_text, source);
 }
@@ -494,8 +494,8 @@ static void score_text(const Options *o) {
                                         : corpus_load_as(o->score, &read_as, max_chars, &scored, err);
     if (rc == -2) {
         char limit_text[32], model_text[32];
-        gpt_format_bytes(limit, limit_text, sizeof(limit_text));
-        gpt_format_bytes(held, model_text, sizeof(model_text));
+        format_bytes(limit, limit_text, sizeof(limit_text));
+        format_bytes(held, model_text, sizeof(model_text));
         die(EXIT_USAGE, "%s: scoring it, at 4 bytes a character, needs more than the %s %s (the model and its "
             "checkpoint take %s of it)", err, limit_text, source, model_text);
     }
@@ -657,8 +657,8 @@ static void check_timeline_memory(const Options *o, const char *probe) {
     double limit = generation_memory_limit(o, &source);
     if (limit <= 0 || bytes <= limit) return;
     char needed[32], limit_text[32];
-    gpt_format_bytes(bytes, needed, sizeof(needed));
-    gpt_format_bytes(limit, limit_text, sizeof(limit_text));
+    format_bytes(bytes, needed, sizeof(needed));
+    format_bytes(limit, limit_text, sizeof(limit_text));
     die(EXIT_USAGE, "--timeline %s: making its page needs %s of memory (a record of %s at a time, and its loss "
         "history), more than the %s %s", o->timeline, needed, probe, limit_text, source);
 }

@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "../common/platform.h"
+#include "../common/rng.h"
 #include "../kernels/kernels.h"
 #include "../kernels/parallel.h"
 #include "layers.h"
-#include "rng.h"
 
 #define ALIGNMENT 64
 
@@ -337,14 +337,6 @@ double gpt_memory_total(const GPTMemoryPlan *p) {
            p->weight_copies + p->probe + p->text;
 }
 
-void gpt_format_bytes(double bytes, char *text, size_t n) {
-    static const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    int u = 0;
-    while (bytes >= 1024.0 && u < 6) bytes /= 1024.0, u++;
-    if (u == 0) snprintf(text, n, "%.0f bytes", bytes);
-    else snprintf(text, n, bytes < 10.0 ? "%.2f %s" : bytes < 100.0 ? "%.1f %s" : "%.0f %s", bytes, units[u]);
-}
-
 void gpt_memory_describe(const GPTMemoryPlan *p, char *text, size_t n) {
     const struct { const char *name; double bytes; } parts[] = {
         {"parameters", p->parameters}, {"weight copies", p->weight_copies}, {"gradients", p->gradients},
@@ -353,12 +345,12 @@ void gpt_memory_describe(const GPTMemoryPlan *p, char *text, size_t n) {
         {"probe", p->probe}, {"text", p->text},
     };
     char amount[32];
-    gpt_format_bytes(gpt_memory_total(p), amount, sizeof(amount));
+    format_bytes(gpt_memory_total(p), amount, sizeof(amount));
     size_t used = (size_t)snprintf(text, n, "%s (", amount);
     const char *sep = "";
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]) && used < n; i++) {
         if (parts[i].bytes <= 0.0) continue;
-        gpt_format_bytes(parts[i].bytes, amount, sizeof(amount));
+        format_bytes(parts[i].bytes, amount, sizeof(amount));
         used += (size_t)snprintf(text + used, n - used, "%s%s %s", sep, parts[i].name, amount);
         sep = ", ";
     }

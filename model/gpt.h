@@ -208,8 +208,6 @@ void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int
 double gpt_memory_total(const GPTMemoryPlan *plan);
 // "40.5 MiB (parameters 832 KiB, gradients 832 KiB, ...)", naming the parts that are not 0.
 void gpt_memory_describe(const GPTMemoryPlan *plan, char *text, size_t n);
-// Writes bytes as "832 KiB", "40.5 MiB", "3.2 TiB".
-void gpt_format_bytes(double bytes, char *text, size_t n);
 
 // Cached generation of S samples (generation/inference.h): the keys and values of every
 // layer, sample and position (for each layer l, sample s and position j < T, A keys then A

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../model/rng.h"
+#include "../common/rng.h"
 
 // ---------------------------------------------------------------------------------------
 // encoder

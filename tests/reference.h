@@ -19,7 +19,7 @@
 // Conventions follow the kernels: N rows of C channels, row-major; every backward
 // ACCUMULATES (+=) into its gradients, but for the input gradients of the linear layer and
 // GELU, which it writes (=). Dropout uses the same mask function as the kernels,
-// dropout_keep(key, index, p) from model/rng.h; a NULL Dropout or p == 0 is the identity.
+// dropout_keep(key, index, p) from model/layers.h; a NULL Dropout or p == 0 is the identity.
 // The parameters are the model's, in its layout (model/gpt.h), as doubles.
 #ifndef CHARGPT_REFERENCE_H
 #define CHARGPT_REFERENCE_H

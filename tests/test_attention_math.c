@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../data/utf8.h"
+#include "../common/utf8.h"
 #include "../format/json.h"
 #include "../generation/attention_record.h"
 #include "../model/gpt.h"

@@ -9,12 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../data/utf8.h"
+#include "../common/rng.h"
+#include "../common/utf8.h"
 #include "../format/checkpoint.h"
-#include "../model/gpt.h"
 #include "../generation/inference.h"
-#include "../model/rng.h"
 #include "../generation/sampler.h"
+#include "../model/gpt.h"
 #include "reference.h"
 #include "test.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../data/utf8.h"
+#include "../common/utf8.h"
 #include "../viewer/head_scores.h"
 #include "test.h"
 

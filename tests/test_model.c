@@ -10,13 +10,13 @@
 #include <string.h>
 
 #include "../common/platform.h"
+#include "../common/rng.h"
+#include "../kernels/parallel.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
 #include "../model/layers.h"
-#include "../kernels/parallel.h"
-#include "../model/rng.h"
-#include "../viewer/head_importance.h"
 #include "../model/train_step.h"
+#include "../viewer/head_importance.h"
 #include "reference.h"
 #include "test.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../data/utf8.h"
+#include "../common/utf8.h"
 #include "../format/json.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"

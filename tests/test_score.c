@@ -12,13 +12,13 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../common/rng.h"
+#include "../common/utf8.h"
 #include "../data/batch.h"
 #include "../data/corpus.h"
-#include "../data/utf8.h"
 #include "../data/vocab.h"
 #include "../format/checkpoint.h"
 #include "../model/gpt.h"
-#include "../model/rng.h"
 #include "test.h"
 
 #define WORK_DIR "tests/tmp/score"

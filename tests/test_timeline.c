@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "../common/platform.h"
-#include "../data/utf8.h"
+#include "../common/utf8.h"
 #include "../format/probe_file.h"
 #include "test.h"
 

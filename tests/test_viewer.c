@@ -8,10 +8,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../data/utf8.h"
+#include "../common/utf8.h"
 #include "../viewer/attention_export.h"
-#include "../viewer/head_scores.h"
 #include "../viewer/attention_formats.h"
+#include "../viewer/head_scores.h"
 #include "test.h"
 
 #define TMP_DIR "tests/tmp"

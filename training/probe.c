@@ -9,8 +9,8 @@
 #include "../common/finite.h"
 #include "../common/input_file.h"
 #include "../common/platform.h"
+#include "../common/utf8.h"
 #include "../data/corpus.h"
-#include "../data/utf8.h"
 #include "../dist/dist.h"
 #include "../format/atomic_file.h"
 #include "../generation/decoder.h"
@@ -545,7 +545,7 @@ void run_probe_plan(const RunProbe *rp, long step, long last_step, long eval_eve
                   probe_schedule_left(&rp->schedule, step, last_step, eval_every);
     char when[600], bytes[32];
     probe_schedule_describe(&rp->schedule, from_start, eval_every, when, sizeof(when));
-    gpt_format_bytes((double)probes * (probe_record_bytes(&rp->header) + 8), bytes, sizeof(bytes));
+    format_bytes((double)probes * (probe_record_bytes(&rp->header) + 8), bytes, sizeof(bytes));
     snprintf(text, size, "timeline: probes at steps %s and the last: %ld probe%s, %s of probe.bin%s", when, probes,
              probes == 1 ? "" : "s", bytes, rp->sample_every ? " (and the samples between them)" : "");
 }

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "../common/input_file.h"
+#include "../common/utf8.h"
 #include "../format/atomic_file.h"
-#include "../data/utf8.h"
 #include "../format/probe_file.h"
 #include "head_scores.h"
 #include "attention_formats.h"
