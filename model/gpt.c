@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +81,7 @@ int gpt_config_validate(const GPTConfig *c, char err[ERR_LEN]) {
 // a linear layer (out = in @ weight^T: what the kernels keep in their own formats; wte is the
 // output head too), and how it starts. Sizes, names, per-layer views and the kernels' list of
 // weights all come from this table.
-typedef enum { DIM_V, DIM_T, DIM_C, DIM_3A, DIM_A, DIM_4C, DIM_NONE } Dim;
+typedef enum { DIM_NONE, DIM_V, DIM_T, DIM_C, DIM_3A, DIM_A, DIM_4C, DIM_N, DIM_B, DIM_H } Dim;
 typedef enum { INIT_NORMAL, INIT_RESIDUAL_PROJ, INIT_ZERO, INIT_ONE } Init;
 static const struct {
     const char *name;
@@ -109,7 +110,9 @@ static const struct {
 #define WPE 1       // the tensors a config may leave out: wpe (RoPE), c_attn's bias (qkv_bias 0)
 #define QKV_BIAS 5
 
-static size_t dim(const GPTConfig *c, Dim d) {
+// The size of a dimension: of the parameters' (and of the activations' for B sequences: N =
+// B*T rows, B, H; a parameter's size does not depend on B). DIM_NONE is 1.
+static size_t dim(const GPTConfig *c, int B, Dim d) {
     size_t C = c->n_embd, A = (size_t)c->n_head * c->head_size;
     switch (d) {
         case DIM_V: return c->vocab_size;
@@ -118,6 +121,9 @@ static size_t dim(const GPTConfig *c, Dim d) {
         case DIM_3A: return 3 * A;
         case DIM_A: return A;
         case DIM_4C: return 4 * C;
+        case DIM_N: return (size_t)B * c->block_size;
+        case DIM_B: return B;
+        case DIM_H: return c->n_head;
         default: return 1;
     }
 }
@@ -129,7 +135,7 @@ static int has_tensor(const GPTConfig *c, int f) {
 
 // Floats of one layer's tensor f (of the whole tensor when it is not stacked over layers).
 static size_t tensor_floats(const GPTConfig *c, int f) {
-    return has_tensor(c, f) ? dim(c, parameter_table[f].rows) * dim(c, parameter_table[f].cols) : 0;
+    return has_tensor(c, f) ? dim(c, 0, parameter_table[f].rows) * dim(c, 0, parameter_table[f].cols) : 0;
 }
 
 // Sizes of the parameter tensors in ParameterTensors order, all layers together.
@@ -174,30 +180,73 @@ int gpt_build(GPT *model, const GPTConfig *config, int with_gradients, char err[
     return 0;
 }
 
-// Floats of each activation and scratch tensor for batch B (doubles: see GPTMemoryPlan).
-static void activation_sizes(const GPTConfig *c, int B, double act[NUM_ACTIVATION_TENSORS],
-                             double scratch[NUM_SCRATCH_TENSORS]) {
-    double T = c->block_size, L = c->n_layer, C = c->n_embd, V = c->vocab_size, H = c->n_head;
-    double A = H * c->head_size, N = (double)B * T;
-    const double act_sizes[NUM_ACTIVATION_TENSORS] = {
-        N * C,                                  // encoded
-        L * N * C, L * N, L * N,                // ln1, ln1_mean, ln1_rstd
-        L * N * 3 * A,                          // qkv
-        L * N * A,                              // atty
-        L * B * H * T * T,                      // att
-        L * N * C,                              // residual2
-        L * N * C, L * N, L * N,                // ln2, ln2_mean, ln2_rstd
-        L * N * 4 * C, L * N * 4 * C,           // fch, gelu
-        L * N * C,                              // residual3
-        N * C, N, N,                            // lnf, lnf_mean, lnf_rstd
-        N * V, N * V,                           // logits, probs
-        N,                                      // losses
-    };
-    const double scratch_sizes[NUM_SCRATCH_TENSORS] = {
-        N * C, N * C, N * C, N * C, N * 3 * A, N * A, N * 4 * C, N * V,
-    };
-    memcpy(act, act_sizes, sizeof(act_sizes));
-    memcpy(scratch, scratch_sizes, sizeof(scratch_sizes));
+// ----------------------------------------------------------------------------
+// the activation and scratch tables
+
+// The activations in storage order, each a field of ActivationTensors (by its offset there):
+// the shape of one layer's tensor for the B sequences of T tokens they are allocated for (N =
+// B*T rows), and whether it is stacked over the layers (L, ...). Their sizes, their place in
+// one allocation and a layer's view (gpt_layer_activations) all come from this table; the
+// scratch table below is the same for ScratchTensors, none of it stacked.
+typedef struct {
+    size_t field;
+    Dim shape[4];  // DIM_NONE past its last dimension
+    int per_layer;
+} BufferInfo;
+#define ACTIVATION(name) offsetof(ActivationTensors, name)
+static const BufferInfo activation_table[NUM_ACTIVATION_TENSORS] = {
+    //  field                    shape                          layer
+    {ACTIVATION(encoded),   {DIM_N, DIM_C},                    0},
+    {ACTIVATION(ln1),       {DIM_N, DIM_C},                    1},
+    {ACTIVATION(ln1_mean),  {DIM_N},                           1},
+    {ACTIVATION(ln1_rstd),  {DIM_N},                           1},
+    {ACTIVATION(qkv),       {DIM_N, DIM_3A},                   1},
+    {ACTIVATION(atty),      {DIM_N, DIM_A},                    1},
+    {ACTIVATION(att),       {DIM_B, DIM_H, DIM_T, DIM_T},      1},
+    {ACTIVATION(residual2), {DIM_N, DIM_C},                    1},
+    {ACTIVATION(ln2),       {DIM_N, DIM_C},                    1},
+    {ACTIVATION(ln2_mean),  {DIM_N},                           1},
+    {ACTIVATION(ln2_rstd),  {DIM_N},                           1},
+    {ACTIVATION(fch),       {DIM_N, DIM_4C},                   1},
+    {ACTIVATION(gelu),      {DIM_N, DIM_4C},                   1},
+    {ACTIVATION(residual3), {DIM_N, DIM_C},                    1},
+    {ACTIVATION(lnf),       {DIM_N, DIM_C},                    0},
+    {ACTIVATION(lnf_mean),  {DIM_N},                           0},
+    {ACTIVATION(lnf_rstd),  {DIM_N},                           0},
+    {ACTIVATION(logits),    {DIM_N, DIM_V},                    0},
+    {ACTIVATION(probs),     {DIM_N, DIM_V},                    0},
+    {ACTIVATION(losses),    {DIM_N},                           0},
+};
+#define SCRATCH(name) offsetof(ScratchTensors, name)
+static const BufferInfo scratch_table[NUM_SCRATCH_TENSORS] = {
+    {SCRATCH(branch), {DIM_N, DIM_C}, 0},  {SCRATCH(dres), {DIM_N, DIM_C}, 0},
+    {SCRATCH(dbranch), {DIM_N, DIM_C}, 0}, {SCRATCH(dln), {DIM_N, DIM_C}, 0},
+    {SCRATCH(dqkv), {DIM_N, DIM_3A}, 0},   {SCRATCH(datty), {DIM_N, DIM_A}, 0},
+    {SCRATCH(dfch), {DIM_N, DIM_4C}, 0},   {SCRATCH(dlogits), {DIM_N, DIM_V}, 0},
+};
+
+// Floats of one layer's tensor b (of the whole one when it is not stacked) for B sequences.
+// Doubles, as in GPTMemoryPlan.
+static double layer_floats(const GPTConfig *c, int B, const BufferInfo *b) {
+    double n = 1.0;
+    for (int k = 0; k < 4; k++) n *= (double)dim(c, B, b->shape[k]);
+    return n;
+}
+
+// Floats of each tensor of a table (all layers together) for B sequences.
+static void buffer_sizes(const GPTConfig *c, int B, const BufferInfo *table, int count, double *floats) {
+    for (int i = 0; i < count; i++) floats[i] = layer_floats(c, B, &table[i]) * (table[i].per_layer ? c->n_layer : 1);
+}
+
+// The field of tensor b in tensors (an ActivationTensors or a ScratchTensors).
+static float **buffer_field(void *tensors, const BufferInfo *b) { return (float **)((char *)tensors + b->field); }
+
+// Points the fields of tensors into memory, one after the other in the table's order.
+static void point_buffers(void *tensors, float *memory, const BufferInfo *table, int count, const size_t *sizes) {
+    for (int i = 0; i < count; i++) {
+        *buffer_field(tensors, &table[i]) = memory;
+        memory += sizes[i];
+    }
 }
 
 // The kernels' workspace for the model's precision and its activations' rows.
@@ -232,7 +281,8 @@ int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
     }
     size_t T = c->block_size, N = (size_t)B * T;
     double act_floats[NUM_ACTIVATION_TENSORS], scratch_floats[NUM_SCRATCH_TENSORS], floats = 0.0;
-    activation_sizes(c, B, act_floats, scratch_floats);
+    buffer_sizes(c, B, activation_table, NUM_ACTIVATION_TENSORS, act_floats);
+    buffer_sizes(c, B, scratch_table, NUM_SCRATCH_TENSORS, scratch_floats);
     double largest = 0.0;
     for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) floats += act_floats[i], largest = fmax(largest, act_floats[i]);
     for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) floats += scratch_floats[i], largest = fmax(largest, scratch_floats[i]);
@@ -264,8 +314,8 @@ int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
     }
     model->num_activations = num_acts;
     model->batch_size = B;
-    point_tensors((float **)&model->acts, model->acts_memory, act_sizes, NUM_ACTIVATION_TENSORS);
-    point_tensors((float **)&model->scratch, model->scratch_memory, scratch_sizes, NUM_SCRATCH_TENSORS);
+    point_buffers(&model->acts, model->acts_memory, activation_table, NUM_ACTIVATION_TENSORS, act_sizes);
+    point_buffers(&model->scratch, model->scratch_memory, scratch_table, NUM_SCRATCH_TENSORS, scratch_sizes);
     return make_kernels(model, err);
 }
 
@@ -305,7 +355,8 @@ void gpt_memory_plan(const GPTConfig *c, int B, GPTPlanKind kind, GPTMemoryPlan 
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) params += (double)sizes[i];
     int sequences = kind == GPT_PLAN_GENERATION ? gpt_generation_batch(c, B) : B;
     double act[NUM_ACTIVATION_TENSORS], scratch[NUM_SCRATCH_TENSORS];
-    activation_sizes(c, sequences, act, scratch);
+    buffer_sizes(c, sequences, activation_table, NUM_ACTIVATION_TENSORS, act);
+    buffer_sizes(c, sequences, scratch_table, NUM_SCRATCH_TENSORS, scratch);
     plan->parameters = params * sizeof(float);
     for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) plan->activations += act[i] * sizeof(float);
     for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) plan->scratch += scratch[i] * sizeof(float);
@@ -419,8 +470,8 @@ void gpt_tensor_info(const GPTConfig *config, int index, TensorInfo *info) {
     else snprintf(info->name, sizeof(info->name), "%s", parameter_table[field].name);
     info->size = tensor_floats(config, field);
     info->offset = offset + (size_t)layer * info->size;
-    info->shape[0] = (int)dim(config, parameter_table[field].rows);
-    info->shape[1] = parameter_table[field].cols == DIM_NONE ? 0 : (int)dim(config, parameter_table[field].cols);
+    info->shape[0] = (int)dim(config, 0, parameter_table[field].rows);
+    info->shape[1] = parameter_table[field].cols == DIM_NONE ? 0 : (int)dim(config, 0, parameter_table[field].cols);
     info->ndim = info->shape[1] ? 2 : 1;
     info->decay = parameter_table[field].decay;
 }
@@ -445,7 +496,7 @@ int gpt_linear_weights(const GPTConfig *c, const ParameterTensors *p, LinearWeig
     for (int f = 0; f < NUM_PARAMETER_TENSORS; f++)
         if (parameter_table[f].linear)
             weights[n++] = (LinearWeights){p ? tensors[f] : NULL, parameter_table[f].per_layer ? c->n_layer : 1,
-                                           (int)dim(c, parameter_table[f].rows), (int)dim(c, parameter_table[f].cols)};
+                                           (int)dim(c, 0, parameter_table[f].rows), (int)dim(c, 0, parameter_table[f].cols)};
     return n;
 }
 
@@ -474,36 +525,21 @@ void gpt_init_weights(GPT *model, uint64_t seed) {
 // ----------------------------------------------------------------------------
 // forward and backward
 
-// Pointers to one layer's slice of the activations.
-typedef struct {
-    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att, *residual2, *ln2, *ln2_mean, *ln2_rstd, *fch, *gelu;
-    float *residual3;
-} LayerActs;
-
-// Layer l's activations for the current call: layers are strided by the allocated size
-// (B_alloc * T rows), a call uses the leading N = B * t rows.
-static LayerActs layer_acts(const GPT *m, int l) {
-    const GPTConfig *c = &m->config;
-    size_t rows = (size_t)m->batch_size * c->block_size;
-    size_t C = c->n_embd, A = (size_t)c->n_head * c->head_size;
-    size_t att_size = (size_t)m->batch_size * c->n_head * c->block_size * c->block_size;
-    const ActivationTensors *a = &m->acts;
-    LayerActs la = {
-        a->ln1 + l * rows * C, a->ln1_mean + l * rows, a->ln1_rstd + l * rows,
-        a->qkv + l * rows * 3 * A, a->atty + l * rows * A, a->att + l * att_size,
-        a->residual2 + l * rows * C, a->ln2 + l * rows * C, a->ln2_mean + l * rows,
-        a->ln2_rstd + l * rows, a->fch + l * rows * 4 * C, a->gelu + l * rows * 4 * C,
-        a->residual3 + l * rows * C,
-    };
-    return la;
+ActivationTensors gpt_layer_activations(const GPT *model, int layer) {
+    ActivationTensors view = model->acts;
+    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) {
+        const BufferInfo *b = &activation_table[i];
+        if (b->per_layer) *buffer_field(&view, b) += (size_t)layer * (size_t)layer_floats(&model->config, model->batch_size, b);
+    }
+    return view;
 }
 
-const float *gpt_attention_weights(const GPT *model, int layer) { return layer_acts(model, layer).att; }
-const float *gpt_qkv(const GPT *model, int layer) { return layer_acts(model, layer).qkv; }
-const float *gpt_attention_output(const GPT *model, int layer) { return layer_acts(model, layer).atty; }
+const float *gpt_attention_weights(const GPT *model, int layer) { return gpt_layer_activations(model, layer).att; }
+const float *gpt_qkv(const GPT *model, int layer) { return gpt_layer_activations(model, layer).qkv; }
+const float *gpt_attention_output(const GPT *model, int layer) { return gpt_layer_activations(model, layer).atty; }
 
 const float *gpt_residual_stream(const GPT *model, int layer) {
-    return layer < 0 ? model->acts.encoded : layer_acts(model, layer).residual3;
+    return layer == 0 ? model->acts.encoded : gpt_layer_activations(model, layer - 1).residual3;
 }
 
 // The dropout of one site of layer l for a pass over sequences of t tokens; its elements are
@@ -554,7 +590,7 @@ static void block_forward(GPT *model, int l, const float *x, int B, int t, const
     const GPTConfig *c = &model->config;
     const int C = c->n_embd, H = c->n_head, hs = c->head_size, A = H * hs, N = B * t;
     BlockParams p = gpt_layer_params(&model->params, c, l);
-    LayerActs la = layer_acts(model, l);
+    ActivationTensors la = gpt_layer_activations(model, l);
     Kernels *k = model->kernels;
     float *branch = model->scratch.branch;
     Dropout drop_att = layer_dropout(model, pass, l, DROPOUT_ATTN_WEIGHTS, t);
@@ -611,12 +647,9 @@ void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t
         if (omp_get_thread_num() == 0) rope_angles(model->rope + (size_t)c->block_size * c->head_size, pass->pos0, 1, c->head_size);
         team_barrier();
     }
-    const float *residual = a->encoded;
-    for (int l = 0; l < c->n_layer; l++) {
-        block_forward(model, l, residual, B, t, pass);
-        residual = layer_acts(model, l).residual3;
-    }
+    for (int l = 0; l < c->n_layer; l++) block_forward(model, l, gpt_residual_stream(model, l), B, t, pass);
     // the final LayerNorm, the head (the token embedding itself: tied) and the loss
+    const float *residual = gpt_residual_stream(model, c->n_layer);
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, model->params.lnfw, model->params.lnfb, N, C);
     linear_forward(model->kernels, a->logits, a->lnf, model->params.wte, NULL, N, C, V);
     if (targets) crossentropy_forward(a->losses, a->probs, a->logits, targets, N, V);
@@ -665,8 +698,8 @@ static void block_backward(GPT *model, int l) {
     const int C = c->n_embd, H = c->n_head, hs = c->head_size, A = H * hs;
     const int B = model->cur_B, t = model->cur_t, N = B * t;
     BlockParams p = gpt_layer_params(&model->params, c, l), dp = gpt_layer_params(&model->grads, c, l);
-    LayerActs la = layer_acts(model, l);
-    const float *residual_in = l == 0 ? model->acts.encoded : layer_acts(model, l - 1).residual3;
+    ActivationTensors la = gpt_layer_activations(model, l);
+    const float *residual_in = gpt_residual_stream(model, l);
     Kernels *k = model->kernels;
     ScratchTensors *s = &model->scratch;
     Dropout drop_att = layer_dropout(model, &model->pass, l, DROPOUT_ATTN_WEIGHTS, t);
@@ -715,7 +748,7 @@ void gpt_backward(GPT *model) {
     crossentropy_backward(s->dlogits, a->probs, model->targets, 1.0f / batch_tokens, N, V);
     linear_backward(model->kernels, s->dln, g->wte, NULL, s->dlogits, a->lnf, model->params.wte, N, C, V);
     zero_floats(s->dres, (size_t)N * C);
-    const float *last_residual = c->n_layer > 0 ? layer_acts(model, c->n_layer - 1).residual3 : a->encoded;
+    const float *last_residual = gpt_residual_stream(model, c->n_layer);
     layernorm_backward(s->dres, g->lnfw, g->lnfb, s->dln, last_residual, model->params.lnfw, a->lnf_mean,
                        a->lnf_rstd, N, C);
     // the blocks, last to first; then the embeddings

@@ -163,6 +163,57 @@ TEST(model_param_layout) {
     }
 }
 
+// Marks the n floats at p in covered (the activations' memory, n_all floats); 0 when p is not
+// inside it.
+static int cover(unsigned char *covered, const float *base, size_t n_all, const float *p, size_t n) {
+    if (p < base || p + n > base + n_all) return 0;
+    for (size_t j = 0; j < n; j++) covered[p - base + j]++;
+    return 1;
+}
+
+// Each activation where the model's table puts it, its shape written out here independently:
+// every layer's view (gpt_layer_activations) and the tensors shared by the layers cover the
+// activations' memory once, and the residual stream entering block l is block l - 1's output.
+TEST(model_activation_layout) {
+    GPTConfig c = {11, 8, 3, 2, 12, 5, 1, 0.0f, POSITION_LEARNED};
+    const int B = 2;
+    GPT model;
+    if (build_model(&model, &c, B) != 0) return;
+    const size_t N = (size_t)B * c.block_size, C = c.n_embd, A = (size_t)c.n_head * c.head_size, V = c.vocab_size;
+    const float *base = model.acts_memory;
+    unsigned char *covered = calloc(model.num_activations, 1);
+    int outside = 0;
+    const ActivationTensors *a = &model.acts;
+    const struct { const float *p; size_t n; } shared[] = {
+        {a->encoded, N * C}, {a->lnf, N * C}, {a->lnf_mean, N}, {a->lnf_rstd, N},
+        {a->logits, N * V},  {a->probs, N * V}, {a->losses, N},
+    };
+    for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++)
+        outside += !cover(covered, base, model.num_activations, shared[i].p, shared[i].n);
+    for (int l = 0; l < c.n_layer; l++) {
+        ActivationTensors v = gpt_layer_activations(&model, l);
+        const struct { const float *p; size_t n; } layer[] = {
+            {v.ln1, N * C},  {v.ln1_mean, N}, {v.ln1_rstd, N}, {v.qkv, N * 3 * A}, {v.atty, N * A},
+            {v.att, (size_t)B * c.n_head * c.block_size * c.block_size}, {v.residual2, N * C},
+            {v.ln2, N * C},  {v.ln2_mean, N}, {v.ln2_rstd, N}, {v.fch, N * 4 * C}, {v.gelu, N * 4 * C},
+            {v.residual3, N * C},
+        };
+        for (size_t i = 0; i < sizeof(layer) / sizeof(layer[0]); i++)
+            outside += !cover(covered, base, model.num_activations, layer[i].p, layer[i].n);
+        CHECK(v.encoded == a->encoded && v.logits == a->logits, "layer %d's view moves a tensor shared by the layers", l);
+        CHECK(gpt_residual_stream(&model, l + 1) == v.residual3 && gpt_attention_weights(&model, l) == v.att &&
+              gpt_qkv(&model, l) == v.qkv && gpt_attention_output(&model, l) == v.atty,
+              "layer %d: the accessors do not read its view", l);
+    }
+    CHECK(gpt_residual_stream(&model, 0) == a->encoded, "the residual stream entering block 0 is not the embeddings");
+    size_t bad = 0;
+    for (size_t j = 0; j < model.num_activations; j++) bad += covered[j] != 1;
+    CHECK(outside == 0 && bad == 0, "%d tensors outside the activations, %zu of %zu floats covered by no or several",
+          outside, bad, model.num_activations);
+    free(covered);
+    gpt_free(&model);
+}
+
 // ---------------------------------------------------------------------------------------
 // (a) float model vs the double reference
 

@@ -184,7 +184,7 @@ static int random_model(GPT *m, int t, int *tokens, char err[ERR_LEN]) {
 static void lens_in_double(const GPT *m, int r, int i, double *p) {
     const GPTConfig *c = &m->config;
     const int C = c->n_embd, V = c->vocab_size;
-    const float *x = gpt_residual_stream(m, r - 1) + (size_t)i * C;
+    const float *x = gpt_residual_stream(m, r) + (size_t)i * C;
     double mean = 0.0, var = 0.0;
     for (int k = 0; k < C; k++) mean += x[k];
     mean /= C;
