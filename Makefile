@@ -133,7 +133,7 @@ BIN ?= .
 TEST_RUNNER ?= tests/run_tests$(EXE)
 
 LIB_SRC := $(wildcard common/*.c) $(filter-out $(OTHER_ARCH_KERNELS),$(wildcard kernels/*.c)) $(wildcard model/*.c) $(wildcard format/*.c) $(wildcard generation/*.c) $(wildcard data/*.c) \
-           $(wildcard viewer/*.c) $(wildcard training/*.c) $(wildcard dist/*.c)
+           $(wildcard analysis/*.c) $(wildcard viewer/*.c) $(wildcard training/*.c) $(wildcard dist/*.c)
 TEST_SRC := $(wildcard tests/*.c) $(wildcard tests/fuzz/fuzz_*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)

@@ -330,7 +330,8 @@ static struct {
     Prompt prompt;  // the prompt, or the text to score
     GPT model;
     Decoder decoder;
-    unsigned char *knocked_out;  // (L, H) the heads --ablate knocks out, or NULL
+    ActivationEdit *knocked_out;  // the heads --ablate knocks out (at most L*H), or NULL
+    ForwardHooks hooks;           // the model's hooks: those heads' outputs zeroed
 } run;
 
 static void free_run(void) {
@@ -462,7 +463,7 @@ static GPT *load_model(const Options *o) {
     if (checkpoint_load_model(&run.ck, &run.model, 0, err) != 0) die(EXIT_USAGE, "%s", err);
     checkpoint_close(&run.ck);
     if (gpt_set_precision(&run.model, o->precision, err) != 0) die(EXIT_USAGE, "%s", err);
-    run.model.knocked_out = run.knocked_out;
+    run.model.hooks = run.knocked_out ? &run.hooks : NULL;
     return &run.model;
 }
 
@@ -538,11 +539,13 @@ static void start_kernels(const Options *o) {
     if (kernels_precision_note(o->precision, err, sizeof(err))) fprintf(stderr, "%s\n", err);
 }
 
-// --ablate LIST: run.knocked_out flags each head of LIST, "L.H" items (layer L's head H, both
-// counted from 0) separated by commas, or exits 2 naming the item that is not one of config's heads.
+// --ablate LIST: the model's hooks knock out each head of LIST, "L.H" items (layer L's head H,
+// both counted from 0) separated by commas, each once however often it is named; or exits 2
+// naming the item that is not one of config's heads.
 static void knock_out_heads(const char *list, const GPTConfig *c) {
-    run.knocked_out = calloc((size_t)c->n_layer * c->n_head, 1);
+    run.knocked_out = calloc((size_t)c->n_layer * c->n_head, sizeof(ActivationEdit));
     if (!run.knocked_out) die(EXIT_DATA, "out of memory for --ablate's heads");
+    run.hooks = (ForwardHooks){.heads = run.knocked_out};
     for (const char *item = list;; item++) {
         size_t len = strcspn(item, ",");
         char *end = (char *)item;
@@ -555,7 +558,10 @@ static void knock_out_heads(const char *list, const GPTConfig *c) {
         if (layer >= c->n_layer || head >= c->n_head)
             die(EXIT_USAGE, "--ablate %.*s: the model has no such head (layers 0 to %d, heads 0 to %d)", (int)len,
                 item, c->n_layer - 1, c->n_head - 1);
-        run.knocked_out[layer * c->n_head + head] = 1;
+        int named = 0;
+        for (int i = 0; i < run.hooks.n_heads; i++)
+            named |= run.knocked_out[i].layer == layer && run.knocked_out[i].head == head;
+        if (!named) run.knocked_out[run.hooks.n_heads++] = (ActivationEdit){.layer = (int)layer, .head = (int)head};
         item += len;
         if (!*item) break;
     }

@@ -529,7 +529,8 @@ ActivationTensors gpt_layer_activations(const GPT *model, int layer) {
     ActivationTensors view = model->acts;
     for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) {
         const BufferInfo *b = &activation_table[i];
-        if (b->per_layer) *buffer_field(&view, b) += (size_t)layer * (size_t)layer_floats(&model->config, model->batch_size, b);
+        if (b->per_layer)
+            *buffer_field(&view, b) += (size_t)layer * (size_t)layer_floats(&model->config, model->batch_size, b);
     }
     return view;
 }
@@ -538,9 +539,12 @@ const float *gpt_attention_weights(const GPT *model, int layer) { return gpt_lay
 const float *gpt_qkv(const GPT *model, int layer) { return gpt_layer_activations(model, layer).qkv; }
 const float *gpt_attention_output(const GPT *model, int layer) { return gpt_layer_activations(model, layer).atty; }
 
-const float *gpt_residual_stream(const GPT *model, int layer) {
-    return layer == 0 ? model->acts.encoded : gpt_layer_activations(model, layer - 1).residual3;
+// The residual stream entering block l (gpt_residual_stream), which the hooks may edit.
+static float *residual_stream(const GPT *model, int l) {
+    return l == 0 ? model->acts.encoded : gpt_layer_activations(model, l - 1).residual3;
 }
+
+const float *gpt_residual_stream(const GPT *model, int layer) { return residual_stream(model, layer); }
 
 // The dropout of one site of layer l for a pass over sequences of t tokens; its elements are
 // numbered from the batch's first row (batch_offset), so a part of a batch draws the part of
@@ -581,8 +585,47 @@ static const float *pass_angles(const GPT *m, const ForwardPass *pass, int t) {
     return m->rope + (size_t)(rolls(m, pass, t) ? c->block_size : pass->pos0) * c->head_size;
 }
 
+// ----------------------------------------------------------------------------
+// hooks (ForwardHooks)
+
+// Edit e of the rows of an activation (N = B*t rows from x, ld_x floats apart, `width` floats
+// each): the chosen positions' rows replaced as e says, or zeroed when `zero` is 1 (the
+// gradient of an edited row, in the backward). A team function.
+static void edit_rows(float *x, long ld_x, int width, const ActivationEdit *e, int zero, int B, int t) {
+#pragma omp for schedule(static) nowait
+    for (int n = 0; n < B * t; n++) {
+        if (e->positions && !e->positions[n % t]) continue;
+        float *row = x + (size_t)n * ld_x;
+        if (zero || !e->rows) memset(row, 0, (size_t)width * sizeof(float));
+        else memcpy(row, e->rows + (size_t)n * e->ld, (size_t)width * sizeof(float));
+    }
+    team_barrier();
+}
+
+// The hooks' edits of block l's heads' outputs in atty (N, A), or of their gradient (zero 1).
+static void edit_heads(const GPT *m, float *atty, int l, int zero, int B, int t) {
+    const ForwardHooks *hooks = m->hooks;
+    const int hs = m->config.head_size, A = m->config.n_head * hs;
+    for (int i = 0; hooks && i < hooks->n_heads; i++)
+        if (hooks->heads[i].layer == l)
+            edit_rows(atty + (size_t)hooks->heads[i].head * hs, A, hs, &hooks->heads[i], zero, B, t);
+}
+
+// The hooks' edits of the residual stream entering block l (0..L) in x (N, C), or of its
+// gradient (zero 1).
+static void edit_residual(const GPT *m, float *x, int l, int zero, int B, int t) {
+    const ForwardHooks *hooks = m->hooks;
+    const int C = m->config.n_embd;
+    for (int i = 0; hooks && i < hooks->n_residual; i++)
+        if (hooks->residual[i].layer == l) edit_rows(x, C, C, &hooks->residual[i], zero, B, t);
+}
+
+// ----------------------------------------------------------------------------
+// the passes
+
 // Block l over the rows of B sequences of t tokens, x (N, C) its input: pre-LayerNorm
-// attention (its knocked-out heads' outputs zeroed) and MLP, each added to the residual stream,
+// attention (the hooks' edits of its heads' outputs made) and MLP, each added to the residual
+// stream,
 //   residual2 = x + dropout(c_proj(attention(c_attn(ln_1(x)))))
 //   residual3 = residual2 + dropout(c_proj(gelu(c_fc(ln_2(residual2)))))
 // keeping in the layer's activations what the backward reads. A team function.
@@ -604,7 +647,7 @@ static void block_forward(GPT *model, int l, const float *x, int B, int t, const
     // a rolling cache's step reads all T rows, as if after T - 1 earlier positions
     int keys_before = rolls(model, pass, t) ? c->block_size - 1 : pass->pos0;
     attention_forward(k, la.atty, la.att, la.qkv, &kv, B, keys_before, t, H, hs, &drop_att);
-    if (model->knocked_out) heads_knock_out(la.atty, model->knocked_out + l * H, N, H, hs);
+    edit_heads(model, la.atty, l, 0, B, t);
     linear_forward(k, branch, la.atty, p.attprojw, p.attprojb, N, A, C);
     dropout_forward(branch, branch, N * C, &drop_res1);
     residual_forward(la.residual2, x, branch, N * C);
@@ -647,9 +690,13 @@ void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t
         if (omp_get_thread_num() == 0) rope_angles(model->rope + (size_t)c->block_size * c->head_size, pass->pos0, 1, c->head_size);
         team_barrier();
     }
-    for (int l = 0; l < c->n_layer; l++) block_forward(model, l, gpt_residual_stream(model, l), B, t, pass);
+    for (int l = 0; l <= c->n_layer; l++) {
+        float *residual = residual_stream(model, l);
+        edit_residual(model, residual, l, 0, B, t);
+        if (l < c->n_layer) block_forward(model, l, residual, B, t, pass);
+    }
     // the final LayerNorm, the head (the token embedding itself: tied) and the loss
-    const float *residual = gpt_residual_stream(model, c->n_layer);
+    const float *residual = residual_stream(model, c->n_layer);
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, model->params.lnfw, model->params.lnfb, N, C);
     linear_forward(model->kernels, a->logits, a->lnf, model->params.wte, NULL, N, C, V);
     if (targets) crossentropy_forward(a->losses, a->probs, a->logits, targets, N, V);
@@ -699,7 +746,7 @@ static void block_backward(GPT *model, int l) {
     const int B = model->cur_B, t = model->cur_t, N = B * t;
     BlockParams p = gpt_layer_params(&model->params, c, l), dp = gpt_layer_params(&model->grads, c, l);
     ActivationTensors la = gpt_layer_activations(model, l);
-    const float *residual_in = gpt_residual_stream(model, l);
+    const float *residual_in = residual_stream(model, l);
     Kernels *k = model->kernels;
     ScratchTensors *s = &model->scratch;
     Dropout drop_att = layer_dropout(model, &model->pass, l, DROPOUT_ATTN_WEIGHTS, t);
@@ -720,7 +767,7 @@ static void block_backward(GPT *model, int l) {
     // attention branch: residual2 = residual_in + dropout(c_proj(attn(ln_1(residual_in))))
     dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res1);
     linear_backward(k, s->datty, dp.attprojw, dp.attprojb, dbranch, la.atty, p.attprojw, N, A, C);
-    if (model->knocked_out) heads_knock_out(s->datty, model->knocked_out + l * H, N, H, hs);
+    edit_heads(model, s->datty, l, 1, B, t);
     zero_floats(s->dqkv, (size_t)N * 3 * A);
     attention_backward(k, s->dqkv, s->datty, la.qkv, la.att, B, t, H, hs, &drop_att);
     if (c->position == POSITION_ROPE) rope_backward(s->dqkv, model->rope, B, t, H, hs);
@@ -748,11 +795,16 @@ void gpt_backward(GPT *model) {
     crossentropy_backward(s->dlogits, a->probs, model->targets, 1.0f / batch_tokens, N, V);
     linear_backward(model->kernels, s->dln, g->wte, NULL, s->dlogits, a->lnf, model->params.wte, N, C, V);
     zero_floats(s->dres, (size_t)N * C);
-    const float *last_residual = gpt_residual_stream(model, c->n_layer);
+    const float *last_residual = residual_stream(model, c->n_layer);
     layernorm_backward(s->dres, g->lnfw, g->lnfb, s->dln, last_residual, model->params.lnfw, a->lnf_mean,
                        a->lnf_rstd, N, C);
-    // the blocks, last to first; then the embeddings
-    for (int l = c->n_layer - 1; l >= 0; l--) block_backward(model, l);
+    // the blocks, last to first, no gradient through a row of the stream the hooks replaced; then
+    // the embeddings
+    edit_residual(model, s->dres, c->n_layer, 1, B, t);
+    for (int l = c->n_layer - 1; l >= 0; l--) {
+        block_backward(model, l);
+        edit_residual(model, s->dres, l, 1, B, t);
+    }
     encoder_backward(g->wte, g->wpe, s->dres, model->inputs, B, t, C);
 }
 

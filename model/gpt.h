@@ -120,6 +120,35 @@ typedef struct {
     int kv_sequences, first_sequence, pos0;
 } ForwardPass;
 
+// Hooks: what every forward of a model (model->hooks) does besides computing, for what
+// measures the model (analysis/): an edit replaces rows of an activation as the forward makes
+// it, either a head's output (its hs-wide slice of atty, before c_proj) or the residual
+// stream entering a block. At each chosen position i of each of the pass's B sequences (row n
+// = b*t + i of the pass's N rows) the row becomes rows + n*ld, or zeros when rows is NULL:
+//   knock-out        a head's output zeroed            rows NULL
+//   patching         another run's rows put in         rows its (N, ...) rows, ld their stride
+//   mean-ablation    one row at every position         rows that row, ld 0
+//   residual patch   the stream entering block l        the same, C floats a row
+// The forward keeps the edited rows (the activations hold what the next layer read), and the
+// backward takes them as constants: no gradient flows back through an edited row (a
+// knocked-out head's weights get none from its output), so it stays the forward's derivative.
+// What a forward computed is read back ("record") through gpt_layer_activations and the
+// accessors after it. Edits apply in their order; their layers and heads must be the model's.
+typedef struct {
+    int layer;   // a head's block, 0..L-1; for the residual stream the block it enters, 0..L
+                 // (L: the stream the final LayerNorm reads)
+    int head;    // 0..H-1; unused for the residual stream
+    const float *rows;               // NULL: zeros; else the replacing rows (hs or C floats each)
+    long ld;                         // floats from one row of rows to the next; 0: one row for all
+    const unsigned char *positions;  // NULL: every position; else t flags, 1 where the row is edited
+} ActivationEdit;
+typedef struct {
+    const ActivationEdit *heads;     // edits of heads' outputs
+    int n_heads;
+    const ActivationEdit *residual;  // edits of the residual stream
+    int n_residual;
+} ForwardHooks;
+
 typedef struct {
     GPTConfig config;
     ParameterTensors params;
@@ -142,9 +171,9 @@ typedef struct {
     float mean_loss;         // mean cross-entropy of the last forward with targets, else -1
     double loss_sum;         // the sum of its token losses (mean_loss = loss_sum / (B*t))
     ForwardPass pass;        // what the last forward was for; its backward follows it
-    // NULL, or (L, H) flags: a head with its flag set is knocked out (ablated) in every
-    // forward and backward, its output (its slice of atty) zeroed before c_proj. Not owned.
-    const unsigned char *knocked_out;
+    // NULL, or the hooks every forward and backward applies (ForwardHooks), not owned. Set
+    // between passes, not between a forward and its backward. NULL costs nothing.
+    const ForwardHooks *hooks;
     // the team sizes of forwards called from serial code (evaluation, generation's prefill)
     // and of train_step's steps, chosen from their times (parallel.h); the latest step's
     ThreadTuner forward_tuner, step_tuner;

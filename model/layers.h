@@ -95,11 +95,6 @@ void rope_backward(float *dqkv, const float *cs, int B, int t, int H, int hs);
 void attention_backward(Kernels *k, float *dqkv, const float *dout, const float *qkv, const float *att, int B, int t,
                         int H, int hs, const Dropout *drop);
 
-// Knocks heads out: zeroes the columns [h*hs, (h+1)*hs) of x (N, H*hs) for each head h with
-// knocked_out[h] set. On the attention output it removes those heads' contribution to the
-// residual stream; on its gradient, the gradient through them.
-void heads_knock_out(float *x, const unsigned char *knocked_out, int N, int H, int hs);
-
 // GELU is the kernels' (kernels.h: gelu_forward, gelu_backward): its exp is the costliest
 // elementwise work of a step, and it is compiled for each instruction set.
 

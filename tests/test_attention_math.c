@@ -14,7 +14,7 @@
 #include "../generation/attention_record.h"
 #include "../model/gpt.h"
 #include "reference.h"
-#include "../viewer/head_scores.h"
+#include "../analysis/head_scores.h"
 #include "test.h"
 
 #define TMP "tests/tmp"

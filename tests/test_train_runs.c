@@ -1409,7 +1409,7 @@ TEST(runs_task_resume_continues_the_stream) {
     free(text);
 }
 
-// The best head's induction score (training/head_scores.h) at each probed step of the run in
+// The best head's induction score (analysis/head_scores.h) at each probed step of the run in
 // dir: steps[i], best[i], at most max of them; returns how many.
 static int best_induction_scores(const char *dir, long *steps, double *best, int max) {
     char path[320], err[ERR_LEN];
