@@ -35,6 +35,7 @@
 #include "generation/decoder.h"
 #include "generation/prompt.h"
 #include "generation/score.h"
+#include "generation/score_progress.h"
 #include "generation/surprisal_csv.h"
 #include "kernels/kernels.h"
 #include "model/gpt.h"
@@ -411,9 +412,9 @@ static void warn_dropped(const Prompt *p, const char *what) {
             " take its unknown token U+FFFD", shown, p->first_dropped, p->first_dropped_at);
 }
 
-// The progress line of a long task on stderr when it is a terminal, as ./train's: "scoring:
-// 35000/111539 characters | ETA 0m08s", shown from the first unit on, then rewritten at most
-// twice a second, cleared at the end.
+// The progress line of generating to a file, on stderr when it is a terminal, as ./train's:
+// "generating: 1200/2000 characters | ETA 0m08s", shown from the first unit on, then rewritten
+// at most twice a second, cleared at the end.
 typedef struct {
     const char *task, *units;
     long total;
@@ -441,18 +442,27 @@ static void progress_end(const ProgressLine *p) {
     if (p->shown) fprintf(stderr, "\r\033[K");
 }
 
-// --score: what each scored character does besides counting: its CSV row, and the progress
-// line.
+// --score: what each scored character does besides counting, its CSV row; and what the
+// scoring shows on stderr as it goes (generation/score_progress.h).
 typedef struct {
     SurprisalCsv *csv;  // or NULL
-    ProgressLine progress;
+    long scored;        // characters scored so far
+    double start;
+    ScoreProgress progress;
 } ScoreOutput;
 
 static int on_scored(void *context, long position, int token, float loss, const float *logits, char err[ERR_LEN]) {
     ScoreOutput *out = context;
-    if (out->csv && surprisal_csv_row(out->csv, position, token, loss, logits, err) != 0) return -1;
-    progress_show(&out->progress, position);
-    return 0;
+    out->scored++;
+    return out->csv ? surprisal_csv_row(out->csv, position, token, loss, logits, err) : 0;
+}
+
+static void on_score_progress(void *context, double done, double total) {
+    ScoreOutput *out = context;
+    char text[512];
+    score_progress_text(&out->progress, now_seconds() - out->start, done, total, out->scored, program_name(), text,
+                        sizeof(text));
+    fputs(text, stderr);
 }
 
 // The model, in the precision asked for, with --ablate's heads knocked out (the checkpoint is
@@ -512,12 +522,16 @@ static void score_text(const Options *o) {
     c = &model->config;
 
     SurprisalCsv csv;
-    ScoreOutput out = {o->surprisal ? &csv : NULL, progress_start("scoring", "characters", text->len - 1)};
+    ScoreOutput out = {.csv = o->surprisal ? &csv : NULL, .start = now_seconds()};
+    double fastest = score_work(c, text->len, c->block_size, 0) / score_work(c, text->len, o->stride, o->use_cache);
+    int terminal = platform_is_terminal(STDERR_FILENO);
+    score_progress_init(&out.progress, text->len - 1, terminal, omp_get_max_threads(), c->block_size, fastest);
+    const ScoreReport report = {on_scored, on_score_progress, &out};
     if (o->surprisal && surprisal_csv_open(&csv, o->surprisal, run.vocab.chars, c->vocab_size, err) != 0)
         die(EXIT_DATA, "%s", err);
     Score score;
-    rc = score_tokens(model, text->tokens, text->len, o->stride, o->use_cache, on_scored, &out, &score, err);
-    progress_end(&out.progress);
+    rc = score_tokens(model, text->tokens, text->len, o->stride, o->use_cache, &report, &score, err);
+    if (terminal && out.progress.line_seconds >= 0.0) fprintf(stderr, "\r\033[K");
     if (rc != 0) die(EXIT_DATA, "%s: %s", name, err);
     if (o->surprisal && (rc = surprisal_csv_commit(&csv, o->force, err)) != 0)
         die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "%s", err);
