@@ -37,10 +37,12 @@
 #include "generation/score.h"
 #include "generation/score_progress.h"
 #include "generation/surprisal_csv.h"
+#include "generation/task_score.h"
 #include "kernels/kernels.h"
 #include "model/gpt.h"
 #include "training/progress.h"
 #include "training/run_log.h"
+#include "training/run_state.h"
 #include "viewer/attention_export.h"
 #include "viewer/timeline.h"
 
@@ -59,6 +61,8 @@ typedef struct {
     const char *score;        // text to score ("-" for stdin), or NULL
     const char *surprisal;    // with score: the per-character CSV, or NULL
     const char *ablate;       // --ablate L.H[,L.H...]: the heads knocked out, or NULL
+    int score_task;           // --score-task: the task's validation split scored
+    long rows;                // --rows: its rows scored (0: as many as the run's evaluations read)
     char sampling_flag[40];   // the first option given that only sampling uses, or ""
     long max_new;
     SamplerConfig sampler;
@@ -119,6 +123,12 @@ static void usage(FILE *f) {
             "                         stdin) in nats and bits per character and as perplexity, each\n"
             "                         character after the first predicted from the ones before it\n"
             "                         through the window --stride gives\n"
+            "      --score-task       for a model of ./train --task: score the task's validation split\n"
+            "                         as the run's evaluations read it, on what can be predicted (the\n"
+            "                         repeated half, the answer) and on every character, in bits per\n"
+            "                         character, with the share of the predictable ones it gets right\n"
+            "      --rows N           with --score-task: score the split's first N rows of block_size + 1\n"
+            "                         characters (default: the rows the run's evaluations read)\n"
             "      --encoding E       with --score: the text's encoding, utf-8, latin-1 or cp1252\n"
             "                         (default utf-8)\n"
             "      --surprisal FILE   with --score: write one CSV row per scored character (position,\n"
@@ -153,7 +163,8 @@ static void usage(FILE *f) {
 
 enum {
     OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY, OPT_STRIDE, OPT_NUM_SAMPLES,
-    OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE, OPT_ABLATE,
+    OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE, OPT_ABLATE, OPT_SCORE_TASK,
+    OPT_ROWS,
 };
 
 // Options that only generating text uses (--score refuses them).
@@ -179,6 +190,7 @@ static const struct option long_options[] = {
     {"encoding", required_argument, 0, OPT_ENCODING},
     {"timeline", required_argument, 0, OPT_TIMELINE}, {"force", no_argument, 0, OPT_FORCE},
     {"ablate", required_argument, 0, OPT_ABLATE},
+    {"score-task", no_argument, 0, OPT_SCORE_TASK}, {"rows", required_argument, 0, OPT_ROWS},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
@@ -214,6 +226,8 @@ static void set_option(Options *o, int c, const char *flag, char **argv) {
         case OPT_SCORE: o->score = optarg; break;
         case OPT_SURPRISAL: o->surprisal = optarg; break;
         case OPT_ABLATE: o->ablate = optarg; break;
+        case OPT_SCORE_TASK: o->score_task = 1; break;
+        case OPT_ROWS: o->rows = option_long("--rows", optarg, 1, TASK_SCORE_MAX_ROWS); break;
         case OPT_PRECISION:
             if (precision_parse(optarg, &o->precision) != 0)
                 die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", optarg);
@@ -281,6 +295,11 @@ static void check_option_combinations(const Options *o) {
     if (o->surprisal && !o->score) die(EXIT_USAGE, "--surprisal writes what --score computes: give --score FILE too");
     if (o->score && o->prompt) die(EXIT_USAGE, "--score reads its text from FILE: give no prompt ('%s')", o->prompt);
     if (o->encoding_given && !o->score) die(EXIT_USAGE, "--encoding is --score's text's: give --score FILE too");
+    if (o->rows && !o->score_task) die(EXIT_USAGE, "--rows is --score-task's: give --score-task too");
+    if (o->score_task && (o->score || o->prompt || o->sampling_flag[0] || o->surprisal || o->stride != 1 ||
+                          !o->use_cache))
+        die(EXIT_USAGE, "--score-task scores the task's own rows, one window each: it takes only --rows, --ablate, "
+            "--threads, --precision and --max-memory");
     if (o->score && o->sampling_flag[0])
         die(EXIT_USAGE, "%s is for generating text; --score only takes --stride, --skip-unknown, --surprisal, "
             "--encoding, --no-cache, --ablate, --threads, --precision and --max-memory", o->sampling_flag);
@@ -544,6 +563,44 @@ static void score_text(const Options *o) {
     if (o->surprisal) fprintf(stderr, "surprisal of %ld characters written to %s\n", score.scored, o->surprisal);
 }
 
+// --score-task: the validation split of the task the checkpoint was trained on (its options
+// say which, and the seed that makes it), scored as its evaluations read it.
+static void score_task_split(const Options *o) {
+    char err[ERR_LEN];
+    TrainOptions train;
+    TrainState state;
+    if (run_meta_read(&run.ck, &train, &state, err) != 0) die(EXIT_DATA, "%s", err);
+    if (!train.task[0])
+        die(EXIT_USAGE, "%s was trained on a text, not a --task: --score FILE scores a text", o->checkpoint);
+    Task task = (Task)task_find(train.task);
+    const char *alphabet = task_alphabet(task);
+    int same = run.vocab.size == (int)strlen(alphabet) && !run.vocab.unknown;
+    for (int i = 0; same && i < run.vocab.size; i++) same = run.vocab.chars[i] == (uint32_t)(unsigned char)alphabet[i];
+    if (!same)
+        die(EXIT_DATA, "%s: its vocabulary is not the %s task's %zu characters (a checkpoint of another version of "
+            "chargpt?)", o->checkpoint, train.task, strlen(alphabet));
+    const GPTConfig *c = &run.ck.config;
+    long rows = o->rows ? o->rows : train.eval_batches * (long)train.batch_size;
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, SCORE_BATCH, GPT_PLAN_FORWARD, &plan);
+    gpt_memory_plan_precision(&plan, c, SCORE_BATCH, GPT_PLAN_FORWARD, o->precision);
+    plan.text = task_score_memory(c->block_size, rows);
+    check_memory(&plan, c, o, "scoring the task's validation split");
+    GPT *model = load_model(o);
+    c = &model->config;  // the checkpoint is closed
+    TaskScore s;
+    if (task_score(model, task, train.seed, rows, &s, err) != 0) die(EXIT_DATA, "%s: %s", o->checkpoint, err);
+    if (s.scored.scored == 0)  // a block too short to hold an example's predictable part
+        die(EXIT_DATA, "%s: the %ld rows of %d characters hold no %s to score", o->checkpoint, rows, c->block_size + 1,
+            task_scored_part(task));
+    printf("%s task (seed %" PRIu64 "), validation rows 0-%ld of %d characters%s%s: %s %.4f bits/char over %ld "
+           "characters, %.1f%% right; every character %.4f bits/char\n", train.task, train.seed, rows - 1,
+           c->block_size + 1, o->ablate ? ", heads knocked out " : "", o->ablate ? o->ablate : "",
+           task_scored_part(task), s.scored.sum_nats / s.scored.scored / M_LN2, s.scored.scored,
+           100.0 * s.correct / s.scored.scored, s.all.sum_nats / s.all.scored / M_LN2);
+    stdout_flush_or_die();
+}
+
 // The threads and the kernels (kernels/kernels.h), and what bf16 costs on them when asked for.
 static void start_kernels(const Options *o) {
     if (o->threads > 0) omp_set_num_threads(o->threads);
@@ -723,6 +780,10 @@ int main(int argc, char **argv) {
     open_checkpoint(&o);
     if (o.score) {
         score_text(&o);
+        return 0;
+    }
+    if (o.score_task) {
+        score_task_split(&o);
         return 0;
     }
 
