@@ -31,6 +31,7 @@
 #include "format/atomic_file.h"
 #include "format/checkpoint.h"
 #include "format/output.h"
+#include "format/probe_csv.h"
 #include "generation/attention_record.h"
 #include "generation/decoder.h"
 #include "generation/prompt.h"
@@ -77,6 +78,7 @@ typedef struct {
     TextEncoding encoding;    // of the text --score reads
     int encoding_given;
     const char *timeline;     // --timeline RUN_DIR: rebuild its timeline.html, or NULL
+    const char *csv;          // --csv FILE: with --timeline, its heads' scores as CSV instead
     int force;                // --force: the files written may replace files that are there
     char other_flag[40];      // the first option given that --timeline does not take, or ""
 } Options;
@@ -151,6 +153,8 @@ static void usage(FILE *f) {
             "      --timeline RUN_DIR rebuild RUN_DIR/timeline.html, the page of a training run, from its\n"
             "                         probe.bin and log.csv (a run copied from elsewhere); no CKPT;\n"
             "                         --max-memory bounds it too\n"
+            "      --csv FILE         with --timeline: write every head's scores and importance at every\n"
+            "                         probed step of RUN_DIR/probe.bin to FILE as CSV, not the page\n"
             "      --force            replace files that are there already (--attention, --surprisal,\n"
             "                         --timeline's page); without it they are refused\n"
             "  -h, --help             show this help\n"
@@ -164,7 +168,7 @@ static void usage(FILE *f) {
 enum {
     OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY, OPT_STRIDE, OPT_NUM_SAMPLES,
     OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE, OPT_ABLATE, OPT_SCORE_TASK,
-    OPT_ROWS,
+    OPT_ROWS, OPT_CSV,
 };
 
 // Options that only generating text uses (--score refuses them).
@@ -191,6 +195,7 @@ static const struct option long_options[] = {
     {"timeline", required_argument, 0, OPT_TIMELINE}, {"force", no_argument, 0, OPT_FORCE},
     {"ablate", required_argument, 0, OPT_ABLATE},
     {"score-task", no_argument, 0, OPT_SCORE_TASK}, {"rows", required_argument, 0, OPT_ROWS},
+    {"csv", required_argument, 0, OPT_CSV},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
@@ -238,6 +243,7 @@ static void set_option(Options *o, int c, const char *flag, char **argv) {
             o->encoding_given = 1;
             break;
         case OPT_TIMELINE: o->timeline = optarg; break;
+        case OPT_CSV: o->csv = optarg; break;
         case OPT_FORCE: o->force = 1; break;
         case 'h':
             // "-h" or "--help" (or its abbreviation); "-hi" is a prompt given before "--"
@@ -269,18 +275,19 @@ static void parse_options(int argc, char **argv, Options *o) {
         index = -1;
         if (!o->sampling_flag[0] && is_sampling_option(c))
             snprintf(o->sampling_flag, sizeof(o->sampling_flag), "%s", name);
-        if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_FORCE && c != OPT_MAX_MEMORY && c != 'h' &&
-            c != ':' && c != '?')
+        if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_CSV && c != OPT_FORCE && c != OPT_MAX_MEMORY &&
+            c != 'h' && c != ':' && c != '?')
             snprintf(o->other_flag, sizeof(o->other_flag), "%s", name);
         set_option(o, c, flag, argv);
     }
     if (o->timeline) {
         if (o->other_flag[0] || optind < argc)
-            die(EXIT_USAGE, "--timeline rebuilds a run's page from its directory: it takes only --force and "
+            die(EXIT_USAGE, "--timeline rebuilds a run's page from its directory: it takes only --csv, --force and "
                 "--max-memory, not '%s'",
                 o->other_flag[0] ? o->other_flag : argv[optind]);
         return;
     }
+    if (o->csv) die(EXIT_USAGE, "--csv writes a run's head scores: give --timeline RUN_DIR too");
     if (optind >= argc)
         die(EXIT_USAGE, "no checkpoint given (usage: %s CKPT [PROMPT]; see --help)", program_invocation());
     o->checkpoint = argv[optind++];
@@ -734,19 +741,24 @@ static void check_timeline_memory(const Options *o, const char *probe) {
         "history), more than the %s %s", o->timeline, needed, probe, limit_text, source);
 }
 
-// --timeline RUN_DIR: the run's timeline.html made anew from its probe.bin and log.csv, as
-// ./train writes it at each evaluation (viewer/timeline.h); an existing page needs --force.
-static void rebuild_timeline(const Options *o) {
-    char probe[4200], log[4200], page[4200], err[ERR_LEN], title[4300];
-    snprintf(probe, sizeof(probe), "%s/probe.bin", o->timeline);
-    snprintf(log, sizeof(log), "%s/log.csv", o->timeline);
-    snprintf(page, sizeof(page), "%s/%s", o->timeline, TIMELINE_FILE);
+// --timeline RUN_DIR's probe.bin, in probe (n bytes), when the directory holds one (else exit 1).
+static void timeline_probe_path(const Options *o, char *probe, size_t n) {
+    snprintf(probe, n, "%s/probe.bin", o->timeline);
     struct stat st;
     if (stat(o->timeline, &st) != 0 || !S_ISDIR(st.st_mode))
         die(EXIT_DATA, "--timeline %s: %s", o->timeline, errno == ENOENT ? "no such directory" : "not a directory");
     if (access(probe, F_OK) != 0)
         die(EXIT_DATA, "--timeline %s: it holds no probe.bin (a run from before the timeline, or with --no-probe)",
             o->timeline);
+}
+
+// --timeline RUN_DIR: the run's timeline.html made anew from its probe.bin and log.csv, as
+// ./train writes it at each evaluation (viewer/timeline.h); an existing page needs --force.
+static void rebuild_timeline(const Options *o) {
+    char probe[4200], log[4200], page[4200], err[ERR_LEN], title[4300];
+    timeline_probe_path(o, probe, sizeof(probe));
+    snprintf(log, sizeof(log), "%s/log.csv", o->timeline);
+    snprintf(page, sizeof(page), "%s/%s", o->timeline, TIMELINE_FILE);
     refuse_existing("--timeline", page, o->force);
     check_timeline_memory(o, probe);
     int removed;
@@ -764,13 +776,29 @@ static void rebuild_timeline(const Options *o) {
     stdout_flush_or_die();
 }
 
+// --timeline RUN_DIR --csv FILE: the heads' scores and importance at every probed step of the
+// run's probe.bin (format/probe_csv.h); an existing FILE needs --force.
+static void timeline_csv(const Options *o) {
+    char probe[4200], err[ERR_LEN];
+    timeline_probe_path(o, probe, sizeof(probe));
+    refuse_existing("--csv", o->csv, o->force);
+    long rows;
+    int torn;
+    int rc = probe_csv_write(probe, o->csv, o->force, &rows, &torn, err);
+    if (rc != 0) die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "--timeline %s", err);
+    printf("%s: %ld rows, a head each at every probed step of %s%s\n", o->csv, rows, probe,
+           torn ? " (up to a torn or damaged record)" : "");
+    stdout_flush_or_die();
+}
+
 int main(int argc, char **argv) {
     platform_init(argc, argv);
     Options o;
     parse_options(argc, argv, &o);
     if (o.timeline) {
         fatal_signals_install(atomic_file_remove_open, 0);  // a killed run leaves no temporary file
-        rebuild_timeline(&o);
+        if (o.csv) timeline_csv(&o);
+        else rebuild_timeline(&o);
         return 0;
     }
     prepare_outputs(&o);  // the files it will write can be written

@@ -477,3 +477,36 @@ TEST(score_bad_texts) {
     if (test_exit_status(&r, 1, "--surprisal in a missing directory")) test_output_has(&r, "no_dir", "--surprisal");
     test_run_free(&r);
 }
+
+// --score-task and --timeline's --csv refuse what they cannot do, naming it (exit 2): a model of
+// a text has no task's split; --rows without --score-task, --score-task with a text or sampling
+// options; --csv without --timeline, or over a file that is there without --force.
+TEST(score_task_and_csv_refusals) {
+    if (!trained_checkpoint()) return;
+    static const struct {
+        const char *args[6];
+        const char *says;
+    } cases[] = {
+        {{CKPT, "--score-task", NULL}, "trained on a text, not a --task"},
+        {{CKPT, "--rows", "10", NULL}, "--rows is --score-task's"},
+        {{CKPT, "--score-task", "--score", "x.txt", NULL}, "--score-task scores the task's own rows"},
+        {{CKPT, "--score-task", "-t", "0", NULL}, "--score-task scores the task's own rows"},
+        {{CKPT, "--score-task", "--rows", "0", NULL}, "--rows"},
+        {{CKPT, "--csv", WORK_DIR "/heads.csv", NULL}, "--csv writes a run's head scores: give --timeline"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TestRun r = test_run_program("generate", NULL, WORK_DIR "/refusal.log", 60, cases[i].args);
+        if (test_exit_status(&r, 2, cases[i].args[1])) test_output_has(&r, cases[i].says, cases[i].args[1]);
+        test_run_free(&r);
+    }
+    const char *csv = WORK_DIR "/heads.csv";
+    test_write_file(csv, "mine\n", 5);
+    TestRun r = test_run_program("generate", NULL, WORK_DIR "/refusal.log", 60,
+                                 (const char *[]){"--timeline", WORK_DIR "/out", "--csv", csv, NULL});
+    if (test_exit_status(&r, 2, "--csv over a file")) test_output_has(&r, "exists: give --force", "--csv over a file");
+    test_run_free(&r);
+    size_t len;
+    char *kept = test_read_file(csv, &len);
+    CHECK(kept && len == 5 && memcmp(kept, "mine\n", 5) == 0, "--csv without --force changed %s", csv);
+    free(kept);
+}
