@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every lesson's commands (docs/lessons/*.md), shortened, so that none goes stale: each
-# line of a lesson's ```sh blocks that starts with ./train or ./generate runs, in the lesson's
-# order and the lessons in theirs, as a learner runs them, with the repository's programs, in
+# line of a lesson's ```sh blocks (indented in a list too) that starts with ./train or
+# ./generate runs, in the lesson's order and the lessons in theirs, as a learner runs them,
+# with the repository's programs, in
 # one scratch directory (WORK, default tests/tmp/lessons), where every out/ and page lands: a
 # lesson that reads an earlier lesson's run finds it there, and one that writes over an
 # earlier lesson's file fails as it would for the learner. Every ./train
@@ -25,7 +26,8 @@ lesson() {
     shift
     local dir=$work commands n=0
     mkdir -p "$dir/logs"
-    commands=$(awk '/^```sh$/ { block = 1; next } /^```$/ { block = 0 } block && /^\.\/(train|generate)( |$)/' "$file")
+    commands=$(awk '/^ *```sh$/ { block = 1; next } /^ *```$/ { block = 0 }
+                    block && /^ *\.\/(train|generate)( |$)/ { sub(/^ +/, ""); print }' "$file")
     if [ -z "$commands" ]; then
         echo "check_lessons: $file has no ./train or ./generate command in a \`\`\`sh block" >&2
         exit 1
