@@ -2,12 +2,11 @@
 # Runs every lesson's commands (docs/lessons/*.md), shortened, so that none goes stale: each
 # line of a lesson's ```sh blocks (indented in a list too) that starts with ./train or
 # ./generate runs, in the lesson's order and the lessons in theirs, as a learner runs them,
-# with the repository's programs, in
-# one scratch directory (WORK, default tests/tmp/lessons), where every out/ and page lands: a
-# lesson that reads an earlier lesson's run finds it there, and one that writes over an
-# earlier lesson's file fails as it would for the learner. Every ./train
-# gets the shortening options after its own (the later option wins): fewer steps, and an
-# evaluation within them so that the timeline has a step to show. The text a lesson trains
+# with the repository's programs, in one scratch directory (WORK, default tests/tmp/lessons),
+# where every out/ and page lands: a lesson that reads an earlier lesson's run finds it there,
+# and one that writes over an earlier lesson's file fails as it would for the learner. Every
+# ./train gets the shortening options after its own (the later option wins): fewer steps, and
+# an evaluation within them so that the timeline has a step to show. The text a lesson trains
 # on of your own (my-book.txt) is, here, the repository's docs one after the other. Every
 # command must exit 0, and every lesson must have one; the induction lesson's timeline is then
 # checked in headless Chromium (scripts/check_timeline.sh), a task's probe being the one page
