@@ -29,11 +29,12 @@
 #include "common/program.h"
 #include "data/corpus.h"
 #include "data/encoding.h"
-#include "data/utf8.h"
+#include "common/utf8.h"
 #include "data/vocab.h"
 #include "format/atomic_file.h"
 #include "format/checkpoint.h"
 #include "format/output.h"
+#include "format/probe_csv.h"
 #include "generation/attention_record.h"
 #include "generation/circuits_report.h"
 #include "generation/decoder.h"
@@ -41,11 +42,14 @@
 #include "generation/prompt.h"
 #include "generation/reference_text.h"
 #include "generation/score.h"
+#include "generation/score_progress.h"
 #include "generation/surprisal_csv.h"
+#include "generation/task_score.h"
 #include "kernels/kernels.h"
 #include "model/gpt.h"
 #include "training/progress.h"
 #include "training/run_log.h"
+#include "training/run_state.h"
 #include "viewer/attention_export.h"
 #include "viewer/circuits_export.h"
 #include "viewer/timeline.h"
@@ -69,6 +73,8 @@ typedef struct {
     const char *mean_over;    // --mean-over FILE: the text the means are taken over, or NULL
     const char *patch;        // --patch CLEAN: the clean text (the corrupted one is the argument after), or NULL
     char decoding_flag[40];   // the first option given that only decoding text uses, or ""
+    int score_task;           // --score-task: the task's validation split scored
+    long rows;                // --rows: its rows scored (0: as many as the run's evaluations read)
     char sampling_flag[40];   // the first option given that only sampling uses, or ""
     long max_new;
     SamplerConfig sampler;
@@ -85,6 +91,7 @@ typedef struct {
     const char *timeline;     // --timeline RUN_DIR: rebuild its timeline.html, or NULL
     const char *circuits;     // --circuits FILE: the weights' circuits written there, or NULL
     char circuits_other[40];  // the first option given that --circuits does not take, or ""
+    const char *csv;          // --csv FILE: with --timeline, its heads' scores as CSV instead
     int force;                // --force: the files written may replace files that are there
     char other_flag[40];      // the first option given that --timeline does not take, or ""
 } Options;
@@ -131,6 +138,12 @@ static void usage(FILE *f) {
             "                         stdin) in nats and bits per character and as perplexity, each\n"
             "                         character after the first predicted from the ones before it\n"
             "                         through the window --stride gives\n"
+            "      --score-task       for a model of ./train --task: score the task's validation split\n"
+            "                         as the run's evaluations read it, on what can be predicted (the\n"
+            "                         repeated half, the answer) and on every character, in bits per\n"
+            "                         character, with the share of the predictable ones it gets right\n"
+            "      --rows N           with --score-task: score the split's first N rows of block_size + 1\n"
+            "                         characters (default: the rows the run's evaluations read)\n"
             "      --encoding E       with --score: the text's encoding, utf-8, latin-1 or cp1252\n"
             "                         (default utf-8)\n"
             "      --surprisal FILE   with --score: write one CSV row per scored character (position,\n"
@@ -170,6 +183,8 @@ static void usage(FILE *f) {
             "      --timeline RUN_DIR rebuild RUN_DIR/timeline.html, the page of a training run, from its\n"
             "                         probe.bin and log.csv (a run copied from elsewhere); no CKPT;\n"
             "                         --max-memory bounds it too\n"
+            "      --csv FILE         with --timeline: write every head's scores and importance at every\n"
+            "                         probed step of RUN_DIR/probe.bin to FILE as CSV, not the page\n"
             "      --force            replace files that are there already (--attention, --surprisal,\n"
             "                         --timeline's page); without it they are refused\n"
             "  -h, --help             show this help\n"
@@ -182,8 +197,8 @@ static void usage(FILE *f) {
 
 enum {
     OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY, OPT_STRIDE, OPT_NUM_SAMPLES,
-    OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE, OPT_ABLATE,
-    OPT_CIRCUITS, OPT_ABLATE_MEAN, OPT_MEAN_OVER, OPT_PATCH,
+    OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE, OPT_ABLATE, OPT_SCORE_TASK,
+    OPT_ROWS, OPT_CSV, OPT_CIRCUITS, OPT_ABLATE_MEAN, OPT_MEAN_OVER, OPT_PATCH,
 };
 
 // Options that only generating text uses (--score refuses them).
@@ -208,7 +223,9 @@ static const struct option long_options[] = {
     {"surprisal", required_argument, 0, OPT_SURPRISAL}, {"precision", required_argument, 0, OPT_PRECISION},
     {"encoding", required_argument, 0, OPT_ENCODING},
     {"timeline", required_argument, 0, OPT_TIMELINE}, {"force", no_argument, 0, OPT_FORCE},
-    {"ablate", required_argument, 0, OPT_ABLATE}, {"circuits", required_argument, 0, OPT_CIRCUITS},
+    {"ablate", required_argument, 0, OPT_ABLATE},
+    {"score-task", no_argument, 0, OPT_SCORE_TASK}, {"rows", required_argument, 0, OPT_ROWS},
+    {"csv", required_argument, 0, OPT_CSV}, {"circuits", required_argument, 0, OPT_CIRCUITS},
     {"ablate-mean", required_argument, 0, OPT_ABLATE_MEAN}, {"mean-over", required_argument, 0, OPT_MEAN_OVER},
     {"patch", required_argument, 0, OPT_PATCH},
     {"help", no_argument, 0, 'h'},
@@ -246,6 +263,8 @@ static void set_option(Options *o, int c, const char *flag, char **argv) {
         case OPT_SCORE: o->score = optarg; break;
         case OPT_SURPRISAL: o->surprisal = optarg; break;
         case OPT_ABLATE: o->ablate = optarg; break;
+        case OPT_SCORE_TASK: o->score_task = 1; break;
+        case OPT_ROWS: o->rows = option_long("--rows", optarg, 1, TASK_SCORE_MAX_ROWS); break;
         case OPT_PRECISION:
             if (precision_parse(optarg, &o->precision) != 0)
                 die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", optarg);
@@ -256,6 +275,7 @@ static void set_option(Options *o, int c, const char *flag, char **argv) {
             o->encoding_given = 1;
             break;
         case OPT_TIMELINE: o->timeline = optarg; break;
+        case OPT_CSV: o->csv = optarg; break;
         case OPT_CIRCUITS: o->circuits = optarg; break;
         case OPT_ABLATE_MEAN: o->ablate_mean = optarg; break;
         case OPT_MEAN_OVER: o->mean_over = optarg; break;
@@ -293,8 +313,8 @@ static void parse_options(int argc, char **argv, Options *o) {
             snprintf(o->sampling_flag, sizeof(o->sampling_flag), "%s", name);
         if (!o->decoding_flag[0] && is_sampling_option(c) && c != OPT_ATTENTION)
             snprintf(o->decoding_flag, sizeof(o->decoding_flag), "%s", name);
-        if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_FORCE && c != OPT_MAX_MEMORY && c != 'h' &&
-            c != ':' && c != '?')
+        if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_CSV && c != OPT_FORCE && c != OPT_MAX_MEMORY &&
+            c != 'h' && c != ':' && c != '?')
             snprintf(o->other_flag, sizeof(o->other_flag), "%s", name);
         if (!o->circuits_other[0] && c != OPT_CIRCUITS && c != 's' && c != OPT_THREADS && c != OPT_MAX_MEMORY &&
             c != OPT_FORCE && c != 'h' && c != ':' && c != '?')
@@ -303,11 +323,12 @@ static void parse_options(int argc, char **argv, Options *o) {
     }
     if (o->timeline) {
         if (o->other_flag[0] || optind < argc)
-            die(EXIT_USAGE, "--timeline rebuilds a run's page from its directory: it takes only --force and "
+            die(EXIT_USAGE, "--timeline rebuilds a run's page from its directory: it takes only --csv, --force and "
                 "--max-memory, not '%s'",
                 o->other_flag[0] ? o->other_flag : argv[optind]);
         return;
     }
+    if (o->csv) die(EXIT_USAGE, "--csv writes a run's head scores: give --timeline RUN_DIR too");
     if (optind >= argc)
         die(EXIT_USAGE, "no checkpoint given (usage: %s CKPT [PROMPT]; see --help)", program_invocation());
     o->checkpoint = argv[optind++];
@@ -322,6 +343,11 @@ static void check_option_combinations(const Options *o) {
     if (o->surprisal && !o->score) die(EXIT_USAGE, "--surprisal writes what --score computes: give --score FILE too");
     if (o->score && o->prompt) die(EXIT_USAGE, "--score reads its text from FILE: give no prompt ('%s')", o->prompt);
     if (o->encoding_given && !o->score) die(EXIT_USAGE, "--encoding is --score's text's: give --score FILE too");
+    if (o->rows && !o->score_task) die(EXIT_USAGE, "--rows is --score-task's: give --score-task too");
+    if (o->score_task && (o->score || o->prompt || o->sampling_flag[0] || o->surprisal || o->stride != 1 ||
+                          !o->use_cache))
+        die(EXIT_USAGE, "--score-task scores the task's own rows, one window each: it takes only --rows, --ablate, "
+            "--threads, --precision and --max-memory");
     if (o->score && o->sampling_flag[0])
         die(EXIT_USAGE, "%s is for generating text; --score only takes --stride, --skip-unknown, --surprisal, "
             "--encoding, --no-cache, --ablate, --ablate-mean, --mean-over, --threads, --precision and --max-memory",
@@ -388,14 +414,13 @@ static struct {
     Prompt prompt;  // the prompt, or the text to score
     GPT model;
     Decoder decoder;
-    unsigned char *knocked_out;  // (L, H) the heads --ablate knocks out, or NULL
-    unsigned char *mean_ablated; // (L, H) the heads --ablate-mean replaces by their mean, or NULL
-    Prompt reference;            // the text the heads' means are taken over (generation/reference_text.h)
-    char reference_name[1200];   // what it is, for messages and the pages; "" when there is none
-    float *head_means;           // (L, H, hs) each head's mean output over it, or NULL
-    HeadHook *mean_hooks;        // (L, H) the hooks of --ablate-mean's heads
-    ForwardHooks hooks;
-    Prompt corrupted;            // --patch's corrupted text
+    ActivationEdit *edits;        // (2 L H) the heads --ablate knocks out, then those --ablate-mean replaces
+    ForwardHooks hooks;           // the model's hooks: those edits
+    unsigned char *mean_ablated;  // (L, H) the heads --ablate-mean replaces by their mean, or NULL
+    Prompt reference;             // the text the heads' means are taken over (generation/reference_text.h)
+    char reference_name[1200];    // what it is, for messages and the pages; "" when there is none
+    float *head_means;            // (L, H, hs) each head's mean output over it, or NULL
+    Prompt corrupted;             // --patch's corrupted text
 } run;
 
 static void free_run(void) {
@@ -406,11 +431,10 @@ static void free_run(void) {
     prompt_free(&run.prompt);
     decoder_free(&run.decoder);
     gpt_free(&run.model);
-    free(run.knocked_out);
+    free(run.edits);
     free(run.mean_ablated);
     prompt_free(&run.reference);
     free(run.head_means);
-    free(run.mean_hooks);
     prompt_free(&run.corrupted);
 }
 
@@ -426,7 +450,7 @@ static void check_memory(GPTMemoryPlan *plan, const GPTConfig *c, const Options 
     if (limit <= 0 || gpt_memory_total(plan) <= limit) return;
     char needed[512], limit_text[32];
     gpt_memory_describe(plan, needed, sizeof(needed));
-    gpt_format_bytes(limit, limit_text, sizeof(limit_text));
+    format_bytes(limit, limit_text, sizeof(limit_text));
     die(EXIT_USAGE, "%s: %s with this checkpoint (block size %d, %d layers, %d heads) needs %s, more than the %s %s",
         o->checkpoint, what, c->block_size, c->n_layer, c->n_head, needed, limit_text, source);
 }
@@ -484,9 +508,9 @@ static void warn_dropped(const Prompt *p, const char *what) {
             " take its unknown token U+FFFD", shown, p->first_dropped, p->first_dropped_at);
 }
 
-// The progress line of a long task on stderr when it is a terminal, as ./train's: "scoring:
-// 35000/111539 characters | ETA 0m08s", shown from the first unit on, then rewritten at most
-// twice a second, cleared at the end.
+// The progress line of generating to a file, on stderr when it is a terminal, as ./train's:
+// "generating: 1200/2000 characters | ETA 0m08s", shown from the first unit on, then rewritten
+// at most twice a second, cleared at the end.
 typedef struct {
     const char *task, *units;
     long total;
@@ -514,18 +538,27 @@ static void progress_end(const ProgressLine *p) {
     if (p->shown) fprintf(stderr, "\r\033[K");
 }
 
-// --score: what each scored character does besides counting: its CSV row, and the progress
-// line.
+// --score: what each scored character does besides counting, its CSV row; and what the
+// scoring shows on stderr as it goes (generation/score_progress.h).
 typedef struct {
     SurprisalCsv *csv;  // or NULL
-    ProgressLine progress;
+    long scored;        // characters scored so far
+    double start;
+    ScoreProgress progress;
 } ScoreOutput;
 
 static int on_scored(void *context, long position, int token, float loss, const float *logits, char err[ERR_LEN]) {
     ScoreOutput *out = context;
-    if (out->csv && surprisal_csv_row(out->csv, position, token, loss, logits, err) != 0) return -1;
-    progress_show(&out->progress, position);
-    return 0;
+    out->scored++;
+    return out->csv ? surprisal_csv_row(out->csv, position, token, loss, logits, err) : 0;
+}
+
+static void on_score_progress(void *context, double done, double total) {
+    ScoreOutput *out = context;
+    char text[512];
+    score_progress_text(&out->progress, now_seconds() - out->start, done, total, out->scored, program_name(), text,
+                        sizeof(text));
+    fputs(text, stderr);
 }
 
 // The reference text of the heads' means (generation/reference_text.h), read while the
@@ -551,7 +584,7 @@ static void read_reference(const Options *o) {
 }
 
 // Each head's mean over the reference text (analysis/head_means.h), on at most
-// MEANS_MAX_WINDOWS windows of it, and --ablate-mean's hooks on the model.
+// MEANS_MAX_WINDOWS windows of it, and --ablate-mean's edits added to the model's hooks.
 #define MEANS_MAX_WINDOWS 64
 static void take_head_means(GPT *model) {
     if (!run.reference_name[0]) return;
@@ -559,15 +592,12 @@ static void take_head_means(GPT *model) {
     char err[ERR_LEN];
     long len = run.reference.len < (long)MEANS_MAX_WINDOWS * c->block_size ? run.reference.len
                                                                              : (long)MEANS_MAX_WINDOWS * c->block_size;
-    size_t heads = (size_t)c->n_layer * c->n_head;
-    run.head_means = malloc(heads * c->head_size * sizeof(float));
-    run.mean_hooks = malloc(heads * sizeof(HeadHook));
-    if (!run.head_means || !run.mean_hooks) die(EXIT_DATA, "out of memory for the heads' means");
+    run.head_means = malloc((size_t)c->n_layer * c->n_head * c->head_size * sizeof(float));
+    if (!run.head_means) die(EXIT_DATA, "out of memory for the heads' means");
     if (gpt_alloc_activations(model, 1, err) != 0 || head_means(model, run.reference.tokens, len, run.head_means, err) != 0)
         die(EXIT_DATA, "%s", err);
     if (!run.mean_ablated) return;
-    run.hooks = (ForwardHooks){.heads = run.mean_hooks,
-                               .n_heads = head_means_hooks(c, run.head_means, run.mean_ablated, run.mean_hooks)};
+    run.hooks.n_heads += head_means_edits(c, run.head_means, run.mean_ablated, run.edits + run.hooks.n_heads);
     model->hooks = &run.hooks;
 }
 
@@ -579,7 +609,7 @@ static GPT *load_model(const Options *o) {
     read_reference(o);
     checkpoint_close(&run.ck);
     if (gpt_set_precision(&run.model, o->precision, err) != 0) die(EXIT_USAGE, "%s", err);
-    run.model.knocked_out = run.knocked_out;
+    run.model.hooks = run.hooks.n_heads ? &run.hooks : NULL;
     take_head_means(&run.model);
     return &run.model;
 }
@@ -612,8 +642,8 @@ static void score_text(const Options *o) {
                                         : corpus_load_as(o->score, &read_as, max_chars, &scored, err);
     if (rc == -2) {
         char limit_text[32], model_text[32];
-        gpt_format_bytes(limit, limit_text, sizeof(limit_text));
-        gpt_format_bytes(held, model_text, sizeof(model_text));
+        format_bytes(limit, limit_text, sizeof(limit_text));
+        format_bytes(held, model_text, sizeof(model_text));
         die(EXIT_USAGE, "%s: scoring it, at 4 bytes a character, needs more than the %s %s (the model and its "
             "checkpoint take %s of it)", err, limit_text, source, model_text);
     }
@@ -630,22 +660,66 @@ static void score_text(const Options *o) {
     c = &model->config;
 
     SurprisalCsv csv;
-    ScoreOutput out = {o->surprisal ? &csv : NULL, progress_start("scoring", "characters", text->len - 1)};
+    ScoreOutput out = {.csv = o->surprisal ? &csv : NULL, .start = now_seconds()};
+    double fastest = score_work(c, text->len, c->block_size, 0) / score_work(c, text->len, o->stride, o->use_cache);
+    int terminal = platform_is_terminal(STDERR_FILENO);
+    score_progress_init(&out.progress, text->len - 1, terminal, omp_get_max_threads(), c->block_size, fastest);
+    const ScoreReport report = {on_scored, on_score_progress, &out};
     if (o->surprisal && surprisal_csv_open(&csv, o->surprisal, run.vocab.chars, c->vocab_size, err) != 0)
         die(EXIT_DATA, "%s", err);
     Score score;
-    rc = score_tokens(model, text->tokens, text->len, o->stride, o->use_cache, on_scored, &out, &score, err);
-    progress_end(&out.progress);
+    rc = score_tokens(model, text->tokens, text->len, o->stride, o->use_cache, &report, &score, err);
+    if (terminal && out.progress.line_seconds >= 0.0) fprintf(stderr, "\r\033[K");
     if (rc != 0) die(EXIT_DATA, "%s: %s", name, err);
     if (o->surprisal && (rc = surprisal_csv_commit(&csv, o->force, err)) != 0)
         die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "%s", err);
     double nats = score.sum_nats / score.scored;
-    printf("%s: %ld characters scored (block size %d, stride %d%s%s%s): %.6f nats/char, %.6f bits/char, perplexity "
+    printf("%s: %ld characters scored (block size %d, stride %d%s%s%s%s%s): %.6f nats/char, %.6f bits/char, perplexity "
            "%.4f\n", name, score.scored, c->block_size, o->stride,
            score_rolls(c, o->stride, o->use_cache) ? ", rolling cache" : "", o->ablate ? ", heads knocked out " : "",
-           o->ablate ? o->ablate : "", nats, nats / M_LN2, exp(nats));
+           o->ablate ? o->ablate : "", o->ablate_mean ? ", heads replaced by their mean " : "",
+           o->ablate_mean ? o->ablate_mean : "", nats, nats / M_LN2, exp(nats));
     stdout_flush_or_die();
     if (o->surprisal) fprintf(stderr, "surprisal of %ld characters written to %s\n", score.scored, o->surprisal);
+}
+
+// --score-task: the validation split of the task the checkpoint was trained on (its options
+// say which, and the seed that makes it), scored as its evaluations read it.
+static void score_task_split(const Options *o) {
+    char err[ERR_LEN];
+    TrainOptions train;
+    TrainState state;
+    if (run_meta_read(&run.ck, &train, &state, err) != 0) die(EXIT_DATA, "%s", err);
+    if (!train.task[0])
+        die(EXIT_USAGE, "%s was trained on a text, not a --task: --score FILE scores a text", o->checkpoint);
+    Task task = (Task)task_find(train.task);
+    const char *alphabet = task_alphabet(task);
+    int same = run.vocab.size == (int)strlen(alphabet) && !run.vocab.unknown;
+    for (int i = 0; same && i < run.vocab.size; i++) same = run.vocab.chars[i] == (uint32_t)(unsigned char)alphabet[i];
+    if (!same)
+        die(EXIT_DATA, "%s: its vocabulary is not the %s task's %zu characters (a checkpoint of another version of "
+            "chargpt?)", o->checkpoint, train.task, strlen(alphabet));
+    const GPTConfig *c = &run.ck.config;
+    long rows = o->rows ? o->rows : train.eval_batches * (long)train.batch_size;
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, SCORE_BATCH, GPT_PLAN_FORWARD, &plan);
+    gpt_memory_plan_precision(&plan, c, SCORE_BATCH, GPT_PLAN_FORWARD, o->precision);
+    plan.text = task_score_memory(c->block_size, rows);
+    check_memory(&plan, c, o, "scoring the task's validation split");
+    GPT *model = load_model(o);
+    c = &model->config;  // the checkpoint is closed
+    TaskScore s;
+    if (task_score(model, task, train.seed, rows, &s, err) != 0) die(EXIT_DATA, "%s: %s", o->checkpoint, err);
+    if (s.scored.scored == 0)  // a block too short to hold an example's predictable part
+        die(EXIT_DATA, "%s: the %ld rows of %d characters hold no %s to score", o->checkpoint, rows, c->block_size + 1,
+            task_scored_part(task));
+    printf("%s task (seed %" PRIu64 "), validation rows 0-%ld of %d characters%s%s%s%s: %s %.4f bits/char over %ld "
+           "characters, %.1f%% right; every character %.4f bits/char\n", train.task, train.seed, rows - 1,
+           c->block_size + 1, o->ablate ? ", heads knocked out " : "", o->ablate ? o->ablate : "",
+           o->ablate_mean ? ", heads replaced by their mean " : "", o->ablate_mean ? o->ablate_mean : "",
+           task_scored_part(task), s.scored.sum_nats / s.scored.scored / M_LN2, s.scored.scored,
+           100.0 * s.correct / s.scored.scored, s.all.sum_nats / s.all.scored / M_LN2);
+    stdout_flush_or_die();
 }
 
 // --circuits: the weights' circuits (generation/circuits_report.h), within the memory limit.
@@ -737,6 +811,25 @@ static unsigned char *parse_heads(const char *flag, const char *list, const GPTC
     return flags;
 }
 
+// --ablate and --ablate-mean: the model's hooks knock out each head --ablate names (each once,
+// however often it is named); --ablate-mean's heads are flagged, their edits added once their
+// means are taken (take_head_means). Exit 2 for a head named by both.
+static void knock_out_heads(const Options *o, const GPTConfig *c) {
+    const int heads = c->n_layer * c->n_head;
+    run.edits = calloc(2 * (size_t)heads, sizeof(ActivationEdit));
+    if (!run.edits) die(EXIT_DATA, "out of memory for --ablate's heads");
+    run.hooks = (ForwardHooks){.heads = run.edits};
+    unsigned char *knocked = o->ablate ? parse_heads("--ablate", o->ablate, c) : NULL;
+    if (o->ablate_mean) run.mean_ablated = parse_heads("--ablate-mean", o->ablate_mean, c);
+    for (int i = 0; knocked && i < heads; i++) {
+        if (knocked[i] && run.mean_ablated && run.mean_ablated[i])
+            die(EXIT_USAGE, "head %d.%d is in --ablate and in --ablate-mean: it can be knocked out or replaced by its "
+                "mean, not both", i / c->n_head, i % c->n_head);
+        if (knocked[i]) run.edits[run.hooks.n_heads++] = (ActivationEdit){.layer = i / c->n_head, .head = i % c->n_head};
+    }
+    free(knocked);
+}
+
 // The checkpoint, checked whole before anything sized by its config is allocated, and its
 // vocabulary.
 static void open_checkpoint(const Options *o) {
@@ -748,8 +841,7 @@ static void open_checkpoint(const Options *o) {
     if (checkpoint_vocab(&run.ck, &run.vocab, err) != 0) die(EXIT_DATA, "%s", err);
     if (o->stride > c->block_size)
         die(EXIT_USAGE, "--stride %d is larger than the checkpoint's block size %d", o->stride, c->block_size);
-    if (o->ablate) run.knocked_out = parse_heads("--ablate", o->ablate, c);
-    if (o->ablate_mean) run.mean_ablated = parse_heads("--ablate-mean", o->ablate_mean, c);
+    if (o->ablate || o->ablate_mean) knock_out_heads(o, c);
 }
 
 // The prompt (the command line's, or --prompt-file's): UTF-8 -> tokens. Returns its size in
@@ -834,25 +926,30 @@ static void check_timeline_memory(const Options *o, const char *probe) {
     double limit = generation_memory_limit(o, &source);
     if (limit <= 0 || bytes <= limit) return;
     char needed[32], limit_text[32];
-    gpt_format_bytes(bytes, needed, sizeof(needed));
-    gpt_format_bytes(limit, limit_text, sizeof(limit_text));
+    format_bytes(bytes, needed, sizeof(needed));
+    format_bytes(limit, limit_text, sizeof(limit_text));
     die(EXIT_USAGE, "--timeline %s: making its page needs %s of memory (a record of %s at a time, and its loss "
         "history), more than the %s %s", o->timeline, needed, probe, limit_text, source);
 }
 
-// --timeline RUN_DIR: the run's timeline.html made anew from its probe.bin and log.csv, as
-// ./train writes it at each evaluation (viewer/timeline.h); an existing page needs --force.
-static void rebuild_timeline(const Options *o) {
-    char probe[4200], log[4200], page[4200], err[ERR_LEN], title[4300];
-    snprintf(probe, sizeof(probe), "%s/probe.bin", o->timeline);
-    snprintf(log, sizeof(log), "%s/log.csv", o->timeline);
-    snprintf(page, sizeof(page), "%s/%s", o->timeline, TIMELINE_FILE);
+// --timeline RUN_DIR's probe.bin, in probe (n bytes), when the directory holds one (else exit 1).
+static void timeline_probe_path(const Options *o, char *probe, size_t n) {
+    snprintf(probe, n, "%s/probe.bin", o->timeline);
     struct stat st;
     if (stat(o->timeline, &st) != 0 || !S_ISDIR(st.st_mode))
         die(EXIT_DATA, "--timeline %s: %s", o->timeline, errno == ENOENT ? "no such directory" : "not a directory");
     if (access(probe, F_OK) != 0)
         die(EXIT_DATA, "--timeline %s: it holds no probe.bin (a run from before the timeline, or with --no-probe)",
             o->timeline);
+}
+
+// --timeline RUN_DIR: the run's timeline.html made anew from its probe.bin and log.csv, as
+// ./train writes it at each evaluation (viewer/timeline.h); an existing page needs --force.
+static void rebuild_timeline(const Options *o) {
+    char probe[4200], log[4200], page[4200], err[ERR_LEN], title[4300];
+    timeline_probe_path(o, probe, sizeof(probe));
+    snprintf(log, sizeof(log), "%s/log.csv", o->timeline);
+    snprintf(page, sizeof(page), "%s/%s", o->timeline, TIMELINE_FILE);
     refuse_existing("--timeline", page, o->force);
     check_timeline_memory(o, probe);
     int removed;
@@ -870,13 +967,29 @@ static void rebuild_timeline(const Options *o) {
     stdout_flush_or_die();
 }
 
+// --timeline RUN_DIR --csv FILE: the heads' scores and importance at every probed step of the
+// run's probe.bin (format/probe_csv.h); an existing FILE needs --force.
+static void timeline_csv(const Options *o) {
+    char probe[4200], err[ERR_LEN];
+    timeline_probe_path(o, probe, sizeof(probe));
+    refuse_existing("--csv", o->csv, o->force);
+    long rows;
+    int torn;
+    int rc = probe_csv_write(probe, o->csv, o->force, &rows, &torn, err);
+    if (rc != 0) die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "--timeline %s", err);
+    printf("%s: %ld rows, a head each at every probed step of %s%s\n", o->csv, rows, probe,
+           torn ? " (up to a torn or damaged record)" : "");
+    stdout_flush_or_die();
+}
+
 int main(int argc, char **argv) {
     platform_init(argc, argv);
     Options o;
     parse_options(argc, argv, &o);
     if (o.timeline) {
         fatal_signals_install(atomic_file_remove_open, 0);  // a killed run leaves no temporary file
-        rebuild_timeline(&o);
+        if (o.csv) timeline_csv(&o);
+        else rebuild_timeline(&o);
         return 0;
     }
     prepare_outputs(&o);  // the files it will write can be written
@@ -886,6 +999,10 @@ int main(int argc, char **argv) {
     open_checkpoint(&o);
     if (o.score) {
         score_text(&o);
+        return 0;
+    }
+    if (o.score_task) {
+        score_task_split(&o);
         return 0;
     }
     if (o.circuits) {

@@ -58,7 +58,7 @@ static void split_position(const GPT *model, int i, const double *dirs[2], const
                            double *part, double *out[2]) {
     const GPTConfig *c = &model->config;
     const int C = c->n_embd, L = c->n_layer, H = c->n_head, hs = c->head_size, A = H * hs;
-    const float *embedded = gpt_residual_stream(model, -1) + (size_t)i * C;
+    const float *embedded = gpt_residual_stream(model, 0) + (size_t)i * C;
     int k = 0;
     for (int ch = 0; ch < C; ch++) part[ch] = embedded[ch];
     for (int w = 0; w < 2; w++) out[w][k] = part_along(part, dirs[w], sums[w], rstd, C);
@@ -68,8 +68,8 @@ static void split_position(const GPT *model, int i, const double *dirs[2], const
     for (int l = 0; l < L; l++) {
         BlockParams p = gpt_layer_params(&model->params, c, l);
         const float *y = gpt_attention_output(model, l) + (size_t)i * A;
-        const float *before = gpt_residual_stream(model, l - 1) + (size_t)i * C;
-        const float *after = gpt_residual_stream(model, l) + (size_t)i * C;
+        const float *before = gpt_residual_stream(model, l) + (size_t)i * C;
+        const float *after = gpt_residual_stream(model, l + 1) + (size_t)i * C;
         // the MLP's output: what the block added, less its attention's heads and bias
         double *mlp = part + C;
         for (int ch = 0; ch < C; ch++) mlp[ch] = (double)after[ch] - before[ch] - p.attprojb[ch];

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../model/layers.h"
-#include "../model/rng.h"
+#include "../common/rng.h"
 #include "eigen.h"
 
 // ----------------------------------------------------------------------------

@@ -26,9 +26,8 @@ int head_means(GPT *model, const int *tokens, long len, float *means, char err[E
         snprintf(err, ERR_LEN, "out of memory for the heads' means");
         return -1;
     }
-    const unsigned char *knocked_out = model->knocked_out;
     const ForwardHooks *hooks = model->hooks;
-    model->knocked_out = NULL, model->hooks = NULL;
+    model->hooks = NULL;
     long whole = len / T;  // windows of T, B at a time, then the rest
     for (long w = 0; w < whole; w += B) {
         int n = whole - w < B ? (int)(whole - w) : B;
@@ -39,15 +38,17 @@ int head_means(GPT *model, const int *tokens, long len, float *means, char err[E
         gpt_forward(model, tokens + whole * T, NULL, 1, (int)(len % T), NULL);
         add_outputs(sums, model, 1, (int)(len % T));
     }
-    model->knocked_out = knocked_out, model->hooks = hooks;
+    model->hooks = hooks;
     for (size_t k = 0; k < floats; k++) means[k] = (float)(sums[k] / len);
     free(sums);
     return 0;
 }
 
-int head_means_hooks(const GPTConfig *c, const float *means, const unsigned char *flags, HeadHook *hooks) {
+int head_means_edits(const GPTConfig *c, const float *means, const unsigned char *flags, ActivationEdit *edits) {
     int n = 0;
     for (int i = 0; i < c->n_layer * c->n_head; i++)
-        if (flags[i]) hooks[n++] = (HeadHook){i / c->n_head, i % c->n_head, means + (size_t)i * c->head_size, 0};
+        if (flags[i])
+            edits[n++] = (ActivationEdit){.layer = i / c->n_head, .head = i % c->n_head,
+                                          .rows = means + (size_t)i * c->head_size, .ld = 0};
     return n;
 }

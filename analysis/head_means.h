@@ -3,7 +3,7 @@
 // rest of the model is used to seeing when the head says nothing in particular). The text is
 // cut into windows of block_size tokens, each run through the model from its start (the last
 // window holds the rest); a head's mean is over every position of every window, taken on the
-// model as it is, without its knocked-out heads or hooks.
+// model as it is, without its hooks (knocked-out heads, other means).
 #ifndef CHARGPT_HEAD_MEANS_H
 #define CHARGPT_HEAD_MEANS_H
 
@@ -14,8 +14,8 @@
 // It leaves the last window's activations.
 int head_means(GPT *model, const int *tokens, long len, float *means, char err[ERR_LEN]);
 
-// The hooks (model/gpt.h) that replace each head flagged in flags (L, H) by its mean: writes
-// them to hooks (room for L H) and returns how many.
-int head_means_hooks(const GPTConfig *c, const float *means, const unsigned char *flags, HeadHook *hooks);
+// The edits (model/gpt.h's hooks) that replace each head flagged in flags (L, H) by its mean,
+// one row at every position: writes them to edits (room for L H) and returns how many.
+int head_means_edits(const GPTConfig *c, const float *means, const unsigned char *flags, ActivationEdit *edits);
 
 #endif

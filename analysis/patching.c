@@ -8,8 +8,9 @@
 typedef struct {
     float *heads;     // (L, t, A) every head's output at every position
     float *streams;   // (L + 1, t, C) the residual stream entering each block and ln_f
-    HeadHook *head_hooks;          // the model's own, then the patch's
-    ResidualHook *residual_hooks;  // the same
+    unsigned char *at;  // (t) the one position a stream is patched at
+    ActivationEdit *head_edits;      // the model's own, then the patch's
+    ActivationEdit *residual_edits;  // the same
     ForwardHooks hooks;
 } CleanRecord;
 
@@ -19,7 +20,7 @@ static size_t record_floats(const GPTConfig *c, int t) {
 
 double patching_bytes(const GPTConfig *c, int t) {
     return (double)record_floats(c, t) * sizeof(float) +
-           ((double)c->n_layer * c->n_head + (double)(c->n_layer + 1) * t) * sizeof(double);
+           ((double)c->n_layer * c->n_head + (double)(c->n_layer + 1) * t) * sizeof(double) + t;
 }
 
 // The last position's most likely token (the first of equal logits) of the last forward.
@@ -44,8 +45,8 @@ static void record_clean(CleanRecord *r, const GPT *model, int t) {
     const size_t A = (size_t)c->n_head * c->head_size, C = c->n_embd;
     for (int l = 0; l < c->n_layer; l++)
         memcpy(r->heads + (size_t)l * t * A, gpt_attention_output(model, l), (size_t)t * A * sizeof(float));
-    for (int l = 0; l <= c->n_layer; l++)  // the stream entering block l is the one after block l - 1
-        memcpy(r->streams + (size_t)l * t * C, gpt_residual_stream(model, l - 1), (size_t)t * C * sizeof(float));
+    for (int l = 0; l <= c->n_layer; l++)
+        memcpy(r->streams + (size_t)l * t * C, gpt_residual_stream(model, l), (size_t)t * C * sizeof(float));
 }
 
 // The corrupted run with the hooks r holds; returns the share of the difference it restores.
@@ -63,25 +64,25 @@ static void patch_each(Patching *p, CleanRecord *r, GPT *model, const int *corru
     const int L = c->n_layer, H = c->n_head, hs = c->head_size, A = H * hs, C = c->n_embd, t = p->t;
     const long total = (long)L * H + (long)(L + 1) * t;
     long done = 0;
-    const ForwardHooks *given = &r->hooks;
-    HeadHook *head = &r->head_hooks[given->n_heads];
-    ResidualHook *stream = &r->residual_hooks[given->n_residuals];
+    ActivationEdit *head = &r->head_edits[r->hooks.n_heads], *stream = &r->residual_edits[r->hooks.n_residual];
     r->hooks.n_heads++;
     for (int l = 0; l < L; l++)
         for (int h = 0; h < H; h++) {
-            *head = (HeadHook){l, h, r->heads + (size_t)l * t * A + (size_t)h * hs, A};
+            *head = (ActivationEdit){.layer = l, .head = h, .rows = r->heads + (size_t)l * t * A + (size_t)h * hs, .ld = A};
             p->heads[l * H + h] = patched_share(p, r, model, corrupted, t);
             if (progress) progress(context, ++done, total);
         }
     r->hooks.n_heads--;
-    r->hooks.n_residuals++;
+    r->hooks.n_residual++;
     for (int l = 0; l <= L; l++)
         for (int i = 0; i < t; i++) {
-            *stream = (ResidualHook){l, i, r->streams + (size_t)l * t * C, C};
+            memset(r->at, 0, (size_t)t);
+            r->at[i] = 1;
+            *stream = (ActivationEdit){.layer = l, .rows = r->streams + (size_t)l * t * C, .ld = C, .positions = r->at};
             p->residual[(size_t)l * t + i] = patched_share(p, r, model, corrupted, t);
             if (progress) progress(context, ++done, total);
         }
-    r->hooks.n_residuals--;
+    r->hooks.n_residual--;
 }
 
 int patching_run(Patching *p, GPT *model, const int *clean, const int *corrupted, int t, PatchingProgress progress,
@@ -92,20 +93,21 @@ int patching_run(Patching *p, GPT *model, const int *clean, const int *corrupted
     if (!given) given = &none;
     *p = (Patching){.n_layer = L, .n_head = H, .t = t};
     size_t doubles = (size_t)L * H + (size_t)(L + 1) * t;
-    p->memory = malloc(doubles * sizeof(double) + record_floats(c, t) * sizeof(float));
+    p->memory = malloc(doubles * sizeof(double) + record_floats(c, t) * sizeof(float) + (size_t)t);
     CleanRecord r = {0};
-    r.head_hooks = malloc(((size_t)given->n_heads + 1) * sizeof(HeadHook));
-    r.residual_hooks = malloc(((size_t)given->n_residuals + 1) * sizeof(ResidualHook));
+    r.head_edits = malloc(((size_t)given->n_heads + 1) * sizeof(ActivationEdit));
+    r.residual_edits = malloc(((size_t)given->n_residual + 1) * sizeof(ActivationEdit));
     int rc = -1;
     snprintf(err, ERR_LEN, "out of memory for activation patching");
-    if (p->memory && r.head_hooks && r.residual_hooks) {
+    if (p->memory && r.head_edits && r.residual_edits) {
         p->heads = p->memory;
         p->residual = p->heads + (size_t)L * H;
         r.heads = (float *)(p->residual + (size_t)(L + 1) * t);
         r.streams = r.heads + (size_t)L * t * H * c->head_size;
-        if (given->n_heads) memcpy(r.head_hooks, given->heads, (size_t)given->n_heads * sizeof(HeadHook));
-        if (given->n_residuals) memcpy(r.residual_hooks, given->residuals, (size_t)given->n_residuals * sizeof(ResidualHook));
-        r.hooks = (ForwardHooks){r.head_hooks, given->n_heads, r.residual_hooks, given->n_residuals};
+        r.at = (unsigned char *)(r.streams + (size_t)(L + 1) * t * c->n_embd);
+        if (given->n_heads) memcpy(r.head_edits, given->heads, (size_t)given->n_heads * sizeof(ActivationEdit));
+        if (given->n_residual) memcpy(r.residual_edits, given->residual, (size_t)given->n_residual * sizeof(ActivationEdit));
+        r.hooks = (ForwardHooks){r.head_edits, given->n_heads, r.residual_edits, given->n_residual};
         gpt_forward(model, clean, NULL, 1, t, NULL);
         record_clean(&r, model, t);
         p->answer_clean = last_top(model, t);
@@ -128,8 +130,8 @@ int patching_run(Patching *p, GPT *model, const int *clean, const int *corrupted
         }
     }
     model->hooks = given == &none ? NULL : given;
-    free(r.head_hooks);
-    free(r.residual_hooks);
+    free(r.head_edits);
+    free(r.residual_edits);
     if (rc != 0) patching_free(p);
     return rc;
 }

@@ -2,7 +2,6 @@
 
 #include <stdlib.h>
 
-#include "../data/utf8.h"
 #include "prompt.h"
 
 // cp as a table shows it in a column of `width`: printable characters themselves, a space as

@@ -13,7 +13,7 @@
 #include "../analysis/attribution.h"
 #include "../analysis/circuits.h"
 #include "../analysis/eigen.h"
-#include "../model/rng.h"
+#include "../common/rng.h"
 #include "../viewer/circuits_export.h"
 #include "analysis_fixture.h"
 #include "test.h"

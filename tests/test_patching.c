@@ -1,7 +1,8 @@
-// The forward's hooks (model/gpt.h: a head's output or the residual stream replaced) against
-// the double-precision reference's, and the measures built on them (analysis/patching.h:
-// activation patching, the heads' means and mean ablation) against the reference and
-// tests/fixtures/analysis.safetensors.
+// The measures built on the forward's hooks (model/gpt.h; tests/test_model.c checks the hooks
+// themselves against the double reference's): activation patching, the heads' means and
+// ablation by the mean (analysis/patching.h, analysis/head_means.h), against the reference with
+// the same hooks and tests/fixtures/analysis.safetensors; and ./generate's --patch,
+// --ablate-mean and --circuits.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,44 +22,6 @@ static double *fixture_params(const AnalysisFixture *f) {
     double *p = malloc(f->model.num_parameters * sizeof(double));
     if (CHECK(p != NULL, "out of memory")) ref_to_double(p, f->model.params_memory, f->model.num_parameters);
     return p;
-}
-
-// Hooks of every kind change the float forward as they change the reference's: a head's
-// output replaced position by position and another's by one row (a mean), the residual
-// stream replaced at one position entering a block and at every position entering ln_f.
-TEST(hooks_against_reference) {
-    AnalysisFixture f;
-    if (analysis_fixture_load(&f) != 0) return;
-    GPT *m = &f.model;
-    const GPTConfig *c = &m->config;
-    const int t = c->block_size, C = c->n_embd, hs = c->head_size, V = c->vocab_size, L = c->n_layer;
-    const int *tokens = analysis_tokens(&f, "attribution.tokens", t);
-    double *params = fixture_params(&f), *want = malloc((size_t)t * V * sizeof(double));
-    float *rows = malloc((size_t)t * C * sizeof(float));
-    if (tokens && params && CHECK(want && rows, "out of memory")) {
-        fill_uniform(rows, (size_t)t * C, 5);
-        HeadHook heads[2] = {{1, 0, rows, hs}, {0, 1, rows + 3, 0}};
-        ResidualHook residuals[2] = {{1, 3, rows, C}, {L, -1, rows + 1, 0}};
-        for (int kind = 0; kind < 3; kind++) {  // heads, residuals, both
-            ForwardHooks hooks = {heads, kind != 1 ? 2 : 0, residuals, kind != 0 ? 1 + (kind == 1) : 0};
-            m->hooks = &hooks;
-            gpt_forward(m, tokens, NULL, 1, t, NULL);
-            ref_gpt_forward_backward(m, params, tokens, tokens, 1, t, 0, 0, want, NULL, NULL);
-            m->hooks = NULL;
-            double e = rel_error_fd(m->acts.logits, want, (size_t)t * V);
-            CHECK(e < 1e-4, "hooks of kind %d: logits rel error %.2e against the reference", kind, e);
-        }
-        // the residual stream entering ln_f replaced by one row at every position: every position's
-        // logits are the same
-        ForwardHooks last = {NULL, 0, residuals + 1, 1};
-        m->hooks = &last;
-        gpt_forward(m, tokens, NULL, 1, t, NULL);
-        m->hooks = NULL;
-        CHECK(memcmp(m->acts.logits, m->acts.logits + (size_t)(t - 1) * V, (size_t)V * sizeof(float)) == 0,
-              "the same residual row at every position gave different logits");
-    }
-    free(params), free(want), free(rows);
-    analysis_fixture_free(&f);
 }
 
 // Each head's output, and the stream at each position, patched: against TransformerLens's
@@ -121,8 +84,8 @@ TEST(patching_against_reference) {
         double worst = 0.0;
         for (int l = 0; l < L; l++)
             for (int h = 0; h < H; h++) {
-                HeadHook hook = {l, h, outputs + (size_t)l * t * A + h * hs, A};
-                ForwardHooks hooks = {&hook, 1, NULL, 0};
+                ActivationEdit edit = {.layer = l, .head = h, .rows = outputs + (size_t)l * t * A + h * hs, .ld = A};
+                ForwardHooks hooks = {.heads = &edit, .n_heads = 1};
                 m->hooks = &hooks;
                 ref_gpt_forward_backward(m, params, corrupted, corrupted, 1, t, 0, 0, logits, NULL, NULL);
                 m->hooks = NULL;
@@ -148,10 +111,10 @@ TEST(patching_whole_clean_stream_restores_exactly) {
     float *stream = malloc((size_t)t * C * sizeof(float)), *logits = malloc((size_t)t * V * sizeof(float));
     if (clean && corrupted && CHECK(stream && logits, "out of memory")) {
         gpt_forward(m, clean, NULL, 1, t, NULL);
-        memcpy(stream, gpt_residual_stream(m, -1), (size_t)t * C * sizeof(float));
+        memcpy(stream, gpt_residual_stream(m, 0), (size_t)t * C * sizeof(float));
         memcpy(logits, m->acts.logits, (size_t)t * V * sizeof(float));
-        ResidualHook hook = {0, -1, stream, C};
-        ForwardHooks hooks = {NULL, 0, &hook, 1};
+        ActivationEdit edit = {.layer = 0, .rows = stream, .ld = C};
+        ForwardHooks hooks = {.residual = &edit, .n_residual = 1};
         m->hooks = &hooks;
         gpt_forward(m, corrupted, NULL, 1, t, NULL);
         m->hooks = NULL;
@@ -197,17 +160,17 @@ TEST(mean_ablation_against_torch_and_reference) {
         double e = rel_error_ff(means, want_means, (size_t)L * H * hs);
         CHECK(e < 1e-5, "means: rel error %.2e against torch", e);
         unsigned char flags[64] = {0};
-        HeadHook hooks[64];
+        ActivationEdit edits[64];
         for (int i = 0; i < L * H; i++) {
             flags[i] = 1;
-            ForwardHooks with = {hooks, head_means_hooks(c, means, flags, hooks), NULL, 0};
+            ForwardHooks with = {.heads = edits, .n_heads = head_means_edits(c, means, flags, edits)};
             flags[i] = 0;
             m->hooks = &with;
             gpt_forward(m, tokens, tokens + 1, 1, T - 1, NULL);
             double want = ref_gpt_forward_backward(m, params, tokens, tokens + 1, 1, T - 1, 0, 0, NULL, NULL, NULL);
             m->hooks = NULL;
-            CHECK(with.n_heads == 1 && hooks[0].layer == i / H && hooks[0].head == i % H && hooks[0].stride == 0,
-                  "head %d: the hooks of its flag", i);
+            CHECK(with.n_heads == 1 && edits[0].layer == i / H && edits[0].head == i % H && edits[0].ld == 0,
+                  "head %d: the edit of its flag", i);
             CHECK(fabs(m->mean_loss - want_loss[i]) < 1e-4, "head %d.%d mean-ablated: loss %.6f, torch %.6f", i / H,
                   i % H, m->mean_loss, want_loss[i]);
             CHECK(fabs(m->mean_loss - want) < 1e-5, "head %d.%d mean-ablated: loss %.6f, the reference %.6f", i / H,
