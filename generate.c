@@ -152,18 +152,21 @@ static void usage(FILE *f) {
             "      --ablate L.H,...   knock heads out: head H of layer L (both from 0) gives nothing\n"
             "                         to the residual stream (its output is zeroed before the\n"
             "                         projection), for sampling, --score and --attention alike\n"
-            "      --ablate-mean L.H,...  replace heads by their mean output over a reference text instead\n"
-            "                         of zeroing them (--mean-over's, else the validation split of the\n"
-            "                         checkpoint's run), for sampling, --score, --attention and --patch\n"
+            "      --ablate-mean L.H,...\n"
+            "                         replace heads by their mean output over a reference text (the\n"
+            "                         validation split of the checkpoint's run, or --mean-over's)\n"
+            "                         instead of zeroing them, for sampling, --score, --score-task,\n"
+            "                         --attention and --patch\n"
             "      --mean-over FILE   the reference text of --ablate-mean and of the pages' importance\n"
-            "                         by the mean (default: the run's validation split, when its task or\n"
-            "                         its one corpus file makes it)\n"
-            "      --patch CLEAN CORRUPTED  activation patching of two texts of the same length (at most\n"
-            "                         block_size characters): the corrupted run with each head's output,\n"
-            "                         and the residual stream at each position, taken from the clean\n"
-            "                         run; a table of the share of logit(clean's answer) - logit(corrupted's)\n"
-            "                         each restores; with --attention, the clean text recorded and the\n"
-            "                         patching beside it\n"
+            "                         by the mean (default: the run's validation split, when its task\n"
+            "                         or its one corpus file makes it)\n"
+            "      --patch CLEAN CORRUPTED\n"
+            "                         activation patching of two texts of the same length (at most\n"
+            "                         block_size characters): the corrupted text run with each head's\n"
+            "                         output, and the residual stream at each position, taken from\n"
+            "                         the clean run; prints the share of logit(clean's answer) -\n"
+            "                         logit(corrupted's) each restores; with --attention, the clean\n"
+            "                         text recorded with the patching beside it\n"
             "      --threads N        OpenMP threads; 0 = all cores; at most %d per core (default %d)\n"
             "      --max-memory MIB   refuse a checkpoint whose generation needs more memory than MIB\n"
             "                         mebibytes, and a --score text that would take more beside the\n"
@@ -347,7 +350,7 @@ static void check_option_combinations(const Options *o) {
     if (o->score_task && (o->score || o->prompt || o->sampling_flag[0] || o->surprisal || o->stride != 1 ||
                           !o->use_cache))
         die(EXIT_USAGE, "--score-task scores the task's own rows, one window each: it takes only --rows, --ablate, "
-            "--threads, --precision and --max-memory");
+            "--ablate-mean, --mean-over, --threads, --precision and --max-memory");
     if (o->score && o->sampling_flag[0])
         die(EXIT_USAGE, "%s is for generating text; --score only takes --stride, --skip-unknown, --surprisal, "
             "--encoding, --no-cache, --ablate, --ablate-mean, --mean-over, --threads, --precision and --max-memory",
@@ -358,10 +361,11 @@ static void check_option_combinations(const Options *o) {
     if (o->patch && !o->prompt)
         die(EXIT_USAGE, "--patch needs two texts of the same length: --patch CLEAN CORRUPTED (the corrupted one "
             "after the clean one)");
-    if (o->patch && (o->decoding_flag[0] || o->score || o->circuits))
+    if (o->patch && (o->decoding_flag[0] || o->score || o->circuits || o->score_task))
         die(EXIT_USAGE, "--patch runs two texts through the model and generates nothing: it takes --attention, "
             "--ablate, --ablate-mean, --mean-over, --skip-unknown, --threads, --precision, --max-memory and --force, "
-            "not %s", o->decoding_flag[0] ? o->decoding_flag : o->score ? "--score" : "--circuits");
+            "not %s", o->decoding_flag[0] ? o->decoding_flag : o->score ? "--score" : o->circuits ? "--circuits"
+                                                                                                   : "--score-task");
     if (o->mean_over && !o->ablate_mean && !o->num_attention)
         die(EXIT_USAGE, "--mean-over gives the text --ablate-mean and the pages' importance take the heads' means "
             "over: give --ablate-mean L.H or --attention FILE too");
