@@ -21,6 +21,10 @@ int head_means(GPT *model, const int *tokens, long len, float *means, char err[E
     const GPTConfig *c = &model->config;
     const int T = c->block_size, B = model->batch_size > 0 ? model->batch_size : 1;
     const size_t floats = (size_t)c->n_layer * c->n_head * c->head_size;
+    if (len < 1) {
+        snprintf(err, ERR_LEN, "no text to take the heads' means over");
+        return -1;
+    }
     double *sums = calloc(floats, sizeof(double));
     if (!sums) {
         snprintf(err, ERR_LEN, "out of memory for the heads' means");

@@ -10,7 +10,8 @@
 #include "../model/gpt.h"
 
 // means (L, H, hs): every head's mean output over tokens (len >= 1; the model's activations
-// hold batch_size sequences, run at a time). Returns 0, or -1 with err when memory runs out.
+// hold batch_size sequences, run at a time). Returns 0, or -1 with err when memory runs out or
+// len < 1.
 // It leaves the last window's activations.
 int head_means(GPT *model, const int *tokens, long len, float *means, char err[ERR_LEN]);
 

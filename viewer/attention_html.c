@@ -6,9 +6,12 @@
 //    "attention": [L][H][t(t+1)/2 integers]
 //    [, "surprisal": [t numbers, the last null], "predictions": [t][k][character, integer]]
 //    [, "lens": {"rows": R, "cells": [R t of [[k characters], [k integers], integer or null,
-//     rank or null]]}]}
+//     rank or null]]}] [, "head_size", "qkv", "out"] [, "heads": {...}]
+//    [, "logit_attribution": {...}] [, "patching": {...}]}
 // holding each head's lower triangle row by row (row i has keys 0..i) as round(w * scale),
-// the surprisal in bits to 3 decimals and the predicted probabilities as round(p * scale).
+// the surprisal in bits to 3 decimals and the predicted probabilities as round(p * scale);
+// the logit attribution and the patching as the .json has them (attention_export.h), drawn
+// by viewer/analysis_panels.html.
 // Strings escape every < as \u003c, so no text can end the <script> element.
 //
 // When the address's fragment holds "selftest", the page reads back what it drew and sets
@@ -24,8 +27,11 @@
 // data-view), data-math-rows and data-math-query (the rows the attention math drew, its
 // query), and data-math-weight-error and data-math-output-error: the largest difference,
 // over every head and query, between the weights and outputs the page's math computes from
-// the vectors and the model's own (the output's relative to the largest |v|).
-// scripts/check_viewer.sh checks them.
+// the vectors and the model's own (the output's relative to the largest |v|); with the logit
+// attribution, data-attribution-bars (the bars of the chosen position's split) and
+// data-attribution-error (the largest |sum of the parts - the total| over every position);
+// with the patching, data-patch-cells (its heatmaps' cells). scripts/check_viewer.sh checks
+// them.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
