@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../analysis/head_importance.h"
+#include "../analysis/probe_baselines.h"
 #include "../common/clock.h"
 #include "../common/finite.h"
 #include "../common/input_file.h"
@@ -77,36 +78,6 @@ static int default_prompt_len(const ProbeHeader *h, int newline) {
 }
 
 _Static_assert(PROBE_PATTERNS == HEAD_PATTERNS, "the probe file holds a score of every head pattern");
-
-// Where each of the passage's t positions' word starts, and its last space (analysis/head_scores.h), into
-// word_start and last_space (t each). Returns 0, or -1 when memory runs out.
-static int passage_words(const ProbeHeader *h, int *word_start, int *last_space) {
-    uint32_t *chars = malloc((size_t)h->probe_len * sizeof(uint32_t));
-    if (!chars) return -1;
-    for (int i = 0; i < h->probe_len; i++) chars[i] = h->vocab[h->passage[i]];
-    head_word_starts(chars, h->probe_len, word_start, last_space);
-    free(chars);
-    return 0;
-}
-
-// The reach of each pattern on the text the probe scores it on (probe_file.h): the passage, or
-// the repeated sequence for induction and same character. Returns 0, or -1 with err.
-static int set_reach(ProbeHeader *h, char err[ERR_LEN]) {
-    int t = h->probe_len, *word_start = malloc((size_t)t * sizeof(int)), *last_space = malloc((size_t)t * sizeof(int));
-    if (!word_start || !last_space || passage_words(h, word_start, last_space) != 0) {
-        free(word_start), free(last_space);
-        snprintf(err, ERR_LEN, "out of memory for the probe's passage");
-        return -1;
-    }
-    HeadText passage = {h->passage, word_start, last_space, t}, repeated = {h->repeated, NULL, NULL, h->repeat_len};
-    for (int p = 0; p < HEAD_PATTERNS; p++) {
-        int on_repeated = p == HEAD_INDUCTION || p == HEAD_SAME_CHARACTER;
-        h->reach[p] = on_repeated && h->repeat_len == 0 ? 0.0f
-                      : (float)head_pattern_reach((HeadPattern)p, on_repeated ? &repeated : &passage);
-    }
-    free(word_start), free(last_space);
-    return 0;
-}
 
 int probe_header_make(ProbeHeader *h, const ProbeSetup *s, const GPTConfig *c, const Vocab *vocab,
                       const Dataset *ds, char err[ERR_LEN]) {
@@ -201,7 +172,7 @@ int probe_init(Probe *p, GPT *model, const ProbeHeader *header, char err[ERR_LEN
     p->next = malloc((size_t)t * sizeof(int));
     p->word_start = malloc((size_t)t * sizeof(int));
     p->last_space = malloc((size_t)t * sizeof(int));
-    int words = p->word_start && p->last_space && passage_words(header, p->word_start, p->last_space) == 0;
+    int words = p->word_start && p->last_space && probe_passage_words(header, p->word_start, p->last_space) == 0;
     if (!p->next || !words || gpt_alloc_activations(&p->view, 1, err) != 0 ||
         logit_lens_init(&p->lens, &model->config, t, err) != 0) {
         if (!p->next || !words) snprintf(err, ERR_LEN, "out of memory for the probe");
@@ -584,7 +555,8 @@ int run_probe_open(RunProbe *rp, GPT *model, long step, char *message, size_t si
         char aside[1100];
         rc = rp->set_aside ? probe_file_set_aside(rp->path, rp->set_aside, aside, sizeof(aside), err) : 0;
         // the reach, quadratic in the block, once the memory plan has been checked
-        if (rc == 0) rc = set_reach(&rp->header, err);
+        float chance[HEAD_PATTERNS];
+        if (rc == 0) rc = probe_baselines(&rp->header, rp->header.reach, chance, err);
         if (rc == 0) rc = probe_file_create(&rp->file, rp->path, &rp->header, err);
         if (rc == 0 && rp->set_aside)
             snprintf(message, size, "%s: moved to %s; the timeline starts anew at step %ld", rp->damage, aside, step);
