@@ -660,6 +660,13 @@ static void block_forward(GPT *model, int l, const float *x, int B, int t, const
     residual_forward(la.residual3, la.residual2, branch, N * C);
 }
 
+void gpt_unembed(const GPT *model, const float *x, int n, float *ln, float *mean, float *rstd, float *logits) {
+    const GPTConfig *c = &model->config;
+    layernorm_forward(ln, mean, rstd, x, model->params.lnfw, model->params.lnfb, n, c->n_embd);
+    // the head is the token embedding itself (tied): logits = ln wte^T
+    linear_forward(model->kernels, logits, ln, model->params.wte, NULL, n, c->n_embd, c->vocab_size);
+}
+
 // Passes of fewer multiply-adds than this (about N x parameters) run on the calling thread:
 // for a token or two of generation's prefill, starting a team costs more than it saves.
 #define PARALLEL_MIN_MACS (1L << 22)
@@ -695,11 +702,10 @@ void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t
         edit_residual(model, residual_stream(model, l), l, 0, B, t);
         block_forward(model, l, residual_stream(model, l), B, t, pass);
     }
-    // the final LayerNorm, the head (the token embedding itself: tied) and the loss
+    // the final LayerNorm and the head, then the loss
     float *residual = residual_stream(model, c->n_layer);
     edit_residual(model, residual, c->n_layer, 0, B, t);
-    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, model->params.lnfw, model->params.lnfb, N, C);
-    linear_forward(model->kernels, a->logits, a->lnf, model->params.wte, NULL, N, C, V);
+    gpt_unembed(model, residual, N, a->lnf, a->lnf_mean, a->lnf_rstd, a->logits);
     if (targets) crossentropy_forward(a->losses, a->probs, a->logits, targets, N, V);
     else softmax_forward(a->probs, a->logits, N, V);
     if (omp_get_thread_num() == 0) {
