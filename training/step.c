@@ -190,22 +190,12 @@ double data_parallel_step(DataParallel *dp, GPT *model, AdamW *opt, const int *i
     dist_sum_doubles(&loss_sum, 1);
     model->mean_loss = (float)(loss_sum / ((double)dp->B * dp->T));
 
-    double norm;
-    float *grads = model->grads_memory, *params = model->params_memory;
-    if (dp->zero) {
-        dist_reduce_scatter_floats(grads, P);
-        grads += dp->shard_first;
-        params += dp->shard_first;
-        double sum_of_squares = grad_sum_of_squares(grads, dp->shard_n);
-        dist_sum_doubles(&sum_of_squares, 1);
-        norm = sqrt(sum_of_squares);
-    } else {
-        dist_sum_floats(grads, P);
-        norm = grad_global_norm(grads, P);
-    }
-    if (!isfinite(model->mean_loss) || !isfinite(norm)) return norm;
-    grad_clip(grads, dp->shard_n, norm, max_norm);
-    adamw_update(opt, params, grads, lr);
+    // the gradient summed over the processes: all of it, or with ZeRO this process's shard
+    if (dp->zero) dist_reduce_scatter_floats(model->grads_memory, P);
+    else dist_sum_floats(model->grads_memory, P);
+    double norm, sum_of_squares = grad_sum_of_squares(model->grads_memory + dp->shard_first, dp->shard_n);
+    if (dp->zero) dist_sum_doubles(&sum_of_squares, 1);  // the shards' sums
+    if (!train_step_update(model, opt, sum_of_squares, lr, max_norm, &norm)) return norm;
     if (dp->zero) dist_all_gather_floats(model->params_memory, P);
     gpt_params_changed(model);  // the kernels' copies of the parameters
     return norm;

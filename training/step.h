@@ -80,6 +80,7 @@ long schedule_fine_tune_warmup(long steps);
 //              moments, and the processes exchange the updated parameters (all-gather).
 //   clipping:  by the global norm, sqrt of the sum of squares of the summed gradient (with
 //              ZeRO the sum over processes of their shards' sums of squares).
+// The norm, clipping and AdamW are train_step's (model/train_step.h: train_step_update).
 typedef struct DataParallel {
     int B, T;             // the global batch
     int grad_accum;       // K, micro-batches per step
