@@ -11,6 +11,7 @@
 #include "../dist/dist.h"
 #include "../kernels/kernels.h"
 #include "run.h"
+#include "schedule.h"
 
 // ----------------------------------------------------------------------------
 // the table and --help
