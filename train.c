@@ -24,19 +24,19 @@
 #include "data/corpus_set.h"
 #include "dist/dist.h"
 #include "format/atomic_file.h"
+#include "kernels/parallel.h"
 #include "training/evaluation.h"
 #include "training/options.h"
 #include "training/run.h"
 #include "training/run_log.h"
+#include "training/schedule.h"
 #include "training/stop_signals.h"
-
-#define MIB (1024.0 * 1024.0)
 
 static const TrainOptions default_options = {
     .data = "", .out = "out", .resume = "", .init_from = "",  // data "": the corpus shipped with chargpt
     .n_layer = 4, .n_head = 4, .n_embd = 128, .head_size = 0, .block_size = 64, .batch_size = 12,
     .qkv_bias = 1, .dropout = 0.0f, .position = POSITION_LEARNED,
-    .steps = 2000, .decay_steps = 0, .warmup = 100,
+    .steps = 2000, .decay_steps = 0, .warmup = LR_DEFAULT_WARMUP,
     .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f, .grad_clip = 1.0f, .val_fraction = 0.1f,
     .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
     .eval_every = 250, .eval_batches = 200, .save_every = 500, .log_every = 10,

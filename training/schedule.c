@@ -8,8 +8,6 @@
 // ----------------------------------------------------------------------------
 // the learning-rate schedule
 
-#define DEFAULT_WARMUP 100  // a new run's --warmup, and at most a fine-tune's
-
 float learning_rate(const TrainOptions *o, long step) {
     long from = o->schedule_start;
     if (step - from < o->warmup) return o->lr * (float)(step - from + 1) / (float)(o->warmup + 1);
@@ -100,7 +98,7 @@ int schedule_warning(const TrainOptions *o, long from, long to, char *text, size
 
 long schedule_fine_tune_warmup(long steps) {
     long tenth = steps / 10;
-    return tenth < DEFAULT_WARMUP ? tenth : DEFAULT_WARMUP;
+    return tenth < LR_DEFAULT_WARMUP ? tenth : LR_DEFAULT_WARMUP;
 }
 
 // ----------------------------------------------------------------------------

@@ -56,8 +56,11 @@ void schedule_describe(const TrainOptions *o, long from, long to, char *text, si
 // A run whose last step is inside its warm-up (or its last): a warning saying what the
 // learning rate does and what to give instead; returns 1 with it in text, else 0 ("").
 int schedule_warning(const TrainOptions *o, long from, long to, char *text, size_t size);
+// A new run's --warmup, a task's recipe's (training/options.h), and the most a fine-tuning
+// run's is (schedule_fine_tune_warmup).
+#define LR_DEFAULT_WARMUP 100
 // The warm-up of a fine-tuning run (--init-from) when --warmup is not given: a tenth of its
-// steps, at most the default's 100, so that it fits the run.
+// steps, at most LR_DEFAULT_WARMUP, so that it fits the run.
 long schedule_fine_tune_warmup(long steps);
 
 // ----------------------------------------------------------------------------
