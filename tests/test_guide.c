@@ -237,7 +237,8 @@ TEST(guide_hops_checker_finds_a_broken_path) {
         // the order of two hops swapped: take_step does not call train_step, nor train_step
         // data_parallel_step
         HOPS_START " -->\n1. `train.c: main()`\n2. `training/step.c: take_step()`\n3. `model/train_step.c: train_step()`\n"
-        "4. `training/step.c: data_parallel_step()`\n" HOPS_END "\nThat is 3 calls from `main` through 3 files.\n",
+        "4. `training/data_parallel.c: data_parallel_step()`\n" HOPS_END
+        "\nThat is 3 calls from `main` through 4 files.\n",
         // the last hop without the statement it quotes
         HOPS_START " -->\n1. `model/gpt.c: block_forward()`\n2. `kernels/plain.c: linear_forward()` does "
         "`sum -= x[c] / w[c]`\n" HOPS_END "\nThat is 1 calls from `main` through 2 files.\n",

@@ -157,7 +157,7 @@ TEST(timeline_train_writes_probe_samples_and_page) {
     probe_header_free(&h);
 }
 
-// The early probes (training/probe.h): by default at 10, 20, 50, ... below --eval-every, or at
+// The early probes (training/schedule.h): by default at 10, 20, 50, ... below --eval-every, or at
 // --probe-steps's, each a whole record with a sample and every head's importance, the first
 // lines saying when and what probe.bin will hold; a list that cannot be kept, or --probe-steps
 // with --no-probe, exits 2 before --out is made.

@@ -17,7 +17,7 @@
 #include "../format/atomic_file.h"
 #include "../generation/decoder.h"
 #include "../viewer/timeline.h"
-#include "run.h"
+#include "update_ratios.h"
 
 // ----------------------------------------------------------------------------
 // the probe: what is probed
@@ -303,76 +303,6 @@ int probe_measure(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
 }
 
 // ----------------------------------------------------------------------------
-// when the probe runs
-
-// The default: 1, 2 and 5 times each power of ten from 10 on, below eval_every.
-static void default_schedule(ProbeSchedule *s, long eval_every) {
-    s->n = 0;
-    for (long decade = 10; decade < eval_every && s->n + 3 <= PROBE_MAX_EARLY; decade *= 10)
-        for (int k = 0; k < 3; k++) {
-            long step = decade * (k == 0 ? 1 : k == 1 ? 2 : 5);
-            if (step < eval_every) s->steps[s->n++] = step;
-        }
-}
-
-int probe_schedule_make(ProbeSchedule *s, const char *text, long eval_every, long last_step, char err[ERR_LEN]) {
-    s->n = 0;
-    if (!text || !text[0]) {
-        default_schedule(s, eval_every);
-        return 0;
-    }
-    if (strcmp(text, "none") == 0) return 0;
-    for (const char *item = text;; item++) {
-        size_t len = strcspn(item, ",");
-        char *end = (char *)item;
-        long step = item[0] >= '0' && item[0] <= '9' ? strtol(item, &end, 10) : -1;
-        if (step < 1 || end != item + len || len > 18) {
-            snprintf(err, ERR_LEN, "--probe-steps %s: '%.*s' is not a step: give steps from 1 on separated by "
-                     "commas (e.g. 10,20,50,100), or none", text, (int)(len < 40 ? len : 40), item);
-            return -2;
-        }
-        if (s->n == PROBE_MAX_EARLY) {
-            snprintf(err, ERR_LEN, "--probe-steps: more than %d steps (a probe costs time and room in probe.bin)",
-                     PROBE_MAX_EARLY);
-            return -2;
-        }
-        if (s->n > 0 && step <= s->steps[s->n - 1]) {
-            snprintf(err, ERR_LEN, "--probe-steps %s: step %ld after %ld: give them in increasing order", text, step,
-                     s->steps[s->n - 1]);
-            return -2;
-        }
-        if (step > last_step) {
-            snprintf(err, ERR_LEN, "--probe-steps %s: step %ld is after the run's last, %ld (--steps)", text, step,
-                     last_step);
-            return -2;
-        }
-        s->steps[s->n++] = step;
-        item += len;
-        if (!*item) return 0;
-    }
-}
-
-int probe_schedule_has(const ProbeSchedule *s, long step) {
-    for (int i = 0; i < s->n; i++)
-        if (s->steps[i] == step) return 1;
-    return 0;
-}
-
-long probe_schedule_left(const ProbeSchedule *s, long step, long last_step, long eval_every) {
-    long n = 0;
-    for (int i = 0; i < s->n; i++)
-        n += s->steps[i] > step && s->steps[i] < last_step && s->steps[i] % eval_every != 0;
-    return n;
-}
-
-void probe_schedule_describe(const ProbeSchedule *s, int from_start, long eval_every, char *text, size_t size) {
-    size_t used = (size_t)snprintf(text, size, "%s", from_start ? "0" : "");
-    for (int i = 0; i < s->n && used < size; i++)
-        used += (size_t)snprintf(text + used, size - used, "%s%ld", used ? ", " : "", s->steps[i]);
-    if (used < size) snprintf(text + used, size - used, "%severy %ld", used ? " and " : "", eval_every);
-}
-
-// ----------------------------------------------------------------------------
 // the sample
 
 int sample_write(GPT *view, const ProbeHeader *h, int newline, int32_t *sample, char err[ERR_LEN]) {
@@ -646,41 +576,4 @@ void run_probe_free(RunProbe *rp) {
     probe_free(&rp->probe);
     probe_record_free(&rp->record);
     probe_header_free(&rp->header);
-}
-
-// ----------------------------------------------------------------------------
-// the run's timeline
-
-int probe_step(Run *r, int evaluated) {
-    float ratios[PROBE_MAX_GROUPS];
-    int probed = evaluated || probe_schedule_has(&r->probe.schedule, r->state.step);
-    if (probed && (r->dp.zero || dist_rank() == 0)) update_ratios(&r->dp, &r->model, &r->opt, r->lr, ratios);
-    const ProgressReport *p = &r->report;
-    RunProbeStep step = {r->state.step, probed, (float)(p->loss_sum / p->loss_count),
-                         evaluated ? (float)r->state.last_val_loss : NAN, r->lr, r->grad_norm,
-                         (float)grad_clipped(r->grad_norm, r->o.grad_clip), probed ? ratios : NULL};
-    char err[ERR_LEN];
-    double start = now_seconds();
-    if (run_probe_step(&r->probe, &step, err) != 0)
-        fprintf(stderr, "%s%s: warning: %s; the timeline stops here (training goes on)\n", r->tty ? "\n" : "",
-                program_name(), err);
-    if (probed && r->probe.active) progress_report_probed(&r->report, now_seconds() - start);  // for the ETA
-    return probed;
-}
-
-void draw_timeline(Run *r) {
-    char err[ERR_LEN];
-    if (run_probe_page(&r->probe, &r->losses, r->plot_title, err) != 0)
-        fprintf(stderr, "%s%s: warning: %s (training goes on)\n", r->tty ? "\n" : "", program_name(), err);
-}
-
-void start_timeline(Run *r) {
-    if (r->resuming || r->ds.val_len == 0) return;
-    char err[ERR_LEN];
-    RunProbeStep step = {0, 1, NAN, NAN, NAN, NAN, NAN, NULL};
-    double start = now_seconds();
-    if (run_probe_step(&r->probe, &step, err) != 0)
-        fprintf(stderr, "%s: warning: %s; the timeline stops here (training goes on)\n", program_name(), err);
-    if (r->probe.active) progress_report_probed(&r->report, now_seconds() - start);  // for the ETA
-    draw_timeline(r);
 }
