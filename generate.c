@@ -46,6 +46,7 @@
 #include "generation/surprisal_csv.h"
 #include "generation/task_score.h"
 #include "kernels/kernels.h"
+#include "kernels/parallel.h"
 #include "model/gpt.h"
 #include "training/progress.h"
 #include "training/run_log.h"
@@ -54,10 +55,8 @@
 #include "viewer/circuits_export.h"
 #include "viewer/timeline.h"
 
-#define THREADS_PER_CORE 4           // --threads may ask for at most this many per core
 #define PROMPT_MAX_BYTES (1 << 20)   // a longer prompt file is refused
 #define MAX_SAMPLES (1 << 16)        // --num-samples may ask for at most this many
-#define MIB (1024.0 * 1024.0)
 #define MAX_ATTENTION_FILES 16       // --attention may be given at most this many times
 
 typedef struct {

@@ -20,7 +20,7 @@ typedef struct {
     float *strength;   // (L, H)
     float *importance; // (L, H) bits per character (analysis/head_importance.h)
     float *importance_mean;  // (L, H) the same by the mean
-    float reach[HEAD_PATTERNS];
+    float reach[HEAD_PATTERNS], chance[HEAD_PATTERNS];
     int *label;        // (L, H)
     int *next;         // (t) each position's next token, -1 at the last
     int *word_start;   // (t)
@@ -80,16 +80,19 @@ static void copy_layers(Recording *r, const GPT *model, int t) {
     }
 }
 
-// Each head's scores on the window, the patterns' reach on it and each head's label.
+// Each head's scores on the window, the patterns' reach and chance on it and each head's label.
 static void score_heads(Recording *r, const GPTConfig *c, const int *window, int t) {
     HeadText text = {window, r->word_start, r->last_space, t};
-    for (int p = 0; p < HEAD_PATTERNS; p++) r->reach[p] = (float)head_pattern_reach((HeadPattern)p, &text);
+    for (int p = 0; p < HEAD_PATTERNS; p++) {
+        r->reach[p] = (float)head_pattern_reach((HeadPattern)p, &text);
+        r->chance[p] = (float)head_pattern_chance((HeadPattern)p, &text);
+    }
     for (int index = 0; index < c->n_layer * c->n_head; index++) {
         float *scores = r->scores + (size_t)index * HEAD_PATTERNS;
         for (int p = 0; p < HEAD_PATTERNS; p++)
             scores[p] = (float)head_score((HeadPattern)p, r->att + (size_t)index * t * t, &text);
         double strength;
-        r->label[index] = head_label(scores, r->reach, &strength);
+        r->label[index] = head_label(scores, r->reach, r->chance, &strength);
         r->strength[index] = (float)strength;
     }
 }
@@ -132,7 +135,7 @@ int attention_record(GPT *model, const Vocab *vocab, const int *text, long len, 
                                                                                  r.importance_mean, err) == 0));
         AttentionLens shown = {lens.rows, lens.cells, vocab->chars};
         AttentionVectors vectors = {c->head_size, r.qkv, r.out};
-        AttentionHeads heads = {HEAD_PATTERNS, head_pattern_names, r.reach, r.scores, r.label, r.strength,
+        AttentionHeads heads = {HEAD_PATTERNS, head_pattern_names, r.reach, r.chance, r.scores, r.label, r.strength,
                                 HEAD_LABEL_CLEAR, r.importance, extras->head_means ? r.importance_mean : NULL,
                                 extras->means_over};
         AttentionAttribution attribution = {&split, vocab->chars};

@@ -1,7 +1,7 @@
 // Tests of what the timeline measures: the head scores of hand-built attention patterns
 // against the values their definitions give (analysis/head_scores.h), the probe of a
 // constructed model that copies the previous character (training/probe.h), the update-to-weight
-// ratios of the parameter groups (training/step.h), and the logit lens against the
+// ratios of the parameter groups (training/update_ratios.h), and the logit lens against the
 // model's own predictions and a double-precision recomputation (analysis/logit_lens.h), and as
 // the inspector's .json and .html write it (viewer/attention_export.h).
 #include <math.h>
@@ -16,8 +16,10 @@
 #include "../model/adamw.h"
 #include "../model/gpt.h"
 #include "../model/layers.h"
+#include "../training/data_parallel.h"
 #include "../training/probe.h"
-#include "../training/step.h"
+#include "../training/schedule.h"
+#include "../training/update_ratios.h"
 #include "../viewer/attention_export.h"
 #include "test.h"
 
@@ -383,7 +385,7 @@ TEST(probe_logit_lens_in_the_inspector) {
     gpt_free(&model);
 }
 
-// The early probes' schedule (training/probe.h): the default 1-2-5 steps below --eval-every,
+// The early probes' schedule (training/schedule.h): the default 1-2-5 steps below --eval-every,
 // none, a list as given; a list that cannot be kept is refused naming what is wrong.
 TEST(probe_schedule_default_list_and_refusals) {
     static const struct {

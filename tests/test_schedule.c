@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../training/step.h"
+#include "../training/schedule.h"
 #include "test.h"
 
 typedef struct {
@@ -102,7 +102,7 @@ TEST(schedule_described_phases_match_every_rate) {
     }
 }
 
-// --min-lr equal to --lr (a task's recipe, training/task_recipe.c): after the warm-up the rate
+// --min-lr equal to --lr (a task's recipe, training/options.c): after the warm-up the rate
 // stays put, and the description says so rather than "decay from 0.001 to 0.001".
 TEST(schedule_constant_when_min_lr_is_lr) {
     TrainOptions o = {0};

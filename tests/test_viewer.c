@@ -935,7 +935,7 @@ TEST(viewer_large_all_formats) {
 // Each head's pattern scores and label (analysis/head_scores.h) on text (t code points), as
 // ./generate records them.
 typedef struct {
-    float reach[HEAD_PATTERNS], *scores, *strength, *importance;
+    float reach[HEAD_PATTERNS], chance[HEAD_PATTERNS], *scores, *strength, *importance;
     int *label;
 } SampleHeads;
 
@@ -948,16 +948,19 @@ static AttentionHeads sample_heads(SampleHeads *x, const uint32_t *chars, int t,
     x->strength = malloc((size_t)L * H * sizeof(float));
     x->label = malloc((size_t)L * H * sizeof(int));
     x->importance = malloc((size_t)L * H * sizeof(float));
-    for (int p = 0; p < HEAD_PATTERNS; p++) x->reach[p] = (float)head_pattern_reach((HeadPattern)p, &text);
+    for (int p = 0; p < HEAD_PATTERNS; p++) {
+        x->reach[p] = (float)head_pattern_reach((HeadPattern)p, &text);
+        x->chance[p] = (float)head_pattern_chance((HeadPattern)p, &text);
+    }
     for (int index = 0; index < L * H; index++) {
         for (int p = 0; p < HEAD_PATTERNS; p++)
             x->scores[index * HEAD_PATTERNS + p] = (float)head_score((HeadPattern)p, att + (size_t)index * t * t, &text);
         double strength;
-        x->label[index] = head_label(x->scores + index * HEAD_PATTERNS, x->reach, &strength);
+        x->label[index] = head_label(x->scores + index * HEAD_PATTERNS, x->reach, x->chance, &strength);
         x->strength[index] = (float)strength;
         x->importance[index] = 0.05f * (float)(index % 7) - 0.1f;  // a loss change in bits, some below 0
     }
-    return (AttentionHeads){HEAD_PATTERNS, head_pattern_names, x->reach, x->scores, x->label, x->strength,
+    return (AttentionHeads){HEAD_PATTERNS, head_pattern_names, x->reach, x->chance, x->scores, x->label, x->strength,
                             HEAD_LABEL_CLEAR, x->importance, NULL, NULL};
 }
 

@@ -113,9 +113,10 @@ typedef struct {
     int patterns;               // P
     const char *const *names;   // (P)
     const float *reach;         // (P) the score of a head that follows each pattern perfectly
+    const float *chance;        // (P) the score of a head that attends evenly (untrained)
     const float *scores;        // (L, H, P)
     const int *label;           // (L, H) the strongest pattern, -1 for none
-    const float *strength;      // (L, H) its score / reach
+    const float *strength;      // (L, H) (score - chance) / (reach - chance) of it
     double clear;               // a label is shown as weak below this strength
     const float *importance;    // (L, H) the loss change in bits per character when the head alone
                                 // is knocked out (analysis/head_importance.h); NaN where unknown

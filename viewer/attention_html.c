@@ -1201,6 +1201,8 @@ static void write_heads(FILE *fp, const Attention *a) {
     for (int p = 0; p < x->patterns; p++) fprintf(fp, p ? ",\"%s\"" : "\"%s\"", x->names[p]);
     fprintf(fp, "],\"clear\":%.4f,\"reach\":[", x->clear);
     write_decimals(fp, x->reach, (size_t)x->patterns);
+    fputs("],\"chance\":[", fp);
+    write_decimals(fp, x->chance, (size_t)x->patterns);
     fputs("],\"scores\":[", fp);
     write_decimals(fp, x->scores, heads * x->patterns);
     fputs("],\"label\":[", fp);

@@ -104,14 +104,16 @@ static void write_vectors(FILE *fp, const Attention *a) {
     }
 }
 
-// "heads": {"patterns", "reach", "scores" [L][H][P], "label" [L][H] names or null, "strength" [L][H],
-// "importance" [L][H]}
+// "heads": {"patterns", "reach", "chance", "scores" [L][H][P], "label" [L][H] names or null,
+// "strength" [L][H], "importance" [L][H]}
 static void write_heads(FILE *fp, const Attention *a) {
     const AttentionHeads *x = a->heads;
     fputs(",\n\"heads\": {\"patterns\": [", fp);
     for (int p = 0; p < x->patterns; p++) fprintf(fp, p ? ", \"%s\"" : "\"%s\"", x->names[p]);
     fputs("], \"reach\": ", fp);
     write_floats(fp, x->reach, x->patterns);
+    fputs(", \"chance\": ", fp);
+    write_floats(fp, x->chance, x->patterns);
     fputs(",\n\"scores\": [", fp);
     for (int l = 0; l < a->n_layer; l++) {
         fputs(l ? "],\n[" : "[", fp);

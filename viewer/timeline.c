@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis/head_scores.h"
+#include "../analysis/probe_baselines.h"
 #include "../common/input_file.h"
 #include "../common/utf8.h"
 #include "../format/atomic_file.h"
@@ -269,12 +269,14 @@ static void write_losses(FILE *fp, const LossPoint *points, size_t n) {
     fputc(']', fp);
 }
 
-// Writes what the page holds of a record the selection keeps (keep: 1 its light part, 2 whole).
-typedef void (*RecordWriter)(FILE *fp, const ProbeReader *r, const ProbeRecord *rec, uint8_t keep);
+// Writes what the page holds of a record the selection keeps (keep: 1 its light part, 2 whole),
+// with what the writer keeps across records in context. Returns 0, or -1 with err.
+typedef int (*RecordWriter)(FILE *fp, const ProbeReader *r, const ProbeRecord *rec, uint8_t keep, void *context,
+                            char err[ERR_LEN]);
 
 // A pass over the probe file: "key": [...] with what write writes of each record kept, ",\n" apart.
 static int write_kept(FILE *fp, const char *key, const char *probe_path, const Selection *s, RecordWriter write,
-                      char err[ERR_LEN]) {
+                      void *context, char err[ERR_LEN]) {
     FILE *in = input_file_fopen(probe_path, 0, NULL, err);
     if (!in) return -1;
     ProbeReader r;
@@ -291,7 +293,7 @@ static int write_kept(FILE *fp, const char *key, const char *probe_path, const S
         uint8_t keep = s->keep[i++];
         if (!keep) continue;
         fputs(written++ ? ",\n" : "\n", fp);
-        write(fp, &r, &rec, keep);
+        rc = write(fp, &r, &rec, keep, context, err);
     }
     if (got < 0) rc = -1;
     fputc(']', fp);
@@ -304,13 +306,27 @@ static int write_kept(FILE *fp, const char *key, const char *probe_path, const S
 }
 
 // The payload as the probe file holds it, its light part or whole, in base64.
-static void write_payload(FILE *fp, const ProbeReader *r, const ProbeRecord *rec, uint8_t keep) {
+static int write_payload(FILE *fp, const ProbeReader *r, const ProbeRecord *rec, uint8_t keep, void *context,
+                         char err[ERR_LEN]) {
     viewer_write_base64(fp, r->payload, keep == 2 ? r->payload_len : probe_light_bytes(&r->header));
+    return 0;
 }
 
-// Each head's label (head_scores.h: its strongest pattern, -1 for none) and its strength:
-// [[labels (L H)], [strengths (L H), 4 decimals]].
-static void write_labels(FILE *fp, const ProbeReader *r, const ProbeRecord *rec, uint8_t keep) {
+// The chance of each pattern on the probe's texts (analysis/probe_baselines.h), found at the
+// first record: what the labels subtract.
+typedef struct {
+    int found;
+    float chance[HEAD_PATTERNS];
+} Chances;
+
+// Each head's label (analysis/head_scores.h: its strongest pattern, -1 for none) and its
+// strength: [[labels (L H)], [strengths (L H), 4 decimals]].
+static int write_labels(FILE *fp, const ProbeReader *r, const ProbeRecord *rec, uint8_t keep, void *context,
+                        char err[ERR_LEN]) {
+    Chances *c = context;
+    float reach[HEAD_PATTERNS];  // the header's (0 in version 1: no labels), not found again
+    if (!c->found && probe_baselines(&r->header, reach, c->chance, err) != 0) return -1;
+    c->found = 1;
     const int heads = r->header.n_layer * r->header.n_head;
     for (int pass = 0; pass < 2; pass++) {  // the labels, then their strengths
         fputs(pass ? "],[" : "[[", fp);
@@ -319,7 +335,7 @@ static void write_labels(FILE *fp, const ProbeReader *r, const ProbeRecord *rec,
             const float scores[HEAD_PATTERNS] = {rec->previous_token[i], rec->induction[i], rec->first_character[i],
                                                  rec->same_character[i], rec->word_start[i], rec->last_space[i]};
             double strength;
-            int label = head_label(scores, r->header.reach, &strength);
+            int label = head_label(scores, r->header.reach, c->chance, &strength);
             if (i) fputc(',', fp);
             if (pass) fprintf(fp, "%.4f", strength);
             else fprintf(fp, "%d", label);
@@ -327,6 +343,7 @@ static void write_labels(FILE *fp, const ProbeReader *r, const ProbeRecord *rec,
     }
     fputs("]]", fp);
     (void)keep;
+    return 0;
 }
 
 // Writes the page text up to the next mark (or its end); returns what follows the mark, or
@@ -368,8 +385,9 @@ int timeline_write(const char *path, const char *probe_path, const LossPoint *po
         write_header(f.fp, &r.header, title);
         write_losses(f.fp, points, n);
         write_clipping(f.fp, points, n);
-        rc = write_kept(f.fp, "records", probe_path, &s, write_payload, err);
-        if (rc == 0) rc = write_kept(f.fp, "labels", probe_path, &s, write_labels, err);
+        Chances chances = {0};
+        rc = write_kept(f.fp, "records", probe_path, &s, write_payload, NULL, err);
+        if (rc == 0) rc = write_kept(f.fp, "labels", probe_path, &s, write_labels, &chances, err);
         fprintf(f.fp, ",\"summary\":{\"records\":%ld,\"whole\":%ld,\"kept\":%ld,\"kept_whole\":%ld,\"torn_bytes\":%llu,"
                 "\"budget\":%.0f}}", s.records, s.whole, s.kept, s.kept_whole, (unsigned long long)torn, budget);
         write_until_mark(f.fp, rest, "@END@");
