@@ -172,9 +172,11 @@ long probe_schedule_left(const ProbeSchedule *s, long step, long last_step, long
     return n;
 }
 
-void probe_schedule_describe(const ProbeSchedule *s, int from_start, long eval_every, char *text, size_t size) {
+void probe_schedule_describe(const ProbeSchedule *s, int from_start, long step, long eval_every, char *text,
+                             size_t size) {
     size_t used = (size_t)snprintf(text, size, "%s", from_start ? "0" : "");
     for (int i = 0; i < s->n && used < size; i++)
-        used += (size_t)snprintf(text + used, size - used, "%s%ld", used ? ", " : "", s->steps[i]);
-    if (used < size) snprintf(text + used, size - used, "%severy %ld", used ? " and " : "", eval_every);
+        if (s->steps[i] > step) used += (size_t)snprintf(text + used, size - used, "%s%ld", used ? ", " : "", s->steps[i]);
+    if (used < size) used += (size_t)snprintf(text + used, size - used, "%severy %ld", used ? " and " : "", eval_every);
+    if (step > 0 && used < size) snprintf(text + used, size - used, " from step %ld", (step / eval_every + 1) * eval_every);
 }

@@ -95,7 +95,10 @@ int probe_schedule_has(const ProbeSchedule *s, long step);
 // The early steps after `step`, up to last_step, that no evaluation probes (not a multiple of
 // eval_every, nor the last): the probes the evaluations' count leaves out.
 long probe_schedule_left(const ProbeSchedule *s, long step, long last_step, long eval_every);
-// "0, 10, 20, 50, 100, 200 and every 250" (step 0 only when from_start).
-void probe_schedule_describe(const ProbeSchedule *s, int from_start, long eval_every, char *text, size_t size);
+// The probes to come of a run that starts after `step` (0 for a new run): "0, 10, 20, 50, 100,
+// 200 and every 250" (step 0 only when from_start); resumed at step 150, "200 and every 250 from
+// step 250", the early steps it has passed left out.
+void probe_schedule_describe(const ProbeSchedule *s, int from_start, long step, long eval_every, char *text,
+                             size_t size);
 
 #endif
