@@ -69,6 +69,13 @@ long schedule_fine_tune_warmup(long steps);
 // Of the steps after `step` up to last_step, how many are multiples of every, or the last: the
 // evaluations (or saves) left.
 long events_left(long step, long last_step, long every);
+// When the evaluations left after `step` (events_left of eval_every: each eval_batches
+// batches of B x T characters, forwards alone) and the pass over final_chars characters of the
+// validation split at the end will run more of the model than the training steps (each a
+// forward and a backward of B x T characters, about three forwards' work): a warning that
+// says how many times as much and what shortens it, in text, and 1; else 0.
+int evaluation_warning(long step, long last_step, long eval_every, long eval_batches, int B, int T, long final_chars,
+                       char *text, size_t size);
 
 // ----------------------------------------------------------------------------
 // when the probe runs
