@@ -428,9 +428,14 @@ TEST(probe_schedule_default_list_and_refusals) {
         CHECK(rc == -2 && strstr(text, bad[i].said), "--probe-steps %.20s: rc %d, '%s'", bad[i].text, rc, text);
     }
     probe_schedule_make(&s, "", 250, 2000, err);
-    probe_schedule_describe(&s, 1, 250, text, sizeof(text));
+    probe_schedule_describe(&s, 1, 0, 250, text, sizeof(text));
     CHECK(strcmp(text, "0, 10, 20, 50, 100, 200 and every 250") == 0, "described as '%s'", text);
+    // a run resumed at step 150, or 500: only the probes to come
+    probe_schedule_describe(&s, 0, 150, 250, text, sizeof(text));
+    CHECK(strcmp(text, "200 and every 250 from step 250") == 0, "resumed at 150: described as '%s'", text);
+    probe_schedule_describe(&s, 0, 500, 250, text, sizeof(text));
+    CHECK(strcmp(text, "every 250 from step 750") == 0, "resumed at 500: described as '%s'", text);
     probe_schedule_make(&s, "none", 250, 2000, err);
-    probe_schedule_describe(&s, 0, 250, text, sizeof(text));
+    probe_schedule_describe(&s, 0, 0, 250, text, sizeof(text));
     CHECK(strcmp(text, "every 250") == 0, "none described as '%s'", text);
 }

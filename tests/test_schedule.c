@@ -128,3 +128,20 @@ TEST(schedule_fine_tune_warmup_fits_the_run) {
               "a fine-tune of %ld steps: %s", steps, warning);
     }
 }
+
+// ./train warns when its evaluations will run more of the model than its training: lesson 6's
+// measuring run of 20 steps with the default evaluation (200 batches and the whole split), not
+// the default run, nor that run with 2 batches and no pass, nor a resume with no step left.
+TEST(schedule_evaluation_warning) {
+    char text[512];
+    CHECK(!evaluation_warning(0, 2000, 250, 200, 12, 64, 111539, text, sizeof(text)), "the default run: '%s'", text);
+    CHECK(evaluation_warning(0, 20, 250, 200, 8, 256, 10212, text, sizeof(text)) &&
+              strstr(text, "warning: evaluating will run about 3 times as much of the model as training (20 steps): "
+                           "1 evaluation of 200 batches and a pass over 10212 characters of the validation split; ") &&
+              strstr(text, "--eval-batches") && strstr(text, "--final-val-chars 0"),
+          "lesson 6's measuring run: '%s'", text);
+    CHECK(!evaluation_warning(0, 20, 250, 2, 8, 256, 0, text, sizeof(text)), "2 batches, no pass: '%s'", text);
+    CHECK(!evaluation_warning(2000, 2000, 250, 200, 12, 64, 111539, text, sizeof(text)), "no step left: '%s'", text);
+    CHECK(evaluation_warning(10, 12, 1, 4, 2, 8, 0, text, sizeof(text)) && strstr(text, "2 evaluations of 4 batches;"),
+          "every step evaluated: '%s'", text);
+}

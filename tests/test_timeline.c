@@ -260,6 +260,8 @@ TEST(timeline_resume_continues_without_duplicate_or_gap) {
     test_copy_file(ck, ck20);
     r = train(dir, "second.log", (const char *[]){"--resume", ck, "--steps", "40", "--threads", "1", NULL});
     if (!test_exit_status(&r, 0, "resuming to step 40")) return;
+    // the plan names only the probes to come, not step 0 or the early ones it has passed
+    test_output_has(&r, "timeline: probes every 10 from step 30 and the last: 2 probes, ", "the resumed run's plan");
     test_run_free(&r);
     Records got;
     read_records(probe, &got, NULL, NULL);

@@ -1,5 +1,6 @@
 #include "probe.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -443,11 +444,13 @@ void run_probe_plan(const RunProbe *rp, long step, long last_step, long eval_eve
     if (!rp->active) return;
     long probes = from_start + events_left(step, last_step, eval_every) +
                   probe_schedule_left(&rp->schedule, step, last_step, eval_every);
+    if (probes == 0) return;  // none to come
     char when[600], bytes[32];
-    probe_schedule_describe(&rp->schedule, from_start, eval_every, when, sizeof(when));
+    probe_schedule_describe(&rp->schedule, from_start, step, eval_every, when, sizeof(when));
     format_bytes((double)probes * (probe_record_bytes(&rp->header) + 8), bytes, sizeof(bytes));
-    snprintf(text, size, "timeline: probes at steps %s and the last: %ld probe%s, %s of probe.bin%s", when, probes,
-             probes == 1 ? "" : "s", bytes, rp->sample_every ? " (and the samples between them)" : "");
+    snprintf(text, size, "timeline: probes %s%s and the last: %ld probe%s, %s of probe.bin%s",
+             isdigit((unsigned char)when[0]) ? "at steps " : "", when, probes, probes == 1 ? "" : "s", bytes,
+             rp->sample_every ? " (and the samples between them)" : "");
 }
 
 // The lines of message saying what run_probe_open found in the file it continues.

@@ -64,6 +64,11 @@ void say_how_the_run_starts(const Run *r) {
     else
         printf("learning rate: %s\n", schedule);
     if (schedule_warning(o, step, o->steps, warning, sizeof(warning))) printf("%s\n", warning);
+    long final_chars = r->ds.val_len > 0 ? validation_pass_chars(r->ds.val_len, o->final_val_chars) : 0;
+    long eval_batches = r->ds.val_len > 0 ? o->eval_batches : 0;
+    if (evaluation_warning(step, o->steps, o->eval_every, eval_batches, o->batch_size, o->block_size, final_chars,
+                           warning, sizeof(warning)))
+        printf("%s\n", warning);
     char probes[1024];
     run_probe_plan(&r->probe, step, o->steps, o->eval_every, !r->resuming && r->ds.val_len > 0, probes, sizeof(probes));
     if (probes[0]) printf("%s\n", probes);

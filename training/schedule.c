@@ -109,6 +109,26 @@ long events_left(long step, long last_step, long every) {
     return last_step / every - step / every + (last_step % every != 0);
 }
 
+int evaluation_warning(long step, long last_step, long eval_every, long eval_batches, int B, int T, long final_chars,
+                       char *text, size_t size) {
+    double tokens = (double)B * T, train = 3.0 * tokens * (double)(last_step - step);
+    long evaluations = events_left(step, last_step, eval_every);
+    double evaluating = (double)evaluations * (double)eval_batches * tokens + (double)final_chars;
+    text[0] = '\0';
+    if (last_step <= step || evaluating <= train) return 0;
+    int used = snprintf(text, size, "warning: evaluating will run about %.0f times as much of the model as training "
+                        "(%ld step%s): %ld evaluation%s of %ld batch%s", evaluating / train, last_step - step,
+                        last_step - step == 1 ? "" : "s", evaluations, evaluations == 1 ? "" : "s", eval_batches,
+                        eval_batches == 1 ? "" : "es");
+    if (final_chars > 0 && used > 0 && (size_t)used < size)
+        used += snprintf(text + used, size - used, " and a pass over %ld characters of the validation split",
+                         final_chars);
+    if (used > 0 && (size_t)used < size)
+        snprintf(text + used, size - used, "; fewer --eval-batches, a larger --eval-every or --final-val-chars 0 "
+                 "shorten it");
+    return 1;
+}
+
 // ----------------------------------------------------------------------------
 // when the probe runs
 
@@ -172,9 +192,11 @@ long probe_schedule_left(const ProbeSchedule *s, long step, long last_step, long
     return n;
 }
 
-void probe_schedule_describe(const ProbeSchedule *s, int from_start, long eval_every, char *text, size_t size) {
+void probe_schedule_describe(const ProbeSchedule *s, int from_start, long step, long eval_every, char *text,
+                             size_t size) {
     size_t used = (size_t)snprintf(text, size, "%s", from_start ? "0" : "");
     for (int i = 0; i < s->n && used < size; i++)
-        used += (size_t)snprintf(text + used, size - used, "%s%ld", used ? ", " : "", s->steps[i]);
-    if (used < size) snprintf(text + used, size - used, "%severy %ld", used ? " and " : "", eval_every);
+        if (s->steps[i] > step) used += (size_t)snprintf(text + used, size - used, "%s%ld", used ? ", " : "", s->steps[i]);
+    if (used < size) used += (size_t)snprintf(text + used, size - used, "%severy %ld", used ? " and " : "", eval_every);
+    if (step > 0 && used < size) snprintf(text + used, size - used, " from step %ld", (step / eval_every + 1) * eval_every);
 }

@@ -69,6 +69,13 @@ long schedule_fine_tune_warmup(long steps);
 // Of the steps after `step` up to last_step, how many are multiples of every, or the last: the
 // evaluations (or saves) left.
 long events_left(long step, long last_step, long every);
+// When the evaluations left after `step` (events_left of eval_every: each eval_batches
+// batches of B x T characters, forwards alone) and the pass over final_chars characters of the
+// validation split at the end will run more of the model than the training steps (each a
+// forward and a backward of B x T characters, about three forwards' work): a warning that
+// says how many times as much and what shortens it, in text, and 1; else 0.
+int evaluation_warning(long step, long last_step, long eval_every, long eval_batches, int B, int T, long final_chars,
+                       char *text, size_t size);
 
 // ----------------------------------------------------------------------------
 // when the probe runs
@@ -95,7 +102,10 @@ int probe_schedule_has(const ProbeSchedule *s, long step);
 // The early steps after `step`, up to last_step, that no evaluation probes (not a multiple of
 // eval_every, nor the last): the probes the evaluations' count leaves out.
 long probe_schedule_left(const ProbeSchedule *s, long step, long last_step, long eval_every);
-// "0, 10, 20, 50, 100, 200 and every 250" (step 0 only when from_start).
-void probe_schedule_describe(const ProbeSchedule *s, int from_start, long eval_every, char *text, size_t size);
+// The probes to come of a run that starts after `step` (0 for a new run): "0, 10, 20, 50, 100,
+// 200 and every 250" (step 0 only when from_start); resumed at step 150, "200 and every 250 from
+// step 250", the early steps it has passed left out.
+void probe_schedule_describe(const ProbeSchedule *s, int from_start, long step, long eval_every, char *text,
+                             size_t size);
 
 #endif
