@@ -600,13 +600,13 @@ TEST(export_refusals_leave_nothing) {
     free(kept);
 
     // paths that cannot be written: in no directory, a directory, where no one writes
-    const char *paths[] = {WORK_DIR "/no_such_dir/m.gguf", WORK_DIR, "/proc/m.onnx"};
+    test_make_dir(WORK_DIR "/x.onnx");
+    const char *dirs[] = {WORK_DIR "/no_such_dir", WORK_DIR, "/proc"}, *names[] = {"m.gguf", "x.onnx", "m.onnx"};
     const char *why[] = {"cannot read the directory", "is a directory", "cannot create a temporary file"};
     for (int i = 0; i < 3; i++) {
         if (i == 2 && !test_system_has(TEST_PROC_DIR)) continue;
         char path[256];
-        snprintf(path, sizeof(path), "%s%s", paths[i], i == 1 ? "/x.onnx" : "");
-        if (i == 1) test_make_dir(WORK_DIR "/x.onnx");
+        snprintf(path, sizeof(path), "%s/%s", dirs[i], names[i]);
         r = GENERATE(ckpt, "--export", path);
         if (test_exit_status(&r, 1, path)) test_output_has(&r, why[i], path);
         test_run_free(&r);
