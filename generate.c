@@ -517,13 +517,21 @@ static void export_models(const Options *o) {
     const GPTConfig *c = &run.ck.config;
     for (int i = 0; i < o->num_exports; i++)
         if (export_check(o->exports[i], c, err) != 0) die(EXIT_DATA, "%s: %s", o->checkpoint, err);
-    GPTMemoryPlan full, plan = {0};
-    gpt_memory_plan(c, 1, GPT_PLAN_FORWARD, &full);
-    plan.parameters = full.parameters;
-    plan.text = (double)run.ck.file.file_len;  // the checkpoint, held while the model is read from it
-    check_memory(&plan, c, o, "exporting the model");
+    // the parameters, the checkpoint they are read from, and the largest file's own lists
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, 1, GPT_PLAN_FORWARD, &plan);
+    double checkpoint_bytes = (double)run.ck.file.file_len, file_bytes = 0.0;
+    for (int i = 0; i < o->num_exports; i++) file_bytes = fmax(file_bytes, export_memory(o->exports[i], c));
+    const char *source;
+    double limit = generation_memory_limit(o, &source), need = plan.parameters + checkpoint_bytes + file_bytes;
+    if (limit > 0 && need > limit) {
+        char text[4][32];
+        double parts[4] = {need, plan.parameters, checkpoint_bytes, limit};
+        for (int i = 0; i < 4; i++) gpt_format_bytes(parts[i], text[i], sizeof(text[i]));
+        die(EXIT_USAGE, "%s: exporting the model needs %s (its parameters %s beside the checkpoint's %s), more than "
+            "the %s %s", o->checkpoint, text[0], text[1], text[2], text[3], source);
+    }
     export_model_name(&run.ck, name, sizeof(name));
-    double checkpoint_bytes = (double)run.ck.file.file_len;
     int has_optimizer = run.ck.has_optimizer;
     GPT *model = load_model(o);  // the checkpoint closed
     for (int i = 0; i < o->num_exports; i++) {

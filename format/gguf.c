@@ -64,6 +64,12 @@ int gguf_check_config(const GPTConfig *c, char err[ERR_LEN]) {
     return 0;
 }
 
+double gguf_export_memory(const GPTConfig *c) {
+    double tensors = (double)c->n_layer * TENSORS_PER_LAYER + TENSORS_OUTSIDE_LAYERS;
+    double per_token = GGUF_TOKEN_TEXT_MAX + sizeof(char *) + sizeof(int32_t);
+    return tensors * sizeof(Tensor) + per_token * c->vocab_size + 3.0 * c->n_head * c->head_size * sizeof(int);
+}
+
 const char *gguf_architecture(const GPTConfig *c) { return c->position == POSITION_ROPE ? "gptneox" : "gpt2"; }
 
 void gguf_token_text(uint32_t cp, char text[GGUF_TOKEN_TEXT_MAX]) {

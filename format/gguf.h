@@ -61,6 +61,8 @@ typedef struct {
 
 // Whether GGUF carries a model of config c: 0, or -1 with err saying why not.
 int gguf_check_config(const GPTConfig *c, char err[ERR_LEN]);
+// The memory gguf_export takes besides the model's: its lists of tensors and tokens.
+double gguf_export_memory(const GPTConfig *c);
 // The architecture a model of config c is written as.
 const char *gguf_architecture(const GPTConfig *c);
 // The text of the token of code point cp (at most GGUF_TOKEN_TEXT_MAX bytes with its NUL).

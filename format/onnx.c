@@ -410,9 +410,19 @@ static double parameters_bytes(const GPTConfig *c) {
     return bytes;
 }
 
+// The bytes of the model's fields and the graph's but the parameters, at most: about 3 KiB a
+// layer were written (215 nodes for 4 layers of RoPE), and RoPE's two tables.
+static double graph_bytes_bound(const GPTConfig *c) {
+    return (64 << 10) + (16 << 10) * (double)c->n_layer + (double)c->block_size * c->head_size * sizeof(float);
+}
+
+double onnx_export_memory(const GPTConfig *c) {
+    // the growing buffer (up to twice what it holds), and RoPE's angles computed apart
+    return 2.0 * graph_bytes_bound(c) + 2.0 * c->block_size * c->head_size * sizeof(float);
+}
+
 int onnx_check_config(const GPTConfig *c, char err[ERR_LEN]) {
-    // the parameters, and a margin for the graph and RoPE's tables
-    double bytes = parameters_bytes(c) + (1 << 20) + (double)c->block_size * c->head_size * sizeof(float);
+    double bytes = parameters_bytes(c) + graph_bytes_bound(c);
     if (bytes > ONNX_MAX_BYTES) {
         char size[32];
         gpt_format_bytes(bytes, size, sizeof(size));
@@ -453,6 +463,10 @@ int onnx_export(const char *path, const GPT *model, const Vocab *vocab, const ch
     proto_length_prefix(&m, MODEL_GRAPH, (uint64_t)graph_bytes);
     if (rc != 0 || m.failed) {
         snprintf(err, ERR_LEN, "%s: out of memory for the graph", path);
+        rc = -1;
+    } else if ((double)m.len + graph_bytes > ONNX_MAX_BYTES) {
+        snprintf(err, ERR_LEN, "%s: the model takes %.0f bytes, more than the 2 GiB one ONNX file holds", path,
+                 (double)m.len + graph_bytes);
         rc = -1;
     }
     AtomicFile file;

@@ -36,6 +36,9 @@ typedef struct {
 // Whether one ONNX file carries a model of config c (protobuf's 2 GiB; chargpt writes no
 // external data): 0, or -1 with err saying why not.
 int onnx_check_config(const GPTConfig *c, char err[ERR_LEN]);
+// The memory onnx_export takes besides the model's, at most: the graph but the parameters,
+// built in memory (the parameters are written from the model's own).
+double onnx_export_memory(const GPTConfig *c);
 
 // Writes model (its vocabulary vocab, its metadata "name") to path atomically: over a file
 // there when replace is 1, else only while nothing is there (ATOMIC_FILE_EXISTS when

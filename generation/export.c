@@ -30,6 +30,13 @@ int export_check(const char *path, const GPTConfig *c, char err[ERR_LEN]) {
     return rc;
 }
 
+double export_memory(const char *path, const GPTConfig *c) {
+    char err[ERR_LEN];
+    ExportFormat format;
+    if (export_format(path, &format, err) != 0) return 0.0;
+    return format == EXPORT_GGUF ? gguf_export_memory(c) : onnx_export_memory(c);
+}
+
 void export_model_name(const Checkpoint *ck, char *name, size_t n) {
     const char *run_id = checkpoint_meta(ck, "train.run_id"), *step = checkpoint_meta(ck, "state.step");
     if (run_id) {

@@ -14,6 +14,8 @@ typedef enum { EXPORT_GGUF, EXPORT_ONNX } ExportFormat;
 int export_format(const char *path, ExportFormat *format, char err[ERR_LEN]);
 // Whether path's format carries a model of config c: 0, or -1 with err naming path and why not.
 int export_check(const char *path, const GPTConfig *c, char err[ERR_LEN]);
+// The memory writing path takes besides the model (0 for a path of neither format).
+double export_memory(const char *path, const GPTConfig *c);
 // The name the files give the model: "chargpt run <train.run_id> step <state.step>", or
 // "chargpt <the checkpoint's file name>" for one without a run id.
 void export_model_name(const Checkpoint *ck, char *name, size_t n);
