@@ -81,7 +81,7 @@ typedef struct {
     const char *exports[MAX_EXPORT_FILES];  // --export: the model's files (generation/export.h)
     int num_exports;
     const char *logits;       // --logits FILE.json, or NULL
-    char other_flag[40];      // the first option given that --timeline does not take, or ""
+    char other_flag[40];      // the first option given that --timeline and --export do not take, or ""
 } Options;
 
 static const Options default_options = {
