@@ -1,6 +1,7 @@
 // ./generate: samples text from a checkpoint written by ./train, streaming it to stdout (one
 // sample or several decoded together), optionally recording the attention weights of every
-// layer and head for a viewer; or, with --score, measures the model's loss on a text.
+// layer and head for a viewer (and the logits); or, with --score, measures the model's loss on
+// a text; or, with --export, writes the model for llama.cpp (GGUF) or ONNX runtimes.
 // Exit status: 0 done, 1 bad checkpoint, text or I/O, 2 bad usage, prompt or text characters,
 // or a checkpoint too large for the memory.
 //
@@ -33,11 +34,14 @@
 #include "data/vocab.h"
 #include "format/atomic_file.h"
 #include "format/checkpoint.h"
+#include "format/onnx.h"
 #include "format/output.h"
 #include "format/probe_csv.h"
 #include "generation/attention_record.h"
 #include "generation/circuits_report.h"
 #include "generation/decoder.h"
+#include "generation/export.h"
+#include "generation/logits_record.h"
 #include "generation/patch_report.h"
 #include "generation/prompt.h"
 #include "generation/reference_text.h"
@@ -58,6 +62,7 @@
 #define PROMPT_MAX_BYTES (1 << 20)   // a longer prompt file is refused
 #define MAX_SAMPLES (1 << 16)        // --num-samples may ask for at most this many
 #define MAX_ATTENTION_FILES 16       // --attention may be given at most this many times
+#define MAX_EXPORT_FILES 4           // --export may be given at most this many times
 
 typedef struct {
     const char *checkpoint;
@@ -92,7 +97,10 @@ typedef struct {
     char circuits_other[40];  // the first option given that --circuits does not take, or ""
     const char *csv;          // --csv FILE: with --timeline, its heads' scores as CSV instead
     int force;                // --force: the files written may replace files that are there
-    char other_flag[40];      // the first option given that --timeline does not take, or ""
+    const char *exports[MAX_EXPORT_FILES];  // --export: the model's files (generation/export.h)
+    int num_exports;
+    const char *logits;       // --logits FILE.json, or NULL
+    char other_flag[40];      // the first option given that --timeline and --export do not take, or ""
 } Options;
 
 static const Options default_options = {
@@ -148,6 +156,9 @@ static void usage(FILE *f) {
             "      --surprisal FILE   with --score: write one CSV row per scored character (position,\n"
             "                         character, loss in bits, probability, top 5 predictions); FILE\n"
             "                         is checked before the text is read, as --attention's are\n"
+            "      --logits FILE      write the logits over the processed text (its last block_size\n"
+            "                         characters, as --attention's) to FILE, a .json: {\"tokens\",\n"
+            "                         \"chars\", \"logits\": [position][vocabulary]}, 9 digits each\n"
             "      --ablate L.H,...   knock heads out: head H of layer L (both from 0) gives nothing\n"
             "                         to the residual stream (its output is zeroed before the\n"
             "                         projection), for sampling, --score and --attention alike\n"
@@ -187,27 +198,32 @@ static void usage(FILE *f) {
             "                         --max-memory bounds it too\n"
             "      --csv FILE         with --timeline: write every head's scores and importance at every\n"
             "                         probed step of RUN_DIR/probe.bin to FILE as CSV, not the page\n"
+            "      --export FILE      write the model for other programs, no text: FILE.gguf for\n"
+            "                         llama.cpp (architecture gpt2, or gptneox for RoPE; one token a\n"
+            "                         character) or FILE.onnx for ONNX runtimes (opset %d: input_ids\n"
+            "                         [batch, sequence] -> logits [batch, sequence, vocabulary]); may be\n"
+            "                         given up to %d times; takes only --force and --max-memory\n"
             "      --force            replace files that are there already (--attention, --surprisal,\n"
-            "                         --timeline's page); without it they are refused\n"
+            "                         --logits, --export, --timeline's page); without it they are refused\n"
             "  -h, --help             show this help\n"
             "An empty prompt starts from a newline (if the vocabulary has one). A prompt file may hold\n"
             "at most %d bytes.\n",
             program_invocation(), program_invocation(), program_invocation(), d->max_new, d->sampler.temperature,
             d->sampler.top_k, d->sampler.top_p, d->seed, d->num_samples, d->stride, MAX_ATTENTION_FILES,
-            THREADS_PER_CORE, d->threads, PROMPT_MAX_BYTES);
+            THREADS_PER_CORE, d->threads, ONNX_OPSET, MAX_EXPORT_FILES, PROMPT_MAX_BYTES);
 }
 
 enum {
     OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY, OPT_STRIDE, OPT_NUM_SAMPLES,
     OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE, OPT_ABLATE, OPT_SCORE_TASK,
-    OPT_ROWS, OPT_CSV, OPT_CIRCUITS, OPT_ABLATE_MEAN, OPT_MEAN_OVER, OPT_PATCH,
+    OPT_ROWS, OPT_CSV, OPT_CIRCUITS, OPT_ABLATE_MEAN, OPT_MEAN_OVER, OPT_PATCH, OPT_EXPORT, OPT_LOGITS,
 };
 
 // Options that only generating text uses (--score refuses them).
 static int is_sampling_option(int c) {
     switch (c) {
         case 'n': case 't': case 'k': case 'p': case 's': case 'f':
-        case OPT_NUM_SAMPLES: case OPT_ATTENTION: return 1;
+        case OPT_NUM_SAMPLES: case OPT_ATTENTION: case OPT_LOGITS: return 1;
         default: return 0;
     }
 }
@@ -230,6 +246,7 @@ static const struct option long_options[] = {
     {"csv", required_argument, 0, OPT_CSV}, {"circuits", required_argument, 0, OPT_CIRCUITS},
     {"ablate-mean", required_argument, 0, OPT_ABLATE_MEAN}, {"mean-over", required_argument, 0, OPT_MEAN_OVER},
     {"patch", required_argument, 0, OPT_PATCH},
+    {"export", required_argument, 0, OPT_EXPORT}, {"logits", required_argument, 0, OPT_LOGITS},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
@@ -283,6 +300,12 @@ static void set_option(Options *o, int c, const char *flag, char **argv) {
         case OPT_MEAN_OVER: o->mean_over = optarg; break;
         case OPT_PATCH: o->patch = optarg; break;
         case OPT_FORCE: o->force = 1; break;
+        case OPT_EXPORT:
+            if (o->num_exports == MAX_EXPORT_FILES)
+                die(EXIT_USAGE, "--export may be given at most %d times", MAX_EXPORT_FILES);
+            o->exports[o->num_exports++] = optarg;
+            break;
+        case OPT_LOGITS: o->logits = optarg; break;
         case 'h':
             // "-h" or "--help" (or its abbreviation); "-hi" is a prompt given before "--"
             if (strcmp(flag, "-h") != 0 && strncmp(flag, "--h", 3) != 0)
@@ -315,7 +338,8 @@ static void parse_options(int argc, char **argv, Options *o) {
             snprintf(o->sampling_flag, sizeof(o->sampling_flag), "%s", name);
         if (!o->decoding_flag[0] && is_sampling_option(c) && c != OPT_ATTENTION)
             snprintf(o->decoding_flag, sizeof(o->decoding_flag), "%s", name);
-        if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_CSV && c != OPT_FORCE && c != OPT_MAX_MEMORY &&
+        if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_CSV && c != OPT_EXPORT && c != OPT_FORCE &&
+            c != OPT_MAX_MEMORY &&
             c != 'h' && c != ':' && c != '?')
             snprintf(o->other_flag, sizeof(o->other_flag), "%s", name);
         if (!o->circuits_other[0] && c != OPT_CIRCUITS && c != 's' && c != OPT_THREADS && c != OPT_MAX_MEMORY &&
@@ -324,10 +348,10 @@ static void parse_options(int argc, char **argv, Options *o) {
         set_option(o, c, flag, argv);
     }
     if (o->timeline) {
-        if (o->other_flag[0] || optind < argc)
+        if (o->other_flag[0] || o->num_exports || optind < argc)
             die(EXIT_USAGE, "--timeline rebuilds a run's page from its directory: it takes only --csv, --force and "
                 "--max-memory, not '%s'",
-                o->other_flag[0] ? o->other_flag : argv[optind]);
+                o->other_flag[0] ? o->other_flag : o->num_exports ? "--export" : argv[optind]);
         return;
     }
     if (o->csv) die(EXIT_USAGE, "--csv writes a run's head scores: give --timeline RUN_DIR too");
@@ -368,12 +392,20 @@ static void check_option_combinations(const Options *o) {
     if (o->mean_over && !o->ablate_mean && !o->num_attention)
         die(EXIT_USAGE, "--mean-over gives the text --ablate-mean and the pages' importance take the heads' means "
             "over: give --ablate-mean L.H or --attention FILE too");
-    if (o->num_samples > 1 && o->num_attention)
-        die(EXIT_USAGE, "--attention records one text: it cannot be combined with --num-samples %d", o->num_samples);
+    if (o->num_samples > 1 && (o->num_attention || o->logits))
+        die(EXIT_USAGE, "%s records one text: it cannot be combined with --num-samples %d",
+            o->num_attention ? "--attention" : "--logits", o->num_samples);
     char err[ERR_LEN];
     for (int i = 0; i < o->num_attention; i++)
         if (attention_check_path(o->attention[i], err) != 0) die(EXIT_USAGE, "%s", err);
     if (o->circuits && circuits_check_path(o->circuits, err) != 0) die(EXIT_USAGE, "%s", err);
+    if (o->logits && logits_check_path(o->logits, err) != 0) die(EXIT_USAGE, "%s", err);
+    ExportFormat format;
+    for (int i = 0; i < o->num_exports; i++)
+        if (export_format(o->exports[i], &format, err) != 0) die(EXIT_USAGE, "%s", err);
+    if (o->num_exports && (o->other_flag[0] || o->prompt))
+        die(EXIT_USAGE, "--export writes the checkpoint's model: it takes only --force and --max-memory, not '%s'",
+            o->other_flag[0] ? o->other_flag : o->prompt);
 }
 
 // A file that is there already is replaced only with --force (exit 2 without it); what is not a
@@ -387,11 +419,13 @@ static void refuse_existing(const char *flag, const char *path, int force) {
 // Before the model runs: the files the run will write are new (or --force was given) and can
 // be written, and the temporary files that killed runs left beside them are removed.
 static void prepare_outputs(const Options *o) {
-    const char *paths[MAX_ATTENTION_FILES + 2], *flags[MAX_ATTENTION_FILES + 2];
+    const char *paths[MAX_ATTENTION_FILES + MAX_EXPORT_FILES + 3], *flags[MAX_ATTENTION_FILES + MAX_EXPORT_FILES + 3];
     int n = 0, removed = 0;
     for (int i = 0; i < o->num_attention; i++) paths[n] = o->attention[i], flags[n++] = "--attention";
     if (o->surprisal) paths[n] = o->surprisal, flags[n++] = "--surprisal";
     if (o->circuits) paths[n] = o->circuits, flags[n++] = "--circuits";
+    if (o->logits) paths[n] = o->logits, flags[n++] = "--logits";
+    for (int i = 0; i < o->num_exports; i++) paths[n] = o->exports[i], flags[n++] = "--export";
     char err[ERR_LEN];
     for (int i = 0; i < n; i++) refuse_existing(flags[i], paths[i], o->force);
     for (int i = 0; i < n; i++) {
@@ -497,6 +531,16 @@ static void record_attention(GPT *model, const int *text, long len, const Patchi
         fprintf(stderr, "attention of %d layers x %d heads over %d characters written to %s\n", c->n_layer, c->n_head,
                 t, o->attention[i]);
     if (status != 0) die(status, "%s", err);
+}
+
+// --logits: the logits over the text's last window (generation/logits_record.h).
+static void record_logits(GPT *model, const int *text, long len, const Options *o) {
+    char err[ERR_LEN];
+    int status = logits_record(model, &run.vocab, text, len, o->logits, o->force, err);
+    if (status != 0) die(status, "%s", err);
+    const GPTConfig *c = &model->config;
+    fprintf(stderr, "logits of %ld characters written to %s\n", len < c->block_size ? len : (long)c->block_size,
+            o->logits);
 }
 
 // Prints a warning about the characters prompt_from_chars dropped from `what`.
@@ -615,6 +659,44 @@ static GPT *load_model(const Options *o) {
     run.model.hooks = run.hooks.n_heads ? &run.hooks : NULL;
     take_head_means(&run.model);
     return &run.model;
+}
+
+// --export: the checkpoint's model written to each file (generation/export.h), once every
+// file's format was found to carry it and the parameters to fit in memory beside the
+// checkpoint; a line on stdout for each, and the checkpoint's size beside theirs.
+static void export_models(const Options *o) {
+    char err[ERR_LEN], name[256], written[ERR_LEN];
+    const GPTConfig *c = &run.ck.config;
+    for (int i = 0; i < o->num_exports; i++)
+        if (export_check(o->exports[i], c, err) != 0) die(EXIT_DATA, "%s: %s", o->checkpoint, err);
+    // the parameters, the checkpoint they are read from, and the largest file's own lists
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, 1, GPT_PLAN_FORWARD, &plan);
+    double checkpoint_bytes = (double)run.ck.file.file_len, file_bytes = 0.0;
+    for (int i = 0; i < o->num_exports; i++) file_bytes = fmax(file_bytes, export_memory(o->exports[i], c));
+    const char *source;
+    double limit = generation_memory_limit(o, &source), need = plan.parameters + checkpoint_bytes + file_bytes;
+    if (limit > 0 && need > limit) {
+        char text[4][32];
+        double parts[4] = {need, plan.parameters, checkpoint_bytes, limit};
+        for (int i = 0; i < 4; i++) format_bytes(parts[i], text[i], sizeof(text[i]));
+        die(EXIT_USAGE, "%s: exporting the model needs %s (its parameters %s beside the checkpoint's %s), more than "
+            "the %s %s", o->checkpoint, text[0], text[1], text[2], text[3], source);
+    }
+    export_model_name(&run.ck, name, sizeof(name));
+    int has_optimizer = run.ck.has_optimizer;
+    GPT *model = load_model(o);  // the checkpoint closed
+    for (int i = 0; i < o->num_exports; i++) {
+        int rc = export_model(o->exports[i], model, &run.vocab, name, o->force, written, err);
+        if (rc != 0) die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "%s", err);
+        printf("%s\n", written);
+    }
+    char size[32], params[32];
+    format_bytes(checkpoint_bytes, size, sizeof(size));
+    format_bytes(plan.parameters, params, sizeof(params));
+    printf("from %s: %s, its parameters %s%s\n", o->checkpoint, size, params,
+           has_optimizer ? " (the rest: AdamW's moments and the header)" : "");
+    stdout_flush_or_die();
 }
 
 // --score: reads the text, scores it with the model and prints the mean loss.
@@ -1000,6 +1082,10 @@ int main(int argc, char **argv) {
     fatal_signals_install(atomic_file_remove_open, 0);  // a killed run leaves no temporary file
     start_kernels(&o);
     open_checkpoint(&o);
+    if (o.num_exports) {
+        export_models(&o);
+        return 0;
+    }
     if (o.score) {
         score_text(&o);
         return 0;
@@ -1019,7 +1105,7 @@ int main(int argc, char **argv) {
 
     size_t prompt_bytes = read_prompt(&o);
     const Prompt *prompt = &run.prompt;
-    if (prompt->len == 0 && o.max_new == 0 && !o.num_attention) return 0;  // nothing to do
+    if (prompt->len == 0 && o.max_new == 0 && !o.num_attention && !o.logits) return 0;  // nothing to do
 
     // the model, after its memory was found to fit; an empty prompt starts from a newline
     long start_len = prompt->len > 0 ? prompt->len : 1;
@@ -1031,5 +1117,6 @@ int main(int argc, char **argv) {
     double secs = generate_samples(model, prompt->len > 0 ? prompt->tokens : &start_token, start_len, &o);
     report_speed(&o, secs);
     if (o.num_attention) record_attention(model, decoder_text(&run.decoder, 0), run.decoder.len, NULL, &o);
+    if (o.logits) record_logits(model, decoder_text(&run.decoder, 0), run.decoder.len, &o);
     return 0;
 }

@@ -16,13 +16,7 @@
 
 typedef int (*AttentionWriter)(FILE *fp, const Attention *a, char err[ERR_LEN]);
 
-const char *viewer_path_extension(const char *path) {
-    const char *base = platform_path_last_separator(path);
-    base = base ? base + 1 : path;
-    const char *dot = strrchr(base, '.');
-    return dot ? dot + 1 : "";
-}
-
+// The writer of a file extension (without its dot), or NULL.
 static AttentionWriter writer_for_extension(const char *ext) {
     if (strcasecmp(ext, "json") == 0) return attention_write_json;
     if (strcasecmp(ext, "csv") == 0) return attention_write_csv;
@@ -32,13 +26,13 @@ static AttentionWriter writer_for_extension(const char *ext) {
 }
 
 int attention_check_path(const char *path, char err[ERR_LEN]) {
-    if (writer_for_extension(viewer_path_extension(path))) return 0;
+    if (writer_for_extension(platform_path_extension(path))) return 0;
     snprintf(err, ERR_LEN, "%s: unknown attention file extension (use .json, .csv, .png or .html)", path);
     return -2;
 }
 
 double attention_export_memory(const char *path, int t, int n_layer, int n_head) {
-    if (writer_for_extension(viewer_path_extension(path)) != attention_write_png) return 0.0;
+    if (writer_for_extension(platform_path_extension(path)) != attention_write_png) return 0.0;
     Attention a = {.t = t, .n_layer = n_layer, .n_head = n_head};
     PngLayout p;
     attention_png_layout(&a, &p);
@@ -49,7 +43,7 @@ double attention_export_memory(const char *path, int t, int n_layer, int n_head)
 
 int attention_export(const char *path, const Attention *a, int replace, char err[ERR_LEN]) {
     if (attention_check_path(path, err) != 0) return -2;
-    AttentionWriter writer = writer_for_extension(viewer_path_extension(path));
+    AttentionWriter writer = writer_for_extension(platform_path_extension(path));
     if (a->t < 1 || a->n_layer < 1 || a->n_head < 1 || (a->vectors && a->vectors->head_size < 1)) {
         snprintf(err, ERR_LEN, "%s: nothing to export (t=%d, n_layer=%d, n_head=%d%s)", path, a->t, a->n_layer,
                  a->n_head, a->vectors && a->vectors->head_size < 1 ? ", head_size < 1" : "");

@@ -40,9 +40,6 @@ void attention_png_layout(const Attention *a, PngLayout *layout);
 // (the layout is the same: without them their places stay white); NULL when out of memory.
 unsigned char *attention_png_pixels(const Attention *a, const PngLayout *layout, int labelled);
 
-// The extension of the last component of path ("" when it has none), without the dot.
-const char *viewer_path_extension(const char *path);
-
 // Longest output of viewer_append_json_char.
 #define JSON_CHAR_MAX 16
 

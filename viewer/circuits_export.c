@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../common/platform.h"
 #include "../format/atomic_file.h"
 #include "attention_formats.h"
 #include "markup.h"
@@ -127,10 +128,10 @@ static void write_page(FILE *fp, const CircuitsFile *f) {
     fputs(at, fp);
 }
 
-static int is_html(const char *path) { return strcasecmp(viewer_path_extension(path), "html") == 0; }
+static int is_html(const char *path) { return strcasecmp(platform_path_extension(path), "html") == 0; }
 
 int circuits_check_path(const char *path, char err[ERR_LEN]) {
-    if (is_html(path) || strcasecmp(viewer_path_extension(path), "json") == 0) return 0;
+    if (is_html(path) || strcasecmp(platform_path_extension(path), "json") == 0) return 0;
     snprintf(err, ERR_LEN, "--circuits %s: unknown extension (use .json or .html)", path);
     return -2;
 }
