@@ -343,8 +343,11 @@ fuzz: $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%)
 EX := build/exercises
 OBJCOPY ?= objcopy
 NM ?= nm
+# (the sanitizers' probe links a program: only when an exercise's target is asked for)
+ifneq ($(filter exercise exercises exercise-train test-exercises $(EX)/%,$(MAKECMDGOALS)),)
 EX_SAN := $(shell printf 'int main(void){return 0;}' | $(CC) -fsanitize=address,undefined -x c - -o /dev/null \
             2>/dev/null && echo -fsanitize=address,undefined -fno-sanitize-recover=all)
+endif
 EX_CFLAGS = -O1 -g -fno-omit-frame-pointer $(MARCH) -Wall -Wextra -Wno-unused-parameter $(NO_FORMAT_TRUNCATION) \
             -std=c11 $(FEATURES) $(OPENMP_CFLAGS) -fno-math-errno -MMD -MP $(EX_SAN)
 EX_OBJ := $(patsubst %.c,$(EX)/%.o,$(wildcard tests/exercises/*.c))

@@ -177,13 +177,14 @@ static int untouched(const Output *o) {
     return (zeros && !o->adds) || same;
 }
 
-// What the stub (or a function that forgot an output) leaves: said, and 1.
-static int say_untouched(const Check *c) {
+// What the stub (or a function that forgot an output) leaves, among the outputs that are
+// wrong (errors[k] past the tolerance): said, and 1 when it is every output.
+static int say_untouched(const Check *c, const double *errors) {
     int all = 1, any = 0;
     for (int k = 0; k < c->count; k++) {
         int u = untouched(&c->out[k]);
         all &= u;
-        any |= u;
+        any |= u && errors[k] > c->tolerance;
     }
     if (all) {
         printf("        your %s left ", running_function());
@@ -195,7 +196,7 @@ static int say_untouched(const Check *c) {
     }
     if (!any) return 0;
     for (int k = 0; k < c->count; k++)
-        if (untouched(&c->out[k]))
+        if (untouched(&c->out[k]) && errors[k] > c->tolerance)
             printf("        %s is left as it was (or all zeros): your %s %s nothing %s it\n", c->out[k].name,
                    running_function(), c->out[k].adds ? "adds" : "writes", c->out[k].adds ? "to" : "into");
     return 0;
@@ -263,7 +264,7 @@ int check_compare(const Check *c) {
     for (int k = 0; k < c->count; k++)
         if (k != failed) printf("; %s is %s", c->out[k].name, errors[k] > c->tolerance ? "wrong too" : "right");
     printf("\n");
-    if (!say_untouched(c)) {
+    if (!say_untouched(c, errors)) {
         if (o->n <= sizeof(wrong_flags)) where_wrong(o, wrong_flags);
         for (int k = 0; k < c->count; k++)
             if (errors[k] > c->tolerance) say_write_or_add(&c->out[k], c->tolerance);
