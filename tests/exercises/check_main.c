@@ -186,6 +186,32 @@ static int run_checks(const Exercise *e, const char *file, double limit) {
     return pid > 0 && ended && WIFEXITED(status) && WEXITSTATUS(status) == EXIT_PASSED;
 }
 
+// The options after the exercise's name, in pairs: --file, --train, --run-dir, --reference,
+// --time-limit (seconds, > 0).
+typedef struct {
+    const char *file, *train, *run_dir, *reference;
+    double limit;
+} Options;
+
+static int parse_options(int argc, char **argv, Options *o) {
+    if (argc % 2 != 0) return -1;
+    for (int i = 0; i < argc; i += 2) {
+        const char *name = argv[i], *value = argv[i + 1];
+        char *end;
+        if (strcmp(name, "--file") == 0)
+            o->file = value;
+        else if (strcmp(name, "--train") == 0)
+            o->train = value;
+        else if (strcmp(name, "--run-dir") == 0)
+            o->run_dir = value;
+        else if (strcmp(name, "--reference") == 0)
+            o->reference = value;
+        else if (strcmp(name, "--time-limit") != 0 || !((o->limit = strtod(value, &end)) > 0) || *end != '\0')
+            return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
@@ -215,41 +241,27 @@ int main(int argc, char **argv) {
     }
     const Exercise *e = exercise_find(argv[1]);
     if (!e) return unknown(argv[1]);
-    const char *file = NULL, *train = NULL, *run_dir = NULL, *reference = NULL;
-    double limit = DEFAULT_TIME_LIMIT;
-    for (int i = 2; i < argc; i++) {
-        const char *value = i + 1 < argc ? argv[i + 1] : NULL;
-        char *end = NULL;
-        if (!value) {
-            usage(stderr);
-            return EXIT_USAGE;
-        } else if (strcmp(argv[i], "--file") == 0) {
-            file = value;
-        } else if (strcmp(argv[i], "--train") == 0) {
-            train = value;
-        } else if (strcmp(argv[i], "--run-dir") == 0) {
-            run_dir = value;
-        } else if (strcmp(argv[i], "--reference") == 0) {
-            reference = value;
-        } else if (strcmp(argv[i], "--time-limit") == 0 && (limit = strtod(value, &end)) > 0 && *end == '\0') {
-        } else {
-            usage(stderr);
-            return EXIT_USAGE;
-        }
-        i++;
+    Options o = {NULL, NULL, NULL, NULL, DEFAULT_TIME_LIMIT};
+    if (parse_options(argc - 2, argv + 2, &o) != 0) {
+        usage(stderr);
+        return EXIT_USAGE;
     }
-    if (!train != !reference || !train != !run_dir) {
+    if (!o.train != !o.reference || !o.train != !o.run_dir) {
         fprintf(stderr, "check: --train, --run-dir and --reference go together\n");
         return EXIT_USAGE;
     }
-    if (!file) file = "the project's own function (the solution)";
+    if (!o.file) o.file = "the project's own function (the solution)";
     printf("exercise %s: %s from %s, against the double-precision reference (tests/reference.c)\n", e->name,
-           e->function, file);
-    if (!run_checks(e, file, limit)) {
+           e->function, o.file);
+    if (!run_checks(e, o.file, o.limit)) {
         printf("%s: not yet. Each check's line says what it tried; the training run waits until all pass.\n", e->name);
         return EXIT_FAILED;
     }
-    if (train && !training_compare(e, train, run_dir, reference)) {
+    if (!o.train) {
+        printf("%s: the checks passed (no training run was asked for).\n", e->name);
+        return EXIT_PASSED;
+    }
+    if (!training_compare(e, o.train, o.run_dir, o.reference)) {
         printf("%s: the checks passed, but the training run did not go as the project's (above).\n", e->name);
         return EXIT_FAILED;
     }

@@ -214,15 +214,69 @@ static void say_write_or_add(const Output *o, double tolerance) {
     }
     if (o->adds && as_written)
         printf(
-            "        %s holds what should be added to it, without what it held before the call: this "
-            "function adds (+=) into %s, as the backwards of model/layers.h do (a gradient sums over every use "
-            "of what it is the gradient of), it does not write it\n",
+            "        %s holds only what this call should add to it: the function adds (+=) into %s, as every "
+            "backward of model/layers.h does (a gradient sums over every use), it does not overwrite it\n",
             o->name, o->name);
     else if (!o->adds && as_added)
         printf(
-            "        %s holds the right values plus what it held before the call: this function writes (=) "
-            "%s, it does not add to it\n",
+            "        %s holds the right values plus what it held before the call: this function writes (=) %s, "
+            "it does not add to it\n",
             o->name, o->name);
+}
+
+// The failing output's worst element, how many are wrong and where, and the other outputs.
+static void say_what(const Check *c, int failed, const double *errors) {
+    const Output *o = &c->out[failed];
+    double scale = scale_of(o);
+    size_t worst = worst_element(o);
+    char name[160];
+    element_name(o, worst, name, sizeof(name));
+    if (finite_float(o->got[worst]))
+        printf("        %s is %.6g, the reference %.6g: off by %.3g (%.3g%% of the largest |%s|, %.4g)\n", name,
+               o->got[worst], o->want[worst] + 0.0, fabs(o->got[worst] - o->want[worst]),
+               100.0 * fabs(o->got[worst] - o->want[worst]) / scale, o->name, scale);
+    else
+        printf("        %s is %g where the reference is %.6g%s%s\n", name, o->got[worst], o->want[worst] + 0.0,
+               c->nonfinite_hint ? ": " : "", c->nonfinite_hint ? c->nonfinite_hint : "");
+    static unsigned char wrong_flags[1 << 16];
+    size_t wrong = 0;
+    for (size_t i = 0; i < o->n; i++) {
+        int w = wrong_at(o, i, c->tolerance, scale);
+        if (i < sizeof(wrong_flags)) wrong_flags[i] = (unsigned char)w;
+        wrong += (size_t)w;
+    }
+    printf("        %zu of the %zu values of %s are off by more than %.0e of the largest", wrong, o->n, o->name,
+           c->tolerance);
+    for (int k = 0; k < c->count; k++)
+        if (k != failed) printf("; %s is %s", c->out[k].name, errors[k] > c->tolerance ? "wrong too" : "right");
+    printf("\n");
+    if (o->n <= sizeof(wrong_flags) && !untouched(o)) where_wrong(o, wrong_flags);
+}
+
+// What the failure usually means: the stub, a write for an add, a known mistake, one factor.
+static void say_why(const Check *c, int failed, const double *errors) {
+    if (say_untouched(c, errors)) return;
+    for (int k = 0; k < c->count; k++)
+        if (errors[k] > c->tolerance) say_write_or_add(&c->out[k], c->tolerance);
+    for (int m = 0; m < c->mistakes; m++) {
+        int fits = 1;
+        for (int k = 0; k < c->count && fits; k++) {
+            const double *v = c->mistake[m].values[k];
+            fits = v ? matches(&c->out[k], v, c->tolerance) : errors[k] <= c->tolerance;
+        }
+        if (fits) {
+            printf("        What it looks like: %s\n", c->mistake[m].what);
+            return;
+        }
+    }
+    const Output *o = &c->out[failed];
+    double factor;
+    if (!one_factor(o, c->tolerance, &factor)) return;
+    const char *means = NULL;
+    for (int f = 0; f < c->factors; f++)
+        if (fabs(factor / c->factor[f] - 1.0) < 1e-3) means = c->factor_means[f];
+    printf("        every value %sis %.5g times the reference's%s%s\n", o->adds ? "your function added " : "", factor,
+           means ? ": " : "", means ? means : "");
 }
 
 int check_compare(const Check *c) {
@@ -236,57 +290,12 @@ int check_compare(const Check *c) {
     if (failed < 0) {
         printf("  ok    %s (largest error %.1e of the largest value; %.0e allowed)\n", running_title(), worst_error,
                c->tolerance);
-        fflush(stdout);
-        return 1;
+    } else {
+        printf("  FAIL  %s\n", running_title());
+        say_what(c, failed, errors);
+        say_why(c, failed, errors);
+        if (c->hint) printf("        %s\n", c->hint);
     }
-    printf("  FAIL  %s\n", running_title());
-    const Output *o = &c->out[failed];
-    double scale = scale_of(o);
-    size_t worst = worst_element(o);
-    char name[160];
-    element_name(o, worst, name, sizeof(name));
-    if (finite_float(o->got[worst]))
-        printf("        %s is %.6g, the reference %.6g: off by %.3g (%.3g%% of the largest |%s|, %.4g)\n", name,
-               o->got[worst], o->want[worst] + 0.0, fabs(o->got[worst] - o->want[worst]),
-               100.0 * fabs(o->got[worst] - o->want[worst]) / scale, o->name, scale);
-    else
-        printf("        %s is %g where the reference is %.6g%s%s\n", name, o->got[worst], o->want[worst] + 0.0,
-               c->nonfinite_hint ? ": " : "", c->nonfinite_hint ? c->nonfinite_hint : "");
-    unsigned char wrong_flags[1 << 16];
-    size_t wrong = 0;
-    for (size_t i = 0; i < o->n; i++) {
-        int w = wrong_at(o, i, c->tolerance, scale);
-        if (i < sizeof(wrong_flags)) wrong_flags[i] = (unsigned char)w;
-        wrong += (size_t)w;
-    }
-    printf("        %zu of the %zu values of %s are off by more than %.0e of the largest", wrong, o->n, o->name,
-           c->tolerance);
-    for (int k = 0; k < c->count; k++)
-        if (k != failed) printf("; %s is %s", c->out[k].name, errors[k] > c->tolerance ? "wrong too" : "right");
-    printf("\n");
-    if (!say_untouched(c, errors)) {
-        if (o->n <= sizeof(wrong_flags)) where_wrong(o, wrong_flags);
-        for (int k = 0; k < c->count; k++)
-            if (errors[k] > c->tolerance) say_write_or_add(&c->out[k], c->tolerance);
-        int named = 0;
-        for (int m = 0; m < c->mistakes && !named; m++) {
-            int fits = 1;
-            for (int k = 0; k < c->count && fits; k++) {
-                const double *v = c->mistake[m].values[k];
-                fits = v ? matches(&c->out[k], v, c->tolerance) : errors[k] <= c->tolerance;
-            }
-            if (fits) printf("        What it looks like: %s\n", c->mistake[m].what), named = 1;
-        }
-        double factor;
-        if (!named && one_factor(o, c->tolerance, &factor)) {
-            const char *means = NULL;
-            for (int f = 0; f < c->factors; f++)
-                if (fabs(factor / c->factor[f] - 1.0) < 1e-3) means = c->factor_means[f];
-            printf("        every value %sis %.5g times the reference's%s%s\n", o->adds ? "your function added " : "",
-                   factor, means ? ": " : "", means ? means : "");
-        }
-    }
-    if (c->hint) printf("        %s\n", c->hint);
     fflush(stdout);
-    return 0;
+    return failed < 0;
 }
