@@ -148,7 +148,7 @@ PROGRAMS := train generate
 MAN_PAGES := $(if $(WINDOWS),,$(PROGRAMS:%=$(BUILD)/man/chargpt-%.1))
 
 .PHONY: all test test-backends test-arm64 bench bench-all clean install uninstall sanitize fuzz mpi test-mpi windows test-windows \
-	debug
+	debug exercises exercise exercise-train test-exercises
 
 all: $(PROGRAMS:%=$(BIN)/%$(EXE)) $(MAN_PAGES)
 
@@ -347,9 +347,103 @@ fuzz: $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%)
 		grep -E "stat::number_of_executed_units|stat::peak_rss_mb" $(FUZZ)/fuzz_$$t.log; \
 	done
 
+# ---- exercises (docs/exercises.md): `make exercises` lists them, easiest first; `make exercise
+# NAME=gelu` builds the checker (tests/exercises/) and a ./train with exercises/gelu.c in place
+# of the project's function, runs the checks, then 200 training steps with it in the loop,
+# compared with the project's run (made once, in build/exercises/reference/). FILE=path checks
+# another file for that exercise, SOLUTION=1 the project's own function; TIME_LIMIT=S gives the
+# checks S seconds (default 20) before a function that does not return is stopped. The
+# project's function is made a weak symbol in a copy of the library (objcopy -W), so that the
+# learner's definition takes its place at link time: nothing in the project's sources changes.
+# The checker and the checked copy of the learner's file are built with AddressSanitizer and
+# UndefinedBehaviorSanitizer where the compiler has them. POSIX systems with ELF objects (Linux;
+# WSL on Windows). `make exercise-train` links every exercise that has passed into one ./train;
+# `make test-exercises` (scripts/check_exercises.sh) is CI's check that every stub fails, every
+# solution passes, and a loop, a crash and a write out of bounds each end in a message.
+EX := build/exercises
+OBJCOPY ?= objcopy
+NM ?= nm
+# (the sanitizers' probe links a program: only when an exercise's target is asked for)
+ifneq ($(filter exercise exercises exercise-train test-exercises $(EX)/%,$(MAKECMDGOALS)),)
+EX_SAN := $(shell printf 'int main(void){return 0;}' | $(CC) -fsanitize=address,undefined -x c - -o /dev/null \
+            2>/dev/null && echo -fsanitize=address,undefined -fno-sanitize-recover=all)
+endif
+EX_CFLAGS = -O1 -g -fno-omit-frame-pointer $(MARCH) -Wall -Wextra -Wno-unused-parameter $(NO_FORMAT_TRUNCATION) \
+            -std=c11 $(FEATURES) $(OPENMP_CFLAGS) -fno-math-errno -MMD -MP $(EX_SAN)
+EX_OBJ := $(patsubst %.c,$(EX)/%.o,$(wildcard tests/exercises/*.c))
+
+$(EX)/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(EX_CFLAGS) -c $< -o $@
+
+# the checker on the project's own functions: the solutions; it also lists the exercises
+$(EX)/check: $(EX_OBJ) $(BUILD)/tests/reference.o $(BUILD)/libchargpt.a
+	$(CC) $(EX_SAN) $^ -o $@ $(LDLIBS)
+
+# the project's training run, which each learner's is compared with
+$(EX)/reference/run/log.csv: $(BIN)/train$(EXE) $(EX)/tests/exercises/training_run.o | $(EX)/check
+	$(EX)/check --reference-run $(BIN)/train$(EXE) $(EX)/reference
+
+exercises: $(EX)/check
+	@$(EX)/check --list
+
+ifdef NAME
+EX_FILE := $(or $(FILE),exercises/$(NAME).c)
+EX_DIR := $(EX)/$(NAME)$(if $(FILE),-$(basename $(notdir $(FILE))))
+EX_FUNCTION = $$($(EX)/check --function $(NAME))
+# the library with the exercise's function weak, and the learner's file: checked (with the
+# sanitizers) and for the training run (optimised as the project is); its object must define
+# the function. (-Iexercises: a file elsewhere includes "../model/layers.h" as those in
+# exercises/ do.)
+$(EX_DIR)/libchargpt.a: $(BUILD)/libchargpt.a $(EX)/check
+	@mkdir -p $(dir $@)
+	$(OBJCOPY) -W $(EX_FUNCTION) $< $@
+$(EX_DIR)/mine-checked.o: $(EX_FILE) $(EX)/check
+	@mkdir -p $(dir $@)
+	$(CC) $(EX_CFLAGS) -Iexercises -c $< -o $@
+	@$(NM) -g --defined-only $@ | grep -qw "$(EX_FUNCTION)" || \
+		{ echo "$(EX_FILE) does not define $(EX_FUNCTION), the function of exercise $(NAME)" >&2; rm -f $@; exit 1; }
+$(EX_DIR)/mine.o: $(EX_FILE) $(EX_DIR)/mine-checked.o
+	$(CC) $(CFLAGS) -Iexercises -w -c $< -o $@  # (its warnings were the checked copy's)
+$(EX_DIR)/check: $(EX_OBJ) $(EX_DIR)/mine-checked.o $(BUILD)/tests/reference.o $(EX_DIR)/libchargpt.a
+	$(CC) $(EX_SAN) $^ -o $@ $(LDLIBS)
+$(EX_DIR)/train: $(BUILD)/train.o $(EX_DIR)/mine.o $(EX_DIR)/libchargpt.a
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+ifeq ($(SOLUTION),1)
+EX_RUN = $(EX)/check $(NAME) --train $(BIN)/train$(EXE) --run-dir $(EX)/$(NAME)-solution
+else
+EX_RUN = $(EX_DIR)/check $(NAME) --file $(EX_FILE) --train $(EX_DIR)/train --run-dir $(EX_DIR)/training
+endif
+EX_RUN += $(if $(TIME_LIMIT),--time-limit $(TIME_LIMIT))
+-include $(EX_DIR)/mine-checked.d $(EX_DIR)/mine.d
+endif
+
+# A learner's own exercise that passed leaves $(EX)/NAME/passed, which make exercise-train reads.
+exercise: $(EX)/check
+	@[ -n "$(NAME)" ] || { echo "make exercise NAME=...: which one? (make exercises lists them)" >&2; exit 2; }
+	@$(EX)/check --function $(NAME) > /dev/null || exit 2
+	@[ "$(SOLUTION)" = 1 ] || [ -f "$(EX_FILE)" ] || { echo "$(EX_FILE): no such file" >&2; exit 2; }
+	@$(MAKE) -s --no-print-directory $(if $(filter 1,$(SOLUTION)),,$(EX_DIR)/check $(EX_DIR)/train) \
+		$(EX)/reference/run/log.csv
+	@rm -f $(EX_DIR)/passed
+	@$(EX_RUN) --reference $(EX)/reference $(if $(FILE)$(SOLUTION),,&& touch $(EX_DIR)/passed)
+
+# ./train with every exercise of exercises/ that has passed in place of the project's function
+# (the project's for the others): $(EX)/yours/train
+EX_PASSED = $(patsubst $(EX)/%/passed,%,$(wildcard $(EX)/*/passed))
+exercise-train: $(EX)/check $(BUILD)/train.o $(BUILD)/libchargpt.a
+	@[ -n "$(EX_PASSED)" ] || { echo "no exercise has passed yet: make exercise NAME=... first" >&2; exit 2; }
+	@mkdir -p $(EX)/yours
+	$(OBJCOPY) $(foreach n,$(EX_PASSED),-W $$($(EX)/check --function $(n))) $(BUILD)/libchargpt.a $(EX)/yours/libchargpt.a
+	$(CC) $(LDFLAGS) $(BUILD)/train.o $(EX_PASSED:%=$(EX)/%/mine.o) $(EX)/yours/libchargpt.a -o $(EX)/yours/train $(LDLIBS)
+	@echo "$(EX)/yours/train: ./train with your $(EX_PASSED); run it with --threads 1 --sample-chars 0 (docs/exercises.md)"
+
+test-exercises: $(EX)/check
+	scripts/check_exercises.sh
+
 clean:
 	rm -rf build build-mpi build-posix build-debug $(ARM64) $(WIN) $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench \
 		tests/mpi/compare_checkpoints tests/mpi/compare_probes
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/train.d $(BUILD)/generate.d build/scripts/bench.d \
-	$(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%.d)
+	$(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%.d) $(EX_OBJ:.o=.d)

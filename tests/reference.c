@@ -553,6 +553,20 @@ void ref_gpt_sliding_logits(const GPT *model, const double *params, const int *i
 }
 
 // ---------------------------------------------------------------------------------------
+// AdamW
+
+void ref_adamw_update(double *params, double *m, double *v, const double *grads, const unsigned char *decay, size_t n,
+                      long k, double lr, double beta1, double beta2, double eps, double weight_decay) {
+    double bias1 = 1.0 - pow(beta1, (double)k), bias2 = 1.0 - pow(beta2, (double)k);
+    for (size_t i = 0; i < n; i++) {
+        m[i] = beta1 * m[i] + (1.0 - beta1) * grads[i];
+        v[i] = beta2 * v[i] + (1.0 - beta2) * grads[i] * grads[i];
+        double wd = decay[i] ? weight_decay : 0.0;
+        params[i] -= lr * ((m[i] / bias1) / (sqrt(v[i] / bias2) + eps) + wd * params[i]);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // test helpers
 
 void ref_to_double(double *dst, const float *src, size_t n) {
