@@ -994,11 +994,12 @@ TEST(runs_resume_never_replaces_another_run) {
     }
     test_run_free(&r);
     check_unchanged(victim, before, "resuming another run's checkpoint");
-    // a checkpoint from before train.run_id is told apart by its seed (7 against 1337)
+    // a checkpoint from before train.run_id is told apart by its options (--seed 7, --steps 40 against 1337, 10)
     if (test_edit_checkpoint(r0_ck, old, &(CheckpointEdit){.key = "train.run_id", .value = NULL}) != 0) return;
     r = train_in(NULL, log, ARGS("--resume", old, "--steps", "12", "--out", victim));
     if (test_exit_status(&r, 2, "resuming an older checkpoint of r0 into victim"))
-        test_output_has(&r, "has train.seed '7', not '1337'", "resuming an older checkpoint of r0 into victim");
+        test_output_has(&r, "without train.run_id, a run is told by the options",
+                        "resuming an older checkpoint of r0 into victim");
     test_run_free(&r);
     check_unchanged(victim, before, "resuming another run's older checkpoint");
     // ... and resumes in its own directory, as the same run as r0's ckpt.safetensors; it gets an identity
@@ -1021,6 +1022,38 @@ TEST(runs_resume_never_replaces_another_run) {
     test_meta_value(ck, "train.run_id", value, sizeof(value));
     test_meta_value(r0_ck, "train.run_id", theirs, sizeof(theirs));
     CHECK(strcmp(value, theirs) == 0, "victim's checkpoint is of run '%s', not r0's '%s'", value, theirs);
+    free(before);
+}
+
+// Issue 42, hole 1: two checkpoints without train.run_id that differ only in
+// position_encoding (a learned run, a RoPE one) are two runs: resuming the RoPE one into the
+// learned one's --out is refused and leaves it as it was. Before, it replaced that run's
+// checkpoint and appended to its log.csv, exit 0.
+TEST(runs_resume_tells_runs_apart_by_every_option) {
+    char dir[256], corpus[300], log[300], runs[2][300], ck[2][320], best[320];
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "every_option");
+    base_corpus(dir, corpus, sizeof(corpus));
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    static const char *const pos[2] = {"learned", "rope"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(runs[i], sizeof(runs[i]), "%s/%s", dir, pos[i]);
+        snprintf(ck[i], sizeof(ck[i]), "%s/ckpt.safetensors", runs[i]);
+        snprintf(best, sizeof(best), "%s/best.safetensors", runs[i]);
+        TestRun r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "10", "--pos", pos[i], "--no-probe",
+                                             "--out", runs[i]));
+        int ok = test_exit_status(&r, 0, pos[i]);
+        test_run_free(&r);
+        // checkpoints from before train.run_id: ckpt.safetensors without it, no best.safetensors
+        if (!ok || test_edit_checkpoint(ck[i], best, &(CheckpointEdit){.key = "train.run_id", .value = NULL}) != 0 ||
+            !CHECK(rename(best, ck[i]) == 0, "rename %s: %s", best, strerror(errno)))
+            return;
+    }
+    char *before = dir_snapshot(runs[0]);
+    TestRun r = train_in(NULL, log, ARGS("--resume", ck[1], "--out", runs[0], "--steps", "20", "--no-probe"));
+    if (test_exit_status(&r, 2, "resuming the RoPE run into the learned one's --out"))
+        test_output_has(&r, "has position_encoding 'learned', not 'rope'", "the resume");
+    test_run_free(&r);
+    check_unchanged(runs[0], before, "resuming another run that differs only in position_encoding");
     free(before);
 }
 

@@ -282,17 +282,20 @@ static int compare_checkpoints(const char *dir, const RunIdentity *mine, OutDirP
         ckpt_present |= i == 0;
         if (is_source(plan, &info)) continue;
         RunIdentity theirs;
-        if (run_identity_read(path, &theirs, why) != 0)
+        if (run_identity_read(path, &theirs, why) != 0) {
             snprintf(other, other_size, "its %s cannot be read (%.300s)", names[i], why);
-        else if (run_identity_compare(mine, &theirs, why, sizeof(why)) != 0)
+            continue;
+        }
+        if (run_identity_compare(mine, &theirs, why, sizeof(why)) != 0) {
             snprintf(other, other_size, "its %s %.400s", names[i], why);
-        else if (theirs.step > mine->step) {
+        } else if (theirs.step > mine->step) {
             snprintf(dropped->parts[dropped->count++], sizeof(dropped->parts[0]), "%s at step %ld", names[i],
                      theirs.step);
             *removes[i] = 1;
             newest_later |= i == 0 || !ckpt_present;
             if (theirs.step > newest_step) newest_step = theirs.step, strcpy(dropped->newest, path);
         }
+        run_identity_free(&theirs);
     }
     if (!newest_later) dropped->count = plan->remove_ckpt = plan->remove_best = 0;
     return count;
@@ -305,13 +308,13 @@ int out_dir_plan_resume(const char *dir, const char *checkpoint, long step, int 
     RunLogRows after, all;
     Dropped dropped = {.count = 0};
     char log[4200], other[ERR_LEN] = "", found[128], text[80];
-    if (run_identity_read(checkpoint, &mine, err) != 0 || run_log_rows_after(in_dir(log, dir, "log.csv"), step,
-                                                                             &after, err) != 0 ||
-        run_log_rows_after(log, -1, &all, err) != 0)
+    if (run_log_rows_after(in_dir(log, dir, "log.csv"), step, &after, err) != 0 ||
+        run_log_rows_after(log, -1, &all, err) != 0 || run_identity_read(checkpoint, &mine, err) != 0)
         return -1;
     mine.step = step;
     out_dir_find_run(dir, found, sizeof(found));
     int checkpoints = compare_checkpoints(dir, &mine, plan, other, sizeof(other), &dropped);
+    run_identity_free(&mine);
     if (!other[0] && checkpoints == 0 && all.count > 0 && !in_same_dir(checkpoint, dir))
         snprintf(other, sizeof(other), "its log.csv (%s) is of a run that saved no checkpoint", rows_text(&all, text));
     if (other[0]) {
