@@ -407,6 +407,65 @@ TEST(hardening_04_nonfinite_weights_refused) {
     }
 }
 
+// Issue 42, hole 5: a tensor the checkpoint holds beyond its model's is refused, naming it.
+// Before, position_encoding=rope written into a learned checkpoint ran as RoPE with
+// transformer.wpe.weight unread (./generate, and --resume --force continued it), and a tensor
+// such as an untied lm_head.weight was ignored.
+
+// base with one more tensor, `name`, a copy of transformer.wte.weight, at path.
+static int with_extra_tensor(const char *base, const char *name, const char *path) {
+    SafeTensors st;
+    char err[ERR_LEN];
+    if (!CHECK(safetensors_read(base, &st, err) == 0, "%s", err)) return -1;
+    StWriteTensor *tensors = calloc((size_t)st.num_tensors + 1, sizeof(StWriteTensor));
+    StMeta *meta = calloc((size_t)st.num_meta, sizeof(StMeta));
+    int n = 0, m = 0;
+    for (int i = 0; i < st.num_tensors; i++) {
+        const StTensor *t = &st.tensors[i];
+        tensors[n] = (StWriteTensor){t->name, t->dtype, t->ndim, {0}, safetensors_tensor_data(&st, t)};
+        memcpy(tensors[n].shape, t->shape, sizeof(t->shape));
+        if (strcmp(t->name, "transformer.wte.weight") == 0) tensors[n + 1] = tensors[n], tensors[++n].name = name;
+        n++;
+    }
+    for (int i = 0; i < st.num_meta; i++)
+        if (strcmp(st.meta[i].key, "crc32") != 0) meta[m++] = st.meta[i];
+    int rc = CHECK(n == st.num_tensors + 1, "%s has no transformer.wte.weight", base) &&
+             CHECK(safetensors_write(path, tensors, n, meta, m, "crc32", err) == 0, "%s", err) ? 0 : -1;
+    free(tensors);
+    free(meta);
+    safetensors_free(&st);
+    return rc;
+}
+
+TEST(hardening_04_tensors_beyond_the_model_refused) {
+    const char *base = base_checkpoint();
+    if (!base) return;
+    char dir[256], rope[300], head[300], out[300], ck[320];
+    test_fresh_dir(dir, 256, WORK_DIR, "beyond");
+    snprintf(rope, sizeof(rope), "%s/rope.safetensors", dir);
+    snprintf(head, sizeof(head), "%s/lm_head.safetensors", dir);
+    snprintf(out, sizeof(out), "%s/resumed", dir);
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    if (test_edit_checkpoint(base, rope, &(CheckpointEdit){.key = "position_encoding", .value = "rope"}) != 0 ||
+        with_extra_tensor(base, "lm_head.weight", head) != 0 || !test_make_dir(out) || test_copy_file(rope, ck) != 0)
+        return;
+    TestRun r = GENERATE(rope, "the", "-n", "5");
+    if (test_exit_status(&r, 1, "a learned checkpoint that says rope"))
+        test_output_has(&r, "checkpoint tensor transformer.wpe.weight is none of its model's", "position_encoding rope");
+    test_run_free(&r);
+    r = TRAIN("--resume", ck, "--steps", "6", "--force");
+    if (test_exit_status(&r, 1, "resuming a learned checkpoint that says rope, --force"))
+        test_output_has(&r, "transformer.wpe.weight", "--resume --force");
+    test_run_free(&r);
+    r = GENERATE(head, "the", "-n", "5");
+    if (test_exit_status(&r, 1, "a checkpoint with an untied lm_head.weight"))
+        test_output_has(&r, "checkpoint tensor lm_head.weight is none of its model's", "lm_head.weight");
+    test_run_free(&r);
+    r = GENERATE(base, "the", "-n", "5");  // control: the checkpoint as ./train wrote it
+    test_exit_status(&r, 0, "the base checkpoint");
+    test_run_free(&r);
+}
+
 // ---------------------------------------------------------------------------------------
 // row 5: the CRC covers the header too; chargpt-1 files still load
 
