@@ -87,7 +87,8 @@ static void usage(FILE *f) {
             "usage: %s CKPT [PROMPT] [options]   (a PROMPT that starts with '-' goes after '--':\n"
             "       %s CKPT [options] -- PROMPT)\n"
             "       %s --timeline RUN_DIR [--force]\n"
-            "Streams text sampled from a checkpoint written by ./train (or, with --score, scores a text).\n\n"
+            "Streams text sampled from a checkpoint written by ./train (or, with --score, scores a text).\n"
+            "Each option is given once; --attention may be given once per file.\n\n"
             "  -n, --max-new N        characters to generate; 0 only reads the prompt (default %ld)\n"
             "  -t, --temperature F    sampling temperature; 0 = greedy argmax (default %g)\n"
             "  -k, --top-k N          sample among the N most likely; 0 = off (default %d)\n"
@@ -152,7 +153,7 @@ static void usage(FILE *f) {
 
 enum {
     OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY, OPT_STRIDE, OPT_NUM_SAMPLES,
-    OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE, OPT_ABLATE,
+    OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE, OPT_ABLATE, OPT_COUNT
 };
 
 // Options that only generating text uses (--score refuses them).
@@ -244,6 +245,8 @@ static void set_option(Options *o, int c, const char *flag, char **argv) {
 
 static void parse_options(int argc, char **argv, Options *o) {
     *o = default_options;
+    unsigned char given[OPT_COUNT] = {0};  // each option once (but --attention)
+    const char *first_value[OPT_COUNT] = {0};
     opterr = 0;
     int c, index = -1;
     while ((c = getopt_long(argc, argv, ":n:t:k:p:s:f:h", long_options, &index)) != -1) {
@@ -258,6 +261,16 @@ static void parse_options(int argc, char **argv, Options *o) {
             c != ':' && c != '?')
             snprintf(o->other_flag, sizeof(o->other_flag), "%s", name);
         set_option(o, c, flag, argv);
+        if (c == OPT_ABLATE && given[c])
+            die(EXIT_USAGE, "--ablate is given twice ('%s', then '%s'): give it once, with every head in its list "
+                "(--ablate %s,%s)", first_value[c], optarg, first_value[c], optarg);
+        if (c != OPT_ATTENTION && given[c]) {
+            for (int i = 0; long_options[i].name; i++)
+                if (long_options[i].val == c) snprintf(name, sizeof(name), "--%s", long_options[i].name);
+            option_given_twice(name, first_value[c], optarg, "--attention may be given once per file");
+        }
+        given[c] = 1;
+        first_value[c] = optarg;
     }
     if (o->timeline) {
         if (o->other_flag[0] || optind < argc)
@@ -298,6 +311,20 @@ static void refuse_existing(const char *flag, const char *path, int force) {
         die(EXIT_USAGE, "%s %s exists: give --force to replace it", flag, path);
 }
 
+// 1 when the output paths a and b, whose directories exist, name the same file: the same
+// name in the same directory (links to it resolved).
+static int same_output(const char *a, const char *b) {
+    char dirs[2][4200], real[2][4200];
+    const char *names[2], *paths[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        const char *slash = platform_path_last_separator(paths[i]);
+        names[i] = slash ? slash + 1 : paths[i];
+        snprintf(dirs[i], sizeof(dirs[i]), "%.*s", slash ? (int)(slash - paths[i]) + 1 : 1, slash ? paths[i] : ".");
+        if (platform_real_path(dirs[i], real[i], sizeof(real[i])) != 0) return strcmp(a, b) == 0;
+    }
+    return strcmp(real[0], real[1]) == 0 && strcmp(names[0], names[1]) == 0;
+}
+
 // Before the model runs: the files the run will write are new (or --force was given) and can
 // be written, and the temporary files that killed runs left beside them are removed.
 static void prepare_outputs(const Options *o) {
@@ -312,6 +339,11 @@ static void prepare_outputs(const Options *o) {
         if (output_prepare(paths[i], &k, err) != 0) die(EXIT_DATA, "%s %s", flags[i], err);
         removed += k;
     }
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (same_output(paths[i], paths[j]))
+                die(EXIT_USAGE, "%s %s and %s %s are the same file: give each file once", flags[i], paths[i],
+                    flags[j], paths[j]);
     if (removed > 0)
         fprintf(stderr, "%s: removed %d temporary file%s left beside the outputs by a run that was stopped\n",
                 program_name(), removed, removed == 1 ? "" : "s");

@@ -1076,3 +1076,117 @@ metadata:
         test_run_free(&r);
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 42, hole 8: one rule for options given twice, in both programs and said in --help:
+// each option once, but --data (./train) and --attention (./generate), which add one path each
+// time. Before, --ablate 0.0 --ablate 0.1 and --task induction --task sort kept the last
+// silently.
+
+TEST(hardening_15_options_given_twice) {
+    const char *base = base_checkpoint();
+    if (!base) return;
+    char dir[256];
+    test_fresh_dir(dir, 256, WORK_DIR, "twice");
+    TestRun r = TRAIN("--task", "induction", "--task", "sort", "--steps", "1", "--out", WORK_DIR "/twice/task");
+    if (test_exit_status(&r, 2, "--task given twice"))
+        test_output_has(&r, "--task is given twice ('induction', then 'sort')", "--task given twice");
+    test_run_free(&r);
+    r = TRAIN(SMALL_MODEL, "--data", corpus(), "--steps", "1", "--steps=2", "--out", WORK_DIR "/twice/steps");
+    if (test_exit_status(&r, 2, "--steps given twice")) test_output_has(&r, "--steps is given twice", "--steps");
+    test_run_free(&r);
+    r = TRAIN(SMALL_MODEL, "--data", corpus(), "--steps", "1", "--force", "--force", "--out", WORK_DIR "/twice/force");
+    if (test_exit_status(&r, 2, "--force given twice")) test_output_has(&r, "--force is given twice", "--force");
+    test_run_free(&r);
+    r = GENERATE(base, "the", "-n", "3", "--ablate", "0.0", "--ablate", "0.1");
+    if (test_exit_status(&r, 2, "--ablate given twice"))
+        test_output_has(&r, "--ablate is given twice ('0.0', then '0.1'): give it once, with every head in its list "
+                        "(--ablate 0.0,0.1)", "--ablate given twice");
+    test_run_free(&r);
+    r = GENERATE(base, "the", "-n", "3", "--max-new", "4");
+    if (test_exit_status(&r, 2, "-n and --max-new")) test_output_has(&r, "--max-new is given twice", "-n, --max-new");
+    test_run_free(&r);
+    // what accumulates, and --help says so
+    r = TRAIN(SMALL_MODEL, "--data", corpus(), "--data", corpus(), "--steps", "1", "--no-probe", "--out",
+              WORK_DIR "/twice/data");
+    test_exit_status(&r, 0, "--data given twice");
+    test_run_free(&r);
+    r = GENERATE(base, "the", "-n", "3", "--attention", WORK_DIR "/twice/a.json", "--attention",
+                 WORK_DIR "/twice/a.csv");
+    test_exit_status(&r, 0, "--attention given twice");
+    test_run_free(&r);
+    r = TRAIN("--help");
+    if (test_exit_status(&r, 0, "train --help"))
+        test_output_has(&r, "Each option is given once; --data may be given once per path.", "train --help");
+    test_run_free(&r);
+    r = GENERATE("--help");
+    if (test_exit_status(&r, 0, "generate --help"))
+        test_output_has(&r, "Each option is given once; --attention may be given once per file.", "generate --help");
+    test_run_free(&r);
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 42, hole 9: messages that said something else than what was wrong, each with the
+// status of its kind (1 bad data, 2 bad usage): the same --attention file twice ("another
+// process wrote it"), a FIFO for --probe ("the corpus must be a file"), block_size 2147483647
+// in a checkpoint ("missing or not a whole number"), a --probe-steps list too long (no limit
+// said), scripts/bench --paired --jobs peak (did nothing, exit 0).
+
+TEST(hardening_16_messages_say_what_is_wrong) {
+    const char *base = base_checkpoint();
+    if (!base) return;
+    char dir[256], path[300], fifo[300], steps[1024];
+    test_fresh_dir(dir, 256, WORK_DIR, "messages");
+    snprintf(path, sizeof(path), "%s/f.json", dir);
+    TestRun r = GENERATE(base, "the", "-n", "3", "--attention", path, "--attention", path);
+    if (test_exit_status(&r, 2, "the same --attention file twice"))
+        test_output_has(&r, "are the same file: give each file once", "the same --attention file twice");
+    test_run_free(&r);
+    CHECK(!test_file_exists(path), "the refused run wrote %s", path);
+    static const struct { const char *value, *words; } sizes[] = {
+        {"2147483647", "block_size must be between 1 and 65536 (got 2147483647)"},
+        {"99999999999", "block_size is 99999999999, far past any model's"},
+        {"1.5", "'block_size' is '1.5', not a whole number"},
+        {NULL, "checkpoint has no 'block_size' in its metadata"},
+    };
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        snprintf(path, sizeof(path), "%s/block%zu.safetensors", dir, i);
+        if (test_edit_checkpoint(base, path, &(CheckpointEdit){.key = "block_size", .value = sizes[i].value}) != 0)
+            continue;
+        r = GENERATE(path, "the", "-n", "3");
+        if (test_exit_status(&r, 1, sizes[i].words)) test_output_has(&r, sizes[i].words, "block_size");
+        test_run_free(&r);
+    }
+    size_t used = 0;
+    for (int step = 1; used < 700; step++) used += (size_t)snprintf(steps + used, sizeof(steps) - used, "%s%d",
+                                                                      step > 1 ? "," : "", step);
+    r = TRAIN(SMALL_MODEL, "--data", corpus(), "--probe-steps", steps, "--out", WORK_DIR "/messages/steps");
+    if (test_exit_status(&r, 2, "a --probe-steps list of 700 characters"))
+        test_output_has(&r, "--probe-steps: the list is longer than 639 characters: it may hold at most 32 steps",
+                        "--probe-steps");
+    test_run_free(&r);
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    if (!test_system_has(TEST_FIFOS)) {
+        printf("    no FIFOs on %s: --probe FIFO left out\n", platform_name());
+    } else if (CHECK(test_make_fifo(fifo) == 0, "mkfifo: %s", strerror(errno))) {
+        r = TRAIN(SMALL_MODEL, "--data", corpus(), "--probe", fifo, "--out", WORK_DIR "/messages/probe");
+        if (test_exit_status(&r, 1, "--probe FIFO"))
+            test_output_has(&r, "the --probe passage must be a file, not a directory, FIFO or device", "--probe FIFO");
+        test_run_free(&r);
+    }
+    // scripts/bench: built by `make test` and `make bench`, where fork runs (not on Windows)
+    if (!test_file_exists("scripts/bench")) {
+        printf("    no scripts/bench (make scripts/bench): its options left out\n");
+        return;
+    }
+    static const char *const bench[][5] = {
+        {"scripts/bench", "--paired", "--jobs", "peak", NULL},
+        {"scripts/bench", "--long-gen", "--jobs", "train", NULL},
+        {"scripts/bench", "--paired", "--long-gen", NULL},
+    };
+    for (int i = 0; i < 3; i++) {
+        r = test_run(bench[i], NULL, LOG, 0, TIMEOUT_S);
+        if (test_exit_status(&r, 2, bench[i][1])) CHECK(r.seconds < 5, "%s took %.1f s", bench[i][1], r.seconds);
+        test_run_free(&r);
+    }
+}
