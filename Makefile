@@ -190,7 +190,8 @@ $(BUILD)/man/chargpt-%.1: $(BIN)/% scripts/make_man.sh
 $(TEST_RUNNER): $(TEST_OBJ) $(BUILD)/libchargpt.a $(WINDOWS_RES)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-test: all $(TEST_RUNNER)
+# scripts/bench too in the plain build, whose refusals of options the tests check
+test: all $(TEST_RUNNER) $(if $(filter build,$(BUILD)),scripts/bench)
 	CHARGPT_BIN=$(BIN) ./$(TEST_RUNNER)
 
 # the whole suite once per kernels this CPU runs, its backends and the plain loops

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,10 +161,24 @@ static int parse_config(Checkpoint *ck, char err[ERR_LEN]) {
     static const char *keys[] = {"vocab_size", "block_size", "n_layer", "n_head", "n_embd", "head_size", "qkv_bias"};
     int *fields[] = {&ck->config.vocab_size, &ck->config.block_size, &ck->config.n_layer, &ck->config.n_head,
                      &ck->config.n_embd, &ck->config.head_size, &ck->config.qkv_bias};
+    // each a whole number an int holds, whose limits gpt_config_validate then says
     for (int i = 0; i < 7; i++) {
-        long v;
-        if (parse_int(safetensors_meta(&ck->file, keys[i]), 0, 1 << 30, &v) != 0) {
-            snprintf(err, ERR_LEN, "%s: checkpoint metadata '%s' is missing or not a whole number", ck->path, keys[i]);
+        const char *text = safetensors_meta(&ck->file, keys[i]);
+        if (!text) {
+            snprintf(err, ERR_LEN, "%s: checkpoint has no '%s' in its metadata", ck->path, keys[i]);
+            return -1;
+        }
+        char *end;
+        errno = 0;
+        long long v = strtoll(text, &end, 10);
+        if (end == text || *end) {
+            snprintf(err, ERR_LEN, "%s: checkpoint metadata '%s' is '%.40s', not a whole number", ck->path, keys[i],
+                     text);
+            return -1;
+        }
+        if (errno == ERANGE || v < INT_MIN || v > INT_MAX) {
+            snprintf(err, ERR_LEN, "%s: checkpoint config is invalid: %s is %.40s, far past any model's", ck->path,
+                     keys[i], text);
             return -1;
         }
         *fields[i] = (int)v;

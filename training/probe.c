@@ -42,7 +42,8 @@ static int encode_chars(const Vocab *vocab, const uint32_t *chars, int n, int32_
 static int passage_from_file(ProbeHeader *h, const ProbeSetup *s, const Vocab *vocab, int block_size,
                              uint32_t **chars, char err[ERR_LEN]) {
     Corpus text;
-    int rc = corpus_load(s->probe_path, s->keep_cr, PROBE_FILE_MAX_CHARS, &text, err);
+    TextOptions read_as = {.keep_cr = s->keep_cr, .encoding = s->encoding, .noun = "--probe passage"};
+    int rc = corpus_load_as(s->probe_path, &read_as, PROBE_FILE_MAX_CHARS, &text, err);
     if (rc == -2) snprintf(err, ERR_LEN, "--probe %s: more than %d characters", s->probe_path, PROBE_FILE_MAX_CHARS);
     if (rc != 0) return -1;
     if (text.len < 2) {
@@ -522,7 +523,7 @@ int run_probe_prepare(RunProbe *rp, const TrainOptions *o, const GPTConfig *c, c
         return rc;
     }
     ProbeSetup setup = {o->probe[0] ? o->probe : NULL, o->sample_prompt, o->sample_chars, o->seed,
-                        SAMPLE_TEMPERATURE, o->keep_cr};
+                        SAMPLE_TEMPERATURE, o->keep_cr, o->encoding};
     rc = probe_header_make(&rp->header, &setup, c, vocab, ds, err);
     if (rc != 0) {
         rp->active = 0;

@@ -71,6 +71,7 @@ typedef struct {
     uint64_t seed;              // the run's: the repeated sequence's and the samples'
     float temperature;          // the samples' (./generate's default)
     int keep_cr;                // --keep-cr: a --probe file's CR characters are kept, as the corpus's
+    TextEncoding encoding;      // --encoding: a --probe file's, as the corpus's
 } ProbeSetup;
 
 // Fills h (allocating its arrays) for a new run of a model of config c on vocab: what is

@@ -121,7 +121,8 @@ typedef struct {
     const char *sample_prompt;  // --sample-prompt TEXT, or NULL: the probe passage's first line
     int sample_chars;    // --sample-chars (0: no samples)
     long sample_every;   // --sample-every N: a sample every N steps too (0: at evaluations only)
-    char probe_steps[256];  // --probe-steps LIST: the early probes (training/probe.h), "" the default
+    char probe_steps[640];  // --probe-steps LIST: the early probes (training/probe.h), "" the default;
+                            // room for the most it takes, PROBE_MAX_EARLY steps of 18 digits
     int no_probe;        // --no-probe: no probe file, samples or timeline
 } TrainOptions;
 
