@@ -403,6 +403,10 @@ static void check_generation_memory(const GPTConfig *c, const Options *o, long t
     plan.generation += (double)o->num_samples * text_len * sizeof(int);
     plan.text = prompt_bytes;
     int t = text_len < c->block_size ? (int)text_len : c->block_size;  // the window recorded
+    char err[ERR_LEN];
+    for (int i = 0; i < o->num_attention; i++)  // an image too large to write, before the model runs
+        if (attention_check_size(o->attention[i], t, c->n_layer, c->n_head, err) != 0)
+            die(EXIT_USAGE, "--attention %s", err);
     if (o->num_attention)  // the copy of the attention, its vectors and head scores, and the logit lens
         plan.generation += attention_record_memory(c, t);
     double files = 0.0;  // written one after another: the largest (a .png's image) at a time
