@@ -195,6 +195,10 @@ const char *test_device(void);
 // mkfifo (replacing what is at path), symlink, chmod 0555 (read_only) or 0755, rmdir: 0, or -1
 // with errno (ENOTSUP where the system has no such thing).
 int test_make_fifo(const char *path);
+// Writes text into the FIFO at path and waits at most timeout_s seconds for a process to read
+// it: returns the descriptor it wrote through, kept open (a writer the reader waits on until it
+// is closed), or -1 with errno.
+int test_fifo_feed(const char *path, const char *text, double timeout_s);
 int test_make_symlink(const char *target, const char *path);
 int test_make_read_only(const char *dir, int read_only);
 int test_remove_dir(const char *path);

@@ -301,6 +301,26 @@ int test_make_fifo(const char *path) {
     return mkfifo(path, 0600);
 }
 
+// Opened for reading and writing (which Linux and macOS give a FIFO without waiting), the
+// FIFO has a writer from the start; FIONREAD says when its bytes have been read.
+int test_fifo_feed(const char *path, const char *text, double timeout_s) {
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return -1;
+    size_t len = strlen(text);
+    if (write(fd, text, len) != (long)len) {
+        close(fd);
+        return -1;
+    }
+    for (double waited = 0; waited < timeout_s; waited += 0.005) {
+        int unread = 0;
+        if (ioctl(fd, FIONREAD, &unread) != 0 || unread == 0) return fd;
+        usleep(5000);
+    }
+    close(fd);
+    errno = ETIMEDOUT;
+    return -1;
+}
+
 int test_make_symlink(const char *target, const char *path) { return symlink(target, path); }
 
 int test_make_read_only(const char *dir, int read_only) { return chmod(dir, read_only ? 0555 : 0755); }
@@ -593,6 +613,11 @@ const char *test_null_device(void) { return "NUL"; }
 const char *test_device(void) { return "NUL"; }
 
 int test_make_fifo(const char *path) {
+    errno = ENOTSUP;
+    return -1;
+}
+
+int test_fifo_feed(const char *path, const char *text, double timeout_s) {
     errno = ENOTSUP;
     return -1;
 }

@@ -696,16 +696,41 @@ TEST(runs_stop_signals) {
 
 // A stop request (SIGTERM; Windows: Ctrl-C, as Wine sends no Ctrl-Break) while ./train waits
 // for a stalled standard input (a pipe whose writer is silent) stops it at once, before the
-// first step: exit 128 + its signal, and --out holds no run (its lock file alone). Before, the
-// run waited for the writer, then trained a step and saved.
+// first step: exit 128 + its signal, and --out as it was. Before, the run waited for the
+// writer, then trained a step and saved. Issue 42, hole 6: a run stopped (or refused) before
+// its first step creates nothing, so that "nothing was written in --out" is true: before, it
+// had made --out and its lock file.
+
+// Stops c (reading its text: *stop is its stop request) and checks that it ended at once with
+// its status and message; returns its output.
+static char *stopped_before_the_first_step(TestChild *c, TestStop stop, const char *log) {
+    const char *name = platform_signal_name(test_stop_signal(stop));
+    char want[128], ended[64];
+    test_child_stop(c, stop);
+    double seconds = 0;
+    TestEnd end = wait_at_most(c, &seconds);
+    size_t len;
+    char *text = test_read_file(log, &len);
+    CHECK(end.status == 128 + test_stop_signal(stop), "%s while the text stalls: %s (want exit %d within 20 s):\n%s",
+          name, test_end_text(&end, ended), 128 + test_stop_signal(stop), text);
+    snprintf(want, sizeof(want), "stopped by %s before the first step: no run was started, nothing was written in "
+             "--out", name);
+    CHECK(text && strstr(text, want), "no stop message:\n%s", text);
+    printf("    %s while the text stalls: stopped %.3f s after it\n", name, seconds);
+    CHECK(seconds < 5.0, "the stop took %.1f s", seconds);
+    return text;
+}
+
 TEST(runs_stop_while_standard_input_stalls) {
-    char dir[256], log[300], out[300], lock[320], want[128], ended[64];
+    char dir[256], log[300], out[300], lock[320], fresh[300], fifo[300];
     test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "stalled_stdin");
     snprintf(log, sizeof(log), "%s/train.log", dir);
     snprintf(out, sizeof(out), "%s/out", dir);
     snprintf(lock, sizeof(lock), "%s/.train.lock", out);
     TestStop stop = test_system_has(TEST_TERMINATE_REQUESTS) ? TEST_TERMINATE : TEST_INTERRUPT;
-    const char *name = platform_signal_name(test_stop_signal(stop));
+    // --out a directory a run once used (its lock file alone): the run takes the lock, writing
+    // its pid in it, before it reads its text
+    if (!test_make_dir(out) || test_write_file(lock, "", 0) != 0) return;
     const char *argv[MAX_ARGS + 2];
     train_argv(argv, ARGS(TINY, "--data", "-", "--steps", "5", "--out", out));
     int to_child;
@@ -715,27 +740,41 @@ TEST(runs_stop_while_standard_input_stalls) {
         return;
     const char *some = "the king and the queen of the night\n";  // a start, and then nothing
     CHECK(write(to_child, some, strlen(some)) == (long)strlen(some), "write: %s", strerror(errno));
-    for (int i = 0; i < 4000 && access(lock, F_OK) != 0; i++) usleep(5000);
+    size_t len = 0;
+    for (int i = 0; i < 4000 && len == 0; i++) {
+        char *pid = test_read_file(lock, &len);
+        free(pid);
+        if (len == 0) usleep(5000);
+    }
     usleep(300000);  // past the lock: reading standard input
-    test_child_stop(&c, stop);
-    double seconds = 0;
-    TestEnd end = wait_at_most(&c, &seconds);
+    free(stopped_before_the_first_step(&c, stop, log));
     close(to_child);
-    size_t len;
-    char *text = test_read_file(log, &len);
-    CHECK(end.status == 128 + test_stop_signal(stop), "%s while standard input stalls: %s (want exit %d within 20 s):\n%s",
-          name, test_end_text(&end, ended), 128 + test_stop_signal(stop), text);
-    snprintf(want, sizeof(want), "stopped by %s before the first step", name);
-    CHECK(text && strstr(text, want), "no stop message:\n%s", text);
-    free(text);
-    printf("    %s while standard input stalls: stopped %.3f s after it\n", name, seconds);
-    CHECK(seconds < 5.0, "the stop took %.1f s", seconds);
     DIR *d = opendir(out);
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL)
         CHECK(strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || strcmp(e->d_name, ".train.lock") == 0,
               "%s holds %s after a stop before the first step", out, e->d_name);
     if (d) closedir(d);
+    char *pid = test_read_file(lock, &len);
+    CHECK(pid && len == 0, "the lock file holds '%s' after the run", pid ? pid : "(nothing to read)");
+    free(pid);
+    // a new --out, the text from a FIFO, stopped once ./train has read what came
+    if (!test_system_has(TEST_FIFOS)) {
+        printf("    no FIFOs on %s: a stop before the first step into a new --out left out\n", platform_name());
+        return;
+    }
+    snprintf(fresh, sizeof(fresh), "%s/fresh", dir);
+    snprintf(fifo, sizeof(fifo), "%s/text.fifo", dir);
+    if (!CHECK(test_make_fifo(fifo) == 0, "mkfifo: %s", strerror(errno))) return;
+    train_argv(argv, ARGS(TINY, "--data", fifo, "--steps", "5", "--out", fresh));
+    if (!CHECK(test_child_start(&c, argv, &(TestSpawn){.out_path = log}) == 0, "cannot start ./train: %s",
+               strerror(errno)))
+        return;
+    int writer = test_fifo_feed(fifo, some, 20.0);
+    CHECK(writer >= 0, "%s was not read: %s", fifo, strerror(errno));
+    free(stopped_before_the_first_step(&c, stop, log));
+    if (writer >= 0) close(writer);
+    CHECK(!test_file_exists(fresh), "a run stopped before its first step made its --out %s", fresh);
 }
 
 // A FIFO named probe.bin or log.csv in a run's directory (nothing writes into it): --resume
@@ -1169,16 +1208,24 @@ TEST(runs_out_locked_by_one_run) {
     r = train_in(NULL, log, ARGS("--resume", ck, "--steps", steps));
     test_exit_status(&r, 0, "resuming after the first run was killed");
     test_run_free(&r);
-    // a directory that holds the lock file alone holds no run
+    // a run refused makes no --out (issue 42, hole 6: it made --out and its lock file)
     snprintf(out, sizeof(out), "%s/refused", dir);
-    r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "3", "--max-memory", "1", "--n-embd", "512",
-                                 "--out", out));
+    r = train_in(NULL, log, ARGS("--data", corpus, "--steps", "3", "--max-memory", "1", "--n-layer", "1",
+                                 "--n-head", "2", "--n-embd", "512", "--out", out));
     test_exit_status(&r, 2, "a run refused by its memory");
     test_run_free(&r);
+    CHECK(!test_file_exists(out), "the refused run made its --out %s", out);
+    char missing[320];
+    snprintf(missing, sizeof(missing), "%s/no such corpus.txt", dir);
+    r = train_in(NULL, log, ARGS(TINY, "--data", missing, "--steps", "3", "--out", out));
+    test_exit_status(&r, 1, "a run on a corpus that is not there");
+    test_run_free(&r);
+    CHECK(!test_file_exists(out), "the run on a corpus that is not there made its --out %s", out);
+    // a directory that holds the lock file alone holds no run
     char found[128] = "";
     snprintf(lock, sizeof(lock), "%s/.train.lock", out);
-    CHECK(test_file_exists(lock) && out_dir_find_run(out, found, sizeof(found)) == 0,
-          "the refused run left no lock file, or out_dir_find_run finds a run (%s) in its --out", found);
+    if (!test_make_dir(out) || test_write_file(lock, "", 0) != 0) return;
+    CHECK(out_dir_find_run(out, found, sizeof(found)) == 0, "out_dir_find_run finds a run (%s) in %s", found, out);
     r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "3", "--out", out));
     test_exit_status(&r, 0, "a run where the lock file alone is");
     test_run_free(&r);

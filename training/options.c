@@ -418,13 +418,14 @@ static void init_from_options(const Checkpoint *ck, TrainOptions *o, const Given
 // ----------------------------------------------------------------------------
 // the set-up
 
-// Before anything in the output directory is read or written (rank 0): it exists and this run
-// holds its lock (training/out_dir.h); a file system without locks is a warning. A --resume of
-// a checkpoint that does not exist locks nothing (checkpoint_open says why next). Returns 0,
-// or the exit status with err.
+// Before anything in the output directory is read (rank 0): when it and its lock file are
+// there, this run holds the lock (training/out_dir.h: nothing is created until the run is
+// accepted, start_out_dir); a file system without locks is a warning. A --resume of a
+// checkpoint that does not exist locks nothing (checkpoint_open says why next). Returns 0, or
+// the exit status with err.
 static int lock_out_dir(const TrainOptions *o, OutDirLock *lock, char err[ERR_LEN]) {
     if (o->resume[0] && access(o->resume, F_OK) != 0) return 0;
-    int status = out_dir_lock(o->out, lock, err);
+    int status = out_dir_lock_if_there(o->out, lock, err);
     if (status != 0) return status;
     if (err[0]) fprintf(stderr, "%s: warning: %s\n", program_name(), err);
     return 0;

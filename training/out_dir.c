@@ -46,19 +46,21 @@ static long wait_for_holder_pid(int fd) {
     return pid;
 }
 
-enum { LOCK_HELD = 0, LOCK_BUSY = 1, LOCK_UNSUPPORTED = 2, LOCK_FAILED = -1 };
+enum { LOCK_HELD = 0, LOCK_BUSY = 1, LOCK_UNSUPPORTED = 2, LOCK_ABSENT = 3, LOCK_FAILED = -1 };
 
-// Takes the lock of dir (an existing directory). Returns LOCK_HELD; LOCK_BUSY when another
+// Takes the lock of dir, creating its file when `create` (dir exists then). Returns LOCK_HELD;
+// LOCK_ABSENT when not `create` and dir or the file is not there; LOCK_BUSY when another
 // process holds it (err names its pid, read from the file); LOCK_UNSUPPORTED when the file
 // system has no locks (err says so; the lock is not held); LOCK_FAILED when the file cannot
 // be created or opened (err).
-static int take_lock(OutDirLock *lock, const char *dir, char err[ERR_LEN]) {
+static int take_lock(OutDirLock *lock, const char *dir, int create, char err[ERR_LEN]) {
     char path[4200];
     snprintf(path, sizeof(path), "%s/%s", dir, OUT_DIR_LOCK_NAME);
     lock->held = 0;
-    lock->fd = platform_open(path, PLATFORM_READ | PLATFORM_WRITE | PLATFORM_CREATE | PLATFORM_NO_FOLLOW);
+    lock->fd = platform_open(path, PLATFORM_READ | PLATFORM_WRITE | PLATFORM_NO_FOLLOW | (create ? PLATFORM_CREATE : 0));
+    if (lock->fd < 0 && !create && (errno == ENOENT || errno == ENOTDIR)) return LOCK_ABSENT;
     if (lock->fd < 0) {
-        snprintf(err, ERR_LEN, "cannot create %s: %s", path, strerror(errno));
+        snprintf(err, ERR_LEN, "cannot %s %s: %s", create ? "create" : "open", path, strerror(errno));
         return LOCK_FAILED;
     }
     int locked = platform_lock(lock->fd);
@@ -119,16 +121,27 @@ static int make_dirs(const char *path, char err[ERR_LEN]) {
     return 0;
 }
 
+// The status of take_lock's answer, with err the message to give or (a file system without
+// locks) the warning to print, once.
+static int lock_status(int locked, const char *dir, OutDirLock *lock, const char *why, char err[ERR_LEN]) {
+    err[0] = '\0';
+    if (locked == LOCK_BUSY) snprintf(err, ERR_LEN, "%s", why);
+    if (locked == LOCK_FAILED) snprintf(err, ERR_LEN, "cannot write into %s: %s", dir, why);
+    if (locked == LOCK_UNSUPPORTED && !lock->lockless)
+        snprintf(err, ERR_LEN, "%s (this file system has no locks: make sure no other run writes into %s)", why, dir);
+    lock->lockless |= locked == LOCK_UNSUPPORTED;
+    return locked == LOCK_BUSY ? EXIT_USAGE : locked == LOCK_FAILED ? EXIT_DATA : 0;
+}
+
+int out_dir_lock_if_there(const char *dir, OutDirLock *lock, char err[ERR_LEN]) {
+    char why[ERR_LEN];
+    return lock_status(take_lock(lock, dir, 0, why), dir, lock, why, err);
+}
+
 int out_dir_lock(const char *dir, OutDirLock *lock, char err[ERR_LEN]) {
     if (make_dirs(dir, err) != 0) return EXIT_DATA;
     char why[ERR_LEN];
-    int locked = take_lock(lock, dir, why);
-    err[0] = '\0';
-    if (locked == LOCK_BUSY) snprintf(err, ERR_LEN, "%s", why);
-    if (locked == LOCK_FAILED) snprintf(err, ERR_LEN, "cannot write into --out %s: %s", dir, why);
-    if (locked == LOCK_UNSUPPORTED)
-        snprintf(err, ERR_LEN, "%s (this file system has no locks: make sure no other run writes into %s)", why, dir);
-    return locked == LOCK_BUSY ? EXIT_USAGE : locked == LOCK_FAILED ? EXIT_DATA : 0;
+    return lock_status(take_lock(lock, dir, 1, why), dir, lock, why, err);
 }
 
 // ----------------------------------------------------------------------------
@@ -347,12 +360,45 @@ int out_dir_plan_resume(const char *dir, const char *checkpoint, long step, int 
     return 0;
 }
 
+// A directory that is not there: whether it can be made, its nearest existing parent a
+// directory that takes new entries. Returns 0, or EXIT_DATA with err.
+static int check_makeable(const char *dir, char err[ERR_LEN]) {
+    char parent[1024];
+    snprintf(parent, sizeof(parent), "%s", dir);
+    struct stat st;
+    while (stat(parent, &st) != 0) {
+        if (errno != ENOENT && errno != ENOTDIR) {
+            snprintf(err, ERR_LEN, "cannot create directory %s: %s: %s", dir, parent, strerror(errno));
+            return EXIT_DATA;
+        }
+        char *slash = (char *)platform_path_last_separator(parent);
+        if (!slash) strcpy(parent, ".");
+        else if (slash == parent) parent[1] = '\0';  // the root
+        else *slash = '\0';
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, ERR_LEN, "cannot create directory %s: %s is not a directory", dir, parent);
+        return EXIT_DATA;
+    }
+    if (access(parent, W_OK) != 0) {
+        snprintf(err, ERR_LEN, "cannot create directory %s in %s: %s", dir, parent, strerror(errno));
+        return EXIT_DATA;
+    }
+    return 0;
+}
+
 int out_dir_prepare(const TrainOptions *o, long step, const OutPaths *paths, OutDirPlan *plan, int *removed,
                     char err[ERR_LEN]) {
     *removed = 0;
+    struct stat st;
+    if (stat(o->out, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        snprintf(err, ERR_LEN, "--out %s is not a directory", o->out);
+        return EXIT_DATA;
+    }
     int planned = o->resume[0] ? out_dir_plan_resume(o->out, o->resume, step, o->force, plan, err)
                                : out_dir_plan_new(o->out, o->init_from[0] ? o->init_from : NULL, o->force, plan, err);
     if (planned != 0) return planned == OUT_DIR_REFUSED ? EXIT_USAGE : EXIT_DATA;
+    if (stat(o->out, &st) != 0) return check_makeable(o->out, err);
     const char *const outputs[] = {paths->ckpt, paths->best, paths->log, paths->plot, paths->probe, paths->timeline};
     for (size_t i = 0; i < sizeof(outputs) / sizeof(outputs[0]); i++) {
         int n = atomic_file_remove_stale(outputs[i], err);
@@ -405,8 +451,20 @@ int set_up_out_dir(Run *r, char err[ERR_LEN]) {
     return status;
 }
 
+// Step 3's start: --out made and locked when step 1 found no lock to take, and planned once
+// more, now that no other run can start there. Returns 0, or the exit status with err.
+static int take_out_dir(Run *r, char err[ERR_LEN]) {
+    if (r->lock.held) return 0;
+    int status = out_dir_lock(r->o.out, &r->lock, err);
+    if (status != 0) return status;
+    if (err[0]) fprintf(stderr, "%s: warning: %s\n", program_name(), err);
+    return set_up_out_dir(r, err);
+}
+
 int start_out_dir(Run *r, char err[ERR_LEN]) {
     if (dist_rank() == 0) {
+        int status = take_out_dir(r, err);
+        if (status != 0) return status;
         if (out_dir_apply(r->o.out, &r->out_plan, err) != 0) return EXIT_DATA;
         if (r->out_plan.message[0]) printf("%s\n", r->out_plan.message);
         if (run_log_open(&r->log, r->paths.log, !r->out_plan.fresh_log, r->state.step, err) != 0) return EXIT_DATA;

@@ -72,8 +72,9 @@ typedef struct {
 
 // training/options.c: the run's options. A resumed run's are its checkpoint's (with those
 // --resume may change), a fine-tuning run's model is its checkpoint's; the run's identity
-// (training/run_state.h) is its checkpoint's when it resumes one that has it, else new. --out
-// is locked (rank 0) before the checkpoint is read.
+// (training/run_state.h) is its checkpoint's when it resumes one that has it, else new. --out's
+// lock is taken (rank 0) before the checkpoint is read when its file is there; nothing is
+// created.
 int set_up_options(Run *r, char err[ERR_LEN]);
 // training/out_dir.c: before any work (rank 0), what the run will do to --out is planned,
 // nothing changed yet.
@@ -99,9 +100,10 @@ int set_up_model(Run *r, char err[ERR_LEN]);
 // training/step.c: what a fine-tuning or resumed run starts from, and what the learning rate
 // does over the run's steps, with a warning when the run ends inside its warm-up.
 void say_how_the_run_starts(const Run *r);
-// training/out_dir.c: once every check has passed: --out changed as planned, log.csv and
-// probe.bin opened (rank 0; a resumed run's rows and records after its step dropped), and the
-// loss plot's points so far read.
+// training/out_dir.c: once every check has passed: --out made and locked when it had no lock
+// to take (and planned once more under the lock), changed as planned, log.csv and probe.bin
+// opened (rank 0; a resumed run's rows and records after its step dropped), and the loss
+// plot's points so far read.
 int start_out_dir(Run *r, char err[ERR_LEN]);
 // training/progress.c: the report's counts and the run's clock start.
 void start_progress(Run *r);
