@@ -1189,3 +1189,23 @@ TEST(hardening_16_messages_say_what_is_wrong) {
         test_run_free(&r);
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 42, hole 4: probe.bin's size is bounded before anything is written, not only announced:
+// --steps 1000000000 --eval-every 1 printed "789 TiB of probe.bin" and started; the plan is
+// refused when it is past the free space of the disk that will hold --out (not made yet).
+
+TEST(hardening_17_probe_file_bounded_by_the_disk) {
+    char dir[256], out[300];
+    test_fresh_dir(dir, 256, WORK_DIR, "disk");
+    snprintf(out, sizeof(out), "%s/run", dir);
+    TestRun r = TRAIN(SMALL_MODEL, "--data", corpus(), "--steps", "1099511627776", "--eval-every", "1", "--out", out);
+    if (test_exit_status(&r, 2, "a timeline of 2^40 probes")) {
+        test_output_has(&r, "the timeline's 1099511627777 probes would add", "2^40 probes");
+        test_output_has(&r, "PiB to", "2^40 probes");
+        test_output_has(&r, "free on the disk that holds it", "2^40 probes");
+        CHECK(!strstr(r.output, "step 1/"), "it trained:\n%s", r.output);
+    }
+    test_run_free(&r);
+    CHECK(!test_file_exists(out), "the refused run made %s", out);
+}

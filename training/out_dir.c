@@ -360,21 +360,26 @@ int out_dir_plan_resume(const char *dir, const char *checkpoint, long step, int 
     return 0;
 }
 
+void out_dir_existing_parent(const char *dir, char *existing, size_t size) {
+    snprintf(existing, size, "%s", dir);
+    struct stat st;
+    while (stat(existing, &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) {
+        char *slash = (char *)platform_path_last_separator(existing);
+        if (!slash) snprintf(existing, size, ".");
+        else if (slash == existing) existing[1] = '\0';  // the root
+        else *slash = '\0';
+    }
+}
+
 // A directory that is not there: whether it can be made, its nearest existing parent a
 // directory that takes new entries. Returns 0, or EXIT_DATA with err.
 static int check_makeable(const char *dir, char err[ERR_LEN]) {
     char parent[1024];
-    snprintf(parent, sizeof(parent), "%s", dir);
+    out_dir_existing_parent(dir, parent, sizeof(parent));
     struct stat st;
-    while (stat(parent, &st) != 0) {
-        if (errno != ENOENT && errno != ENOTDIR) {
-            snprintf(err, ERR_LEN, "cannot create directory %s: %s: %s", dir, parent, strerror(errno));
-            return EXIT_DATA;
-        }
-        char *slash = (char *)platform_path_last_separator(parent);
-        if (!slash) strcpy(parent, ".");
-        else if (slash == parent) parent[1] = '\0';  // the root
-        else *slash = '\0';
+    if (stat(parent, &st) != 0) {
+        snprintf(err, ERR_LEN, "cannot create directory %s: %s: %s", dir, parent, strerror(errno));
+        return EXIT_DATA;
     }
     if (!S_ISDIR(st.st_mode)) {
         snprintf(err, ERR_LEN, "cannot create directory %s: %s is not a directory", dir, parent);

@@ -119,6 +119,9 @@ int out_dir_plan_resume(const char *dir, const char *checkpoint, long step, int 
 // run needs --force, or EXIT_DATA.
 int out_dir_prepare(const TrainOptions *o, long step, const OutPaths *paths, OutDirPlan *plan, int *removed,
                     char err[ERR_LEN]);
+// The nearest of dir and its parents that is there (dir itself when it is), into existing:
+// where the disk that will hold dir is asked about before dir is made.
+void out_dir_existing_parent(const char *dir, char *existing, size_t size);
 // Step 3: removes the files the plan names (never its source). Returns 0, or -1 with err.
 int out_dir_apply(const char *dir, const OutDirPlan *plan, char err[ERR_LEN]);
 

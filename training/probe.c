@@ -538,17 +538,46 @@ double run_probe_memory(const RunProbe *rp, const GPTConfig *c) {
     return rp->active ? probe_memory(c, &rp->header) : 0.0;
 }
 
+// The probes a run from `step` to last_step makes, and the bytes they (and the samples between
+// them, at most one a --sample-every step) add to the probe file.
+static long planned_probes(const RunProbe *rp, long step, long last_step, long eval_every, int from_start,
+                           double *bytes) {
+    long probes = from_start + events_left(step, last_step, eval_every) +
+                  probe_schedule_left(&rp->schedule, step, last_step, eval_every);
+    long samples = rp->sample_every && rp->header.sample_chars ? events_left(step, last_step, rp->sample_every) : 0;
+    *bytes = (double)probes * (probe_record_bytes(&rp->header) + 8) +
+             (double)samples * (probe_light_bytes(&rp->header) + 8);
+    return probes;
+}
+
 void run_probe_plan(const RunProbe *rp, long step, long last_step, long eval_every, int from_start, char *text,
                     size_t size) {
     text[0] = '\0';
     if (!rp->active) return;
-    long probes = from_start + events_left(step, last_step, eval_every) +
-                  probe_schedule_left(&rp->schedule, step, last_step, eval_every);
-    char when[600], bytes[32];
+    double bytes;
+    long probes = planned_probes(rp, step, last_step, eval_every, from_start, &bytes);
+    char when[600], size_text[32];
     probe_schedule_describe(&rp->schedule, from_start, eval_every, when, sizeof(when));
-    gpt_format_bytes((double)probes * (probe_record_bytes(&rp->header) + 8), bytes, sizeof(bytes));
+    gpt_format_bytes(bytes, size_text, sizeof(size_text));
     snprintf(text, size, "timeline: probes at steps %s and the last: %ld probe%s, %s of probe.bin%s", when, probes,
-             probes == 1 ? "" : "s", bytes, rp->sample_every ? " (and the samples between them)" : "");
+             probes == 1 ? "" : "s", size_text, rp->sample_every ? " (and the samples between them)" : "");
+}
+
+int run_probe_check_disk(const RunProbe *rp, long step, long last_step, long eval_every, int from_start,
+                         const char *dir, char err[ERR_LEN]) {
+    if (!rp->active) return 0;
+    double bytes, free_bytes;
+    long probes = planned_probes(rp, step, last_step, eval_every, from_start, &bytes);
+    char there[1024];
+    out_dir_existing_parent(dir, there, sizeof(there));
+    if (platform_free_space(there, &free_bytes) != 0 || bytes <= free_bytes) return 0;  // unknown: no bound
+    char need[32], have[32];
+    gpt_format_bytes(bytes, need, sizeof(need));
+    gpt_format_bytes(free_bytes, have, sizeof(have));
+    snprintf(err, ERR_LEN, "the timeline's %ld probes would add %s to %s/%s, more than the %s free on the disk that "
+             "holds it: probe less often (a larger --eval-every; --probe-steps none), or give --no-probe", probes,
+             need, dir, PROBE_FILE, have);
+    return -2;
 }
 
 // The lines of message saying what run_probe_open found in the file it continues.
