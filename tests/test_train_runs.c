@@ -1341,8 +1341,41 @@ TEST(runs_torn_log_row_cut_and_linked_log_refused) {
     test_run_free(&r);
     logged_steps(csv, steps, sizeof(steps));
     CHECK(strcmp(steps, "5,10,15") == 0, "log.csv has the rows of steps %s, want 5,10,15", steps);
-    // damage before the end is no torn row
+    // an unfinished end longer than a row, or of what no row holds, is damage (issue 42, hole 3:
+    // 300 MB of it were cut as "a row that a stopped run left unfinished"): moved aside, and
+    // the whole rows go on in a new log.csv
+    char aside[320], *junk = malloc(4096);
+    if (!CHECK(junk != NULL, "out of memory")) return;
+    for (int i = 0; i < 4096; i++) junk[i] = "0123456789,."[i % 12];  // digits, but longer than any row
+    fp = fopen(csv, "a");
+    if (fp) fwrite(junk, 1, 4096, fp), fclose(fp);
+    free(junk);
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "16"));
+    if (test_exit_status(&r, 0, "a resume after 4096 bytes of no row")) {
+        test_output_has(&r, "log.csv: its last 4096 bytes are no row", "the damaged end");
+        test_output_has(&r, "moved the file to", "the damaged end");
+        CHECK(!strstr(r.output, "left unfinished"), "the damage taken for a torn row:\n%s", r.output);
+    }
+    test_run_free(&r);
+    logged_steps(csv, steps, sizeof(steps));
+    CHECK(strcmp(steps, "5,10,15,16") == 0, "log.csv has the rows of steps %s, want 5,10,15,16", steps);
+    snprintf(aside, sizeof(aside), "%s.damaged", csv);
     size_t len;
+    char *kept = test_read_file(aside, &len);
+    CHECK(kept && len > 4096 && !memchr(kept + len - 4096, '\n', 4096), "%s does not hold the damaged log whole",
+          aside);
+    free(kept);
+    fp = fopen(csv, "a");
+    if (fp) fputs("17,3.9\x1b[2J", fp), fclose(fp);  // short, but with what no row holds
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "17"));
+    if (test_exit_status(&r, 0, "a resume after an escape sequence"))
+        test_output_has(&r, "log.csv: its last 10 bytes are no row", "the escape sequence");
+    test_run_free(&r);
+    snprintf(aside, sizeof(aside), "%s.damaged.2", csv);
+    CHECK(test_file_exists(aside), "no %s", aside);
+    logged_steps(csv, steps, sizeof(steps));
+    CHECK(strcmp(steps, "5,10,15,16,17") == 0, "log.csv has the rows of steps %s, want 5,10,15,16,17", steps);
+    // damage before the end is no torn row
     char *text = test_read_file(csv, &len);
     char *row = text ? strstr(text, "\n10,") : NULL;
     if (!CHECK(row != NULL, "no row of step 10 in %s", csv)) return free(text);

@@ -475,6 +475,10 @@ int start_out_dir(Run *r, char err[ERR_LEN]) {
         if (run_log_open(&r->log, r->paths.log, !r->out_plan.fresh_log, r->state.step, err) != 0) return EXIT_DATA;
         if (r->log.torn_bytes)
             printf("%s: cut %zu bytes of a row that a stopped run left unfinished\n", r->paths.log, r->log.torn_bytes);
+        if (r->log.damaged_bytes)
+            printf("%s: its last %zu bytes are no row (a row is at most %d bytes of figures, and only the last, cut by "
+                   "a kill, can be unfinished): moved the file to %s; %s keeps its whole rows\n", r->paths.log,
+                   r->log.damaged_bytes, RUN_LOG_ROW_MAX, r->log.aside, r->paths.log);
     }
     char probe_message[2 * ERR_LEN];
     if (run_probe_open(&r->probe, &r->model, r->state.step, probe_message, sizeof(probe_message), err) != 0)
