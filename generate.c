@@ -38,6 +38,7 @@
 #include "generation/surprisal_csv.h"
 #include "kernels/kernels.h"
 #include "model/gpt.h"
+#include "training/out_dir.h"
 #include "training/progress.h"
 #include "training/run_log.h"
 #include "viewer/attention_export.h"
@@ -139,8 +140,9 @@ static void usage(FILE *f) {
             "                         with fp32 sums, faster where the CPU has AVX512_BF16 (default\n"
             "                         fp32, whatever the checkpoint was trained in)\n"
             "      --timeline RUN_DIR rebuild RUN_DIR/timeline.html, the page of a training run, from its\n"
-            "                         probe.bin and log.csv (a run copied from elsewhere); no CKPT;\n"
-            "                         --max-memory bounds it too\n"
+            "                         probe.bin and log.csv (a run copied from elsewhere), which must\n"
+            "                         be of one run, while no run holds RUN_DIR; no CKPT; --max-memory\n"
+            "                         bounds it too\n"
             "      --force            replace files that are there already (--attention, --surprisal,\n"
             "                         --timeline's page); without it they are refused\n"
             "  -h, --help             show this help\n"
@@ -363,10 +365,12 @@ static struct {
     GPT model;
     Decoder decoder;
     unsigned char *knocked_out;  // (L, H) the heads --ablate knocks out, or NULL
+    OutDirLock lock;             // --timeline: the run directory's, while its page is rewritten
 } run;
 
 static void free_run(void) {
     atomic_file_remove_open();
+    out_dir_unlock(&run.lock);
     checkpoint_close(&run.ck);
     vocab_free(&run.vocab);
     free(run.prompt_text);
@@ -699,8 +703,24 @@ static void check_timeline_memory(const Options *o, const char *probe) {
         "history), more than the %s %s", o->timeline, needed, probe, limit_text, source);
 }
 
+// --timeline's summary: what the page holds, and what it left out of probe.bin, named as
+// --resume names it.
+static void say_what_the_page_holds(const char *page, const char *probe, const TimelineSummary *s) {
+    printf("%s: %ld probed step%s of %ld in full, %ld of %ld records%s\n", page, s->kept_whole,
+           s->kept_whole == 1 ? "" : "s", s->whole, s->kept, s->records,
+           s->torn_bytes && !s->damage ? "; a torn record at the end of probe.bin left out" : "");
+    stdout_flush_or_die();
+    if (s->damage)
+        fprintf(stderr, "%s: warning: %s: record %ld (at byte %llu) %s: the page holds the %ld records before it and "
+                "leaves out the %llu bytes from there (./train --resume moves such a file aside)\n", program_name(),
+                probe, s->records + 1, (unsigned long long)s->damaged_at, s->damage, s->records,
+                (unsigned long long)s->torn_bytes);
+}
+
 // --timeline RUN_DIR: the run's timeline.html made anew from its probe.bin and log.csv, as
-// ./train writes it at each evaluation (viewer/timeline.h); an existing page needs --force.
+// ./train writes it at each evaluation (viewer/timeline.h), while no run holds the directory's
+// lock (training/out_dir.h; it is held meanwhile), with a log.csv of the same run (the figures
+// of its rows at the probed steps: training/run_log.h); an existing page needs --force.
 static void rebuild_timeline(const Options *o) {
     char probe[4200], log[4200], page[4200], err[ERR_LEN], title[4300];
     snprintf(probe, sizeof(probe), "%s/probe.bin", o->timeline);
@@ -712,34 +732,43 @@ static void rebuild_timeline(const Options *o) {
     if (access(probe, F_OK) != 0)
         die(EXIT_DATA, "--timeline %s: it holds no probe.bin (a run from before the timeline, or with --no-probe)",
             o->timeline);
+    int status = out_dir_lock_if_there(o->timeline, &run.lock, err);
+    if (status != 0)
+        die(status, "--timeline %s%s", err, status == EXIT_USAGE ? " (the run rewrites its timeline.html itself)" : "");
+    if (err[0]) fprintf(stderr, "%s: warning: %s\n", program_name(), err);
     refuse_existing("--timeline", page, o->force);
     check_timeline_memory(o, probe);
     int removed;
     if (output_prepare(page, &removed, err) != 0) die(EXIT_DATA, "--timeline %s", err);
     LossHistory losses = {0};
     if (loss_history_read(&losses, log, err) != 0) die(EXIT_DATA, "%s", err);
+    char why[ERR_LEN];
+    int rc = loss_history_check_probe(&losses, probe, why);
+    if (rc != 0) {
+        loss_history_free(&losses);
+        if (rc < 0) die(EXIT_DATA, "%s", why);
+        die(EXIT_DATA, "--timeline %s: %s is not the log of the run probe.bin probed: %s (a log.csv of another run?); "
+            "move it away to make the page without its loss curves", o->timeline, log, why);
+    }
     snprintf(title, sizeof(title), "chargpt: %s", o->timeline);
     TimelineSummary s;
-    int rc = timeline_write(page, probe, losses.points, losses.n, title, TIMELINE_MAX_RECORD_BYTES, o->force, &s, err);
+    rc = timeline_write(page, probe, losses.points, losses.n, title, TIMELINE_MAX_RECORD_BYTES, o->force, &s, err);
     loss_history_free(&losses);
     if (rc != 0) die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "%s", err);
-    printf("%s: %ld probed step%s of %ld in full, %ld of %ld records%s\n", page, s.kept_whole,
-           s.kept_whole == 1 ? "" : "s", s.whole, s.kept, s.records,
-           s.torn_bytes ? "; a torn record at the end of probe.bin left out" : "");
-    stdout_flush_or_die();
+    say_what_the_page_holds(page, probe, &s);
 }
 
 int main(int argc, char **argv) {
     platform_init(argc, argv);
     Options o;
     parse_options(argc, argv, &o);
+    atexit(free_run);
     if (o.timeline) {
         fatal_signals_install(atomic_file_remove_open, 0);  // a killed run leaves no temporary file
         rebuild_timeline(&o);
         return 0;
     }
     prepare_outputs(&o);  // the files it will write can be written
-    atexit(free_run);
     fatal_signals_install(atomic_file_remove_open, 0);  // a killed run leaves no temporary file
     start_kernels(&o);
     open_checkpoint(&o);

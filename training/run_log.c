@@ -372,6 +372,53 @@ void loss_history_free(LossHistory *h) {
     memset(h, 0, sizeof(*h));
 }
 
+// The point of `step`, or NULL (points are in step order).
+static const LossPoint *point_of_step(const LossHistory *h, long step) {
+    size_t lo = 0, hi = h->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (h->points[mid].step < step) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < h->n && h->points[lo].step == step ? &h->points[lo] : NULL;
+}
+
+// A record's float and a row's figure, printed with `decimals` decimals (the losses' 6) or 7
+// digits (the learning rate's %.6e: decimals -1): the same, or both unknown.
+static int same_figure(float recorded, double logged, int decimals) {
+    if (isnan(recorded) || isnan(logged)) return isnan(recorded) && isnan(logged);
+    return fabs(recorded - logged) <= (decimals < 0 ? 0.0 : pow(10.0, -decimals)) + 1e-6 * fabs(logged);
+}
+
+int loss_history_check_probe(const LossHistory *h, const char *probe_path, char why[ERR_LEN]) {
+    FILE *fp = input_file_fopen(probe_path, PLATFORM_NO_FOLLOW, NULL, why);
+    if (!fp) return -1;
+    ProbeReader r;
+    ProbeRecord rec;
+    int rc = probe_reader_open(&r, fp, probe_path, why), got = 0;
+    if (rc == 0 && probe_record_alloc(&rec, &r.header, why) != 0) {
+        probe_reader_close(&r);
+        rc = -1;
+    }
+    while (rc == 0 && (got = probe_reader_next(&r, &rec, why)) == 1) {
+        const LossPoint *p = (rec.flags & PROBE_HAS_PROBE) ? point_of_step(h, (long)rec.step) : NULL;
+        if (!p || (same_figure(rec.train_loss, p->train_loss, 6) && same_figure(rec.val_loss, p->val_loss, 6) &&
+                   same_figure(rec.lr, p->lr, -1)))
+            continue;
+        snprintf(why, ERR_LEN, "at step %ld its row has train_loss %.6f, val_loss %.6f and lr %.6e, where %s's "
+                 "record has %.6f, %.6f and %.6e", p->step, p->train_loss, p->val_loss, p->lr, probe_path,
+                 rec.train_loss, rec.val_loss, rec.lr);
+        rc = 1;
+    }
+    if (got < 0) rc = -1;
+    if (r.payload) {
+        probe_record_free(&rec);
+        probe_reader_close(&r);
+    }
+    fclose(fp);
+    return rc;
+}
+
 // ----------------------------------------------------------------------------
 // the run's log
 

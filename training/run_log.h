@@ -99,5 +99,12 @@ int loss_history_read(LossHistory *history, const char *log_path, char err[ERR_L
 // with err when memory runs out.
 int loss_history_add(LossHistory *history, LossPoint point, char err[ERR_LEN]);
 void loss_history_free(LossHistory *history);
+// Whether the history (log.csv's rows) is the log of the run whose probe file is at
+// probe_path (format/probe_file.h): a report is due at every probe, so at each probe record's
+// step that has a point (thinning keeps real rows), the record's train loss, validation loss
+// and learning rate are the row's, as log.csv prints them. Returns 0 when they all agree (or
+// no record meets a row); 1 with why naming the first step where they do not; -1 with why
+// when the probe file cannot be read.
+int loss_history_check_probe(const LossHistory *history, const char *probe_path, char why[ERR_LEN]);
 
 #endif
