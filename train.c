@@ -323,7 +323,8 @@ int main(int argc, char **argv) {
     or_die(check_same_run(r, err), err);  // the same everywhere, with the same options
     GPTMemoryPlan plan;
     or_die(plan_memory(r, &plan, err), err);  // the model's size and the memory it needs,
-    check_memory(&plan, &r->o);               // printed and checked before anything is allocated
+    check_memory(&plan, &r->o);               // printed and checked before anything is allocated,
+    or_die(check_timeline_disk(r, err), err); // as probe.bin's growth is against the disk's free space
     or_die(set_up_model(r, err), err);    // the model, its activations, the optimizer, a batch
     say_how_the_run_starts(r);
     int stop = agree();  // every process has its data and memory, or all leave with the failure's status

@@ -779,7 +779,7 @@ TEST(hardening_09_threads_capped) {
     snprintf(most, sizeof(most), "%d", cap);
     snprintf(over, sizeof(over), "%d", cap + 1);
     snprintf(range, sizeof(range), "between 0 and %d", cap);
-    TestRun r = TRAIN(SMALL_MODEL, "--data", corpus(), "--threads", "4096");
+    TestRun r = TRAIN("--data", corpus(), "--threads", "4096");
     if (test_exit_status(&r, 2, "./train --threads 4096")) test_output_has(&r, range, "./train --threads 4096");
     test_run_free(&r);
     r = GENERATE(base, "the", "--threads", over);

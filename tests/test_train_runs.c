@@ -619,8 +619,10 @@ TEST(runs_stop_signals) {
     snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
     const char *interrupt = platform_signal_name(test_stop_signal(TEST_INTERRUPT));  // SIGINT, Windows's Ctrl-C
     // an evaluation of a billion batches after step 1: SIGINT abandons it at once and saves
-    const char *const long_eval[] = {TINY, "--data", corpus, "--steps", "5", "--eval-every", "1", "--eval-batches",
-                                     "1000000000", "--save-every", "1000", "--out", out, NULL};
+    const char *const long_eval[] = {"--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16",
+                                     "--batch-size", "4", "--threads", "1", "--data", corpus, "--steps", "5",
+                                     "--eval-every", "1", "--eval-batches", "1000000000", "--save-every", "1000",
+                                     "--out", out, NULL};
     TestChild c;
     if (start_until(&c, log, long_eval, "memory:") != 0) return;
     usleep(300000);

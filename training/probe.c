@@ -733,6 +733,11 @@ void draw_timeline(Run *r) {
         fprintf(stderr, "%s%s: warning: %s (training goes on)\n", r->tty ? "\n" : "", program_name(), err);
 }
 
+int check_timeline_disk(Run *r, char err[ERR_LEN]) {
+    return run_probe_check_disk(&r->probe, r->state.step, r->o.steps, r->o.eval_every,
+                                !r->resuming && r->ds.val_len > 0, r->o.out, err) != 0 ? EXIT_USAGE : 0;
+}
+
 void start_timeline(Run *r) {
     if (r->resuming || r->ds.val_len == 0) return;
     char err[ERR_LEN];

@@ -305,9 +305,6 @@ int plan_memory(Run *r, GPTMemoryPlan *plan, char err[ERR_LEN]) {
     int probe_ready = run_probe_prepare(&r->probe, o, &r->config, &r->vocab, &r->ds,
                                         r->resuming ? (resumed_run_id ? resumed_run_id : "") : NULL, err);
     if (probe_ready != 0) return probe_ready == -2 ? EXIT_USAGE : EXIT_DATA;
-    if (run_probe_check_disk(&r->probe, r->state.step, o->steps, o->eval_every, !r->resuming && r->ds.val_len > 0,
-                             o->out, err) != 0)
-        return EXIT_USAGE;
     int B = o->batch_size, T = o->block_size;
     r->tty = platform_is_terminal(STDOUT_FILENO) && dist_size() == 1;  // mpirun forwards output: no rewritten line
     if (o->task[0])
