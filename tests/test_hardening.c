@@ -451,7 +451,8 @@ TEST(hardening_04_tensors_beyond_the_model_refused) {
         return;
     TestRun r = GENERATE(rope, "the", "-n", "5");
     if (test_exit_status(&r, 1, "a learned checkpoint that says rope"))
-        test_output_has(&r, "checkpoint tensor transformer.wpe.weight is none of its model's", "position_encoding rope");
+        test_output_has(&r, "checkpoint tensor transformer.wpe.weight is none of its model's",
+                        "position_encoding rope");
     test_run_free(&r);
     r = TRAIN("--resume", ck, "--steps", "6", "--force");
     if (test_exit_status(&r, 1, "resuming a learned checkpoint that says rope, --force"))

@@ -57,7 +57,8 @@ static int take_lock(OutDirLock *lock, const char *dir, int create, char err[ERR
     char path[4200];
     snprintf(path, sizeof(path), "%s/%s", dir, OUT_DIR_LOCK_NAME);
     lock->held = 0;
-    lock->fd = platform_open(path, PLATFORM_READ | PLATFORM_WRITE | PLATFORM_NO_FOLLOW | (create ? PLATFORM_CREATE : 0));
+    int how = PLATFORM_READ | PLATFORM_WRITE | PLATFORM_NO_FOLLOW | (create ? PLATFORM_CREATE : 0);
+    lock->fd = platform_open(path, how);
     if (lock->fd < 0 && !create && (errno == ENOENT || errno == ENOTDIR)) return LOCK_ABSENT;
     if (lock->fd < 0) {
         snprintf(err, ERR_LEN, "cannot %s %s: %s", create ? "create" : "open", path, strerror(errno));

@@ -46,7 +46,7 @@ int run_id_valid(const char *text) {
 // apart (the identity and the corpus), where the run stands, or what a resume may change.
 static const char *const may_differ[] = {
     "train.run_id", "train.corpus_fingerprint",           // compared first
-    "crc32", "optimizer.step",                             // where the run stands, with state.*
+    "crc32", "optimizer.step",                             // the file's checksum; where the run stands, as state.*
     "format",                                              // chargpt-1 before a newer chargpt resumed it
     "train.steps", "train.eval_every", "train.save_every", "train.precision",  // --resume may change them,
     "train.data", "train.separator", "train.encoding",     // and the text's paths: the fingerprint's,
@@ -78,8 +78,8 @@ static const char *identity_value(const RunIdentity *id, const char *key) {
 
 // Fills id from the checkpoint's metadata.
 static int identity_from_meta(RunIdentity *id, const char *path, char err[ERR_LEN]) {
-    const char *step = safetensors_meta(&id->header, "state.step"), *run_id = safetensors_meta(&id->header,
-                                                                                               "train.run_id");
+    const SafeTensors *st = &id->header;
+    const char *step = safetensors_meta(st, "state.step"), *run_id = safetensors_meta(st, "train.run_id");
     char *end;
     errno = 0;
     id->step = step ? strtol(step, &end, 10) : -1;
@@ -92,7 +92,7 @@ static int identity_from_meta(RunIdentity *id, const char *path, char err[ERR_LE
         return -1;
     }
     snprintf(id->run_id, sizeof(id->run_id), "%s", run_id ? run_id : "");
-    const char *fingerprint = safetensors_meta(&id->header, "train.corpus_fingerprint");
+    const char *fingerprint = safetensors_meta(st, "train.corpus_fingerprint");
     snprintf(id->fingerprint, sizeof(id->fingerprint), "%s", fingerprint ? fingerprint : "");
     return 0;
 }

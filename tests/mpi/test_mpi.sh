@@ -307,7 +307,8 @@ else fail "$name: want status 1, the message once, under 10% of a core, no rank 
 stop_run() {
     local name=$1 out=$2 sig=$3 target=$4 want=$5
     model_but --eval-every
-    local args=("${MODEL_BUT[@]}" --steps 100000 --save-every 100000 --eval-every 100000 --threads 1 --zero 1 --out "$out")
+    local args=("${MODEL_BUT[@]}" --steps 100000 --save-every 100000 --eval-every 100000 --threads 1 --zero 1
+                --out "$out")
     set -m  # mpirun in its own process group, where SIGINT is not ignored as in a background job
     if [ "$target" = mpirun ]; then
         timeout --foreground 60 mpirun --mca odls_base_sigkill_timeout 5 --oversubscribe -np 2 --bind-to none "$MPI_TRAIN" "${args[@]}" > "$out.log" 2>&1 &
