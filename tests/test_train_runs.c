@@ -1086,7 +1086,7 @@ TEST(runs_resume_tells_runs_apart_by_every_option) {
         test_run_free(&r);
         // checkpoints from before train.run_id: ckpt.safetensors without it, no best.safetensors
         if (!ok || test_edit_checkpoint(ck[i], best, &(CheckpointEdit){.key = "train.run_id", .value = NULL}) != 0 ||
-            !CHECK(rename(best, ck[i]) == 0, "rename %s: %s", best, strerror(errno)))
+            !CHECK(platform_replace_file(best, ck[i]) == 0, "cannot move %s to %s: %s", best, ck[i], strerror(errno)))
             return;
     }
     char *before = dir_snapshot(runs[0]);
