@@ -187,6 +187,7 @@ typedef enum {
     TEST_LONG_PATHS,       // paths past 259 bytes (MAX_PATH: Windows's msvcrt.dll takes none)
     TEST_ANY_NAMES,        // file names of any bytes but '/' and NUL (Windows's are UTF-16, without
                            // control characters)
+    TEST_FORK,             // fork(2), which scripts/bench runs its jobs with (not built on Windows)
 } TestFeature;
 int test_system_has(TestFeature feature);
 // The null device ("/dev/null", "NUL"); a device that is no regular file ("/dev/zero", "NUL").

@@ -1175,10 +1175,10 @@ TEST(hardening_16_messages_say_what_is_wrong) {
         test_run_free(&r);
     }
     // scripts/bench: built by `make test` and `make bench` where fork runs (not on Windows)
-#if defined(_WIN32)
-    printf("    no scripts/bench on %s: its options left out\n", platform_name());
-    return;
-#endif
+    if (!test_system_has(TEST_FORK)) {
+        printf("    no scripts/bench on %s: its options left out\n", platform_name());
+        return;
+    }
     if (!test_file_exists("scripts/bench")) {
         printf("    no scripts/bench (make scripts/bench): its options left out\n");
         return;
