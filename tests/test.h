@@ -260,6 +260,7 @@ typedef struct {
     size_t element;
     float x;
     int v1;                   // write format chargpt-1, whose crc32 covers the data alone
+    const char *added_tensor; // a tensor added under this name (a copy of transformer.wte.weight), or NULL
 } CheckpointEdit;
 // Writes dst: the checkpoint src with the edit, as a valid file with its CRC recomputed (so
 // only the checks after the CRC can refuse it). Returns 0 or -1 (recorded as a failure).
