@@ -467,6 +467,15 @@ static int take_out_dir(Run *r, char err[ERR_LEN]) {
     return set_up_out_dir(r, err);
 }
 
+int check_timeline_disk(Run *r, char err[ERR_LEN]) {
+    char there[1024];
+    double free_bytes;
+    out_dir_existing_parent(r->o.out, there, sizeof(there));
+    if (dist_rank() != 0 || platform_free_space(there, &free_bytes) != 0) return 0;  // unknown: no bound
+    return run_probe_check_disk(&r->probe, r->state.step, r->o.steps, r->o.eval_every,
+                                !r->resuming && r->ds.val_len > 0, free_bytes, r->o.out, err) != 0 ? EXIT_USAGE : 0;
+}
+
 int start_out_dir(Run *r, char err[ERR_LEN]) {
     if (dist_rank() == 0) {
         int status = take_out_dir(r, err);

@@ -564,13 +564,11 @@ void run_probe_plan(const RunProbe *rp, long step, long last_step, long eval_eve
 }
 
 int run_probe_check_disk(const RunProbe *rp, long step, long last_step, long eval_every, int from_start,
-                         const char *dir, char err[ERR_LEN]) {
+                         double free_bytes, const char *dir, char err[ERR_LEN]) {
     if (!rp->active) return 0;
-    double bytes, free_bytes;
+    double bytes;
     long probes = planned_probes(rp, step, last_step, eval_every, from_start, &bytes);
-    char there[1024];
-    out_dir_existing_parent(dir, there, sizeof(there));
-    if (platform_free_space(there, &free_bytes) != 0 || bytes <= free_bytes) return 0;  // unknown: no bound
+    if (bytes <= free_bytes) return 0;
     char need[32], have[32];
     gpt_format_bytes(bytes, need, sizeof(need));
     gpt_format_bytes(free_bytes, have, sizeof(have));
@@ -731,11 +729,6 @@ void draw_timeline(Run *r) {
     char err[ERR_LEN];
     if (run_probe_page(&r->probe, &r->losses, r->plot_title, err) != 0)
         fprintf(stderr, "%s%s: warning: %s (training goes on)\n", r->tty ? "\n" : "", program_name(), err);
-}
-
-int check_timeline_disk(Run *r, char err[ERR_LEN]) {
-    return run_probe_check_disk(&r->probe, r->state.step, r->o.steps, r->o.eval_every,
-                                !r->resuming && r->ds.val_len > 0, r->o.out, err) != 0 ? EXIT_USAGE : 0;
 }
 
 void start_timeline(Run *r) {

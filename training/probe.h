@@ -193,10 +193,9 @@ double run_probe_memory(const RunProbe *rp, const GPTConfig *c);
 void run_probe_plan(const RunProbe *rp, long step, long last_step, long eval_every, int from_start, char *text,
                     size_t size);
 // Refuses (-2 with err) a plan whose probes (run_probe_plan's) would add more to the probe file
-// than the disk that holds dir (--out, or its nearest parent while it is not made) has free;
-// 0 when it fits, the free space is unknown or the probe inactive.
+// in dir than the free_bytes its disk has; 0 when it fits or the probe is inactive.
 int run_probe_check_disk(const RunProbe *rp, long step, long last_step, long eval_every, int from_start,
-                         const char *dir, char err[ERR_LEN]);
+                         double free_bytes, const char *dir, char err[ERR_LEN]);
 // Opens the probe file for a run at `step` of model, writing what it did into message (or "").
 // Returns 0, or -1 with err.
 int run_probe_open(RunProbe *rp, GPT *model, long step, char *message, size_t size, char err[ERR_LEN]);

@@ -93,8 +93,9 @@ int check_same_run(Run *r, char err[ERR_LEN]);
 // anything is allocated; what the timeline probes is decided too, before anything in --out
 // changes.
 int plan_memory(Run *r, GPTMemoryPlan *plan, char err[ERR_LEN]);
-// training/probe.c: what the timeline adds to probe.bin, within the free space of the disk
-// that will hold --out (rank 0), checked as the memory is, before anything is written.
+// training/out_dir.c: what the timeline adds to probe.bin (training/probe.h), within the free
+// space of the disk that will hold --out (rank 0), checked as the memory is, before anything is
+// written.
 int check_timeline_disk(Run *r, char err[ERR_LEN]);
 // training/step.c: the model (the checkpoint's, or new weights from the seed), its
 // activations, the optimizer and the batch; failing to allocate what the plan allowed is
