@@ -199,8 +199,9 @@ $(TEST_RUNNER): $(TEST_OBJ) $(BUILD)/libchargpt.a $(WINDOWS_RES)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
 # (CHARGPT_DEBUG_BIN: where the debug build's programs are, for the guide's recipe under gdb,
-# tests/test_guide.c; a run of the tests without it skips that test)
-test: all $(TEST_RUNNER) debug
+# tests/test_guide.c; a run of the tests without it skips that test); scripts/bench too in the
+# plain build, whose refusals of options the tests check
+test: all $(TEST_RUNNER) debug $(if $(filter build,$(BUILD)),scripts/bench)
 	CHARGPT_BIN=$(BIN) CHARGPT_DEBUG_BIN=$(DEBUG)/bin ./$(TEST_RUNNER)
 
 # the programs at -O0 -g in build-debug/ (above), whatever the build asked for (MPI, PLATFORM);

@@ -52,6 +52,7 @@
 #include "kernels/kernels.h"
 #include "kernels/parallel.h"
 #include "model/gpt.h"
+#include "training/out_dir.h"
 #include "training/progress.h"
 #include "training/run_log.h"
 #include "training/run_state.h"
@@ -114,7 +115,8 @@ static void usage(FILE *f) {
             "usage: %s CKPT [PROMPT] [options]   (a PROMPT that starts with '-' goes after '--':\n"
             "       %s CKPT [options] -- PROMPT)\n"
             "       %s --timeline RUN_DIR [--force]\n"
-            "Streams text sampled from a checkpoint written by ./train (or, with --score, scores a text).\n\n"
+            "Streams text sampled from a checkpoint written by ./train (or, with --score, scores a text).\n"
+            "Each option is given once; --attention may be given once per file.\n\n"
             "  -n, --max-new N        characters to generate; 0 only reads the prompt (default %ld)\n"
             "  -t, --temperature F    sampling temperature; 0 = greedy argmax (default %g)\n"
             "  -k, --top-k N          sample among the N most likely; 0 = off (default %d)\n"
@@ -194,8 +196,9 @@ static void usage(FILE *f) {
             "                         a random baseline (drawn from --seed), to FILE (.json, or .html: a\n"
             "                         page that draws them), and a summary; no prompt\n"
             "      --timeline RUN_DIR rebuild RUN_DIR/timeline.html, the page of a training run, from its\n"
-            "                         probe.bin and log.csv (a run copied from elsewhere); no CKPT;\n"
-            "                         --max-memory bounds it too\n"
+            "                         probe.bin and log.csv (a run copied from elsewhere), which must\n"
+            "                         be of one run, while no run holds RUN_DIR; no CKPT; --max-memory\n"
+            "                         bounds it too\n"
             "      --csv FILE         with --timeline: write every head's scores and importance at every\n"
             "                         probed step of RUN_DIR/probe.bin to FILE as CSV, not the page\n"
             "      --export FILE      write the model for other programs, no text: FILE.gguf for\n"
@@ -216,7 +219,7 @@ static void usage(FILE *f) {
 enum {
     OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY, OPT_STRIDE, OPT_NUM_SAMPLES,
     OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE, OPT_ABLATE, OPT_SCORE_TASK,
-    OPT_ROWS, OPT_CSV, OPT_CIRCUITS, OPT_ABLATE_MEAN, OPT_MEAN_OVER, OPT_PATCH, OPT_EXPORT, OPT_LOGITS,
+    OPT_ROWS, OPT_CSV, OPT_CIRCUITS, OPT_ABLATE_MEAN, OPT_MEAN_OVER, OPT_PATCH, OPT_EXPORT, OPT_LOGITS, OPT_COUNT
 };
 
 // Options that only generating text uses (--score refuses them).
@@ -326,6 +329,8 @@ static void set_option(Options *o, int c, const char *flag, char **argv) {
 
 static void parse_options(int argc, char **argv, Options *o) {
     *o = default_options;
+    unsigned char given[OPT_COUNT] = {0};  // each option once (but --attention)
+    const char *first_value[OPT_COUNT] = {0};
     opterr = 0;
     int c, index = -1;
     while ((c = getopt_long(argc, argv, ":n:t:k:p:s:f:h", long_options, &index)) != -1) {
@@ -346,6 +351,16 @@ static void parse_options(int argc, char **argv, Options *o) {
             c != OPT_FORCE && c != 'h' && c != ':' && c != '?')
             snprintf(o->circuits_other, sizeof(o->circuits_other), "%s", name);
         set_option(o, c, flag, argv);
+        if (c == OPT_ABLATE && given[c])
+            die(EXIT_USAGE, "--ablate is given twice ('%s', then '%s'): give it once, with every head in its list "
+                "(--ablate %s,%s)", first_value[c], optarg, first_value[c], optarg);
+        if (c != OPT_ATTENTION && c != OPT_EXPORT && given[c]) {
+            for (int i = 0; long_options[i].name; i++)
+                if (long_options[i].val == c) snprintf(name, sizeof(name), "--%s", long_options[i].name);
+            option_given_twice(name, first_value[c], optarg, "--attention and --export may be given once per file");
+        }
+        given[c] = 1;
+        first_value[c] = optarg;
     }
     if (o->timeline) {
         if (o->other_flag[0] || o->num_exports || optind < argc)
@@ -416,6 +431,20 @@ static void refuse_existing(const char *flag, const char *path, int force) {
         die(EXIT_USAGE, "%s %s exists: give --force to replace it", flag, path);
 }
 
+// 1 when the output paths a and b, whose directories exist, name the same file: the same
+// name in the same directory (links to it resolved).
+static int same_output(const char *a, const char *b) {
+    char dirs[2][4200], real[2][4200];
+    const char *names[2], *paths[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        const char *slash = platform_path_last_separator(paths[i]);
+        names[i] = slash ? slash + 1 : paths[i];
+        snprintf(dirs[i], sizeof(dirs[i]), "%.*s", slash ? (int)(slash - paths[i]) + 1 : 1, slash ? paths[i] : ".");
+        if (platform_real_path(dirs[i], real[i], sizeof(real[i])) != 0) return strcmp(a, b) == 0;
+    }
+    return strcmp(real[0], real[1]) == 0 && strcmp(names[0], names[1]) == 0;
+}
+
 // Before the model runs: the files the run will write are new (or --force was given) and can
 // be written, and the temporary files that killed runs left beside them are removed.
 static void prepare_outputs(const Options *o) {
@@ -433,6 +462,11 @@ static void prepare_outputs(const Options *o) {
         if (output_prepare(paths[i], &k, err) != 0) die(EXIT_DATA, "%s %s", flags[i], err);
         removed += k;
     }
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (same_output(paths[i], paths[j]))
+                die(EXIT_USAGE, "%s %s and %s %s are the same file: give each file once", flags[i], paths[i],
+                    flags[j], paths[j]);
     if (removed > 0)
         fprintf(stderr, "%s: removed %d temporary file%s left beside the outputs by a run that was stopped\n",
                 program_name(), removed, removed == 1 ? "" : "s");
@@ -458,10 +492,12 @@ static struct {
     char reference_name[1200];    // what it is, for messages and the pages; "" when there is none
     float *head_means;            // (L, H, hs) each head's mean output over it, or NULL
     Prompt corrupted;             // --patch's corrupted text
+    OutDirLock lock;              // --timeline: the run directory's, while its page is rewritten
 } run;
 
 static void free_run(void) {
     atomic_file_remove_open();
+    out_dir_unlock(&run.lock);
     checkpoint_close(&run.ck);
     vocab_free(&run.vocab);
     free(run.prompt_text);
@@ -502,6 +538,10 @@ static void check_generation_memory(const GPTConfig *c, const Options *o, long t
     plan.generation += (double)o->num_samples * text_len * sizeof(int);
     plan.text = prompt_bytes;
     int t = text_len < c->block_size ? (int)text_len : c->block_size;  // the window recorded
+    char err[ERR_LEN];
+    for (int i = 0; i < o->num_attention; i++)  // an image too large to write, before the model runs
+        if (attention_check_size(o->attention[i], t, c->n_layer, c->n_head, err) != 0)
+            die(EXIT_USAGE, "--attention %s", err);
     if (o->num_attention)  // the copy of the attention, its vectors and head scores, and the logit lens
         plan.generation += attention_record_memory(c, t);
     double files = 0.0;  // written one after another: the largest (a .png's image) at a time
@@ -1028,28 +1068,53 @@ static void timeline_probe_path(const Options *o, char *probe, size_t n) {
             o->timeline);
 }
 
+// --timeline's summary: what the page holds, and what it left out of probe.bin, named as
+// --resume names it.
+static void say_what_the_page_holds(const char *page, const char *probe, const TimelineSummary *s) {
+    printf("%s: %ld probed step%s of %ld in full, %ld of %ld records%s\n", page, s->kept_whole,
+           s->kept_whole == 1 ? "" : "s", s->whole, s->kept, s->records,
+           s->torn_bytes && !s->damage ? "; a torn record at the end of probe.bin left out" : "");
+    stdout_flush_or_die();
+    if (s->damage)
+        fprintf(stderr, "%s: warning: %s: record %ld (at byte %llu) %s: the page holds the %ld records before it and "
+                "leaves out the %llu bytes from there (./train --resume moves such a file aside)\n", program_name(),
+                probe, s->records + 1, (unsigned long long)s->damaged_at, s->damage, s->records,
+                (unsigned long long)s->torn_bytes);
+}
+
 // --timeline RUN_DIR: the run's timeline.html made anew from its probe.bin and log.csv, as
-// ./train writes it at each evaluation (viewer/timeline.h); an existing page needs --force.
+// ./train writes it at each evaluation (viewer/timeline.h), while no run holds the directory's
+// lock (training/out_dir.h; it is held meanwhile), with a log.csv of the same run (the figures
+// of its rows at the probed steps: training/run_log.h); an existing page needs --force.
 static void rebuild_timeline(const Options *o) {
     char probe[4200], log[4200], page[4200], err[ERR_LEN], title[4300];
     timeline_probe_path(o, probe, sizeof(probe));
     snprintf(log, sizeof(log), "%s/log.csv", o->timeline);
     snprintf(page, sizeof(page), "%s/%s", o->timeline, TIMELINE_FILE);
+    int status = out_dir_lock_if_there(o->timeline, &run.lock, err);
+    if (status != 0)
+        die(status, "--timeline %s%s", err, status == EXIT_USAGE ? " (the run rewrites its timeline.html itself)" : "");
+    if (err[0]) fprintf(stderr, "%s: warning: %s\n", program_name(), err);
     refuse_existing("--timeline", page, o->force);
     check_timeline_memory(o, probe);
     int removed;
     if (output_prepare(page, &removed, err) != 0) die(EXIT_DATA, "--timeline %s", err);
     LossHistory losses = {0};
     if (loss_history_read(&losses, log, err) != 0) die(EXIT_DATA, "%s", err);
+    char why[ERR_LEN];
+    int rc = loss_history_check_probe(&losses, probe, why);
+    if (rc != 0) {
+        loss_history_free(&losses);
+        if (rc < 0) die(EXIT_DATA, "%s", why);
+        die(EXIT_DATA, "--timeline %s: %s is not the log of the run probe.bin probed: %s (a log.csv of another run?); "
+            "move it away to make the page without its loss curves", o->timeline, log, why);
+    }
     snprintf(title, sizeof(title), "chargpt: %s", o->timeline);
     TimelineSummary s;
-    int rc = timeline_write(page, probe, losses.points, losses.n, title, TIMELINE_MAX_RECORD_BYTES, o->force, &s, err);
+    rc = timeline_write(page, probe, losses.points, losses.n, title, TIMELINE_MAX_RECORD_BYTES, o->force, &s, err);
     loss_history_free(&losses);
     if (rc != 0) die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "%s", err);
-    printf("%s: %ld probed step%s of %ld in full, %ld of %ld records%s\n", page, s.kept_whole,
-           s.kept_whole == 1 ? "" : "s", s.whole, s.kept, s.records,
-           s.torn_bytes ? "; a torn record at the end of probe.bin left out" : "");
-    stdout_flush_or_die();
+    say_what_the_page_holds(page, probe, &s);
 }
 
 // --timeline RUN_DIR --csv FILE: the heads' scores and importance at every probed step of the
@@ -1071,6 +1136,7 @@ int main(int argc, char **argv) {
     platform_init(argc, argv);
     Options o;
     parse_options(argc, argv, &o);
+    atexit(free_run);
     if (o.timeline) {
         fatal_signals_install(atomic_file_remove_open, 0);  // a killed run leaves no temporary file
         if (o.csv) timeline_csv(&o);
@@ -1078,7 +1144,6 @@ int main(int argc, char **argv) {
         return 0;
     }
     prepare_outputs(&o);  // the files it will write can be written
-    atexit(free_run);
     fatal_signals_install(atomic_file_remove_open, 0);  // a killed run leaves no temporary file
     start_kernels(&o);
     open_checkpoint(&o);

@@ -138,7 +138,9 @@ static void set_option(TrainOptions *o, int c, const char *name, const char *val
         case OPT_SAMPLE_EVERY: o->sample_every = option_long(name, value, 1, TRAIN_MAX_STEPS); break;
         case OPT_NO_PROBE: o->no_probe = 1; break;
         case OPT_PROBE_STEPS:
-            if (strlen(value) >= sizeof(o->probe_steps)) die(EXIT_USAGE, "%s: the list is too long", name);
+            if (strlen(value) >= sizeof(o->probe_steps))
+                die(EXIT_USAGE, "%s: the list is longer than %zu characters: it may hold at most %d steps", name,
+                    sizeof(o->probe_steps) - 1, PROBE_MAX_EARLY);
             strcpy(o->probe_steps, value);
             break;
         case OPT_TASK: snprintf(o->task, sizeof(o->task), "%s", task_name(find_task(value))); break;
@@ -162,6 +164,7 @@ static void parse_options(int argc, char **argv, TrainOptions *o, GivenOptions *
     int task = given_task(argc, argv);
     if (task >= 0) task_recipe((Task)task, o);
     memset(given, 0, sizeof(*given));
+    const char *first_value[OPT_COUNT] = {0};
     opterr = 0;
     int c, index = -1;
     while ((c = getopt_long(argc, argv, ":h", train_long_options, &index)) != -1) {
@@ -174,9 +177,12 @@ static void parse_options(int argc, char **argv, TrainOptions *o, GivenOptions *
             case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", argv[optind - 1]); break;
             default: break;
         }
-        given->given[c] = 1;
         char name[64];
         snprintf(name, sizeof(name), "--%s", train_long_options[index].name);
+        if (given->given[c] && c != OPT_DATA)
+            option_given_twice(name, first_value[c], optarg, "--data may be given once per path");
+        given->given[c] = 1;
+        first_value[c] = optarg;
         set_option(o, c, name, optarg);
     }
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
@@ -325,6 +331,7 @@ int main(int argc, char **argv) {
     plan_memory(r, &plan);                // the memory the run needs, from those sizes,
     say_what_the_run_trains(r);
     check_memory(&plan, &r->o);           // printed and checked before anything is allocated
+    or_die(check_timeline_disk(r, err), err);  // probe.bin's growth against the disk's free space
     or_die(set_up_model(r, err), err);    // the model, its activations, the optimizer, a batch
     say_how_the_run_starts(r);
     int stop = agree();  // every process has its data and memory, or all leave with the failure's status

@@ -33,6 +33,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #endif
 
@@ -525,6 +526,13 @@ long platform_name_max(const char *dir) {
     return n > 0 ? n : 255;
 }
 
+int platform_free_space(const char *path, double *bytes) {
+    struct statvfs fs;
+    if (statvfs(path, &fs) != 0) return -1;
+    *bytes = (double)fs.f_bavail * (double)fs.f_frsize;
+    return 0;
+}
+
 int platform_real_path(const char *path, char *out, size_t size) {
     char resolved[PATH_MAX];
     if (!realpath(path, resolved)) return -1;
@@ -985,6 +993,15 @@ int platform_make_dir(const char *path) {
 }
 
 long platform_name_max(const char *dir) { return 255; }  // UTF-16 units: at least as many bytes of UTF-8
+
+int platform_free_space(const char *path, double *bytes) {
+    wchar_t wide[WIDE_PATH];
+    ULARGE_INTEGER available;
+    if (to_wide(path, wide) != 0) return -1;
+    if (!GetDiskFreeSpaceExW(wide, &available, NULL, NULL)) return failed();
+    *bytes = (double)available.QuadPart;
+    return 0;
+}
 
 // GetFullPathNameW of a path that exists (Windows's links are left as they are).
 int platform_real_path(const char *path, char *out, size_t size) {

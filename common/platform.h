@@ -183,6 +183,10 @@ int platform_remove_file(const char *path);
 int platform_make_dir(const char *path);
 // The longest name an entry of dir may have, in bytes (NAME_MAX: 255 on the usual file systems).
 long platform_name_max(const char *dir);
+// The bytes this user may still write on the file system that holds path, an existing file or
+// directory (statvfs's f_bavail blocks; Windows: GetDiskFreeSpaceExW's free bytes available to
+// the caller). Returns 0, or -1 with errno.
+int platform_free_space(const char *path, double *bytes);
 // The absolute path of the existing path, links resolved, '/' between its directories, into
 // out (size bytes). Returns 0, or -1 with errno.
 int platform_real_path(const char *path, char *out, size_t size);

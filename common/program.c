@@ -75,6 +75,12 @@ double option_double(const char *flag, const char *s, double min, double max, in
     return v;
 }
 
+void option_given_twice(const char *flag, const char *first, const char *second, const char *again) {
+    if (first && second)
+        die(EXIT_USAGE, "%s is given twice ('%s', then '%s'): give each option once (%s)", flag, first, second, again);
+    die(EXIT_USAGE, "%s is given twice: give each option once (%s)", flag, again);
+}
+
 int stdout_flush(char err[ERR_LEN]) {
     errno = 0;
     if (fflush(stdout) == 0 && !ferror(stdout)) return 0;

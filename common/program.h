@@ -29,6 +29,11 @@ void die_meets_others(DieMeeting *meet);
 // as a person would: "2000", "2e3", "1.5e3" (see whole_number_parse).
 long option_long(const char *flag, const char *s, long min, long max);
 double option_double(const char *flag, const char *s, double min, double max, int max_inclusive);
+// An option given a second time (the programs' rule: each option once, but those that add a
+// value each time they are given): die(EXIT_USAGE) naming it, with its two values (first and
+// second, NULL for a flag's) and `again`, what may be given again ("--data may be given once
+// per path").
+_Noreturn void option_given_twice(const char *flag, const char *first, const char *second, const char *again);
 // Reads the whole number s spells, in decimal alone: digits, or digits with a fraction or an
 // exponent whose value is a whole number within long's range ("0x10", "inf", " 16" are no
 // numbers: option_double takes the same decimal forms). Returns 0 with *value; -1

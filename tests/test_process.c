@@ -285,7 +285,7 @@ int test_system_has(TestFeature feature) {
     switch (feature) {
         case TEST_FIFOS: case TEST_SYMLINKS: case TEST_TERMINALS: case TEST_FILE_SIZE_LIMIT: case TEST_HANG_UPS:
         case TEST_MAKE_INSTALL: case TEST_TERMINATE_REQUESTS: case TEST_BYTE_ARGUMENTS: case TEST_LONG_PATHS:
-        case TEST_ANY_NAMES: return 1;
+        case TEST_ANY_NAMES: case TEST_FORK: return 1;
         case TEST_PROC_DIR: return access("/proc", F_OK) == 0;
         case TEST_FULL_DEVICE: return access("/dev/full", W_OK) == 0;
         case TEST_READ_ONLY_DIRS: return geteuid() != 0;  // root writes into a directory of mode 0555
@@ -299,6 +299,26 @@ const char *test_device(void) { return "/dev/zero"; }
 int test_make_fifo(const char *path) {
     unlink(path);
     return mkfifo(path, 0600);
+}
+
+// Opened for reading and writing (which Linux and macOS give a FIFO without waiting), the
+// FIFO has a writer from the start; FIONREAD says when its bytes have been read.
+int test_fifo_feed(const char *path, const char *text, double timeout_s) {
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return -1;
+    size_t len = strlen(text);
+    if (write(fd, text, len) != (long)len) {
+        close(fd);
+        return -1;
+    }
+    for (double waited = 0; waited < timeout_s; waited += 0.005) {
+        int unread = 0;
+        if (ioctl(fd, FIONREAD, &unread) != 0 || unread == 0) return fd;
+        usleep(5000);
+    }
+    close(fd);
+    errno = ETIMEDOUT;
+    return -1;
 }
 
 int test_make_symlink(const char *target, const char *path) { return symlink(target, path); }
@@ -593,6 +613,11 @@ const char *test_null_device(void) { return "NUL"; }
 const char *test_device(void) { return "NUL"; }
 
 int test_make_fifo(const char *path) {
+    errno = ENOTSUP;
+    return -1;
+}
+
+int test_fifo_feed(const char *path, const char *text, double timeout_s) {
     errno = ENOTSUP;
     return -1;
 }

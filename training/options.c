@@ -74,7 +74,7 @@ static void usage_data_and_output(FILE *f, const TrainOptions *d) {
     fprintf(f,
             "usage: %s [options]\n"
             "Trains a character-level GPT on a text corpus: files (plain or gzip), directories of\n"
-            "them, or standard input.\n\n"
+            "them, or standard input. Each option is given once; --data may be given once per path.\n\n"
             "data and output:\n"
             "  --data PATH          what to train on, given once or more: a file (plain text or\n"
             "                       gzip; a pipe too), a directory (every file under it, in the byte\n"
@@ -189,8 +189,9 @@ static void usage_model_and_training(FILE *f, const TrainOptions *d) {
             "                       off); 0 = wait without limit (default %g)\n"
             "the timeline (the run's probe.bin and timeline.html, a page that shows the model learn):\n"
             "  --probe FILE         the passage run through the model at each evaluation, its first\n"
-            "                       block-size + 1 characters (default: that many of the validation\n"
-            "                       split, from the start of its first whole line)\n"
+            "                       block-size + 1 characters, read as the corpus is (--encoding,\n"
+            "                       --keep-cr) (default: that many of the validation split, from the\n"
+            "                       start of its first whole line)\n"
             "  --sample-prompt TEXT the prompt of the samples (default: the passage's first line)\n"
             "  --sample-chars N     characters of each sample, printed under the progress at each\n"
             "                       evaluation and kept for the timeline; 0 = none (default %d)\n"
@@ -419,13 +420,14 @@ static void init_from_options(const Checkpoint *ck, TrainOptions *o, const Given
 // ----------------------------------------------------------------------------
 // the set-up
 
-// Before anything in the output directory is read or written (rank 0): it exists and this run
-// holds its lock (training/out_dir.h); a file system without locks is a warning. A --resume of
-// a checkpoint that does not exist locks nothing (checkpoint_open says why next). Returns 0,
-// or the exit status with err.
+// Before anything in the output directory is read (rank 0): when it and its lock file are
+// there, this run holds the lock (training/out_dir.h: nothing is created until the run is
+// accepted, start_out_dir); a file system without locks is a warning. A --resume of a
+// checkpoint that does not exist locks nothing (checkpoint_open says why next). Returns 0, or
+// the exit status with err.
 static int lock_out_dir(const TrainOptions *o, OutDirLock *lock, char err[ERR_LEN]) {
     if (o->resume[0] && access(o->resume, F_OK) != 0) return 0;
-    int status = out_dir_lock(o->out, lock, err);
+    int status = out_dir_lock_if_there(o->out, lock, err);
     if (status != 0) return status;
     if (err[0]) fprintf(stderr, "%s: warning: %s\n", program_name(), err);
     return 0;

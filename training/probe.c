@@ -44,7 +44,8 @@ static int encode_chars(const Vocab *vocab, const uint32_t *chars, int n, int32_
 static int passage_from_file(ProbeHeader *h, const ProbeSetup *s, const Vocab *vocab, int block_size,
                              uint32_t **chars, char err[ERR_LEN]) {
     Corpus text;
-    int rc = corpus_load(s->probe_path, s->keep_cr, PROBE_FILE_MAX_CHARS, &text, err);
+    TextOptions read_as = {.keep_cr = s->keep_cr, .encoding = s->encoding, .noun = "--probe passage"};
+    int rc = corpus_load_as(s->probe_path, &read_as, PROBE_FILE_MAX_CHARS, &text, err);
     if (rc == -2) snprintf(err, ERR_LEN, "--probe %s: more than %d characters", s->probe_path, PROBE_FILE_MAX_CHARS);
     if (rc != 0) return -1;
     if (text.len < 2) {
@@ -423,7 +424,7 @@ int run_probe_prepare(RunProbe *rp, const TrainOptions *o, const GPTConfig *c, c
         return rc;
     }
     ProbeSetup setup = {o->probe[0] ? o->probe : NULL, o->sample_prompt, o->sample_chars, o->seed,
-                        SAMPLE_TEMPERATURE, o->keep_cr};
+                        SAMPLE_TEMPERATURE, o->keep_cr, o->encoding};
     rc = probe_header_make(&rp->header, &setup, c, vocab, ds, err);
     if (rc != 0) {
         rp->active = 0;
@@ -438,19 +439,46 @@ double run_probe_memory(const RunProbe *rp, const GPTConfig *c) {
     return rp->active ? probe_memory(c, &rp->header) : 0.0;
 }
 
+// The probes a run from `step` to last_step makes, and the bytes they (and the samples between
+// them, at most one a --sample-every step) add to the probe file.
+static long planned_probes(const RunProbe *rp, long step, long last_step, long eval_every, int from_start,
+                           double *bytes) {
+    long probes = from_start + events_left(step, last_step, eval_every) +
+                  probe_schedule_left(&rp->schedule, step, last_step, eval_every);
+    long samples = rp->sample_every && rp->header.sample_chars ? events_left(step, last_step, rp->sample_every) : 0;
+    *bytes = (double)probes * (probe_record_bytes(&rp->header) + 8) +
+             (double)samples * (probe_light_bytes(&rp->header) + 8);
+    return probes;
+}
+
 void run_probe_plan(const RunProbe *rp, long step, long last_step, long eval_every, int from_start, char *text,
                     size_t size) {
     text[0] = '\0';
     if (!rp->active) return;
-    long probes = from_start + events_left(step, last_step, eval_every) +
-                  probe_schedule_left(&rp->schedule, step, last_step, eval_every);
+    double bytes;
+    long probes = planned_probes(rp, step, last_step, eval_every, from_start, &bytes);
     if (probes == 0) return;  // none to come
-    char when[600], bytes[32];
+    char when[600], size_text[32];
     probe_schedule_describe(&rp->schedule, from_start, step, eval_every, when, sizeof(when));
-    format_bytes((double)probes * (probe_record_bytes(&rp->header) + 8), bytes, sizeof(bytes));
+    format_bytes(bytes, size_text, sizeof(size_text));
     snprintf(text, size, "timeline: probes %s%s and the last: %ld probe%s, %s of probe.bin%s",
-             isdigit((unsigned char)when[0]) ? "at steps " : "", when, probes, probes == 1 ? "" : "s", bytes,
+             isdigit((unsigned char)when[0]) ? "at steps " : "", when, probes, probes == 1 ? "" : "s", size_text,
              rp->sample_every ? " (and the samples between them)" : "");
+}
+
+int run_probe_check_disk(const RunProbe *rp, long step, long last_step, long eval_every, int from_start,
+                         double free_bytes, const char *dir, char err[ERR_LEN]) {
+    if (!rp->active) return 0;
+    double bytes;
+    long probes = planned_probes(rp, step, last_step, eval_every, from_start, &bytes);
+    if (bytes <= free_bytes) return 0;
+    char need[32], have[32];
+    format_bytes(bytes, need, sizeof(need));
+    format_bytes(free_bytes, have, sizeof(have));
+    snprintf(err, ERR_LEN, "the timeline's %ld probes would add %s to %s/%s, more than the %s free on the disk that "
+             "holds it: probe less often (a larger --eval-every; --probe-steps none), or give --no-probe", probes,
+             need, dir, PROBE_FILE, have);
+    return -2;
 }
 
 // The lines of message saying what run_probe_open found in the file it continues.

@@ -74,6 +74,7 @@ typedef struct {
     uint64_t seed;              // the run's: the repeated sequence's and the samples'
     float temperature;          // the samples' (./generate's default)
     int keep_cr;                // --keep-cr: a --probe file's CR characters are kept, as the corpus's
+    TextEncoding encoding;      // --encoding: a --probe file's, as the corpus's
 } ProbeSetup;
 
 // Fills h (allocating its arrays) for a new run of a model of config c on vocab: what is
@@ -162,9 +163,14 @@ int run_probe_prepare(RunProbe *rp, const TrainOptions *o, const GPTConfig *c, c
 double run_probe_memory(const RunProbe *rp, const GPTConfig *c);
 // What the probe will do in a run from `step` to last_step with an evaluation every eval_every
 // steps (and step 0's probe when from_start), for the run's first lines: "probes at steps 0, 10,
-// 20, 50, 100, 200 and every 250: 15 probes, about 12.7 MiB of probe.bin" ("" when inactive).
+// 20, 50, 100, 200 and every 250: 15 probes, about 12.7 MiB of probe.bin" ("" when inactive;
+// with --sample-every, the samples between the probes are in the bytes).
 void run_probe_plan(const RunProbe *rp, long step, long last_step, long eval_every, int from_start, char *text,
                     size_t size);
+// Refuses (-2 with err) a plan whose probes (run_probe_plan's) would add more to the probe file
+// in dir than the free_bytes its disk has; 0 when it fits or the probe is inactive.
+int run_probe_check_disk(const RunProbe *rp, long step, long last_step, long eval_every, int from_start,
+                         double free_bytes, const char *dir, char err[ERR_LEN]);
 // Opens the probe file for a run at `step` of model, writing what it did into message (or "").
 // Returns 0, or -1 with err.
 int run_probe_open(RunProbe *rp, GPT *model, long step, char *message, size_t size, char err[ERR_LEN]);

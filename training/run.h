@@ -72,8 +72,9 @@ typedef struct {
 
 // training/options.c: the run's options. A resumed run's are its checkpoint's (with those
 // --resume may change), a fine-tuning run's model is its checkpoint's; the run's identity
-// (training/run_state.h) is its checkpoint's when it resumes one that has it, else new. --out
-// is locked (rank 0) before the checkpoint is read.
+// (training/run_state.h) is its checkpoint's when it resumes one that has it, else new. --out's
+// lock is taken (rank 0) before the checkpoint is read when its file is there; nothing is
+// created.
 int set_up_options(Run *r, char err[ERR_LEN]);
 // training/out_dir.c: before any work (rank 0), what the run will do to --out is planned,
 // nothing changed yet.
@@ -102,6 +103,10 @@ void plan_memory(const Run *r, GPTMemoryPlan *plan);
 // training/run_report.c: what the run trains: its text, vocabulary and splits (or its task),
 // the model and its precision, and its processes and micro-batches.
 void say_what_the_run_trains(const Run *r);
+// training/out_dir.c: what the timeline adds to probe.bin (training/probe.h), within the free
+// space of the disk that will hold --out (rank 0), checked as the memory is, before anything is
+// written.
+int check_timeline_disk(Run *r, char err[ERR_LEN]);
 // training/run_model.c: the model (the checkpoint's, or new weights from the seed), its
 // activations, the optimizer and the batch; failing to allocate what the plan allowed is
 // also "too large".
@@ -110,9 +115,10 @@ int set_up_model(Run *r, char err[ERR_LEN]);
 // rate does over the run's steps, with a warning when the run ends inside its warm-up, and
 // what the timeline will probe.
 void say_how_the_run_starts(const Run *r);
-// training/out_dir.c: once every check has passed: --out changed as planned, log.csv and
-// probe.bin opened (rank 0; a resumed run's rows and records after its step dropped), and the
-// loss plot's points so far read.
+// training/out_dir.c: once every check has passed: --out made and locked when it had no lock
+// to take (and planned once more under the lock), changed as planned, log.csv and probe.bin
+// opened (rank 0; a resumed run's rows and records after its step dropped), and the loss
+// plot's points so far read.
 int start_out_dir(Run *r, char err[ERR_LEN]);
 // training/run_report.c: the report's counts and the run's clock start; whether the progress
 // line is rewritten in place (standard output a terminal, one process).

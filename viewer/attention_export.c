@@ -31,12 +31,33 @@ int attention_check_path(const char *path, char err[ERR_LEN]) {
     return -2;
 }
 
-double attention_export_memory(const char *path, int t, int n_layer, int n_head) {
-    if (writer_for_extension(platform_path_extension(path)) != attention_write_png) return 0.0;
+// The layout of path's .png image for t characters; 1 when path is a .png whose image fits.
+static int png_fits(int t, int n_layer, int n_head, PngLayout *p) {
     Attention a = {.t = t, .n_layer = n_layer, .n_head = n_head};
+    attention_png_layout(&a, p);
+    return p->width <= ATTENTION_PNG_MAX_SIDE && p->height <= ATTENTION_PNG_MAX_SIDE;
+}
+
+int attention_check_size(const char *path, int t, int n_layer, int n_head, char err[ERR_LEN]) {
+    PngLayout p, smaller;
+    if (writer_for_extension(platform_path_extension(path)) != attention_write_png || png_fits(t, n_layer, n_head, &p))
+        return 0;
+    int fits = t - 1;  // the image shrinks with the text (cells grow as panels shrink, but not past 8 pixels)
+    while (fits > 0 && !png_fits(fits, n_layer, n_head, &smaller)) fits--;
+    if (fits > 0)
+        snprintf(err, ERR_LEN, "%s: %d characters over %d layers x %d heads make a %ld x %ld image, past the %d "
+                 "pixels a side it may have: record at most %d characters, or write .html, .json or .csv", path, t,
+                 n_layer, n_head, p.width, p.height, ATTENTION_PNG_MAX_SIDE, fits);
+    else
+        snprintf(err, ERR_LEN, "%s: %d layers x %d heads make an image past the %d pixels a side it may have, "
+                 "whatever the text: write .html, .json or .csv", path, n_layer, n_head, ATTENTION_PNG_MAX_SIDE);
+    return -2;
+}
+
+double attention_export_memory(const char *path, int t, int n_layer, int n_head) {
     PngLayout p;
-    attention_png_layout(&a, &p);
-    if (p.width > ATTENTION_PNG_MAX_SIDE || p.height > ATTENTION_PNG_MAX_SIDE) return 0.0;
+    if (writer_for_extension(platform_path_extension(path)) != attention_write_png || !png_fits(t, n_layer, n_head, &p))
+        return 0.0;
     double pixels = 3.0 * p.width * p.height, rows = pixels + p.height;
     return pixels + rows + (double)compressBound((uLong)rows);
 }

@@ -158,10 +158,16 @@ typedef struct {
 // Returns 0 when the extension names a format, else -2 with err (checked before any work).
 int attention_check_path(const char *path, char err[ERR_LEN]);
 
+// Returns 0 when the file at path (by its extension) can be written for t characters over
+// n_layer x n_head heads, else -2 with err: a .png whose image would be past
+// ATTENTION_PNG_MAX_SIDE pixels a side (err says its size and the most characters that fit),
+// checked before the model runs.
+int attention_check_size(const char *path, int t, int n_layer, int n_head, char err[ERR_LEN]);
+
 // The memory writing path (by its extension) takes for t characters over n_layer x n_head
 // heads, besides the weights themselves: the .png's image (its pixels, their rows as PNG
 // filters them and the compressed copy), 0 for the formats written as they are made (.json,
-// .csv, .html) and for an image too large to write (refused before anything is allocated).
+// .csv, .html) and for an image too large to write (refused by attention_check_size).
 double attention_export_memory(const char *path, int t, int n_layer, int n_head);
 
 // Writes a to `path` atomically: over a file there when replace is 1, else only while nothing

@@ -81,7 +81,8 @@ static void select_records(Selection *s, const uint8_t *whole, const ProbeHeader
 
 // Pass one over the probe file: which records are probes, and the selection. Returns 0, or
 // -1 with err.
-static int plan_page(const char *probe_path, double budget, Selection *s, uint64_t *torn, char err[ERR_LEN]) {
+static int plan_page(const char *probe_path, double budget, Selection *s, TimelineSummary *summary,
+                     char err[ERR_LEN]) {
     memset(s, 0, sizeof(*s));
     FILE *fp = input_file_fopen(probe_path, 0, NULL, err);
     if (!fp) return -1;
@@ -111,7 +112,9 @@ static int plan_page(const char *probe_path, double budget, Selection *s, uint64
     }
     if (got < 0) rc = -1;
     if (rc == 0) {
-        *torn = r.torn_bytes;
+        summary->torn_bytes = r.torn_bytes;
+        summary->damage = r.damage;
+        summary->damaged_at = r.offset;
         s->keep = malloc((size_t)s->records + 1);
         if (s->keep) select_records(s, whole, &r.header, budget);
         else rc = -1, snprintf(err, ERR_LEN, "out of memory for the timeline of %ld records", s->records);
@@ -358,8 +361,7 @@ int timeline_write(const char *path, const char *probe_path, const LossPoint *po
                    double budget, int replace, TimelineSummary *summary, char err[ERR_LEN]) {
     memset(summary, 0, sizeof(*summary));
     Selection s;
-    uint64_t torn = 0;
-    if (plan_page(probe_path, budget, &s, &torn, err) != 0) return -1;
+    if (plan_page(probe_path, budget, &s, summary, err) != 0) return -1;
     FILE *in = input_file_fopen(probe_path, 0, NULL, err);
     ProbeReader r;
     if (!in || probe_reader_open(&r, in, probe_path, err) != 0) {
@@ -389,12 +391,14 @@ int timeline_write(const char *path, const char *probe_path, const LossPoint *po
         rc = write_kept(f.fp, "records", probe_path, &s, write_payload, NULL, err);
         if (rc == 0) rc = write_kept(f.fp, "labels", probe_path, &s, write_labels, &chances, err);
         fprintf(f.fp, ",\"summary\":{\"records\":%ld,\"whole\":%ld,\"kept\":%ld,\"kept_whole\":%ld,\"torn_bytes\":%llu,"
-                "\"budget\":%.0f}}", s.records, s.whole, s.kept, s.kept_whole, (unsigned long long)torn, budget);
+                "\"budget\":%.0f}}", s.records, s.whole, s.kept, s.kept_whole,
+                (unsigned long long)summary->torn_bytes, budget);
         write_until_mark(f.fp, rest, "@END@");
         if (rc == 0) rc = replace ? atomic_file_commit(&f, err) : atomic_file_commit_new(&f, err);
         else atomic_file_abort(&f);
     }
-    *summary = (TimelineSummary){s.records, s.whole, s.kept, s.kept_whole, torn, s.kept_whole};
+    summary->records = s.records, summary->whole = s.whole, summary->kept = s.kept;
+    summary->kept_whole = summary->steps = s.kept_whole;
     probe_reader_close(&r);
     fclose(in);
     free(s.keep);
