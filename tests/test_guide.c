@@ -453,10 +453,15 @@ TEST(guide_debugger_backtrace_is_the_hops) {
     TestSpawn how = {.out_path = log, .cwd = dir, .search_path = 1};
     TestRun run = test_run_spawned(argv, &how, 600);
     for (int i = 0; i < r.n_env; i++) test_set_env(r.env[i], had[i] ? saved[i] : NULL);
-    char frames[MAX_FRAMES][128];
+    char frames[MAX_FRAMES][128], breakpoint[160];
     int n_frames = backtrace_names(run.output, frames);
-    char breakpoint[160];
     snprintf(breakpoint, sizeof(breakpoint), "Breakpoint 1, %s (", hops[n_hops - 1]);
+    if (!strstr(run.output, breakpoint) && strstr(run.output, "Operation not permitted")) {
+        test_skip("gdb cannot trace a process here (a container that does not permit ptrace)");
+        test_run_free(&run);
+        free(r.after);
+        return;
+    }
     if (CHECK(run.status == 0 && strstr(run.output, breakpoint) && n_frames > 0,
               "gdb did not stop at the breakpoint in %s (exit status %d): %s", hops[n_hops - 1], run.status,
               run.output)) {
