@@ -389,6 +389,35 @@ static int gdb_runs(void) {
     return end.status == 0;
 }
 
+// Runs the recipe r under gdb -batch in directory dir (where the run's --out goes), with the
+// recipe's environment and its program's path made absolute; gdb's output is the run's.
+static TestRun run_under_gdb(Recipe *r, const char *dir) {
+    char cwd[1024], program[2048], log[600];
+    if (!getcwd(cwd, sizeof(cwd))) cwd[0] = '\0';
+    snprintf(program, sizeof(program), "%s/%s", cwd, r->words[0]);
+    snprintf(log, sizeof(log), "%s/gdb.txt", dir);
+    const char *argv[TEST_MAX_ARGS];
+    int n = 0;
+    argv[n++] = "gdb", argv[n++] = "-batch", argv[n++] = "-nx";
+    for (int i = 0; i < r->n_commands && n + 2 < TEST_MAX_ARGS; i++) argv[n++] = "-ex", argv[n++] = r->commands[i];
+    argv[n++] = "--args", argv[n++] = program;
+    for (int i = 1; i < r->n_args && n < TEST_MAX_ARGS - 1; i++) argv[n++] = r->words[i];
+    argv[n] = NULL;
+    char saved[4][256] = {{0}};
+    int had[4] = {0};
+    for (int i = 0; i < r->n_env; i++) {  // CHARGPT_KERNELS=plain: set for gdb, which passes it on
+        char *eq = strchr(r->env[i], '=');
+        *eq = '\0';
+        const char *old = getenv(r->env[i]);
+        if ((had[i] = old != NULL)) snprintf(saved[i], sizeof(saved[i]), "%s", old);
+        test_set_env(r->env[i], eq + 1);
+    }
+    TestSpawn how = {.out_path = log, .cwd = dir, .search_path = 1};
+    TestRun run = test_run_spawned(argv, &how, 600);
+    for (int i = 0; i < r->n_env; i++) test_set_env(r->env[i], had[i] ? saved[i] : NULL);
+    return run;
+}
+
 // The guide's recipe, run as it says under gdb -batch on the debug build (`make test` builds it
 // and names its directory in CHARGPT_DEBUG_BIN), stops in the plain kernels' linear_forward
 // with a backtrace that is exactly the guide's hops, main to the multiply-add, and frames the
@@ -422,42 +451,25 @@ TEST(guide_debugger_backtrace_is_the_hops) {
     }
     char where[64];
     snprintf(where, sizeof(where), "%s/", bin);
-    char cwd[1024], program[2048];
     CHECK(strncmp(r.words[0], where, strlen(where)) == 0, "the recipe runs %s, not a program of the debug build in %s",
           r.words[0], bin);
     CHECK(strncmp(r.commands[0], "break ", 6) == 0 && strcmp(r.commands[0] + 6, hops[n_hops - 1]) == 0,
           "the recipe's first command, '%s', is not a breakpoint in the last hop, %s", r.commands[0], hops[n_hops - 1]);
-    // gdb in a directory of its own (the run's --out goes there), on the program's absolute path
-    char dir[512], log[600];
-    if (!getcwd(cwd, sizeof(cwd)) || !test_fresh_dir(dir, sizeof(dir), "tests/tmp", "guide_debugger")) {
+    char dir[512];
+    if (!test_fresh_dir(dir, sizeof(dir), "tests/tmp", "guide_debugger")) {
         free(r.after);
         return;
     }
-    snprintf(program, sizeof(program), "%s/%s", cwd, r.words[0]);
-    snprintf(log, sizeof(log), "%s/gdb.txt", dir);
-    const char *argv[TEST_MAX_ARGS];
-    int n = 0;
-    argv[n++] = "gdb", argv[n++] = "-batch", argv[n++] = "-nx";
-    for (int i = 0; i < r.n_commands && n + 2 < TEST_MAX_ARGS; i++) argv[n++] = "-ex", argv[n++] = r.commands[i];
-    argv[n++] = "--args", argv[n++] = program;
-    for (int i = 1; i < r.n_args && n < TEST_MAX_ARGS - 1; i++) argv[n++] = r.words[i];
-    argv[n] = NULL;
-    char saved[4][256] = {{0}};
-    int had[4] = {0};
-    for (int i = 0; i < r.n_env; i++) {  // the recipe's environment (CHARGPT_KERNELS=plain), for gdb's run
-        char *eq = strchr(r.env[i], '=');
-        *eq = '\0';
-        const char *old = getenv(r.env[i]);
-        if ((had[i] = old != NULL)) snprintf(saved[i], sizeof(saved[i]), "%s", old);
-        test_set_env(r.env[i], eq + 1);
-    }
-    TestSpawn how = {.out_path = log, .cwd = dir, .search_path = 1};
-    TestRun run = test_run_spawned(argv, &how, 600);
-    for (int i = 0; i < r.n_env; i++) test_set_env(r.env[i], had[i] ? saved[i] : NULL);
-    char frames[MAX_FRAMES][128];
+    TestRun run = run_under_gdb(&r, dir);
+    char frames[MAX_FRAMES][128], breakpoint[160];
     int n_frames = backtrace_names(run.output, frames);
-    char breakpoint[160];
     snprintf(breakpoint, sizeof(breakpoint), "Breakpoint 1, %s (", hops[n_hops - 1]);
+    if (!strstr(run.output, breakpoint) && strstr(run.output, "Operation not permitted")) {
+        test_skip("gdb cannot trace a process here (a container that does not permit ptrace)");
+        test_run_free(&run);
+        free(r.after);
+        return;
+    }
     if (CHECK(run.status == 0 && strstr(run.output, breakpoint) && n_frames > 0,
               "gdb did not stop at the breakpoint in %s (exit status %d): %s", hops[n_hops - 1], run.status,
               run.output)) {
