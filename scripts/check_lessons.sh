@@ -5,7 +5,7 @@
 # with the repository's programs, in one scratch directory (WORK, default tests/tmp/lessons),
 # where every out/ and page lands: a lesson that reads an earlier lesson's run finds it there,
 # and one that writes over an earlier lesson's file fails as it would for the learner. Every
-# ./train gets the shortening options after its own (the later option wins): fewer steps, and
+# ./train gets the shortening options in place of its own of the same names: fewer steps, and
 # an evaluation within them so that the timeline has a step to show. The text a lesson trains
 # on of your own (my-book.txt) is, here, the repository's docs one after the other. Every
 # command must exit 0, and every lesson must have one; the induction lesson's timeline is then
@@ -38,8 +38,15 @@ lesson() {
     while IFS= read -r line; do
         n=$((n + 1))
         line=${line%%  #*}  # a comment after the command
-        local program=${line%% *} extra=""
-        [ "$program" = ./train ] && extra=" $*"
+        local program=${line%% *} extra="" option
+        if [ "$program" = ./train ]; then
+            extra=" $*"
+            # an option given once (./train refuses one given twice): the shortening's value
+            # stands for the lesson's own
+            for option in "$@"; do
+                case $option in --*) line=$(sed -E "s/ $option( [^ -][^ ]*)?( |$)/\2/" <<<"$line") ;; esac
+            done
+        fi
         echo "check_lessons: $name: $line$extra" | cut -c1-160
         if ! (cd "$dir" && eval "$root/${program#./}${line#"$program"}$extra") >"$dir/logs/$name.$n.log" 2>&1; then
             echo "check_lessons: $name: '$line' failed:" >&2
