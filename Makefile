@@ -4,11 +4,11 @@
 # chargpt-train and chargpt-generate under PREFIX (default /usr/local; DESTDIR is honoured).
 # The kernels' backends (kernels/backend.h) are each compiled with their instruction set's
 # flags (ISA_FLAGS_* below), and the program picks the fastest the CPU runs when it starts
-# (CHARGPT_KERNELS=portable|avx2|avx512|avx512_bf16 forces one, CHARGPT_KERNELS=plain the
-# textbook loops of kernels/plain.c). Everything else is compiled
-# with MARCH, by default the architecture's baseline (x86-64), so that the programs run on
-# any CPU of it; `make MARCH=-march=native` builds for this machine alone (use `make clean`
-# when changing it).
+# (CHARGPT_KERNELS=portable|avx2|avx512|avx512_bf16 on x86-64, portable|neon|neon_bf16 on
+# AArch64, forces one; CHARGPT_KERNELS=plain the textbook loops of kernels/plain.c). Everything
+# else is compiled with MARCH, by default the architecture's baseline (x86-64), so that the
+# programs run on any CPU of it; `make MARCH=-march=native` builds for this machine alone (use
+# `make clean` when changing it).
 #
 # `make sanitize` builds everything with AddressSanitizer (and LeakSanitizer) and
 # UndefinedBehaviorSanitizer into build-sanitize/ and runs the whole test suite there; the
@@ -138,7 +138,7 @@ BIN ?= .
 TEST_RUNNER ?= tests/run_tests$(EXE)
 
 LIB_SRC := $(wildcard common/*.c) $(filter-out $(OTHER_ARCH_KERNELS),$(wildcard kernels/*.c)) $(wildcard model/*.c) $(wildcard format/*.c) $(wildcard generation/*.c) $(wildcard data/*.c) \
-           $(wildcard viewer/*.c) $(wildcard training/*.c) $(wildcard dist/*.c)
+           $(wildcard analysis/*.c) $(wildcard viewer/*.c) $(wildcard training/*.c) $(wildcard dist/*.c)
 TEST_SRC := $(wildcard tests/*.c) $(wildcard tests/fuzz/fuzz_*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)

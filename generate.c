@@ -26,20 +26,24 @@
 #include "common/program.h"
 #include "data/corpus.h"
 #include "data/encoding.h"
-#include "data/utf8.h"
+#include "common/utf8.h"
 #include "data/vocab.h"
 #include "format/atomic_file.h"
 #include "format/checkpoint.h"
 #include "format/output.h"
+#include "format/probe_csv.h"
 #include "generation/attention_record.h"
 #include "generation/decoder.h"
 #include "generation/prompt.h"
 #include "generation/score.h"
+#include "generation/score_progress.h"
 #include "generation/surprisal_csv.h"
+#include "generation/task_score.h"
 #include "kernels/kernels.h"
 #include "model/gpt.h"
 #include "training/progress.h"
 #include "training/run_log.h"
+#include "training/run_state.h"
 #include "viewer/attention_export.h"
 #include "viewer/timeline.h"
 
@@ -58,6 +62,8 @@ typedef struct {
     const char *score;        // text to score ("-" for stdin), or NULL
     const char *surprisal;    // with score: the per-character CSV, or NULL
     const char *ablate;       // --ablate L.H[,L.H...]: the heads knocked out, or NULL
+    int score_task;           // --score-task: the task's validation split scored
+    long rows;                // --rows: its rows scored (0: as many as the run's evaluations read)
     char sampling_flag[40];   // the first option given that only sampling uses, or ""
     long max_new;
     SamplerConfig sampler;
@@ -72,6 +78,7 @@ typedef struct {
     TextEncoding encoding;    // of the text --score reads
     int encoding_given;
     const char *timeline;     // --timeline RUN_DIR: rebuild its timeline.html, or NULL
+    const char *csv;          // --csv FILE: with --timeline, its heads' scores as CSV instead
     int force;                // --force: the files written may replace files that are there
     char other_flag[40];      // the first option given that --timeline does not take, or ""
 } Options;
@@ -118,6 +125,12 @@ static void usage(FILE *f) {
             "                         stdin) in nats and bits per character and as perplexity, each\n"
             "                         character after the first predicted from the ones before it\n"
             "                         through the window --stride gives\n"
+            "      --score-task       for a model of ./train --task: score the task's validation split\n"
+            "                         as the run's evaluations read it, on what can be predicted (the\n"
+            "                         repeated half, the answer) and on every character, in bits per\n"
+            "                         character, with the share of the predictable ones it gets right\n"
+            "      --rows N           with --score-task: score the split's first N rows of block_size + 1\n"
+            "                         characters (default: the rows the run's evaluations read)\n"
             "      --encoding E       with --score: the text's encoding, utf-8, latin-1 or cp1252\n"
             "                         (default utf-8)\n"
             "      --surprisal FILE   with --score: write one CSV row per scored character (position,\n"
@@ -140,6 +153,8 @@ static void usage(FILE *f) {
             "      --timeline RUN_DIR rebuild RUN_DIR/timeline.html, the page of a training run, from its\n"
             "                         probe.bin and log.csv (a run copied from elsewhere); no CKPT;\n"
             "                         --max-memory bounds it too\n"
+            "      --csv FILE         with --timeline: write every head's scores and importance at every\n"
+            "                         probed step of RUN_DIR/probe.bin to FILE as CSV, not the page\n"
             "      --force            replace files that are there already (--attention, --surprisal,\n"
             "                         --timeline's page); without it they are refused\n"
             "  -h, --help             show this help\n"
@@ -152,7 +167,8 @@ static void usage(FILE *f) {
 
 enum {
     OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY, OPT_STRIDE, OPT_NUM_SAMPLES,
-    OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE, OPT_ABLATE,
+    OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE, OPT_ABLATE, OPT_SCORE_TASK,
+    OPT_ROWS, OPT_CSV,
 };
 
 // Options that only generating text uses (--score refuses them).
@@ -178,6 +194,8 @@ static const struct option long_options[] = {
     {"encoding", required_argument, 0, OPT_ENCODING},
     {"timeline", required_argument, 0, OPT_TIMELINE}, {"force", no_argument, 0, OPT_FORCE},
     {"ablate", required_argument, 0, OPT_ABLATE},
+    {"score-task", no_argument, 0, OPT_SCORE_TASK}, {"rows", required_argument, 0, OPT_ROWS},
+    {"csv", required_argument, 0, OPT_CSV},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
@@ -213,6 +231,8 @@ static void set_option(Options *o, int c, const char *flag, char **argv) {
         case OPT_SCORE: o->score = optarg; break;
         case OPT_SURPRISAL: o->surprisal = optarg; break;
         case OPT_ABLATE: o->ablate = optarg; break;
+        case OPT_SCORE_TASK: o->score_task = 1; break;
+        case OPT_ROWS: o->rows = option_long("--rows", optarg, 1, TASK_SCORE_MAX_ROWS); break;
         case OPT_PRECISION:
             if (precision_parse(optarg, &o->precision) != 0)
                 die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", optarg);
@@ -223,6 +243,7 @@ static void set_option(Options *o, int c, const char *flag, char **argv) {
             o->encoding_given = 1;
             break;
         case OPT_TIMELINE: o->timeline = optarg; break;
+        case OPT_CSV: o->csv = optarg; break;
         case OPT_FORCE: o->force = 1; break;
         case 'h':
             // "-h" or "--help" (or its abbreviation); "-hi" is a prompt given before "--"
@@ -254,18 +275,19 @@ static void parse_options(int argc, char **argv, Options *o) {
         index = -1;
         if (!o->sampling_flag[0] && is_sampling_option(c))
             snprintf(o->sampling_flag, sizeof(o->sampling_flag), "%s", name);
-        if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_FORCE && c != OPT_MAX_MEMORY && c != 'h' &&
-            c != ':' && c != '?')
+        if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_CSV && c != OPT_FORCE && c != OPT_MAX_MEMORY &&
+            c != 'h' && c != ':' && c != '?')
             snprintf(o->other_flag, sizeof(o->other_flag), "%s", name);
         set_option(o, c, flag, argv);
     }
     if (o->timeline) {
         if (o->other_flag[0] || optind < argc)
-            die(EXIT_USAGE, "--timeline rebuilds a run's page from its directory: it takes only --force and "
+            die(EXIT_USAGE, "--timeline rebuilds a run's page from its directory: it takes only --csv, --force and "
                 "--max-memory, not '%s'",
                 o->other_flag[0] ? o->other_flag : argv[optind]);
         return;
     }
+    if (o->csv) die(EXIT_USAGE, "--csv writes a run's head scores: give --timeline RUN_DIR too");
     if (optind >= argc)
         die(EXIT_USAGE, "no checkpoint given (usage: %s CKPT [PROMPT]; see --help)", program_invocation());
     o->checkpoint = argv[optind++];
@@ -280,6 +302,11 @@ static void check_option_combinations(const Options *o) {
     if (o->surprisal && !o->score) die(EXIT_USAGE, "--surprisal writes what --score computes: give --score FILE too");
     if (o->score && o->prompt) die(EXIT_USAGE, "--score reads its text from FILE: give no prompt ('%s')", o->prompt);
     if (o->encoding_given && !o->score) die(EXIT_USAGE, "--encoding is --score's text's: give --score FILE too");
+    if (o->rows && !o->score_task) die(EXIT_USAGE, "--rows is --score-task's: give --score-task too");
+    if (o->score_task && (o->score || o->prompt || o->sampling_flag[0] || o->surprisal || o->stride != 1 ||
+                          !o->use_cache))
+        die(EXIT_USAGE, "--score-task scores the task's own rows, one window each: it takes only --rows, --ablate, "
+            "--threads, --precision and --max-memory");
     if (o->score && o->sampling_flag[0])
         die(EXIT_USAGE, "%s is for generating text; --score only takes --stride, --skip-unknown, --surprisal, "
             "--encoding, --no-cache, --ablate, --threads, --precision and --max-memory", o->sampling_flag);
@@ -330,7 +357,8 @@ static struct {
     Prompt prompt;  // the prompt, or the text to score
     GPT model;
     Decoder decoder;
-    unsigned char *knocked_out;  // (L, H) the heads --ablate knocks out, or NULL
+    ActivationEdit *knocked_out;  // the heads --ablate knocks out (at most L*H), or NULL
+    ForwardHooks hooks;           // the model's hooks: those heads' outputs zeroed
 } run;
 
 static void free_run(void) {
@@ -356,7 +384,7 @@ static void check_memory(GPTMemoryPlan *plan, const GPTConfig *c, const Options 
     if (limit <= 0 || gpt_memory_total(plan) <= limit) return;
     char needed[512], limit_text[32];
     gpt_memory_describe(plan, needed, sizeof(needed));
-    gpt_format_bytes(limit, limit_text, sizeof(limit_text));
+    format_bytes(limit, limit_text, sizeof(limit_text));
     die(EXIT_USAGE, "%s: %s with this checkpoint (block size %d, %d layers, %d heads) needs %s, more than the %s %s",
         o->checkpoint, what, c->block_size, c->n_layer, c->n_head, needed, limit_text, source);
 }
@@ -411,9 +439,9 @@ static void warn_dropped(const Prompt *p, const char *what) {
             " take its unknown token U+FFFD", shown, p->first_dropped, p->first_dropped_at);
 }
 
-// The progress line of a long task on stderr when it is a terminal, as ./train's: "scoring:
-// 35000/111539 characters | ETA 0m08s", shown from the first unit on, then rewritten at most
-// twice a second, cleared at the end.
+// The progress line of generating to a file, on stderr when it is a terminal, as ./train's:
+// "generating: 1200/2000 characters | ETA 0m08s", shown from the first unit on, then rewritten
+// at most twice a second, cleared at the end.
 typedef struct {
     const char *task, *units;
     long total;
@@ -441,18 +469,27 @@ static void progress_end(const ProgressLine *p) {
     if (p->shown) fprintf(stderr, "\r\033[K");
 }
 
-// --score: what each scored character does besides counting: its CSV row, and the progress
-// line.
+// --score: what each scored character does besides counting, its CSV row; and what the
+// scoring shows on stderr as it goes (generation/score_progress.h).
 typedef struct {
     SurprisalCsv *csv;  // or NULL
-    ProgressLine progress;
+    long scored;        // characters scored so far
+    double start;
+    ScoreProgress progress;
 } ScoreOutput;
 
 static int on_scored(void *context, long position, int token, float loss, const float *logits, char err[ERR_LEN]) {
     ScoreOutput *out = context;
-    if (out->csv && surprisal_csv_row(out->csv, position, token, loss, logits, err) != 0) return -1;
-    progress_show(&out->progress, position);
-    return 0;
+    out->scored++;
+    return out->csv ? surprisal_csv_row(out->csv, position, token, loss, logits, err) : 0;
+}
+
+static void on_score_progress(void *context, double done, double total) {
+    ScoreOutput *out = context;
+    char text[512];
+    score_progress_text(&out->progress, now_seconds() - out->start, done, total, out->scored, program_name(), text,
+                        sizeof(text));
+    fputs(text, stderr);
 }
 
 // The model, in the precision asked for, with --ablate's heads knocked out (the checkpoint is
@@ -462,7 +499,7 @@ static GPT *load_model(const Options *o) {
     if (checkpoint_load_model(&run.ck, &run.model, 0, err) != 0) die(EXIT_USAGE, "%s", err);
     checkpoint_close(&run.ck);
     if (gpt_set_precision(&run.model, o->precision, err) != 0) die(EXIT_USAGE, "%s", err);
-    run.model.knocked_out = run.knocked_out;
+    run.model.hooks = run.knocked_out ? &run.hooks : NULL;
     return &run.model;
 }
 
@@ -494,8 +531,8 @@ static void score_text(const Options *o) {
                                         : corpus_load_as(o->score, &read_as, max_chars, &scored, err);
     if (rc == -2) {
         char limit_text[32], model_text[32];
-        gpt_format_bytes(limit, limit_text, sizeof(limit_text));
-        gpt_format_bytes(held, model_text, sizeof(model_text));
+        format_bytes(limit, limit_text, sizeof(limit_text));
+        format_bytes(held, model_text, sizeof(model_text));
         die(EXIT_USAGE, "%s: scoring it, at 4 bytes a character, needs more than the %s %s (the model and its "
             "checkpoint take %s of it)", err, limit_text, source, model_text);
     }
@@ -512,12 +549,16 @@ static void score_text(const Options *o) {
     c = &model->config;
 
     SurprisalCsv csv;
-    ScoreOutput out = {o->surprisal ? &csv : NULL, progress_start("scoring", "characters", text->len - 1)};
+    ScoreOutput out = {.csv = o->surprisal ? &csv : NULL, .start = now_seconds()};
+    double fastest = score_work(c, text->len, c->block_size, 0) / score_work(c, text->len, o->stride, o->use_cache);
+    int terminal = platform_is_terminal(STDERR_FILENO);
+    score_progress_init(&out.progress, text->len - 1, terminal, omp_get_max_threads(), c->block_size, fastest);
+    const ScoreReport report = {on_scored, on_score_progress, &out};
     if (o->surprisal && surprisal_csv_open(&csv, o->surprisal, run.vocab.chars, c->vocab_size, err) != 0)
         die(EXIT_DATA, "%s", err);
     Score score;
-    rc = score_tokens(model, text->tokens, text->len, o->stride, o->use_cache, on_scored, &out, &score, err);
-    progress_end(&out.progress);
+    rc = score_tokens(model, text->tokens, text->len, o->stride, o->use_cache, &report, &score, err);
+    if (terminal && out.progress.line_seconds >= 0.0) fprintf(stderr, "\r\033[K");
     if (rc != 0) die(EXIT_DATA, "%s: %s", name, err);
     if (o->surprisal && (rc = surprisal_csv_commit(&csv, o->force, err)) != 0)
         die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "%s", err);
@@ -530,6 +571,44 @@ static void score_text(const Options *o) {
     if (o->surprisal) fprintf(stderr, "surprisal of %ld characters written to %s\n", score.scored, o->surprisal);
 }
 
+// --score-task: the validation split of the task the checkpoint was trained on (its options
+// say which, and the seed that makes it), scored as its evaluations read it.
+static void score_task_split(const Options *o) {
+    char err[ERR_LEN];
+    TrainOptions train;
+    TrainState state;
+    if (run_meta_read(&run.ck, &train, &state, err) != 0) die(EXIT_DATA, "%s", err);
+    if (!train.task[0])
+        die(EXIT_USAGE, "%s was trained on a text, not a --task: --score FILE scores a text", o->checkpoint);
+    Task task = (Task)task_find(train.task);
+    const char *alphabet = task_alphabet(task);
+    int same = run.vocab.size == (int)strlen(alphabet) && !run.vocab.unknown;
+    for (int i = 0; same && i < run.vocab.size; i++) same = run.vocab.chars[i] == (uint32_t)(unsigned char)alphabet[i];
+    if (!same)
+        die(EXIT_DATA, "%s: its vocabulary is not the %s task's %zu characters (a checkpoint of another version of "
+            "chargpt?)", o->checkpoint, train.task, strlen(alphabet));
+    const GPTConfig *c = &run.ck.config;
+    long rows = o->rows ? o->rows : train.eval_batches * (long)train.batch_size;
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, SCORE_BATCH, GPT_PLAN_FORWARD, &plan);
+    gpt_memory_plan_precision(&plan, c, SCORE_BATCH, GPT_PLAN_FORWARD, o->precision);
+    plan.text = task_score_memory(c->block_size, rows);
+    check_memory(&plan, c, o, "scoring the task's validation split");
+    GPT *model = load_model(o);
+    c = &model->config;  // the checkpoint is closed
+    TaskScore s;
+    if (task_score(model, task, train.seed, rows, &s, err) != 0) die(EXIT_DATA, "%s: %s", o->checkpoint, err);
+    if (s.scored.scored == 0)  // a block too short to hold an example's predictable part
+        die(EXIT_DATA, "%s: the %ld rows of %d characters hold no %s to score", o->checkpoint, rows, c->block_size + 1,
+            task_scored_part(task));
+    printf("%s task (seed %" PRIu64 "), validation rows 0-%ld of %d characters%s%s: %s %.4f bits/char over %ld "
+           "characters, %.1f%% right; every character %.4f bits/char\n", train.task, train.seed, rows - 1,
+           c->block_size + 1, o->ablate ? ", heads knocked out " : "", o->ablate ? o->ablate : "",
+           task_scored_part(task), s.scored.sum_nats / s.scored.scored / M_LN2, s.scored.scored,
+           100.0 * s.correct / s.scored.scored, s.all.sum_nats / s.all.scored / M_LN2);
+    stdout_flush_or_die();
+}
+
 // The threads and the kernels (kernels/kernels.h), and what bf16 costs on them when asked for.
 static void start_kernels(const Options *o) {
     if (o->threads > 0) omp_set_num_threads(o->threads);
@@ -538,11 +617,13 @@ static void start_kernels(const Options *o) {
     if (kernels_precision_note(o->precision, err, sizeof(err))) fprintf(stderr, "%s\n", err);
 }
 
-// --ablate LIST: run.knocked_out flags each head of LIST, "L.H" items (layer L's head H, both
-// counted from 0) separated by commas, or exits 2 naming the item that is not one of config's heads.
+// --ablate LIST: the model's hooks knock out each head of LIST, "L.H" items (layer L's head H,
+// both counted from 0) separated by commas, each once however often it is named; or exits 2
+// naming the item that is not one of config's heads.
 static void knock_out_heads(const char *list, const GPTConfig *c) {
-    run.knocked_out = calloc((size_t)c->n_layer * c->n_head, 1);
+    run.knocked_out = calloc((size_t)c->n_layer * c->n_head, sizeof(ActivationEdit));
     if (!run.knocked_out) die(EXIT_DATA, "out of memory for --ablate's heads");
+    run.hooks = (ForwardHooks){.heads = run.knocked_out};
     for (const char *item = list;; item++) {
         size_t len = strcspn(item, ",");
         char *end = (char *)item;
@@ -555,7 +636,10 @@ static void knock_out_heads(const char *list, const GPTConfig *c) {
         if (layer >= c->n_layer || head >= c->n_head)
             die(EXIT_USAGE, "--ablate %.*s: the model has no such head (layers 0 to %d, heads 0 to %d)", (int)len,
                 item, c->n_layer - 1, c->n_head - 1);
-        run.knocked_out[layer * c->n_head + head] = 1;
+        int named = 0;
+        for (int i = 0; i < run.hooks.n_heads; i++)
+            named |= run.knocked_out[i].layer == layer && run.knocked_out[i].head == head;
+        if (!named) run.knocked_out[run.hooks.n_heads++] = (ActivationEdit){.layer = (int)layer, .head = (int)head};
         item += len;
         if (!*item) break;
     }
@@ -657,25 +741,30 @@ static void check_timeline_memory(const Options *o, const char *probe) {
     double limit = generation_memory_limit(o, &source);
     if (limit <= 0 || bytes <= limit) return;
     char needed[32], limit_text[32];
-    gpt_format_bytes(bytes, needed, sizeof(needed));
-    gpt_format_bytes(limit, limit_text, sizeof(limit_text));
+    format_bytes(bytes, needed, sizeof(needed));
+    format_bytes(limit, limit_text, sizeof(limit_text));
     die(EXIT_USAGE, "--timeline %s: making its page needs %s of memory (a record of %s at a time, and its loss "
         "history), more than the %s %s", o->timeline, needed, probe, limit_text, source);
 }
 
-// --timeline RUN_DIR: the run's timeline.html made anew from its probe.bin and log.csv, as
-// ./train writes it at each evaluation (viewer/timeline.h); an existing page needs --force.
-static void rebuild_timeline(const Options *o) {
-    char probe[4200], log[4200], page[4200], err[ERR_LEN], title[4300];
-    snprintf(probe, sizeof(probe), "%s/probe.bin", o->timeline);
-    snprintf(log, sizeof(log), "%s/log.csv", o->timeline);
-    snprintf(page, sizeof(page), "%s/%s", o->timeline, TIMELINE_FILE);
+// --timeline RUN_DIR's probe.bin, in probe (n bytes), when the directory holds one (else exit 1).
+static void timeline_probe_path(const Options *o, char *probe, size_t n) {
+    snprintf(probe, n, "%s/probe.bin", o->timeline);
     struct stat st;
     if (stat(o->timeline, &st) != 0 || !S_ISDIR(st.st_mode))
         die(EXIT_DATA, "--timeline %s: %s", o->timeline, errno == ENOENT ? "no such directory" : "not a directory");
     if (access(probe, F_OK) != 0)
         die(EXIT_DATA, "--timeline %s: it holds no probe.bin (a run from before the timeline, or with --no-probe)",
             o->timeline);
+}
+
+// --timeline RUN_DIR: the run's timeline.html made anew from its probe.bin and log.csv, as
+// ./train writes it at each evaluation (viewer/timeline.h); an existing page needs --force.
+static void rebuild_timeline(const Options *o) {
+    char probe[4200], log[4200], page[4200], err[ERR_LEN], title[4300];
+    timeline_probe_path(o, probe, sizeof(probe));
+    snprintf(log, sizeof(log), "%s/log.csv", o->timeline);
+    snprintf(page, sizeof(page), "%s/%s", o->timeline, TIMELINE_FILE);
     refuse_existing("--timeline", page, o->force);
     check_timeline_memory(o, probe);
     int removed;
@@ -693,13 +782,29 @@ static void rebuild_timeline(const Options *o) {
     stdout_flush_or_die();
 }
 
+// --timeline RUN_DIR --csv FILE: the heads' scores and importance at every probed step of the
+// run's probe.bin (format/probe_csv.h); an existing FILE needs --force.
+static void timeline_csv(const Options *o) {
+    char probe[4200], err[ERR_LEN];
+    timeline_probe_path(o, probe, sizeof(probe));
+    refuse_existing("--csv", o->csv, o->force);
+    long rows;
+    int torn;
+    int rc = probe_csv_write(probe, o->csv, o->force, &rows, &torn, err);
+    if (rc != 0) die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "--timeline %s", err);
+    printf("%s: %ld rows, a head each at every probed step of %s%s\n", o->csv, rows, probe,
+           torn ? " (up to a torn or damaged record)" : "");
+    stdout_flush_or_die();
+}
+
 int main(int argc, char **argv) {
     platform_init(argc, argv);
     Options o;
     parse_options(argc, argv, &o);
     if (o.timeline) {
         fatal_signals_install(atomic_file_remove_open, 0);  // a killed run leaves no temporary file
-        rebuild_timeline(&o);
+        if (o.csv) timeline_csv(&o);
+        else rebuild_timeline(&o);
         return 0;
     }
     prepare_outputs(&o);  // the files it will write can be written
@@ -709,6 +814,10 @@ int main(int argc, char **argv) {
     open_checkpoint(&o);
     if (o.score) {
         score_text(&o);
+        return 0;
+    }
+    if (o.score_task) {
+        score_task_split(&o);
         return 0;
     }
 

@@ -195,12 +195,12 @@ static void check_memory(const GPTMemoryPlan *plan, const TrainOptions *o) {
     double limit = run_memory_limit(o, &source);
     char needed[512], limit_text[32];
     gpt_memory_describe(plan, needed, sizeof(needed));
-    gpt_format_bytes(limit, limit_text, sizeof(limit_text));
+    format_bytes(limit, limit_text, sizeof(limit_text));
     if (limit > 0) printf("memory: %s; %s %s\n", needed, limit_text, source);
     else printf("memory: %s; no limit: the memory available is %s (--max-memory sets one)\n", needed, source);
     stdout_flush_or_die();
     if (limit > 0 && gpt_memory_total(plan) > limit) {
-        gpt_format_bytes(gpt_memory_total(plan), needed, sizeof(needed));
+        format_bytes(gpt_memory_total(plan), needed, sizeof(needed));
         die(EXIT_USAGE, "the run needs %s of memory, more than the %s %s: use a smaller model, --batch-size or "
             "--block-size, a larger --grad-accum, a smaller corpus%s", needed, limit_text, source,
             o->max_memory > 0 ? "" : ", or set --max-memory");

@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../data/utf8.h"
-#include "../model/gpt.h"
+#include "utf8.h"
 #include "platform.h"
 
 static DieMeeting *meeting;
@@ -20,7 +19,7 @@ void die(int status, const char *fmt, ...) {
     if (meeting) status = meeting(status, &report);
     fflush(stdout);
     if (report) {
-        char message[3 * ERR_LEN];  // names and metadata in it shown safely (data/utf8.h)
+        char message[3 * ERR_LEN];  // names and metadata in it shown safely (common/utf8.h)
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(message, sizeof(message), fmt, ap);
@@ -136,9 +135,10 @@ double memory_limit(double max_memory, int processes, const char **source) {
         if (i == 0 || room < limit) least = i, limit = room, kept = margin;
     }
     char kept_text[32];
-    gpt_format_bytes(kept, kept_text, sizeof(kept_text));
+    format_bytes(kept, kept_text, sizeof(kept_text));
     snprintf(text, sizeof(text), "available (%s, less %s kept free)%s", bounds[least].name, kept_text,
              bounds[least].shared && processes > 1 ? " per process on this machine" : "");
     *source = text;
     return limit > 1.0 ? limit : 1.0;  // nothing left: every plan is refused (0 would mean no limit)
 }
+

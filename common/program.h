@@ -13,7 +13,7 @@
 
 // Prints "<program>: <message>" on stderr, after flushing standard output so that what the
 // program printed comes first, and exits with status. The message's control characters (but
-// newline and tab) and bytes that are not UTF-8 are shown as \xNN (data/utf8.h), so that no
+// newline and tab) and bytes that are not UTF-8 are shown as \xNN (common/utf8.h), so that no
 // name or checkpoint metadata in it drives the terminal. When a meeting is set, die first meets
 // the program's other processes there, which decides the status and whether this process is
 // the one to print (./train under MPI: dist_agree).

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../analysis/head_importance.h"
+#include "../analysis/head_scores.h"
 #include "../common/finite.h"
-#include "../viewer/head_importance.h"
-#include "../viewer/head_scores.h"
 #include "../viewer/attention_export.h"
 
 // What is recorded over a window of t characters, in one allocation.
@@ -17,7 +17,7 @@ typedef struct {
     float *out;        // (L, t, A)
     float *scores;     // (L, H, HEAD_PATTERNS)
     float *strength;   // (L, H)
-    float *importance; // (L, H) bits per character (viewer/head_importance.h)
+    float *importance; // (L, H) bits per character (analysis/head_importance.h)
     float reach[HEAD_PATTERNS];
     int *label;        // (L, H)
     int *next;         // (t) each position's next token, -1 at the last
@@ -44,7 +44,8 @@ static void recording_sizes(const GPTConfig *c, int t, size_t sizes[RECORDING_PA
 double attention_record_memory(const GPTConfig *c, int t) {
     size_t sizes[RECORDING_PARTS];
     recording_sizes(c, t, sizes);
-    double bytes = logit_lens_bytes(c, t) + (double)c->n_layer * c->n_head;  // and head_importance's flags
+    // and head_importance's edits, beside at most every head --ablate knocks out
+    double bytes = logit_lens_bytes(c, t) + head_importance_memory(c->n_layer * c->n_head);
     for (int k = 0; k < RECORDING_PARTS; k++) bytes += (double)sizes[k] + 15;
     return bytes;
 }

@@ -1,8 +1,8 @@
 // --attention: the attention of every layer and head over the last window of a text (its last
 // block_size characters, run once more through the model's forward pass): the weights, the
 // queries, keys and values behind them and each head's output, what each head does
-// (viewer/head_scores.h: its pattern scores on the text and its label), what the model
-// predicted at each position and the logit lens over them (viewer/logit_lens.h), written for
+// (analysis/head_scores.h: its pattern scores on the text and its label), what the model
+// predicted at each position and the logit lens over them (analysis/logit_lens.h), written for
 // the viewer (viewer/attention_export.h).
 #ifndef CHARGPT_ATTENTION_RECORD_H
 #define CHARGPT_ATTENTION_RECORD_H

@@ -162,10 +162,10 @@ void precision_describe(Precision precision, char *text, size_t n) {
              from_environment ? " (CHARGPT_KERNELS)" : "");
 }
 
-void fast_gelu_forward(float *out, const float *inp, int n) { kernels_backend()->gelu_forward(out, inp, n); }
+void fast_gelu_forward(float *out, const float *inp, int n) { kernels_backend()->gelu(out, inp, n); }
 
 void fast_gelu_backward(float *dinp, const float *inp, const float *dout, int n) {
-    kernels_backend()->gelu_backward(dinp, inp, dout, n);
+    kernels_backend()->gelu_gradient(dinp, inp, dout, n);
 }
 
-void fast_softmax_row(float *row, int n, float scale) { kernels_backend()->softmax_row(row, n, scale); }
+void fast_softmax_row(float *row, int n, float scale) { kernels_backend()->row_softmax(row, n, scale); }

@@ -12,7 +12,6 @@
 #include "../kernels/kernels.h"
 #include "../kernels/parallel.h"
 #include "layers.h"
-#include "rng.h"
 
 // The weights after dropout: dst = mask * src / (1 - p) over the lower triangle (a training
 // pass: its t queries at positions [0, t)).

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "../kernels/parallel.h"
-#include "rng.h"
 
 // ----------------------------------------------------------------------------
 // token + position embedding
@@ -133,12 +132,8 @@ void residual_forward(float *out, const float *a, const float *b, int n) {
     team_barrier();
 }
 
-void heads_knock_out(float *x, const unsigned char *knocked_out, int N, int H, int hs) {
-#pragma omp for schedule(static) nowait
-    for (int n = 0; n < N; n++)
-        for (int h = 0; h < H; h++)
-            if (knocked_out[h]) memset(x + ((size_t)n * H + h) * hs, 0, (size_t)hs * sizeof(float));
-    team_barrier();
+uint64_t dropout_key(uint64_t step_seed, int layer, int site) {
+    return hash_mix64(hash_mix64(step_seed) + (uint64_t)layer * 3u + (uint64_t)site + 1u);
 }
 
 void dropout_forward(float *out, const float *inp, int n, const Dropout *drop) {

@@ -76,13 +76,13 @@
 #include "../common/errors.h"
 #include "../common/platform.h"
 #include "../common/program.h"
+#include "../common/rng.h"
+#include "../generation/decoder.h"
+#include "../generation/sampler.h"
+#include "../kernels/kernels.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
-#include "../generation/decoder.h"
-#include "../kernels/kernels.h"
-#include "../model/rng.h"
 #include "../model/train_step.h"
-#include "../generation/sampler.h"
 
 // Training hyperparameters as ./train's defaults (a constant learning rate: the schedule
 // does not change the work).

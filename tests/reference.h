@@ -19,7 +19,7 @@
 // Conventions follow the kernels: N rows of C channels, row-major; every backward
 // ACCUMULATES (+=) into its gradients, but for the input gradients of the linear layer and
 // GELU, which it writes (=). Dropout uses the same mask function as the kernels,
-// dropout_keep(key, index, p) from model/rng.h; a NULL Dropout or p == 0 is the identity.
+// dropout_keep(key, index, p) from model/layers.h; a NULL Dropout or p == 0 is the identity.
 // The parameters are the model's, in its layout (model/gpt.h), as doubles.
 #ifndef CHARGPT_REFERENCE_H
 #define CHARGPT_REFERENCE_H
@@ -88,9 +88,10 @@ void ref_softmax_forward(double *probs, const double *logits, int N, int V);
 
 // The whole GPT in double, on parameters laid out as model's (model/gpt.h; params holds
 // model->num_parameters doubles, each where params_memory holds its float): returns the mean
-// cross-entropy of tokens (B, t) against targets. Only model's config, layout and
-// knocked-out heads are read, not its weights: a head knocked out has its output zeroed
-// before c_proj (and so no gradient through it). Dropout is active when training is set and the config's dropout > 0, with
+// cross-entropy of tokens (B, t) against targets. Only model's config, layout and hooks
+// (model/gpt.h) are read, not its weights: a head's output edited (zeroed or replaced) before
+// c_proj, the residual stream entering a block replaced, each edited row passing no gradient
+// back. Dropout is active when training is set and the config's dropout > 0, with
 // the key of layer l and site s being dropout_key(dropout_seed, l, s). logits (B*t, V) and
 // att (L, B, H, t, t) receive the logits and attention weights when non-NULL; grads
 // (num_parameters, the same layout), when non-NULL, is overwritten with the gradient of the

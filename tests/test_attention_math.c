@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../data/utf8.h"
+#include "../common/utf8.h"
 #include "../format/json.h"
 #include "../generation/attention_record.h"
 #include "../model/gpt.h"
 #include "reference.h"
-#include "../viewer/head_scores.h"
+#include "../analysis/head_scores.h"
 #include "test.h"
 
 #define TMP "tests/tmp"
@@ -97,7 +97,7 @@ static void reference_layer(const GPT *model, int l, int t, double *qkv, double 
     double *w = malloc((size_t)3 * A * C * sizeof(double)), *b = malloc((size_t)3 * A * sizeof(double));
     double *lw = malloc((size_t)C * sizeof(double)), *lb = malloc((size_t)C * sizeof(double));
     double mean[64], rstd[64];
-    ref_to_double(x, gpt_residual_stream(model, l - 1), (size_t)t * C);
+    ref_to_double(x, gpt_residual_stream(model, l), (size_t)t * C);
     ref_to_double(lw, p.ln1w, C);
     ref_to_double(lb, p.ln1b, C);
     ref_to_double(w, p.qkvw, (size_t)3 * A * C);

@@ -32,12 +32,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/rng.h"
 #include "../kernels/backend.h"
 #include "../kernels/bf16.h"
 #include "../kernels/kernels.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
-#include "../model/rng.h"
 #include "../model/train_step.h"
 #include "../training/step.h"
 #include "test.h"

@@ -9,12 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../data/utf8.h"
+#include "../common/rng.h"
+#include "../common/utf8.h"
 #include "../format/checkpoint.h"
-#include "../model/gpt.h"
 #include "../generation/inference.h"
-#include "../model/rng.h"
 #include "../generation/sampler.h"
+#include "../model/gpt.h"
 #include "reference.h"
 #include "test.h"
 
@@ -1294,14 +1294,16 @@ TEST(generate_ablate) {
     if (build_test_model(&model, &PROGRAM_CONFIG, 42) != 0) return;
     if (!CHECK(gpt_alloc_activations(&model, 1, err) == 0, "%s", err)) return;
     static const char *const lists[] = {NULL, "1.2", "0.0,1.1,0.0"};
-    static const unsigned char flags[3][6] = {{0}, {0, 0, 0, 0, 0, 1}, {1, 0, 0, 0, 1, 0}};  // (L 2, H 3)
+    static const ActivationEdit heads[3][2] = {  // the heads zeroed (layer, head)
+        {{0}}, {{.layer = 1, .head = 2}}, {{.layer = 0, .head = 0}, {.layer = 1, .head = 1}}};
+    const ForwardHooks hooks[3] = {{.heads = NULL}, {.heads = heads[1], .n_heads = 1}, {.heads = heads[2], .n_heads = 2}};
     double whole = 0.0;
     for (int k = 0; k < 3; k++) {
         Run r = lists[k] ? run_generate(NULL, ARGS(CKPT, "--score", path, "--ablate", lists[k]))
                          : run_generate(NULL, ARGS(CKPT, "--score", path));
         const char *at = strstr(r.out, "): ");
         double nats = at ? atof(at + 3) : NAN;
-        model.knocked_out = lists[k] ? flags[k] : NULL;
+        model.hooks = lists[k] ? &hooks[k] : NULL;
         gpt_forward(&model, tokens, tokens + 1, 1, n - 1, NULL);
         CHECK(r.status == 0 && fabs(nats - model.mean_loss) < 1e-5, "--ablate %s: --score says %.6f nats, the "
               "forward %.6f (status %d: %s)", lists[k] ? lists[k] : "none", nats, model.mean_loss, r.status, r.err);

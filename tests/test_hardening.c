@@ -14,12 +14,12 @@
 
 #include "../common/platform.h"
 #include "../common/program.h"
+#include "../common/rng.h"
 #include "../format/atomic_file.h"
 #include "../format/checkpoint.h"
 #include "../format/json.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
-#include "../model/rng.h"
 #include "../training/run_state.h"
 #include "test.h"
 

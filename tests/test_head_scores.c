@@ -1,4 +1,4 @@
-// Tests of the head patterns added to viewer/head_scores.h (first character, same
+// Tests of the head patterns added to analysis/head_scores.h (first character, same
 // character, word start, last space), their reach and the labels they give, on hand-made attention
 // patterns whose scores their definitions give by hand. (The previous-token and induction
 // scores' hand-made patterns are in tests/test_probe.c.)
@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../data/utf8.h"
-#include "../viewer/head_scores.h"
+#include "../analysis/head_scores.h"
+#include "../common/utf8.h"
 #include "test.h"
 
 #define MAX_T 64

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/rng.h"
 #include "../kernels/kernels.h"
 #include "../model/layers.h"
-#include "../model/rng.h"
 #include "reference.h"
 #include "test.h"
 

@@ -1,8 +1,8 @@
 // Tests of what the timeline measures: the head scores of hand-built attention patterns
-// against the values their definitions give (viewer/head_scores.h), the probe of a
+// against the values their definitions give (analysis/head_scores.h), the probe of a
 // constructed model that copies the previous character (training/probe.h), the update-to-weight
 // ratios of the parameter groups (training/step.h), and the logit lens against the
-// model's own predictions and a double-precision recomputation (viewer/logit_lens.h), and as
+// model's own predictions and a double-precision recomputation (analysis/logit_lens.h), and as
 // the inspector's .json and .html write it (viewer/attention_export.h).
 #include <math.h>
 #include <stdio.h>
@@ -10,7 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../data/utf8.h"
+#include "../analysis/logit_lens.h"
+#include "../common/utf8.h"
 #include "../format/json.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
@@ -18,7 +19,6 @@
 #include "../training/probe.h"
 #include "../training/step.h"
 #include "../viewer/attention_export.h"
-#include "../viewer/logit_lens.h"
 #include "test.h"
 
 // H_n = 1 + 1/2 + ... + 1/n
@@ -184,7 +184,7 @@ static int random_model(GPT *m, int t, int *tokens, char err[ERR_LEN]) {
 static void lens_in_double(const GPT *m, int r, int i, double *p) {
     const GPTConfig *c = &m->config;
     const int C = c->n_embd, V = c->vocab_size;
-    const float *x = gpt_residual_stream(m, r - 1) + (size_t)i * C;
+    const float *x = gpt_residual_stream(m, r) + (size_t)i * C;
     double mean = 0.0, var = 0.0;
     for (int k = 0; k < C; k++) mean += x[k];
     mean /= C;

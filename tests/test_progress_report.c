@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../common/clock.h"
 #include "../training/progress.h"
 #include "test.h"
 

@@ -8,8 +8,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../common/rng.h"
 #include "../format/json.h"
-#include "../model/rng.h"
 #include "../format/safetensors.h"
 #include "test.h"
 

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "../common/platform.h"
-#include "../data/utf8.h"
+#include "../common/utf8.h"
 #include "../format/probe_file.h"
 #include "test.h"
 
@@ -497,7 +497,7 @@ TEST(timeline_generate_rebuilds_the_page) {
         test_run_free(&g);
     }
     g = test_run_program("generate", NULL, out, 60, (const char *[]){"--timeline", run, "--seed", "3", NULL});
-    if (test_exit_status(&g, 2, "--timeline with --seed")) test_output_has(&g, "it takes only --force and --max-memory, not '--seed'", "");
+    if (test_exit_status(&g, 2, "--timeline with --seed")) test_output_has(&g, "it takes only --csv, --force and --max-memory, not '--seed'", "");
     test_run_free(&g);
     // an option refused is named as an option, whether its value came with it or after it
     char ck[320], text[320];

@@ -15,11 +15,11 @@
 
 #include "../common/clock.h"
 #include "../common/platform.h"
-#include "../model/adamw.h"
+#include "../common/rng.h"
 #include "../format/checkpoint.h"
-#include "../model/gpt.h"
-#include "../model/rng.h"
 #include "../format/safetensors.h"
+#include "../model/adamw.h"
+#include "../model/gpt.h"
 #include "test.h"
 
 #define LOG_HEADER "step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped,accuracy"

@@ -1409,7 +1409,7 @@ TEST(runs_task_resume_continues_the_stream) {
     free(text);
 }
 
-// The best head's induction score (training/head_scores.h) at each probed step of the run in
+// The best head's induction score (analysis/head_scores.h) at each probed step of the run in
 // dir: steps[i], best[i], at most max of them; returns how many.
 static int best_induction_scores(const char *dir, long *steps, double *best, int max) {
     char path[320], err[ERR_LEN];
@@ -1456,6 +1456,77 @@ static void task_induction_emulated(const char *out, const char *train_log) {
     CHECK(n == 4 && steps[0] == 0 && steps[1] == 10 && steps[2] == 20 && steps[3] == 30,
           "%d probed steps, want 0, 10, 20 and 30", n);
     printf("    emulated CPU: 30 steps of --task induction (the head forms after about 1,000)\n");
+}
+
+// `./generate CKPT --score-task` scores the rows the run's evaluations read: its accuracy is
+// the last evaluation's, its loss on every character the last validation loss (in bits); and
+// knocking out the layer-1 head that copies (the one whose loss on the repeated half rises the
+// most) costs more than a bit a character there, where the other layer-1 head costs less.
+static void check_score_task(const char *out, const char *log, double val_loss, double accuracy) {
+    char ckpt[320];
+    snprintf(ckpt, sizeof(ckpt), "%s/ckpt.safetensors", out);
+    double half[3], right[3], all[3];  // with every head, without layer 1's head 0, head 1
+    const char *ablate[3] = {NULL, "1.0", "1.1"};
+    for (int i = 0; i < 3; i++) {
+        const char *args[] = {ckpt, "--score-task", ablate[i] ? "--ablate" : NULL, ablate[i], NULL};
+        TestRun r = test_run_program("generate", NULL, log, 300, args);
+        int ok = test_exit_status(&r, 0, "--score-task") &&
+                 CHECK(strstr(r.output, "induction task (seed 1337), validation rows 0-127 of 65 characters") &&
+                           sscanf(strstr(r.output, "the repeated half "), "the repeated half %lf bits/char over %*d "
+                                  "characters, %lf%% right; every character %lf", &half[i], &right[i], &all[i]) == 3,
+                       "--score-task printed:\n%s", r.output);
+        test_run_free(&r);
+        if (!ok) return;
+    }
+    printf("    --score-task: the repeated half %.3f bits/char, %.1f%% right; without head 1.0 %.3f, 1.1 %.3f\n",
+           half[0], right[0], half[1], half[2]);
+    CHECK(fabs(right[0] - 100.0 * accuracy) < 0.06, "--score-task's accuracy %.1f%%, the run's last %.2f%%", right[0],
+          100.0 * accuracy);
+    CHECK(fabs(all[0] * M_LN2 - val_loss) < 1e-3, "--score-task's loss %.4f bits/char, the run's %.4f nats", all[0],
+          val_loss);
+    double most = half[1] > half[2] ? half[1] : half[2], least = half[1] > half[2] ? half[2] : half[1];
+    CHECK(most - half[0] > 1.0 && least < most, "knocking layer 1's heads out: %.3f and %.3f bits/char, from %.3f",
+          half[1], half[2], half[0]);
+}
+
+// `./generate --timeline RUN --csv FILE`: a row per head (2 layers of 2) at each of the n probed
+// steps, whose induction scores at the last step hold the probe's best (to the CSV's 6 digits),
+// and whose head with that score matters: knocking it out costs the probe passage more than
+// the other heads of its layer.
+static void check_timeline_csv(const char *out, const char *log, int n, long last_step, double best) {
+    char csv[320];
+    snprintf(csv, sizeof(csv), "%s/heads.csv", out);
+    TestRun r = test_run_program("generate", NULL, log, 300, (const char *[]){"--timeline", out, "--csv", csv, NULL});
+    int ok = test_exit_status(&r, 0, "--timeline --csv");
+    test_run_free(&r);
+    size_t len;
+    char *text = ok ? test_read_file(csv, &len) : NULL;
+    if (!CHECK(text != NULL, "no %s", csv)) return;
+    int rows = 0;
+    double top = -1.0, top_importance = NAN, other_importance = -INFINITY;
+    int top_layer = -1;
+    for (char *line = strchr(text, '\n'); line && line[1]; line = strchr(line + 1, '\n'), rows++) {
+        long step;
+        int layer, head;
+        double score[6], entropy, importance;
+        if (!CHECK(sscanf(line + 1, "%ld,%d,%d,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &step, &layer, &head, &score[0],
+                          &score[1], &score[2], &score[3], &score[4], &score[5], &entropy, &importance) == 11,
+                   "row %d of %s: '%.80s'", rows + 1, csv, line + 1))
+            break;
+        if (step != last_step) continue;
+        if (score[1] > top) {
+            if (layer == top_layer) other_importance = fmax(other_importance, top_importance);
+            top = score[1], top_importance = importance, top_layer = layer;
+        } else if (layer == top_layer) {
+            other_importance = fmax(other_importance, importance);
+        }
+    }
+    free(text);
+    CHECK(rows == n * 4, "%s: %d rows, want %d (4 heads at %d probed steps)", csv, rows, n * 4, n);
+    CHECK(fabs(top - best) < 1e-5, "%s: the best induction score at step %ld is %.6f, the probe's %.6f", csv,
+          last_step, top, best);
+    CHECK(top_importance > other_importance, "%s: the induction head's importance %.3f, its layer's other head %.3f",
+          csv, top_importance, other_importance);
 }
 
 TEST(runs_task_induction_head_forms) {
@@ -1509,4 +1580,6 @@ TEST(runs_task_induction_head_forms) {
     CHECK(fabs(first_val - log(26.0)) < 0.05, "no plateau at chance, ln 26: val loss %.3f at step 250", first_val);
     CHECK(last_val < log(26.0) - 0.5, "no drop: val loss %.3f at the end", last_val);
     CHECK(accuracy >= 0.9, "accuracy on the repeated half %.3f at the end, want 0.9", accuracy);
+    check_score_task(out, train_log, last_val, accuracy);
+    check_timeline_csv(out, train_log, n, steps[n - 1], best[n - 1]);
 }

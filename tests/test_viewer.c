@@ -8,9 +8,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../data/utf8.h"
+#include "../analysis/head_scores.h"
+#include "../common/utf8.h"
 #include "../viewer/attention_export.h"
-#include "../viewer/head_scores.h"
 #include "../viewer/attention_formats.h"
 #include "test.h"
 
@@ -932,7 +932,7 @@ TEST(viewer_large_all_formats) {
     free(att);
 }
 
-// Each head's pattern scores and label (viewer/head_scores.h) on text (t code points), as
+// Each head's pattern scores and label (analysis/head_scores.h) on text (t code points), as
 // ./generate records them.
 typedef struct {
     float reach[HEAD_PATTERNS], *scores, *strength, *importance;

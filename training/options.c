@@ -478,7 +478,7 @@ int set_up_options(Run *r, char err[ERR_LEN]) {
 // batch 32, the learning rate 1e-3 after 100 steps of warm-up and then constant (--min-lr is
 // --lr), no weight decay, an evaluation (with the timeline's probe) every 100 steps of 4
 // batches. What was measured on the way, on the induction task (the best head's score at
-// step 2,000 is the probe's, training/head_scores.h; seeds 1337, 1 and 2):
+// step 2,000 is the probe's, analysis/head_scores.h; seeds 1337, 1 and 2):
 //   - 2 layers: an induction head needs a previous-token head below it, whose output its keys
 //     read. 4 heads of 16 formed one at steps 800-1,200, scoring 0.29-0.33; 2 heads of 32 at
 //     800-1,000, scoring 0.33-0.39; 1 head a layer first (600-800), but its score fell back

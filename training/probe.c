@@ -5,16 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../analysis/head_importance.h"
 #include "../common/clock.h"
 #include "../common/finite.h"
 #include "../common/input_file.h"
 #include "../common/platform.h"
+#include "../common/utf8.h"
 #include "../data/corpus.h"
-#include "../data/utf8.h"
 #include "../dist/dist.h"
 #include "../format/atomic_file.h"
 #include "../generation/decoder.h"
-#include "../viewer/head_importance.h"
 #include "../viewer/timeline.h"
 #include "run.h"
 
@@ -78,7 +78,7 @@ static int default_prompt_len(const ProbeHeader *h, int newline) {
 
 _Static_assert(PROBE_PATTERNS == HEAD_PATTERNS, "the probe file holds a score of every head pattern");
 
-// Where each of the passage's t positions' word starts, and its last space (viewer/head_scores.h), into
+// Where each of the passage's t positions' word starts, and its last space (analysis/head_scores.h), into
 // word_start and last_space (t each). Returns 0, or -1 when memory runs out.
 static int passage_words(const ProbeHeader *h, int *word_start, int *last_space) {
     uint32_t *chars = malloc((size_t)h->probe_len * sizeof(uint32_t));
@@ -233,9 +233,8 @@ double probe_memory(const GPTConfig *c, const ProbeHeader *h) {
     // the record being made, the probe file's encoded copy, and the timeline page's reader
     // and encoder (viewer/timeline.h) of one record at a time
     double records = 4.0 * ((double)probe_record_bytes(h) + 64);
-    double knocked_out = (double)c->n_layer * c->n_head;  // head_importance's flags
-    return knocked_out + view.activations + view.scratch + sample.generation + decoder + texts + logit_lens_bytes(c, h->probe_len) +
-           records;
+    return head_importance_memory(0) + view.activations + view.scratch + sample.generation + decoder + texts +
+           logit_lens_bytes(c, h->probe_len) + records;
 }
 
 // One head's lower triangle (t, t), quantized, into out (t(t+1)/2).
@@ -545,7 +544,7 @@ void run_probe_plan(const RunProbe *rp, long step, long last_step, long eval_eve
                   probe_schedule_left(&rp->schedule, step, last_step, eval_every);
     char when[600], bytes[32];
     probe_schedule_describe(&rp->schedule, from_start, eval_every, when, sizeof(when));
-    gpt_format_bytes((double)probes * (probe_record_bytes(&rp->header) + 8), bytes, sizeof(bytes));
+    format_bytes((double)probes * (probe_record_bytes(&rp->header) + 8), bytes, sizeof(bytes));
     snprintf(text, size, "timeline: probes at steps %s and the last: %ld probe%s, %s of probe.bin%s", when, probes,
              probes == 1 ? "" : "s", bytes, rp->sample_every ? " (and the samples between them)" : "");
 }

@@ -22,12 +22,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../analysis/head_scores.h"
+#include "../analysis/logit_lens.h"
 #include "../data/batch.h"
 #include "../data/vocab.h"
 #include "../format/probe_file.h"
 #include "../model/gpt.h"
-#include "../viewer/head_scores.h"
-#include "../viewer/logit_lens.h"
 #include "run_log.h"
 #include "run_state.h"
 
@@ -38,12 +38,12 @@
 // the model as it is at that step, and what it does with them is recorded (format/probe_file.h):
 //   - every layer and head's attention on both;
 //   - each character of the passage: its surprisal and the five most likely characters;
-//   - the logit lens over the passage (viewer/logit_lens.h);
+//   - the logit lens over the passage (analysis/logit_lens.h);
 //   - each head's previous-token, first-character, word-start and last-space scores and
 //     attention entropy on the passage, and its induction and same-character scores on the
-//     repeated sequence (viewer/head_scores.h);
+//     repeated sequence (analysis/head_scores.h);
 //   - each head's importance: the passage's loss change when that head alone is knocked out
-//     (viewer/head_importance.h: L*H more forwards of the passage);
+//     (analysis/head_importance.h: L*H more forwards of the passage);
 //   - the queries, keys and values of every layer and head over the first positions of both
 //     texts (format/probe_file.h: its vectors), at most PROBE_VECTOR_BYTES a record.
 // It runs on a view of the training model (gpt_view: the same weights, activations of its own,
@@ -87,7 +87,7 @@ typedef struct {
     GPT view;           // the model's weights, with activations for one sequence
     LogitLens lens;
     int *next;          // (t) the passage's next tokens
-    int *word_start;    // (t) where each position's word starts in the passage (viewer/head_scores.h)
+    int *word_start;    // (t) where each position's word starts in the passage (analysis/head_scores.h)
     int *last_space;    // (t) the last whitespace before each position of the passage
 } Probe;
 

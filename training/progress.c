@@ -202,13 +202,6 @@ void progress_report_summary(const ProgressReport *r, long step, double wall_s, 
                  1000.0 * r->comm_s / (steps_run > 0 ? steps_run : 1), processes);
 }
 
-void format_duration(char *buf, size_t n, double seconds) {
-    if (!isfinite(seconds) || seconds < 0) seconds = 0;
-    long t = (long)(seconds + 0.5);
-    if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
-    else snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
-}
-
 // ----------------------------------------------------------------------------
 // on the terminal
 

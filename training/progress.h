@@ -116,8 +116,6 @@ double progress_report_close(ProgressReport *r);
 // processes a second line, "communication: ...".
 void progress_report_summary(const ProgressReport *r, long step, double wall_s, double val_loss, double best_val_loss,
                              int processes, char *text, size_t size);
-// A duration as "1m05s", or "2h03m" from an hour on (negative or not finite: "0m00s").
-void format_duration(char *buf, size_t n, double seconds);
 
 // ----------------------------------------------------------------------------
 // on the terminal

@@ -15,12 +15,12 @@
 
 #include "../common/clock.h"
 #include "../common/platform.h"
+#include "../common/rng.h"
 #include "../dist/dist.h"
 #include "../format/checkpoint.h"
 #include "../format/float_text.h"
 #include "../format/json.h"
 #include "../format/safetensors.h"
-#include "../model/rng.h"
 #include "run.h"
 
 // ----------------------------------------------------------------------------

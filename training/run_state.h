@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "../common/errors.h"
+#include "../common/rng.h"
 #include "../data/corpus_fingerprint.h"
 #include "../data/encoding.h"
 #include "../data/task.h"
@@ -17,7 +18,6 @@
 #include "../kernels/kernels.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
-#include "../model/rng.h"
 
 typedef struct DataParallel DataParallel;  // training/step.h
 

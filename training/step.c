@@ -10,8 +10,8 @@
 
 #include "../common/clock.h"
 #include "../common/platform.h"
+#include "../common/rng.h"
 #include "../dist/dist.h"
-#include "../model/rng.h"
 #include "../model/train_step.h"
 #include "run.h"
 

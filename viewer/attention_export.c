@@ -10,7 +10,7 @@
 #include <zlib.h>
 
 #include "../common/platform.h"
-#include "../data/utf8.h"
+#include "../common/utf8.h"
 #include "../format/atomic_file.h"
 #include "attention_formats.h"
 

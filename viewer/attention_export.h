@@ -52,8 +52,8 @@
 
 #include <stdint.h>
 
+#include "../analysis/logit_lens.h"
 #include "../model/gpt.h"
-#include "logit_lens.h"
 
 #define ATTENTION_TOP_K 5
 
@@ -76,7 +76,7 @@ void attention_prediction(const float *logits, int V, int next, const uint32_t *
 void attention_predictions(const float *logits, const int *tokens, int t, int V,
                            const uint32_t *vocab_chars, AttentionPrediction *pred);
 
-// The logit lens over the text (viewer/logit_lens.h): rows = n_layer + 1 (the embeddings,
+// The logit lens over the text (analysis/logit_lens.h): rows = n_layer + 1 (the embeddings,
 // then each block) of t cells, their token ids turned into characters by vocab_chars (V).
 typedef struct {
     int rows;
@@ -93,7 +93,7 @@ typedef struct {
     const float *out;   // (L, t, A): each head's sum_j W[i][j] v_j, head h's at h hs
 } AttentionVectors;
 
-// What each head does on the text (viewer/head_scores.h): its score on each pattern, and its
+// What each head does on the text (analysis/head_scores.h): its score on each pattern, and its
 // label, the strongest.
 typedef struct {
     int patterns;               // P
@@ -104,7 +104,7 @@ typedef struct {
     const float *strength;      // (L, H) its score / reach
     double clear;               // a label is shown as weak below this strength
     const float *importance;    // (L, H) the loss change in bits per character when the head alone
-                                // is knocked out (viewer/head_importance.h); NaN where unknown
+                                // is knocked out (analysis/head_importance.h); NaN where unknown
 } AttentionHeads;
 
 // Everything recorded over one processed text.

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../analysis/head_scores.h"
 #include "../common/input_file.h"
+#include "../common/utf8.h"
 #include "../format/atomic_file.h"
-#include "../data/utf8.h"
 #include "../format/probe_file.h"
-#include "head_scores.h"
 #include "attention_formats.h"
 #include "markup.h"
 

@@ -36,7 +36,3 @@ double rng_normal(Rng *rng) {
     double u2 = (double)(rng_next_u64(rng) >> 11) * (1.0 / 9007199254740992.0);
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
-
-uint64_t dropout_key(uint64_t step_seed, int layer, int site) {
-    return hash_mix64(hash_mix64(step_seed) + (uint64_t)layer * 3u + (uint64_t)site + 1u);
-}

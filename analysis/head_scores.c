@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../model/rng.h"
+#include "../common/rng.h"
 
 const char *const head_pattern_names[HEAD_PATTERNS] = {
     "previous token", "induction", "first character", "same character", "word start", "last space",

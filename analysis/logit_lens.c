@@ -81,7 +81,7 @@ void logit_lens_compute(LogitLens *lens, GPT *model, const int *next) {
     const GPTConfig *c = &model->config;
     const int t = lens->t, C = c->n_embd, V = c->vocab_size;
     for (int r = 0; r < lens->rows; r++) {
-        const float *residual = gpt_residual_stream(model, r - 1);
+        const float *residual = gpt_residual_stream(model, r);
         layernorm_forward(lens->ln, lens->mean, lens->rstd, residual, model->params.lnfw, model->params.lnfb, t, C);
         linear_forward(model->kernels, lens->logits, lens->ln, model->params.wte, NULL, t, C, V);
         for (int i = 0; i < t; i++)

@@ -1,0 +1,33 @@
+#include "head_importance.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+double head_importance_memory(int given_heads) { return (given_heads + 1.0) * sizeof(ActivationEdit); }
+
+int head_importance(GPT *model, const int *tokens, int t, float *importance, char err[ERR_LEN]) {
+    const int H = model->config.n_head, heads = model->config.n_layer * H;
+    const ForwardHooks *given = model->hooks;
+    const int n_given = given ? given->n_heads : 0;
+    // the model's own edits of heads' outputs, then one more: the head measured, knocked out
+    ActivationEdit *edits = malloc((n_given + 1) * sizeof(ActivationEdit));
+    if (!edits) {
+        snprintf(err, ERR_LEN, "out of memory for the heads' importance");
+        return -1;
+    }
+    if (n_given > 0) memcpy(edits, given->heads, n_given * sizeof(ActivationEdit));
+    ForwardHooks hooks = {edits, n_given + 1, given ? given->residual : NULL, given ? given->n_residual : 0};
+    gpt_forward(model, tokens, tokens + 1, 1, t, NULL);
+    const double whole = model->loss_sum / t;
+    model->hooks = &hooks;
+    for (int i = 0; i < heads; i++) {
+        edits[n_given] = (ActivationEdit){.layer = i / H, .head = i % H};  // rows NULL: zeros everywhere
+        gpt_forward(model, tokens, tokens + 1, 1, t, NULL);
+        importance[i] = (float)((model->loss_sum / t - whole) / M_LN2);
+    }
+    model->hooks = given;
+    free(edits);
+    return 0;
+}
