@@ -450,6 +450,15 @@ int platform_lock(int fd) {
 // emscripten's kill says EPERM, "another user's process", for any id but this one's
 int platform_process_running(long pid) { return pid > 0 && pid == (long)getpid(); }
 
+// The page's signal, or 0 (web/platform_library.js): the page's worker may suspend the program
+// there (asyncify) while it is paused. Under node nothing arrives.
+extern int platform_wasm_page_signal(void);
+
+void platform_signals_poll(void) {
+    int sig = platform_wasm_page_signal();
+    if (sig > 0) raise(sig);  // emscripten runs the handler sigaction installed
+}
+
 int platform_cpu_has_arm_bf16(void) { return 0; }
 
 // ----------------------------------------------------------------------------
@@ -675,6 +684,10 @@ void platform_signals_catch(PlatformSignals set, void (*handler)(int sig), int r
     for (int i = 0; i < n; i++) sigaction(sigs[i], &action, NULL);
     if (set == PLATFORM_FATAL_SIGNALS) signal(SIGXFSZ, SIG_IGN);
 }
+
+#if !defined(PLATFORM_WASM)  // (WebAssembly's is in its part above)
+void platform_signals_poll(void) {}  // signals arrive by themselves
+#endif
 
 // In a handler of sig, sig is blocked: unblocked after raise, it ends the process at once.
 _Noreturn void platform_end_by_signal(int sig) {
@@ -1152,6 +1165,8 @@ void platform_signals_catch(PlatformSignals set, void (*handler)(int sig), int r
     SetConsoleCtrlHandler(NULL, FALSE);  // Ctrl-C reaches this process even when its parent ignored it
     if (!installed) installed = SetConsoleCtrlHandler(on_console_event, TRUE);
 }
+
+void platform_signals_poll(void) {}  // console events arrive by themselves
 
 // as the system's own handler ends a process at Ctrl-C, at once, from the event's thread
 _Noreturn void platform_end_by_signal(int sig) {

@@ -92,6 +92,11 @@ static void score_heads(Recording *r, const GPTConfig *c, const int *window, int
 
 int attention_record(GPT *model, const Vocab *vocab, const int *text, long len, const char *const *paths, int n,
                      int replace, int *written, char err[ERR_LEN]) {
+    return attention_record_with(model, vocab, text, len, 1, paths, n, replace, written, err);
+}
+
+int attention_record_with(GPT *model, const Vocab *vocab, const int *text, long len, int importance,
+                          const char *const *paths, int n, int replace, int *written, char err[ERR_LEN]) {
     const GPTConfig *c = &model->config;
     int t = len < c->block_size ? (int)len : c->block_size;
     const int *window = text + len - t;
@@ -118,7 +123,7 @@ int attention_record(GPT *model, const Vocab *vocab, const int *text, long len, 
         score_heads(&r, c, window, t);
         // last: its forwards, each with one more head knocked out, overwrite the activations
         for (int i = 0; i < c->n_layer * c->n_head; i++) r.importance[i] = NAN;
-        int measured = t < 2 || head_importance(model, window, t - 1, r.importance, err) == 0;
+        int measured = !importance || t < 2 || head_importance(model, window, t - 1, r.importance, err) == 0;
         AttentionLens shown = {lens.rows, lens.cells, vocab->chars};
         AttentionVectors vectors = {c->head_size, r.qkv, r.out};
         AttentionHeads heads = {HEAD_PATTERNS, head_pattern_names, r.reach, r.scores, r.label, r.strength,

@@ -17,6 +17,11 @@
 // a path's extension names no format, or (replace 0) when a path exists; with err.
 int attention_record(GPT *model, const Vocab *vocab, const int *text, long len, const char *const *paths, int n,
                      int replace, int *written, char err[ERR_LEN]);
+// attention_record, the heads' importance measured only when `importance` is 1; with 0 it is
+// left unknown (NaN) and its 1 + L*H forwards, most of the time of a page over a short text, are
+// saved (the page's inspector as one types: web/inspect.c).
+int attention_record_with(GPT *model, const Vocab *vocab, const int *text, long len, int importance,
+                          const char *const *paths, int n, int replace, int *written, char err[ERR_LEN]);
 // The memory attention_record takes besides the model, for a window of t characters (before
 // what writing a file takes: attention_export_memory).
 double attention_record_memory(const GPTConfig *c, int t);

@@ -29,9 +29,19 @@ WASM_ZLIB_OBJ := $(WASM_ZLIB_NAMES:%=$(WASM)/zlib/%.o)
 # the module's memory grows as it allocates, up to 4 GiB (wasm32's whole address space)
 WASM_LDFLAGS := -O3 -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sTOTAL_STACK=1MB
 # the tests under node: the files are node's own (NODERAWFS), the module inside the script
-WASM_TEST_LDFLAGS := $(WASM_LDFLAGS) -sENVIRONMENT=node -sNODERAWFS=1 -sSINGLE_FILE=1 -sEXIT_RUNTIME=1
+WASM_TEST_LDFLAGS := $(WASM_LDFLAGS) -sENVIRONMENT=node -sNODERAWFS=1 -sSINGLE_FILE=1 -sEXIT_RUNTIME=1 \
+	--js-library web/platform_library.js
+# the page's module: a factory (createChargpt) for the worker's instances, ./train's meeting
+# points able to suspend it (asyncify: only the functions that call down to the page's signal,
+# the kernels untouched), and what web/worker.js calls
+WEB_LDFLAGS := $(WASM_LDFLAGS) -sENVIRONMENT=worker -sMODULARIZE=1 -sEXPORT_NAME=createChargpt \
+	-sASYNCIFY=1 -sASYNCIFY_IMPORTS=[platform_wasm_page_signal] -sASYNCIFY_IGNORE_INDIRECT=1 \
+	-sASYNCIFY_STACK_SIZE=65536 --js-library web/platform_library.js \
+	-sEXPORTED_FUNCTIONS=[_main,_inspect_open,_inspect_update,_inspect_limit,_malloc,_fflush] \
+	-sEXPORTED_RUNTIME_METHODS=[FS,ENV,ccall,allocateUTF8]
+WEB_OBJ := $(WASM)/web/programs.o $(WASM)/web/inspect.o $(WASM)/web/train_main.o $(WASM)/web/generate_main.o
 
-.PHONY: test-wasm wasm-zlib
+.PHONY: test-wasm web
 
 $(WASM)/%.o: %.c | $(WASM_ZLIB_SRC)/zlib.h
 	@mkdir -p $(dir $@)
@@ -50,13 +60,26 @@ $(WASM)/libchargpt.a: $(WASM_LIB_OBJ) $(WASM_ZLIB_OBJ)
 	rm -f $@
 	@$(EM_ENV) emar rcs $@ $^
 
+# the programs' main functions under the names web/programs.c calls
+$(WASM)/web/%_main.o: %.c | $(WASM_ZLIB_SRC)/zlib.h
+	@mkdir -p $(dir $@)
+	$(EM_ENV) $(EMCC) $(WASM_CFLAGS) -Dmain=$*_main -c $< -o $@
+
+$(WASM)/chargpt.js: $(WEB_OBJ) $(WASM)/libchargpt.a web/platform_library.js
+	$(EM_ENV) $(EMCC) $(WEB_LDFLAGS) $(filter %.o %.a,$^) -o $@
+
+# the page, committed: CI checks that it is what this builds
+web: web/chargpt.html
+web/chargpt.html: web/page.html web/page.js web/worker.js $(WASM)/chargpt.js web/make_page.sh
+	web/make_page.sh $@ web/page.html web/page.js $(WASM)/chargpt.js web/worker.js $(WASM)/chargpt.wasm
+
 $(WASM)/run_tests.js: $(WASM_TEST_OBJ) $(WASM)/libchargpt.a web/node_env.js
 	$(EM_ENV) $(EMCC) $(WASM_TEST_LDFLAGS) --pre-js web/node_env.js $(filter %.o %.a,$^) -o $@
 
 # ./train and ./generate under node (`node build-wasm/train.js --task induction`), for
 # comparisons with the native programs (scripts/check_web.sh, make bench-web)
 .SECONDARY: $(WASM)/train.o $(WASM)/generate.o
-$(WASM)/%.js: $(WASM)/%.o $(WASM)/libchargpt.a web/node_env.js
+$(WASM)/train.js $(WASM)/generate.js: $(WASM)/%.js: $(WASM)/%.o $(WASM)/libchargpt.a web/node_env.js
 	$(EM_ENV) $(EMCC) $(WASM_TEST_LDFLAGS) --pre-js web/node_env.js $(filter %.o %.a,$^) -o $@
 
 test-wasm: $(WASM)/run_tests.js
@@ -67,4 +90,4 @@ clean: clean-wasm
 clean-wasm:
 	rm -rf $(WASM)
 
--include $(WASM_LIB_OBJ:.o=.d) $(WASM_TEST_OBJ:.o=.d)
+-include $(WASM_LIB_OBJ:.o=.d) $(WASM_TEST_OBJ:.o=.d) $(WEB_OBJ:.o=.d)

@@ -1,0 +1,101 @@
+// Opens a page in headless Chromium and waits for it to finish its work: what --dump-dom
+// cannot do for a page whose work runs in Web Workers for a while (scripts/check_web.sh).
+//
+// usage: node scripts/headless_page.js URL [SECONDS] [SCREENSHOT.png]
+//
+// Chromium runs with the flags of scripts/headless_browser.sh and --allow-file-access-from-files
+// (a page opened from a file reads the files beside it), driven through its DevTools protocol
+// on a pipe (--remote-debugging-pipe: no port, nothing to install). Once <body> carries
+// data-rendered (at most SECONDS, default 600), prints <body>'s data-* attributes as one JSON
+// object and, with SCREENSHOT, saves the window; the page's console errors and uncaught
+// exceptions go to stderr. Exit status 0; 1 when the time ran out, the page reported a script
+// error (data-failed) or an exception went uncaught; 2 for bad usage or no browser.
+'use strict';
+const { spawn, execFileSync } = require('child_process');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const [url, seconds = '600', screenshot] = process.argv.slice(2);
+if (!url) {
+  console.error('usage: node scripts/headless_page.js URL [SECONDS] [SCREENSHOT.png]');
+  process.exit(2);
+}
+const browser = ['chromium', 'chromium-browser', 'google-chrome'].map((name) => {
+  try { return execFileSync('sh', ['-c', 'command -v ' + name]).toString().trim(); } catch (e) { return ''; }
+}).find((found) => found);
+if (!browser) {
+  console.error('headless_page: no chromium found');
+  process.exit(2);
+}
+const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'chargpt-page-'));
+const child = spawn(browser, [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  '--allow-file-access-from-files', '--window-size=1400,1000', '--user-data-dir=' + profile,
+  '--remote-debugging-pipe', 'about:blank'], { stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'] });
+const toBrowser = child.stdio[3], fromBrowser = child.stdio[4];
+
+let nextId = 1, received = '', failed = false;
+const waiting = {};
+function send(method, params, sessionId) {
+  const id = nextId++;
+  toBrowser.write(JSON.stringify({ id, method, params: params || {}, sessionId }) + '\0');
+  return new Promise((resolve, reject) => { waiting[id] = { resolve, reject }; });
+}
+fromBrowser.on('data', (chunk) => {
+  received += chunk.toString();
+  let end;
+  while ((end = received.indexOf('\0')) >= 0) {
+    const message = JSON.parse(received.slice(0, end));
+    received = received.slice(end + 1);
+    if (message.id && waiting[message.id]) {
+      const w = waiting[message.id];
+      delete waiting[message.id];
+      if (message.error) w.reject(new Error(message.error.message));
+      else w.resolve(message.result);
+    } else if (message.method === 'Runtime.exceptionThrown') {
+      const d = message.params.exceptionDetails;
+      console.error('uncaught: ' + (d.exception && d.exception.description || d.text));
+      failed = true;
+    } else if (message.method === 'Runtime.consoleAPICalled' && message.params.type === 'error') {
+      console.error('console: ' + message.params.args.map((a) => a.value || a.description).join(' '));
+    }
+  }
+});
+
+function end(status) {
+  child.on('exit', () => {
+    fs.rmSync(profile, { recursive: true, force: true });
+    process.exit(status);
+  });
+  child.kill();
+}
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+(async () => {
+  const { targetId } = await send('Target.createTarget', { url: 'about:blank' });
+  const { sessionId } = await send('Target.attachToTarget', { targetId, flatten: true });
+  await send('Runtime.enable', {}, sessionId);
+  await send('Page.enable', {}, sessionId);
+  await send('Page.navigate', { url }, sessionId);
+  const deadline = Date.now() + 1000 * Number(seconds);
+  for (;;) {
+    const { result } = await send('Runtime.evaluate', {
+      expression: 'document.body && document.body.dataset.rendered !== undefined ? JSON.stringify(Object.assign({}, document.body.dataset)) : ""',
+      returnByValue: true }, sessionId);
+    if (result.value) {
+      console.log(result.value);
+      if (screenshot) {
+        const { data } = await send('Page.captureScreenshot', { format: 'png' }, sessionId);
+        fs.writeFileSync(screenshot, Buffer.from(data, 'base64'));
+      }
+      end(failed || JSON.parse(result.value).failed !== undefined ? 1 : 0);
+    }
+    if (Date.now() > deadline) {
+      console.error('headless_page: ' + url + ': no data-rendered on <body> after ' + seconds + ' s');
+      end(1);
+    }
+    await sleep(250);
+  }
+})().catch((e) => { console.error('headless_page: ' + e.message); end(1); });
