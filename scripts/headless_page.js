@@ -66,7 +66,8 @@ fromBrowser.on('data', (chunk) => {
 
 function end(status) {
   child.on('exit', () => {
-    fs.rmSync(profile, { recursive: true, force: true });
+    // the browser's helper processes may still be writing its profile: retried, then left
+    try { fs.rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }); } catch (e) { /* left */ }
     process.exit(status);
   });
   child.kill();

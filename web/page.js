@@ -6,13 +6,14 @@
 //
 // Hooks in the address (tests, scripts/check_web.sh):
 //   #task=NAME&seed=S&steps=N&selftest  trains (with --log-every 1; any other key=value is
-//       given to ./train as --key value, kernels=K sets CHARGPT_KERNELS), then sets on <body>
+//       given to ./train after it as --key value, kernels=K sets CHARGPT_KERNELS), then sets on <body>
 //       data-rendered="trained" and data-result: {"train_loss": [each step's], "val_loss",
-//       "seconds", "status", "steps"}
+//       "seconds", "status", "steps", "tensors_sha256" (of the checkpoint's data section)}
 //   #ckpt=RELATIVE_PATH&prompt=TEXT&selftest  opens the checkpoint, then data-rendered
 //       "inspected" and data-result: {"bits_per_char" (./generate --score's), "greedy" (the
-//       50 characters ./generate -t 0 appends), "update_ms" (the inspector's update, median of
-//       5), "model"}; or data-rendered "refused" and {"error": the page's message}
+//       50 characters ./generate -t 0 appends), "update_ms" (the inspector's update, from the
+//       text to its page drawn, median of 5 after the first), "update_worker_ms" (of it, the C's
+//       part in the worker), "model"}; or data-rendered "refused" and {"error": the page's message}
 'use strict';
 (function () {
   var $ = function (id) { return document.getElementById(id); };
@@ -50,11 +51,13 @@
   tabs.forEach(function (t) { $('tab-' + t).addEventListener('click', function () { showTab(t); }); });
 
   // ---- the workers ----
-  var wasm = (function () {
-    var s = atob($('chargpt-wasm').textContent.trim()), bytes = new Uint8Array(s.length);
+  function bytesOf(id) {
+    var s = atob($(id).textContent.trim()), bytes = new Uint8Array(s.length);
     for (var i = 0; i < s.length; i++) bytes[i] = s.charCodeAt(i);
     return bytes;
-  })();
+  }
+  var wasm = bytesOf('chargpt-wasm');
+  var corpus = null;  // data/tinyshakespeare.txt.gz, decoded when a run first needs it
   var workerUrl = URL.createObjectURL(new Blob([$('chargpt-worker').textContent], { type: 'text/javascript' }));
   var nextId = 1;
 
@@ -139,6 +142,12 @@
     a.click();
     a.remove();
   }
+  // a file's name as the page's file system takes it, in its root: the name's last part, no
+  // control characters, none of the root's own directories (the texts go in /tmp)
+  function fileName(name, fallback) {
+    var n = name.replace(/^.*[\/\\]/, '').replace(/[\x00-\x1f]/g, '_');
+    return /^(|\.|\.\.|tmp|dev|proc|home|out|data)$/.test(n) ? fallback : n;
+  }
   function quoted(arg) { return /^[A-Za-z0-9_.,:=\/+-]+$/.test(arg) ? arg : "'" + arg.replace(/'/g, "'\\''") + "'"; }
 
   // ================================================================ Train
@@ -149,14 +158,15 @@
   });
   var text = null;    // {name, bytes}: a dropped or chosen text
   var run = null;     // the run under way or the last: {id, running, paused}
-  var LOG_LINES = 3000;
+  var LOG_CHUNKS = 3000;
 
   function status(s) { $('status-line').textContent = s; }
+  // the output as text nodes, the oldest dropped past LOG_CHUNKS of them
   function appendLog(s) {
-    var log = $('train-log'), lines = (log.textContent + s).split('\n');
-    if (lines.length > LOG_LINES) lines = lines.slice(lines.length - LOG_LINES);
-    log.textContent = lines.join('\n');
-    log.scrollTop = log.scrollHeight;
+    var log = $('train-log'), bottom = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
+    log.appendChild(document.createTextNode(s));
+    while (log.childNodes.length > LOG_CHUNKS) log.removeChild(log.firstChild);
+    if (bottom) log.scrollTop = log.scrollHeight;
   }
   function source() { return document.querySelector('input[name=source]:checked').value; }
 
@@ -165,7 +175,8 @@
   // ./train's arguments from the form: only what is filled in, so that the task's recipe (or
   // ./train's defaults) gives the rest, as on the command line
   function trainArgs() {
-    var args = source() === 'task' ? ['--task', $('task').value] : ['--data', '/data/' + (text ? text.name : '')];
+    var args = source() === 'task' ? ['--task', $('task').value] :
+               source() === 'text' ? ['--data', '/data/' + (text ? text.name : '')] : [];
     numberOptions.forEach(function (o) { if ($(o).value !== '') args.push('--' + o, $(o).value); });
     if ($('pos').value !== 'learned') args.push('--pos', $('pos').value);
     $('more').value.split(/\s+/).forEach(function (a) { if (a) args.push(a); });
@@ -182,7 +193,7 @@
   function useText(file) {
     file.arrayBuffer().then(function (bytes) {
       // the name as the run's messages give it, in the worker's own directory
-      text = { name: file.name.replace(/[\/\\\x00-\x1f]/g, '_') || 'text.txt', bytes: bytes };
+      text = { name: fileName(file.name, 'text.txt'), bytes: bytes };
       document.querySelector('input[name=source][value=text]').checked = true;
       $('text-note').textContent = 'your text: ' + text.name + ', ' + bytes.byteLength + ' bytes (./train reads it: ' +
         'plain or gzip, UTF-8 unless --encoding says otherwise)';
@@ -207,22 +218,25 @@
     showMessage('');
     var args = trainArgs().concat(['--out', '/out'], extra || []), files = {};
     if (source() === 'text') files['/data/' + text.name] = text.bytes.slice(0);
+    // ./train finds the corpus it ships with in data/ of its working directory (data/corpus.c)
+    if (source() === 'shakespeare') files['/data/tinyshakespeare.txt.gz'] = (corpus = corpus || bytesOf('chargpt-corpus')).slice().buffer;
     $('train-log').textContent = '';
     status('training');
     run = { running: true, paused: false };
     setRunning(true, false);
+    var stderr = '';
     run.id = trainer.send({ type: 'train', args: args, files: files, env: env || {} }, {
-      out: function (m) { appendLog(m.text); },
+      out: function (m) {
+        appendLog(m.text);
+        if (m.stream === 'stderr') stderr = (stderr + m.text).slice(-4096);
+      },
       exit: function (m) {
         run.running = false;
         setRunning(false, false);
         status(m.status === 0 ? 'done in ' + m.seconds.toFixed(1) + ' s' :
                './train ended with status ' + m.status + (m.status === 130 ? ' (stopped, the checkpoint saved)' : ''));
-        if (m.status !== 0 && m.status !== 130) {
-          // its message: the last line ./train wrote on stderr
-          var lines = $('train-log').textContent.trim().split('\n');
-          showMessage(lines[lines.length - 1] || './train failed with status ' + m.status);
-        }
+        if (m.status !== 0 && m.status !== 130)  // its message: the last line ./train wrote on stderr
+          showMessage(stderr.trim().split('\n').pop() || './train failed with status ' + m.status);
         if (onExit) onExit(m);
       }
     });
@@ -252,7 +266,7 @@
   $('get-ckpt').addEventListener('click', function () { runFile('/out/ckpt.safetensors', function (b) { download(b, 'ckpt.safetensors'); }); });
   $('get-probe').addEventListener('click', function () { runFile('/out/probe.bin', function (b) { download(b, 'probe.bin'); }); });
   $('take-apart').addEventListener('click', function () {
-    runFile('/out/ckpt.safetensors', function (b) { openCheckpoint(b.buffer, 'this run\u2019s ckpt.safetensors'); showTab('inspect'); });
+    runFile('/out/ckpt.safetensors', function (b) { openCheckpoint(b.buffer, 'ckpt.safetensors'); showTab('inspect'); });
   });
 
   // ================================================================ Take a model apart
@@ -312,7 +326,7 @@
   function openCheckpoint(bytes, name, then) {
     showMessage('');
     $('model-line').textContent = 'opening ' + name + '\u2026';
-    inspector.send({ type: 'open', bytes: bytes.slice(0) }, {
+    inspector.send({ type: 'open', name: name, bytes: bytes.slice(0) }, {
       once: true,
       opened: function (m) {
         var a = m.answer;
@@ -338,7 +352,7 @@
   }
   $('ckpt-file').addEventListener('change', function () {
     var f = this.files[0];
-    if (f) f.arrayBuffer().then(function (b) { openCheckpoint(b, f.name.replace(/[\/\\\x00-\x1f]/g, '_')); });
+    if (f) f.arrayBuffer().then(function (b) { openCheckpoint(b, fileName(f.name, 'ckpt.safetensors')); });
   });
 
   // The inspector follows the text: one update at a time, the latest text next.
@@ -355,7 +369,7 @@
         var a = m.answer;
         function next() {
           inFlight = false;
-          if (onViewed) onViewed(a, performance.now() - started);
+          if (onViewed) onViewed(a, performance.now() - started, m.ms);
           if (dirty) update();
         }
         if (a.error) {
@@ -379,11 +393,12 @@
   ['gen-n', 'gen-t', 'gen-k', 'gen-p', 'gen-s'].forEach(function (id) { $(id).addEventListener('input', showInspectCommand); });
 
   // ./generate itself, in a run of its own: the checkpoint written into it, and the text as
-  // /prompt.txt (what --score reads)
+  // /tmp/prompt.txt (what --score reads)
   function generate(args, onOut, onExit) {
     var err = '';
-    var files = { '/ckpt.safetensors': model.bytes.slice(0), '/prompt.txt': new TextEncoder().encode($('prompt').value).buffer };
-    inspector.send({ type: 'run', program: 'generate', args: ['/ckpt.safetensors'].concat(args), files: files }, {
+    var files = { '/tmp/prompt.txt': new TextEncoder().encode($('prompt').value).buffer };
+    files['/' + model.name] = model.bytes.slice(0);
+    inspector.send({ type: 'run', program: 'generate', args: ['/' + model.name].concat(args), files: files }, {
       out: function (m) { if (m.stream === 'stdout') onOut(m.text); else err += m.text; },
       exit: function (m) { onExit(m.status, err); }
     });
@@ -414,7 +429,7 @@
     var f = e.dataTransfer.files[0];
     if (!f) return;
     if (/\.safetensors$/i.test(f.name)) {
-      f.arrayBuffer().then(function (b) { openCheckpoint(b, f.name.replace(/[\/\\\x00-\x1f]/g, '_')); });
+      f.arrayBuffer().then(function (b) { openCheckpoint(b, fileName(f.name, 'ckpt.safetensors')); });
       showTab('inspect');
     } else {
       useText(f);
@@ -428,7 +443,7 @@
   if (hash.task) {
     document.querySelector('input[name=source][value=task]').checked = true;
     $('task').value = hash.task;
-    var extra = [], env = {};
+    var extra = selftest ? ['--log-every', '1'] : [], env = {};  // the address's own options after it
     Object.keys(hash).forEach(function (key) {
       if (key === 'task' || key === 'selftest') return;
       if (key === 'kernels') { env.CHARGPT_KERNELS = hash[key]; return; }
@@ -436,7 +451,6 @@
       else extra.push('--' + key, hash[key]);
     });
     showCommand();
-    if (selftest) extra.push('--log-every', '1');
     startTraining(extra, env, function (m) {
       if (!selftest) return;
       runFile('/out/log.csv', function (bytes) {
@@ -447,7 +461,18 @@
           losses.push(+f[col('train_loss')]);
           if (f[col('val_loss')] !== '') val = +f[col('val_loss')];
         });
-        finish('trained', { train_loss: losses, val_loss: val, seconds: m.seconds, status: m.status, steps: losses.length });
+        var result = { train_loss: losses, val_loss: val, seconds: m.seconds, status: m.status, steps: losses.length };
+        // the SHA-256 of the checkpoint's tensors (its data section, after the header), to compare
+        // with ./train's bit for bit
+        runFile('/out/ckpt.safetensors', function (ckpt) {
+          var header = new DataView(ckpt.buffer, ckpt.byteOffset).getUint32(0, true);
+          crypto.subtle.digest('SHA-256', ckpt.subarray(8 + header)).then(function (digest) {
+            result.tensors_sha256 = Array.from(new Uint8Array(digest)).map(function (b) {
+              return (b < 16 ? '0' : '') + b.toString(16);
+            }).join('');
+            finish('trained', result);
+          });
+        });
       });
     });
   } else if (hash.ckpt) {
@@ -462,7 +487,7 @@
         finish('refused', { error: $('message').textContent });
         return;
       }
-      openCheckpoint(xhr.response, hash.ckpt.replace(/^.*\//, ''), function (error) {
+      openCheckpoint(xhr.response, fileName(hash.ckpt, 'ckpt.safetensors'), function (error) {
         if (error) { finish('refused', { error: error }); return; }
         if (selftest) measure();
       });
@@ -478,21 +503,23 @@
   // The checkpoint's hook: the inspector's update timed five times (after the first), then
   // ./generate --score and ./generate -t 0 on the prompt.
   function measure() {
-    var times = [], result = { model: model.config };
-    onViewed = function (answer, ms) {
+    var times = [], worker = [], result = { model: model.config };
+    function median(a) { return a.slice(1).sort(function (x, y) { return x - y; })[2]; }
+    onViewed = function (answer, ms, workerMs) {
       if (answer.error) { onViewed = null; finish('refused', { error: answer.error }); return; }
       times.push(ms);
+      worker.push(workerMs);
       if (times.length < 6) { setTimeout(update, 0); return; }
       onViewed = null;
-      var sorted = times.slice(1).sort(function (a, b) { return a - b; });
-      result.update_ms = sorted[2];
+      result.update_ms = median(times);
+      result.update_worker_ms = median(worker);
       result.inspector_bits_per_char = answer.bits_per_char;
       score();
     };
     update();
     function score() {
       var out = '';
-      generate(['--score', '/prompt.txt'], function (s) { out += s; }, function (status, err) {
+      generate(['--score', '/tmp/prompt.txt'], function (s) { out += s; }, function (status, err) {
         var m = out.match(/([0-9.]+) bits\/char/);
         result.bits_per_char = m ? m[1] : null;
         if (status !== 0) result.score_error = err.trim();

@@ -41,7 +41,7 @@ WEB_LDFLAGS := $(WASM_LDFLAGS) -sENVIRONMENT=worker -sMODULARIZE=1 -sEXPORT_NAME
 	-sEXPORTED_RUNTIME_METHODS=[FS,ENV,ccall,allocateUTF8]
 WEB_OBJ := $(WASM)/web/programs.o $(WASM)/web/inspect.o $(WASM)/web/train_main.o $(WASM)/web/generate_main.o
 
-.PHONY: test-wasm web
+.PHONY: test-wasm web check-web-page
 
 $(WASM)/%.o: %.c | $(WASM_ZLIB_SRC)/zlib.h
 	@mkdir -p $(dir $@)
@@ -68,10 +68,18 @@ $(WASM)/web/%_main.o: %.c | $(WASM_ZLIB_SRC)/zlib.h
 $(WASM)/chargpt.js: $(WEB_OBJ) $(WASM)/libchargpt.a web/platform_library.js
 	$(EM_ENV) $(EMCC) $(WEB_LDFLAGS) $(filter %.o %.a,$^) -o $@
 
-# the page, committed: CI checks that it is what this builds
+# the page, committed; `make check-web-page` builds it afresh beside the committed one and
+# compares the two (CI)
+WEB_PAGE_INPUTS := web/page.html web/page.js $(WASM)/chargpt.js web/worker.js $(WASM)/chargpt.wasm \
+	data/tinyshakespeare.txt.gz
 web: web/chargpt.html
-web/chargpt.html: web/page.html web/page.js web/worker.js $(WASM)/chargpt.js web/make_page.sh
-	web/make_page.sh $@ web/page.html web/page.js $(WASM)/chargpt.js web/worker.js $(WASM)/chargpt.wasm
+web/chargpt.html: $(WEB_PAGE_INPUTS) web/make_page.sh
+	web/make_page.sh $@ $(WEB_PAGE_INPUTS)
+check-web-page: $(WEB_PAGE_INPUTS) web/make_page.sh
+	web/make_page.sh $(WASM)/chargpt.html $(WEB_PAGE_INPUTS)
+	@cmp web/chargpt.html $(WASM)/chargpt.html || { echo "web/chargpt.html is not what make web builds: \
+		run make web and commit it"; exit 1; }
+	@echo "web/chargpt.html is what make web builds"
 
 $(WASM)/run_tests.js: $(WASM_TEST_OBJ) $(WASM)/libchargpt.a web/node_env.js
 	$(EM_ENV) $(EMCC) $(WASM_TEST_LDFLAGS) --pre-js web/node_env.js $(filter %.o %.a,$^) -o $@

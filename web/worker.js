@@ -11,7 +11,7 @@
 //   {type: 'stop'}                      a stop signal (SIGINT, as Ctrl-C): the run saves and ends
 //   {type: 'files', id, paths}          read files of the last run (its checkpoint, probe.bin)
 //   {type: 'run', id, program, args, files}  run ./generate (or ./train) to its end, its output back
-//   {type: 'open', id, bytes}           open a checkpoint in the inspector
+//   {type: 'open', id, name, bytes}     open a checkpoint (named so) in the inspector
 //   {type: 'inspect', id, text, knocked, importance}  the inspector's page over a text
 // and to it: {type: 'ready'}, {type: 'out', id, stream, text}, {type: 'timeline', html},
 // {type: 'paused'}, {type: 'resumed'}, {type: 'exit', id, status, seconds}, {type: 'files', id,
@@ -170,11 +170,14 @@ function inspectorInstance() {
   return inspector;
 }
 
+// The checkpoint is written under its own name (no directory: the page keeps a name to its last
+// part), so that ./generate's messages name it as the person knows it.
 function open(message) {
   inspectorInstance().then(function (m) {
-    m.FS.writeFile('/ckpt.safetensors', new Uint8Array(message.bytes));
-    var answer = JSON.parse(m.ccall('inspect_open', 'string', ['string'], ['/ckpt.safetensors']));
-    try { m.FS.unlink('/ckpt.safetensors'); } catch (e) { /* already gone */ }
+    var path = '/' + message.name;
+    m.FS.writeFile(path, new Uint8Array(message.bytes));
+    var answer = JSON.parse(m.ccall('inspect_open', 'string', ['string'], [path]));
+    try { m.FS.unlink(path); } catch (e) { /* already gone */ }
     answer.limit = JSON.parse(m.ccall('inspect_limit', 'string', [], []));
     post({ type: 'opened', id: message.id, answer: answer });
   }).catch(function (e) { post({ type: 'failed', id: message.id, message: String(e && e.message || e) }); });
@@ -183,10 +186,10 @@ function open(message) {
 function inspect(message) {
   inspectorInstance().then(function (m) {
     var started = performance.now();
-    m.FS.writeFile('/text.txt', new TextEncoder().encode(message.text));
+    m.FS.writeFile('/tmp/text.txt', new TextEncoder().encode(message.text));
     var answer = JSON.parse(m.ccall('inspect_update', 'string', ['string', 'array', 'number', 'string'],
-                                    ['/text.txt', message.knocked, message.importance ? 1 : 0, '/view.html']));
-    var html = answer.error ? null : new TextDecoder('utf-8').decode(m.FS.readFile('/view.html'));
+                                    ['/tmp/text.txt', message.knocked, message.importance ? 1 : 0, '/tmp/view.html']));
+    var html = answer.error ? null : new TextDecoder('utf-8').decode(m.FS.readFile('/tmp/view.html'));
     post({ type: 'view', id: message.id, answer: answer, html: html, ms: performance.now() - started });
   }).catch(function (e) { post({ type: 'failed', id: message.id, message: String(e && e.message || e) }); });
 }
