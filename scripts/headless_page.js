@@ -9,7 +9,9 @@
 // data-rendered (at most SECONDS, default 600), prints <body>'s data-* attributes as one JSON
 // object and, with SCREENSHOT, saves the window; the page's console errors and uncaught
 // exceptions go to stderr. Exit status 0; 1 when the time ran out, the page reported a script
-// error (data-failed) or an exception went uncaught; 2 for bad usage or no browser.
+// error (data-failed) or an exception went uncaught; 2 for bad usage or no browser. On Linux the
+// JSON also holds browser_cpu_seconds: the CPU time of the browser's processes (its page's and
+// workers' threads with the rest) from its start to the page's end, from /proc.
 'use strict';
 const { spawn, execFileSync } = require('child_process');
 const fs = require('fs');
@@ -64,6 +66,26 @@ fromBrowser.on('data', (chunk) => {
   }
 });
 
+// The CPU seconds of the browser's processes so far (Linux: /proc/PID/stat's utime and stime of
+// every descendant), or null where there is no /proc.
+function browserCpuSeconds() {
+  try {
+    const stats = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map((pid) => {
+      try {
+        const f = fs.readFileSync('/proc/' + pid + '/stat', 'utf8'), rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+        return { pid: +pid, ppid: +rest[1], ticks: +rest[11] + +rest[12] };
+      } catch (e) { return null; }
+    }).filter((x) => x);
+    const ours = new Set([child.pid]);
+    for (let grew = true; grew;) {
+      grew = false;
+      stats.forEach((p) => { if (!ours.has(p.pid) && ours.has(p.ppid)) { ours.add(p.pid); grew = true; } });
+    }
+    const hz = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+    return stats.filter((p) => ours.has(p.pid)).reduce((t, p) => t + p.ticks, 0) / hz;
+  } catch (e) { return null; }
+}
+
 function end(status) {
   child.on('exit', () => {
     // the browser's helper processes may still be writing its profile: retried, then left
@@ -86,12 +108,14 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
       expression: 'document.body && document.body.dataset.rendered !== undefined ? JSON.stringify(Object.assign({}, document.body.dataset)) : ""',
       returnByValue: true }, sessionId);
     if (result.value) {
-      console.log(result.value);
+      const data = JSON.parse(result.value);
+      data.browser_cpu_seconds = browserCpuSeconds();
+      console.log(JSON.stringify(data));
       if (screenshot) {
         const { data } = await send('Page.captureScreenshot', { format: 'png' }, sessionId);
         fs.writeFileSync(screenshot, Buffer.from(data, 'base64'));
       }
-      end(failed || JSON.parse(result.value).failed !== undefined ? 1 : 0);
+      end(failed || data.failed !== undefined ? 1 : 0);
     }
     if (Date.now() > deadline) {
       console.error('headless_page: ' + url + ': no data-rendered on <body> after ' + seconds + ' s');

@@ -6,14 +6,16 @@
 //
 // Hooks in the address (tests, scripts/check_web.sh):
 //   #task=NAME&seed=S&steps=N&selftest  trains (with --log-every 1; any other key=value is
-//       given to ./train after it as --key value, kernels=K sets CHARGPT_KERNELS), then sets on <body>
+//       given to ./train after it as --key value, a key alone as --key, kernels=K sets
+//       CHARGPT_KERNELS), then sets on <body>
 //       data-rendered="trained" and data-result: {"train_loss": [each step's], "val_loss",
-//       "seconds", "status", "steps", "tensors_sha256" (of the checkpoint's data section)}
+//       "seconds", "status", "steps", "tensors_sha256" (of the checkpoint's data section)}, or
+//       {"status", "error"} when ./train failed
 //   #ckpt=RELATIVE_PATH&prompt=TEXT&selftest  opens the checkpoint, then data-rendered
 //       "inspected" and data-result: {"bits_per_char" (./generate --score's), "greedy" (the
 //       50 characters ./generate -t 0 appends), "update_ms" (the inspector's update, from the
-//       text to its page drawn, median of 5 after the first), "update_worker_ms" (of it, the C's
-//       part in the worker), "model"}; or data-rendered "refused" and {"error": the page's message}
+//       text to its page drawn, the median of 5 after the first, or of updates=N - 1),
+//       "update_worker_ms" (of it, the C's part in the worker), "model"}; or data-rendered "refused" and {"error": the page's message}
 'use strict';
 (function () {
   var $ = function (id) { return document.getElementById(id); };
@@ -253,13 +255,15 @@
     trainer.post({ type: 'stop' });
     status('stopping: the step under way ends and the checkpoint is saved');
   });
-  function runFile(path, then) {
+  // a file of the last run to then(bytes); missing, a message (and then(null) when asked)
+  function runFile(path, then, orNull) {
     trainer.send({ type: 'files', paths: [path] }, {
       once: true,
       files: function (m) {
-        if (m.files[path]) then(m.files[path]);
-        else showMessage(path.slice(5) + ' is not there yet: ./train writes it at its first save (every ' +
-                         '--save-every steps, at the end, or at Stop)');
+        if (m.files[path]) { then(m.files[path]); return; }
+        showMessage(path.slice(5) + ' is not there yet: ./train writes it at its first save (every ' +
+                    '--save-every steps, at the end, or at Stop)');
+        if (orNull) then(null);
       }
     });
   }
@@ -448,12 +452,17 @@
       if (key === 'task' || key === 'selftest') return;
       if (key === 'kernels') { env.CHARGPT_KERNELS = hash[key]; return; }
       if ($(key) && numberOptions.indexOf(key) >= 0) $(key).value = hash[key];
-      else extra.push('--' + key, hash[key]);
+      else extra.push.apply(extra, hash[key] === '' ? ['--' + key] : ['--' + key, hash[key]]);  // no value: a flag
     });
     showCommand();
     startTraining(extra, env, function (m) {
       if (!selftest) return;
+      if (m.status !== 0) {
+        finish('trained', { status: m.status, error: $('message').textContent, seconds: m.seconds });
+        return;
+      }
       runFile('/out/log.csv', function (bytes) {
+        if (!bytes) { finish('trained', { status: m.status, error: $('message').textContent }); return; }
         var rows = new TextDecoder().decode(bytes).trim().split('\n'), head = rows.shift().split(',');
         var col = function (name) { return head.indexOf(name); }, losses = [], val = null;
         rows.forEach(function (row) {
@@ -465,6 +474,7 @@
         // the SHA-256 of the checkpoint's tensors (its data section, after the header), to compare
         // with ./train's bit for bit
         runFile('/out/ckpt.safetensors', function (ckpt) {
+          if (!ckpt) { finish('trained', result); return; }
           var header = new DataView(ckpt.buffer, ckpt.byteOffset).getUint32(0, true);
           crypto.subtle.digest('SHA-256', ckpt.subarray(8 + header)).then(function (digest) {
             result.tensors_sha256 = Array.from(new Uint8Array(digest)).map(function (b) {
@@ -472,8 +482,8 @@
             }).join('');
             finish('trained', result);
           });
-        });
-      });
+        }, true);
+      }, true);
     });
   } else if (hash.ckpt) {
     showTab('inspect');
@@ -503,13 +513,13 @@
   // The checkpoint's hook: the inspector's update timed five times (after the first), then
   // ./generate --score and ./generate -t 0 on the prompt.
   function measure() {
-    var times = [], worker = [], result = { model: model.config };
-    function median(a) { return a.slice(1).sort(function (x, y) { return x - y; })[2]; }
+    var times = [], worker = [], result = { model: model.config }, updates = Math.max(6, +hash.updates || 0);
+    function median(a) { var s = a.slice(1).sort(function (x, y) { return x - y; }); return s[s.length >> 1]; }
     onViewed = function (answer, ms, workerMs) {
       if (answer.error) { onViewed = null; finish('refused', { error: answer.error }); return; }
       times.push(ms);
       worker.push(workerMs);
-      if (times.length < 6) { setTimeout(update, 0); return; }
+      if (times.length < updates) { setTimeout(update, 0); return; }
       onViewed = null;
       result.update_ms = median(times);
       result.update_worker_ms = median(worker);

@@ -41,7 +41,7 @@ WEB_LDFLAGS := $(WASM_LDFLAGS) -sENVIRONMENT=worker -sMODULARIZE=1 -sEXPORT_NAME
 	-sEXPORTED_RUNTIME_METHODS=[FS,ENV,ccall,allocateUTF8]
 WEB_OBJ := $(WASM)/web/programs.o $(WASM)/web/inspect.o $(WASM)/web/train_main.o $(WASM)/web/generate_main.o
 
-.PHONY: test-wasm web check-web-page
+.PHONY: test-wasm web check-web-page bench-web
 
 $(WASM)/%.o: %.c | $(WASM_ZLIB_SRC)/zlib.h
 	@mkdir -p $(dir $@)
@@ -80,6 +80,10 @@ check-web-page: $(WEB_PAGE_INPUTS) web/make_page.sh
 	@cmp web/chargpt.html $(WASM)/chargpt.html || { echo "web/chargpt.html is not what make web builds: \
 		run make web and commit it"; exit 1; }
 	@echo "web/chargpt.html is what make web builds"
+
+# the page's speed against the native programs' (scripts/bench_web.sh: 20 to 40 minutes)
+bench-web: all web/chargpt.html
+	scripts/bench_web.sh
 
 $(WASM)/run_tests.js: $(WASM_TEST_OBJ) $(WASM)/libchargpt.a web/node_env.js
 	$(EM_ENV) $(EMCC) $(WASM_TEST_LDFLAGS) --pre-js web/node_env.js $(filter %.o %.a,$^) -o $@
