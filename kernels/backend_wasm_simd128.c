@@ -12,10 +12,8 @@
 
 // The tile: 8 accumulators, two vectors of B and the broadcast A value. The engines keep
 // fewer vectors in registers than their CPU has (V8 on x86-64: 16, one its scratch), and
-// larger tiles spill: the linear layers of the induction task's model (N 2048, C 64; forward
-// and backward of each) ran at 24 GFLOP/s with 4x8 and 3x8 tiles, 23 with 2x16, 21 with 3x16,
-// 18 with 6x8, 17 with 2x24 and 2x32 (node 20, CPU time, best of 6 runs each; native
-// portable 22, AVX2 65, on the same Xeon).
+// larger tiles spill: timing the induction model's linear layers in node, 4x8 and 3x8 were the
+// fastest of 2x8 to 6x8 and 2x16 to 2x32, 6x8 a quarter slower.
 #define MR 4
 #define NR 8  // two 4-float vectors
 #include "matmul_kernels.h"
