@@ -28,6 +28,12 @@
 # build-posix/bin/), apart from the plain build; `make PLATFORM=posix test` runs the whole
 # suite on it.
 #
+# `make debug` builds ./train and ./generate without optimisation and with debugging information
+# (-O0 -g) into build-debug/, the programs in build-debug/bin/ (the shipped corpus beside them),
+# apart from the optimised build, which `make` leaves as it was: in a debugger every function of
+# the path in docs/how-a-step-runs.md is a frame of its own (at -O3 gcc folds block_forward into
+# gpt_forward). `make test` builds it too, for the test that runs the guide's recipe under gdb.
+#
 # Windows: a MinGW-w64 gcc builds train.exe and generate.exe, statically linked (each runs
 # alone), with common/windows.manifest in them (UTF-8 their code page): on Windows itself,
 # MSYS2's UCRT64 `make` as here; from Linux, `make windows` cross-builds them with CC_WINDOWS
@@ -146,7 +152,8 @@ BENCH_SRC := $(wildcard scripts/*.c)
 PROGRAMS := train generate
 MAN_PAGES := $(if $(WINDOWS),,$(PROGRAMS:%=$(BUILD)/man/chargpt-%.1))
 
-.PHONY: all test test-backends test-arm64 bench bench-all clean install uninstall sanitize fuzz mpi test-mpi windows test-windows
+.PHONY: all test test-backends test-arm64 bench bench-all clean install uninstall sanitize fuzz mpi test-mpi windows test-windows \
+	debug
 
 all: $(PROGRAMS:%=$(BIN)/%$(EXE)) $(MAN_PAGES)
 
@@ -164,7 +171,8 @@ $(GEN)/%.inc: viewer/%.html
 	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/?/\\?/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp
 	mv $@.tmp $@
 $(BUILD)/viewer/timeline.o: $(GEN)/timeline_page.inc $(GEN)/attention_math.inc
-$(BUILD)/viewer/attention_html.o: $(GEN)/attention_math.inc
+$(BUILD)/viewer/attention_html.o: $(GEN)/attention_math.inc $(GEN)/analysis_panels.inc
+$(BUILD)/viewer/circuits_export.o: $(GEN)/circuits_page.inc
 
 # where the shipped corpus is installed, for a system that does not say where the program is
 # (data/corpus.c; `make clean` when changing PREFIX for such a system)
@@ -195,8 +203,20 @@ $(BUILD)/man/chargpt-%.1: $(BIN)/% scripts/make_man.sh
 $(TEST_RUNNER): $(TEST_OBJ) $(BUILD)/libchargpt.a $(WINDOWS_RES)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-test: all $(TEST_RUNNER)
-	CHARGPT_BIN=$(BIN) ./$(TEST_RUNNER)
+# (CHARGPT_DEBUG_BIN: where the debug build's programs are, for the guide's recipe under gdb,
+# tests/test_guide.c; a run of the tests without it skips that test)
+test: all $(TEST_RUNNER) debug
+	CHARGPT_BIN=$(BIN) CHARGPT_DEBUG_BIN=$(DEBUG)/bin ./$(TEST_RUNNER)
+
+# the programs at -O0 -g in build-debug/ (above), whatever the build asked for (MPI, PLATFORM);
+# the pages' generated files first, which the two builds share
+DEBUG := build-debug
+debug: $(GEN)/timeline_page.inc $(GEN)/attention_math.inc
+	@mkdir -p $(DEBUG)/bin
+	ln -sfn ../../data $(DEBUG)/bin/data  # the programs look for the shipped corpus in data/ beside them
+	$(MAKE) MPI= PLATFORM= BUILD=$(DEBUG) BIN=$(DEBUG)/bin \
+		CFLAGS="-O0 -g $(MARCH) -Wall -Wextra -Wno-unused-parameter $(NO_FORMAT_TRUNCATION) $(NO_PASS_FAILED)" \
+		$(DEBUG)/bin/train$(EXE) $(DEBUG)/bin/generate$(EXE)
 
 # the whole suite once per kernels this CPU runs, its backends and the plain loops
 # (CHARGPT_KERNELS=name), each run's output in $(BUILD)/tests-<name>.log; a failure shows the
@@ -312,7 +332,8 @@ FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o)
 .SECONDARY: $(FUZZ_LIB_OBJ)  # kept between runs, though only the pattern rule below names them
 
 $(FUZZ)/viewer/timeline.o: $(GEN)/timeline_page.inc $(GEN)/attention_math.inc
-$(FUZZ)/viewer/attention_html.o: $(GEN)/attention_math.inc
+$(FUZZ)/viewer/attention_html.o: $(GEN)/attention_math.inc $(GEN)/analysis_panels.inc
+$(FUZZ)/viewer/circuits_export.o: $(GEN)/circuits_page.inc
 $(FUZZ)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(ISA_FLAGS_$(notdir $*)) -fsanitize=fuzzer-no-link -c $< -o $@
@@ -335,7 +356,7 @@ fuzz: $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%)
 include web/web.mk
 
 clean:
-	rm -rf build build-mpi build-posix $(ARM64) $(WIN) $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench \
+	rm -rf build build-mpi build-posix build-debug $(ARM64) $(WIN) $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench \
 		tests/mpi/compare_checkpoints tests/mpi/compare_probes
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/train.d $(BUILD)/generate.d build/scripts/bench.d \

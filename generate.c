@@ -1,6 +1,7 @@
 // ./generate: samples text from a checkpoint written by ./train, streaming it to stdout (one
 // sample or several decoded together), optionally recording the attention weights of every
-// layer and head for a viewer; or, with --score, measures the model's loss on a text.
+// layer and head for a viewer (and the logits); or, with --score, measures the model's loss on
+// a text; or, with --export, writes the model for llama.cpp (GGUF) or ONNX runtimes.
 // Exit status: 0 done, 1 bad checkpoint, text or I/O, 2 bad usage, prompt or text characters,
 // or a checkpoint too large for the memory.
 //
@@ -20,6 +21,9 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "analysis/circuits.h"
+#include "analysis/head_means.h"
+#include "analysis/patching.h"
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/platform.h"
@@ -30,28 +34,35 @@
 #include "data/vocab.h"
 #include "format/atomic_file.h"
 #include "format/checkpoint.h"
+#include "format/onnx.h"
 #include "format/output.h"
 #include "format/probe_csv.h"
 #include "generation/attention_record.h"
+#include "generation/circuits_report.h"
 #include "generation/decoder.h"
+#include "generation/export.h"
+#include "generation/logits_record.h"
+#include "generation/patch_report.h"
 #include "generation/prompt.h"
+#include "generation/reference_text.h"
 #include "generation/score.h"
 #include "generation/score_progress.h"
 #include "generation/surprisal_csv.h"
 #include "generation/task_score.h"
 #include "kernels/kernels.h"
+#include "kernels/parallel.h"
 #include "model/gpt.h"
 #include "training/progress.h"
 #include "training/run_log.h"
 #include "training/run_state.h"
 #include "viewer/attention_export.h"
+#include "viewer/circuits_export.h"
 #include "viewer/timeline.h"
 
-#define THREADS_PER_CORE 4           // --threads may ask for at most this many per core
 #define PROMPT_MAX_BYTES (1 << 20)   // a longer prompt file is refused
 #define MAX_SAMPLES (1 << 16)        // --num-samples may ask for at most this many
-#define MIB (1024.0 * 1024.0)
 #define MAX_ATTENTION_FILES 16       // --attention may be given at most this many times
+#define MAX_EXPORT_FILES 4           // --export may be given at most this many times
 
 typedef struct {
     const char *checkpoint;
@@ -62,6 +73,10 @@ typedef struct {
     const char *score;        // text to score ("-" for stdin), or NULL
     const char *surprisal;    // with score: the per-character CSV, or NULL
     const char *ablate;       // --ablate L.H[,L.H...]: the heads knocked out, or NULL
+    const char *ablate_mean;  // --ablate-mean L.H[,...]: the heads replaced by their mean, or NULL
+    const char *mean_over;    // --mean-over FILE: the text the means are taken over, or NULL
+    const char *patch;        // --patch CLEAN: the clean text (the corrupted one is the argument after), or NULL
+    char decoding_flag[40];   // the first option given that only decoding text uses, or ""
     int score_task;           // --score-task: the task's validation split scored
     long rows;                // --rows: its rows scored (0: as many as the run's evaluations read)
     char sampling_flag[40];   // the first option given that only sampling uses, or ""
@@ -78,9 +93,14 @@ typedef struct {
     TextEncoding encoding;    // of the text --score reads
     int encoding_given;
     const char *timeline;     // --timeline RUN_DIR: rebuild its timeline.html, or NULL
+    const char *circuits;     // --circuits FILE: the weights' circuits written there, or NULL
+    char circuits_other[40];  // the first option given that --circuits does not take, or ""
     const char *csv;          // --csv FILE: with --timeline, its heads' scores as CSV instead
     int force;                // --force: the files written may replace files that are there
-    char other_flag[40];      // the first option given that --timeline does not take, or ""
+    const char *exports[MAX_EXPORT_FILES];  // --export: the model's files (generation/export.h)
+    int num_exports;
+    const char *logits;       // --logits FILE.json, or NULL
+    char other_flag[40];      // the first option given that --timeline and --export do not take, or ""
 } Options;
 
 static const Options default_options = {
@@ -136,9 +156,27 @@ static void usage(FILE *f) {
             "      --surprisal FILE   with --score: write one CSV row per scored character (position,\n"
             "                         character, loss in bits, probability, top 5 predictions); FILE\n"
             "                         is checked before the text is read, as --attention's are\n"
+            "      --logits FILE      write the logits over the processed text (its last block_size\n"
+            "                         characters, as --attention's) to FILE, a .json: {\"tokens\",\n"
+            "                         \"chars\", \"logits\": [position][vocabulary]}, 9 digits each\n"
             "      --ablate L.H,...   knock heads out: head H of layer L (both from 0) gives nothing\n"
             "                         to the residual stream (its output is zeroed before the\n"
             "                         projection), for sampling, --score and --attention alike\n"
+            "      --ablate-mean L.H,...\n"
+            "                         replace heads by their mean output over a reference text (the\n"
+            "                         validation split of the checkpoint's run, or --mean-over's)\n"
+            "                         instead of zeroing them, for sampling, --score, --score-task,\n"
+            "                         --attention and --patch\n"
+            "      --mean-over FILE   the reference text of --ablate-mean and of the pages' importance\n"
+            "                         by the mean (default: the run's validation split, when its task\n"
+            "                         or its one corpus file makes it)\n"
+            "      --patch CLEAN CORRUPTED\n"
+            "                         activation patching of two texts of the same length (at most\n"
+            "                         block_size characters): the corrupted text run with each head's\n"
+            "                         output, and the residual stream at each position, taken from\n"
+            "                         the clean run; prints the share of logit(clean's answer) -\n"
+            "                         logit(corrupted's) each restores; with --attention, the clean\n"
+            "                         text recorded with the patching beside it\n"
             "      --threads N        OpenMP threads; 0 = all cores; at most %d per core (default %d)\n"
             "      --max-memory MIB   refuse a checkpoint whose generation needs more memory than MIB\n"
             "                         mebibytes, and a --score text that would take more beside the\n"
@@ -150,32 +188,42 @@ static void usage(FILE *f) {
             "      --precision P      fp32, or bf16: matrix products on bf16 weights and activations\n"
             "                         with fp32 sums, faster where the CPU has AVX512_BF16 (default\n"
             "                         fp32, whatever the checkpoint was trained in)\n"
+            "      --circuits FILE    write the circuits of the checkpoint's weights, no text: each head's\n"
+            "                         OV circuit and its copying score, its QK circuits over positions and\n"
+            "                         characters, and the Q-, K- and V-composition between heads beside\n"
+            "                         a random baseline (drawn from --seed), to FILE (.json, or .html: a\n"
+            "                         page that draws them), and a summary; no prompt\n"
             "      --timeline RUN_DIR rebuild RUN_DIR/timeline.html, the page of a training run, from its\n"
             "                         probe.bin and log.csv (a run copied from elsewhere); no CKPT;\n"
             "                         --max-memory bounds it too\n"
             "      --csv FILE         with --timeline: write every head's scores and importance at every\n"
             "                         probed step of RUN_DIR/probe.bin to FILE as CSV, not the page\n"
+            "      --export FILE      write the model for other programs, no text: FILE.gguf for\n"
+            "                         llama.cpp (architecture gpt2, or gptneox for RoPE; one token a\n"
+            "                         character) or FILE.onnx for ONNX runtimes (opset %d: input_ids\n"
+            "                         [batch, sequence] -> logits [batch, sequence, vocabulary]); may be\n"
+            "                         given up to %d times; takes only --force and --max-memory\n"
             "      --force            replace files that are there already (--attention, --surprisal,\n"
-            "                         --timeline's page); without it they are refused\n"
+            "                         --logits, --export, --timeline's page); without it they are refused\n"
             "  -h, --help             show this help\n"
             "An empty prompt starts from a newline (if the vocabulary has one). A prompt file may hold\n"
             "at most %d bytes.\n",
             program_invocation(), program_invocation(), program_invocation(), d->max_new, d->sampler.temperature,
             d->sampler.top_k, d->sampler.top_p, d->seed, d->num_samples, d->stride, MAX_ATTENTION_FILES,
-            THREADS_PER_CORE, d->threads, PROMPT_MAX_BYTES);
+            THREADS_PER_CORE, d->threads, ONNX_OPSET, MAX_EXPORT_FILES, PROMPT_MAX_BYTES);
 }
 
 enum {
     OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY, OPT_STRIDE, OPT_NUM_SAMPLES,
     OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE, OPT_ABLATE, OPT_SCORE_TASK,
-    OPT_ROWS, OPT_CSV,
+    OPT_ROWS, OPT_CSV, OPT_CIRCUITS, OPT_ABLATE_MEAN, OPT_MEAN_OVER, OPT_PATCH, OPT_EXPORT, OPT_LOGITS,
 };
 
 // Options that only generating text uses (--score refuses them).
 static int is_sampling_option(int c) {
     switch (c) {
         case 'n': case 't': case 'k': case 'p': case 's': case 'f':
-        case OPT_NUM_SAMPLES: case OPT_ATTENTION: return 1;
+        case OPT_NUM_SAMPLES: case OPT_ATTENTION: case OPT_LOGITS: return 1;
         default: return 0;
     }
 }
@@ -195,7 +243,10 @@ static const struct option long_options[] = {
     {"timeline", required_argument, 0, OPT_TIMELINE}, {"force", no_argument, 0, OPT_FORCE},
     {"ablate", required_argument, 0, OPT_ABLATE},
     {"score-task", no_argument, 0, OPT_SCORE_TASK}, {"rows", required_argument, 0, OPT_ROWS},
-    {"csv", required_argument, 0, OPT_CSV},
+    {"csv", required_argument, 0, OPT_CSV}, {"circuits", required_argument, 0, OPT_CIRCUITS},
+    {"ablate-mean", required_argument, 0, OPT_ABLATE_MEAN}, {"mean-over", required_argument, 0, OPT_MEAN_OVER},
+    {"patch", required_argument, 0, OPT_PATCH},
+    {"export", required_argument, 0, OPT_EXPORT}, {"logits", required_argument, 0, OPT_LOGITS},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
@@ -244,7 +295,17 @@ static void set_option(Options *o, int c, const char *flag, char **argv) {
             break;
         case OPT_TIMELINE: o->timeline = optarg; break;
         case OPT_CSV: o->csv = optarg; break;
+        case OPT_CIRCUITS: o->circuits = optarg; break;
+        case OPT_ABLATE_MEAN: o->ablate_mean = optarg; break;
+        case OPT_MEAN_OVER: o->mean_over = optarg; break;
+        case OPT_PATCH: o->patch = optarg; break;
         case OPT_FORCE: o->force = 1; break;
+        case OPT_EXPORT:
+            if (o->num_exports == MAX_EXPORT_FILES)
+                die(EXIT_USAGE, "--export may be given at most %d times", MAX_EXPORT_FILES);
+            o->exports[o->num_exports++] = optarg;
+            break;
+        case OPT_LOGITS: o->logits = optarg; break;
         case 'h':
             // "-h" or "--help" (or its abbreviation); "-hi" is a prompt given before "--"
             if (strcmp(flag, "-h") != 0 && strncmp(flag, "--h", 3) != 0)
@@ -275,16 +336,22 @@ static void parse_options(int argc, char **argv, Options *o) {
         index = -1;
         if (!o->sampling_flag[0] && is_sampling_option(c))
             snprintf(o->sampling_flag, sizeof(o->sampling_flag), "%s", name);
-        if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_CSV && c != OPT_FORCE && c != OPT_MAX_MEMORY &&
+        if (!o->decoding_flag[0] && is_sampling_option(c) && c != OPT_ATTENTION)
+            snprintf(o->decoding_flag, sizeof(o->decoding_flag), "%s", name);
+        if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_CSV && c != OPT_EXPORT && c != OPT_FORCE &&
+            c != OPT_MAX_MEMORY &&
             c != 'h' && c != ':' && c != '?')
             snprintf(o->other_flag, sizeof(o->other_flag), "%s", name);
+        if (!o->circuits_other[0] && c != OPT_CIRCUITS && c != 's' && c != OPT_THREADS && c != OPT_MAX_MEMORY &&
+            c != OPT_FORCE && c != 'h' && c != ':' && c != '?')
+            snprintf(o->circuits_other, sizeof(o->circuits_other), "%s", name);
         set_option(o, c, flag, argv);
     }
     if (o->timeline) {
-        if (o->other_flag[0] || optind < argc)
+        if (o->other_flag[0] || o->num_exports || optind < argc)
             die(EXIT_USAGE, "--timeline rebuilds a run's page from its directory: it takes only --csv, --force and "
                 "--max-memory, not '%s'",
-                o->other_flag[0] ? o->other_flag : argv[optind]);
+                o->other_flag[0] ? o->other_flag : o->num_exports ? "--export" : argv[optind]);
         return;
     }
     if (o->csv) die(EXIT_USAGE, "--csv writes a run's head scores: give --timeline RUN_DIR too");
@@ -306,15 +373,39 @@ static void check_option_combinations(const Options *o) {
     if (o->score_task && (o->score || o->prompt || o->sampling_flag[0] || o->surprisal || o->stride != 1 ||
                           !o->use_cache))
         die(EXIT_USAGE, "--score-task scores the task's own rows, one window each: it takes only --rows, --ablate, "
-            "--threads, --precision and --max-memory");
+            "--ablate-mean, --mean-over, --threads, --precision and --max-memory");
     if (o->score && o->sampling_flag[0])
         die(EXIT_USAGE, "%s is for generating text; --score only takes --stride, --skip-unknown, --surprisal, "
-            "--encoding, --no-cache, --ablate, --threads, --precision and --max-memory", o->sampling_flag);
-    if (o->num_samples > 1 && o->num_attention)
-        die(EXIT_USAGE, "--attention records one text: it cannot be combined with --num-samples %d", o->num_samples);
+            "--encoding, --no-cache, --ablate, --ablate-mean, --mean-over, --threads, --precision and --max-memory",
+            o->sampling_flag);
+    if (o->circuits && (o->circuits_other[0] || o->prompt))
+        die(EXIT_USAGE, "--circuits reads the weights alone: it takes only --seed, --threads, --max-memory and --force, "
+            "not %s%s%s", o->prompt ? "a prompt ('" : o->circuits_other, o->prompt ? o->prompt : "", o->prompt ? "')" : "");
+    if (o->patch && !o->prompt)
+        die(EXIT_USAGE, "--patch needs two texts of the same length: --patch CLEAN CORRUPTED (the corrupted one "
+            "after the clean one)");
+    if (o->patch && (o->decoding_flag[0] || o->score || o->circuits || o->score_task))
+        die(EXIT_USAGE, "--patch runs two texts through the model and generates nothing: it takes --attention, "
+            "--ablate, --ablate-mean, --mean-over, --skip-unknown, --threads, --precision, --max-memory and --force, "
+            "not %s", o->decoding_flag[0] ? o->decoding_flag : o->score ? "--score" : o->circuits ? "--circuits"
+                                                                                                   : "--score-task");
+    if (o->mean_over && !o->ablate_mean && !o->num_attention)
+        die(EXIT_USAGE, "--mean-over gives the text --ablate-mean and the pages' importance take the heads' means "
+            "over: give --ablate-mean L.H or --attention FILE too");
+    if (o->num_samples > 1 && (o->num_attention || o->logits))
+        die(EXIT_USAGE, "%s records one text: it cannot be combined with --num-samples %d",
+            o->num_attention ? "--attention" : "--logits", o->num_samples);
     char err[ERR_LEN];
     for (int i = 0; i < o->num_attention; i++)
         if (attention_check_path(o->attention[i], err) != 0) die(EXIT_USAGE, "%s", err);
+    if (o->circuits && circuits_check_path(o->circuits, err) != 0) die(EXIT_USAGE, "%s", err);
+    if (o->logits && logits_check_path(o->logits, err) != 0) die(EXIT_USAGE, "%s", err);
+    ExportFormat format;
+    for (int i = 0; i < o->num_exports; i++)
+        if (export_format(o->exports[i], &format, err) != 0) die(EXIT_USAGE, "%s", err);
+    if (o->num_exports && (o->other_flag[0] || o->prompt))
+        die(EXIT_USAGE, "--export writes the checkpoint's model: it takes only --force and --max-memory, not '%s'",
+            o->other_flag[0] ? o->other_flag : o->prompt);
 }
 
 // A file that is there already is replaced only with --force (exit 2 without it); what is not a
@@ -328,10 +419,13 @@ static void refuse_existing(const char *flag, const char *path, int force) {
 // Before the model runs: the files the run will write are new (or --force was given) and can
 // be written, and the temporary files that killed runs left beside them are removed.
 static void prepare_outputs(const Options *o) {
-    const char *paths[MAX_ATTENTION_FILES + 1], *flags[MAX_ATTENTION_FILES + 1];
+    const char *paths[MAX_ATTENTION_FILES + MAX_EXPORT_FILES + 3], *flags[MAX_ATTENTION_FILES + MAX_EXPORT_FILES + 3];
     int n = 0, removed = 0;
     for (int i = 0; i < o->num_attention; i++) paths[n] = o->attention[i], flags[n++] = "--attention";
     if (o->surprisal) paths[n] = o->surprisal, flags[n++] = "--surprisal";
+    if (o->circuits) paths[n] = o->circuits, flags[n++] = "--circuits";
+    if (o->logits) paths[n] = o->logits, flags[n++] = "--logits";
+    for (int i = 0; i < o->num_exports; i++) paths[n] = o->exports[i], flags[n++] = "--export";
     char err[ERR_LEN];
     for (int i = 0; i < n; i++) refuse_existing(flags[i], paths[i], o->force);
     for (int i = 0; i < n; i++) {
@@ -357,8 +451,13 @@ static struct {
     Prompt prompt;  // the prompt, or the text to score
     GPT model;
     Decoder decoder;
-    ActivationEdit *knocked_out;  // the heads --ablate knocks out (at most L*H), or NULL
-    ForwardHooks hooks;           // the model's hooks: those heads' outputs zeroed
+    ActivationEdit *edits;        // (2 L H) the heads --ablate knocks out, then those --ablate-mean replaces
+    ForwardHooks hooks;           // the model's hooks: those edits
+    unsigned char *mean_ablated;  // (L, H) the heads --ablate-mean replaces by their mean, or NULL
+    Prompt reference;             // the text the heads' means are taken over (generation/reference_text.h)
+    char reference_name[1200];    // what it is, for messages and the pages; "" when there is none
+    float *head_means;            // (L, H, hs) each head's mean output over it, or NULL
+    Prompt corrupted;             // --patch's corrupted text
 } run;
 
 static void free_run(void) {
@@ -369,7 +468,11 @@ static void free_run(void) {
     prompt_free(&run.prompt);
     decoder_free(&run.decoder);
     gpt_free(&run.model);
-    free(run.knocked_out);
+    free(run.edits);
+    free(run.mean_ablated);
+    prompt_free(&run.reference);
+    free(run.head_means);
+    prompt_free(&run.corrupted);
 }
 
 // The generation's memory limit (0: unknown, no limit), and its source for messages.
@@ -415,16 +518,29 @@ static void check_generation_memory(const GPTConfig *c, const Options *o, long t
 
 // --attention: the weights of every layer and head over the text's last window, written to
 // each file (generation/attention_record.h).
-static void record_attention(GPT *model, const int *text, long len, const Options *o) {
+// With --patch, the patching beside the clean text (patching NULL otherwise); the heads'
+// importance by the mean when their means were taken.
+static void record_attention(GPT *model, const int *text, long len, const Patching *patching, const Options *o) {
     char err[ERR_LEN];
-    int written, status = attention_record(model, &run.vocab, text, len, o->attention, o->num_attention, o->force,
-                                                &written, err);
+    AttentionExtras extras = {run.head_means, run.reference_name, patching, run.corrupted.tokens};
+    int written, status = attention_record(model, &run.vocab, text, len, &extras, o->attention, o->num_attention,
+                                           o->force, &written, err);
     const GPTConfig *c = &model->config;
     int t = len < c->block_size ? (int)len : c->block_size;
     for (int i = 0; i < written; i++)
         fprintf(stderr, "attention of %d layers x %d heads over %d characters written to %s\n", c->n_layer, c->n_head,
                 t, o->attention[i]);
     if (status != 0) die(status, "%s", err);
+}
+
+// --logits: the logits over the text's last window (generation/logits_record.h).
+static void record_logits(GPT *model, const int *text, long len, const Options *o) {
+    char err[ERR_LEN];
+    int status = logits_record(model, &run.vocab, text, len, o->logits, o->force, err);
+    if (status != 0) die(status, "%s", err);
+    const GPTConfig *c = &model->config;
+    fprintf(stderr, "logits of %ld characters written to %s\n", len < c->block_size ? len : (long)c->block_size,
+            o->logits);
 }
 
 // Prints a warning about the characters prompt_from_chars dropped from `what`.
@@ -492,15 +608,95 @@ static void on_score_progress(void *context, double done, double total) {
     fputs(text, stderr);
 }
 
-// The model, in the precision asked for, with --ablate's heads knocked out (the checkpoint is
-// closed once it is read).
+// The reference text of the heads' means (generation/reference_text.h), read while the
+// checkpoint is open, within what the memory limit leaves beside the model: for --ablate-mean
+// (which exits when there is none) and for the pages' importance by the mean (which are left
+// without it, saying why).
+static void read_reference(const Options *o) {
+    if (!o->ablate_mean && !o->num_attention) return;
+    GPTMemoryPlan plan;
+    gpt_memory_plan(&run.ck.config, 1, GPT_PLAN_FORWARD, &plan);
+    const char *source;
+    double limit = generation_memory_limit(o, &source), held = gpt_memory_total(&plan) + (double)run.ck.file.file_len;
+    size_t max_chars = limit > 0 ? corpus_max_chars(limit > held ? limit - held : 0) : CORPUS_NO_LIMIT;
+    char err[ERR_LEN];
+    int rc = reference_text_load(&run.ck, &run.vocab, o->mean_over, max_chars, &run.reference, run.reference_name,
+                                 sizeof(run.reference_name), err);
+    if (rc != 0 && (o->ablate_mean || o->mean_over)) die(rc, "%s%s", o->ablate_mean ? "--ablate-mean: " : "", err);
+    if (rc != 0) {
+        fprintf(stderr, "%s: note: the pages show no importance by the mean: %s\n", program_name(), err);
+        run.reference_name[0] = '\0';
+    }
+    if (rc == 0 && o->mean_over) warn_dropped(&run.reference, o->mean_over);
+}
+
+// Each head's mean over the reference text (analysis/head_means.h), on at most
+// MEANS_MAX_WINDOWS windows of it, and --ablate-mean's edits added to the model's hooks.
+#define MEANS_MAX_WINDOWS 64
+static void take_head_means(GPT *model) {
+    if (!run.reference_name[0]) return;
+    const GPTConfig *c = &model->config;
+    char err[ERR_LEN];
+    long len = run.reference.len < (long)MEANS_MAX_WINDOWS * c->block_size ? run.reference.len
+                                                                             : (long)MEANS_MAX_WINDOWS * c->block_size;
+    run.head_means = malloc((size_t)c->n_layer * c->n_head * c->head_size * sizeof(float));
+    if (!run.head_means) die(EXIT_DATA, "out of memory for the heads' means");
+    if (gpt_alloc_activations(model, 1, err) != 0 || head_means(model, run.reference.tokens, len, run.head_means, err) != 0)
+        die(EXIT_DATA, "%s", err);
+    if (!run.mean_ablated) return;
+    run.hooks.n_heads += head_means_edits(c, run.head_means, run.mean_ablated, run.edits + run.hooks.n_heads);
+    model->hooks = &run.hooks;
+}
+
+// The model, in the precision asked for, with --ablate's heads knocked out and --ablate-mean's
+// replaced by their means (the checkpoint is closed once it and the reference text are read).
 static GPT *load_model(const Options *o) {
     char err[ERR_LEN];
     if (checkpoint_load_model(&run.ck, &run.model, 0, err) != 0) die(EXIT_USAGE, "%s", err);
+    read_reference(o);
     checkpoint_close(&run.ck);
     if (gpt_set_precision(&run.model, o->precision, err) != 0) die(EXIT_USAGE, "%s", err);
-    run.model.hooks = run.knocked_out ? &run.hooks : NULL;
+    run.model.hooks = run.hooks.n_heads ? &run.hooks : NULL;
+    take_head_means(&run.model);
     return &run.model;
+}
+
+// --export: the checkpoint's model written to each file (generation/export.h), once every
+// file's format was found to carry it and the parameters to fit in memory beside the
+// checkpoint; a line on stdout for each, and the checkpoint's size beside theirs.
+static void export_models(const Options *o) {
+    char err[ERR_LEN], name[256], written[ERR_LEN];
+    const GPTConfig *c = &run.ck.config;
+    for (int i = 0; i < o->num_exports; i++)
+        if (export_check(o->exports[i], c, err) != 0) die(EXIT_DATA, "%s: %s", o->checkpoint, err);
+    // the parameters, the checkpoint they are read from, and the largest file's own lists
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, 1, GPT_PLAN_FORWARD, &plan);
+    double checkpoint_bytes = (double)run.ck.file.file_len, file_bytes = 0.0;
+    for (int i = 0; i < o->num_exports; i++) file_bytes = fmax(file_bytes, export_memory(o->exports[i], c));
+    const char *source;
+    double limit = generation_memory_limit(o, &source), need = plan.parameters + checkpoint_bytes + file_bytes;
+    if (limit > 0 && need > limit) {
+        char text[4][32];
+        double parts[4] = {need, plan.parameters, checkpoint_bytes, limit};
+        for (int i = 0; i < 4; i++) format_bytes(parts[i], text[i], sizeof(text[i]));
+        die(EXIT_USAGE, "%s: exporting the model needs %s (its parameters %s beside the checkpoint's %s), more than "
+            "the %s %s", o->checkpoint, text[0], text[1], text[2], text[3], source);
+    }
+    export_model_name(&run.ck, name, sizeof(name));
+    int has_optimizer = run.ck.has_optimizer;
+    GPT *model = load_model(o);  // the checkpoint closed
+    for (int i = 0; i < o->num_exports; i++) {
+        int rc = export_model(o->exports[i], model, &run.vocab, name, o->force, written, err);
+        if (rc != 0) die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "%s", err);
+        printf("%s\n", written);
+    }
+    char size[32], params[32];
+    format_bytes(checkpoint_bytes, size, sizeof(size));
+    format_bytes(plan.parameters, params, sizeof(params));
+    printf("from %s: %s, its parameters %s%s\n", o->checkpoint, size, params,
+           has_optimizer ? " (the rest: AdamW's moments and the header)" : "");
+    stdout_flush_or_die();
 }
 
 // --score: reads the text, scores it with the model and prints the mean loss.
@@ -563,10 +759,11 @@ static void score_text(const Options *o) {
     if (o->surprisal && (rc = surprisal_csv_commit(&csv, o->force, err)) != 0)
         die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "%s", err);
     double nats = score.sum_nats / score.scored;
-    printf("%s: %ld characters scored (block size %d, stride %d%s%s%s): %.6f nats/char, %.6f bits/char, perplexity "
+    printf("%s: %ld characters scored (block size %d, stride %d%s%s%s%s%s): %.6f nats/char, %.6f bits/char, perplexity "
            "%.4f\n", name, score.scored, c->block_size, o->stride,
            score_rolls(c, o->stride, o->use_cache) ? ", rolling cache" : "", o->ablate ? ", heads knocked out " : "",
-           o->ablate ? o->ablate : "", nats, nats / M_LN2, exp(nats));
+           o->ablate ? o->ablate : "", o->ablate_mean ? ", heads replaced by their mean " : "",
+           o->ablate_mean ? o->ablate_mean : "", nats, nats / M_LN2, exp(nats));
     stdout_flush_or_die();
     if (o->surprisal) fprintf(stderr, "surprisal of %ld characters written to %s\n", score.scored, o->surprisal);
 }
@@ -601,12 +798,69 @@ static void score_task_split(const Options *o) {
     if (s.scored.scored == 0)  // a block too short to hold an example's predictable part
         die(EXIT_DATA, "%s: the %ld rows of %d characters hold no %s to score", o->checkpoint, rows, c->block_size + 1,
             task_scored_part(task));
-    printf("%s task (seed %" PRIu64 "), validation rows 0-%ld of %d characters%s%s: %s %.4f bits/char over %ld "
+    printf("%s task (seed %" PRIu64 "), validation rows 0-%ld of %d characters%s%s%s%s: %s %.4f bits/char over %ld "
            "characters, %.1f%% right; every character %.4f bits/char\n", train.task, train.seed, rows - 1,
            c->block_size + 1, o->ablate ? ", heads knocked out " : "", o->ablate ? o->ablate : "",
+           o->ablate_mean ? ", heads replaced by their mean " : "", o->ablate_mean ? o->ablate_mean : "",
            task_scored_part(task), s.scored.sum_nats / s.scored.scored / M_LN2, s.scored.scored,
            100.0 * s.correct / s.scored.scored, s.all.sum_nats / s.all.scored / M_LN2);
     stdout_flush_or_die();
+}
+
+// --circuits: the weights' circuits (generation/circuits_report.h), within the memory limit.
+static void write_circuits(const Options *o) {
+    const GPTConfig *c = &run.ck.config;
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, 1, GPT_PLAN_FORWARD, &plan);
+    plan.generation = circuits_bytes(c);
+    check_memory(&plan, c, o, "computing its circuits");
+    GPT *model = load_model(o);
+    char err[ERR_LEN];
+    int rc = circuits_report(model, run.vocab.chars, o->seed, o->circuits, o->force, o->checkpoint, stdout, err);
+    if (rc != 0) die(rc, "%s", err);
+    stdout_flush_or_die();
+    fprintf(stderr, "circuits of %d layers x %d heads written to %s\n", model->config.n_layer, model->config.n_head,
+            o->circuits);
+}
+
+static void show_patching(void *context, long done, long total) {
+    (void)total;
+    progress_show(context, done);
+}
+
+// --patch CLEAN CORRUPTED: both texts as tokens (the clean one in run.prompt), of the same
+// length within the block, patched (generation/patch_report.h), and with --attention the clean
+// text recorded beside the patching.
+static void patch_texts(const Options *o) {
+    char err[ERR_LEN];
+    int rc = prompt_encode(&run.prompt, &run.vocab, o->patch, strlen(o->patch), o->skip_unknown, "the clean text", err);
+    if (rc == 0)
+        rc = prompt_encode(&run.corrupted, &run.vocab, o->prompt, strlen(o->prompt), o->skip_unknown, "the corrupted text",
+                           err);
+    if (rc != 0) die(rc == -1 ? EXIT_USAGE : EXIT_DATA, "--patch: %s", err);
+    const GPTConfig *c = &run.ck.config;
+    long t = run.prompt.len;
+    if (t != run.corrupted.len)
+        die(EXIT_USAGE, "--patch: the clean text has %ld characters and the corrupted one %ld: patching replaces a "
+            "position's activations by the other text's, so both need the same length", t, run.corrupted.len);
+    if (t < 1 || t > c->block_size)
+        die(EXIT_USAGE, "--patch: the texts have %ld characters: give 1 to %d (the block size)", t, c->block_size);
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, 1, GPT_PLAN_FORWARD, &plan);
+    plan.generation = patching_bytes(c, (int)t) + (o->num_attention ? attention_record_memory(c, (int)t) : 0.0);
+    check_memory(&plan, c, o, "patching two texts");
+    GPT *model = load_model(o);
+    if (gpt_alloc_activations(model, 1, err) != 0) die(EXIT_DATA, "%s", err);
+    Patching patching;
+    const GPTConfig *mc = &model->config;
+    ProgressLine progress = progress_start("patching", "runs", (long)mc->n_layer * mc->n_head + (mc->n_layer + 1) * t);
+    rc = patching_run(&patching, model, run.prompt.tokens, run.corrupted.tokens, (int)t, show_patching, &progress, err);
+    progress_end(&progress);
+    if (rc != 0) die(rc == -2 ? EXIT_USAGE : EXIT_DATA, "--patch: %s", err);
+    patch_report_print(stdout, &patching, run.vocab.chars, run.prompt.tokens, run.corrupted.tokens);
+    stdout_flush_or_die();
+    if (o->num_attention) record_attention(model, run.prompt.tokens, t, &patching, o);
+    patching_free(&patching);
 }
 
 // The threads and the kernels (kernels/kernels.h), and what bf16 costs on them when asked for.
@@ -617,13 +871,12 @@ static void start_kernels(const Options *o) {
     if (kernels_precision_note(o->precision, err, sizeof(err))) fprintf(stderr, "%s\n", err);
 }
 
-// --ablate LIST: the model's hooks knock out each head of LIST, "L.H" items (layer L's head H,
-// both counted from 0) separated by commas, each once however often it is named; or exits 2
-// naming the item that is not one of config's heads.
-static void knock_out_heads(const char *list, const GPTConfig *c) {
-    run.knocked_out = calloc((size_t)c->n_layer * c->n_head, sizeof(ActivationEdit));
-    if (!run.knocked_out) die(EXIT_DATA, "out of memory for --ablate's heads");
-    run.hooks = (ForwardHooks){.heads = run.knocked_out};
+// --ablate LIST and --ablate-mean LIST (flag): (L, H) flags of each head of LIST, "L.H" items
+// (layer L's head H, both counted from 0) separated by commas, or exit 2 naming the item that is
+// not one of config's heads.
+static unsigned char *parse_heads(const char *flag, const char *list, const GPTConfig *c) {
+    unsigned char *flags = calloc((size_t)c->n_layer * c->n_head, 1);
+    if (!flags) die(EXIT_DATA, "out of memory for %s's heads", flag);
     for (const char *item = list;; item++) {
         size_t len = strcspn(item, ",");
         char *end = (char *)item;
@@ -631,18 +884,35 @@ static void knock_out_heads(const char *list, const GPTConfig *c) {
         if (isdigit((unsigned char)item[0])) layer = strtol(item, &end, 10);
         if (layer >= 0 && *end == '.' && isdigit((unsigned char)end[1])) head = strtol(end + 1, &end, 10);
         if (head < 0 || end != item + len)
-            die(EXIT_USAGE, "--ablate %s: '%.*s' is not a head: a head is LAYER.HEAD, both counted from 0 (e.g. "
-                "--ablate 1.3 or --ablate 0.0,1.2)", list, (int)len, item);
+            die(EXIT_USAGE, "%s %s: '%.*s' is not a head: a head is LAYER.HEAD, both counted from 0 (e.g. "
+                "%s 1.3 or %s 0.0,1.2)", flag, list, (int)len, item, flag, flag);
         if (layer >= c->n_layer || head >= c->n_head)
-            die(EXIT_USAGE, "--ablate %.*s: the model has no such head (layers 0 to %d, heads 0 to %d)", (int)len,
+            die(EXIT_USAGE, "%s %.*s: the model has no such head (layers 0 to %d, heads 0 to %d)", flag, (int)len,
                 item, c->n_layer - 1, c->n_head - 1);
-        int named = 0;
-        for (int i = 0; i < run.hooks.n_heads; i++)
-            named |= run.knocked_out[i].layer == layer && run.knocked_out[i].head == head;
-        if (!named) run.knocked_out[run.hooks.n_heads++] = (ActivationEdit){.layer = (int)layer, .head = (int)head};
+        flags[layer * c->n_head + head] = 1;
         item += len;
         if (!*item) break;
     }
+    return flags;
+}
+
+// --ablate and --ablate-mean: the model's hooks knock out each head --ablate names (each once,
+// however often it is named); --ablate-mean's heads are flagged, their edits added once their
+// means are taken (take_head_means). Exit 2 for a head named by both.
+static void knock_out_heads(const Options *o, const GPTConfig *c) {
+    const int heads = c->n_layer * c->n_head;
+    run.edits = calloc(2 * (size_t)heads, sizeof(ActivationEdit));
+    if (!run.edits) die(EXIT_DATA, "out of memory for --ablate's heads");
+    run.hooks = (ForwardHooks){.heads = run.edits};
+    unsigned char *knocked = o->ablate ? parse_heads("--ablate", o->ablate, c) : NULL;
+    if (o->ablate_mean) run.mean_ablated = parse_heads("--ablate-mean", o->ablate_mean, c);
+    for (int i = 0; knocked && i < heads; i++) {
+        if (knocked[i] && run.mean_ablated && run.mean_ablated[i])
+            die(EXIT_USAGE, "head %d.%d is in --ablate and in --ablate-mean: it can be knocked out or replaced by its "
+                "mean, not both", i / c->n_head, i % c->n_head);
+        if (knocked[i]) run.edits[run.hooks.n_heads++] = (ActivationEdit){.layer = i / c->n_head, .head = i % c->n_head};
+    }
+    free(knocked);
 }
 
 // The checkpoint, checked whole before anything sized by its config is allocated, and its
@@ -656,7 +926,7 @@ static void open_checkpoint(const Options *o) {
     if (checkpoint_vocab(&run.ck, &run.vocab, err) != 0) die(EXIT_DATA, "%s", err);
     if (o->stride > c->block_size)
         die(EXIT_USAGE, "--stride %d is larger than the checkpoint's block size %d", o->stride, c->block_size);
-    if (o->ablate) knock_out_heads(o->ablate, c);
+    if (o->ablate || o->ablate_mean) knock_out_heads(o, c);
 }
 
 // The prompt (the command line's, or --prompt-file's): UTF-8 -> tokens. Returns its size in
@@ -812,6 +1082,10 @@ int main(int argc, char **argv) {
     fatal_signals_install(atomic_file_remove_open, 0);  // a killed run leaves no temporary file
     start_kernels(&o);
     open_checkpoint(&o);
+    if (o.num_exports) {
+        export_models(&o);
+        return 0;
+    }
     if (o.score) {
         score_text(&o);
         return 0;
@@ -820,10 +1094,18 @@ int main(int argc, char **argv) {
         score_task_split(&o);
         return 0;
     }
+    if (o.circuits) {
+        write_circuits(&o);
+        return 0;
+    }
+    if (o.patch) {
+        patch_texts(&o);
+        return 0;
+    }
 
     size_t prompt_bytes = read_prompt(&o);
     const Prompt *prompt = &run.prompt;
-    if (prompt->len == 0 && o.max_new == 0 && !o.num_attention) return 0;  // nothing to do
+    if (prompt->len == 0 && o.max_new == 0 && !o.num_attention && !o.logits) return 0;  // nothing to do
 
     // the model, after its memory was found to fit; an empty prompt starts from a newline
     long start_len = prompt->len > 0 ? prompt->len : 1;
@@ -834,6 +1116,7 @@ int main(int argc, char **argv) {
     int start_token = newline >= 0 ? newline : 0;
     double secs = generate_samples(model, prompt->len > 0 ? prompt->tokens : &start_token, start_len, &o);
     report_speed(&o, secs);
-    if (o.num_attention) record_attention(model, decoder_text(&run.decoder, 0), run.decoder.len, &o);
+    if (o.num_attention) record_attention(model, decoder_text(&run.decoder, 0), run.decoder.len, NULL, &o);
+    if (o.logits) record_logits(model, decoder_text(&run.decoder, 0), run.decoder.len, &o);
     return 0;
 }

@@ -15,6 +15,10 @@
 // last one's activations, and the model's hooks as they were. Returns 0, or -1 with err when
 // memory runs out.
 int head_importance(GPT *model, const int *tokens, int t, float *importance, char err[ERR_LEN]);
+// The same with each head replaced by its mean output (means (L, H, hs): analysis/head_means.h)
+// instead of knocked out: ablation by the mean.
+int head_importance_by_mean(GPT *model, const int *tokens, int t, const float *means, float *importance,
+                            char err[ERR_LEN]);
 // The memory head_importance allocates for a model whose hooks edit given_heads heads' outputs.
 double head_importance_memory(int given_heads);
 

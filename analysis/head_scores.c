@@ -78,6 +78,16 @@ double head_pattern_reach(HeadPattern pattern, const HeadText *text) {
     return text->t > 0 ? (double)rows / text->t : 0.0;
 }
 
+double head_pattern_chance(HeadPattern pattern, const HeadText *text) {
+    double sum = 0.0;
+    for (int i = 0; i < text->t; i++) {
+        int marked = 0;
+        for (int j = 0; j <= i; j++) marked += marks[pattern](text, i, j);
+        sum += (double)marked / (i + 1);
+    }
+    return text->t > 0 ? sum / text->t : 0.0;
+}
+
 double head_attention_entropy(const float *att, int t) {
     double sum = 0.0;
     for (int i = 0; i < t; i++)
@@ -88,14 +98,15 @@ double head_attention_entropy(const float *att, int t) {
     return t > 0 ? sum / t : 0.0;
 }
 
-int head_label(const float *score, const float *reach, double *strength) {
+int head_label(const float *score, const float *reach, const float *chance, double *strength) {
     int best = -1;
     double best_share = 0.0;
     for (int p = 0; p < HEAD_PATTERNS; p++) {
-        if (!isfinite(score[p]) || !(reach[p] > 0.0f)) continue;
-        double share = score[p] / reach[p];
+        if (!isfinite(score[p]) || !(reach[p] > chance[p])) continue;
+        double share = ((double)score[p] - chance[p]) / ((double)reach[p] - chance[p]);
         if (best < 0 || share > best_share) best = p, best_share = share;
     }
+    if (best >= 0 && best_share < HEAD_LABEL_MIN) best = -1;
     *strength = best < 0 ? 0.0 : best_share;
     return best;
 }

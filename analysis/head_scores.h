@@ -25,10 +25,12 @@
 //   last space       j = the last whitespace before the query (for a character of a word, the
 //                    space before the word): the word boundary many character models read
 //
-// A head's label is its strongest pattern: the one whose score is the largest share of its
-// reach, the score a head following the pattern perfectly would get on the same text (the share
-// of query rows that have a marked key: 1/2 for induction on a run repeated twice, (t - 1) / t
-// for the previous token), so that patterns that cannot reach 1 compete fairly.
+// A head's label is its strongest pattern: the one whose score goes furthest from its chance,
+// the score of an untrained head that spreads each query's attention evenly over its keys, to
+// its reach, the score a head following the pattern perfectly would get on the same text (the
+// share of query rows that have a marked key: 1/2 for induction on a run repeated twice,
+// (t - 1) / t for the previous token): (score - chance) / (reach - chance). So patterns that
+// cannot reach 1 compete fairly, and an untrained head, whatever its scores, has no label.
 //
 // The attention entropy of a head is the mean over its query rows of -sum_j A[i][j] log2
 // A[i][j], in bits: 0 when every query looks at one key, log2(i + 1) for a uniform row i.
@@ -71,12 +73,19 @@ double head_score(HeadPattern pattern, const float *att, const HeadText *text);
 // The score of a head that follows the pattern perfectly on text: the share of its query rows
 // that have a marked key.
 double head_pattern_reach(HeadPattern pattern, const HeadText *text);
+// The score of a head that spreads each query's attention evenly over its keys (1 / (i + 1) on
+// each of row i's), as an untrained model's heads do: the share of it the pattern's keys get by
+// chance.
+double head_pattern_chance(HeadPattern pattern, const HeadText *text);
 double head_attention_entropy(const float *att, int t);
 
-// The head's label from its scores and the patterns' reaches (HEAD_PATTERNS each): the pattern
-// with the largest score / reach (scores that are not finite, or of a pattern the text gives no
-// reach, left out), its share in *strength; -1 when none is left.
-int head_label(const float *score, const float *reach, double *strength);
+// The head's label from its scores and the patterns' reaches and chances (HEAD_PATTERNS each):
+// the pattern with the largest (score - chance) / (reach - chance) (scores that are not finite,
+// and patterns whose reach is not above their chance, left out), that share in *strength; -1
+// (and *strength 0) when none is left or the largest is below HEAD_LABEL_MIN: a head that
+// attends hardly otherwise than an untrained one has no pattern to name.
+int head_label(const float *score, const float *reach, const float *chance, double *strength);
+#define HEAD_LABEL_MIN 0.05
 // A label counts as clear from this strength on: the head puts at least this share of the
 // attention its pattern could take on it (below, the page shows the label as weak).
 #define HEAD_LABEL_CLEAR 0.25

@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/kernels.h"
-#include "../model/layers.h"
 
 int logit_lens_init(LogitLens *lens, const GPTConfig *c, int t, char err[ERR_LEN]) {
     memset(lens, 0, sizeof(*lens));
@@ -78,12 +76,9 @@ void logit_lens_cell(const float *z, int V, int next, LensCell *cell) {
 }
 
 void logit_lens_compute(LogitLens *lens, GPT *model, const int *next) {
-    const GPTConfig *c = &model->config;
-    const int t = lens->t, C = c->n_embd, V = c->vocab_size;
+    const int t = lens->t, V = model->config.vocab_size;
     for (int r = 0; r < lens->rows; r++) {
-        const float *residual = gpt_residual_stream(model, r);
-        layernorm_forward(lens->ln, lens->mean, lens->rstd, residual, model->params.lnfw, model->params.lnfb, t, C);
-        linear_forward(model->kernels, lens->logits, lens->ln, model->params.wte, NULL, t, C, V);
+        gpt_unembed(model, gpt_residual_stream(model, r), t, lens->ln, lens->mean, lens->rstd, lens->logits);
         for (int i = 0; i < t; i++)
             logit_lens_cell(lens->logits + (size_t)i * V, V, next[i], &lens->cells[(size_t)r * t + i]);
     }

@@ -1,6 +1,7 @@
 // The logit lens: what the model would predict if it stopped after a block. The residual
 // stream after block l (and, first, the embeddings alone) goes through the final LayerNorm
-// and the tied output head, as the last block's output does, and gives a distribution over
+// and the tied output head (model/gpt.h: gpt_unembed), as the last block's output does in the
+// forward, and gives a distribution over
 // the next character at every position. Its grid, rows = the embeddings and each block in
 // turn, columns = positions, shows at which depth the model "knows" the next character; the
 // last row is the model's own prediction.
@@ -38,9 +39,9 @@ void logit_lens_free(LogitLens *lens);
 // The bytes logit_lens_init allocates.
 double logit_lens_bytes(const GPTConfig *c, int t);
 
-// Fills the lens from the model's last forward, over one sequence of lens->t tokens (its
-// first row of the batch), through the model's own kernels; next (t) holds each position's
-// next token, or -1 where it is unknown.
+// Fills the lens from the model's last forward (its residual streams), over one sequence of
+// lens->t tokens (its first row of the batch); next (t) holds each position's next token, or
+// -1 where it is unknown.
 void logit_lens_compute(LogitLens *lens, GPT *model, const int *next);
 
 // From logits z (V): the k most likely tokens (top, ties: lower id first; -1 past V) with

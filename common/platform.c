@@ -709,6 +709,13 @@ const char *platform_path_last_separator(const char *path) {
     return last;
 }
 
+const char *platform_path_extension(const char *path) {
+    const char *base = platform_path_last_separator(path);
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    return dot ? dot + 1 : "";
+}
+
 int platform_same_file(const PlatformFileInfo *a, const PlatformFileInfo *b) {
     return a->volume == b->volume && a->index == b->index;
 }

@@ -191,6 +191,8 @@ int platform_real_path(const char *path, char *out, size_t size);
 int platform_is_path_separator(char c);
 // The last separator in path, or NULL.
 const char *platform_path_last_separator(const char *path);
+// The extension of path's last component, after its last '.' ("json" of "out/a.json"), or "".
+const char *platform_path_extension(const char *path);
 // 1 when path does not depend on the working directory ("/x"; on Windows "C:\x", "C:/x",
 // "\\server\x" and "\x" too).
 int platform_path_is_absolute(const char *path);

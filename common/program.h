@@ -62,4 +62,7 @@ void fatal_signals_install(void (*cleanup)(void), int stop_signals_handled);
 // this machine", or for 0 what is unknown.
 double memory_limit(double max_memory, int processes, const char **source);
 
+// A mebibyte, in bytes: --max-memory's unit.
+#define MIB (1024.0 * 1024.0)
+
 #endif

@@ -115,7 +115,8 @@ struct Bf16Kernels {
 
 typedef struct Backend Backend;
 struct Backend {
-    const char *name;        // as CHARGPT_KERNELS names it: "portable", "avx2", "avx512", ...
+    const char *name;        // as CHARGPT_KERNELS names it: "portable", "avx2", "avx512", "avx512_bf16",
+                             // "neon" or "neon_bf16"
     const char *needs;       // the instructions it needs, for messages
     int (*cpu_runs)(void);   // whether this CPU (and its operating system) runs them
     const Bf16Kernels *bf16;  // the bf16 tiles and conversions its bf16 products use

@@ -660,6 +660,13 @@ static void block_forward(GPT *model, int l, const float *x, int B, int t, const
     residual_forward(la.residual3, la.residual2, branch, N * C);
 }
 
+void gpt_unembed(const GPT *model, const float *x, int n, float *ln, float *mean, float *rstd, float *logits) {
+    const GPTConfig *c = &model->config;
+    layernorm_forward(ln, mean, rstd, x, model->params.lnfw, model->params.lnfb, n, c->n_embd);
+    // the head is the token embedding itself (tied): logits = ln wte^T
+    linear_forward(model->kernels, logits, ln, model->params.wte, NULL, n, c->n_embd, c->vocab_size);
+}
+
 // Passes of fewer multiply-adds than this (about N x parameters) run on the calling thread:
 // for a token or two of generation's prefill, starting a team costs more than it saves.
 #define PARALLEL_MIN_MACS (1L << 22)
@@ -683,22 +690,22 @@ void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t
         model->inputs[n] = inputs[n];
         if (targets) model->targets[n] = targets[n];
     }
-    // the tokens' embeddings, with learned positions' from pos0 on; then the blocks
+    // the tokens' embeddings, with learned positions' from pos0 on
     const float *wpe = model->params.wpe ? model->params.wpe + (size_t)pass->pos0 * C : NULL;
     encoder_forward(a->encoded, inputs, model->params.wte, wpe, B, t, C);
     if (c->position == POSITION_ROPE && rolls(model, pass, t)) {
         if (omp_get_thread_num() == 0) rope_angles(model->rope + (size_t)c->block_size * c->head_size, pass->pos0, 1, c->head_size);
         team_barrier();
     }
-    for (int l = 0; l <= c->n_layer; l++) {
-        float *residual = residual_stream(model, l);
-        edit_residual(model, residual, l, 0, B, t);
-        if (l < c->n_layer) block_forward(model, l, residual, B, t, pass);
+    // the blocks, each reading the residual stream that enters it as the hooks leave it
+    for (int l = 0; l < c->n_layer; l++) {
+        edit_residual(model, residual_stream(model, l), l, 0, B, t);
+        block_forward(model, l, residual_stream(model, l), B, t, pass);
     }
-    // the final LayerNorm, the head (the token embedding itself: tied) and the loss
-    const float *residual = residual_stream(model, c->n_layer);
-    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, model->params.lnfw, model->params.lnfb, N, C);
-    linear_forward(model->kernels, a->logits, a->lnf, model->params.wte, NULL, N, C, V);
+    // the final LayerNorm and the head, then the loss
+    float *residual = residual_stream(model, c->n_layer);
+    edit_residual(model, residual, c->n_layer, 0, B, t);
+    gpt_unembed(model, residual, N, a->lnf, a->lnf_mean, a->lnf_rstd, a->logits);
     if (targets) crossentropy_forward(a->losses, a->probs, a->logits, targets, N, V);
     else softmax_forward(a->probs, a->logits, N, V);
     if (omp_get_thread_num() == 0) {

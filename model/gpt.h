@@ -264,6 +264,11 @@ void gpt_init_weights(GPT *model, uint64_t seed);
 // region by every thread of its team they share the work; from serial code they start a
 // team of their own.
 void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t, const ForwardPass *pass);
+// The final LayerNorm and the head (the token embedding, tied) on n rows x (n, C) of a residual
+// stream: what the forward does after the last block. ln (n, C) gets ln_f's output, mean and
+// rstd (n) each row's mean and 1/std, logits (n, V) the head's. A team function; the logit lens
+// (analysis/logit_lens.h) reads the stream entering any block through it.
+void gpt_unembed(const GPT *model, const float *x, int n, float *ln, float *mean, float *rstd, float *logits);
 // Backward of the mean loss of the last forward (which must have had targets), or of the
 // whole batch's mean loss when the forward was part of one (batch_rows): ADDS into every
 // gradient, so that the gradients of a batch's parts sum to the batch's.

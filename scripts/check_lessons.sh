@@ -10,7 +10,11 @@
 # on of your own (my-book.txt) is, here, the repository's docs one after the other. Every
 # command must exit 0, and every lesson must have one; the induction lesson's timeline is then
 # checked in headless Chromium (scripts/check_timeline.sh), a task's probe being the one page
-# no other check draws. Each command's output is in WORK/logs/. About a minute on 2 cores.
+# no other check draws, and so is lesson 7's circuits page (scripts/check_circuits.sh). Lessons
+# 7 and 8 read what lesson 3's and lesson 1's models do (the induction heads; a prediction that
+# depends on a word's first letters, which a model of fewer than 2,000 steps does not make), so
+# those two runs are longer: 1,200 steps (the induction heads form by then) and the default
+# run whole. Each command's output is in WORK/logs/. About five minutes on 2 cores.
 #
 # usage: scripts/check_lessons.sh [WORK]
 set -euo pipefail
@@ -49,10 +53,13 @@ mkdir -p "$work"
 cat "$root"/docs/*.md > "$work/my-book.txt"
 for file in "$root"/docs/lessons/*.md; do
     case $(basename "$file") in
+        *1-attention*) lesson "$file" --sample-chars 50 --final-val-chars 0 ;;
+        *3-induction*) lesson "$file" --steps 1200 --sample-chars 50 --final-val-chars 0 ;;
         *induction* | *sort*) lesson "$file" --steps 200 --sample-chars 50 --final-val-chars 0 ;;
         *own-text*) lesson "$file" --steps 2 --eval-every 2 --eval-batches 1 --sample-chars 50 --final-val-chars 0 ;;
         *) lesson "$file" --steps 40 --eval-every 20 --sample-chars 50 --final-val-chars 0 ;;
     esac
 done
 "$root/scripts/check_timeline.sh" "$work/out-induction/timeline.html" "$work/induction-shots"
+"$root/scripts/check_circuits.sh" "$work/circuits.html" "$work/circuits-shots"
 echo "check_lessons: the commands of $(ls "$root"/docs/lessons/*.md | wc -l) lessons ran"

@@ -39,7 +39,7 @@
 #include "../model/adamw.h"
 #include "../model/gpt.h"
 #include "../model/train_step.h"
-#include "../training/step.h"
+#include "../training/data_parallel.h"
 #include "test.h"
 
 #define U16 (1.0 / 256.0)         // bf16 unit roundoff, 2^-8

@@ -823,7 +823,7 @@ static const char *parse_lens(const char *p, AttentionJson *j) {
 static int is_skipped_key(const char *key) {
     char delimited[72];
     snprintf(delimited, sizeof(delimited), ",%s,", key);
-    return strstr(",head_size,query,key,value,head_output,heads,", delimited) != NULL;
+    return strstr(",head_size,query,key,value,head_output,heads,logit_attribution,patching,", delimited) != NULL;
 }
 
 // Parses the whole document; returns 0 or -1 (j->att must be freed either way).

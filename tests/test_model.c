@@ -601,9 +601,9 @@ TEST(model_learns_string) {
         last = model.mean_loss;
         gpt_zero_grad(&model);
         gpt_backward(&model);
-        double norm = grad_global_norm(model.grads_memory, model.num_parameters);
-        grad_clip(model.grads_memory, model.num_parameters, norm, 1.0f);
-        adamw_update(&opt, model.params_memory, model.grads_memory, 1e-2f);
+        double norm;
+        train_step_update(&model, &opt, grad_sum_of_squares(model.grads_memory, model.num_parameters), 1e-2f, 1.0f,
+                          &norm);
     }
     gpt_forward(&model, inputs, targets, B, t, NULL);
     last = model.mean_loss;
@@ -642,9 +642,9 @@ static float *train_steps(uint64_t init_seed, uint64_t dropout_base, int steps, 
         gpt_forward(&model, inputs, targets, B, t, &pass);
         gpt_zero_grad(&model);
         gpt_backward(&model);
-        double norm = grad_global_norm(model.grads_memory, model.num_parameters);
-        grad_clip(model.grads_memory, model.num_parameters, norm, 1.0f);
-        adamw_update(&opt, model.params_memory, model.grads_memory, 1e-2f);
+        double norm;
+        train_step_update(&model, &opt, grad_sum_of_squares(model.grads_memory, model.num_parameters), 1e-2f, 1.0f,
+                          &norm);
     }
     omp_set_num_threads(saved);
     *n = model.num_parameters;
@@ -701,9 +701,9 @@ static float *train_team_steps(int steps, int threads, int by_train_step, size_t
             gpt_forward(&model, inputs, targets, B, t, &pass);
             gpt_zero_grad(&model);
             gpt_backward(&model);
-            double norm = grad_global_norm(model.grads_memory, model.num_parameters);
-            grad_clip(model.grads_memory, model.num_parameters, norm, 1.0f);
-            adamw_update(&opt, model.params_memory, model.grads_memory, 1e-2f);
+            double norm;
+            train_step_update(&model, &opt, grad_sum_of_squares(model.grads_memory, model.num_parameters), 1e-2f,
+                              1.0f, &norm);
         }
     }
     omp_set_num_threads(saved);

@@ -477,8 +477,8 @@ static void check_no_system_names(const char *path, const char *text) {
 }
 
 TEST(platform_no_system_names_elsewhere) {
-    static const char *const dirs[] = {".", "common", "data", "dist", "format", "generation", "kernels", "model",
-                                       "training", "viewer", "scripts", "tests", "tests/fuzz", "tests/mpi"};
+    static const char *const dirs[] = {".", "analysis", "common", "data", "dist", "format", "generation", "kernels",
+                                       "model", "training", "viewer", "scripts", "tests", "tests/fuzz", "tests/mpi"};
     each_source(dirs, (int)(sizeof(dirs) / sizeof(dirs[0])), check_no_system_names);
 }
 
@@ -490,7 +490,7 @@ static void check_library_code(const char *path, const char *text) {
 }
 
 TEST(library_code_never_exits) {
-    static const char *const dirs[] = {"common", "data", "dist", "format", "generation", "kernels", "model",
+    static const char *const dirs[] = {"analysis", "common", "data", "dist", "format", "generation", "kernels", "model",
                                        "training", "viewer"};
     each_source(dirs, (int)(sizeof(dirs) / sizeof(dirs[0])), check_library_code);
 }

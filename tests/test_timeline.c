@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../analysis/probe_baselines.h"
 #include "../common/platform.h"
 #include "../common/utf8.h"
 #include "../format/probe_file.h"
@@ -156,10 +157,39 @@ TEST(timeline_train_writes_probe_samples_and_page) {
     probe_header_free(&h);
 }
 
-// The early probes (training/probe.h): by default at 10, 20, 50, ... below --eval-every, or at
+// The early probes (training/schedule.h): by default at 10, 20, 50, ... below --eval-every, or at
 // --probe-steps's, each a whole record with a sample and every head's importance, the first
 // lines saying when and what probe.bin will hold; a list that cannot be kept, or --probe-steps
 // with --no-probe, exits 2 before --out is made.
+// The heads of the probe file's first record (step 0, an untrained model) get no label: their
+// attention is at chance on every pattern (analysis/head_scores.h).
+static void step_0_unlabelled(const char *probe) {
+    char err[ERR_LEN];
+    FILE *fp = fopen(probe, "rb");
+    ProbeReader r;
+    ProbeRecord rec;
+    if (!CHECK(fp && probe_reader_open(&r, fp, probe, err) == 0, "%s: %s", probe, err)) {
+        if (fp) fclose(fp);
+        return;
+    }
+    float reach[HEAD_PATTERNS], chance[HEAD_PATTERNS];
+    if (CHECK(probe_record_alloc(&rec, &r.header, err) == 0 && probe_reader_next(&r, &rec, err) == 1 &&
+                  probe_baselines(&r.header, reach, chance, err) == 0,
+              "%s", err)) {
+        for (int i = 0; i < r.header.n_layer * r.header.n_head; i++) {
+            const float scores[HEAD_PATTERNS] = {rec.previous_token[i], rec.induction[i], rec.first_character[i],
+                                                 rec.same_character[i], rec.word_start[i], rec.last_space[i]};
+            double strength;
+            int label = head_label(scores, r.header.reach, chance, &strength);
+            CHECK(rec.step == 0 && label == -1, "step %lld, head %d: labelled %s (%.3f)", (long long)rec.step, i,
+                  label >= 0 ? head_pattern_names[label] : "-", strength);
+        }
+        probe_record_free(&rec);
+    }
+    probe_reader_close(&r);
+    fclose(fp);
+}
+
 TEST(timeline_early_probes) {
     char dir[256], run[300], probe[320];
     test_fresh_dir(dir, sizeof(dir), TMP, "early");
@@ -179,6 +209,7 @@ TEST(timeline_early_probes) {
         int finite = h.version == 3;
         for (int i = 0; i < h.n_layer * h.n_head; i++) finite &= isfinite(last.importance[i]);
         CHECK(finite, "the last record's importance is not every head's (version %d)", h.version);
+        step_0_unlabelled(probe);
         probe_record_free(&last);
         probe_header_free(&h);
     }
@@ -229,6 +260,8 @@ TEST(timeline_resume_continues_without_duplicate_or_gap) {
     test_copy_file(ck, ck20);
     r = train(dir, "second.log", (const char *[]){"--resume", ck, "--steps", "40", "--threads", "1", NULL});
     if (!test_exit_status(&r, 0, "resuming to step 40")) return;
+    // the plan names only the probes to come, not step 0 or the early ones it has passed
+    test_output_has(&r, "timeline: probes every 10 from step 30 and the last: 2 probes, ", "the resumed run's plan");
     test_run_free(&r);
     Records got;
     read_records(probe, &got, NULL, NULL);

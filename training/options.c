@@ -10,7 +10,9 @@
 #include "../common/platform.h"
 #include "../dist/dist.h"
 #include "../kernels/kernels.h"
+#include "../kernels/parallel.h"
 #include "run.h"
+#include "schedule.h"
 
 // ----------------------------------------------------------------------------
 // the table and --help
@@ -499,7 +501,8 @@ void task_recipe(Task task, TrainOptions *o) {
     snprintf(o->task, sizeof(o->task), "%s", task_name(task));
     snprintf(o->out, sizeof(o->out), "out-%s", task_name(task));
     o->n_layer = 2, o->n_head = 2, o->n_embd = 64, o->block_size = 64, o->batch_size = 32;
-    o->steps = task_steps[task], o->warmup = 100, o->lr = 1e-3f, o->min_lr = 1e-3f, o->weight_decay = 0.0f;
+    o->steps = task_steps[task], o->warmup = LR_DEFAULT_WARMUP;
+    o->lr = 1e-3f, o->min_lr = 1e-3f, o->weight_decay = 0.0f;
     o->eval_every = 100, o->eval_batches = 4, o->save_every = 500, o->log_every = 25;
     // no pass over the whole split at the end: its windows of the block start anywhere in an
     // example, where the evaluations' start at an example, so its loss (2.67 against 2.15 on

@@ -15,7 +15,9 @@
 //                      cut on resume): the probe at an evaluation, the sample at an
 //                      evaluation or every --sample-every steps, appended as one record;
 //   run_probe_page     after the step's report: timeline.html rewritten, atomically.
-// A write that fails is reported once and ends the probing, never the training.
+// A write that fails is reported once and ends the probing, never the training. The run's
+// stages make these calls (training/run_timeline.c; run_probe_open: training/out_dir.c);
+// which steps are probed is training/schedule.h's.
 #ifndef CHARGPT_PROBE_H
 #define CHARGPT_PROBE_H
 
@@ -30,6 +32,7 @@
 #include "../model/gpt.h"
 #include "run_log.h"
 #include "run_state.h"
+#include "schedule.h"
 
 // ----------------------------------------------------------------------------
 // the probe
@@ -74,8 +77,8 @@ typedef struct {
 } ProbeSetup;
 
 // Fills h (allocating its arrays) for a new run of a model of config c on vocab: what is
-// probed, from setup and the dataset, and the parameter groups (training/step.h: update_groups); run_id and
-// grad_clip are left for the caller.
+// probed, from setup and the dataset, and the parameter groups (training/update_ratios.h:
+// update_groups); run_id and grad_clip are left for the caller.
 // Returns 0; -1 with err for bad data (a --probe file that cannot be read, is not UTF-8 or
 // holds fewer than 2 characters); -2 with err for bad usage (a character the vocabulary
 // lacks, a --sample-prompt longer than the block).
@@ -103,34 +106,6 @@ double probe_memory(const GPTConfig *c, const ProbeHeader *h);
 // rec (its scores and heavy part) and PROBE_HAS_PROBE in its flags. Returns 0, or -1 with err
 // when the model's logits are not finite.
 int probe_measure(Probe *p, ProbeRecord *rec, char err[ERR_LEN]);
-
-// ----------------------------------------------------------------------------
-// when the probe runs
-//
-// At step 0, at every evaluation (every --eval-every steps and the last), and at the early steps
-// of a schedule, where a run changes fastest: by default 10, 20, 50, 100, 200, 500, ... (1, 2
-// and 5 times a power of ten) below --eval-every, at most three a decade. --probe-steps LIST
-// sets them (steps separated by commas, increasing, at most PROBE_MAX_EARLY, none after the
-// run's last); --probe-steps none leaves the evaluations' alone. An early probe is a probe and
-// a sample like an evaluation's, without the validation loss.
-
-#define PROBE_MAX_EARLY 32  // early steps a schedule may hold
-
-typedef struct {
-    long steps[PROBE_MAX_EARLY];  // increasing
-    int n;
-} ProbeSchedule;
-
-// The schedule of --probe-steps's text (NULL or "": the default for eval_every) for a run whose
-// last step is last_step. Returns 0, or -2 with err naming what cannot be kept.
-int probe_schedule_make(ProbeSchedule *s, const char *text, long eval_every, long last_step, char err[ERR_LEN]);
-// 1 when step is one of s's early steps.
-int probe_schedule_has(const ProbeSchedule *s, long step);
-// The early steps after `step`, up to last_step, that no evaluation probes (not a multiple of
-// eval_every, nor the last): the probes the evaluations' count leaves out.
-long probe_schedule_left(const ProbeSchedule *s, long step, long last_step, long eval_every);
-// "0, 10, 20, 50, 100, 200 and every 250" (step 0 only when from_start).
-void probe_schedule_describe(const ProbeSchedule *s, int from_start, long eval_every, char *text, size_t size);
 
 // ----------------------------------------------------------------------------
 // the sample

@@ -19,7 +19,7 @@
 #include "../model/adamw.h"
 #include "../model/gpt.h"
 
-typedef struct DataParallel DataParallel;  // training/step.h
+typedef struct DataParallel DataParallel;  // training/data_parallel.h
 
 // ----------------------------------------------------------------------------
 // the run's identity
@@ -169,7 +169,8 @@ int run_meta_read(const Checkpoint *ck, TrainOptions *o, TrainState *s, char err
 // that --resume continues it exactly.
 
 // Writes a checkpoint to each of paths[0], paths[1] that is not NULL, from rank 0, with the
-// optimizer's moments gathered from every process first (ZeRO: training/step.h). Collective.
+// optimizer's moments gathered from every process first (ZeRO: training/data_parallel.h).
+// Collective.
 // Returns 0; EXIT_USAGE on every process when rank 0 has no memory to gather the moments;
 // EXIT_DATA on rank 0 when a write fails; with err.
 int run_checkpoint_save(const char *const paths[2], DataParallel *dp, GPT *model, const AdamW *opt,

@@ -11,6 +11,7 @@
 #include "../data/vocab_coverage.h"
 #include "../model/gpt.h"
 #include "run.h"
+#include "stop_signals.h"
 
 int data_paths_split(const char *data, DataPaths *p, char err[ERR_LEN]) {
     snprintf(p->text, sizeof(p->text), "%s", data);

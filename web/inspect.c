@@ -164,8 +164,8 @@ const char *inspect_update(const char *text_path, const unsigned char *knocked, 
     }
     const char *paths[1] = {page_path};
     int written;
-    rc = attention_record_with(&session.model, &session.vocab, p.tokens, p.len, importance, paths, 1, 1, &written,
-                               err);
+    AttentionExtras extras = {.skip_importance = !importance};
+    rc = attention_record(&session.model, &session.vocab, p.tokens, p.len, &extras, paths, 1, 1, &written, err);
     long chars = p.len;
     int window = chars < session.model.config.block_size ? (int)chars : session.model.config.block_size;
     prompt_free(&p);
