@@ -232,6 +232,12 @@
         appendLog(m.text);
         if (m.stream === 'stderr') stderr = (stderr + m.text).slice(-4096);
       },
+      failed: function (m) {
+        run.running = false;
+        setRunning(false, false);
+        showMessage('the page failed to run ./train: ' + m.message);
+        if (onExit) onExit({ status: -1, seconds: 0 });
+      },
       exit: function (m) {
         run.running = false;
         setRunning(false, false);
@@ -332,6 +338,10 @@
     $('model-line').textContent = 'opening ' + name + '\u2026';
     inspector.send({ type: 'open', name: name, bytes: bytes.slice(0) }, {
       once: true,
+      failed: function (m) {
+        showMessage(name + ': the page failed to open it: ' + m.message);
+        if (then) then(m.message);
+      },
       opened: function (m) {
         var a = m.answer;
         if (a.error) {
@@ -369,6 +379,11 @@
     var started = performance.now();
     inspector.send({ type: 'inspect', text: $('prompt').value, knocked: knocked, importance: $('importance').checked }, {
       once: true,
+      failed: function (m) {
+        inFlight = false;
+        showMessage('the inspector failed: ' + m.message);
+        if (onViewed) onViewed({ error: m.message }, performance.now() - started, 0);
+      },
       view: function (m) {
         var a = m.answer;
         function next() {
@@ -404,7 +419,8 @@
     files['/' + model.name] = model.bytes.slice(0);
     inspector.send({ type: 'run', program: 'generate', args: ['/' + model.name].concat(args), files: files }, {
       out: function (m) { if (m.stream === 'stdout') onOut(m.text); else err += m.text; },
-      exit: function (m) { onExit(m.status, err); }
+      exit: function (m) { onExit(m.status, err); },
+      failed: function (m) { onExit(-1, err + m.message); }
     });
   }
   $('generate').addEventListener('click', function () {

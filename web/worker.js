@@ -170,6 +170,12 @@ function inspectorInstance() {
   return inspector;
 }
 
+// A failure the C did not answer (an abort): the next call starts a fresh instance.
+function inspectorFailed(id, e) {
+  inspector = null;
+  post({ type: 'failed', id: id, message: String(e && e.message || e) });
+}
+
 // The checkpoint is written under its own name (no directory: the page keeps a name to its last
 // part), so that ./generate's messages name it as the person knows it.
 function open(message) {
@@ -180,7 +186,7 @@ function open(message) {
     try { m.FS.unlink(path); } catch (e) { /* already gone */ }
     answer.limit = JSON.parse(m.ccall('inspect_limit', 'string', [], []));
     post({ type: 'opened', id: message.id, answer: answer });
-  }).catch(function (e) { post({ type: 'failed', id: message.id, message: String(e && e.message || e) }); });
+  }).catch(function (e) { inspectorFailed(message.id, e); });
 }
 
 function inspect(message) {
@@ -191,7 +197,7 @@ function inspect(message) {
                                     ['/tmp/text.txt', message.knocked, message.importance ? 1 : 0, '/tmp/view.html']));
     var html = answer.error ? null : new TextDecoder('utf-8').decode(m.FS.readFile('/tmp/view.html'));
     post({ type: 'view', id: message.id, answer: answer, html: html, ms: performance.now() - started });
-  }).catch(function (e) { post({ type: 'failed', id: message.id, message: String(e && e.message || e) }); });
+  }).catch(function (e) { inspectorFailed(message.id, e); });
 }
 
 function limit(message) {
