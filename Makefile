@@ -39,6 +39,9 @@
 # MSYS2's UCRT64 `make` as here; from Linux, `make windows` cross-builds them with CC_WINDOWS
 # into build-windows/bin/, the shipped corpus copied beside them, and `make test-windows`
 # runs the whole suite there under Wine (docs/platforms.md).
+#
+# WebAssembly: emscripten's emcc builds the same C into build-wasm/ (web/web.mk): `make
+# test-wasm` runs the test suite under node, `make web` builds the page web/chargpt.html.
 CC ?= cc
 ifeq ($(MPI),1)
 MPICC ?= mpicc
@@ -72,6 +75,8 @@ else
 MARCH ?=
 OTHER_ARCH_KERNELS := $(X86_KERNELS) $(ARM_KERNELS)
 endif
+# the WebAssembly backend is the WebAssembly build's alone (web/web.mk)
+OTHER_ARCH_KERNELS += kernels/backend_wasm_simd128.c
 # Windows (a MinGW-w64 compiler): programs end in .exe; statically linked, BCryptGenRandom's
 # library, the manifest compiled by windres; no man pages. MinGW's own printf and scanf, which
 # are C99's (%zu, %lld; 1e+10 written as glibc writes it), not the system C library's; gcc
@@ -441,6 +446,9 @@ exercise-train: $(EX)/check $(BUILD)/train.o $(BUILD)/libchargpt.a
 
 test-exercises: $(EX)/check
 	scripts/check_exercises.sh
+
+# ---- WebAssembly: `make test-wasm` (the tests under node), `make web` (web/chargpt.html)
+include web/web.mk
 
 clean:
 	rm -rf build build-mpi build-posix build-debug $(ARM64) $(WIN) $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench \

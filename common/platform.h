@@ -232,6 +232,11 @@ typedef enum { PLATFORM_STOP_SIGNALS, PLATFORM_FATAL_SIGNALS } PlatformSignals;
 // a thread of its own: either way only async-signal-safe work). restart: interrupted system
 // calls are restarted (SA_RESTART).
 void platform_signals_catch(PlatformSignals set, void (*handler)(int sig), int restart);
+// Where signals arrive only when the program lets them (WebAssembly: the page's stop and pause
+// reach the Web Worker that runs the program only between the worker's tasks), lets them
+// arrive now: a stop signal that has come runs its handler (platform_signals_catch's) here, and
+// a pause returns once the page resumes. Elsewhere nothing: signals arrive by themselves.
+void platform_signals_poll(void);
 // Ends the process as sig's default action would (a shell then shows 128 + sig; on Windows the
 // exit code of a process ended by Ctrl-C, STATUS_CONTROL_C_EXIT).
 _Noreturn void platform_end_by_signal(int sig);

@@ -130,9 +130,10 @@ int attention_record(GPT *model, const Vocab *vocab, const int *text, long len, 
         score_heads(&r, c, window, t);
         // last: its forwards, each with one more head knocked out, overwrite the activations
         for (int i = 0; i < c->n_layer * c->n_head; i++) r.importance[i] = r.importance_mean[i] = NAN;
-        int measured = t < 2 || (head_importance(model, window, t - 1, r.importance, err) == 0 &&
-                                 (!extras->head_means || head_importance_by_mean(model, window, t - 1, extras->head_means,
-                                                                                 r.importance_mean, err) == 0));
+        int measured = extras->skip_importance || t < 2 ||
+                       (head_importance(model, window, t - 1, r.importance, err) == 0 &&
+                        (!extras->head_means || head_importance_by_mean(model, window, t - 1, extras->head_means,
+                                                                        r.importance_mean, err) == 0));
         AttentionLens shown = {lens.rows, lens.cells, vocab->chars};
         AttentionVectors vectors = {c->head_size, r.qkv, r.out};
         AttentionHeads heads = {HEAD_PATTERNS, head_pattern_names, r.reach, r.chance, r.scores, r.label, r.strength,

@@ -17,6 +17,9 @@ typedef struct {
     const char *means_over;    // what the means were taken over, for the page
     const Patching *patching;  // activation patching of the text (then at most block_size long) ...
     const int *corrupted;      // ... against this one, of the same length
+    int skip_importance;       // 1: each head's importance left unknown (NaN), its 1 + L*H forwards,
+                               // most of the time of a page over a short text, saved (the page's
+                               // inspector as one types: web/inspect.c)
 } AttentionExtras;
 
 // Runs the last window of text (len tokens) through model and writes what it recorded, with

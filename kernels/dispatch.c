@@ -19,6 +19,8 @@ extern const Backend backend_avx2, backend_avx512, backend_avx512_bf16;
 extern const Backend backend_neon, backend_neon_bf16;
 #define BF16_DOT_BACKEND backend_neon_bf16
 #define BF16_DOT_INSTRUCTIONS "FEAT_BF16's BFDOT"
+#elif defined(__wasm__)
+extern const Backend backend_wasm_simd128;
 #endif
 
 // Fastest first; a new backend is a line here (and its file, backend.h).
@@ -30,6 +32,8 @@ static const Backend *const backends[] = {
 #elif defined(__aarch64__)
     &backend_neon_bf16,
     &backend_neon,
+#elif defined(__wasm__)
+    &backend_wasm_simd128,
 #endif
     &backend_portable,
 };

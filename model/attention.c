@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/fixed_sum.h"
 #include "../kernels/kernels.h"
 #include "../kernels/parallel.h"
 #include "layers.h"
@@ -164,9 +165,7 @@ void attention_backward(Kernels *k, float *dqkv, const float *dout, const float 
                 if (use_dropout)
                     for (int j = 0; j <= i; j++)
                         dwi[j] = dropout_keep(drop->key, base_index + (size_t)i * t + j, drop->p) ? dwi[j] * keep_scale : 0.0f;
-                float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-                for (int j = 0; j <= i; j++) dot += wi[j] * dwi[j];
+                float dot = dot_fixed(wi, dwi, i + 1);
 #pragma omp simd
                 for (int j = 0; j <= i; j++) dwi[j] = wi[j] * (dwi[j] - dot) * scale;
                 for (int j = i + 1; j < t; j++) dwi[j] = 0.0f;

@@ -74,6 +74,10 @@ const char *test_program(const char *name);
 // `why`. A skipped test counts as neither passed nor failed; the line before the last says how
 // many were skipped.
 void test_skip(const char *why);
+// The same, and the test ends there (the runner goes on with the next): for a test that cannot
+// go on without what the system lacks, found where it asks for it (WebAssembly has no processes:
+// tests/test_process.c calls it when a test would start one).
+_Noreturn void test_skip_rest(const char *why);
 
 // Whether the tests run on an emulated CPU (CHARGPT_TEST_EMULATED, which scripts/test_arm64.sh
 // sets for qemu-aarch64): a step takes some 300 times a native one, the emulator's own memory

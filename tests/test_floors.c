@@ -30,11 +30,12 @@ static const struct {
     {"generation", 7},                             // sampling, the cache, scoring, recording
     {"training", 8},                               // the machinery of a run
     {"programs", 9},                               // train.c, generate.c
+    {"web", 10},                                   // the page: the programs as WebAssembly, its inspector
 };
 #define NUM_ROOMS ((int)(sizeof(floors) / sizeof(floors[0])))
 
 // Directories of the tree that are no rooms (or hold no sources).
-static const char *const not_rooms[] = {"tests", "scripts", "docs", "web", "exercises"};
+static const char *const not_rooms[] = {"tests", "scripts", "docs", "exercises"};
 
 static int floor_of(const char *room) {
     for (int i = 0; i < NUM_ROOMS; i++)
