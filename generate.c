@@ -562,7 +562,8 @@ static void check_generation_memory(const GPTConfig *c, const Options *o, long t
 // importance by the mean when their means were taken.
 static void record_attention(GPT *model, const int *text, long len, const Patching *patching, const Options *o) {
     char err[ERR_LEN];
-    AttentionExtras extras = {run.head_means, run.reference_name, patching, run.corrupted.tokens};
+    AttentionExtras extras = {.head_means = run.head_means, .means_over = run.reference_name, .patching = patching,
+                             .corrupted = run.corrupted.tokens};
     int written, status = attention_record(model, &run.vocab, text, len, &extras, o->attention, o->num_attention,
                                            o->force, &written, err);
     const GPTConfig *c = &model->config;

@@ -126,7 +126,8 @@ int score_tokens(GPT *model, const int *tokens, long n, int stride, int use_cach
     memset(score, 0, sizeof(*score));
     // a rolling cache takes over after the first window
     long rolled_from = score_rolls(&model->config, stride, use_cache) && n > T + 1 ? T + 1 : n;
-    if (gpt_alloc_activations(model, SCORE_BATCH, err) != 0) return -1;
+    // kept when the model has them (the page's inspector scores text after text: web/inspect.c)
+    if (model->batch_size != SCORE_BATCH && gpt_alloc_activations(model, SCORE_BATCH, err) != 0) return -1;
     int *inputs = malloc((size_t)SCORE_BATCH * T * sizeof(int));
     int *targets = malloc((size_t)SCORE_BATCH * T * sizeof(int));
     int rc = 0;

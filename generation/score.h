@@ -43,7 +43,8 @@ typedef struct {
 
 // Scores tokens (n >= 2) with stride (1 <= stride <= block_size); use_cache 1 lets a RoPE
 // model with stride 1 roll its cache (score_rolls). Allocates the model's activations for
-// SCORE_BATCH sequences (GPT_PLAN_FORWARD), and a rolling cache's for one sample
+// SCORE_BATCH sequences (GPT_PLAN_FORWARD) unless it has them for that batch already, and a
+// rolling cache's for one sample
 // (GPT_PLAN_GENERATION of 1). report may be NULL. Returns 0, or -1 with err when memory runs
 // out, the sink stops it, or a character's loss or logits are not finite (before the sink
 // sees it).

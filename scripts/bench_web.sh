@@ -10,12 +10,15 @@
 #              arithmetic, bit for bit); the page's wall seconds from its Train to ./train's end
 #   inspector  an update of the inspector for a 64-character text on the default model (4
 #              layers of 4 heads, n_embd 128: a 20-step run of ./train), from the text to its
-#              page drawn: the median in wall time (and of it, the C's part in the worker), and
+#              views drawn in place (after the first, which loads the inspector's page): the
+#              median in wall time and the range of the updates after the first (and of the
+#              median, the C's part in the worker and the drawing's in the inspector's frame), and
 #              in CPU time the difference between runs of 26 and 6 updates over 20; against
 #              ./generate CKPT -n 0 --attention FILE.html --threads 1 on the same text, the whole
 #              program (which also measures each head's importance, as the page does only when
 #              asked)
-# STEPS=N shortens the training (default: the recipe's).
+# STEPS=N shortens the training (default: the recipe's); ONLY=inspector measures the inspector
+# alone (a minute or two).
 set -u
 cd "$(dirname "$0")/.."
 work=tests/tmp/bench-web
@@ -44,6 +47,7 @@ native_train() {  # KERNELS: ./train's wall seconds, and its CPU seconds
         { echo "bench-web: ./train failed" >&2; exit 1; }
     printf "%s %s" "$(seconds_since "$start")" "$(awk '{ printf "%.1f", $1 + $2 }' "$work/native.time")"
 }
+if [ "${ONLY:-}" != inspector ]; then
 fastest=$(./train --task induction --steps 0 --no-probe --out "$work/probe-kernels" 2>/dev/null |
           sed -n 's/.*kernels \([a-z0-9_]*\).*/\1/p' | head -n 1)
 read -r p1 pc1 <<< "$(page_train)"; read -r f1 fc1 <<< "$(native_train "")"; read -r q1 qc1 <<< "$(native_train portable)"
@@ -56,16 +60,22 @@ for what in wall CPU; do
         printf " %s and %s (portable): the page takes %.2f times ./train'"'"'s (%s), %.2f times (portable)\n", q1, q2, p / f, k, p / q }'
 done
 
+fi
+
 # ---- the inspector
 ./train --steps 20 --no-probe --eval-every 1000 --final-val-chars 0 --out "$work/default" > "$work/default.log" 2>&1 ||
     { echo "bench-web: ./train failed" >&2; exit 1; }
 text="ROMEO: But soft, what light through yonder window breaks? It is t"  # 64 characters
 encoded=$(node -e 'console.log(encodeURIComponent(process.argv[1]))' "$text")
-page_update() {  # UPDATES: the median update's ms, its C's ms, and the browser's CPU seconds
+page_update() {  # UPDATES: the median update's ms, its C's ms, its drawing's ms, the browser's CPU seconds, and
+                # the fastest and slowest update after the first (min-max)
     node scripts/headless_page.js "$page#ckpt=../$work/default/ckpt.safetensors&prompt=$encoded&updates=$1&selftest" 900 \
         > "$work/inspect.json" || { echo "bench-web: the page did not open the checkpoint" >&2; exit 1; }
-    printf "%.0f %.0f %s" "$(result update_ms < "$work/inspect.json")" "$(result update_worker_ms < "$work/inspect.json")" \
-        "$(node -e 'console.log(JSON.parse(require("fs").readFileSync(0, "utf8")).browser_cpu_seconds)' < "$work/inspect.json")"
+    printf "%.0f %.0f %.0f %s %s" "$(result update_ms < "$work/inspect.json")" "$(result update_worker_ms < "$work/inspect.json")" \
+        "$(result update_draw_ms < "$work/inspect.json")" \
+        "$(node -e 'console.log(JSON.parse(require("fs").readFileSync(0, "utf8")).browser_cpu_seconds)' < "$work/inspect.json")" \
+        "$(node -e 'const t = JSON.parse(JSON.parse(require("fs").readFileSync(0, "utf8")).result).update_times.slice(1);
+            console.log(Math.min(...t) + "-" + Math.max(...t))' < "$work/inspect.json")"
 }
 native_view() {  # milliseconds, wall and CPU
     local start
@@ -76,10 +86,11 @@ native_view() {  # milliseconds, wall and CPU
     awk -v a="$start" -v b="$(now)" '{ printf "%.0f %.0f", 1000 * (b - a), 1000 * ($1 + $2) }' "$work/view.time"
 }
 # in turn; the CPU of an update from the difference between a run of 6 updates and one of 26
-read -r u1 c1 cpu6 <<< "$(page_update 6)"; read -r g1 gc1 <<< "$(native_view)"; read -r g2 gc2 <<< "$(native_view)"
-read -r u2 c2 cpu26 <<< "$(page_update 26)"
-awk -v u1="$u1" -v u2="$u2" -v c1="$c1" -v c2="$c2" -v g1="$g1" -v g2="$g2" -v gc1="$gc1" -v gc2="$gc2" \
-    -v a="$cpu6" -v b="$cpu26" 'BEGIN {
-    printf "inspector, 64 characters on the default model: an update in the page %s ms and %s ms wall (its C %s and %s ms),", u1, u2, c1, c2
+read -r u1 c1 d1 cpu6 r1 <<< "$(page_update 6)"; read -r g1 gc1 <<< "$(native_view)"; read -r g2 gc2 <<< "$(native_view)"
+read -r u2 c2 d2 cpu26 r2 <<< "$(page_update 26)"
+awk -v u1="$u1" -v u2="$u2" -v c1="$c1" -v c2="$c2" -v d1="$d1" -v d2="$d2" -v r1="$r1" -v r2="$r2" -v g1="$g1" -v g2="$g2" \
+    -v gc1="$gc1" -v gc2="$gc2" -v a="$cpu6" -v b="$cpu26" 'BEGIN {
+    printf "inspector, 64 characters on the default model: an update in the page, the median of 5 and of 25, %s ms and %s ms", u1, u2
+    printf " wall (ranges %s and %s ms; its C %s and %s ms, its drawing %s and %s ms),", r1, r2, c1, c2, d1, d2
     printf " %.0f ms of the browser'"'"'s CPU; ./generate --attention %s ms and %s ms wall, %s and %s ms CPU:", 1000 * (b - a) / 20, g1, g2, gc1, gc2
     printf " %.2f times its wall time, %.2f times its CPU time\n", (u1 + u2) / (g1 + g2), 1000 * (b - a) / 20 / ((gc1 + gc2) / 2) }'

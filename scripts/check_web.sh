@@ -7,7 +7,10 @@
 #              and the checkpoint's tensors bit-identical (the SHA-256 of its data section)
 #   a model    #ckpt=...&prompt=TEXT&selftest on that run's checkpoint: bits_per_char as
 #              ./generate --score prints it for the text, and the 50 characters ./generate -t 0
-#              appends to it, the same
+#              appends to it, the same; and the inspector's last update, drawn in place in the
+#              page loaded before (every view), read back: a thumbnail a head, every heatmap cell,
+#              character, logit-lens cell and row of the attention math in place, the page's
+#              math giving the model's weights within 1e-4, no script error
 #   bad input  a truncated checkpoint and one whose inspection would need more memory than the
 #              page has (a RoPE model's block size made 65536, its CRC made good again) each
 #              end in the page's message, which names the problem
@@ -92,6 +95,20 @@ if node scripts/headless_page.js "$page#ckpt=$rel/native/ckpt.safetensors&prompt
         fail "greedy continuation: the page's '$page_greedy', ./generate -t 0's '$native_greedy'"
     echo "check_web: the checkpoint in the page: $page_bits bits per character (./generate --score: $native_bits)," \
         "the same 50 greedy characters; an inspector update took $(printf %.0f "$(result update_ms < "$work/model.json")") ms"
+    wrong=$(node -e '
+        const v = JSON.parse(process.argv[1] || "null"), m = JSON.parse(process.argv[2]), T = Math.min(+process.argv[3], m.block_size);
+        if (!v) { console.log("nothing was read back"); process.exit(0); }
+        const want = { modelHeatmaps: m.n_layer * m.n_head, heatmapCells: T * T, textCells: T, lensCells: (m.n_layer + 1) * T, mathRows: T };
+        const bad = Object.keys(want).filter((k) => +v[k] !== want[k]).map((k) => k + " " + v[k] + ", want " + want[k]);
+        if (!(+v.mathWeightError <= 1e-4)) bad.push("mathWeightError " + v.mathWeightError);
+        if (v.failed !== undefined) bad.push("a script error");
+        console.log(bad.join("; "));' "$(result inspector_views < "$work/model.json")" "$(result model < "$work/model.json")" \
+        "${#prompt}")
+    if [ -z "$wrong" ]; then
+        echo "check_web: an update drawn in place in the inspector: every view in place, read back"
+    else
+        fail "the inspector's update drawn in place: $wrong"
+    fi
 else
     fail "the page did not open the checkpoint: $(cat "$work/model.err")"
 fi

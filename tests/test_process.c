@@ -167,6 +167,11 @@ int test_make_fifo(const char *path) {
     return -1;
 }
 
+int test_fifo_feed(const char *path, const char *text, double timeout_s) {
+    errno = ENOTSUP;
+    return -1;
+}
+
 int test_make_symlink(const char *target, const char *path) { return symlink(target, path); }
 int test_make_read_only(const char *dir, int read_only) { return chmod(dir, read_only ? 0555 : 0755); }
 int test_remove_dir(const char *path) { return rmdir(path); }

@@ -106,11 +106,16 @@ const char *inspect_open(const char *path) {
         return error_answer(err);
     }
     c = &session.model.config;
+    // the activations of a scoring's forward (SCORE_BATCH windows), kept for every update: its
+    // window's too (attention_record), also when the text is too short to score
     session.knocked_out = calloc((size_t)c->n_layer * c->n_head, sizeof(ActivationEdit));
-    if (!session.knocked_out) {
+    if (!session.knocked_out || gpt_alloc_activations(&session.model, SCORE_BATCH, err) != 0) {
+        if (!session.knocked_out) snprintf(err, ERR_LEN, "out of memory for the model's hooks");
+        free(session.knocked_out);
+        session.knocked_out = NULL;
         gpt_free(&session.model);
         vocab_free(&session.vocab);
-        return error_answer("out of memory for the model's hooks");
+        return error_answer(err);
     }
     session.hooks = (ForwardHooks){.heads = session.knocked_out};
     session.open = 1;

@@ -14,8 +14,13 @@
 //   #ckpt=RELATIVE_PATH&prompt=TEXT&selftest  opens the checkpoint, then data-rendered
 //       "inspected" and data-result: {"bits_per_char" (./generate --score's), "greedy" (the
 //       50 characters ./generate -t 0 appends), "update_ms" (the inspector's update, from the
-//       text to its page drawn, the median of 5 after the first, or of updates=N - 1),
-//       "update_worker_ms" (of it, the C's part in the worker), "model"}; or data-rendered "refused" and {"error": the page's message}
+//       text to its views drawn, the median of 5 after the first, or of updates=N - 1; the
+//       first loads the inspector's page, the others draw in it), "update_worker_ms" and
+//       "update_draw_ms" (of it, the C's part in the worker and the drawing's in the frame),
+//       "update_times", "update_worker_times", "update_draw_times" (each update's, the first
+//       too), "inspector_views" (after them, one more update drawn in place with every view,
+//       which the frame reads back: its <body>'s data-*, viewer/attention_html.c), "model"};
+//       or data-rendered "refused" and {"error": the page's message}
 'use strict';
 (function () {
   var $ = function (id) { return document.getElementById(id); };
@@ -128,13 +133,38 @@
         next.className = 'frame';
         if (shown >= 0) frames[shown].className = 'frame hidden-frame';
         shown = frames.indexOf(next);
-        if (done) done();
+        if (done) done(next);
       };
       next.srcdoc = at < 0 ? html : html.slice(0, at + 6) + prelude(name) + html.slice(at + 6);
     };
   }
   var showTimeline = framed('timeline', $('timeline-frames'));
-  var showInspector = framed('inspector', $('inspector-frames'));
+
+  // The inspector's frame: its first page loaded as a frame's page, each later one drawn in place
+  // by the script of the page there (viewer/attention_html.c: {chargptPage, id} to it, {chargptShown:
+  // id} back, with failed when it could not draw it, and the page is then loaded), which takes a
+  // tenth of the time of loading the page anew. check: every view drawn in place and read back,
+  // done's second argument (the frame's <body> data-*, as its #selftest sets them).
+  function inspectorFrame(holder) {
+    var load = framed('inspector', holder), frame = null, waiting = null, nextShow = 1;
+    window.addEventListener('message', function (e) {
+      if (!waiting || !e.data || e.data.chargptShown !== waiting.id || e.source !== waiting.window) return;
+      var w = waiting;
+      waiting = null;
+      if (e.data.failed) show(w.html, w.done, true);
+      else w.done(e.data.ms, e.data.views);
+    });
+    function show(html, done, reload, check) {
+      if (!frame || reload) {
+        load(html, function (f) { frame = f; if (done) done(null); });
+        return;
+      }
+      waiting = { id: nextShow++, window: frame.contentWindow, html: html, done: done || function () {} };
+      frame.contentWindow.postMessage({ chargptPage: html, id: waiting.id, check: !!check }, '*');
+    }
+    return show;
+  }
+  var showInspector = inspectorFrame($('inspector-frames'));
 
   function download(bytes, name) {
     var a = document.createElement('a');
@@ -284,6 +314,7 @@
   var model = null;       // {bytes, name, config}
   var knocked = null;     // Uint8Array (L*H)
   var inFlight = false, dirty = false, updateTimes = [], onViewed = null;
+  var checkViews = false;  // the next update's views all drawn and read back (the #ckpt hook)
 
   inspector.send({ type: 'limit' }, {
     once: true,
@@ -376,7 +407,8 @@
     if (inFlight) { dirty = true; return; }
     inFlight = true;
     dirty = false;
-    var started = performance.now();
+    var started = performance.now(), check = checkViews;
+    checkViews = false;
     inspector.send({ type: 'inspect', text: $('prompt').value, knocked: knocked, importance: $('importance').checked }, {
       once: true,
       failed: function (m) {
@@ -386,15 +418,15 @@
       },
       view: function (m) {
         var a = m.answer;
-        function next() {
+        function next(drawMs, views) {
           inFlight = false;
-          if (onViewed) onViewed(a, performance.now() - started, m.ms);
+          if (onViewed) onViewed(a, performance.now() - started, m.ms, drawMs, views);
           if (dirty) update();
         }
         if (a.error) {
           $('score-line').textContent = '';
           showMessage(a.error);
-          next();
+          next(null);
           return;
         }
         showMessage('');
@@ -403,7 +435,7 @@
           'loss ' + a.bits_per_char.toFixed(4) + ' bits per character over ' + a.scored + ' characters' +
           (ablate.length ? ', heads knocked out: ' + ablate.join(', ') : '') +
           (a.chars > a.window ? ' (the inspector shows the last ' + a.window + ')' : '');
-        showInspector(m.html, next);
+        showInspector(m.html, next, false, check);
       }
     });
   }
@@ -529,18 +561,30 @@
   // The checkpoint's hook: the inspector's update timed five times (after the first), then
   // ./generate --score and ./generate -t 0 on the prompt.
   function measure() {
-    var times = [], worker = [], result = { model: model.config }, updates = Math.max(6, +hash.updates || 0);
+    var times = [], worker = [], drawn = [], result = { model: model.config }, updates = Math.max(6, +hash.updates || 0);
     function median(a) { var s = a.slice(1).sort(function (x, y) { return x - y; }); return s[s.length >> 1]; }
-    onViewed = function (answer, ms, workerMs) {
+    onViewed = function (answer, ms, workerMs, drawMs) {
       if (answer.error) { onViewed = null; finish('refused', { error: answer.error }); return; }
       times.push(ms);
       worker.push(workerMs);
+      drawn.push(drawMs);
       if (times.length < updates) { setTimeout(update, 0); return; }
       onViewed = null;
       result.update_ms = median(times);
       result.update_worker_ms = median(worker);
+      result.update_draw_ms = median(drawn);
+      result.update_times = times.map(Math.round);
+      result.update_worker_times = worker.map(Math.round);
+      result.update_draw_times = drawn.map(function (x) { return x === null ? null : Math.round(x); });
       result.inspector_bits_per_char = answer.bits_per_char;
-      score();
+      // one more, every view drawn in place and read back
+      checkViews = true;
+      onViewed = function (answer, ms, workerMs, drawMs, views) {
+        onViewed = null;
+        result.inspector_views = views || null;
+        score();
+      };
+      update();
     };
     update();
     function score() {
