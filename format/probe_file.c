@@ -20,7 +20,7 @@
 #define HEADER_FIXED(v1) ((v1) ? SIZES_V1 * 4 + 8 + 2 * 4 + PROBE_RUN_ID_LEN + PROBE_SOURCE_LEN \
                              : SIZES_V2 * 4 + 8 + (2 + PROBE_PATTERNS) * 4 + PROBE_RUN_ID_LEN + PROBE_SOURCE_LEN)
 
-// 1 when h is laid out as version 1, else 0 (version 2 or 3: the same header).
+// 1 when h is laid out as version 1, else 0 (versions 2 to 4: the same header).
 static int is_v1(const ProbeHeader *h) { return h->version == 1; }
 
 // ----------------------------------------------------------------------------
@@ -93,6 +93,11 @@ static size_t header_bytes(const ProbeHeader *h) {
 // importance in version 3.
 static size_t scores_per_head(const ProbeHeader *h) { return is_v1(h) ? 3 : h->version == 2 ? 7 : 8; }
 
+// The floats of a record's attribution: (t, parts) from version 4, none before.
+static size_t attribution_floats(const ProbeHeader *h) {
+    return h->version >= 4 ? (size_t)h->probe_len * PROBE_ATTRIBUTION_PARTS(h) : 0;
+}
+
 // The floats of a record's vectors of `positions` positions: (L, positions, 3A).
 static size_t vector_floats(const ProbeHeader *h, int positions) {
     return (size_t)h->n_layer * positions * 3 * h->n_head * h->head_size;
@@ -108,7 +113,7 @@ size_t probe_record_bytes(const ProbeHeader *h) {
     size_t cells = ((size_t)h->n_layer + 1) * t;
     return probe_light_bytes(h) + 4 * t + t * PROBE_TOP * 8 + cells * (PROBE_LENS_TOP * 8 + 8) +
            heads * (triangle(t) + triangle((size_t)h->repeat_len)) +
-           4 * (vector_floats(h, h->vector_len) + vector_floats(h, h->vector_repeat_len));
+           4 * (vector_floats(h, h->vector_len) + vector_floats(h, h->vector_repeat_len) + attribution_floats(h));
 }
 
 // ----------------------------------------------------------------------------
@@ -195,9 +200,11 @@ static int decode_sizes(ProbeHeader *h, const uint8_t *p, const char *name, char
     h->groups = (int)s[4], h->probe_len = (int)s[5], h->repeat_len = (int)s[6], h->prompt_len = (int)s[7];
     h->sample_chars = (int)s[8], h->head_size = (int)s[9], h->vector_len = (int)s[10];
     h->vector_repeat_len = (int)s[11];
-    // the vectors first, in doubles: their size_t product may overflow
+    // the vectors and the attribution first, in doubles: their size_t products may overflow
     double vectors = 4.0 * h->n_layer * ((double)h->vector_len + h->vector_repeat_len) * 3 * h->n_head * h->head_size;
-    if (vectors > PROBE_MAX_RECORD || (double)probe_record_bytes(h) > PROBE_MAX_RECORD) {
+    double attribution = 4.0 * h->probe_len * (2.0 + (double)h->n_layer * h->n_head + h->n_layer);
+    if (vectors > PROBE_MAX_RECORD || attribution > PROBE_MAX_RECORD ||
+        (double)probe_record_bytes(h) > PROBE_MAX_RECORD) {
         snprintf(err, ERR_LEN, "%s: a damaged probe file: its header makes records of %zu bytes, more than %u", name,
                  probe_record_bytes(h), PROBE_MAX_RECORD);
         return -1;
@@ -263,7 +270,7 @@ int probe_record_alloc(ProbeRecord *r, const ProbeHeader *h, char err[ERR_LEN]) 
     // every array 4-byte aligned: the floats and ints first, the bytes last
     size_t words = (size_t)h->groups + h->sample_chars + 8 * heads + t + 2 * t * PROBE_TOP +
                    cells * (2 * PROBE_LENS_TOP + 2) + vector_floats(h, h->vector_len) +
-                   vector_floats(h, h->vector_repeat_len);
+                   vector_floats(h, h->vector_repeat_len) + t * PROBE_ATTRIBUTION_PARTS(h);
     size_t bytes = heads * (triangle(t) + triangle((size_t)h->repeat_len));
     uint8_t *m = malloc(words * 4 + bytes + 1);
     if (!m) {
@@ -291,6 +298,7 @@ int probe_record_alloc(ProbeRecord *r, const ProbeHeader *h, char err[ERR_LEN]) 
     r->lens_next_rank = (int32_t *)f, f += cells;
     r->vectors_passage = f, f += vector_floats(h, h->vector_len);
     r->vectors_repeated = f, f += vector_floats(h, h->vector_repeat_len);
+    r->attribution = f, f += t * PROBE_ATTRIBUTION_PARTS(h);
     r->att_passage = (uint8_t *)f;
     r->att_repeated = r->att_passage + heads * triangle(t);
     return 0;
@@ -348,6 +356,7 @@ static size_t encode_record(const ProbeHeader *h, const ProbeRecord *r, uint8_t 
     put_bytes(&p, r->att_repeated, heads * triangle((size_t)h->repeat_len));
     put_f32s(&p, r->vectors_passage, vector_floats(h, h->vector_len));
     put_f32s(&p, r->vectors_repeated, vector_floats(h, h->vector_repeat_len));
+    put_f32s(&p, r->attribution, attribution_floats(h));
     return (size_t)(p - start);
 }
 
@@ -404,6 +413,9 @@ static int decode_record(const ProbeHeader *h, const uint8_t *p, size_t n, Probe
     get_bytes(&p, r->att_repeated, heads * triangle((size_t)h->repeat_len));
     get_f32s(&p, r->vectors_passage, vector_floats(h, h->vector_len));
     get_f32s(&p, r->vectors_repeated, vector_floats(h, h->vector_repeat_len));
+    get_f32s(&p, r->attribution, attribution_floats(h));
+    if (h->version < 4)
+        for (size_t i = 0; i < t * PROBE_ATTRIBUTION_PARTS(h); i++) r->attribution[i] = NAN;
     return ranks && ids_in_range(r->top, t * PROBE_TOP, h->vocab_size) &&
                    ids_in_range(r->lens_top, cells * PROBE_LENS_TOP, h->vocab_size) ? 0 : -1;
 }
@@ -437,12 +449,13 @@ int probe_reader_open(ProbeReader *r, FILE *fp, const char *name, char err[ERR_L
     uint8_t head[MAGIC_LEN + 4];
     int got = read_exactly(fp, head, sizeof(head));
     if (got < 0) return read_failed(name, err);
-    int version = got == 0 ? 0 : memcmp(head, PROBE_FILE_MAGIC, MAGIC_LEN) == 0 ? 3
+    int version = got == 0 ? 0 : memcmp(head, PROBE_FILE_MAGIC, MAGIC_LEN) == 0 ? 4
+                : memcmp(head, PROBE_FILE_MAGIC_V3, MAGIC_LEN) == 0 ? 3
                 : memcmp(head, PROBE_FILE_MAGIC_V2, MAGIC_LEN) == 0 ? 2
                 : memcmp(head, PROBE_FILE_MAGIC_V1, MAGIC_LEN) == 0 ? 1 : 0;
     if (version == 0) {
-        snprintf(err, ERR_LEN, "%s is not a chargpt probe file (it does not start with %s, %s or %s)", name,
-                 PROBE_FILE_MAGIC, PROBE_FILE_MAGIC_V2, PROBE_FILE_MAGIC_V1);
+        snprintf(err, ERR_LEN, "%s is not a chargpt probe file (it does not start with %s, %s, %s or %s)", name,
+                 PROBE_FILE_MAGIC, PROBE_FILE_MAGIC_V3, PROBE_FILE_MAGIC_V2, PROBE_FILE_MAGIC_V1);
         return -1;
     }
     const uint8_t *p = head + MAGIC_LEN;
@@ -552,8 +565,8 @@ int probe_file_create(ProbeFile *pf, const char *path, ProbeHeader *header, char
         return -1;
     }
     uint8_t *p = bytes;
-    put_bytes(&p, is_v1(header) ? PROBE_FILE_MAGIC_V1 : header->version == 2 ? PROBE_FILE_MAGIC_V2 : PROBE_FILE_MAGIC,
-              MAGIC_LEN);
+    static const char *magics[] = {PROBE_FILE_MAGIC_V1, PROBE_FILE_MAGIC_V2, PROBE_FILE_MAGIC_V3, PROBE_FILE_MAGIC};
+    put_bytes(&p, magics[header->version - 1], MAGIC_LEN);
     put_u32(&p, (uint32_t)len);
     encode_header(header, p);
     p += len;

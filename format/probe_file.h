@@ -2,8 +2,8 @@
 // evaluation (training/probe.h), and the samples it wrote, for the timeline page
 // (viewer/timeline.h). It is appended to as the run goes and kept across --resume.
 //
-// Layout, every number little-endian (version 3; versions 1 and 2 below):
-//   "CGPTPRB3" (8 bytes), then the header as a frame, then the records, each a frame.
+// Layout, every number little-endian (version 4; versions 1 to 3 below):
+//   "CGPTPRB4" (8 bytes), then the header as a frame, then the records, each a frame.
 //   A frame is u32 length, that many bytes of payload, u32 CRC-32 of the payload.
 //   Header payload: u32 n_layer, n_head, vocab_size, block_size, groups, probe_len t,
 //     repeat_len r, prompt_len, sample_chars S, head_size hs, vector_len m, vector_repeat_len n;
@@ -21,10 +21,12 @@
 //     f32 surprisal[t]; (i32 top[PROBE_TOP], f32 top_prob[PROBE_TOP]) per position [t];
 //     (i32 lens_top[3], f32 lens_prob[3], f32 next_prob, i32 next_rank) per cell [(L + 1) t];
 //     u8 att_passage[L H t(t+1)/2]; u8 att_repeated[L H r(r+1)/2];
-//     f32 vectors_passage[L m 3A]; f32 vectors_repeated[L n 3A] (A = H hs).
+//     f32 vectors_passage[L m 3A]; f32 vectors_repeated[L n 3A] (A = H hs);
+//     f32 attribution[t P] (P = PROBE_ATTRIBUTION_PARTS).
 //   So a record is exactly probe_light_bytes or probe_record_bytes long: a reader knows every
 //   size from the header, and anything else is damage.
-//   Version 2 ("CGPTPRB2") is version 3 without the importance (read as NaN); version 1
+//   Version 3 ("CGPTPRB3") is version 4 without the attribution (read as NaN); version 2
+//   ("CGPTPRB2") is version 3 without the importance (read as NaN); version 1
 //   ("CGPTPRB1", files of earlier runs) has the header's first nine sizes only (no
 //   head_size, m, n) and no reach, the light part up to entropy, and the heavy part up to
 //   att_repeated; it
@@ -36,6 +38,9 @@
 // head h, q at [h hs, (h + 1) hs), k at A + h hs and v at 2A + h hs of the position's 3A
 // floats (gpt_qkv). m and n are chosen when the run starts so that a record keeps at most
 // PROBE_VECTOR_BYTES of them (probe.h).
+// The attribution is the direct logit attribution (analysis/attribution.h) of the passage's
+// next character at each position i (passage[i + 1]): its logit split into the embeddings' part,
+// each head's (l, h), each layer's MLP's and the biases', in that order, which sum to the logit.
 // Attention weights are kept as round(255 sqrt(w)) of each head's lower triangle, row by row:
 // a weight of 1e-4 is still 3, and near 1 a step is 0.008. Missing numbers (no validation at
 // step 0, no gradient before the first step, a score a short probe cannot give) are NaN.
@@ -56,7 +61,8 @@
 
 #include "../common/errors.h"
 
-#define PROBE_FILE_MAGIC "CGPTPRB3"      // version 3
+#define PROBE_FILE_MAGIC "CGPTPRB4"      // version 4
+#define PROBE_FILE_MAGIC_V3 "CGPTPRB3"   // version 3
 #define PROBE_FILE_MAGIC_V2 "CGPTPRB2"   // version 2
 #define PROBE_FILE_MAGIC_V1 "CGPTPRB1"   // version 1
 #define PROBE_TOP 5               // predictions kept per position
@@ -65,6 +71,9 @@
 #define PROBE_PATTERNS 6          // the head patterns scored (analysis/head_scores.h's, in its order)
 #define PROBE_SOURCE_LEN 256      // bytes of the passage's source, NUL included
 #define PROBE_RUN_ID_LEN 17       // training/run_state.h's RUN_ID_LEN
+// the parts of a record's attribution at a position: the embeddings, each head, each layer's MLP,
+// the biases (analysis/attribution.h's ATTRIBUTION_PARTS)
+#define PROBE_ATTRIBUTION_PARTS(h) (2 + (size_t)(h)->n_layer * (h)->n_head + (size_t)(h)->n_layer)
 // limits a header must keep (a reader refuses more before allocating anything)
 #define PROBE_MAX_LAYERS 1024
 #define PROBE_MAX_HEADS 1024
@@ -78,8 +87,8 @@
 enum { PROBE_HAS_SAMPLE = 1, PROBE_HAS_PROBE = 2 };
 
 typedef struct {
-    int version;         // the layout: 1 or 2 for a file of an earlier one (read, and appended to,
-                         // as it is); a header made for a new file is written as version 3
+    int version;         // the layout: 1 to 3 for a file of an earlier one (read, and appended to,
+                         // as it is); a header made for a new file is written as version 4
     int n_layer, n_head, vocab_size, block_size;
     int groups;          // parameter groups of the update-to-weight ratios
     int probe_len;       // t: positions probed (the passage holds t + 1 tokens: inputs and next)
@@ -136,6 +145,8 @@ typedef struct {
     uint8_t *att_repeated;   // (L, H, r(r+1)/2)
     float *vectors_passage;  // (L, m, 3A) queries, keys and values, as the forward's qkv rows
     float *vectors_repeated; // (L, n, 3A)
+    float *attribution;      // (t, PROBE_ATTRIBUTION_PARTS) the next character's logit, split; NaN
+                             // before version 4
     void *memory;
 } ProbeRecord;
 

@@ -18,7 +18,9 @@
 # coloured by their surprisal, L x H charts of the heads' scores, and every cell of the chosen
 # head's large view (T x T, or R x R for the repeated run); every thumbnail captioned and every
 # chart titled with its head's label at the step shown, every thumbnail of a version 3 file
-# captioned with its head's importance too, every chart with its axes' values, the
+# captioned with its head's importance too, every chart with its axes' values, in a version 4
+# file every cell of the attribution at the chosen character (parts x steps) in its value's
+# colour with the top heads named (the chosen step's view chooses character 0 by &char=0), the
 # clipping panel's verdict; the view must be the address's, or when it names no head, the head
 # with the strongest label (data-default-head); at 800 x 600 the panels must stack and the page
 # must not be wider than the window. With the vectors, the attention math must draw a row for
@@ -49,7 +51,7 @@ repeat=$(grep -o '"repeat_len":[0-9]*' "$page" | head -n 1 | tr -dc '0-9')
 vectors=$(grep -o '"vector_len":[0-9]*' "$page" | head -n 1 | tr -dc '0-9')
 vectors_repeated=$(grep -o '"vector_repeat_len":[0-9]*' "$page" | head -n 1 | tr -dc '0-9')
 version=$(grep -o '"version":[0-9]*' "$page" | head -n 1 | tr -dc '0-9')
-RENDERED="loss,sample,passage,model,head,math,lens,scores,clipping,health"
+RENDERED="loss,sample,passage,model,head,math,lens,attribution,scores,clipping,health"
 source "$(dirname "$0")/page_checks.sh"  # view, attribute, expect, fail
 
 # the counts every view must show; $2: the length of the chosen head's text
@@ -62,6 +64,12 @@ expect_cells() {
     expect "$1" head-cells $(($2 * $2))
     expect "$1" labels $((layers * heads))
     [ "${version:-0}" -lt 3 ] || expect "$1" importance $((layers * heads))
+    if [ "${version:-0}" -ge 4 ]; then  # the attribution: parts x steps, and the top heads named
+        expect "$1" attribution-cells $(((layers * heads + layers + 2) * steps))
+        top=$(attribute attribution-top)
+        [ "$(echo "$top" | wc -w)" -eq $((layers * heads < 3 ? layers * heads : 3)) ] ||
+            fail "$1: data-attribution-top is '$top', want the top heads named"
+    fi
     expect "$1" chart-axes $((layers * heads))
     [ -n "$(attribute clipping)" ] || fail "$1: the clipping panel gives no verdict"
     # $3: the positions whose vectors the text shown keeps
@@ -81,10 +89,11 @@ expect last_step stacked 0
 first=$(attribute first-step)
 text=passage
 [ "${repeat:-0}" -gt 0 ] && text=repeated
-view chosen_step 1400,1000 "step=$first&layer=$((layers - 1))&head=$((heads - 1))&text=$text"
+view chosen_step 1400,1000 "step=$first&layer=$((layers - 1))&head=$((heads - 1))&text=$text&char=0"
 expect_cells chosen_step "$([ "$text" = repeated ] && echo "$repeat" || echo "$chars")" \
     "$([ "$text" = repeated ] && echo "$vectors_repeated" || echo "$vectors")"
 expect chosen_step view "$first,$((layers - 1)),$((heads - 1)),$text"
+[ "${version:-0}" -lt 4 ] || expect chosen_step attribution-char 0
 
 if [ "${vectors:-0}" -gt 5 ]; then
     view math 1400,4200 "step=$last&values=scores&query=5"

@@ -3,13 +3,15 @@
 // constructed model that copies the previous character (training/probe.h), the update-to-weight
 // ratios of the parameter groups (training/update_ratios.h), and the logit lens against the
 // model's own predictions and a double-precision recomputation (analysis/logit_lens.h), and as
-// the inspector's .json and .html write it (viewer/attention_export.h).
+// the inspector's .json and .html write it (viewer/attention_export.h), and the direct logit
+// attribution a record keeps (analysis/attribution.h).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../analysis/attribution.h"
 #include "../analysis/logit_lens.h"
 #include "../common/utf8.h"
 #include "../format/json.h"
@@ -249,6 +251,58 @@ TEST(probe_logit_lens_last_layer_is_the_model) {
     }
     CHECK(rows_differ > 0, "every row of the lens predicts what the last one does: the rows are not the layers'");
     logit_lens_free(&lens);
+    gpt_free(&model);
+}
+
+// The probe's attribution (a version 4 record) is analysis/attribution.h's of the passage's
+// next characters on the model the probe reads, and its parts sum to the model's own logit of
+// each next character.
+TEST(probe_records_the_logit_attribution) {
+    const int t = 13;
+    GPT model;
+    int tokens[16];
+    char err[ERR_LEN];
+    if (!CHECK(random_model(&model, t, tokens, err) == 0, "%s", err)) return;
+    const GPTConfig *c = &model.config;
+    ProbeHeader h = {0};
+    h.version = 4, h.n_layer = c->n_layer, h.n_head = c->n_head, h.vocab_size = c->vocab_size;
+    h.block_size = c->block_size, h.probe_len = t, h.head_size = c->head_size;
+    if (!CHECK(probe_header_alloc(&h, err) == 0, "%s", err)) return;
+    for (int v = 0; v < h.vocab_size; v++) h.vocab[v] = v == 0 ? ' ' : 'a' + v;
+    for (int i = 0; i <= t; i++) h.passage[i] = (i * 5 + 2) % h.vocab_size;
+    Probe probe;
+    ProbeRecord rec;
+    LogitAttribution want;
+    if (!CHECK(probe_init(&probe, &model, &h, err) == 0 && probe_record_alloc(&rec, &h, err) == 0 &&
+                   logit_attribution_init(&want, c, t, err) == 0, "%s", err)) return;
+    rec.flags = 0;
+    CHECK(probe_measure(&probe, &rec, err) == 0, "%s", err);
+    int next[16];
+    for (int i = 0; i < t; i++) next[i] = h.passage[i + 1];
+    gpt_forward(&model, h.passage, NULL, 1, t, NULL);
+    logit_attribution_compute(&want, &model, next);
+    const int parts = (int)PROBE_ATTRIBUTION_PARTS(&h), V = c->vocab_size;
+    CHECK(parts == ATTRIBUTION_PARTS(c) && parts == 2 + 4 + 2, "%d parts, want %d", parts, ATTRIBUTION_PARTS(c));
+    double worst = 0.0, worst_sum = 0.0, largest_head = 0.0;
+    for (int i = 0; i < t; i++) {
+        double sum = 0.0;
+        for (int k = 0; k < parts; k++) {
+            double got = rec.attribution[i * parts + k], x = want.logit_parts[i * parts + k];
+            double d = fabs(got - x) / (1.0 + fabs(x));
+            if (!(d <= worst)) worst = d;  // NaN too
+            sum += got;
+            if (k >= 1 && k <= 4 && fabs(got) > largest_head) largest_head = fabs(got);
+        }
+        double d = fabs(sum - model.acts.logits[(size_t)i * V + next[i]]);
+        if (!(d <= worst_sum)) worst_sum = d;
+    }
+    CHECK(worst <= 1e-6, "the recorded attribution differs from logit_attribution_compute by %g", worst);
+    CHECK(worst_sum <= 1e-3, "the recorded parts sum to the logit of the next character within %g only", worst_sum);
+    CHECK(largest_head > 0.01, "every head's part is %g at most: the heads' parts are not recorded", largest_head);
+    logit_attribution_free(&want);
+    probe_record_free(&rec);
+    probe_free(&probe);
+    probe_header_free(&h);
     gpt_free(&model);
 }
 

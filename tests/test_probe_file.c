@@ -22,11 +22,11 @@ static void make_tmp(void) {
     test_make_dir(TMP);
 }
 
-// A header of the given sizes with deterministic contents (version 3: heads of 3, the vectors
+// A header of the given sizes with deterministic contents (version 4: heads of 3, the vectors
 // of the passage's first half and of the whole repeated run).
 static int make_header(ProbeHeader *h, int L, int H, int V, int T, int S) {
     memset(h, 0, sizeof(*h));
-    h->version = 3;
+    h->version = 4;
     h->n_layer = L, h->n_head = H, h->vocab_size = V, h->block_size = T, h->groups = 3;
     h->probe_len = T, h->repeat_len = T / 2 * 2, h->prompt_len = 4, h->sample_chars = S;
     h->head_size = 3, h->vector_len = T / 2, h->vector_repeat_len = h->repeat_len;
@@ -80,6 +80,7 @@ static void fill_record(ProbeRecord *r, const ProbeHeader *h, long step, int who
     for (size_t i = 0; i < (size_t)h->n_layer * h->vector_len * row; i++) r->vectors_passage[i] = 0.5f - 0.01f * i;
     for (size_t i = 0; i < (size_t)h->n_layer * h->vector_repeat_len * row; i++)
         r->vectors_repeated[i] = (float)step + 0.25f * i;
+    for (size_t i = 0; i < t * PROBE_ATTRIBUTION_PARTS(h); i++) r->attribution[i] = (float)step - 0.125f * i;
 }
 
 // 1 when the light parts of a and b agree, and their heavy parts when both have one.
@@ -100,7 +101,8 @@ static int same_record(const ProbeRecord *a, const ProbeRecord *b, const ProbeHe
            !memcmp(a->lens_top, b->lens_top, cells * PROBE_LENS_TOP * 4) &&
            !memcmp(a->lens_next_rank, b->lens_next_rank, cells * 4) && !memcmp(a->att_passage, b->att_passage, bytes) &&
            !memcmp(a->vectors_passage, b->vectors_passage, (size_t)h->n_layer * h->vector_len * row * 4) &&
-           !memcmp(a->vectors_repeated, b->vectors_repeated, (size_t)h->n_layer * h->vector_repeat_len * row * 4);
+           !memcmp(a->vectors_repeated, b->vectors_repeated, (size_t)h->n_layer * h->vector_repeat_len * row * 4) &&
+           (h->version < 4 || !memcmp(a->attribution, b->attribution, t * PROBE_ATTRIBUTION_PARTS(h) * 4));
 }
 
 // Writes a probe file of `count` records (steps 0, 10, ...; every third light) at path.
@@ -188,7 +190,9 @@ TEST(probe_file_round_trip_and_sizes) {
     // sizes: the light part, and the whole record as the layout in probe_file.h adds it up
     size_t heads = 6, t = 8, light = 4 + 8 + 20 + 4 * 3 + 4 * 5 + 8 * 4 * heads;
     size_t vectors = 4 * 2 * (4 + 8) * 3 * 3 * 3;  // f32 (L, m + n, 3 H hs)
-    size_t whole = light + 4 * t + t * PROBE_TOP * 8 + 3 * t * (PROBE_LENS_TOP * 8 + 8) + heads * (36 + 36) + vectors;
+    size_t attribution = 4 * t * (2 + heads + 2);  // f32 (t, parts): the embeddings, 6 heads, 2 MLPs, the biases
+    size_t whole = light + 4 * t + t * PROBE_TOP * 8 + 3 * t * (PROBE_LENS_TOP * 8 + 8) + heads * (36 + 36) + vectors +
+                   attribution;
     CHECK(probe_light_bytes(&h) == light && probe_record_bytes(&h) == whole, "sizes %zu and %zu, want %zu and %zu",
           probe_light_bytes(&h), probe_record_bytes(&h), light, whole);
     size_t header = 8 + 8 + 12 * 4 + 8 + 8 + 6 * 4 + 17 + 256 + 4 * (7 + 9 + 8 + 4) + 3 * PROBE_GROUP_NAME;
@@ -210,8 +214,36 @@ TEST(probe_file_round_trip_and_sizes) {
     probe_record_free(&r);
     probe_file_close(&pf);
     probe_header_free(&read);
-    // version 2, as a run of an earlier chargpt left it: no importance (read as NaN), every
-    // record 4 bytes a head shorter
+    // version 3, as a run of an earlier chargpt left it: no attribution (read as NaN), every whole
+    // record that much shorter; a resumed run appends to it in its own layout
+    h.version = 3;
+    path = TMP "/round_v3.bin";
+    if (write_file(path, &h, 7) == 0) {
+        uint64_t torn_v3 = 0;
+        CHECK(read_back(path, &h, &torn_v3) == 7 && torn_v3 == 0, "a version 3 file reads back wrong");
+        FILE *fp = fopen(path, "rb");
+        ProbeReader reader;
+        int got = fp && probe_reader_open(&reader, fp, path, err) == 0 && probe_record_alloc(&r, &reader.header, err) == 0
+                  && probe_reader_next(&reader, &r, err) == 1;
+        CHECK(got && reader.header.version == 3 && (r.flags & PROBE_HAS_PROBE) && isnan(r.attribution[0]) &&
+                  isnan(r.attribution[t * 10 - 1]) && r.importance[1] == 0.25f - 0.1f &&
+                  probe_record_bytes(&reader.header) == whole - attribution && probe_light_bytes(&reader.header) == light,
+              "a version 3 file reads back wrong: %s", err);
+        if (got) probe_record_free(&r), probe_reader_close(&reader);
+        if (fp) fclose(fp);
+        long before = file_size(path);
+        if (CHECK(probe_file_resume(&pf, path, 1000, &read, &resume, err) == 0 && read.version == 3, "%s", err)) {
+            probe_record_alloc(&r, &read, err);
+            fill_record(&r, &read, 70, 1);
+            CHECK(probe_file_append(&pf, &r, err) == 0, "%s", err);
+            CHECK(file_size(path) == before + (long)(whole - attribution + 8), "a record appended to a version 3 file "
+                  "adds %ld bytes, want %zu", file_size(path) - before, whole - attribution + 8);
+            probe_record_free(&r);
+            probe_file_close(&pf);
+            probe_header_free(&read);
+        }
+    }
+    // version 2: no importance either (read as NaN), every record 4 bytes a head shorter
     h.version = 2;
     path = TMP "/round_v2.bin";
     if (write_file(path, &h, 7) == 0) {
@@ -220,7 +252,8 @@ TEST(probe_file_round_trip_and_sizes) {
         int got = fp && probe_reader_open(&reader, fp, path, err) == 0 && probe_record_alloc(&r, &reader.header, err) == 0
                   && probe_reader_next(&reader, &r, err) == 1;
         CHECK(got && reader.header.version == 2 && isnan(r.importance[0]) && r.last_space[1] == 0.05f &&
-                  probe_light_bytes(&reader.header) == light - 4 * heads, "a version 2 file reads back wrong: %s", err);
+                  probe_light_bytes(&reader.header) == light - 4 * heads && isnan(r.attribution[0]),
+              "a version 2 file reads back wrong: %s", err);
         if (got) probe_record_free(&r), probe_reader_close(&reader);
         if (fp) fclose(fp);
     }

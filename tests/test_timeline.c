@@ -15,6 +15,7 @@
 #include "../analysis/probe_baselines.h"
 #include "../common/platform.h"
 #include "../common/utf8.h"
+#include "../format/json.h"
 #include "../format/probe_file.h"
 #include "test.h"
 
@@ -98,6 +99,54 @@ static void text_of(const ProbeHeader *h, const int32_t *tokens, int n, char *ou
     out[used] = '\0';
 }
 
+// The attribution the probe kept at the last step against ./generate --attention's
+// logit_attribution on that step's checkpoint, read over the passage's first t characters:
+// every head's part of the next character's logit, at every position whose next character the
+// text holds (the last one's is the model's most likely).
+static void attribution_is_generates(const char *dir, const char *ck, const ProbeHeader *h, const ProbeRecord *last) {
+    char text_path[320], json_path[320], log[320], text[256];
+    snprintf(text_path, sizeof(text_path), "%s/passage.txt", dir);
+    snprintf(json_path, sizeof(json_path), "%s/attention.json", dir);
+    snprintf(log, sizeof(log), "%s/attention.log", dir);
+    const int t = h->probe_len, L = h->n_layer, H = h->n_head, parts = (int)PROBE_ATTRIBUTION_PARTS(h);
+    text_of(h, h->passage, t, text, sizeof(text));
+    FILE *fp = fopen(text_path, "wb");
+    if (!CHECK(fp && fputs(text, fp) >= 0 && fclose(fp) == 0, "cannot write %s", text_path)) return;
+    TestRun g = test_run_program("generate", NULL, log, 60, (const char *[]){ck, "-f", text_path, "-n", "0",
+                                 "--attention", json_path, "--threads", "1", NULL});
+    size_t len;
+    char err[ERR_LEN], *json = test_exit_status(&g, 0, "./generate --attention") ? test_read_file(json_path, &len) : NULL;
+    test_run_free(&g);
+    JsonDoc doc;
+    if (!CHECK(json && json_parse(json, len, len + 16, &doc, err) == 0, "%s: %s", json_path, json ? err : "not written")) {
+        free(json);
+        return;
+    }
+    const JsonNode *a = json_object_get(&doc, doc.nodes, "logit_attribution");
+    const JsonNode *logit = a ? json_object_get(&doc, a, "logit") : NULL;
+    const JsonNode *heads = logit ? json_object_get(&doc, logit, "heads") : NULL;
+    double worst = 0.0;
+    int compared = 0;
+    if (CHECK(heads && heads->count == (uint32_t)L, "no logit_attribution.logit.heads [%d][%d][t]", L, H)) {
+        const JsonNode *layer = json_first(heads);
+        for (int l = 0; l < L; l++, layer = json_next(layer)) {
+            const JsonNode *head = json_first(layer);
+            for (int k = 0; k < H; k++, head = json_next(head)) {
+                if (!CHECK(head->count == (uint32_t)t, "head %d.%d: %u positions, want %d", l, k, head->count, t)) break;
+                const JsonNode *x = json_first(head);
+                for (int i = 0; i + 1 < t; i++, x = json_next(x), compared++) {
+                    double d = fabs(json_number(x) - last->attribution[(size_t)i * parts + 1 + l * H + k]);
+                    if (!(d <= worst)) worst = d;  // NaN too
+                }
+            }
+        }
+    }
+    CHECK(compared == L * H * (t - 1) && worst <= 1e-3, "%d parts compared; the probe's attribution differs from "
+          "./generate --attention's by %g", compared, worst);
+    json_free(&doc);
+    free(json);
+}
+
 TEST(timeline_train_writes_probe_samples_and_page) {
     char dir[256], run[300], probe[320], ck[320], page[320];
     test_fresh_dir(dir, sizeof(dir), TMP, "basic");
@@ -150,6 +199,7 @@ TEST(timeline_train_writes_probe_samples_and_page) {
     }
     printed[used] = '\0';
     test_output_has(&r, printed, "the printed sample");
+    attribution_is_generates(dir, ck, &h, &last);
     // the scores at step 0: a model at its initialisation attends about uniformly
     test_run_free(&g);
     test_run_free(&r);
@@ -206,9 +256,11 @@ TEST(timeline_early_probes) {
         steps_are(&got, (long[]){0, 10, 20, 25, 30}, 5, "early probes at 10 and 20, evaluations at 25 and 30");
         for (long i = 0; i < got.count; i++)
             CHECK(got.flags[i] == (PROBE_HAS_PROBE | PROBE_HAS_SAMPLE), "record %ld has flags %u", i, got.flags[i]);
-        int finite = h.version == 3;
+        int finite = h.version == 4;
         for (int i = 0; i < h.n_layer * h.n_head; i++) finite &= isfinite(last.importance[i]);
         CHECK(finite, "the last record's importance is not every head's (version %d)", h.version);
+        for (size_t i = 0; i < h.probe_len * PROBE_ATTRIBUTION_PARTS(&h); i++) finite &= isfinite(last.attribution[i]);
+        CHECK(finite, "the last record's attribution is not every position's and part's");
         step_0_unlabelled(probe);
         probe_record_free(&last);
         probe_header_free(&h);

@@ -88,7 +88,7 @@ int probe_header_make(ProbeHeader *h, const ProbeSetup *s, const GPTConfig *c, c
     h->sample_chars = s->sample_chars;
     h->sample_seed = s->seed;
     h->temperature = s->temperature;
-    h->version = 3;
+    h->version = 4;
     h->head_size = c->head_size;
     h->repeat_len = 2 * head_repeat_run(c->block_size);
     char groups[PROBE_MAX_GROUPS][PROBE_GROUP_NAME];
@@ -176,7 +176,8 @@ int probe_init(Probe *p, GPT *model, const ProbeHeader *header, char err[ERR_LEN
     p->last_space = malloc((size_t)t * sizeof(int));
     int words = p->word_start && p->last_space && probe_passage_words(header, p->word_start, p->last_space) == 0;
     if (!p->next || !words || gpt_alloc_activations(&p->view, 1, err) != 0 ||
-        logit_lens_init(&p->lens, &model->config, t, err) != 0) {
+        logit_lens_init(&p->lens, &model->config, t, err) != 0 ||
+        logit_attribution_init(&p->attribution, &model->config, t, err) != 0) {
         if (!p->next || !words) snprintf(err, ERR_LEN, "out of memory for the probe");
         probe_free(p);
         return -1;
@@ -188,6 +189,7 @@ int probe_init(Probe *p, GPT *model, const ProbeHeader *header, char err[ERR_LEN
 void probe_free(Probe *p) {
     gpt_free(&p->view);
     logit_lens_free(&p->lens);
+    logit_attribution_free(&p->attribution);
     free(p->next);
     free(p->word_start);
     free(p->last_space);
@@ -207,7 +209,7 @@ double probe_memory(const GPTConfig *c, const ProbeHeader *h) {
     // and encoder (viewer/timeline.h) of one record at a time
     double records = 4.0 * ((double)probe_record_bytes(h) + 64);
     return head_importance_memory(0) + view.activations + view.scratch + sample.generation + decoder + texts +
-           logit_lens_bytes(c, h->probe_len) + records;
+           logit_lens_bytes(c, h->probe_len) + logit_attribution_bytes(c, h->probe_len) + records;
 }
 
 // One head's lower triangle (t, t), quantized, into out (t(t+1)/2).
@@ -224,8 +226,17 @@ static void copy_vectors(const GPT *m, int n, float *out) {
         memcpy(out + (size_t)l * n * row, gpt_qkv(m, l), (size_t)n * row * sizeof(float));
 }
 
+// The direct logit attribution of the passage's next characters (analysis/attribution.h), from
+// the last forward (of the passage), into rec (t, parts); nothing for a file before version 4.
+static void copy_attribution(Probe *p, ProbeRecord *rec) {
+    if (p->header->version < 4) return;
+    LogitAttribution *a = &p->attribution;
+    logit_attribution_compute(a, &p->view, p->next);
+    for (size_t i = 0; i < (size_t)a->t * a->parts; i++) rec->attribution[i] = (float)a->logit_parts[i];
+}
+
 // The passage: attention, the scores of the patterns it shows (previous token, first character,
-// word start, last space) and entropies, surprisal and predictions, lens, vectors.
+// word start, last space) and entropies, surprisal and predictions, lens, vectors, attribution.
 static int measure_passage(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
     const ProbeHeader *h = p->header;
     const int t = h->probe_len, H = h->n_head, V = h->vocab_size;
@@ -253,6 +264,7 @@ static int measure_passage(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
         }
     }
     copy_vectors(m, h->vector_len, rec->vectors_passage);
+    copy_attribution(p, rec);
     for (int i = 0; i < t; i++) {
         float next_prob;
         int32_t rank;

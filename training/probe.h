@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../analysis/attribution.h"
 #include "../analysis/head_scores.h"
 #include "../analysis/logit_lens.h"
 #include "../data/batch.h"
@@ -90,6 +91,7 @@ typedef struct {
     const ProbeHeader *header;
     GPT view;           // the model's weights, with activations for one sequence
     LogitLens lens;
+    LogitAttribution attribution;  // of the passage's next characters (a version 4 file's)
     int *next;          // (t) the passage's next tokens
     int *word_start;    // (t) where each position's word starts in the passage (analysis/head_scores.h)
     int *last_space;    // (t) the last whitespace before each position of the passage

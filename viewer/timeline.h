@@ -6,17 +6,22 @@
 // the passage or on the repeated random sequence) and a larger view of the chosen one (its
 // weights, or the scores q.k / sqrt(hs) behind them), the attention math of one of its queries
 // (viewer/attention_math.html, from the record's queries, keys and values), the logit-lens grid
-// (layers x positions), charts of every head's pattern scores over all steps with their axes,
+// (layers x positions), the direct logit attribution of the character after the one chosen in the
+// passage (the embeddings', each head's, each MLP's and the biases' parts of its logit) over
+// all steps with the heads that push it up the most named, charts of every head's pattern
+// scores over all steps with their axes,
 // the share of steps whose gradient was clipped with what it means, and the gradient's norm and
 // the update-to-weight ratios. Hover gives the numbers; the address keeps the step, the head,
-// the text and the query (#step=500&layer=1&head=2&text=repeated&query=40[&values=scores]);
-// without a head it opens on the one with the strongest label at the last step.
+// the text, the query and the passage's character
+// (#step=500&layer=1&head=2&text=repeated&query=40&char=12[&values=scores]); without a head it
+// opens on the one with the strongest label at the last step, without a character on the one
+// a head pushes up the most at the last step.
 //
 // The data goes in a <script type="application/json"> as the header's contents (with the head
 // patterns' names), the loss history, the clipping figures (from every row of the history:
 // the steps it reports on and how many were clipped, by twentieths of the run, and the mean
 // train loss of its last two quarters), each record's payload as base64, exactly as the probe
-// file holds it (the page decodes the layout probe_file.h documents, both versions), and each
+// file holds it (the page decodes the layout probe_file.h documents, every version), and each
 // record's labels (head_scores.h's head_label on its scores and the header's reach). The page is bounded: the records take at most
 // TIMELINE_MAX_RECORD_BYTES of it (as base64); past that, the probe records kept whole (with
 // attention, predictions and the lens) are thinned to evenly spaced steps, always the first
@@ -38,7 +43,9 @@
 // label), data-clipping (the clipping panel's verdict), data-math-rows and data-math-query
 // (the attention math's rows and query), data-math-weight-error (the largest difference, over
 // every head and query of the text shown, between the page's softmax and the weights the file
-// keeps), data-stacked and data-page-overflow; and data-rendered once everything is drawn,
+// keeps), data-attribution-cells (cells of the attribution, parts x steps, in their value's
+// colour), data-attribution-char (the character chosen) and data-attribution-top (the heads that
+// push it up the most at the step shown, "l.h" apart), data-stacked and data-page-overflow; and data-rendered once everything is drawn,
 // data-failed on a script error.
 // scripts/check_timeline.sh checks them in headless Chromium.
 #ifndef CHARGPT_TIMELINE_H
