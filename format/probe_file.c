@@ -200,10 +200,14 @@ static int decode_sizes(ProbeHeader *h, const uint8_t *p, const char *name, char
     h->groups = (int)s[4], h->probe_len = (int)s[5], h->repeat_len = (int)s[6], h->prompt_len = (int)s[7];
     h->sample_chars = (int)s[8], h->head_size = (int)s[9], h->vector_len = (int)s[10];
     h->vector_repeat_len = (int)s[11];
-    // the vectors and the attribution first, in doubles: their size_t products may overflow
+    // the parts whose size_t products may overflow (a 32-bit size_t: WebAssembly's) first, in
+    // doubles: the attention, the lens, the vectors and the attribution
+    double t = h->probe_len, r = h->repeat_len, heads = (double)h->n_layer * h->n_head;
+    double attention = heads * (t * (t + 1) / 2 + r * (r + 1) / 2);
+    double lens = (h->n_layer + 1.0) * t * (PROBE_LENS_TOP * 8 + 8);
     double vectors = 4.0 * h->n_layer * ((double)h->vector_len + h->vector_repeat_len) * 3 * h->n_head * h->head_size;
-    double attribution = 4.0 * h->probe_len * (2.0 + (double)h->n_layer * h->n_head + h->n_layer);
-    if (vectors > PROBE_MAX_RECORD || attribution > PROBE_MAX_RECORD ||
+    double attribution = 4.0 * t * (2.0 + heads + h->n_layer);
+    if (attention + lens + vectors + attribution > PROBE_MAX_RECORD ||
         (double)probe_record_bytes(h) > PROBE_MAX_RECORD) {
         snprintf(err, ERR_LEN, "%s: a damaged probe file: its header makes records of %zu bytes, more than %u", name,
                  probe_record_bytes(h), PROBE_MAX_RECORD);
