@@ -170,10 +170,11 @@ struct Backend {
     void (*convert_bf16_rows)(const Backend *b, bf16 *dst, long ldd, const float *src, long ld, int rows, int cols);
 
     // The pointwise kernels (pointwise.inc, kernels.h): GELU's forward and backward (team
-    // functions) and a softmax row (on the calling thread).
+    // functions) and the softmax of a row (on the calling thread).
     void (*gelu_forward)(float *out, const float *inp, int n);
     void (*gelu_backward)(float *dinp, const float *inp, const float *dout, int n);
     void (*softmax_row)(float *row, int n, float scale);
+    float (*logits_softmax)(float *probs, const float *logits, int n, float *max);
 };
 
 // A backend's bf16_cost: as measured on x86 (docs/precision.md gives the command), or on AArch64, where

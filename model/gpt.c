@@ -719,7 +719,6 @@ void gpt_backward(GPT *model) {
     ParameterTensors *g = &model->grads;
 
     // loss -> logits -> final LayerNorm; dres carries the residual stream's gradient
-    zero_floats(s->dlogits, (size_t)N * V);
     crossentropy_backward(s->dlogits, a->probs, model->targets, 1.0f / batch_tokens, N, V);
     linear_backward(model->kernels, s->dln, g->wte, NULL, s->dlogits, a->lnf, model->params.wte, N, C, V);
     zero_floats(s->dres, (size_t)N * C);

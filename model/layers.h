@@ -99,7 +99,7 @@ void dropout_backward(float *dinp, const float *dout, int n, const Dropout *drop
 
 // Softmax over V logits per row, then -log p(target). probs, logits (N, V); losses, targets (N)
 void crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets, int N, int V);
-// dlogits += (probs - onehot(target)) * dloss, dloss the same for every row (1/N for a mean)
+// dlogits = (probs - onehot(target)) * dloss (written), dloss the same for every row (1/N for a mean)
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, float dloss, int N, int V);
 
 // Softmax over V for each row (no targets), for sampling.

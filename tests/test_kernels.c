@@ -451,9 +451,9 @@ TEST(kernels_heads_match_reference) {
            count, worst);
 }
 
-// GELU's forward and backward (which writes dinp, here non-zero before) and a row's softmax
-// on every backend against the double reference, with the values where exp clamps or GELU
-// saturates.
+// GELU's forward and backward (which writes dinp, here non-zero before), a row's softmax and
+// the softmax of a row of logits (its probabilities, its max and the log of its sum) on every
+// backend against the double reference, with the values where exp clamps or GELU saturates.
 TEST(kernels_pointwise_match_reference) {
     enum { n = 1001 };
     static float inp[n], out[n], dout[n], dinp[n], dinp0[n], row[n];
@@ -482,8 +482,17 @@ TEST(kernels_pointwise_match_reference) {
         for (size_t l = 0; l < sizeof(lengths) / sizeof(lengths[0]); l++) {
             int len = lengths[l];
             for (int i = 0; i < len; i++) row[i] = inp[n - len + i] * 4.0f;
-            double scaled[n], want[n];
-            for (int i = 0; i < len; i++) scaled[i] = row[i] * 0.5;
+            double scaled[n], want[n], logits_d[n], max_d = -INFINITY, sum_d = 0.0;
+            for (int i = 0; i < len; i++) scaled[i] = row[i] * 0.5, logits_d[i] = row[i], max_d = fmax(max_d, row[i]);
+            for (int i = 0; i < len; i++) sum_d += exp(row[i] - max_d);
+            float logits[n], max;
+            memcpy(logits, row, (size_t)len * sizeof(float));
+            float logsum = logits_softmax(out, logits, len, &max);
+            CHECK(max == (float)max_d && fabs(logsum - log(sum_d)) <= 1e-5 * fmax(1.0, log(sum_d)),
+                  "%s: logits_softmax of %d: max %g (want %g), log sum %.9g (want %.9g)", names[bk], len, max,
+                  max_d, logsum, log(sum_d));
+            ref_softmax_forward(want, logits_d, 1, len);
+            es = fmax(es, rel_error_fd(out, want, len));
             ref_softmax_forward(want, scaled, 1, len);
             softmax_row(row, len, 0.5f);
             es = fmax(es, rel_error_fd(row, want, len));
@@ -493,7 +502,7 @@ TEST(kernels_pointwise_match_reference) {
         worst = fmax(worst, fmax(ef, fmax(eb, es)));
     }
     test_restore_backend();
-    printf("    gelu forward and backward, softmax row, %d backends: worst rel error %.2e\n", count, worst);
+    printf("    gelu forward and backward, softmax rows, %d backends: worst rel error %.2e\n", count, worst);
 }
 
 // exp's clamp keeps what float arithmetic gives at the edges, on every backend: GELU of a NaN
