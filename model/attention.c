@@ -25,6 +25,11 @@ static void dropout_weights(float *dst, const float *src, int t, size_t base_ind
         }
 }
 
+// x[i*ld + j] = 0 for the rows i < rows and columns j < cols
+static void zero_rows(float *x, long ld, int rows, int cols) {
+    for (int i = 0; i < rows; i++) memset(x + i * ld, 0, (size_t)cols * sizeof(float));
+}
+
 // A head without room for its work (kernels.h: head_begin) writes NaN into its rows of out
 // (t, cols, rows ld apart), so that the loss shows the failure rather than a wrong number.
 static void fill_nan(float *out, long ld, int t, int cols) {
@@ -150,6 +155,9 @@ void attention_backward(Kernels *k, float *dqkv, const float *dout, const float 
                 fill_nan(dq, 3 * A, t, hs);
                 continue;
             }
+            // the head's products add into its columns of dqkv: zeroed here, while this thread
+            // has them in cache, rather than in a pass of their own over all of dqkv
+            for (int part = 0; part < 3; part++) zero_rows(dq + part * A, 3 * A, t, hs);
             // dV = W'^T dO, then dW' = dO V^T into the thread's work (where W' was)
             const float *weights = w;
             if (use_dropout) {

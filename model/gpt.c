@@ -696,7 +696,6 @@ static void block_backward(GPT *model, int l) {
     dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res1);
     linear_backward(k, s->datty, dp.attprojw, dp.attprojb, dbranch, la.atty, p.attprojw, N, A, C);
     if (model->knocked_out) heads_knock_out(s->datty, model->knocked_out + l * H, N, H, hs);
-    zero_floats(s->dqkv, (size_t)N * 3 * A);
     attention_backward(k, s->dqkv, s->datty, la.qkv, la.att, B, t, H, hs, &drop_att);
     if (c->position == POSITION_ROPE) rope_backward(s->dqkv, model->rope, B, t, H, hs);
     linear_backward(k, s->dln, dp.qkvw, dp.qkvb, s->dqkv, la.ln1, p.qkvw, N, C, 3 * A);

@@ -77,8 +77,8 @@ void rope_forward(float *qkv, const float *cs, int B, int t, int H, int hs);
 // in place on dq and dk in dqkv (B*t, 3A).
 void rope_backward(float *dqkv, const float *cs, int B, int t, int H, int hs);
 
-// dqkv (N, 3A) += gradient through attention; needs qkv and att of the forward (pos0 = 0, the
-// keys and values qkv's own).
+// dqkv (N, 3A) = the gradient through attention (written); needs qkv and att of the forward
+// (pos0 = 0, the keys and values qkv's own).
 void attention_backward(Kernels *k, float *dqkv, const float *dout, const float *qkv, const float *att, int B, int t,
                         int H, int hs, const Dropout *drop);
 

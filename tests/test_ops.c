@@ -550,7 +550,7 @@ TEST(ops_attention_kernel) {
         float *dqkv = rand_floats(nqkv, &rng, -1, 1);
         double *qkv_d = doubles_of(qkv, nqkv), *out_d = malloc(nout * sizeof(double));
         double *att_d = malloc(natt * sizeof(double)), *dout_d = doubles_of(dout, nout);
-        double *dqkv_d = doubles_of(dqkv, nqkv);
+        double *dqkv_d = calloc(nqkv, sizeof(double));  // dqkv is written over what it held
 
         char err[ERR_LEN];
         KernelsShape shape = {0, t, hs, 0, 1};
