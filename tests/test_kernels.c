@@ -483,7 +483,11 @@ TEST(kernels_pointwise_match_reference) {
             int len = lengths[l];
             for (int i = 0; i < len; i++) row[i] = inp[n - len + i] * 4.0f;
             double scaled[n], want[n], logits_d[n], max_d = -INFINITY, sum_d = 0.0;
-            for (int i = 0; i < len; i++) scaled[i] = row[i] * 0.5, logits_d[i] = row[i], max_d = fmax(max_d, row[i]);
+            for (int i = 0; i < len; i++) {
+                scaled[i] = row[i] * 0.5;
+                logits_d[i] = row[i];
+                if (row[i] > max_d) max_d = row[i];
+            }
             for (int i = 0; i < len; i++) sum_d += exp(row[i] - max_d);
             float logits[n], max;
             memcpy(logits, row, (size_t)len * sizeof(float));
