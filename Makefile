@@ -4,11 +4,11 @@
 # chargpt-train and chargpt-generate under PREFIX (default /usr/local; DESTDIR is honoured).
 # The kernels' backends (kernels/backend.h) are each compiled with their instruction set's
 # flags (ISA_FLAGS_* below), and the program picks the fastest the CPU runs when it starts
-# (CHARGPT_KERNELS=portable|avx2|avx512|avx512_bf16 forces one, CHARGPT_KERNELS=plain the
-# textbook loops of kernels/plain.c). Everything else is compiled
-# with MARCH, by default the architecture's baseline (x86-64), so that the programs run on
-# any CPU of it; `make MARCH=-march=native` builds for this machine alone (use `make clean`
-# when changing it).
+# (CHARGPT_KERNELS=portable|avx2|avx512|avx512_bf16 on x86-64, portable|neon|neon_bf16 on
+# AArch64, forces one; CHARGPT_KERNELS=plain the textbook loops of kernels/plain.c). Everything
+# else is compiled with MARCH, by default the architecture's baseline (x86-64), so that the
+# programs run on any CPU of it; `make MARCH=-march=native` builds for this machine alone (use
+# `make clean` when changing it).
 #
 # `make sanitize` builds everything with AddressSanitizer (and LeakSanitizer) and
 # UndefinedBehaviorSanitizer into build-sanitize/ and runs the whole test suite there; the
@@ -28,11 +28,20 @@
 # build-posix/bin/), apart from the plain build; `make PLATFORM=posix test` runs the whole
 # suite on it.
 #
+# `make debug` builds ./train and ./generate without optimisation and with debugging information
+# (-O0 -g) into build-debug/, the programs in build-debug/bin/ (the shipped corpus beside them),
+# apart from the optimised build, which `make` leaves as it was: in a debugger every function of
+# the path in docs/how-a-step-runs.md is a frame of its own (at -O3 gcc folds block_forward into
+# gpt_forward). `make test` builds it too, for the test that runs the guide's recipe under gdb.
+#
 # Windows: a MinGW-w64 gcc builds train.exe and generate.exe, statically linked (each runs
 # alone), with common/windows.manifest in them (UTF-8 their code page): on Windows itself,
 # MSYS2's UCRT64 `make` as here; from Linux, `make windows` cross-builds them with CC_WINDOWS
 # into build-windows/bin/, the shipped corpus copied beside them, and `make test-windows`
 # runs the whole suite there under Wine (docs/platforms.md).
+#
+# WebAssembly: emscripten's emcc builds the same C into build-wasm/ (web/web.mk): `make
+# test-wasm` runs the test suite under node, `make web` builds the page web/chargpt.html.
 CC ?= cc
 ifeq ($(MPI),1)
 MPICC ?= mpicc
@@ -66,6 +75,8 @@ else
 MARCH ?=
 OTHER_ARCH_KERNELS := $(X86_KERNELS) $(ARM_KERNELS)
 endif
+# the WebAssembly backend is the WebAssembly build's alone (web/web.mk)
+OTHER_ARCH_KERNELS += kernels/backend_wasm_simd128.c
 # Windows (a MinGW-w64 compiler): programs end in .exe; statically linked, BCryptGenRandom's
 # library, the manifest compiled by windres; no man pages. MinGW's own printf and scanf, which
 # are C99's (%zu, %lld; 1e+10 written as glibc writes it), not the system C library's; gcc
@@ -133,7 +144,7 @@ BIN ?= .
 TEST_RUNNER ?= tests/run_tests$(EXE)
 
 LIB_SRC := $(wildcard common/*.c) $(filter-out $(OTHER_ARCH_KERNELS),$(wildcard kernels/*.c)) $(wildcard model/*.c) $(wildcard format/*.c) $(wildcard generation/*.c) $(wildcard data/*.c) \
-           $(wildcard viewer/*.c) $(wildcard training/*.c) $(wildcard dist/*.c)
+           $(wildcard analysis/*.c) $(wildcard viewer/*.c) $(wildcard training/*.c) $(wildcard dist/*.c)
 TEST_SRC := $(wildcard tests/*.c) $(wildcard tests/fuzz/fuzz_*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o)
@@ -141,7 +152,8 @@ BENCH_SRC := $(wildcard scripts/*.c)
 PROGRAMS := train generate
 MAN_PAGES := $(if $(WINDOWS),,$(PROGRAMS:%=$(BUILD)/man/chargpt-%.1))
 
-.PHONY: all test test-backends test-arm64 bench bench-all clean install uninstall sanitize fuzz mpi test-mpi windows test-windows
+.PHONY: all test test-backends test-arm64 bench bench-all clean install uninstall sanitize fuzz mpi test-mpi windows test-windows \
+	debug exercises exercise exercise-train test-exercises
 
 all: $(PROGRAMS:%=$(BIN)/%$(EXE)) $(MAN_PAGES)
 
@@ -159,7 +171,8 @@ $(GEN)/%.inc: viewer/%.html
 	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/?/\\?/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp
 	mv $@.tmp $@
 $(BUILD)/viewer/timeline.o: $(GEN)/timeline_page.inc $(GEN)/attention_math.inc
-$(BUILD)/viewer/attention_html.o: $(GEN)/attention_math.inc
+$(BUILD)/viewer/attention_html.o: $(GEN)/attention_math.inc $(GEN)/analysis_panels.inc
+$(BUILD)/viewer/circuits_export.o: $(GEN)/circuits_page.inc
 
 # where the shipped corpus is installed, for a system that does not say where the program is
 # (data/corpus.c; `make clean` when changing PREFIX for such a system)
@@ -190,8 +203,21 @@ $(BUILD)/man/chargpt-%.1: $(BIN)/% scripts/make_man.sh
 $(TEST_RUNNER): $(TEST_OBJ) $(BUILD)/libchargpt.a $(WINDOWS_RES)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-test: all $(TEST_RUNNER)
-	CHARGPT_BIN=$(BIN) ./$(TEST_RUNNER)
+# (CHARGPT_DEBUG_BIN: where the debug build's programs are, for the guide's recipe under gdb,
+# tests/test_guide.c; a run of the tests without it skips that test); scripts/bench too in the
+# plain build, whose refusals of options the tests check
+test: all $(TEST_RUNNER) debug $(if $(filter build,$(BUILD)),scripts/bench)
+	CHARGPT_BIN=$(BIN) CHARGPT_DEBUG_BIN=$(DEBUG)/bin ./$(TEST_RUNNER)
+
+# the programs at -O0 -g in build-debug/ (above), whatever the build asked for (MPI, PLATFORM);
+# the pages' generated files first, which the two builds share
+DEBUG := build-debug
+debug: $(GEN)/timeline_page.inc $(GEN)/attention_math.inc
+	@mkdir -p $(DEBUG)/bin
+	ln -sfn ../../data $(DEBUG)/bin/data  # the programs look for the shipped corpus in data/ beside them
+	$(MAKE) MPI= PLATFORM= BUILD=$(DEBUG) BIN=$(DEBUG)/bin \
+		CFLAGS="-O0 -g $(MARCH) -Wall -Wextra -Wno-unused-parameter $(NO_FORMAT_TRUNCATION) $(NO_PASS_FAILED)" \
+		$(DEBUG)/bin/train$(EXE) $(DEBUG)/bin/generate$(EXE)
 
 # the whole suite once per kernels this CPU runs, its backends and the plain loops
 # (CHARGPT_KERNELS=name), each run's output in $(BUILD)/tests-<name>.log; a failure shows the
@@ -307,7 +333,8 @@ FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ)/%.o)
 .SECONDARY: $(FUZZ_LIB_OBJ)  # kept between runs, though only the pattern rule below names them
 
 $(FUZZ)/viewer/timeline.o: $(GEN)/timeline_page.inc $(GEN)/attention_math.inc
-$(FUZZ)/viewer/attention_html.o: $(GEN)/attention_math.inc
+$(FUZZ)/viewer/attention_html.o: $(GEN)/attention_math.inc $(GEN)/analysis_panels.inc
+$(FUZZ)/viewer/circuits_export.o: $(GEN)/circuits_page.inc
 $(FUZZ)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(ISA_FLAGS_$(notdir $*)) -fsanitize=fuzzer-no-link -c $< -o $@
@@ -326,9 +353,106 @@ fuzz: $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%)
 		grep -E "stat::number_of_executed_units|stat::peak_rss_mb" $(FUZZ)/fuzz_$$t.log; \
 	done
 
+# ---- exercises (docs/exercises.md): `make exercises` lists them, easiest first; `make exercise
+# NAME=gelu` builds the checker (tests/exercises/) and a ./train with exercises/gelu.c in place
+# of the project's function, runs the checks, then 200 training steps with it in the loop,
+# compared with the project's run (made once, in build/exercises/reference/). FILE=path checks
+# another file for that exercise, SOLUTION=1 the project's own function; TIME_LIMIT=S gives the
+# checks S seconds (default 20) before a function that does not return is stopped. The
+# project's function is made a weak symbol in a copy of the library (objcopy -W), so that the
+# learner's definition takes its place at link time: nothing in the project's sources changes.
+# The checker and the checked copy of the learner's file are built with AddressSanitizer and
+# UndefinedBehaviorSanitizer where the compiler has them. POSIX systems with ELF objects (Linux;
+# WSL on Windows). `make exercise-train` links every exercise that has passed into one ./train;
+# `make test-exercises` (scripts/check_exercises.sh) is CI's check that every stub fails, every
+# solution passes, and a loop, a crash and a write out of bounds each end in a message.
+EX := build/exercises
+OBJCOPY ?= objcopy
+NM ?= nm
+# (the sanitizers' probe links a program: only when an exercise's target is asked for)
+ifneq ($(filter exercise exercises exercise-train test-exercises $(EX)/%,$(MAKECMDGOALS)),)
+EX_SAN := $(shell printf 'int main(void){return 0;}' | $(CC) -fsanitize=address,undefined -x c - -o /dev/null \
+            2>/dev/null && echo -fsanitize=address,undefined -fno-sanitize-recover=all)
+endif
+EX_CFLAGS = -O1 -g -fno-omit-frame-pointer $(MARCH) -Wall -Wextra -Wno-unused-parameter $(NO_FORMAT_TRUNCATION) \
+            -std=c11 $(FEATURES) $(OPENMP_CFLAGS) -fno-math-errno -MMD -MP $(EX_SAN)
+EX_OBJ := $(patsubst %.c,$(EX)/%.o,$(wildcard tests/exercises/*.c))
+
+$(EX)/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(EX_CFLAGS) -c $< -o $@
+
+# the checker on the project's own functions: the solutions; it also lists the exercises
+$(EX)/check: $(EX_OBJ) $(BUILD)/tests/reference.o $(BUILD)/libchargpt.a
+	$(CC) $(EX_SAN) $^ -o $@ $(LDLIBS)
+
+# the project's training run, which each learner's is compared with
+$(EX)/reference/run/log.csv: $(BIN)/train$(EXE) $(EX)/tests/exercises/training_run.o | $(EX)/check
+	$(EX)/check --reference-run $(BIN)/train$(EXE) $(EX)/reference
+
+exercises: $(EX)/check
+	@$(EX)/check --list
+
+ifdef NAME
+EX_FILE := $(or $(FILE),exercises/$(NAME).c)
+EX_DIR := $(EX)/$(NAME)$(if $(FILE),-$(basename $(notdir $(FILE))))
+EX_FUNCTION = $$($(EX)/check --function $(NAME))
+# the library with the exercise's function weak, and the learner's file: checked (with the
+# sanitizers) and for the training run (optimised as the project is); its object must define
+# the function. (-Iexercises: a file elsewhere includes "../model/layers.h" as those in
+# exercises/ do.)
+$(EX_DIR)/libchargpt.a: $(BUILD)/libchargpt.a $(EX)/check
+	@mkdir -p $(dir $@)
+	$(OBJCOPY) -W $(EX_FUNCTION) $< $@
+$(EX_DIR)/mine-checked.o: $(EX_FILE) $(EX)/check
+	@mkdir -p $(dir $@)
+	$(CC) $(EX_CFLAGS) -Iexercises -c $< -o $@
+	@$(NM) -g --defined-only $@ | grep -qw "$(EX_FUNCTION)" || \
+		{ echo "$(EX_FILE) does not define $(EX_FUNCTION), the function of exercise $(NAME)" >&2; rm -f $@; exit 1; }
+$(EX_DIR)/mine.o: $(EX_FILE) $(EX_DIR)/mine-checked.o
+	$(CC) $(CFLAGS) -Iexercises -w -c $< -o $@  # (its warnings were the checked copy's)
+$(EX_DIR)/check: $(EX_OBJ) $(EX_DIR)/mine-checked.o $(BUILD)/tests/reference.o $(EX_DIR)/libchargpt.a
+	$(CC) $(EX_SAN) $^ -o $@ $(LDLIBS)
+$(EX_DIR)/train: $(BUILD)/train.o $(EX_DIR)/mine.o $(EX_DIR)/libchargpt.a
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+ifeq ($(SOLUTION),1)
+EX_RUN = $(EX)/check $(NAME) --train $(BIN)/train$(EXE) --run-dir $(EX)/$(NAME)-solution
+else
+EX_RUN = $(EX_DIR)/check $(NAME) --file $(EX_FILE) --train $(EX_DIR)/train --run-dir $(EX_DIR)/training
+endif
+EX_RUN += $(if $(TIME_LIMIT),--time-limit $(TIME_LIMIT))
+-include $(EX_DIR)/mine-checked.d $(EX_DIR)/mine.d
+endif
+
+# A learner's own exercise that passed leaves $(EX)/NAME/passed, which make exercise-train reads.
+exercise: $(EX)/check
+	@[ -n "$(NAME)" ] || { echo "make exercise NAME=...: which one? (make exercises lists them)" >&2; exit 2; }
+	@$(EX)/check --function $(NAME) > /dev/null || exit 2
+	@[ "$(SOLUTION)" = 1 ] || [ -f "$(EX_FILE)" ] || { echo "$(EX_FILE): no such file" >&2; exit 2; }
+	@$(MAKE) -s --no-print-directory $(if $(filter 1,$(SOLUTION)),,$(EX_DIR)/check $(EX_DIR)/train) \
+		$(EX)/reference/run/log.csv
+	@rm -f $(EX_DIR)/passed
+	@$(EX_RUN) --reference $(EX)/reference $(if $(FILE)$(SOLUTION),,&& touch $(EX_DIR)/passed)
+
+# ./train with every exercise of exercises/ that has passed in place of the project's function
+# (the project's for the others): $(EX)/yours/train
+EX_PASSED = $(patsubst $(EX)/%/passed,%,$(wildcard $(EX)/*/passed))
+exercise-train: $(EX)/check $(BUILD)/train.o $(BUILD)/libchargpt.a
+	@[ -n "$(EX_PASSED)" ] || { echo "no exercise has passed yet: make exercise NAME=... first" >&2; exit 2; }
+	@mkdir -p $(EX)/yours
+	$(OBJCOPY) $(foreach n,$(EX_PASSED),-W $$($(EX)/check --function $(n))) $(BUILD)/libchargpt.a $(EX)/yours/libchargpt.a
+	$(CC) $(LDFLAGS) $(BUILD)/train.o $(EX_PASSED:%=$(EX)/%/mine.o) $(EX)/yours/libchargpt.a -o $(EX)/yours/train $(LDLIBS)
+	@echo "$(EX)/yours/train: ./train with your $(EX_PASSED); run it with --threads 1 --sample-chars 0 (docs/exercises.md)"
+
+test-exercises: $(EX)/check
+	scripts/check_exercises.sh
+
+# ---- WebAssembly: `make test-wasm` (the tests under node), `make web` (web/chargpt.html)
+include web/web.mk
+
 clean:
-	rm -rf build build-mpi build-posix $(ARM64) $(WIN) $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench \
+	rm -rf build build-mpi build-posix build-debug $(ARM64) $(WIN) $(SAN) $(FUZZ) train generate tests/run_tests scripts/bench \
 		tests/mpi/compare_checkpoints tests/mpi/compare_probes
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/train.d $(BUILD)/generate.d build/scripts/bench.d \
-	$(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%.d)
+	$(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_TARGETS:%=$(FUZZ)/fuzz_%.d) $(EX_OBJ:.o=.d)

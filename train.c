@@ -4,7 +4,7 @@
 // 3 non-finite loss, 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP after saving (Windows: 130
 // for every console event, Ctrl-C as SIGINT).
 // Built with MPI (`make MPI=1`), `mpirun -np N` runs one training on N processes (dist/,
-// training/step.h): rank 0 alone prints and writes, and the processes agree on failures and
+// training/data_parallel.h): rank 0 alone prints and writes, and the processes agree on failures and
 // signals at fixed points of the run, so that they all leave together.
 //
 // This file holds the options and main, the outline of a run: the options, then the run set
@@ -24,15 +24,19 @@
 #include "data/corpus_set.h"
 #include "dist/dist.h"
 #include "format/atomic_file.h"
+#include "kernels/parallel.h"
+#include "training/evaluation.h"
+#include "training/options.h"
 #include "training/run.h"
-
-#define MIB (1024.0 * 1024.0)
+#include "training/run_log.h"
+#include "training/schedule.h"
+#include "training/stop_signals.h"
 
 static const TrainOptions default_options = {
     .data = "", .out = "out", .resume = "", .init_from = "",  // data "": the corpus shipped with chargpt
     .n_layer = 4, .n_head = 4, .n_embd = 128, .head_size = 0, .block_size = 64, .batch_size = 12,
     .qkv_bias = 1, .dropout = 0.0f, .position = POSITION_LEARNED,
-    .steps = 2000, .decay_steps = 0, .warmup = 100,
+    .steps = 2000, .decay_steps = 0, .warmup = LR_DEFAULT_WARMUP,
     .lr = 1e-3f, .min_lr = 1e-4f, .weight_decay = 0.1f, .grad_clip = 1.0f, .val_fraction = 0.1f,
     .beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-8f,
     .eval_every = 250, .eval_batches = 200, .save_every = 500, .log_every = 10,
@@ -134,7 +138,9 @@ static void set_option(TrainOptions *o, int c, const char *name, const char *val
         case OPT_SAMPLE_EVERY: o->sample_every = option_long(name, value, 1, TRAIN_MAX_STEPS); break;
         case OPT_NO_PROBE: o->no_probe = 1; break;
         case OPT_PROBE_STEPS:
-            if (strlen(value) >= sizeof(o->probe_steps)) die(EXIT_USAGE, "%s: the list is too long", name);
+            if (strlen(value) >= sizeof(o->probe_steps))
+                die(EXIT_USAGE, "%s: the list is longer than %zu characters: it may hold at most %d steps", name,
+                    sizeof(o->probe_steps) - 1, PROBE_MAX_EARLY);
             strcpy(o->probe_steps, value);
             break;
         case OPT_TASK: snprintf(o->task, sizeof(o->task), "%s", task_name(find_task(value))); break;
@@ -158,6 +164,7 @@ static void parse_options(int argc, char **argv, TrainOptions *o, GivenOptions *
     int task = given_task(argc, argv);
     if (task >= 0) task_recipe((Task)task, o);
     memset(given, 0, sizeof(*given));
+    const char *first_value[OPT_COUNT] = {0};
     opterr = 0;
     int c, index = -1;
     while ((c = getopt_long(argc, argv, ":h", train_long_options, &index)) != -1) {
@@ -170,9 +177,12 @@ static void parse_options(int argc, char **argv, TrainOptions *o, GivenOptions *
             case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", argv[optind - 1]); break;
             default: break;
         }
-        given->given[c] = 1;
         char name[64];
         snprintf(name, sizeof(name), "--%s", train_long_options[index].name);
+        if (given->given[c] && c != OPT_DATA)
+            option_given_twice(name, first_value[c], optarg, "--data may be given once per path");
+        given->given[c] = 1;
+        first_value[c] = optarg;
         set_option(o, c, name, optarg);
     }
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
@@ -195,12 +205,12 @@ static void check_memory(const GPTMemoryPlan *plan, const TrainOptions *o) {
     double limit = run_memory_limit(o, &source);
     char needed[512], limit_text[32];
     gpt_memory_describe(plan, needed, sizeof(needed));
-    gpt_format_bytes(limit, limit_text, sizeof(limit_text));
+    format_bytes(limit, limit_text, sizeof(limit_text));
     if (limit > 0) printf("memory: %s; %s %s\n", needed, limit_text, source);
     else printf("memory: %s; no limit: the memory available is %s (--max-memory sets one)\n", needed, source);
     stdout_flush_or_die();
     if (limit > 0 && gpt_memory_total(plan) > limit) {
-        gpt_format_bytes(gpt_memory_total(plan), needed, sizeof(needed));
+        format_bytes(gpt_memory_total(plan), needed, sizeof(needed));
         die(EXIT_USAGE, "the run needs %s of memory, more than the %s %s: use a smaller model, --batch-size or "
             "--block-size, a larger --grad-accum, a smaller corpus%s", needed, limit_text, source,
             o->max_memory > 0 ? "" : ", or set --max-memory");
@@ -315,9 +325,13 @@ int main(int argc, char **argv) {
     or_die(set_up_text(r, err), err);     // corpus -> vocabulary -> tokens -> train/val split (or a task's)
     agree();                              // every process has read its text and checkpoint,
     or_die(check_same_run(r, err), err);  // the same everywhere, with the same options
+    or_die(set_up_sizes(r, err), err);    // the model's config, the batch's split over the processes
+    or_die(set_up_probe(r, err), err);    // what the timeline probes: --probe, a resumed run's probe.bin
     GPTMemoryPlan plan;
-    or_die(plan_memory(r, &plan, err), err);  // the model's size and the memory it needs,
-    check_memory(&plan, &r->o);               // printed and checked before anything is allocated
+    plan_memory(r, &plan);                // the memory the run needs, from those sizes,
+    say_what_the_run_trains(r);
+    check_memory(&plan, &r->o);           // printed and checked before anything is allocated
+    or_die(check_timeline_disk(r, err), err);  // probe.bin's growth against the disk's free space
     or_die(set_up_model(r, err), err);    // the model, its activations, the optimizer, a batch
     say_how_the_run_starts(r);
     int stop = agree();  // every process has its data and memory, or all leave with the failure's status
@@ -341,7 +355,7 @@ int main(int argc, char **argv) {
         // log.csv's row, like the probe's record, before the step's checkpoint: a run killed
         // between them resumes from the checkpoint before, dropping what came after it
         int due = r->state.step % r->o.log_every == 0 || last || evaluated || probed || stop;
-        or_die(report(r, due, evaluated, probed, err), err);
+        or_die(report_step(r, due, evaluated, probed, err), err);
         int save = r->state.step % r->o.save_every == 0 || last || stop;
         or_die(save_checkpoints(r, best, save ? r->paths.ckpt : NULL, err), err);
         print_report(r, due, evaluated);  // after the checkpoint, which a blocked print must not hold up

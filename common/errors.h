@@ -1,5 +1,5 @@
 // Definitions every layer shares: the size of an error message buffer, the programs' exit
-// statuses, and the bound of a count held in a long.
+// statuses, the bound of a count held in a long, and how a message writes an amount of memory.
 //
 // Library functions that can fail return 0 or -1 and write one line saying why into a
 // caller's buffer of ERR_LEN bytes; they never print a failure, nor exit. Those whose failures
@@ -10,6 +10,7 @@
 #define CHARGPT_ERRORS_H
 
 #include <limits.h>
+#include <stddef.h>
 
 // Long enough for a message naming two paths of up to 1023 bytes (the programs' limit) and a
 // list: the programs print what a function wrote whole.
@@ -26,5 +27,9 @@ int error_status(char err[ERR_LEN], int status, const char *fmt, ...) __attribut
 // x, or LONG_MAX where C's long is too narrow for x: 32 bits on Windows (LLP64), where the
 // counts held in a long (steps, --max-new, --min-char-count) stop at 2^31 - 1.
 #define LONG_AT_MOST(x) ((long long)(x) < LONG_MAX ? (long)(x) : LONG_MAX)
+
+// An amount of memory (or of a file) as a message writes it, in bytes or binary units: "512
+// bytes", "832 KiB", "40.5 MiB", "3.20 TiB" (three significant figures from 1 KiB on).
+void format_bytes(double bytes, char *text, size_t n);
 
 #endif

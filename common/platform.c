@@ -1,8 +1,11 @@
-// The operating system's answers (platform.h), in four versions: Linux's, macOS's, one for any
-// other POSIX system, which CHARGPT_PLATFORM_POSIX (`make PLATFORM=posix`) forces, and
-// Windows's. The POSIX systems share the second part of the file; Windows's is the last.
+// The operating system's answers (platform.h), in five versions: Linux's, macOS's, one for any
+// other POSIX system, which CHARGPT_PLATFORM_POSIX (`make PLATFORM=posix`) forces, WebAssembly's
+// (emscripten's C library: the page's Web Worker, or node) and Windows's. The POSIX systems
+// and WebAssembly share the second part of the file; Windows's is the last.
 #if defined(_WIN32)
 #define PLATFORM_WINDOWS 1
+#elif defined(__EMSCRIPTEN__)
+#define PLATFORM_WASM 1
 #elif !defined(CHARGPT_PLATFORM_POSIX) && defined(__linux__)
 #define PLATFORM_LINUX 1
 #define _GNU_SOURCE  // program_invocation_name, program_invocation_short_name, renameat2: before any header
@@ -33,16 +36,20 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #endif
 
-#if !defined(PLATFORM_WINDOWS)
+#if !defined(PLATFORM_WINDOWS) && !defined(PLATFORM_WASM)
 static int rename_by_link(const char *from, const char *to);
 #endif
 
 #if defined(PLATFORM_LINUX)
 #include <sys/auxv.h>
 #include <sys/resource.h>
+#elif defined(PLATFORM_WASM)
+#include <emscripten/heap.h>
+#include <malloc.h>
 #elif defined(PLATFORM_MACOS)
 #include <crt_externs.h>
 #include <mach-o/dyld.h>
@@ -356,6 +363,106 @@ int platform_cpu_has_arm_bf16(void) {
 }
 
 // ----------------------------------------------------------------------------
+// WebAssembly (emscripten): one process of one thread, in a Web Worker or in node, its files
+// in emscripten's file system (in memory in the page; node's own under the tests)
+
+#elif defined(PLATFORM_WASM)
+
+const char *platform_name(void) { return "wasm"; }
+
+static const char *invoked = "chargpt";  // before platform_init
+static char short_name[64] = "chargpt";
+
+// argv[0] is the script node runs ("build-wasm/run_tests.js": its name without ".js"), or the
+// name the page gives the program ("train")
+void platform_init(int argc, char **argv) {
+    if (argc < 1 || !argv[0] || !argv[0][0]) return;
+    invoked = argv[0];
+    const char *slash = strrchr(argv[0], '/'), *name = slash ? slash + 1 : argv[0];
+    size_t n = strlen(name);
+    if (n > 3 && strcmp(name + n - 3, ".js") == 0) n -= 3;
+    snprintf(short_name, sizeof(short_name), "%.*s", (int)n, name);
+}
+
+const char *program_name(void) { return short_name; }
+const char *program_invocation(void) { return invoked; }
+
+// The module's memory may grow to emscripten_get_heap_max() (the build's MAXIMUM_MEMORY, or
+// what the engine allows): what it may still take is that less what the heap holds now, plus
+// what the allocator holds free inside it. The page has it to itself: not shared.
+int platform_memory_bounds(MemoryBound bounds[PLATFORM_MEMORY_BOUNDS], const char **unknown) {
+    double max = (double)emscripten_get_heap_max(), size = (double)emscripten_get_heap_size();
+    double free_inside = (double)mallinfo().fordblks, available = max - size + free_inside;
+    bounds[0] = (MemoryBound){available > 0 ? available : 0.0, max, 0, "WebAssembly memory less its use"};
+    *unknown = "";
+    return 1;
+}
+
+int platform_executable_path(char *path, size_t size, char err[ERR_LEN]) {
+    snprintf(err, ERR_LEN, "WebAssembly does not say where the running module is (it has no file of its own)");
+    return -1;
+}
+
+long platform_max_rss_kib(long ru_maxrss) { return ru_maxrss; }
+
+// One process of one thread: nothing can take the name between the look and the rename.
+// (emscripten's file system has no hard links for rename_by_link.)
+int platform_rename_new(const char *from, const char *to) {
+    struct stat st;
+    if (lstat(to, &st) == 0) {
+        errno = EEXIST;
+        return -1;
+    }
+    return rename(from, to);
+}
+
+int platform_idle_cpus(void) { return -1; }  // one thread: no team to try
+
+// The only process is this one, so the locks are its own: a file's lock is held by the
+// descriptor that took it until that descriptor is closed (or names another file), as
+// flock's are (emscripten has none).
+#define WASM_LOCKS 16
+static struct {
+    int holder;  // its descriptor + 1 (0: a free entry)
+    uint64_t volume, index;
+} locks[WASM_LOCKS];
+
+int platform_lock(int fd) {
+    PlatformFileInfo file, held;
+    if (platform_fd_info(fd, &file) != 0) return PLATFORM_LOCK_FAILED;
+    int free_entry = -1;
+    for (int i = 0; i < WASM_LOCKS; i++) {
+        int holder = locks[i].holder - 1;
+        if (holder >= 0 && (platform_fd_info(holder, &held) != 0 || held.volume != locks[i].volume ||
+                            held.index != locks[i].index))
+            locks[i].holder = 0, holder = -1;  // its descriptor was closed
+        if (holder >= 0 && locks[i].volume == file.volume && locks[i].index == file.index)
+            return holder == fd ? PLATFORM_LOCK_HELD : PLATFORM_LOCK_BUSY;
+        if (holder < 0 && free_entry < 0) free_entry = i;
+    }
+    if (free_entry < 0) {
+        errno = ENOLCK;
+        return PLATFORM_LOCK_FAILED;
+    }
+    locks[free_entry].holder = fd + 1, locks[free_entry].volume = file.volume, locks[free_entry].index = file.index;
+    return PLATFORM_LOCK_HELD;
+}
+
+// emscripten's kill says EPERM, "another user's process", for any id but this one's
+int platform_process_running(long pid) { return pid > 0 && pid == (long)getpid(); }
+
+// The page's signal, or 0 (web/platform_library.js): the page's worker may suspend the program
+// there (asyncify) while it is paused. Under node nothing arrives.
+extern int platform_wasm_page_signal(void);
+
+void platform_signals_poll(void) {
+    int sig = platform_wasm_page_signal();
+    if (sig > 0) raise(sig);  // emscripten runs the handler sigaction installed
+}
+
+int platform_cpu_has_arm_bf16(void) { return 0; }
+
+// ----------------------------------------------------------------------------
 // any other POSIX system: what POSIX cannot ask is unknown
 
 #elif !defined(PLATFORM_WINDOWS)
@@ -508,6 +615,7 @@ void platform_sync_dir(const char *dir) {
     }
 }
 
+#if !defined(PLATFORM_WASM)
 // link(2) fails with EEXIST when `to` exists, so the new name is taken only if it was free;
 // the old name is then removed (a failure there leaves both names, the file published).
 static int rename_by_link(const char *from, const char *to) {
@@ -515,6 +623,7 @@ static int rename_by_link(const char *from, const char *to) {
     unlink(from);
     return 0;
 }
+#endif
 
 int platform_remove_file(const char *path) { return unlink(path); }
 
@@ -523,6 +632,13 @@ int platform_make_dir(const char *path) { return mkdir(path, 0777); }
 long platform_name_max(const char *dir) {
     long n = pathconf(dir, _PC_NAME_MAX);
     return n > 0 ? n : 255;
+}
+
+int platform_free_space(const char *path, double *bytes) {
+    struct statvfs fs;
+    if (statvfs(path, &fs) != 0) return -1;
+    *bytes = (double)fs.f_bavail * (double)fs.f_frsize;
+    return 0;
 }
 
 int platform_real_path(const char *path, char *out, size_t size) {
@@ -540,6 +656,7 @@ int platform_is_path_separator(char c) { return c == '/'; }
 
 int platform_path_is_absolute(const char *path) { return path[0] == '/'; }
 
+#if !defined(PLATFORM_WASM)  // (WebAssembly's is in its part above, with platform_process_running)
 int platform_lock(int fd) {
     int rc;
     while ((rc = flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) continue;
@@ -547,11 +664,14 @@ int platform_lock(int fd) {
     if (errno == EWOULDBLOCK) return PLATFORM_LOCK_BUSY;
     return errno == ENOLCK || errno == EOPNOTSUPP || errno == ENOSYS ? PLATFORM_LOCK_UNSUPPORTED : PLATFORM_LOCK_FAILED;
 }
+#endif
 
 long platform_process_id(void) { return (long)getpid(); }
 
+#if !defined(PLATFORM_WASM)
 // kill(pid, 0) fails with EPERM for another user's process, which runs
 int platform_process_running(long pid) { return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM); }
+#endif
 
 int platform_random_bytes(void *buf, size_t n) {
     int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -573,6 +693,10 @@ void platform_signals_catch(PlatformSignals set, void (*handler)(int sig), int r
     if (set == PLATFORM_FATAL_SIGNALS) signal(SIGXFSZ, SIG_IGN);
 }
 
+#if !defined(PLATFORM_WASM)  // (WebAssembly's is in its part above)
+void platform_signals_poll(void) {}  // signals arrive by themselves
+#endif
+
 // In a handler of sig, sig is blocked: unblocked after raise, it ends the process at once.
 _Noreturn void platform_end_by_signal(int sig) {
     signal(sig, SIG_DFL);
@@ -591,6 +715,13 @@ const char *platform_path_last_separator(const char *path) {
     for (const char *p = path; *p; p++)
         if (platform_is_path_separator(*p)) last = p;
     return last;
+}
+
+const char *platform_path_extension(const char *path) {
+    const char *base = platform_path_last_separator(path);
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    return dot ? dot + 1 : "";
 }
 
 int platform_same_file(const PlatformFileInfo *a, const PlatformFileInfo *b) {
@@ -979,6 +1110,15 @@ int platform_make_dir(const char *path) {
 
 long platform_name_max(const char *dir) { return 255; }  // UTF-16 units: at least as many bytes of UTF-8
 
+int platform_free_space(const char *path, double *bytes) {
+    wchar_t wide[WIDE_PATH];
+    ULARGE_INTEGER available;
+    if (to_wide(path, wide) != 0) return -1;
+    if (!GetDiskFreeSpaceExW(wide, &available, NULL, NULL)) return failed();
+    *bytes = (double)available.QuadPart;
+    return 0;
+}
+
 // GetFullPathNameW of a path that exists (Windows's links are left as they are).
 int platform_real_path(const char *path, char *out, size_t size) {
     wchar_t wide[WIDE_PATH], full[WIDE_PATH];
@@ -1049,6 +1189,8 @@ void platform_signals_catch(PlatformSignals set, void (*handler)(int sig), int r
     SetConsoleCtrlHandler(NULL, FALSE);  // Ctrl-C reaches this process even when its parent ignored it
     if (!installed) installed = SetConsoleCtrlHandler(on_console_event, TRUE);
 }
+
+void platform_signals_poll(void) {}  // console events arrive by themselves
 
 // as the system's own handler ends a process at Ctrl-C, at once, from the event's thread
 _Noreturn void platform_end_by_signal(int sig) {

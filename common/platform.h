@@ -183,6 +183,10 @@ int platform_remove_file(const char *path);
 int platform_make_dir(const char *path);
 // The longest name an entry of dir may have, in bytes (NAME_MAX: 255 on the usual file systems).
 long platform_name_max(const char *dir);
+// The bytes this user may still write on the file system that holds path, an existing file or
+// directory (statvfs's f_bavail blocks; Windows: GetDiskFreeSpaceExW's free bytes available to
+// the caller). Returns 0, or -1 with errno.
+int platform_free_space(const char *path, double *bytes);
 // The absolute path of the existing path, links resolved, '/' between its directories, into
 // out (size bytes). Returns 0, or -1 with errno.
 int platform_real_path(const char *path, char *out, size_t size);
@@ -191,6 +195,8 @@ int platform_real_path(const char *path, char *out, size_t size);
 int platform_is_path_separator(char c);
 // The last separator in path, or NULL.
 const char *platform_path_last_separator(const char *path);
+// The extension of path's last component, after its last '.' ("json" of "out/a.json"), or "".
+const char *platform_path_extension(const char *path);
 // 1 when path does not depend on the working directory ("/x"; on Windows "C:\x", "C:/x",
 // "\\server\x" and "\x" too).
 int platform_path_is_absolute(const char *path);
@@ -226,6 +232,11 @@ typedef enum { PLATFORM_STOP_SIGNALS, PLATFORM_FATAL_SIGNALS } PlatformSignals;
 // a thread of its own: either way only async-signal-safe work). restart: interrupted system
 // calls are restarted (SA_RESTART).
 void platform_signals_catch(PlatformSignals set, void (*handler)(int sig), int restart);
+// Where signals arrive only when the program lets them (WebAssembly: the page's stop and pause
+// reach the Web Worker that runs the program only between the worker's tasks), lets them
+// arrive now: a stop signal that has come runs its handler (platform_signals_catch's) here, and
+// a pause returns once the page resumes. Elsewhere nothing: signals arrive by themselves.
+void platform_signals_poll(void);
 // Ends the process as sig's default action would (a shell then shows 128 + sig; on Windows the
 // exit code of a process ended by Ctrl-C, STATUS_CONTROL_C_EXIT).
 _Noreturn void platform_end_by_signal(int sig);

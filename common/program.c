@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../data/utf8.h"
-#include "../model/gpt.h"
+#include "utf8.h"
 #include "platform.h"
 
 static DieMeeting *meeting;
@@ -20,7 +19,7 @@ void die(int status, const char *fmt, ...) {
     if (meeting) status = meeting(status, &report);
     fflush(stdout);
     if (report) {
-        char message[3 * ERR_LEN];  // names and metadata in it shown safely (data/utf8.h)
+        char message[3 * ERR_LEN];  // names and metadata in it shown safely (common/utf8.h)
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(message, sizeof(message), fmt, ap);
@@ -74,6 +73,12 @@ double option_double(const char *flag, const char *s, double min, double max, in
     if (v < min || v > max || (!max_inclusive && v == max))
         die(EXIT_USAGE, "%s must be in [%g, %g%c, got %s", flag, min, max, max_inclusive ? ']' : ')', s);
     return v;
+}
+
+void option_given_twice(const char *flag, const char *first, const char *second, const char *again) {
+    if (first && second)
+        die(EXIT_USAGE, "%s is given twice ('%s', then '%s'): give each option once (%s)", flag, first, second, again);
+    die(EXIT_USAGE, "%s is given twice: give each option once (%s)", flag, again);
 }
 
 int stdout_flush(char err[ERR_LEN]) {
@@ -136,9 +141,10 @@ double memory_limit(double max_memory, int processes, const char **source) {
         if (i == 0 || room < limit) least = i, limit = room, kept = margin;
     }
     char kept_text[32];
-    gpt_format_bytes(kept, kept_text, sizeof(kept_text));
+    format_bytes(kept, kept_text, sizeof(kept_text));
     snprintf(text, sizeof(text), "available (%s, less %s kept free)%s", bounds[least].name, kept_text,
              bounds[least].shared && processes > 1 ? " per process on this machine" : "");
     *source = text;
     return limit > 1.0 ? limit : 1.0;  // nothing left: every plan is refused (0 would mean no limit)
 }
+

@@ -13,7 +13,7 @@
 
 // Prints "<program>: <message>" on stderr, after flushing standard output so that what the
 // program printed comes first, and exits with status. The message's control characters (but
-// newline and tab) and bytes that are not UTF-8 are shown as \xNN (data/utf8.h), so that no
+// newline and tab) and bytes that are not UTF-8 are shown as \xNN (common/utf8.h), so that no
 // name or checkpoint metadata in it drives the terminal. When a meeting is set, die first meets
 // the program's other processes there, which decides the status and whether this process is
 // the one to print (./train under MPI: dist_agree).
@@ -29,6 +29,11 @@ void die_meets_others(DieMeeting *meet);
 // as a person would: "2000", "2e3", "1.5e3" (see whole_number_parse).
 long option_long(const char *flag, const char *s, long min, long max);
 double option_double(const char *flag, const char *s, double min, double max, int max_inclusive);
+// An option given a second time (the programs' rule: each option once, but those that add a
+// value each time they are given): die(EXIT_USAGE) naming it, with its two values (first and
+// second, NULL for a flag's) and `again`, what may be given again ("--data may be given once
+// per path").
+_Noreturn void option_given_twice(const char *flag, const char *first, const char *second, const char *again);
 // Reads the whole number s spells, in decimal alone: digits, or digits with a fraction or an
 // exponent whose value is a whole number within long's range ("0x10", "inf", " 16" are no
 // numbers: option_double takes the same decimal forms). Returns 0 with *value; -1
@@ -61,5 +66,8 @@ void fatal_signals_install(void (*cleanup)(void), int stop_signals_handled);
 // free)", "available (cgroup memory.max less its use, less 75.0 MiB kept free) per process on
 // this machine", or for 0 what is unknown.
 double memory_limit(double max_memory, int processes, const char **source);
+
+// A mebibyte, in bytes: --max-memory's unit.
+#define MIB (1024.0 * 1024.0)
 
 #endif

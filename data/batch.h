@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "../common/errors.h"
-#include "../model/rng.h"
+#include "../common/rng.h"
 
 // Views into one token array (not owned): train = tokens[0, train_len),
 // val = tokens[train_len, train_len + val_len). A task's (data/task.h) has no train split (its

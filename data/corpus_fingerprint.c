@@ -4,7 +4,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "utf8.h"
+#include "../common/utf8.h"
 
 void corpus_fingerprint(const uint32_t *text, size_t len, char out[CORPUS_FINGERPRINT_LEN]) {
     // the text as UTF-8 through zlib's CRC-32, a block of characters at a time

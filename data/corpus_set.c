@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "../common/platform.h"
-#include "utf8.h"
+#include "../common/utf8.h"
 
 #define MAX_EXAMPLES 3        // files skipped as not text that the report names
 #define NAME_OVERHEAD 32      // bytes an entry's name costs beyond its characters (pointer, malloc)

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../model/rng.h"
+#include "../common/rng.h"
 
 // The examples' sizes.
 #define INDUCTION_MIN 4    // characters of a string written twice, at least

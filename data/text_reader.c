@@ -7,7 +7,7 @@
 #include <zlib.h>
 
 #include "../common/platform.h"
-#include "utf8.h"
+#include "../common/utf8.h"
 
 // Bytes in the UTF-8 sequence a lead byte starts (1 for ASCII), or 0 for a byte that starts
 // none (utf8_decode then reports it).

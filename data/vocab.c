@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "utf8.h"
+#include "../common/utf8.h"
 
 #define NUM_CODE_POINTS 0x110000u  // U+0000 .. U+10FFFF
 

@@ -23,7 +23,7 @@ typedef struct {
 // 1 when cp can be a character of a vocabulary: a Unicode scalar value (at most U+10FFFF, no
 // surrogate) that text can hold: not U+0000, which the corpus reader refuses as the mark of a
 // binary file (data/text_reader.h). Other control characters are text (a form feed in source
-// code, ESC in a coloured log) and are kept; messages and pages escape them (data/utf8.h).
+// code, ESC in a coloured log) and are kept; messages and pages escape them (common/utf8.h).
 int vocab_char_allowed(uint32_t cp);
 // Collects the distinct code points of text (len > 0, valid Unicode scalar values).
 int vocab_build(Vocab *v, const uint32_t *text, size_t len, char err[ERR_LEN]);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "utf8.h"
+#include "../common/utf8.h"
 
 // Index of cp in the sorted list, or where it would go (binary search).
 static int find_slot(const CharCount *chars, int n, uint32_t cp) {

@@ -175,7 +175,7 @@ void dist_abort(int status) {
 }
 
 // Fills counts and displs with every process's share of n (the caller checked that n fits
-// an int: training/step.c refuses models with more parameters).
+// an int: training/data_parallel.c refuses models with more parameters).
 static void fill_shares(size_t n) {
     for (int r = 0; r < dist.size; r++) {
         size_t first, end;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,10 +161,24 @@ static int parse_config(Checkpoint *ck, char err[ERR_LEN]) {
     static const char *keys[] = {"vocab_size", "block_size", "n_layer", "n_head", "n_embd", "head_size", "qkv_bias"};
     int *fields[] = {&ck->config.vocab_size, &ck->config.block_size, &ck->config.n_layer, &ck->config.n_head,
                      &ck->config.n_embd, &ck->config.head_size, &ck->config.qkv_bias};
+    // each a whole number an int holds, whose limits gpt_config_validate then says
     for (int i = 0; i < 7; i++) {
-        long v;
-        if (parse_int(safetensors_meta(&ck->file, keys[i]), 0, 1 << 30, &v) != 0) {
-            snprintf(err, ERR_LEN, "%s: checkpoint metadata '%s' is missing or not a whole number", ck->path, keys[i]);
+        const char *text = safetensors_meta(&ck->file, keys[i]);
+        if (!text) {
+            snprintf(err, ERR_LEN, "%s: checkpoint has no '%s' in its metadata", ck->path, keys[i]);
+            return -1;
+        }
+        char *end;
+        errno = 0;
+        long long v = strtoll(text, &end, 10);
+        if (end == text || *end) {
+            snprintf(err, ERR_LEN, "%s: checkpoint metadata '%s' is '%.40s', not a whole number", ck->path, keys[i],
+                     text);
+            return -1;
+        }
+        if (errno == ERANGE || v < INT_MIN || v > INT_MAX) {
+            snprintf(err, ERR_LEN, "%s: checkpoint config is invalid: %s is %.40s, far past any model's", ck->path,
+                     keys[i], text);
             return -1;
         }
         *fields[i] = (int)v;
@@ -227,7 +242,39 @@ static void moment_names(const TensorInfo *info, char m[ST_MAX_NAME + 1], char v
     snprintf(v, ST_MAX_NAME + 1, "optimizer.v.%s", info->name);
 }
 
-// Checks every parameter tensor, and every optimizer moment when the first is there.
+// Refuses a tensor the file holds beyond its config's model (and the moments): one the model
+// would not read, such as a learned position table in a checkpoint that says rope. Every
+// expected tensor is there and names are unique, so there is one exactly when the file holds
+// more tensors than expected.
+static int check_no_other_tensor(const Checkpoint *ck, int expected, char err[ERR_LEN]) {
+    if (ck->file.num_tensors == expected) return 0;
+    unsigned char *seen = calloc((size_t)ck->file.num_tensors, 1);
+    if (!seen) {
+        snprintf(err, ERR_LEN, "%s: out of memory for the checkpoint's %d tensors", ck->path, ck->file.num_tensors);
+        return -1;
+    }
+    for (int i = 0; i < gpt_num_tensors(&ck->config); i++) {
+        TensorInfo info;
+        char m[ST_MAX_NAME + 1], v[ST_MAX_NAME + 1];
+        gpt_tensor_info(&ck->config, i, &info);
+        moment_names(&info, m, v);
+        const char *names[3] = {info.name, m, v};
+        for (int k = 0; k < (ck->has_optimizer ? 3 : 1); k++)
+            seen[safetensors_find(&ck->file, names[k]) - ck->file.tensors] = 1;
+    }
+    int other = 0;
+    while (seen[other]) other++;
+    free(seen);
+    snprintf(err, ERR_LEN, "%s: checkpoint tensor %s is none of its model's (%d layers, position_encoding %s%s): a "
+             "checkpoint holds its model's parameters%s and nothing else", ck->path, ck->file.tensors[other].name,
+             ck->config.n_layer, position_name(ck->config.position),
+             ck->config.position == POSITION_ROPE ? ", which has no position table" : "",
+             ck->has_optimizer ? " and their optimizer moments" : "");
+    return -1;
+}
+
+// Checks every parameter tensor, and every optimizer moment when the first is there, and that
+// the file holds no other tensor.
 static int check_tensors(Checkpoint *ck, char err[ERR_LEN]) {
     int count = gpt_num_tensors(&ck->config);
     char m[ST_MAX_NAME + 1], v[ST_MAX_NAME + 1];
@@ -242,6 +289,7 @@ static int check_tensors(Checkpoint *ck, char err[ERR_LEN]) {
         moment_names(&info, m, v);
         if (check_tensor(ck, m, &info, 0, err) != 0 || check_tensor(ck, v, &info, 1, err) != 0) return -1;
     }
+    if (check_no_other_tensor(ck, count * (ck->has_optimizer ? 3 : 1), err) != 0) return -1;
     if (ck->has_optimizer &&
         parse_int(safetensors_meta(&ck->file, "optimizer.step"), 0, LONG_AT_MOST(1LL << 40), &ck->optimizer_step) != 0) {
         snprintf(err, ERR_LEN, "%s: checkpoint metadata 'optimizer.step' is missing or not a whole number in [0, 2^40]",

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../data/utf8.h"
+#include "../common/utf8.h"
 
 typedef struct {
     const char *text;

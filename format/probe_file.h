@@ -62,7 +62,7 @@
 #define PROBE_TOP 5               // predictions kept per position
 #define PROBE_LENS_TOP 3          // logit-lens predictions kept per cell
 #define PROBE_GROUP_NAME 32       // bytes of a parameter group's name, NUL included
-#define PROBE_PATTERNS 6          // the head patterns scored (viewer/head_scores.h's, in its order)
+#define PROBE_PATTERNS 6          // the head patterns scored (analysis/head_scores.h's, in its order)
 #define PROBE_SOURCE_LEN 256      // bytes of the passage's source, NUL included
 #define PROBE_RUN_ID_LEN 17       // training/run_state.h's RUN_ID_LEN
 // limits a header must keep (a reader refuses more before allocating anything)
@@ -120,15 +120,15 @@ typedef struct {
     float clipped;        // 1 when it was clipped, 0 when not
     float *update_ratio;  // (groups) |update| / |weights| of each parameter group's last update
     int32_t *sample;      // (S) the sample's characters after its prompt
-    float *previous_token, *induction, *entropy;  // (L, H) viewer/head_scores.h
+    float *previous_token, *induction, *entropy;  // (L, H) analysis/head_scores.h
     float *first_character, *same_character, *word_start, *last_space;  // (L, H); NaN in version 1
     float *importance;    // (L, H) the passage's loss change in bits per character when that head
-                          // alone is knocked out (viewer/head_importance.h); NaN before version 3
+                          // alone is knocked out (analysis/head_importance.h); NaN before version 3
     // heavy part
     float *surprisal;     // (t) bits of passage[i + 1] after reading passage[0..i]
     int32_t *top;         // (t, PROBE_TOP) the most likely next tokens (-1 past the vocabulary)
     float *top_prob;      // (t, PROBE_TOP)
-    int32_t *lens_top;    // (L + 1, t, PROBE_LENS_TOP) the logit lens (viewer/logit_lens.h)
+    int32_t *lens_top;    // (L + 1, t, PROBE_LENS_TOP) the logit lens (analysis/logit_lens.h)
     float *lens_prob;     // (L + 1, t, PROBE_LENS_TOP)
     float *lens_next_prob;   // (L + 1, t)
     int32_t *lens_next_rank; // (L + 1, t)

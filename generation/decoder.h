@@ -7,8 +7,8 @@
 
 #include <stdint.h>
 
+#include "../common/rng.h"
 #include "../model/gpt.h"
-#include "../model/rng.h"
 #include "inference.h"
 #include "sampler.h"
 

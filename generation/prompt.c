@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "../common/input_file.h"
-#include "../data/utf8.h"
+#include "../common/utf8.h"
 #include "../data/vocab_coverage.h"
 
 void prompt_printable_char(uint32_t cp, char out[5]) {

@@ -2,7 +2,7 @@
 #ifndef CHARGPT_SAMPLER_H
 #define CHARGPT_SAMPLER_H
 
-#include "../model/rng.h"
+#include "../common/rng.h"
 
 typedef struct {
     float temperature;  // 0: greedy argmax

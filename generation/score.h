@@ -32,14 +32,28 @@ typedef struct {
 typedef int (*ScoreSink)(void *context, long position, int token, float loss, const float *logits,
                          char err[ERR_LEN]);
 
+// What scoring tells its caller as it goes (a NULL field is not called): each scored character
+// (sink), and after each forward pass the work done and the work in all (progress), counted in
+// positions run through the model, as score_work counts them.
+typedef struct {
+    ScoreSink sink;
+    void (*progress)(void *context, double done, double total);
+    void *context;
+} ScoreReport;
+
 // Scores tokens (n >= 2) with stride (1 <= stride <= block_size); use_cache 1 lets a RoPE
 // model with stride 1 roll its cache (score_rolls). Allocates the model's activations for
 // SCORE_BATCH sequences (GPT_PLAN_FORWARD), and a rolling cache's for one sample
-// (GPT_PLAN_GENERATION of 1). sink may be NULL. Returns 0, or -1
-// with err when memory runs out, the sink stops it, or a character's loss or logits are not
-// finite (before the sink sees it).
-int score_tokens(GPT *model, const int *tokens, long n, int stride, int use_cache, ScoreSink sink, void *context,
+// (GPT_PLAN_GENERATION of 1). report may be NULL. Returns 0, or -1 with err when memory runs
+// out, the sink stops it, or a character's loss or logits are not finite (before the sink
+// sees it).
+int score_tokens(GPT *model, const int *tokens, long n, int stride, int use_cache, const ScoreReport *report,
                  Score *score, char err[ERR_LEN]);
+
+// The work of scoring n tokens so: the positions the forward passes run, a window of t
+// positions counting t and a rolling cache's step 1. A pass's time is about proportional to
+// its positions, so the share of this done is the share of the time spent.
+double score_work(const GPTConfig *config, long n, int stride, int use_cache);
 
 // 1 when score_tokens reads past the block with a rolling cache.
 int score_rolls(const GPTConfig *config, int stride, int use_cache);

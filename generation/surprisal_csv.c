@@ -44,5 +44,3 @@ int surprisal_csv_row(SurprisalCsv *csv, long position, int token, float loss, c
 int surprisal_csv_commit(SurprisalCsv *csv, int replace, char err[ERR_LEN]) {
     return replace ? atomic_file_commit(&csv->file, err) : atomic_file_commit_new(&csv->file, err);
 }
-
-void surprisal_csv_abort(SurprisalCsv *csv) { atomic_file_abort(&csv->file); }

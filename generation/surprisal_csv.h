@@ -29,6 +29,5 @@ int surprisal_csv_row(SurprisalCsv *csv, long position, int token, float loss, c
 // Commits the file (0): over a file there when replace is 1, else only while nothing is there
 // (ATOMIC_FILE_EXISTS when something is); or removes it and returns -1 with err.
 int surprisal_csv_commit(SurprisalCsv *csv, int replace, char err[ERR_LEN]);
-void surprisal_csv_abort(SurprisalCsv *csv);
 
 #endif

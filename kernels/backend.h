@@ -115,7 +115,8 @@ struct Bf16Kernels {
 
 typedef struct Backend Backend;
 struct Backend {
-    const char *name;        // as CHARGPT_KERNELS names it: "portable", "avx2", "avx512", ...
+    const char *name;        // as CHARGPT_KERNELS names it: "portable", "avx2", "avx512", "avx512_bf16",
+                             // "neon" or "neon_bf16"
     const char *needs;       // the instructions it needs, for messages
     int (*cpu_runs)(void);   // whether this CPU (and its operating system) runs them
     const Bf16Kernels *bf16;  // the bf16 tiles and conversions its bf16 products use
@@ -169,12 +170,12 @@ struct Backend {
     // apart, on the calling thread.
     void (*convert_bf16_rows)(const Backend *b, bf16 *dst, long ldd, const float *src, long ld, int rows, int cols);
 
-    // The pointwise kernels (pointwise.inc, kernels.h): GELU's forward and backward (team
-    // functions) and the softmax of a row (on the calling thread).
-    void (*gelu_forward)(float *out, const float *inp, int n);
-    void (*gelu_backward)(float *dinp, const float *inp, const float *dout, int n);
-    void (*softmax_row)(float *row, int n, float scale);
-    float (*logits_softmax)(float *probs, const float *logits, int n, float *max);
+    // The pointwise kernels (pointwise.inc), kernels.h's gelu_forward, gelu_backward (team
+    // functions), softmax_row and logits_softmax (on the calling thread).
+    void (*gelu)(float *out, const float *inp, int n);
+    void (*gelu_gradient)(float *dinp, const float *inp, const float *dout, int n);
+    void (*row_softmax)(float *row, int n, float scale);
+    float (*softmax_logsum)(float *probs, const float *logits, int n, float *max);
 };
 
 // A backend's bf16_cost: as measured on x86 (docs/precision.md gives the command), or on AArch64, where

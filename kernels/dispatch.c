@@ -19,6 +19,8 @@ extern const Backend backend_avx2, backend_avx512, backend_avx512_bf16;
 extern const Backend backend_neon, backend_neon_bf16;
 #define BF16_DOT_BACKEND backend_neon_bf16
 #define BF16_DOT_INSTRUCTIONS "FEAT_BF16's BFDOT"
+#elif defined(__wasm__)
+extern const Backend backend_wasm_simd128;
 #endif
 
 // Fastest first; a new backend is a line here (and its file, backend.h).
@@ -30,6 +32,8 @@ static const Backend *const backends[] = {
 #elif defined(__aarch64__)
     &backend_neon_bf16,
     &backend_neon,
+#elif defined(__wasm__)
+    &backend_wasm_simd128,
 #endif
     &backend_portable,
 };
@@ -158,14 +162,14 @@ void precision_describe(Precision precision, char *text, size_t n) {
              from_environment ? " (CHARGPT_KERNELS)" : "");
 }
 
-void fast_gelu_forward(float *out, const float *inp, int n) { kernels_backend()->gelu_forward(out, inp, n); }
+void fast_gelu_forward(float *out, const float *inp, int n) { kernels_backend()->gelu(out, inp, n); }
 
 void fast_gelu_backward(float *dinp, const float *inp, const float *dout, int n) {
-    kernels_backend()->gelu_backward(dinp, inp, dout, n);
+    kernels_backend()->gelu_gradient(dinp, inp, dout, n);
 }
 
-void fast_softmax_row(float *row, int n, float scale) { kernels_backend()->softmax_row(row, n, scale); }
+void fast_softmax_row(float *row, int n, float scale) { kernels_backend()->row_softmax(row, n, scale); }
 
 float fast_logits_softmax(float *probs, const float *logits, int n, float *max) {
-    return kernels_backend()->logits_softmax(probs, logits, n, max);
+    return kernels_backend()->softmax_logsum(probs, logits, n, max);
 }

@@ -6,8 +6,9 @@
 // Two kinds of kernels run these calls. The plain kernels (kernels/plain.c,
 // CHARGPT_KERNELS=plain) are the textbook loops: the matrix product as three loops, GELU and
 // softmax as their formulas; a learner reads and steps through them. The fast ones are the
-// backends (backend.h: portable C, AVX2, AVX-512, NEON; their packing, register tiles and
-// copies of the weights), one per instruction set, chosen at run time: each function of
+// backends (backend.h: portable C; on x86-64 AVX2, AVX-512 and AVX-512 with AVX512_BF16; on
+// AArch64 NEON and NEON with FEAT_BF16; their packing, register tiles and copies of the
+// weights), one per instruction set, chosen at run time: each function of
 // plain.c starts by handing the call to them when they run it (fast.h), and a first reading
 // skips that branch.
 //
@@ -33,7 +34,7 @@ int precision_parse(const char *text, Precision *precision);
 const char *precision_name(Precision precision);
 
 // ---------------------------------------------------------------------------------------
-// which kernels: a backend of one instruction set each (portable C, AVX2, AVX-512, ...) or
+// which kernels: a backend of one instruction set each (portable C, AVX2, NEON, ...) or
 // the plain loops, one of which runs them all; the same seed gives the same bits on each
 // whatever the thread count, and they differ only in the last bits of sums.
 
@@ -46,10 +47,13 @@ int kernels_init(char err[ERR_LEN]);
 // Call it outside parallel regions; workspaces made before keep the kernels they were made
 // for: make them again.
 int kernels_use(const char *name, char err[ERR_LEN]);
-// The kernels in use: "plain", "portable", "avx2", "avx512" or "avx512_bf16".
+// The kernels in use: "plain", "portable", on x86-64 "avx2", "avx512" or "avx512_bf16", on
+// AArch64 "neon" or "neon_bf16".
 const char *kernels_name(void);
 // The kernels this CPU runs, fastest first (the plain ones last): how many (at most max),
-// their names in names; and the same as one text, "avx512_bf16, avx512, avx2, portable, plain".
+// their names in names; and the same as one text, "avx512_bf16, avx512, avx2, portable, plain"
+// on an x86-64 CPU with AVX512_BF16, "neon_bf16, neon, portable, plain" on an AArch64 one with
+// FEAT_BF16.
 int kernels_available(const char **names, int max);
 void kernels_available_text(char *text, size_t n);
 // The precision and the kernels running it: "fp32, kernels avx512_bf16", "bf16 (vdpbf16ps),

@@ -15,6 +15,9 @@
 #ifndef CHARGPT_PARALLEL_H
 #define CHARGPT_PARALLEL_H
 
+// The most threads a program's --threads may ask for, per core (./train and ./generate).
+#define THREADS_PER_CORE 4
+
 // Returns once every thread of the current team has called it; at once for a team of one.
 // One team at a time: parallel regions that call it must not be nested or concurrent.
 void team_barrier(void);

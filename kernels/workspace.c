@@ -16,15 +16,6 @@
 #include "fast.h"
 #include "parallel.h"
 
-int precision_parse(const char *text, Precision *precision) {
-    if (strcmp(text, "fp32") == 0) *precision = PRECISION_FP32;
-    else if (strcmp(text, "bf16") == 0) *precision = PRECISION_BF16;
-    else return -1;
-    return 0;
-}
-
-const char *precision_name(Precision precision) { return precision == PRECISION_BF16 ? "bf16" : "fp32"; }
-
 // What a thread keeps for attention's heads, allocated by the thread when it first needs it:
 // a (t, t) buffer of floats for the caller, then in bf16 on bf16 dot products the head's
 // operands rounded (HeadBf16).

@@ -89,8 +89,6 @@ double grad_sum_of_squares(const float *grads, size_t n) {
     return sum;
 }
 
-double grad_global_norm(const float *grads, size_t n) { return sqrt(grad_sum_of_squares(grads, n)); }
-
 static void clip_team(float *grads, size_t n, float scale) {
 #pragma omp for simd schedule(static) nowait
     for (size_t i = 0; i < n; i++) grads[i] *= scale;

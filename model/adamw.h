@@ -31,9 +31,8 @@ int adamw_init_range(AdamW *opt, const GPT *model, size_t first, size_t n, float
 void adamw_free(AdamW *opt);
 
 // Sum of squares of the gradients, accumulated in double in a fixed order (fixed chunks, their
-// sums added in order), and its square root, the global L2 norm.
+// sums added in order): its square root is their global L2 norm (model/train_step.h).
 double grad_sum_of_squares(const float *grads, size_t n);
-double grad_global_norm(const float *grads, size_t n);
 // As torch.nn.utils.clip_grad_norm_: when norm > max_norm, scales every gradient by
 // max_norm / (norm + 1e-6). max_norm <= 0 turns clipping off.
 void grad_clip(float *grads, size_t n, double norm, float max_norm);

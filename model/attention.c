@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/fixed_sum.h"
 #include "../kernels/kernels.h"
 #include "../kernels/parallel.h"
 #include "layers.h"
-#include "rng.h"
 
 // The weights after dropout: dst = mask * src / (1 - p) over the lower triangle (a training
 // pass: its t queries at positions [0, t)).
@@ -23,11 +23,6 @@ static void dropout_weights(float *dst, const float *src, int t, size_t base_ind
             size_t k = (size_t)i * t + j;
             dst[k] = j <= i && dropout_keep(drop->key, base_index + k, drop->p) ? src[k] * keep_scale : 0.0f;
         }
-}
-
-// x[i*ld + j] = 0 for the rows i < rows and columns j < cols
-static void zero_rows(float *x, long ld, int rows, int cols) {
-    for (int i = 0; i < rows; i++) memset(x + i * ld, 0, (size_t)cols * sizeof(float));
 }
 
 // A head without room for its work (kernels.h: head_begin) writes NaN into its rows of out
@@ -155,9 +150,6 @@ void attention_backward(Kernels *k, float *dqkv, const float *dout, const float 
                 fill_nan(dq, 3 * A, t, hs);
                 continue;
             }
-            // the head's products add into its columns of dqkv: zeroed here, while this thread
-            // has them in cache, rather than in a pass of their own over all of dqkv
-            for (int part = 0; part < 3; part++) zero_rows(dq + part * A, 3 * A, t, hs);
             // dV = W'^T dO, then dW' = dO V^T into the thread's work (where W' was)
             const float *weights = w;
             if (use_dropout) {
@@ -173,9 +165,7 @@ void attention_backward(Kernels *k, float *dqkv, const float *dout, const float 
                 if (use_dropout)
                     for (int j = 0; j <= i; j++)
                         dwi[j] = dropout_keep(drop->key, base_index + (size_t)i * t + j, drop->p) ? dwi[j] * keep_scale : 0.0f;
-                float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-                for (int j = 0; j <= i; j++) dot += wi[j] * dwi[j];
+                float dot = dot_fixed(wi, dwi, i + 1);
 #pragma omp simd
                 for (int j = 0; j <= i; j++) dwi[j] = wi[j] * (dwi[j] - dot) * scale;
                 for (int j = i + 1; j < t; j++) dwi[j] = 0.0f;

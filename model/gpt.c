@@ -5,15 +5,16 @@
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/platform.h"
+#include "../common/rng.h"
 #include "../kernels/kernels.h"
 #include "../kernels/parallel.h"
 #include "layers.h"
-#include "rng.h"
 
 #define ALIGNMENT 64
 
@@ -80,7 +81,7 @@ int gpt_config_validate(const GPTConfig *c, char err[ERR_LEN]) {
 // a linear layer (out = in @ weight^T: what the kernels keep in their own formats; wte is the
 // output head too), and how it starts. Sizes, names, per-layer views and the kernels' list of
 // weights all come from this table.
-typedef enum { DIM_V, DIM_T, DIM_C, DIM_3A, DIM_A, DIM_4C, DIM_NONE } Dim;
+typedef enum { DIM_NONE, DIM_V, DIM_T, DIM_C, DIM_3A, DIM_A, DIM_4C, DIM_N, DIM_B, DIM_H } Dim;
 typedef enum { INIT_NORMAL, INIT_RESIDUAL_PROJ, INIT_ZERO, INIT_ONE } Init;
 static const struct {
     const char *name;
@@ -109,7 +110,9 @@ static const struct {
 #define WPE 1       // the tensors a config may leave out: wpe (RoPE), c_attn's bias (qkv_bias 0)
 #define QKV_BIAS 5
 
-static size_t dim(const GPTConfig *c, Dim d) {
+// The size of a dimension: of the parameters' (and of the activations' for B sequences: N =
+// B*T rows, B, H; a parameter's size does not depend on B). DIM_NONE is 1.
+static size_t dim(const GPTConfig *c, int B, Dim d) {
     size_t C = c->n_embd, A = (size_t)c->n_head * c->head_size;
     switch (d) {
         case DIM_V: return c->vocab_size;
@@ -118,6 +121,9 @@ static size_t dim(const GPTConfig *c, Dim d) {
         case DIM_3A: return 3 * A;
         case DIM_A: return A;
         case DIM_4C: return 4 * C;
+        case DIM_N: return (size_t)B * c->block_size;
+        case DIM_B: return B;
+        case DIM_H: return c->n_head;
         default: return 1;
     }
 }
@@ -129,7 +135,7 @@ static int has_tensor(const GPTConfig *c, int f) {
 
 // Floats of one layer's tensor f (of the whole tensor when it is not stacked over layers).
 static size_t tensor_floats(const GPTConfig *c, int f) {
-    return has_tensor(c, f) ? dim(c, parameter_table[f].rows) * dim(c, parameter_table[f].cols) : 0;
+    return has_tensor(c, f) ? dim(c, 0, parameter_table[f].rows) * dim(c, 0, parameter_table[f].cols) : 0;
 }
 
 // Sizes of the parameter tensors in ParameterTensors order, all layers together.
@@ -174,30 +180,73 @@ int gpt_build(GPT *model, const GPTConfig *config, int with_gradients, char err[
     return 0;
 }
 
-// Floats of each activation and scratch tensor for batch B (doubles: see GPTMemoryPlan).
-static void activation_sizes(const GPTConfig *c, int B, double act[NUM_ACTIVATION_TENSORS],
-                             double scratch[NUM_SCRATCH_TENSORS]) {
-    double T = c->block_size, L = c->n_layer, C = c->n_embd, V = c->vocab_size, H = c->n_head;
-    double A = H * c->head_size, N = (double)B * T;
-    const double act_sizes[NUM_ACTIVATION_TENSORS] = {
-        N * C,                                  // encoded
-        L * N * C, L * N, L * N,                // ln1, ln1_mean, ln1_rstd
-        L * N * 3 * A,                          // qkv
-        L * N * A,                              // atty
-        L * B * H * T * T,                      // att
-        L * N * C,                              // residual2
-        L * N * C, L * N, L * N,                // ln2, ln2_mean, ln2_rstd
-        L * N * 4 * C, L * N * 4 * C,           // fch, gelu
-        L * N * C,                              // residual3
-        N * C, N, N,                            // lnf, lnf_mean, lnf_rstd
-        N * V, N * V,                           // logits, probs
-        N,                                      // losses
-    };
-    const double scratch_sizes[NUM_SCRATCH_TENSORS] = {
-        N * C, N * C, N * C, N * C, N * 3 * A, N * A, N * 4 * C, N * V,
-    };
-    memcpy(act, act_sizes, sizeof(act_sizes));
-    memcpy(scratch, scratch_sizes, sizeof(scratch_sizes));
+// ----------------------------------------------------------------------------
+// the activation and scratch tables
+
+// The activations in storage order, each a field of ActivationTensors (by its offset there):
+// the shape of one layer's tensor for the B sequences of T tokens they are allocated for (N =
+// B*T rows), and whether it is stacked over the layers (L, ...). Their sizes, their place in
+// one allocation and a layer's view (gpt_layer_activations) all come from this table; the
+// scratch table below is the same for ScratchTensors, none of it stacked.
+typedef struct {
+    size_t field;
+    Dim shape[4];  // DIM_NONE past its last dimension
+    int per_layer;
+} BufferInfo;
+#define ACTIVATION(name) offsetof(ActivationTensors, name)
+static const BufferInfo activation_table[NUM_ACTIVATION_TENSORS] = {
+    //  field                    shape                          layer
+    {ACTIVATION(encoded),   {DIM_N, DIM_C},                    0},
+    {ACTIVATION(ln1),       {DIM_N, DIM_C},                    1},
+    {ACTIVATION(ln1_mean),  {DIM_N},                           1},
+    {ACTIVATION(ln1_rstd),  {DIM_N},                           1},
+    {ACTIVATION(qkv),       {DIM_N, DIM_3A},                   1},
+    {ACTIVATION(atty),      {DIM_N, DIM_A},                    1},
+    {ACTIVATION(att),       {DIM_B, DIM_H, DIM_T, DIM_T},      1},
+    {ACTIVATION(residual2), {DIM_N, DIM_C},                    1},
+    {ACTIVATION(ln2),       {DIM_N, DIM_C},                    1},
+    {ACTIVATION(ln2_mean),  {DIM_N},                           1},
+    {ACTIVATION(ln2_rstd),  {DIM_N},                           1},
+    {ACTIVATION(fch),       {DIM_N, DIM_4C},                   1},
+    {ACTIVATION(gelu),      {DIM_N, DIM_4C},                   1},
+    {ACTIVATION(residual3), {DIM_N, DIM_C},                    1},
+    {ACTIVATION(lnf),       {DIM_N, DIM_C},                    0},
+    {ACTIVATION(lnf_mean),  {DIM_N},                           0},
+    {ACTIVATION(lnf_rstd),  {DIM_N},                           0},
+    {ACTIVATION(logits),    {DIM_N, DIM_V},                    0},
+    {ACTIVATION(probs),     {DIM_N, DIM_V},                    0},
+    {ACTIVATION(losses),    {DIM_N},                           0},
+};
+#define SCRATCH(name) offsetof(ScratchTensors, name)
+static const BufferInfo scratch_table[NUM_SCRATCH_TENSORS] = {
+    {SCRATCH(branch), {DIM_N, DIM_C}, 0},  {SCRATCH(dres), {DIM_N, DIM_C}, 0},
+    {SCRATCH(dbranch), {DIM_N, DIM_C}, 0}, {SCRATCH(dln), {DIM_N, DIM_C}, 0},
+    {SCRATCH(dqkv), {DIM_N, DIM_3A}, 0},   {SCRATCH(datty), {DIM_N, DIM_A}, 0},
+    {SCRATCH(dfch), {DIM_N, DIM_4C}, 0},   {SCRATCH(dlogits), {DIM_N, DIM_V}, 0},
+};
+
+// Floats of one layer's tensor b (of the whole one when it is not stacked) for B sequences.
+// Doubles, as in GPTMemoryPlan.
+static double layer_floats(const GPTConfig *c, int B, const BufferInfo *b) {
+    double n = 1.0;
+    for (int k = 0; k < 4; k++) n *= (double)dim(c, B, b->shape[k]);
+    return n;
+}
+
+// Floats of each tensor of a table (all layers together) for B sequences.
+static void buffer_sizes(const GPTConfig *c, int B, const BufferInfo *table, int count, double *floats) {
+    for (int i = 0; i < count; i++) floats[i] = layer_floats(c, B, &table[i]) * (table[i].per_layer ? c->n_layer : 1);
+}
+
+// The field of tensor b in tensors (an ActivationTensors or a ScratchTensors).
+static float **buffer_field(void *tensors, const BufferInfo *b) { return (float **)((char *)tensors + b->field); }
+
+// Points the fields of tensors into memory, one after the other in the table's order.
+static void point_buffers(void *tensors, float *memory, const BufferInfo *table, int count, const size_t *sizes) {
+    for (int i = 0; i < count; i++) {
+        *buffer_field(tensors, &table[i]) = memory;
+        memory += sizes[i];
+    }
 }
 
 // The kernels' workspace for the model's precision and its activations' rows.
@@ -232,7 +281,8 @@ int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
     }
     size_t T = c->block_size, N = (size_t)B * T;
     double act_floats[NUM_ACTIVATION_TENSORS], scratch_floats[NUM_SCRATCH_TENSORS], floats = 0.0;
-    activation_sizes(c, B, act_floats, scratch_floats);
+    buffer_sizes(c, B, activation_table, NUM_ACTIVATION_TENSORS, act_floats);
+    buffer_sizes(c, B, scratch_table, NUM_SCRATCH_TENSORS, scratch_floats);
     double largest = 0.0;
     for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) floats += act_floats[i], largest = fmax(largest, act_floats[i]);
     for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) floats += scratch_floats[i], largest = fmax(largest, scratch_floats[i]);
@@ -264,8 +314,8 @@ int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
     }
     model->num_activations = num_acts;
     model->batch_size = B;
-    point_tensors((float **)&model->acts, model->acts_memory, act_sizes, NUM_ACTIVATION_TENSORS);
-    point_tensors((float **)&model->scratch, model->scratch_memory, scratch_sizes, NUM_SCRATCH_TENSORS);
+    point_buffers(&model->acts, model->acts_memory, activation_table, NUM_ACTIVATION_TENSORS, act_sizes);
+    point_buffers(&model->scratch, model->scratch_memory, scratch_table, NUM_SCRATCH_TENSORS, scratch_sizes);
     return make_kernels(model, err);
 }
 
@@ -305,7 +355,8 @@ void gpt_memory_plan(const GPTConfig *c, int B, GPTPlanKind kind, GPTMemoryPlan 
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) params += (double)sizes[i];
     int sequences = kind == GPT_PLAN_GENERATION ? gpt_generation_batch(c, B) : B;
     double act[NUM_ACTIVATION_TENSORS], scratch[NUM_SCRATCH_TENSORS];
-    activation_sizes(c, sequences, act, scratch);
+    buffer_sizes(c, sequences, activation_table, NUM_ACTIVATION_TENSORS, act);
+    buffer_sizes(c, sequences, scratch_table, NUM_SCRATCH_TENSORS, scratch);
     plan->parameters = params * sizeof(float);
     for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) plan->activations += act[i] * sizeof(float);
     for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) plan->scratch += scratch[i] * sizeof(float);
@@ -337,14 +388,6 @@ double gpt_memory_total(const GPTMemoryPlan *p) {
            p->weight_copies + p->probe + p->text;
 }
 
-void gpt_format_bytes(double bytes, char *text, size_t n) {
-    static const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    int u = 0;
-    while (bytes >= 1024.0 && u < 6) bytes /= 1024.0, u++;
-    if (u == 0) snprintf(text, n, "%.0f bytes", bytes);
-    else snprintf(text, n, bytes < 10.0 ? "%.2f %s" : bytes < 100.0 ? "%.1f %s" : "%.0f %s", bytes, units[u]);
-}
-
 void gpt_memory_describe(const GPTMemoryPlan *p, char *text, size_t n) {
     const struct { const char *name; double bytes; } parts[] = {
         {"parameters", p->parameters}, {"weight copies", p->weight_copies}, {"gradients", p->gradients},
@@ -353,12 +396,12 @@ void gpt_memory_describe(const GPTMemoryPlan *p, char *text, size_t n) {
         {"probe", p->probe}, {"text", p->text},
     };
     char amount[32];
-    gpt_format_bytes(gpt_memory_total(p), amount, sizeof(amount));
+    format_bytes(gpt_memory_total(p), amount, sizeof(amount));
     size_t used = (size_t)snprintf(text, n, "%s (", amount);
     const char *sep = "";
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]) && used < n; i++) {
         if (parts[i].bytes <= 0.0) continue;
-        gpt_format_bytes(parts[i].bytes, amount, sizeof(amount));
+        format_bytes(parts[i].bytes, amount, sizeof(amount));
         used += (size_t)snprintf(text + used, n - used, "%s%s %s", sep, parts[i].name, amount);
         sep = ", ";
     }
@@ -427,8 +470,8 @@ void gpt_tensor_info(const GPTConfig *config, int index, TensorInfo *info) {
     else snprintf(info->name, sizeof(info->name), "%s", parameter_table[field].name);
     info->size = tensor_floats(config, field);
     info->offset = offset + (size_t)layer * info->size;
-    info->shape[0] = (int)dim(config, parameter_table[field].rows);
-    info->shape[1] = parameter_table[field].cols == DIM_NONE ? 0 : (int)dim(config, parameter_table[field].cols);
+    info->shape[0] = (int)dim(config, 0, parameter_table[field].rows);
+    info->shape[1] = parameter_table[field].cols == DIM_NONE ? 0 : (int)dim(config, 0, parameter_table[field].cols);
     info->ndim = info->shape[1] ? 2 : 1;
     info->decay = parameter_table[field].decay;
 }
@@ -453,7 +496,7 @@ int gpt_linear_weights(const GPTConfig *c, const ParameterTensors *p, LinearWeig
     for (int f = 0; f < NUM_PARAMETER_TENSORS; f++)
         if (parameter_table[f].linear)
             weights[n++] = (LinearWeights){p ? tensors[f] : NULL, parameter_table[f].per_layer ? c->n_layer : 1,
-                                           (int)dim(c, parameter_table[f].rows), (int)dim(c, parameter_table[f].cols)};
+                                           (int)dim(c, 0, parameter_table[f].rows), (int)dim(c, 0, parameter_table[f].cols)};
     return n;
 }
 
@@ -482,37 +525,26 @@ void gpt_init_weights(GPT *model, uint64_t seed) {
 // ----------------------------------------------------------------------------
 // forward and backward
 
-// Pointers to one layer's slice of the activations.
-typedef struct {
-    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att, *residual2, *ln2, *ln2_mean, *ln2_rstd, *fch, *gelu;
-    float *residual3;
-} LayerActs;
-
-// Layer l's activations for the current call: layers are strided by the allocated size
-// (B_alloc * T rows), a call uses the leading N = B * t rows.
-static LayerActs layer_acts(const GPT *m, int l) {
-    const GPTConfig *c = &m->config;
-    size_t rows = (size_t)m->batch_size * c->block_size;
-    size_t C = c->n_embd, A = (size_t)c->n_head * c->head_size;
-    size_t att_size = (size_t)m->batch_size * c->n_head * c->block_size * c->block_size;
-    const ActivationTensors *a = &m->acts;
-    LayerActs la = {
-        a->ln1 + l * rows * C, a->ln1_mean + l * rows, a->ln1_rstd + l * rows,
-        a->qkv + l * rows * 3 * A, a->atty + l * rows * A, a->att + l * att_size,
-        a->residual2 + l * rows * C, a->ln2 + l * rows * C, a->ln2_mean + l * rows,
-        a->ln2_rstd + l * rows, a->fch + l * rows * 4 * C, a->gelu + l * rows * 4 * C,
-        a->residual3 + l * rows * C,
-    };
-    return la;
+ActivationTensors gpt_layer_activations(const GPT *model, int layer) {
+    ActivationTensors view = model->acts;
+    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) {
+        const BufferInfo *b = &activation_table[i];
+        if (b->per_layer)
+            *buffer_field(&view, b) += (size_t)layer * (size_t)layer_floats(&model->config, model->batch_size, b);
+    }
+    return view;
 }
 
-const float *gpt_attention_weights(const GPT *model, int layer) { return layer_acts(model, layer).att; }
-const float *gpt_qkv(const GPT *model, int layer) { return layer_acts(model, layer).qkv; }
-const float *gpt_attention_output(const GPT *model, int layer) { return layer_acts(model, layer).atty; }
+const float *gpt_attention_weights(const GPT *model, int layer) { return gpt_layer_activations(model, layer).att; }
+const float *gpt_qkv(const GPT *model, int layer) { return gpt_layer_activations(model, layer).qkv; }
+const float *gpt_attention_output(const GPT *model, int layer) { return gpt_layer_activations(model, layer).atty; }
 
-const float *gpt_residual_stream(const GPT *model, int layer) {
-    return layer < 0 ? model->acts.encoded : layer_acts(model, layer).residual3;
+// The residual stream entering block l (gpt_residual_stream), which the hooks may edit.
+static float *residual_stream(const GPT *model, int l) {
+    return l == 0 ? model->acts.encoded : gpt_layer_activations(model, l - 1).residual3;
 }
+
+const float *gpt_residual_stream(const GPT *model, int layer) { return residual_stream(model, layer); }
 
 // The dropout of one site of layer l for a pass over sequences of t tokens; its elements are
 // numbered from the batch's first row (batch_offset), so a part of a batch draws the part of
@@ -553,8 +585,47 @@ static const float *pass_angles(const GPT *m, const ForwardPass *pass, int t) {
     return m->rope + (size_t)(rolls(m, pass, t) ? c->block_size : pass->pos0) * c->head_size;
 }
 
+// ----------------------------------------------------------------------------
+// hooks (ForwardHooks)
+
+// Edit e of the rows of an activation (N = B*t rows from x, ld_x floats apart, `width` floats
+// each): the chosen positions' rows replaced as e says, or zeroed when `zero` is 1 (the
+// gradient of an edited row, in the backward). A team function.
+static void edit_rows(float *x, long ld_x, int width, const ActivationEdit *e, int zero, int B, int t) {
+#pragma omp for schedule(static) nowait
+    for (int n = 0; n < B * t; n++) {
+        if (e->positions && !e->positions[n % t]) continue;
+        float *row = x + (size_t)n * ld_x;
+        if (zero || !e->rows) memset(row, 0, (size_t)width * sizeof(float));
+        else memcpy(row, e->rows + (size_t)n * e->ld, (size_t)width * sizeof(float));
+    }
+    team_barrier();
+}
+
+// The hooks' edits of block l's heads' outputs in atty (N, A), or of their gradient (zero 1).
+static void edit_heads(const GPT *m, float *atty, int l, int zero, int B, int t) {
+    const ForwardHooks *hooks = m->hooks;
+    const int hs = m->config.head_size, A = m->config.n_head * hs;
+    for (int i = 0; hooks && i < hooks->n_heads; i++)
+        if (hooks->heads[i].layer == l)
+            edit_rows(atty + (size_t)hooks->heads[i].head * hs, A, hs, &hooks->heads[i], zero, B, t);
+}
+
+// The hooks' edits of the residual stream entering block l (0..L) in x (N, C), or of its
+// gradient (zero 1).
+static void edit_residual(const GPT *m, float *x, int l, int zero, int B, int t) {
+    const ForwardHooks *hooks = m->hooks;
+    const int C = m->config.n_embd;
+    for (int i = 0; hooks && i < hooks->n_residual; i++)
+        if (hooks->residual[i].layer == l) edit_rows(x, C, C, &hooks->residual[i], zero, B, t);
+}
+
+// ----------------------------------------------------------------------------
+// the passes
+
 // Block l over the rows of B sequences of t tokens, x (N, C) its input: pre-LayerNorm
-// attention (its knocked-out heads' outputs zeroed) and MLP, each added to the residual stream,
+// attention (the hooks' edits of its heads' outputs made) and MLP, each added to the residual
+// stream,
 //   residual2 = x + dropout(c_proj(attention(c_attn(ln_1(x)))))
 //   residual3 = residual2 + dropout(c_proj(gelu(c_fc(ln_2(residual2)))))
 // keeping in the layer's activations what the backward reads. A team function.
@@ -562,7 +633,7 @@ static void block_forward(GPT *model, int l, const float *x, int B, int t, const
     const GPTConfig *c = &model->config;
     const int C = c->n_embd, H = c->n_head, hs = c->head_size, A = H * hs, N = B * t;
     BlockParams p = gpt_layer_params(&model->params, c, l);
-    LayerActs la = layer_acts(model, l);
+    ActivationTensors la = gpt_layer_activations(model, l);
     Kernels *k = model->kernels;
     float *branch = model->scratch.branch;
     Dropout drop_att = layer_dropout(model, pass, l, DROPOUT_ATTN_WEIGHTS, t);
@@ -576,7 +647,7 @@ static void block_forward(GPT *model, int l, const float *x, int B, int t, const
     // a rolling cache's step reads all T rows, as if after T - 1 earlier positions
     int keys_before = rolls(model, pass, t) ? c->block_size - 1 : pass->pos0;
     attention_forward(k, la.atty, la.att, la.qkv, &kv, B, keys_before, t, H, hs, &drop_att);
-    if (model->knocked_out) heads_knock_out(la.atty, model->knocked_out + l * H, N, H, hs);
+    edit_heads(model, la.atty, l, 0, B, t);
     linear_forward(k, branch, la.atty, p.attprojw, p.attprojb, N, A, C);
     dropout_forward(branch, branch, N * C, &drop_res1);
     residual_forward(la.residual2, x, branch, N * C);
@@ -587,6 +658,13 @@ static void block_forward(GPT *model, int l, const float *x, int B, int t, const
     linear_forward(k, branch, la.gelu, p.fcprojw, p.fcprojb, N, 4 * C, C);
     dropout_forward(branch, branch, N * C, &drop_res2);
     residual_forward(la.residual3, la.residual2, branch, N * C);
+}
+
+void gpt_unembed(const GPT *model, const float *x, int n, float *ln, float *mean, float *rstd, float *logits) {
+    const GPTConfig *c = &model->config;
+    layernorm_forward(ln, mean, rstd, x, model->params.lnfw, model->params.lnfb, n, c->n_embd);
+    // the head is the token embedding itself (tied): logits = ln wte^T
+    linear_forward(model->kernels, logits, ln, model->params.wte, NULL, n, c->n_embd, c->vocab_size);
 }
 
 // Passes of fewer multiply-adds than this (about N x parameters) run on the calling thread:
@@ -612,21 +690,22 @@ void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t
         model->inputs[n] = inputs[n];
         if (targets) model->targets[n] = targets[n];
     }
-    // the tokens' embeddings, with learned positions' from pos0 on; then the blocks
+    // the tokens' embeddings, with learned positions' from pos0 on
     const float *wpe = model->params.wpe ? model->params.wpe + (size_t)pass->pos0 * C : NULL;
     encoder_forward(a->encoded, inputs, model->params.wte, wpe, B, t, C);
     if (c->position == POSITION_ROPE && rolls(model, pass, t)) {
         if (omp_get_thread_num() == 0) rope_angles(model->rope + (size_t)c->block_size * c->head_size, pass->pos0, 1, c->head_size);
         team_barrier();
     }
-    const float *residual = a->encoded;
+    // the blocks, each reading the residual stream that enters it as the hooks leave it
     for (int l = 0; l < c->n_layer; l++) {
-        block_forward(model, l, residual, B, t, pass);
-        residual = layer_acts(model, l).residual3;
+        edit_residual(model, residual_stream(model, l), l, 0, B, t);
+        block_forward(model, l, residual_stream(model, l), B, t, pass);
     }
-    // the final LayerNorm, the head (the token embedding itself: tied) and the loss
-    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, residual, model->params.lnfw, model->params.lnfb, N, C);
-    linear_forward(model->kernels, a->logits, a->lnf, model->params.wte, NULL, N, C, V);
+    // the final LayerNorm and the head, then the loss
+    float *residual = residual_stream(model, c->n_layer);
+    edit_residual(model, residual, c->n_layer, 0, B, t);
+    gpt_unembed(model, residual, N, a->lnf, a->lnf_mean, a->lnf_rstd, a->logits);
     if (targets) crossentropy_forward(a->losses, a->probs, a->logits, targets, N, V);
     else softmax_forward(a->probs, a->logits, N, V);
     if (omp_get_thread_num() == 0) {
@@ -673,8 +752,8 @@ static void block_backward(GPT *model, int l) {
     const int C = c->n_embd, H = c->n_head, hs = c->head_size, A = H * hs;
     const int B = model->cur_B, t = model->cur_t, N = B * t;
     BlockParams p = gpt_layer_params(&model->params, c, l), dp = gpt_layer_params(&model->grads, c, l);
-    LayerActs la = layer_acts(model, l);
-    const float *residual_in = l == 0 ? model->acts.encoded : layer_acts(model, l - 1).residual3;
+    ActivationTensors la = gpt_layer_activations(model, l);
+    const float *residual_in = residual_stream(model, l);
     Kernels *k = model->kernels;
     ScratchTensors *s = &model->scratch;
     Dropout drop_att = layer_dropout(model, &model->pass, l, DROPOUT_ATTN_WEIGHTS, t);
@@ -695,7 +774,8 @@ static void block_backward(GPT *model, int l) {
     // attention branch: residual2 = residual_in + dropout(c_proj(attn(ln_1(residual_in))))
     dbranch = branch_gradient(s->dbranch, s->dres, N * C, &drop_res1);
     linear_backward(k, s->datty, dp.attprojw, dp.attprojb, dbranch, la.atty, p.attprojw, N, A, C);
-    if (model->knocked_out) heads_knock_out(s->datty, model->knocked_out + l * H, N, H, hs);
+    edit_heads(model, s->datty, l, 1, B, t);
+    zero_floats(s->dqkv, (size_t)N * 3 * A);
     attention_backward(k, s->dqkv, s->datty, la.qkv, la.att, B, t, H, hs, &drop_att);
     if (c->position == POSITION_ROPE) rope_backward(s->dqkv, model->rope, B, t, H, hs);
     linear_backward(k, s->dln, dp.qkvw, dp.qkvb, s->dqkv, la.ln1, p.qkvw, N, C, 3 * A);
@@ -718,14 +798,20 @@ void gpt_backward(GPT *model) {
     ParameterTensors *g = &model->grads;
 
     // loss -> logits -> final LayerNorm; dres carries the residual stream's gradient
+    zero_floats(s->dlogits, (size_t)N * V);
     crossentropy_backward(s->dlogits, a->probs, model->targets, 1.0f / batch_tokens, N, V);
     linear_backward(model->kernels, s->dln, g->wte, NULL, s->dlogits, a->lnf, model->params.wte, N, C, V);
     zero_floats(s->dres, (size_t)N * C);
-    const float *last_residual = c->n_layer > 0 ? layer_acts(model, c->n_layer - 1).residual3 : a->encoded;
+    const float *last_residual = residual_stream(model, c->n_layer);
     layernorm_backward(s->dres, g->lnfw, g->lnfb, s->dln, last_residual, model->params.lnfw, a->lnf_mean,
                        a->lnf_rstd, N, C);
-    // the blocks, last to first; then the embeddings
-    for (int l = c->n_layer - 1; l >= 0; l--) block_backward(model, l);
+    // the blocks, last to first, no gradient through a row of the stream the hooks replaced; then
+    // the embeddings
+    edit_residual(model, s->dres, c->n_layer, 1, B, t);
+    for (int l = c->n_layer - 1; l >= 0; l--) {
+        block_backward(model, l);
+        edit_residual(model, s->dres, l, 1, B, t);
+    }
     encoder_backward(g->wte, g->wpe, s->dres, model->inputs, B, t, C);
 }
 

@@ -54,43 +54,45 @@ typedef struct {
 } ParameterTensors;
 #define NUM_PARAMETER_TENSORS 16
 
-// Activations kept for the backward pass, sized for (B, T) once; a call with t < T uses
-// the leading B*t rows (and a (t, t) attention matrix per head).
+// Activations kept for the backward pass, sized for (B, T) once; a call with t < T uses the
+// leading B*t rows (and a (t, t) attention matrix per head). Their shapes, and which are
+// stacked over the layers (L, ...), are gpt.c's activation table, from which their sizes,
+// their place in one allocation and a layer's view (gpt_layer_activations) all come.
 typedef struct {
-    float *encoded;   // (N, C)        token + position embedding
-    float *ln1;       // (L, N, C)
-    float *ln1_mean;  // (L, N)
-    float *ln1_rstd;  // (L, N)
-    float *qkv;       // (L, N, 3A)
-    float *atty;      // (L, N, A)     attention output before c_proj
-    float *att;       // (L, B, H, t, t) softmax weights (before dropout), 0 above the diagonal
-    float *residual2; // (L, N, C)     x + dropout(attn c_proj)
-    float *ln2;       // (L, N, C)
-    float *ln2_mean;  // (L, N)
-    float *ln2_rstd;  // (L, N)
-    float *fch;       // (L, N, 4C)    c_fc output before GELU
-    float *gelu;      // (L, N, 4C)    GELU(fch): c_proj's input, which its backward reads
-    float *residual3; // (L, N, C)     residual2 + dropout(mlp c_proj)
-    float *lnf;       // (N, C)
-    float *lnf_mean;  // (N)
-    float *lnf_rstd;  // (N)
-    float *logits;    // (N, V)
-    float *probs;     // (N, V)        softmax of logits
-    float *losses;    // (N)           -log p(target)
+    float *encoded;   // token + position embedding: the residual stream entering block 0
+    float *ln1;       // ln_1's output, and each row's mean and 1/std
+    float *ln1_mean;
+    float *ln1_rstd;
+    float *qkv;       // c_attn's output: each row's A queries, A keys, A values
+    float *atty;      // attention's output before c_proj: each head's hs side by side
+    float *att;       // softmax weights (before dropout), each head's (t, t), 0 above the diagonal
+    float *residual2; // x + dropout(attention's c_proj)
+    float *ln2;       // ln_2's output, and each row's mean and 1/std
+    float *ln2_mean;
+    float *ln2_rstd;
+    float *fch;       // c_fc's output, before GELU
+    float *gelu;      // GELU(fch): c_proj's input, which its backward reads
+    float *residual3; // residual2 + dropout(the MLP's c_proj): the stream entering the next block
+    float *lnf;       // the final LayerNorm's output, and each row's mean and 1/std
+    float *lnf_mean;
+    float *lnf_rstd;
+    float *logits;    // the head's output: each row's unnormalised log-probabilities
+    float *probs;     // softmax of logits
+    float *losses;    // -log p(target) of each row
 } ActivationTensors;
 #define NUM_ACTIVATION_TENSORS 20
 
 // Per-call scratch shared by all layers (not kept across layers): forward temporaries and
-// the gradients of activations in backward.
+// the gradients of activations in backward. Their shapes are gpt.c's scratch table.
 typedef struct {
-    float *branch;   // (N, C)   c_proj output before dropout / residual
-    float *dres;     // (N, C)   gradient of the residual stream
-    float *dbranch;  // (N, C)   gradient of a residual branch after dropout backward
-    float *dln;      // (N, C)   gradient of a LayerNorm output
-    float *dqkv;     // (N, 3A)
-    float *datty;    // (N, A)
-    float *dfch;     // (N, 4C)  gradient of GELU output, then of its input
-    float *dlogits;  // (N, V)
+    float *branch;   // c_proj output before dropout / residual
+    float *dres;     // gradient of the residual stream
+    float *dbranch;  // gradient of a residual branch after dropout backward
+    float *dln;      // gradient of a LayerNorm output
+    float *dqkv;
+    float *datty;
+    float *dfch;     // gradient of GELU output, then of its input
+    float *dlogits;
 } ScratchTensors;
 #define NUM_SCRATCH_TENSORS 8
 
@@ -118,6 +120,35 @@ typedef struct {
     int kv_sequences, first_sequence, pos0;
 } ForwardPass;
 
+// Hooks: what every forward of a model (model->hooks) does besides computing, for what
+// measures the model (analysis/): an edit replaces rows of an activation as the forward makes
+// it, either a head's output (its hs-wide slice of atty, before c_proj) or the residual
+// stream entering a block. At each chosen position i of each of the pass's B sequences (row n
+// = b*t + i of the pass's N rows) the row becomes rows + n*ld, or zeros when rows is NULL:
+//   knock-out        a head's output zeroed            rows NULL
+//   patching         another run's rows put in         rows its (N, ...) rows, ld their stride
+//   mean-ablation    one row at every position         rows that row, ld 0
+//   residual patch   the stream entering block l        the same, C floats a row
+// The forward keeps the edited rows (the activations hold what the next layer read), and the
+// backward takes them as constants: no gradient flows back through an edited row (a
+// knocked-out head's weights get none from its output), so it stays the forward's derivative.
+// What a forward computed is read back ("record") through gpt_layer_activations and the
+// accessors after it. Edits apply in their order; their layers and heads must be the model's.
+typedef struct {
+    int layer;   // a head's block, 0..L-1; for the residual stream the block it enters, 0..L
+                 // (L: the stream the final LayerNorm reads)
+    int head;    // 0..H-1; unused for the residual stream
+    const float *rows;               // NULL: zeros; else the replacing rows (hs or C floats each)
+    long ld;                         // floats from one row of rows to the next; 0: one row for all
+    const unsigned char *positions;  // NULL: every position; else t flags, 1 where the row is edited
+} ActivationEdit;
+typedef struct {
+    const ActivationEdit *heads;     // edits of heads' outputs
+    int n_heads;
+    const ActivationEdit *residual;  // edits of the residual stream
+    int n_residual;
+} ForwardHooks;
+
 typedef struct {
     GPTConfig config;
     ParameterTensors params;
@@ -140,9 +171,9 @@ typedef struct {
     float mean_loss;         // mean cross-entropy of the last forward with targets, else -1
     double loss_sum;         // the sum of its token losses (mean_loss = loss_sum / (B*t))
     ForwardPass pass;        // what the last forward was for; its backward follows it
-    // NULL, or (L, H) flags: a head with its flag set is knocked out (ablated) in every
-    // forward and backward, its output (its slice of atty) zeroed before c_proj. Not owned.
-    const unsigned char *knocked_out;
+    // NULL, or the hooks every forward and backward applies (ForwardHooks), not owned. Set
+    // between passes, not between a forward and its backward. NULL costs nothing.
+    const ForwardHooks *hooks;
     // the team sizes of forwards called from serial code (evaluation, generation's prefill)
     // and of train_step's steps, chosen from their times (parallel.h); the latest step's
     ThreadTuner forward_tuner, step_tuner;
@@ -208,8 +239,6 @@ void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int
 double gpt_memory_total(const GPTMemoryPlan *plan);
 // "40.5 MiB (parameters 832 KiB, gradients 832 KiB, ...)", naming the parts that are not 0.
 void gpt_memory_describe(const GPTMemoryPlan *plan, char *text, size_t n);
-// Writes bytes as "832 KiB", "40.5 MiB", "3.2 TiB".
-void gpt_format_bytes(double bytes, char *text, size_t n);
 
 // Cached generation of S samples (generation/inference.h): the keys and values of every
 // layer, sample and position (for each layer l, sample s and position j < T, A keys then A
@@ -235,6 +264,11 @@ void gpt_init_weights(GPT *model, uint64_t seed);
 // region by every thread of its team they share the work; from serial code they start a
 // team of their own.
 void gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int t, const ForwardPass *pass);
+// The final LayerNorm and the head (the token embedding, tied) on n rows x (n, C) of a residual
+// stream: what the forward does after the last block. ln (n, C) gets ln_f's output, mean and
+// rstd (n) each row's mean and 1/std, logits (n, V) the head's. A team function; the logit lens
+// (analysis/logit_lens.h) reads the stream entering any block through it.
+void gpt_unembed(const GPT *model, const float *x, int n, float *ln, float *mean, float *rstd, float *logits);
 // Backward of the mean loss of the last forward (which must have had targets), or of the
 // whole batch's mean loss when the forward was part of one (batch_rows): ADDS into every
 // gradient, so that the gradients of a batch's parts sum to the batch's.
@@ -243,6 +277,11 @@ void gpt_backward(GPT *model);
 // A team function (from serial code it runs on the calling thread).
 void gpt_zero_grad(GPT *model);
 
+// What the last forward kept, read through these (the hooks' "record"). Layer l's view of the
+// activations: each tensor stacked over the layers at its slice for layer l (the layers' slices
+// are (B, T) apart, a call with t < T using the leading B*t rows of its slice), the others
+// whole; valid until the activations are allocated again.
+ActivationTensors gpt_layer_activations(const GPT *model, int layer);
 // Attention weights of one layer from the last forward: (B, H, t, t), row i holding the
 // softmax weights over keys 0..i (before dropout) and 0 above the diagonal.
 const float *gpt_attention_weights(const GPT *model, int layer);
@@ -252,8 +291,9 @@ const float *gpt_qkv(const GPT *model, int layer);
 // Each head's output of one layer from the last forward, sum_j W[i][j] v_j before c_proj:
 // (B, t, A), head h's at h * hs.
 const float *gpt_attention_output(const GPT *model, int layer);
-// The residual stream of the last forward after block `layer` (-1: the embeddings, before the
-// first block), (B, t, C): what the final LayerNorm reads after the last block.
+// The residual stream of the last forward entering block `layer`, (B, t, C): layer 0 the
+// embeddings, layer l the output of block l - 1, layer L (n_layer) what the final LayerNorm
+// reads.
 const float *gpt_residual_stream(const GPT *model, int layer);
 
 // Parameter tensors by index, in storage order, with nanoGPT's names.

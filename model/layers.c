@@ -1,15 +1,15 @@
 // Forward and backward of each layer except the linear layers (the kernels') and attention
 // (attention.c).
 // Each is a team function (parallel.h): loops over rows are split over the threads of the
-// calling team; reductions inside a row use `omp simd` so they vectorise with a fixed order,
-// giving the same bits on every run and for any thread count.
+// calling team; reductions inside a row are sums of a fixed order (kernels/fixed_sum.h), giving
+// the same bits on every run, for any thread count and from any compiler.
 #include "layers.h"
 
 #include <math.h>
 #include <string.h>
 
+#include "../kernels/fixed_sum.h"
 #include "../kernels/parallel.h"
-#include "rng.h"
 
 // ----------------------------------------------------------------------------
 // token + position embedding
@@ -56,17 +56,13 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
 #pragma omp for schedule(static) nowait
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
-        float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-        for (int i = 0; i < C; i++) sum += x[i];
-        float m = sum / C;
-        float var = 0.0f;
-#pragma omp simd reduction(+ : var)
-        for (int i = 0; i < C; i++) {
-            float d = x[i] - m;
-            var += d * d;
-        }
-        float s = 1.0f / sqrtf(var / C + LAYERNORM_EPS);
+        float m = sum_fixed(x, C) / C;
+        float lanes[SUM_LANES] = {0};  // the variance's sum, in sum_fixed's order
+        int i0 = 0;
+        for (; i0 + SUM_LANES <= C; i0 += SUM_LANES)
+            for (int l = 0; l < SUM_LANES; l++) lanes[l] += (x[i0 + l] - m) * (x[i0 + l] - m);
+        for (int l = 0; i0 + l < C; l++) lanes[l] += (x[i0 + l] - m) * (x[i0 + l] - m);
+        float s = 1.0f / sqrtf(sum_lanes(lanes) / C + LAYERNORM_EPS);
         float *y = out + (size_t)n * C;
 #pragma omp simd
         for (int i = 0; i < C; i++) y[i] = (x[i] - m) * s * weight[i] + bias[i];
@@ -87,15 +83,20 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
         const float *dy = dout + (size_t)n * C;
         float *dx = dinp + (size_t)n * C;
         float m = mean[n], s = rstd[n];
-        float g_mean = 0.0f, gx_mean = 0.0f;
-#pragma omp simd reduction(+ : g_mean, gx_mean)
-        for (int i = 0; i < C; i++) {
-            float g = dy[i] * weight[i];
-            g_mean += g;
-            gx_mean += g * (x[i] - m) * s;
+        float g_lanes[SUM_LANES] = {0}, gx_lanes[SUM_LANES] = {0};  // in sum_fixed's order
+        int i0 = 0;
+        for (; i0 + SUM_LANES <= C; i0 += SUM_LANES)
+            for (int l = 0; l < SUM_LANES; l++) {
+                float g = dy[i0 + l] * weight[i0 + l];
+                g_lanes[l] += g;
+                gx_lanes[l] += g * (x[i0 + l] - m) * s;
+            }
+        for (int l = 0; i0 + l < C; l++) {
+            float g = dy[i0 + l] * weight[i0 + l];
+            g_lanes[l] += g;
+            gx_lanes[l] += g * (x[i0 + l] - m) * s;
         }
-        g_mean /= C;
-        gx_mean /= C;
+        float g_mean = sum_lanes(g_lanes) / C, gx_mean = sum_lanes(gx_lanes) / C;
 #pragma omp simd
         for (int i = 0; i < C; i++) {
             float xhat = (x[i] - m) * s;
@@ -133,12 +134,8 @@ void residual_forward(float *out, const float *a, const float *b, int n) {
     team_barrier();
 }
 
-void heads_knock_out(float *x, const unsigned char *knocked_out, int N, int H, int hs) {
-#pragma omp for schedule(static) nowait
-    for (int n = 0; n < N; n++)
-        for (int h = 0; h < H; h++)
-            if (knocked_out[h]) memset(x + ((size_t)n * H + h) * hs, 0, (size_t)hs * sizeof(float));
-    team_barrier();
+uint64_t dropout_key(uint64_t step_seed, int layer, int site) {
+    return hash_mix64(hash_mix64(step_seed) + (uint64_t)layer * 3u + (uint64_t)site + 1u);
 }
 
 void dropout_forward(float *out, const float *inp, int n, const Dropout *drop) {
@@ -190,7 +187,7 @@ void crossentropy_backward(float *dlogits, const float *probs, const int *target
     for (int n = 0; n < N; n++) {
         const float *p = probs + (size_t)n * V;
         float *dz = dlogits + (size_t)n * V;
-        for (int v = 0; v < V; v++) dz[v] = (p[v] - (v == targets[n] ? 1.0f : 0.0f)) * dloss;
+        for (int v = 0; v < V; v++) dz[v] += (p[v] - (v == targets[n] ? 1.0f : 0.0f)) * dloss;
     }
     team_barrier();
 }

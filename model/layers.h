@@ -7,12 +7,13 @@
 // Every function is a team function (parallel.h): inside a parallel region all threads of
 // the team call it and share its work; from serial code it runs on the calling thread.
 // The linear layers and attention's products are the kernels' (kernels.h), dropout masks
-// come from rng.h.
+// are hashes (common/rng.h: hash_mix64).
 #ifndef CHARGPT_LAYERS_H
 #define CHARGPT_LAYERS_H
 
 #include <stdint.h>
 
+#include "../common/rng.h"
 #include "../kernels/kernels.h"
 
 #define LAYERNORM_EPS 1e-5f
@@ -25,6 +26,18 @@ typedef struct {
     uint64_t key;    // derived from (seed, layer, site) with dropout_key()
     uint64_t first;
 } Dropout;
+
+// Dropout sites within a layer.
+enum { DROPOUT_ATTN_WEIGHTS = 0, DROPOUT_ATTN_RESIDUAL = 1, DROPOUT_MLP_RESIDUAL = 2 };
+
+// Key for one dropout site of one layer in one step.
+uint64_t dropout_key(uint64_t step_seed, int layer, int site);
+// 1 when element `index` survives dropout with probability p of zeroing.
+static inline int dropout_keep(uint64_t key, uint64_t index, float p) {
+    uint64_t h = hash_mix64(key ^ (index * 0x9E3779B97F4A7C15ull));
+    // compare the top 24 bits as a uniform in [0,1) against p
+    return (float)(h >> 40) * (1.0f / 16777216.0f) >= p;
+}
 
 // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]
 // out (B*t, C), tokens (B, t), wte (V, C), wpe (>=t, C) or NULL (RoPE: no position table)
@@ -77,15 +90,10 @@ void rope_forward(float *qkv, const float *cs, int B, int t, int H, int hs);
 // in place on dq and dk in dqkv (B*t, 3A).
 void rope_backward(float *dqkv, const float *cs, int B, int t, int H, int hs);
 
-// dqkv (N, 3A) = the gradient through attention (written); needs qkv and att of the forward
-// (pos0 = 0, the keys and values qkv's own).
+// dqkv (N, 3A) += gradient through attention; needs qkv and att of the forward (pos0 = 0, the
+// keys and values qkv's own).
 void attention_backward(Kernels *k, float *dqkv, const float *dout, const float *qkv, const float *att, int B, int t,
                         int H, int hs, const Dropout *drop);
-
-// Knocks heads out: zeroes the columns [h*hs, (h+1)*hs) of x (N, H*hs) for each head h with
-// knocked_out[h] set. On the attention output it removes those heads' contribution to the
-// residual stream; on its gradient, the gradient through them.
-void heads_knock_out(float *x, const unsigned char *knocked_out, int N, int H, int hs);
 
 // GELU is the kernels' (kernels.h: gelu_forward, gelu_backward): its exp is the costliest
 // elementwise work of a step, and it is compiled for each instruction set.
@@ -99,7 +107,7 @@ void dropout_backward(float *dinp, const float *dout, int n, const Dropout *drop
 
 // Softmax over V logits per row, then -log p(target). probs, logits (N, V); losses, targets (N)
 void crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets, int N, int V);
-// dlogits = (probs - onehot(target)) * dloss (written), dloss the same for every row (1/N for a mean)
+// dlogits += (probs - onehot(target)) * dloss, dloss the same for every row (1/N for a mean)
 void crossentropy_backward(float *dlogits, const float *probs, const int *targets, float dloss, int N, int V);
 
 // Softmax over V for each row (no targets), for sampling.

@@ -17,12 +17,9 @@ double train_step(GPT *model, AdamW *opt, const int *inputs, const int *targets,
         gpt_forward(model, inputs, targets, B, t, &pass);
         gpt_backward(model);
         // every thread gets the same loss and norm, so all take the same branch
-        double team_norm = grad_global_norm(model->grads_memory, model->num_parameters);
-        if (isfinite(model->mean_loss) && isfinite(team_norm)) {
-            grad_clip(model->grads_memory, model->num_parameters, team_norm, max_norm);
-            adamw_update(opt, model->params_memory, model->grads_memory, lr);
-            gpt_params_changed(model);
-        }
+        double team_norm;
+        double sum_of_squares = grad_sum_of_squares(model->grads_memory, model->num_parameters);
+        if (train_step_update(model, opt, sum_of_squares, lr, max_norm, &team_norm)) gpt_params_changed(model);
         if (omp_get_thread_num() == 0) {
             norm = team_norm;
             model->step_threads = omp_get_num_threads();
@@ -30,4 +27,13 @@ double train_step(GPT *model, AdamW *opt, const int *inputs, const int *targets,
     }
     tuner_stop(&model->step_tuner, 1.0);
     return norm;
+}
+
+int train_step_update(GPT *model, AdamW *opt, double sum_of_squares, float lr, float max_norm, double *norm) {
+    *norm = sqrt(sum_of_squares);
+    if (!isfinite(model->mean_loss) || !isfinite(*norm)) return 0;
+    float *params = model->params_memory + opt->first, *grads = model->grads_memory + opt->first;
+    grad_clip(grads, opt->n, *norm, max_norm);
+    adamw_update(opt, params, grads, lr);
+    return 1;
 }

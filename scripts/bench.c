@@ -76,13 +76,13 @@
 #include "../common/errors.h"
 #include "../common/platform.h"
 #include "../common/program.h"
+#include "../common/rng.h"
+#include "../generation/decoder.h"
+#include "../generation/sampler.h"
+#include "../kernels/kernels.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
-#include "../generation/decoder.h"
-#include "../kernels/kernels.h"
-#include "../model/rng.h"
 #include "../model/train_step.h"
-#include "../generation/sampler.h"
 
 // Training hyperparameters as ./train's defaults (a constant learning rate: the schedule
 // does not change the work).
@@ -754,10 +754,11 @@ static void usage(FILE *f) {
             "  --precision P      fp32 or bf16: the matrix products' precision (default fp32)\n"
             "  --paired           fp32 and bf16 in turn in one process: training steps (--seconds\n"
             "                     and --steps then count pairs), then generated characters with the\n"
-            "                     cache, as --jobs asks for train and generate; no peak\n"
+            "                     cache, as --jobs asks for train and generate (no peak or samples:\n"
+            "                     a --jobs that names them is refused)\n"
             "  --pos P            learned or rope: the models' positions (default learned)\n"
             "  --long-gen         only --gen-chars characters with the cache, past the block\n"
-            "                     (row generate_long), instead of the jobs\n"
+            "                     (row generate_long), instead of the jobs (no --jobs, --paired)\n"
             "  --list-backends    print the kernels' backends this CPU runs, fastest first, and exit\n"
             "  -h, --help         show this help\n", MIN_TIMED_STEPS);
 }
@@ -796,6 +797,7 @@ static void parse_options(int argc, char **argv, Options *o) {
                    PRECISION_FP32, POSITION_LEARNED};
     opterr = 0;
     int c;
+    const char *jobs_given = NULL;  // --jobs's list
     while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
         const char *flag = argv[optind - 1];
         switch (c) {
@@ -806,7 +808,7 @@ static void parse_options(int argc, char **argv, Options *o) {
                                                             : parse_list("--config", optarg, names, NUM_CONFIGS);
                 break;
             }
-            case OPT_JOBS: o->jobs = parse_list("--jobs", optarg, job_names, NUM_JOBS); break;
+            case OPT_JOBS: o->jobs = parse_list("--jobs", optarg, job_names, NUM_JOBS), jobs_given = optarg; break;
             case OPT_SECONDS: o->seconds = option_double("--seconds", optarg, 0.0, 3600.0, 1); break;
             case OPT_STEPS: o->steps = option_long("--steps", optarg, 1, 1000000); break;
             case OPT_WARMUP: o->warmup = (int)option_long("--warmup", optarg, 1, 1000); break;
@@ -836,6 +838,12 @@ static void parse_options(int argc, char **argv, Options *o) {
     }
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (see --help)", argv[optind]);
     if ((o->jobs & JOB_SAMPLES) && !(o->jobs & JOB_GENERATE)) die(EXIT_USAGE, "--jobs: samples needs generate");
+    // --paired and --long-gen run instead of the jobs: a job they do not run is not asked for
+    if (o->paired && o->long_gen) die(EXIT_USAGE, "--paired and --long-gen each replace the jobs: give one of them");
+    if (o->long_gen && jobs_given) die(EXIT_USAGE, "--long-gen runs instead of the jobs: give no --jobs with it");
+    if (o->paired && jobs_given && (o->jobs & (JOB_PEAK | JOB_SAMPLES)))
+        die(EXIT_USAGE, "--jobs %s with --paired: --paired times train and generate alone (no peak, no samples)",
+            jobs_given);
 }
 
 int main(int argc, char **argv) {

@@ -20,7 +20,11 @@
 # a row of the attention math for every character, and its math, run over every head and
 # query, must give the model's own weights and outputs within 1e-4; a page with the heads'
 # labels must caption every thumbnail with its head's, and with its importance (the loss change
-# when it alone is knocked out) when the page has the heads' importance.
+# when it alone is knocked out, and replaced by its mean) when the page has the heads' importance.
+# A page with the logit attribution must draw a bar for each of its parts (the embeddings, every
+# head, every MLP, the biases), and its parts must sum to its totals within 1e-4 at every
+# position; a page with activation patching must draw a cell for every head and for the stream
+# entering every block and ln_f at every position.
 #
 # usage: scripts/check_viewer.sh PAGE.html OUT_DIR
 # e.g. after `make test`: scripts/check_viewer.sh tests/tmp/viewer_sample.html tests/tmp/viewer_shots
@@ -37,10 +41,12 @@ if [ -z "${heads:-}" ]; then
     echo "check_viewer: $page: no sizes in the title ($title)" >&2
     exit 1
 fi
-RENDERED="model,text,heatmap,lines(,lens)?(,math)?"
+RENDERED="model,text,heatmap,lines(,lens)?(,math)?(,attribution)?(,patching)?"
 vectors=$(grep -c '"head_size":' "$page")
 labelled=$(grep -c '"heads":{' "$page")
 important=$(grep -c '"importance":\[' "$page")
+attributed=$(grep -c '"logit_attribution": {' "$page")
+patched=$(grep -c '"patching": {' "$page")
 source "$(dirname "$0")/page_checks.sh"  # view, attribute, expect, fail
 
 # the counts every view must show; a page with a logit lens (./generate writes one) must show
@@ -66,6 +72,15 @@ expect_cells() {
     fi
     if [ "$important" != 0 ]; then
         expect "$1" importance $((layers * heads))
+    fi
+    if [ "$attributed" != 0 ]; then
+        expect "$1" attribution-bars $((2 + layers * heads + layers))
+        if ! awk -v e="$(attribute attribution-error)" 'BEGIN { exit !(e != "" && e + 0 <= 1e-4) }'; then
+            fail "$1: data-attribution-error is '$(attribute attribution-error)', want at most 1e-4"
+        fi
+    fi
+    if [ "$patched" != 0 ]; then
+        expect "$1" patch-cells $((layers * heads + (layers + 1) * chars))
     fi
 }
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../model/rng.h"
+#include "../common/rng.h"
 
 // ---------------------------------------------------------------------------------------
 // encoder
@@ -358,14 +358,30 @@ static Dropout block_dropout(const RefShape *m, int l, int site) {
     return (Dropout){m->p, dropout_key(m->dropout_seed, l, site), 0};
 }
 
-// The heads of layer l that the model knocks out (model->knocked_out): their columns of x
-// (N, A), the attention's output or its gradient, set to 0.
-static void knock_out(const RefShape *m, int l, double *x) {
-    if (!m->model->knocked_out) return;
-    for (int h = 0; h < m->H; h++)
-        if (m->model->knocked_out[l * m->H + h])
-            for (int n = 0; n < m->N; n++)
-                for (int d = 0; d < m->hs; d++) x[(size_t)n * m->A + h * m->hs + d] = 0.0;
+// The model's hooks (model/gpt.h: ForwardHooks) in double: edit e of rows of `width` values,
+// ld_x apart from x (N of them; row n at position n % t), made as the hook says, or zeroed
+// when `zero` is 1 (the gradient of an edited row, which the backward takes as a constant).
+static void edit(const RefShape *m, const ActivationEdit *e, double *x, int ld_x, int width, int zero) {
+    for (int n = 0; n < m->N; n++) {
+        if (e->positions && !e->positions[n % m->t]) continue;
+        for (int d = 0; d < width; d++)
+            x[(size_t)n * ld_x + d] = zero || !e->rows ? 0.0 : (double)e->rows[(size_t)n * e->ld + d];
+    }
+}
+
+// The hooks' edits of layer l's heads' outputs in x (N, A), the attention's output (zero 0)
+// or its gradient (zero 1).
+static void edit_heads(const RefShape *m, int l, double *x, int zero) {
+    const ForwardHooks *h = m->model->hooks;
+    for (int i = 0; h && i < h->n_heads; i++)
+        if (h->heads[i].layer == l) edit(m, &h->heads[i], x + h->heads[i].head * m->hs, m->A, m->hs, zero);
+}
+
+// The hooks' edits of the residual stream entering block l (0..L), x (N, C), or its gradient.
+static void edit_stream(const RefShape *m, int l, double *x, int zero) {
+    const ForwardHooks *h = m->model->hooks;
+    for (int i = 0; h && i < h->n_residual; i++)
+        if (h->residual[i].layer == l) edit(m, &h->residual[i], x, m->C, m->C, zero);
 }
 
 // What one block's forward keeps for its backward.
@@ -407,7 +423,7 @@ static void block_forward(const RefShape *m, const double *params, int l, double
     ref_matmul_forward(a->qkv, a->ln1, params + at(m, w.qkvw), w.qkvb ? params + at(m, w.qkvb) : NULL, N, C, 3 * A);
     if (m->cfg->position == POSITION_ROPE) ref_rope_forward(a->qkv, m->B, m->t, m->H, m->hs);
     attention_forward_window(a->atty, att, a->qkv, m->B, m->t, m->H, m->hs, m->window, &d_att);
-    knock_out(m, l, a->atty);
+    edit_heads(m, l, a->atty, 0);
     ref_matmul_forward(branch, a->atty, params + at(m, w.attprojw), params + at(m, w.attprojb), N, A, C);
     ref_dropout_forward(branch, branch, NC, &d_res1);
     ref_residual_forward(a->res2, a->x_in, branch, NC);
@@ -449,7 +465,7 @@ static void block_backward(const RefShape *m, const double *params, double *grad
     ref_dropout_backward(dbranch, dres2, NC, &d_res1);
     ref_matmul_backward(datty, grads + at(m, w.attprojw), grads + at(m, w.attprojb), dbranch, a->atty,
                         params + at(m, w.attprojw), N, A, C);
-    knock_out(m, l, datty);
+    edit_heads(m, l, datty, 1);
     ref_attention_backward(dqkv, datty, a->qkv, m->B, m->t, m->H, m->hs, &d_att);
     if (m->cfg->position == POSITION_ROPE) ref_rope_backward(dqkv, m->B, m->t, m->H, m->hs);
     ref_matmul_backward(dln, grads + at(m, w.qkvw), w.qkvb ? grads + at(m, w.qkvb) : NULL, dqkv, a->ln1,
@@ -495,8 +511,10 @@ static double gpt_forward_backward(const GPT *model, const double *params, const
     ref_encoder_forward(x, inputs, params + at(&m, p->wte), wpe, B, t, C);
     for (int l = 0; l < L; l++) {
         acts[l] = block_acts_alloc(&m);
+        edit_stream(&m, l, x, 0);
         block_forward(&m, params, l, x, &acts[l], att_out ? att_out + l * att_size : NULL, branch);
     }
+    edit_stream(&m, L, x, 0);
     ref_layernorm_forward(lnf, NULL, NULL, x, params + at(&m, p->lnfw), params + at(&m, p->lnfb), N, C);
     ref_matmul_forward(logits, lnf, params + at(&m, p->wte), NULL, N, C, V);  // weight tying: wte is the head
     if (targets) ref_crossentropy_forward(losses, probs, logits, targets, N, V);
@@ -509,7 +527,11 @@ static double gpt_forward_backward(const GPT *model, const double *params, const
         memset(grads, 0, model->num_parameters * sizeof(double));
         double *dx = zeros(NC);  // the gradient of the residual stream
         head_backward(&m, params, grads, x, lnf, probs, targets, dx);
-        for (int l = L - 1; l >= 0; l--) block_backward(&m, params, grads, l, dx, &acts[l]);
+        edit_stream(&m, L, dx, 1);
+        for (int l = L - 1; l >= 0; l--) {
+            block_backward(&m, params, grads, l, dx, &acts[l]);
+            edit_stream(&m, l, dx, 1);
+        }
         ref_encoder_backward(grads + at(&m, p->wte), p->wpe ? grads + at(&m, p->wpe) : NULL, dx, inputs, B, t, C);
         free(dx);
     }
@@ -528,6 +550,20 @@ double ref_gpt_forward_backward(const GPT *model, const double *params, const in
 void ref_gpt_sliding_logits(const GPT *model, const double *params, const int *inputs, int t, int window,
                             double *logits) {
     gpt_forward_backward(model, params, inputs, NULL, 1, t, window, 0, 0, logits, NULL, NULL);
+}
+
+// ---------------------------------------------------------------------------------------
+// AdamW
+
+void ref_adamw_update(double *params, double *m, double *v, const double *grads, const unsigned char *decay, size_t n,
+                      long k, double lr, double beta1, double beta2, double eps, double weight_decay) {
+    double bias1 = 1.0 - pow(beta1, (double)k), bias2 = 1.0 - pow(beta2, (double)k);
+    for (size_t i = 0; i < n; i++) {
+        m[i] = beta1 * m[i] + (1.0 - beta1) * grads[i];
+        v[i] = beta2 * v[i] + (1.0 - beta2) * grads[i] * grads[i];
+        double wd = decay[i] ? weight_decay : 0.0;
+        params[i] -= lr * ((m[i] / bias1) / (sqrt(v[i] / bias2) + eps) + wd * params[i]);
+    }
 }
 
 // ---------------------------------------------------------------------------------------

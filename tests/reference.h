@@ -8,18 +8,21 @@
 //
 // How the tests use it:
 //   tests/test_ops.c      each backward here against central finite differences of its
-//                         forward; then every float layer against it, forward and backward
+//                         forward; then every float layer against it, forward and backward,
+//                         and AdamW's update
 //   tests/test_kernels.c  the pointwise kernels (GELU, softmax) of every backend against it
 //   tests/test_model.c    the whole float model against ref_gpt_forward_backward (loss,
 //                         logits, every gradient, with and without dropout), and that
 //                         function's gradient against finite differences
+//   tests/exercises/      a learner's version of a layer (exercises/) against it
+//                         (docs/exercises.md)
 // (The whole float model is also checked against PyTorch through a committed fixture:
 // tests/test_torch_parity.c.)
 //
 // Conventions follow the kernels: N rows of C channels, row-major; every backward
 // ACCUMULATES (+=) into its gradients, but for the input gradients of the linear layer and
 // GELU, which it writes (=). Dropout uses the same mask function as the kernels,
-// dropout_keep(key, index, p) from model/rng.h; a NULL Dropout or p == 0 is the identity.
+// dropout_keep(key, index, p) from model/layers.h; a NULL Dropout or p == 0 is the identity.
 // The parameters are the model's, in its layout (model/gpt.h), as doubles.
 #ifndef CHARGPT_REFERENCE_H
 #define CHARGPT_REFERENCE_H
@@ -86,11 +89,19 @@ void ref_crossentropy_backward(double *dlogits, const double *probs, const int *
                                const double *dlosses, int N, int V);
 void ref_softmax_forward(double *probs, const double *logits, int N, int V);
 
+// One AdamW update (model/adamw.h) of n parameters, the k-th (from 1), in double:
+//   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;  mhat = m/(1-b1^k);  vhat = v/(1-b2^k)
+//   p -= lr (mhat / (sqrt(vhat) + eps) + wd p), wd = weight_decay where decay[i] is 1, else 0
+// params, m and v updated in place.
+void ref_adamw_update(double *params, double *m, double *v, const double *grads, const unsigned char *decay, size_t n,
+                      long k, double lr, double beta1, double beta2, double eps, double weight_decay);
+
 // The whole GPT in double, on parameters laid out as model's (model/gpt.h; params holds
 // model->num_parameters doubles, each where params_memory holds its float): returns the mean
-// cross-entropy of tokens (B, t) against targets. Only model's config, layout and
-// knocked-out heads are read, not its weights: a head knocked out has its output zeroed
-// before c_proj (and so no gradient through it). Dropout is active when training is set and the config's dropout > 0, with
+// cross-entropy of tokens (B, t) against targets. Only model's config, layout and hooks
+// (model/gpt.h) are read, not its weights: a head's output edited (zeroed or replaced) before
+// c_proj, the residual stream entering a block replaced, each edited row passing no gradient
+// back. Dropout is active when training is set and the config's dropout > 0, with
 // the key of layer l and site s being dropout_key(dropout_seed, l, s). logits (B*t, V) and
 // att (L, B, H, t, t) receive the logits and attention weights when non-NULL; grads
 // (num_parameters, the same layout), when non-NULL, is overwritten with the gradient of the

@@ -74,6 +74,10 @@ const char *test_program(const char *name);
 // `why`. A skipped test counts as neither passed nor failed; the line before the last says how
 // many were skipped.
 void test_skip(const char *why);
+// The same, and the test ends there (the runner goes on with the next): for a test that cannot
+// go on without what the system lacks, found where it asks for it (WebAssembly has no processes:
+// tests/test_process.c calls it when a test would start one).
+_Noreturn void test_skip_rest(const char *why);
 
 // Whether the tests run on an emulated CPU (CHARGPT_TEST_EMULATED, which scripts/test_arm64.sh
 // sets for qemu-aarch64): a step takes some 300 times a native one, the emulator's own memory
@@ -187,6 +191,7 @@ typedef enum {
     TEST_LONG_PATHS,       // paths past 259 bytes (MAX_PATH: Windows's msvcrt.dll takes none)
     TEST_ANY_NAMES,        // file names of any bytes but '/' and NUL (Windows's are UTF-16, without
                            // control characters)
+    TEST_FORK,             // fork(2), which scripts/bench runs its jobs with (not built on Windows)
 } TestFeature;
 int test_system_has(TestFeature feature);
 // The null device ("/dev/null", "NUL"); a device that is no regular file ("/dev/zero", "NUL").
@@ -195,6 +200,10 @@ const char *test_device(void);
 // mkfifo (replacing what is at path), symlink, chmod 0555 (read_only) or 0755, rmdir: 0, or -1
 // with errno (ENOTSUP where the system has no such thing).
 int test_make_fifo(const char *path);
+// Writes text into the FIFO at path and waits at most timeout_s seconds for a process to read
+// it: returns the descriptor it wrote through, kept open (a writer the reader waits on until it
+// is closed), or -1 with errno.
+int test_fifo_feed(const char *path, const char *text, double timeout_s);
 int test_make_symlink(const char *target, const char *path);
 int test_make_read_only(const char *dir, int read_only);
 int test_remove_dir(const char *path);
@@ -255,6 +264,7 @@ typedef struct {
     size_t element;
     float x;
     int v1;                   // write format chargpt-1, whose crc32 covers the data alone
+    const char *added_tensor; // a tensor added under this name (a copy of transformer.wte.weight), or NULL
 } CheckpointEdit;
 // Writes dst: the checkpoint src with the edit, as a valid file with its CRC recomputed (so
 // only the checks after the CRC can refuse it). Returns 0 or -1 (recorded as a failure).

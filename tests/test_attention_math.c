@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../data/utf8.h"
+#include "../common/utf8.h"
 #include "../format/json.h"
 #include "../generation/attention_record.h"
 #include "../model/gpt.h"
 #include "reference.h"
-#include "../viewer/head_scores.h"
+#include "../analysis/head_scores.h"
 #include "test.h"
 
 #define TMP "tests/tmp"
@@ -97,7 +97,7 @@ static void reference_layer(const GPT *model, int l, int t, double *qkv, double 
     double *w = malloc((size_t)3 * A * C * sizeof(double)), *b = malloc((size_t)3 * A * sizeof(double));
     double *lw = malloc((size_t)C * sizeof(double)), *lb = malloc((size_t)C * sizeof(double));
     double mean[64], rstd[64];
-    ref_to_double(x, gpt_residual_stream(model, l - 1), (size_t)t * C);
+    ref_to_double(x, gpt_residual_stream(model, l), (size_t)t * C);
     ref_to_double(lw, p.ln1w, C);
     ref_to_double(lb, p.ln1b, C);
     ref_to_double(w, p.qkvw, (size_t)3 * A * C);
@@ -123,7 +123,7 @@ TEST(attention_math_matches_reference) {
     const char *paths[1] = {path};
     char err[ERR_LEN];
     int written;
-    if (!CHECK(attention_record(&m.model, &m.vocab, m.tokens, t, paths, 1, 1, &written, err) == 0, "%s", err)) {
+    if (!CHECK(attention_record(&m.model, &m.vocab, m.tokens, t, NULL, paths, 1, 1, &written, err) == 0, "%s", err)) {
         math_case_free(&m);
         return;
     }
@@ -254,7 +254,7 @@ TEST(attention_math_page_holds_the_forward) {
     const char *paths[1] = {path};
     char err[ERR_LEN];
     int written;
-    if (!CHECK(attention_record(&m.model, &m.vocab, m.tokens, t, paths, 1, 1, &written, err) == 0, "%s", err)) {
+    if (!CHECK(attention_record(&m.model, &m.vocab, m.tokens, t, NULL, paths, 1, 1, &written, err) == 0, "%s", err)) {
         math_case_free(&m);
         return;
     }
@@ -294,8 +294,11 @@ TEST(attention_math_page_holds_the_forward) {
     for (int i = 0; i < t; i++) chars[i] = m.vocab.chars[m.tokens[i]];
     head_word_starts(chars, t, word_start, last_space);
     HeadText text = {m.tokens, word_start, last_space, t};
-    float reach[HEAD_PATTERNS], s[HEAD_PATTERNS];
-    for (int p = 0; p < HEAD_PATTERNS; p++) reach[p] = (float)head_pattern_reach((HeadPattern)p, &text);
+    float reach[HEAD_PATTERNS], chance[HEAD_PATTERNS], s[HEAD_PATTERNS];
+    for (int p = 0; p < HEAD_PATTERNS; p++) {
+        reach[p] = (float)head_pattern_reach((HeadPattern)p, &text);
+        chance[p] = (float)head_pattern_chance((HeadPattern)p, &text);
+    }
     if (CHECK(labels && labels->count == (uint32_t)(L * H) && scores && scores->count == (uint32_t)(L * H * HEAD_PATTERNS),
               "the heads' labels or scores missing")) {
         const JsonNode *label = json_first(labels), *score = json_first(scores);
@@ -307,7 +310,8 @@ TEST(attention_math_page_holds_the_forward) {
                       json_number(score), s[p]);
             }
             double strength;
-            CHECK(json_number(label) == head_label(s, reach, &strength), "head %d: label %g", index, json_number(label));
+            CHECK(json_number(label) == head_label(s, reach, chance, &strength), "head %d: label %g", index,
+                  json_number(label));
         }
     }
     json_free(&doc);

@@ -32,14 +32,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/rng.h"
 #include "../kernels/backend.h"
 #include "../kernels/bf16.h"
 #include "../kernels/kernels.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
-#include "../model/rng.h"
 #include "../model/train_step.h"
-#include "../training/step.h"
+#include "../training/data_parallel.h"
 #include "test.h"
 
 #define U16 (1.0 / 256.0)         // bf16 unit roundoff, 2^-8

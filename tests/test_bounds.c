@@ -540,6 +540,28 @@ TEST(bounds_11_attention_png_in_the_plan) {
     unlink(ckpt);
 }
 
+// Issue 42, hole 7: an image too large to write is refused before the model runs. A window of
+// 1024 over 32 heads (a 33052 x 1126 image) learned it after generating 1100 characters and
+// recording their attention (18.5 s, 277 MB here), then exit 1; now exit 2 at once, naming the
+// most characters that fit.
+TEST(bounds_11_attention_png_too_large_refused_first) {
+    const char *ckpt = checkpoint_of(WORK_DIR "/heads32.safetensors",
+                                     (GPTConfig){29, 1024, 1, 32, 64, 2, 1, 0.0f, POSITION_LEARNED}, 0.0f);
+    if (!ckpt) return;
+    const char *png = WORK_DIR "/heads32.png";
+    unlink(png);
+    TestRun r = GENERATE(ckpt, "the", "-n", "1100", "--attention", png);
+    if (test_exit_status(&r, 2, "--attention x.png of 1024 characters over 32 heads")) {
+        test_output_has(&r, "1024 characters over 1 layers x 32 heads make a 33052 x 1126 image, past the 30000 "
+                        "pixels a side it may have: record at most 928 characters", "the image's size");
+        CHECK(!strstr(r.output, "generated"), "the refusal came after generating:\n%s", r.output);
+        CHECK(r.seconds < 5.0, "the refusal took %.1f s", r.seconds);
+    }
+    test_run_free(&r);
+    CHECK(!test_file_exists(png), "the refused run wrote %s", png);
+    unlink(ckpt);
+}
+
 // A checkpoint's header is read only when its parse (up to ST_HEADER_MEMORY bytes a byte) fits
 // the memory limit. Before, a 3 MB metadata string took 3 bytes of memory a byte under
 // --max-memory 1 (a 64 MB one: 186 MiB under --max-memory 20).

@@ -9,10 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/utf8.h"
 #include "../data/compression.h"
 #include "../data/corpus.h"
 #include "../data/encoding.h"
-#include "../data/utf8.h"
 #include "test.h"
 
 #define TMP_DIR "tests/tmp"

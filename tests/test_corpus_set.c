@@ -13,9 +13,9 @@
 #include <zlib.h>
 
 #include "../common/platform.h"
+#include "../common/utf8.h"
 #include "../data/corpus_fingerprint.h"
 #include "../data/corpus_set.h"
-#include "../data/utf8.h"
 #include "test.h"
 
 #define SET_DIR "tests/tmp/set"

@@ -9,11 +9,11 @@
 #include <zlib.h>
 
 #include "../common/platform.h"
+#include "../common/rng.h"
+#include "../common/utf8.h"
 #include "../data/batch.h"
 #include "../data/corpus.h"
-#include "../data/utf8.h"
 #include "../data/vocab.h"
-#include "../model/rng.h"
 #include "test.h"
 
 #define TMP_DIR "tests/tmp"

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/rng.h"
 #include "../format/float_text.h"
-#include "../model/rng.h"
 #include "test.h"
 
 TEST(float_text_shortest_round_trip) {

@@ -14,12 +14,12 @@
 
 #include "../common/platform.h"
 #include "../common/program.h"
+#include "../common/rng.h"
 #include "../format/atomic_file.h"
 #include "../format/checkpoint.h"
 #include "../format/json.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
-#include "../model/rng.h"
 #include "../training/run_state.h"
 #include "test.h"
 
@@ -82,6 +82,7 @@ static const char *base_checkpoint(void) {
     static int state;  // 0 not tried, 1 ready, -1 failed
     static const char *path = WORK_DIR "/base/ckpt.safetensors";
     if (state == 0) {
+        test_program("train");  // where processes cannot be started (WebAssembly) the test ends here, untried
         state = -1;
         char dir[256];
         test_fresh_dir(dir, 256, WORK_DIR, "base");
@@ -407,6 +408,42 @@ TEST(hardening_04_nonfinite_weights_refused) {
     }
 }
 
+// Issue 42, hole 5: a tensor the checkpoint holds beyond its model's is refused, naming it.
+// Before, position_encoding=rope written into a learned checkpoint ran as RoPE with
+// transformer.wpe.weight unread (./generate, and --resume --force continued it), and a tensor
+// such as an untied lm_head.weight was ignored.
+
+TEST(hardening_04_tensors_beyond_the_model_refused) {
+    const char *base = base_checkpoint();
+    if (!base) return;
+    char dir[256], rope[300], head[300], out[300], ck[320];
+    test_fresh_dir(dir, 256, WORK_DIR, "beyond");
+    snprintf(rope, sizeof(rope), "%s/rope.safetensors", dir);
+    snprintf(head, sizeof(head), "%s/lm_head.safetensors", dir);
+    snprintf(out, sizeof(out), "%s/resumed", dir);
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
+    if (test_edit_checkpoint(base, rope, &(CheckpointEdit){.key = "position_encoding", .value = "rope"}) != 0 ||
+        test_edit_checkpoint(base, head, &(CheckpointEdit){.added_tensor = "lm_head.weight"}) != 0 ||
+        !test_make_dir(out) || test_copy_file(rope, ck) != 0)
+        return;
+    TestRun r = GENERATE(rope, "the", "-n", "5");
+    if (test_exit_status(&r, 1, "a learned checkpoint that says rope"))
+        test_output_has(&r, "checkpoint tensor transformer.wpe.weight is none of its model's",
+                        "position_encoding rope");
+    test_run_free(&r);
+    r = TRAIN("--resume", ck, "--steps", "6", "--force");
+    if (test_exit_status(&r, 1, "resuming a learned checkpoint that says rope, --force"))
+        test_output_has(&r, "transformer.wpe.weight", "--resume --force");
+    test_run_free(&r);
+    r = GENERATE(head, "the", "-n", "5");
+    if (test_exit_status(&r, 1, "a checkpoint with an untied lm_head.weight"))
+        test_output_has(&r, "checkpoint tensor lm_head.weight is none of its model's", "lm_head.weight");
+    test_run_free(&r);
+    r = GENERATE(base, "the", "-n", "5");  // control: the checkpoint as ./train wrote it
+    test_exit_status(&r, 0, "the base checkpoint");
+    test_run_free(&r);
+}
+
 // ---------------------------------------------------------------------------------------
 // row 5: the CRC covers the header too; chargpt-1 files still load
 
@@ -720,7 +757,7 @@ TEST(hardening_09_threads_capped) {
     snprintf(most, sizeof(most), "%d", cap);
     snprintf(over, sizeof(over), "%d", cap + 1);
     snprintf(range, sizeof(range), "between 0 and %d", cap);
-    TestRun r = TRAIN(SMALL_MODEL, "--data", corpus(), "--threads", "4096");
+    TestRun r = TRAIN("--data", corpus(), "--threads", "4096");
     if (test_exit_status(&r, 2, "./train --threads 4096")) test_output_has(&r, range, "./train --threads 4096");
     test_run_free(&r);
     r = GENERATE(base, "the", "--threads", over);
@@ -850,31 +887,61 @@ static int identity_without_id(const char *base, const char *key, const char *va
     return CHECK(run_identity_read(key ? edited : plain, id, err) == 0, "%s", err) ? 0 : -1;
 }
 
+// Issue 42, hole 1: every entry of the metadata counts, not a list of options kept by hand:
+// two checkpoints that differed only in position_encoding (a learned run and a RoPE one) were
+// taken for one run, and a resume replaced the other's checkpoint and appended to its log.
 TEST(hardening_12_old_checkpoints_compare_every_option) {
     const char *base = base_checkpoint();
     if (!base) return;
-    char dir[256], why[ERR_LEN];
+    char dir[256], why[ERR_LEN], err[ERR_LEN];
     test_fresh_dir(dir, 256, WORK_DIR, "identity");
     static RunIdentity a, b;
     if (identity_without_id(base, NULL, NULL, &a) != 0) return;
-    static const struct { const char *key, *value; } differ[] = {
-        {"train.lr", "0.002"}, {"train.min_lr", "0"}, {"train.warmup", "3"}, {"train.decay_steps", "40"},
-        {"train.weight_decay", "0.5"}, {"train.grad_clip", "2"}, {"train.beta2", "0.95"}, {"train.eps", "1e-6"},
-        {"train.seed", "7"}, {"train.batch_size", "8"}, {"train.val_fraction", "0.2"}, {"dropout", "0.1"},
-        {"train.min_char_count", "5"}, {"train.init_from", "other.safetensors"},
-    };
-    for (size_t i = 0; i < sizeof(differ) / sizeof(differ[0]); i++) {
-        if (identity_without_id(base, differ[i].key, differ[i].value, &b) != 0) continue;
-        CHECK(run_identity_compare(&a, &b, why, sizeof(why)) == 1 && strstr(why, differ[i].key),
-              "%s %s: not told apart (%s)", differ[i].key, differ[i].value, why);
+    // what one run's checkpoints may hold with other values: where the run stands, its format,
+    // and what a resume may change
+    static const char *const may_differ[] = {"optimizer.step", "format", "train.steps", "train.eval_every",
+                                             "train.save_every", "train.precision", "train.data", "train.separator",
+                                             "train.encoding", "train.schedule_start"};
+    int compared = 0;
+    for (int i = 0; i < a.header.num_meta; i++) {
+        const char *key = a.header.meta[i].key;
+        if (strcmp(key, "train.run_id") == 0 || strcmp(key, "crc32") == 0) continue;  // removed; recomputed
+        int may = strncmp(key, "state.", 6) == 0;
+        for (size_t k = 0; k < sizeof(may_differ) / sizeof(may_differ[0]); k++) may |= strcmp(key, may_differ[k]) == 0;
+        char value[64];
+        snprintf(value, sizeof(value), "%.40s0", a.header.meta[i].value);
+        if (identity_without_id(base, key, value, &b) != 0) continue;
+        int differ = run_identity_compare(&a, &b, why, sizeof(why));
+        run_identity_free(&b);
+        if (strcmp(key, "train.corpus_fingerprint") == 0)
+            CHECK(differ && strstr(why, "another corpus"), "another corpus fingerprint not told apart (%s)", why);
+        else if (may)
+            CHECK(!differ, "%s changed: told apart (%s), which one run's checkpoints may hold", key, why);
+        else
+            compared += CHECK(differ && strstr(why, key), "%s '%s': not told apart (%s)", key, value, why);
     }
-    // what a resume may change: --steps; and a new schedule (--warmup) from a later step
-    if (identity_without_id(base, "train.steps", "40", &b) == 0)
-        CHECK(run_identity_compare(&a, &b, why, sizeof(why)) == 0, "--steps changed on resume: %s", why);
-    if (identity_without_id(base, "train.schedule_start", "2", &b) == 0) {
-        snprintf(b.lineage[RUN_LINEAGE_KEYS - 2], RUN_LINEAGE_VALUE, "9");  // its warm-up
-        CHECK(run_identity_compare(&a, &b, why, sizeof(why)) == 0, "a new schedule on resume: %s", why);
+    CHECK(compared >= 25, "%d entries compared, want every option and the config (25 or more)", compared);
+    // the case found: only position_encoding differs; and one that lacks it is learned
+    if (identity_without_id(base, "position_encoding", "rope", &b) == 0) {
+        CHECK(run_identity_compare(&a, &b, why, sizeof(why)) == 1 &&
+              strstr(why, "has position_encoding 'rope', not 'learned'"), "a RoPE run not told apart (%s)", why);
+        run_identity_free(&b);
     }
+    if (identity_without_id(base, "position_encoding", NULL, &b) == 0) {
+        CHECK(run_identity_compare(&a, &b, why, sizeof(why)) == 0, "no position_encoding is not learned: %s", why);
+        run_identity_free(&b);
+    }
+    // a new schedule (--warmup) from a later step: its warm-up is not compared
+    const char *edited = WORK_DIR "/identity/edited.safetensors", *twice = WORK_DIR "/identity/twice.safetensors";
+    if (identity_without_id(base, "train.schedule_start", "2", &b) == 0 &&
+        test_edit_checkpoint(edited, twice, &(CheckpointEdit){.key = "train.warmup", .value = "9"}) == 0) {
+        run_identity_free(&b);
+        if (CHECK(run_identity_read(twice, &b, err) == 0, "%s", err)) {
+            CHECK(run_identity_compare(&a, &b, why, sizeof(why)) == 0, "a new schedule on resume: %s", why);
+            run_identity_free(&b);
+        }
+    }
+    run_identity_free(&a);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -949,8 +1016,7 @@ TEST(hardening_14_names_and_metadata_shown_safely) {
         CHECK(!strchr(r.output, '\xff'), "the path printed raw:\n%s", r.output);
     }
     test_run_free(&r);
-    snprintf(path, sizeof(path), "%s/log.csv", out);
-    CHECK(!test_file_exists(path), "a refused run left %s", path);
+    CHECK(!test_file_exists(out), "a refused run made its --out %s", out);  // issue 42, hole 6
     r = TRAIN(SMALL_MODEL, "--data", control_name, "--steps", "4", "--eval-every", "2", "--out", out);
     if (test_exit_status(&r, 0, "a --data name with control characters")) {
         CHECK(!strchr(r.output, '\x1b') && !strchr(r.output, '\x07'), "the name printed raw:\n%s", r.output);
@@ -986,4 +1052,144 @@ metadata:
             test_output_has(&r, "no U+0000", "NUL");
         test_run_free(&r);
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 42, hole 8: one rule for options given twice, in both programs and said in --help:
+// each option once, but --data (./train) and --attention (./generate), which add one path each
+// time. Before, --ablate 0.0 --ablate 0.1 and --task induction --task sort kept the last
+// silently.
+
+TEST(hardening_15_options_given_twice) {
+    const char *base = base_checkpoint();
+    if (!base) return;
+    char dir[256];
+    test_fresh_dir(dir, 256, WORK_DIR, "twice");
+    TestRun r = TRAIN("--task", "induction", "--task", "sort", "--steps", "1", "--out", WORK_DIR "/twice/task");
+    if (test_exit_status(&r, 2, "--task given twice"))
+        test_output_has(&r, "--task is given twice ('induction', then 'sort')", "--task given twice");
+    test_run_free(&r);
+    r = TRAIN(SMALL_MODEL, "--data", corpus(), "--steps", "1", "--steps=2", "--out", WORK_DIR "/twice/steps");
+    if (test_exit_status(&r, 2, "--steps given twice")) test_output_has(&r, "--steps is given twice", "--steps");
+    test_run_free(&r);
+    r = TRAIN(SMALL_MODEL, "--data", corpus(), "--steps", "1", "--force", "--force", "--out", WORK_DIR "/twice/force");
+    if (test_exit_status(&r, 2, "--force given twice")) test_output_has(&r, "--force is given twice", "--force");
+    test_run_free(&r);
+    r = GENERATE(base, "the", "-n", "3", "--ablate", "0.0", "--ablate", "0.1");
+    if (test_exit_status(&r, 2, "--ablate given twice"))
+        test_output_has(&r, "--ablate is given twice ('0.0', then '0.1'): give it once, with every head in its list "
+                        "(--ablate 0.0,0.1)", "--ablate given twice");
+    test_run_free(&r);
+    r = GENERATE(base, "the", "-n", "3", "--max-new", "4");
+    if (test_exit_status(&r, 2, "-n and --max-new")) test_output_has(&r, "--max-new is given twice", "-n, --max-new");
+    test_run_free(&r);
+    // what accumulates, and --help says so
+    r = TRAIN(SMALL_MODEL, "--data", corpus(), "--data", corpus(), "--steps", "1", "--no-probe", "--out",
+              WORK_DIR "/twice/data");
+    test_exit_status(&r, 0, "--data given twice");
+    test_run_free(&r);
+    r = GENERATE(base, "the", "-n", "3", "--attention", WORK_DIR "/twice/a.json", "--attention",
+                 WORK_DIR "/twice/a.csv");
+    test_exit_status(&r, 0, "--attention given twice");
+    test_run_free(&r);
+    r = TRAIN("--help");
+    if (test_exit_status(&r, 0, "train --help"))
+        test_output_has(&r, "Each option is given once; --data may be given once per path.", "train --help");
+    test_run_free(&r);
+    r = GENERATE("--help");
+    if (test_exit_status(&r, 0, "generate --help"))
+        test_output_has(&r, "Each option is given once; --attention may be given once per file.", "generate --help");
+    test_run_free(&r);
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 42, hole 9: messages that said something else than what was wrong, each with the
+// status of its kind (1 bad data, 2 bad usage): the same --attention file twice ("another
+// process wrote it"), a FIFO for --probe ("the corpus must be a file"), block_size 2147483647
+// in a checkpoint ("missing or not a whole number"), a --probe-steps list too long (no limit
+// said), scripts/bench --paired --jobs peak (did nothing, exit 0).
+
+TEST(hardening_16_messages_say_what_is_wrong) {
+    const char *base = base_checkpoint();
+    if (!base) return;
+    char dir[256], path[300], fifo[300], steps[1024];
+    test_fresh_dir(dir, 256, WORK_DIR, "messages");
+    snprintf(path, sizeof(path), "%s/f.json", dir);
+    TestRun r = GENERATE(base, "the", "-n", "3", "--attention", path, "--attention", path);
+    if (test_exit_status(&r, 2, "the same --attention file twice"))
+        test_output_has(&r, "are the same file: give each file once", "the same --attention file twice");
+    test_run_free(&r);
+    CHECK(!test_file_exists(path), "the refused run wrote %s", path);
+    static const struct { const char *value, *words; } sizes[] = {
+        {"2147483647", "block_size must be between 1 and 65536 (got 2147483647)"},
+        {"99999999999", "block_size is 99999999999, far past any model's"},
+        {"1.5", "'block_size' is '1.5', not a whole number"},
+        {NULL, "checkpoint has no 'block_size' in its metadata"},
+    };
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        snprintf(path, sizeof(path), "%s/block%zu.safetensors", dir, i);
+        if (test_edit_checkpoint(base, path, &(CheckpointEdit){.key = "block_size", .value = sizes[i].value}) != 0)
+            continue;
+        r = GENERATE(path, "the", "-n", "3");
+        if (test_exit_status(&r, 1, sizes[i].words)) test_output_has(&r, sizes[i].words, "block_size");
+        test_run_free(&r);
+    }
+    size_t used = 0;
+    for (int step = 1; used < 700; step++) used += (size_t)snprintf(steps + used, sizeof(steps) - used, "%s%d",
+                                                                      step > 1 ? "," : "", step);
+    r = TRAIN(SMALL_MODEL, "--data", corpus(), "--probe-steps", steps, "--out", WORK_DIR "/messages/steps");
+    if (test_exit_status(&r, 2, "a --probe-steps list of 700 characters"))
+        test_output_has(&r, "--probe-steps: the list is longer than 639 characters: it may hold at most 32 steps",
+                        "--probe-steps");
+    test_run_free(&r);
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    if (!test_system_has(TEST_FIFOS)) {
+        printf("    no FIFOs on %s: --probe FIFO left out\n", platform_name());
+    } else if (CHECK(test_make_fifo(fifo) == 0, "mkfifo: %s", strerror(errno))) {
+        r = TRAIN(SMALL_MODEL, "--data", corpus(), "--probe", fifo, "--out", WORK_DIR "/messages/probe");
+        if (test_exit_status(&r, 1, "--probe FIFO"))
+            test_output_has(&r, "the --probe passage must be a file, not a directory, FIFO or device", "--probe FIFO");
+        test_run_free(&r);
+    }
+    // scripts/bench: built by `make test` and `make bench` where fork runs (not on Windows)
+    if (!test_system_has(TEST_FORK)) {
+        printf("    no scripts/bench on %s: its options left out\n", platform_name());
+        return;
+    }
+    if (!test_file_exists("scripts/bench")) {
+        printf("    no scripts/bench (make scripts/bench): its options left out\n");
+        return;
+    }
+    static const char *const bench[][5] = {
+        {"scripts/bench", "--paired", "--jobs", "peak", NULL},
+        {"scripts/bench", "--long-gen", "--jobs", "train", NULL},
+        {"scripts/bench", "--paired", "--long-gen", NULL},
+    };
+    for (int i = 0; i < 3; i++) {
+        r = test_run(bench[i], NULL, LOG, 0, TIMEOUT_S);
+        if (test_exit_status(&r, 2, bench[i][1])) CHECK(r.seconds < 5, "%s took %.1f s", bench[i][1], r.seconds);
+        test_run_free(&r);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 42, hole 4: probe.bin's size is bounded before anything is written, not only announced:
+// --steps 1000000000 --eval-every 1 printed "789 TiB of probe.bin" and started; the plan is
+// refused when it is past the free space of the disk that will hold --out (not made yet).
+
+TEST(hardening_17_probe_file_bounded_by_the_disk) {
+    char dir[256], out[300];
+    test_fresh_dir(dir, 256, WORK_DIR, "disk");
+    snprintf(out, sizeof(out), "%s/run", dir);
+    // 2e9 probes of a block of 128 (long is 32 bits on Windows): some 140 TiB
+    TestRun r = TRAIN("--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "128", "--batch-size", "4",
+                      "--eval-batches", "2", "--threads", "1", "--val-fraction", "0.3", "--data", corpus(), "--steps",
+                      "2000000000", "--eval-every", "1", "--out", out);
+    if (test_exit_status(&r, 2, "a timeline of 2e9 probes")) {
+        test_output_has(&r, "the timeline's 2000000001 probes would add", "2e9 probes");
+        test_output_has(&r, "free on the disk that holds it", "2e9 probes");
+        CHECK(!strstr(r.output, "step 1/"), "it trained:\n%s", r.output);
+    }
+    test_run_free(&r);
+    CHECK(!test_file_exists(out), "the refused run made %s", out);
 }

@@ -1,4 +1,4 @@
-// Tests of the head patterns added to viewer/head_scores.h (first character, same
+// Tests of the head patterns added to analysis/head_scores.h (first character, same
 // character, word start, last space), their reach and the labels they give, on hand-made attention
 // patterns whose scores their definitions give by hand. (The previous-token and induction
 // scores' hand-made patterns are in tests/test_probe.c.)
@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../data/utf8.h"
-#include "../viewer/head_scores.h"
+#include "../analysis/head_scores.h"
+#include "../common/utf8.h"
 #include "test.h"
 
 #define MAX_T 64
@@ -121,32 +121,69 @@ TEST(head_scores_of_new_patterns) {
     free(to_same), free(flat2);
 }
 
-// A head's label is the pattern with the largest share of its reach: an induction head at 0.4
-// of a reach of 0.5 beats a previous-token score of 0.6 of a reach near 1; scores that are not
-// finite, and patterns the text cannot show, are left out; and each hand-made head gets its own
-// pattern's label.
+// A pattern's chance is the score of uniform attention, on every pattern and text here, and an
+// untrained model's heads (the probe's step 0) are at it: no label.
+TEST(head_scores_chance_is_uniform_attention) {
+    const char *texts[] = {"abc abd abe", "the cat sat on the mat", "aaaa", "q", "xy xy xy\nxy"};
+    for (size_t k = 0; k < sizeof(texts) / sizeof(texts[0]); k++) {
+        Text x;
+        text_of(&x, texts[k]);
+        float *flat = uniform(x.text.t);
+        float score[HEAD_PATTERNS], reach[HEAD_PATTERNS], chance[HEAD_PATTERNS];
+        for (int p = 0; p < HEAD_PATTERNS; p++) {
+            score[p] = (float)head_score((HeadPattern)p, flat, &x.text);
+            reach[p] = (float)head_pattern_reach((HeadPattern)p, &x.text);
+            chance[p] = (float)head_pattern_chance((HeadPattern)p, &x.text);
+            CHECK(fabs(chance[p] - score[p]) < 1e-6, "'%s', %s: chance %.6f, uniform attention %.6f", texts[k],
+                  head_pattern_names[p], chance[p], score[p]);
+        }
+        double strength;
+        CHECK(head_label(score, reach, chance, &strength) == -1, "'%s': uniform attention labelled (%g)", texts[k],
+              strength);
+        free(flat);
+    }
+}
+
+// A head's label is the pattern with the largest share of what it could add over chance: with
+// no chance, an induction head at 0.4 of a reach of 0.5 beats a previous-token score of 0.6 of a
+// reach near 1; scores that are not finite, and patterns the text cannot show, are left out;
+// each hand-made head gets its own pattern's label; and a head that attends evenly, as an
+// untrained one does, gets none, whatever its scores.
 TEST(head_scores_labels) {
-    const float reach[HEAD_PATTERNS] = {0.97f, 0.5f, 1.0f, 0.5f, 0.8f, 0.7f};
+    const float reach[HEAD_PATTERNS] = {0.97f, 0.5f, 1.0f, 0.5f, 0.8f, 0.7f}, no_chance[HEAD_PATTERNS] = {0};
     double strength;
     float induction[HEAD_PATTERNS] = {0.6f, 0.4f, 0.1f, 0.05f, 0.2f, 0.1f};
-    int label = head_label(induction, reach, &strength);
+    int label = head_label(induction, reach, no_chance, &strength);
     CHECK(label == HEAD_INDUCTION && fabs(strength - 0.8) < 1e-6, "induction 0.4 / 0.5: label %d, strength %g", label,
           strength);
     float unknown[HEAD_PATTERNS] = {0.2f, NAN, 0.1f, NAN, 0.3f, NAN};
-    label = head_label(unknown, reach, &strength);
+    label = head_label(unknown, reach, no_chance, &strength);
     CHECK(label == HEAD_WORD_START && fabs(strength - 0.375) < 1e-6, "NaN scores: label %d, strength %g", label,
           strength);
     const float no_reach[HEAD_PATTERNS] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    CHECK(head_label(unknown, no_reach, &strength) == -1 && strength == 0.0, "no pattern can be seen: a label");
+    CHECK(head_label(unknown, no_reach, no_chance, &strength) == -1 && strength == 0.0,
+          "no pattern can be seen: a label");
+    // chance 0.3 of previous token: 0.6 is (0.6 - 0.3) / (0.97 - 0.3) = 0.45 of the way, below
+    // induction's 0.8; a score at chance is no finding
+    const float chance[HEAD_PATTERNS] = {0.3f, 0.0f, 0.1f, 0.05f, 0.2f, 0.1f};
+    label = head_label(induction, reach, chance, &strength);
+    CHECK(label == HEAD_INDUCTION && fabs(strength - 0.8) < 1e-6, "with chance: label %d, strength %g", label,
+          strength);
+    const float at_chance[HEAD_PATTERNS] = {0.31f, 0.01f, 0.1f, 0.05f, 0.2f, 0.1f};
+    CHECK(head_label(at_chance, reach, chance, &strength) == -1 && strength == 0.0,
+          "a head at chance is labelled, strength %g", strength);
     Text x;
     text_of(&x, "abc abd abe");
     float *heads[4] = {one_hot(&x, first), one_hot(&x, word_start), one_hot(&x, last_same), one_hot(&x, last_space)};
     const HeadPattern want[4] = {HEAD_FIRST_CHARACTER, HEAD_WORD_START, HEAD_SAME_CHARACTER, HEAD_LAST_SPACE};
-    float text_reach[HEAD_PATTERNS], scores[HEAD_PATTERNS];
-    for (int p = 0; p < HEAD_PATTERNS; p++) text_reach[p] = (float)head_pattern_reach((HeadPattern)p, &x.text);
+    float text_reach[HEAD_PATTERNS], text_chance[HEAD_PATTERNS], scores[HEAD_PATTERNS];
+    for (int p = 0; p < HEAD_PATTERNS; p++) {
+        text_reach[p] = (float)head_pattern_reach((HeadPattern)p, &x.text);
+        text_chance[p] = (float)head_pattern_chance((HeadPattern)p, &x.text);
+    }
     for (int k = 0; k < 4; k++) {
         for (int p = 0; p < HEAD_PATTERNS; p++) scores[p] = (float)head_score((HeadPattern)p, heads[k], &x.text);
-        label = head_label(scores, text_reach, &strength);
+        label = head_label(scores, text_reach, text_chance, &strength);
         CHECK(label == (int)want[k] && strength >= 0.99, "the %s head is labelled %s (%g)", head_pattern_names[want[k]],
               label >= 0 ? head_pattern_names[label] : "none", strength);
         free(heads[k]);

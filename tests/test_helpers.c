@@ -107,14 +107,16 @@ int test_edit_checkpoint(const char *src, const char *dst, const CheckpointEdit 
     SafeTensors st;
     char err[ERR_LEN];
     if (!CHECK(safetensors_read(src, &st, err) == 0, "%s", err)) return -1;
-    StWriteTensor *tensors = calloc((size_t)st.num_tensors, sizeof(StWriteTensor));
+    StWriteTensor *tensors = calloc((size_t)st.num_tensors + 1, sizeof(StWriteTensor));
     StMeta *meta = calloc((size_t)st.num_meta + 2, sizeof(StMeta));
     float *edited = NULL;
-    int rc = -1, m = 0, found_key = edit->key == NULL, found_tensor = edit->tensor == NULL;
+    int rc = -1, m = 0, found_key = edit->key == NULL, found_tensor = edit->tensor == NULL, n = st.num_tensors;
     for (int i = 0; i < st.num_tensors; i++) {
         const StTensor *t = &st.tensors[i];
         tensors[i] = (StWriteTensor){t->name, t->dtype, t->ndim, {0}, safetensors_tensor_data(&st, t)};
         memcpy(tensors[i].shape, t->shape, sizeof(t->shape));
+        if (edit->added_tensor && strcmp(t->name, "transformer.wte.weight") == 0)
+            tensors[n] = tensors[i], tensors[n++].name = edit->added_tensor;
         if (edit->tensor && strcmp(t->name, edit->tensor) == 0 && edit->element < t->nbytes / 4) {
             edited = malloc(t->nbytes);
             memcpy(edited, tensors[i].data, t->nbytes);
@@ -138,6 +140,7 @@ int test_edit_checkpoint(const char *src, const char *dst, const CheckpointEdit 
     if (edit->key && !found_key && edit->value) meta[m++] = (StMeta){(char *)edit->key, (char *)edit->value};
     CHECK(found_key || edit->value, "%s has no metadata '%s' to remove", src, edit->key);
     CHECK(found_tensor, "%s has no tensor %s with an element %zu", src, edit->tensor, edit->element);
+    CHECK(!edit->added_tensor || n > st.num_tensors, "%s has no transformer.wte.weight to copy", src);
     char data_crc[16];
     if (edit->v1) {
         // chargpt-1: the CRC of the data section alone, stored as ordinary metadata
@@ -147,8 +150,7 @@ int test_edit_checkpoint(const char *src, const char *dst, const CheckpointEdit 
         snprintf(data_crc, sizeof(data_crc), "%08lx", crc);
         meta[m++] = (StMeta){"crc32", data_crc};
     }
-    if (CHECK(safetensors_write(dst, tensors, st.num_tensors, meta, m, edit->v1 ? NULL : "crc32", err) == 0, "%s",
-              err))
+    if (CHECK(safetensors_write(dst, tensors, n, meta, m, edit->v1 ? NULL : "crc32", err) == 0, "%s", err))
         rc = 0;
     free(edited);
     free(tensors);

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../common/rng.h"
 #include "../format/json.h"
-#include "../model/rng.h"
 #include "../training/run_log.h"
 #include "../viewer/loss_plot.h"
 #include "test.h"

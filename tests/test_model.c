@@ -9,13 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../analysis/head_importance.h"
 #include "../common/platform.h"
+#include "../common/rng.h"
+#include "../kernels/parallel.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
 #include "../model/layers.h"
-#include "../kernels/parallel.h"
-#include "../model/rng.h"
-#include "../viewer/head_importance.h"
 #include "../model/train_step.h"
 #include "reference.h"
 #include "test.h"
@@ -163,6 +163,57 @@ TEST(model_param_layout) {
     }
 }
 
+// Marks the n floats at p in covered (the activations' memory, n_all floats); 0 when p is not
+// inside it.
+static int cover(unsigned char *covered, const float *base, size_t n_all, const float *p, size_t n) {
+    if (p < base || p + n > base + n_all) return 0;
+    for (size_t j = 0; j < n; j++) covered[p - base + j]++;
+    return 1;
+}
+
+// Each activation where the model's table puts it, its shape written out here independently:
+// every layer's view (gpt_layer_activations) and the tensors shared by the layers cover the
+// activations' memory once, and the residual stream entering block l is block l - 1's output.
+TEST(model_activation_layout) {
+    GPTConfig c = {11, 8, 3, 2, 12, 5, 1, 0.0f, POSITION_LEARNED};
+    const int B = 2;
+    GPT model;
+    if (build_model(&model, &c, B) != 0) return;
+    const size_t N = (size_t)B * c.block_size, C = c.n_embd, A = (size_t)c.n_head * c.head_size, V = c.vocab_size;
+    const float *base = model.acts_memory;
+    unsigned char *covered = calloc(model.num_activations, 1);
+    int outside = 0;
+    const ActivationTensors *a = &model.acts;
+    const struct { const float *p; size_t n; } shared[] = {
+        {a->encoded, N * C}, {a->lnf, N * C}, {a->lnf_mean, N}, {a->lnf_rstd, N},
+        {a->logits, N * V},  {a->probs, N * V}, {a->losses, N},
+    };
+    for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++)
+        outside += !cover(covered, base, model.num_activations, shared[i].p, shared[i].n);
+    for (int l = 0; l < c.n_layer; l++) {
+        ActivationTensors v = gpt_layer_activations(&model, l);
+        const struct { const float *p; size_t n; } layer[] = {
+            {v.ln1, N * C},  {v.ln1_mean, N}, {v.ln1_rstd, N}, {v.qkv, N * 3 * A}, {v.atty, N * A},
+            {v.att, (size_t)B * c.n_head * c.block_size * c.block_size}, {v.residual2, N * C},
+            {v.ln2, N * C},  {v.ln2_mean, N}, {v.ln2_rstd, N}, {v.fch, N * 4 * C}, {v.gelu, N * 4 * C},
+            {v.residual3, N * C},
+        };
+        for (size_t i = 0; i < sizeof(layer) / sizeof(layer[0]); i++)
+            outside += !cover(covered, base, model.num_activations, layer[i].p, layer[i].n);
+        CHECK(v.encoded == a->encoded && v.logits == a->logits, "layer %d's view moves a tensor shared by the layers", l);
+        CHECK(gpt_residual_stream(&model, l + 1) == v.residual3 && gpt_attention_weights(&model, l) == v.att &&
+              gpt_qkv(&model, l) == v.qkv && gpt_attention_output(&model, l) == v.atty,
+              "layer %d: the accessors do not read its view", l);
+    }
+    CHECK(gpt_residual_stream(&model, 0) == a->encoded, "the residual stream entering block 0 is not the embeddings");
+    size_t bad = 0;
+    for (size_t j = 0; j < model.num_activations; j++) bad += covered[j] != 1;
+    CHECK(outside == 0 && bad == 0, "%d tensors outside the activations, %zu of %zu floats covered by no or several",
+          outside, bad, model.num_activations);
+    free(covered);
+    gpt_free(&model);
+}
+
 // ---------------------------------------------------------------------------------------
 // (a) float model vs the double reference
 
@@ -190,17 +241,57 @@ typedef struct {
     double loss, logits, att, grad;
 } ModelErrors;
 
-// Case k's float forward and backward against the reference's, with the heads flagged in
-// knocked_out ((L, H), NULL: none) knocked out of both; returns the reference's loss.
-static double compare_with_reference(const ModelCase *mc, size_t k, const unsigned char *knocked_out,
-                                     ModelErrors *worst) {
+// Hooks (model/gpt.h) for a model of config c and passes of B sequences of t: KNOCK_OUT zeroes
+// head l mod H of each layer l; EDITS makes an edit of every other kind: head H - 1 of layer 0
+// replaced by given rows at the even positions, head 0 of the last layer by one row at every
+// position (a mean), the stream entering block 0 replaced at the odd positions, the one entering
+// block L / 2 zeroed at the even ones, the one the final LayerNorm reads replaced at the odd ones.
+typedef enum { NO_HOOKS, KNOCK_OUT, EDITS } HookKind;
+static const char *const hook_kind_names[] = {"no hooks", "heads knocked out", "edits of every kind"};
+typedef struct {
+    ActivationEdit heads[64], residual[3];
+    ForwardHooks hooks;
+    unsigned char even[64], odd[64];  // (t) position flags
+    float *rows;                      // the replacing rows
+} TestHooks;
+
+static const ForwardHooks *test_hooks(TestHooks *th, HookKind kind, const GPTConfig *c, int B, int t) {
+    const int L = c->n_layer, H = c->n_head, hs = c->head_size, C = c->n_embd;
+    const size_t N = (size_t)B * t;
+    memset(th, 0, sizeof(*th));
+    if (kind == NO_HOOKS) return NULL;
+    th->hooks.heads = th->heads;
+    th->hooks.residual = th->residual;
+    if (kind == KNOCK_OUT) {
+        for (int l = 0; l < L; l++) th->heads[th->hooks.n_heads++] = (ActivationEdit){.layer = l, .head = l % H};
+        return &th->hooks;
+    }
+    for (int i = 0; i < t; i++) th->even[i] = i % 2 == 0, th->odd[i] = i % 2 == 1;
+    th->rows = malloc((N * hs + hs + 2 * N * C) * sizeof(float));
+    fill_uniform(th->rows, N * hs + hs + 2 * N * C, 77);
+    float *head_rows = th->rows, *mean = head_rows + N * hs, *stream0 = mean + hs, *stream_last = stream0 + N * C;
+    th->heads[0] = (ActivationEdit){.layer = 0, .head = H - 1, .rows = head_rows, .ld = hs, .positions = th->even};
+    th->heads[1] = (ActivationEdit){.layer = L - 1, .head = 0, .rows = mean, .ld = 0};
+    th->residual[0] = (ActivationEdit){.layer = 0, .rows = stream0, .ld = C, .positions = th->odd};
+    th->residual[1] = (ActivationEdit){.layer = L / 2, .positions = th->even};
+    th->residual[2] = (ActivationEdit){.layer = L, .rows = stream_last, .ld = C, .positions = th->odd};
+    th->hooks.n_heads = 2;
+    th->hooks.n_residual = 3;
+    return &th->hooks;
+}
+
+// Case k's float forward and backward against the reference's, both with hooks of that kind;
+// returns the reference's loss.
+static double compare_with_reference(const ModelCase *mc, size_t k, HookKind kind, ModelErrors *worst) {
     const GPTConfig *c = &mc->config;
     GPT model;
     if (build_model(&model, c, mc->B_alloc) != 0) return NAN;
     randomize_params(&model, 10 + k, 0.2f);
-    model.knocked_out = knocked_out;
+    TestHooks th;
+    model.hooks = test_hooks(&th, kind, c, mc->B, mc->t);
+    const char *knocks = hook_kind_names[kind];
     const ForwardPass pass = {.training = mc->training, .dropout_seed = 1234 + k};
-    int B = mc->B, t = mc->t, N = B * t, L = c->n_layer, H = c->n_head, knocks = knocked_out != NULL;
+    int B = mc->B, t = mc->t, N = B * t, L = c->n_layer, H = c->n_head;
     int *inputs = malloc(N * sizeof(int)), *targets = malloc(N * sizeof(int));
     Rng rng;
     rng_seed(&rng, 50 + k);
@@ -227,36 +318,36 @@ static double compare_with_reference(const ModelCase *mc, size_t k, const unsign
     double e_logits = rel_error_fd(model.acts.logits, logits, (size_t)N * c->vocab_size);
     double e_att = 0.0;
     for (int l = 0; l < L; l++) e_att = max2(e_att, rel_error_fd(layer_att(&model, l), att + l * att_size, att_size));
-    CHECK(e_loss <= MODEL_TOL, "case %zu knocking out %d: loss %.9g, reference %.9g", k, knocks, model.mean_loss, loss);
-    CHECK(e_logits <= MODEL_TOL && e_att <= MODEL_TOL, "case %zu knocking out %d: logits err %.3g, att err %.3g", k,
-          knocks, e_logits, e_att);
+    CHECK(e_loss <= MODEL_TOL, "case %zu, %s: loss %.9g, reference %.9g", k, knocks, model.mean_loss, loss);
+    CHECK(e_logits <= MODEL_TOL && e_att <= MODEL_TOL, "case %zu, %s: logits err %.3g, att err %.3g", k, knocks,
+          e_logits, e_att);
     for (int i = 0; i < gpt_num_tensors(c); i++) {
         TensorInfo info;
         gpt_tensor_info(c, i, &info);
         double e = rel_error_fd(model.grads_memory + info.offset, grads + info.offset, info.size);
-        CHECK(e <= MODEL_TOL, "case %zu knocking out %d: gradient of %s err %.3g", k, knocks, info.name, e);
+        CHECK(e <= MODEL_TOL, "case %zu, %s: gradient of %s err %.3g", k, knocks, info.name, e);
         worst->grad = max2(worst->grad, e);
     }
     worst->loss = max2(worst->loss, e_loss);
     worst->logits = max2(worst->logits, e_logits);
     worst->att = max2(worst->att, e_att);
-    free(inputs); free(targets); free(params); free(grads); free(logits); free(att);
+    free(inputs); free(targets); free(params); free(grads); free(logits); free(att); free(th.rows);
     gpt_free(&model);
     return loss;
 }
 
-// Every case, then again with one head of each layer knocked out (head l mod H of layer l):
-// the reference zeroes that head's output, and its loss is not the whole model's.
+// Every case, then again with one head of each layer knocked out (head l mod H of layer l),
+// and with an edit of every other kind (test_hooks): the reference makes the same edits, and
+// its loss is not the whole model's.
 TEST(model_matches_reference) {
     ModelErrors worst = {0};
     for (size_t k = 0; k < sizeof(model_cases) / sizeof(model_cases[0]); k++) {
-        const GPTConfig *c = &model_cases[k].config;
-        unsigned char knocked_out[64] = {0};
-        for (int l = 0; l < c->n_layer; l++) knocked_out[l * c->n_head + l % c->n_head] = 1;
-        double whole = compare_with_reference(&model_cases[k], k, NULL, &worst);
-        double knocked = compare_with_reference(&model_cases[k], k, knocked_out, &worst);
-        CHECK(fabs(knocked - whole) > 1e-6 * fabs(whole), "case %zu: knocking heads out left the loss at %.9g", k,
-              whole);
+        double whole = compare_with_reference(&model_cases[k], k, NO_HOOKS, &worst);
+        for (HookKind kind = KNOCK_OUT; kind <= EDITS; kind++) {
+            double hooked = compare_with_reference(&model_cases[k], k, kind, &worst);
+            CHECK(fabs(hooked - whole) > 1e-6 * fabs(whole), "case %zu: %s left the loss at %.9g", k,
+                  hook_kind_names[kind], whole);
+        }
     }
     report("model loss vs reference", worst.loss);
     report("model logits vs reference", worst.logits);
@@ -264,7 +355,7 @@ TEST(model_matches_reference) {
     report("model gradients vs reference (worst tensor)", worst.grad);
 }
 
-// Each head's importance (viewer/head_importance.h) is the reference's loss with that head
+// Each head's importance (analysis/head_importance.h) is the reference's loss with that head
 // knocked out (as well as the one the model already knocks out) less its loss without, in bits;
 // the model is left knocking out what it did.
 TEST(model_head_importance_matches_reference) {
@@ -274,8 +365,9 @@ TEST(model_head_importance_matches_reference) {
     GPT model;
     if (build_model(&model, c, 1) != 0) return;
     randomize_params(&model, 7, 0.2f);
-    unsigned char given[8] = {0, 0, 1, 0, 0, 0, 0, 0};  // layer 0's head 2
-    model.knocked_out = given;
+    const ActivationEdit knocked[2] = {{.layer = 0, .head = 2}};  // the model's: layer 0's head 2
+    const ForwardHooks given = {.heads = knocked, .n_heads = 1};
+    model.hooks = &given;
     int tokens[21];
     Rng rng;
     rng_seed(&rng, 8);
@@ -283,15 +375,15 @@ TEST(model_head_importance_matches_reference) {
     float importance[8];
     char err[ERR_LEN];
     if (!CHECK(head_importance(&model, tokens, t, importance, err) == 0, "%s", err)) return;
-    CHECK(model.knocked_out == given && given[2] == 1 && given[0] == 0, "head_importance left other heads knocked out");
+    CHECK(model.hooks == &given && given.n_heads == 1, "head_importance left the model other hooks");
     double *params = malloc(model.num_parameters * sizeof(double)), worst = 0.0;
     ref_to_double(params, model.params_memory, model.num_parameters);
     double base = ref_gpt_forward_backward(&model, params, tokens, tokens + 1, 1, t, 0, 0, NULL, NULL, NULL);
-    unsigned char flags[8];
-    model.knocked_out = flags;
+    ActivationEdit edits[2] = {knocked[0]};
+    const ForwardHooks both = {.heads = edits, .n_heads = 2};
+    model.hooks = &both;
     for (int i = 0; i < L * H; i++) {
-        memcpy(flags, given, sizeof(flags));
-        flags[i] = 1;
+        edits[1] = (ActivationEdit){.layer = i / H, .head = i % H};
         double want = (ref_gpt_forward_backward(&model, params, tokens, tokens + 1, 1, t, 0, 0, NULL, NULL, NULL) - base) / M_LN2;
         CHECK(fabs(importance[i] - want) <= 1e-5 + 1e-4 * fabs(want), "head %d.%d: importance %.7f bits, reference %.7f",
               i / H, i % H, importance[i], want);
@@ -344,10 +436,10 @@ static double reference_loss(void *p) {
 }
 
 // The reference gradient against finite differences of the reference loss, with and without
-// dropout (fixed masks), with a head of each layer knocked out when the model has a qkv bias;
-// and the float model's gradient against the same finite differences.
+// dropout (fixed masks), with hooks (test_hooks: heads knocked out, and an edit of every kind)
+// when the model has a qkv bias; and the float model's gradient against the same finite
+// differences: an edited row passes no gradient back.
 TEST(model_reference_grad_fd) {
-    static const unsigned char knocked_out[4] = {1, 0, 0, 1};  // (L, H): layer 0's head 0, layer 1's head 1
     double worst_ref = 0.0, worst_float = 0.0;
     for (int k = 0; k < 8; k++) {
         {
@@ -358,9 +450,10 @@ TEST(model_reference_grad_fd) {
             GPT model;
             if (build_model(&model, &c, 2) != 0) return;
             randomize_params(&model, 20 + qkv_bias, 0.3f);
-            model.knocked_out = qkv_bias ? knocked_out : NULL;
-            const ForwardPass pass = {.training = with_dropout, .dropout_seed = 99};
             int B = 2, t = 3, inputs[6] = {0, 3, 1, 4, 4, 2}, targets[6] = {3, 1, 4, 2, 0, 0};
+            TestHooks th;
+            model.hooks = test_hooks(&th, qkv_bias ? (with_dropout ? EDITS : KNOCK_OUT) : NO_HOOKS, &c, B, t);
+            const ForwardPass pass = {.training = with_dropout, .dropout_seed = 99};
             size_t P = model.num_parameters;
             double *params = malloc(P * sizeof(double)), *grads = malloc(P * sizeof(double));
             double *fd = malloc(P * sizeof(double));
@@ -391,7 +484,7 @@ TEST(model_reference_grad_fd) {
                 worst_ref = max2(worst_ref, e_ref);
                 worst_float = max2(worst_float, e_float);
             }
-            free(params); free(grads); free(fd);
+            free(params); free(grads); free(fd); free(th.rows);
             gpt_free(&model);
         }
     }
@@ -508,9 +601,9 @@ TEST(model_learns_string) {
         last = model.mean_loss;
         gpt_zero_grad(&model);
         gpt_backward(&model);
-        double norm = grad_global_norm(model.grads_memory, model.num_parameters);
-        grad_clip(model.grads_memory, model.num_parameters, norm, 1.0f);
-        adamw_update(&opt, model.params_memory, model.grads_memory, 1e-2f);
+        double norm;
+        train_step_update(&model, &opt, grad_sum_of_squares(model.grads_memory, model.num_parameters), 1e-2f, 1.0f,
+                          &norm);
     }
     gpt_forward(&model, inputs, targets, B, t, NULL);
     last = model.mean_loss;
@@ -549,9 +642,9 @@ static float *train_steps(uint64_t init_seed, uint64_t dropout_base, int steps, 
         gpt_forward(&model, inputs, targets, B, t, &pass);
         gpt_zero_grad(&model);
         gpt_backward(&model);
-        double norm = grad_global_norm(model.grads_memory, model.num_parameters);
-        grad_clip(model.grads_memory, model.num_parameters, norm, 1.0f);
-        adamw_update(&opt, model.params_memory, model.grads_memory, 1e-2f);
+        double norm;
+        train_step_update(&model, &opt, grad_sum_of_squares(model.grads_memory, model.num_parameters), 1e-2f, 1.0f,
+                          &norm);
     }
     omp_set_num_threads(saved);
     *n = model.num_parameters;
@@ -608,9 +701,9 @@ static float *train_team_steps(int steps, int threads, int by_train_step, size_t
             gpt_forward(&model, inputs, targets, B, t, &pass);
             gpt_zero_grad(&model);
             gpt_backward(&model);
-            double norm = grad_global_norm(model.grads_memory, model.num_parameters);
-            grad_clip(model.grads_memory, model.num_parameters, norm, 1.0f);
-            adamw_update(&opt, model.params_memory, model.grads_memory, 1e-2f);
+            double norm;
+            train_step_update(&model, &opt, grad_sum_of_squares(model.grads_memory, model.num_parameters), 1e-2f,
+                              1.0f, &norm);
         }
     }
     omp_set_num_threads(saved);

@@ -1,16 +1,17 @@
 // Tests of the layers: (a) the double reference's backward against central finite
 // differences of its forward, for every op; (b) every float kernel against the reference,
 // forward and backward (which must accumulate, or for the linear layer's input and GELU
-// write, as kernels.h says), on awkward shapes.
+// write, as kernels.h says), on awkward shapes, and AdamW's update.
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/rng.h"
 #include "../kernels/kernels.h"
+#include "../model/adamw.h"
 #include "../model/layers.h"
-#include "../model/rng.h"
 #include "reference.h"
 #include "test.h"
 
@@ -550,7 +551,7 @@ TEST(ops_attention_kernel) {
         float *dqkv = rand_floats(nqkv, &rng, -1, 1);
         double *qkv_d = doubles_of(qkv, nqkv), *out_d = malloc(nout * sizeof(double));
         double *att_d = malloc(natt * sizeof(double)), *dout_d = doubles_of(dout, nout);
-        double *dqkv_d = calloc(nqkv, sizeof(double));  // dqkv is written over what it held
+        double *dqkv_d = doubles_of(dqkv, nqkv);
 
         char err[ERR_LEN];
         KernelsShape shape = {0, t, hs, 0, 1};
@@ -708,7 +709,7 @@ TEST(ops_crossentropy_kernel) {
         float *losses = malloc(N * sizeof(float)), *dlogits = rand_floats(n, &rng, -1, 1);
         float *sm = malloc(n * sizeof(float));
         double *logits_d = doubles_of(logits, n), *probs_d = malloc(n * sizeof(double));
-        double *losses_d = malloc(N * sizeof(double)), *dlogits_d = calloc(n, sizeof(double));
+        double *losses_d = malloc(N * sizeof(double)), *dlogits_d = doubles_of(dlogits, n);
         double *dlosses_d = malloc(N * sizeof(double));
         for (int i = 0; i < N; i++) dlosses_d[i] = (double)(1.0f / N);
 
@@ -728,5 +729,37 @@ TEST(ops_crossentropy_kernel) {
         free(logits_d); free(probs_d); free(losses_d); free(dlogits_d); free(dlosses_d);
     }
     report("crossentropy/softmax kernel forward", worst_f);
-    report("crossentropy kernel backward (written over what dlogits held)", worst_b);
+    report("crossentropy kernel backward (accumulating)", worst_b);
+}
+
+// Three updates of AdamW's float update against the reference's in double: parameters and
+// both moments, half the parameters decayed, from the second update on with moments of its own.
+TEST(ops_adamw_update) {
+    Rng rng;
+    rng_seed(&rng, 950);
+    const size_t n = 37;
+    const float lr = 0.01f;
+    AdamW opt = {.beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.1f, .n = n};
+    opt.m = calloc(n, sizeof(float));
+    opt.v = calloc(n, sizeof(float));
+    opt.decay = malloc(n);
+    for (size_t i = 0; i < n; i++) opt.decay[i] = i % 2;
+    float *params = rand_floats(n, &rng, -1, 1);
+    double *params_d = doubles_of(params, n), *m_d = calloc(n, sizeof(double)), *v_d = calloc(n, sizeof(double));
+    double worst = 0.0;
+    for (long k = 1; k <= 3; k++) {
+        float *grads = rand_floats(n, &rng, -1, 1);
+        double *grads_d = doubles_of(grads, n);
+        adamw_update(&opt, params, grads, lr);
+        ref_adamw_update(params_d, m_d, v_d, grads_d, opt.decay, n, k, lr, opt.beta1, opt.beta2, opt.eps,
+                         opt.weight_decay);
+        double e = max2(rel_error_fd(params, params_d, n), max2(rel_error_fd(opt.m, m_d, n), rel_error_fd(opt.v, v_d, n)));
+        worst = max2(worst, e);
+        CHECK(e <= KERNEL_TOL, "AdamW update %ld: error %.3g", k, e);
+        CHECK(opt.step == k, "AdamW's step after update %ld: %ld", k, opt.step);
+        free(grads);
+        free(grads_d);
+    }
+    report("AdamW update, three steps", worst);
+    free(opt.m); free(opt.v); free(opt.decay); free(params); free(params_d); free(m_d); free(v_d);
 }

@@ -1,8 +1,8 @@
 // Tests of what the timeline measures: the head scores of hand-built attention patterns
-// against the values their definitions give (viewer/head_scores.h), the probe of a
+// against the values their definitions give (analysis/head_scores.h), the probe of a
 // constructed model that copies the previous character (training/probe.h), the update-to-weight
-// ratios of the parameter groups (training/step.h), and the logit lens against the
-// model's own predictions and a double-precision recomputation (viewer/logit_lens.h), and as
+// ratios of the parameter groups (training/update_ratios.h), and the logit lens against the
+// model's own predictions and a double-precision recomputation (analysis/logit_lens.h), and as
 // the inspector's .json and .html write it (viewer/attention_export.h).
 #include <math.h>
 #include <stdio.h>
@@ -10,15 +10,17 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../data/utf8.h"
+#include "../analysis/logit_lens.h"
+#include "../common/utf8.h"
 #include "../format/json.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
 #include "../model/layers.h"
+#include "../training/data_parallel.h"
 #include "../training/probe.h"
-#include "../training/step.h"
+#include "../training/schedule.h"
+#include "../training/update_ratios.h"
 #include "../viewer/attention_export.h"
-#include "../viewer/logit_lens.h"
 #include "test.h"
 
 // H_n = 1 + 1/2 + ... + 1/n
@@ -184,7 +186,7 @@ static int random_model(GPT *m, int t, int *tokens, char err[ERR_LEN]) {
 static void lens_in_double(const GPT *m, int r, int i, double *p) {
     const GPTConfig *c = &m->config;
     const int C = c->n_embd, V = c->vocab_size;
-    const float *x = gpt_residual_stream(m, r - 1) + (size_t)i * C;
+    const float *x = gpt_residual_stream(m, r) + (size_t)i * C;
     double mean = 0.0, var = 0.0;
     for (int k = 0; k < C; k++) mean += x[k];
     mean /= C;
@@ -338,7 +340,7 @@ TEST(probe_logit_lens_in_the_inspector) {
     AttentionLens shown = {lens.rows, lens.cells, vocab};
     test_make_dir("tests/tmp");
     const char *path = "tests/tmp/probe_lens.json", *page = "tests/tmp/probe_lens.html";
-    Attention recorded = {chars, t, L, H, att, NULL, &shown, NULL, NULL};
+    Attention recorded = {chars, t, L, H, att, NULL, &shown, NULL, NULL, NULL, NULL};
     CHECK(attention_export(path, &recorded, 1, err) == 0 && attention_export(page, &recorded, 1, err) == 0, "export: %s",
           err);
     size_t len;
@@ -383,7 +385,7 @@ TEST(probe_logit_lens_in_the_inspector) {
     gpt_free(&model);
 }
 
-// The early probes' schedule (training/probe.h): the default 1-2-5 steps below --eval-every,
+// The early probes' schedule (training/schedule.h): the default 1-2-5 steps below --eval-every,
 // none, a list as given; a list that cannot be kept is refused naming what is wrong.
 TEST(probe_schedule_default_list_and_refusals) {
     static const struct {
@@ -426,9 +428,14 @@ TEST(probe_schedule_default_list_and_refusals) {
         CHECK(rc == -2 && strstr(text, bad[i].said), "--probe-steps %.20s: rc %d, '%s'", bad[i].text, rc, text);
     }
     probe_schedule_make(&s, "", 250, 2000, err);
-    probe_schedule_describe(&s, 1, 250, text, sizeof(text));
+    probe_schedule_describe(&s, 1, 0, 250, text, sizeof(text));
     CHECK(strcmp(text, "0, 10, 20, 50, 100, 200 and every 250") == 0, "described as '%s'", text);
+    // a run resumed at step 150, or 500: only the probes to come
+    probe_schedule_describe(&s, 0, 150, 250, text, sizeof(text));
+    CHECK(strcmp(text, "200 and every 250 from step 250") == 0, "resumed at 150: described as '%s'", text);
+    probe_schedule_describe(&s, 0, 500, 250, text, sizeof(text));
+    CHECK(strcmp(text, "every 250 from step 750") == 0, "resumed at 500: described as '%s'", text);
     probe_schedule_make(&s, "none", 250, 2000, err);
-    probe_schedule_describe(&s, 0, 250, text, sizeof(text));
+    probe_schedule_describe(&s, 0, 0, 250, text, sizeof(text));
     CHECK(strcmp(text, "every 250") == 0, "none described as '%s'", text);
 }

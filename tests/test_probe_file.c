@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../analysis/probe_baselines.h"
 #include "../format/json.h"
 #include "../format/probe_file.h"
 #include "../viewer/timeline.h"
@@ -648,7 +649,8 @@ TEST(probe_file_version_1_still_reads) {
     fclose(fp);
 }
 
-// The page's labels (head_scores.h's head_label on each record's scores and the header's reach)
+// The page's labels (head_scores.h's head_label on each record's scores, the header's reach and
+// each pattern's chance on the probe's texts, analysis/probe_baselines.h)
 // and its clipping figures (every row's clipped steps, by twentieths of the run, and the mean
 // train loss of its last two quarters).
 TEST(probe_file_timeline_labels_and_clipping) {
@@ -661,8 +663,7 @@ TEST(probe_file_timeline_labels_and_clipping) {
     char err[ERR_LEN], *text;
     if (!CHECK(probe_file_create(&pf, path, &h, err) == 0 && probe_record_alloc(&r, &h, err) == 0, "%s", err)) return;
     fill_record(&r, &h, 0, 1);
-    // head 0: induction 0.45 of 0.875 beats previous token 0.5 of 1; head 1: no score; head 2:
-    // word start 0.3 of 0.5 beats first character 0.4 of 0.75
+    // head 1 has no score: no label
     const float scores[3][6] = {{0.5f, 0.45f, 0.1f, 0.1f, 0.1f, 0.1f}, {NAN, NAN, NAN, NAN, NAN, NAN},
                                 {0.2f, 0.1f, 0.4f, 0.2f, 0.3f, 0.2f}};
     for (int i = 0; i < 3; i++) {
@@ -684,7 +685,12 @@ TEST(probe_file_timeline_labels_and_clipping) {
     const JsonNode *first = labels && labels->count == 1 ? json_first(json_first(labels)) : NULL;
     if (CHECK(first && first->count == 3, "the page holds no labels of 3 heads")) {
         const JsonNode *label = json_first(first), *strength = json_first(json_next(first));
-        const double want[3] = {1, -1, 4}, want_strength[3] = {0.45 / 0.875, 0, 0.6};
+        float reach[HEAD_PATTERNS], chance[HEAD_PATTERNS];
+        double want[3], want_strength[3];
+        CHECK(probe_baselines(&h, reach, chance, err) == 0, "%s", err);
+        for (int i = 0; i < 3; i++) want[i] = head_label(scores[i], h.reach, chance, &want_strength[i]);
+        CHECK(want[1] == -1 && want[0] >= 0 && want[2] >= 0, "the test's heads: labels %g, %g, %g", want[0], want[1],
+              want[2]);
         for (int i = 0; i < 3; i++, label = json_next(label), strength = json_next(strength))
             CHECK(json_number(label) == want[i] && fabs(json_number(strength) - want_strength[i]) < 1e-4,
                   "head %d: label %g (strength %g), want %g (%g)", i, json_number(label), json_number(strength), want[i],

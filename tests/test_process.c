@@ -2,10 +2,13 @@
 // starting a program as a child process with its standard streams in files, waiting for it
 // with a timeout, asking it to stop as a user would (SIGINT, SIGTERM, SIGHUP; Windows: Ctrl-C
 // and Ctrl-Break in the child's own console), killing it, measuring its peak memory; and the
-// special files some tests need (FIFOs, links, a full device, a memory stream). Two versions,
-// POSIX's and Windows's: this is the one test file that asks which system it is on.
+// special files some tests need (FIFOs, links, a full device, a memory stream). Three versions,
+// POSIX's, Windows's and WebAssembly's (no processes): this is the one test file that asks
+// which system it is on.
 #if defined(_WIN32)
 #define TEST_WINDOWS 1
+#elif defined(__EMSCRIPTEN__)
+#define TEST_WASM 1
 #endif
 
 #include <errno.h>
@@ -118,7 +121,66 @@ const char *test_end_text(const TestEnd *end, char text[64]) {
     return text;
 }
 
-#if !defined(TEST_WINDOWS)
+#if defined(TEST_WASM)
+
+// ----------------------------------------------------------------------------
+// WebAssembly (`make test-wasm`, under node): one process, which can start none. A test that
+// would start one (./train, ./generate, a child main of its own) ends there, skipped: what it
+// checked before stands, and the runner names it among the skipped. The files are node's
+// (emscripten's NODERAWFS), without FIFOs, terminals or limits of a process's own.
+
+int test_child_start(TestChild *c, const char *const *argv, const TestSpawn *how) {
+    memset(c, 0, sizeof(*c));
+    char why[160];
+    const char *slash = strrchr(argv[0], '/');
+    snprintf(why, sizeof(why), "it runs %s as a process, and WebAssembly has none to start",
+             strcmp(argv[0], test_self_path()) == 0 ? "run_tests" : slash ? slash + 1 : argv[0]);
+    test_skip_rest(strdup(why));  // (the runner keeps the reason: not freed)
+}
+
+int test_child_wait(TestChild *c, double timeout_s, TestEnd *end) {
+    *end = (TestEnd){-1, 0, -1};
+    return 1;
+}
+
+int test_stop_signal(TestStop stop) { return SIGINT; }
+int test_child_stop(TestChild *c, TestStop stop) { return -1; }
+void test_child_kill(TestChild *c, TestEnd *end) { test_child_wait(c, 0, end); }
+int test_process_mode(int argc, char **argv, int *status) {
+    if (argc <= 2 || strcmp(argv[1], "--child") != 0) return 0;
+    *status = child_main(argc - 2, argv + 2);  // `node run_tests.js --child NAME ARGS...`
+    return 1;
+}
+
+int test_system_has(TestFeature feature) {
+    switch (feature) {
+        case TEST_SYMLINKS: case TEST_BYTE_ARGUMENTS: case TEST_LONG_PATHS: case TEST_ANY_NAMES: return 1;
+        default: return 0;
+    }
+}
+
+const char *test_null_device(void) { return "/dev/null"; }
+const char *test_device(void) { return "/dev/zero"; }
+
+int test_make_fifo(const char *path) {
+    errno = ENOTSUP;
+    return -1;
+}
+
+int test_make_symlink(const char *target, const char *path) { return symlink(target, path); }
+int test_make_read_only(const char *dir, int read_only) { return chmod(dir, read_only ? 0555 : 0755); }
+int test_remove_dir(const char *path) { return rmdir(path); }
+int test_set_env(const char *name, const char *value) { return value ? setenv(name, value, 1) : unsetenv(name); }
+double test_heap_slack(void) { return 1.0; }
+int test_limit_address_space(double bytes) { return -1; }
+int test_open_terminal(int columns, int *fd, int *other) { return -1; }
+
+char *test_run_on_terminal(const char *const *argv, int columns, TestEnd *end) {
+    *end = (TestEnd){-1, 0, -1};
+    return NULL;
+}
+
+#elif !defined(TEST_WINDOWS)
 
 // ----------------------------------------------------------------------------
 // POSIX
@@ -285,7 +347,7 @@ int test_system_has(TestFeature feature) {
     switch (feature) {
         case TEST_FIFOS: case TEST_SYMLINKS: case TEST_TERMINALS: case TEST_FILE_SIZE_LIMIT: case TEST_HANG_UPS:
         case TEST_MAKE_INSTALL: case TEST_TERMINATE_REQUESTS: case TEST_BYTE_ARGUMENTS: case TEST_LONG_PATHS:
-        case TEST_ANY_NAMES: return 1;
+        case TEST_ANY_NAMES: case TEST_FORK: return 1;
         case TEST_PROC_DIR: return access("/proc", F_OK) == 0;
         case TEST_FULL_DEVICE: return access("/dev/full", W_OK) == 0;
         case TEST_READ_ONLY_DIRS: return geteuid() != 0;  // root writes into a directory of mode 0555
@@ -299,6 +361,26 @@ const char *test_device(void) { return "/dev/zero"; }
 int test_make_fifo(const char *path) {
     unlink(path);
     return mkfifo(path, 0600);
+}
+
+// Opened for reading and writing (which Linux and macOS give a FIFO without waiting), the
+// FIFO has a writer from the start; FIONREAD says when its bytes have been read.
+int test_fifo_feed(const char *path, const char *text, double timeout_s) {
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return -1;
+    size_t len = strlen(text);
+    if (write(fd, text, len) != (long)len) {
+        close(fd);
+        return -1;
+    }
+    for (double waited = 0; waited < timeout_s; waited += 0.005) {
+        int unread = 0;
+        if (ioctl(fd, FIONREAD, &unread) != 0 || unread == 0) return fd;
+        usleep(5000);
+    }
+    close(fd);
+    errno = ETIMEDOUT;
+    return -1;
 }
 
 int test_make_symlink(const char *target, const char *path) { return symlink(target, path); }
@@ -593,6 +675,11 @@ const char *test_null_device(void) { return "NUL"; }
 const char *test_device(void) { return "NUL"; }
 
 int test_make_fifo(const char *path) {
+    errno = ENOTSUP;
+    return -1;
+}
+
+int test_fifo_feed(const char *path, const char *text, double timeout_s) {
     errno = ENOTSUP;
     return -1;
 }

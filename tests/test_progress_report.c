@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../common/clock.h"
 #include "../training/progress.h"
 #include "test.h"
 
@@ -49,7 +50,7 @@ TEST(progress_report_eta_counts_evaluations_saves_and_the_final_pass) {
     }
 }
 
-// The timeline's early probes (training/probe.h) count too, at the mean probe's time: those after
+// The timeline's early probes (training/schedule.h) count too, at the mean probe's time: those after
 // the step, up to the last, that no evaluation makes.
 TEST(progress_report_eta_counts_the_early_probes) {
     ProgressReport r = planned(300, 20, 0);

@@ -8,8 +8,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../common/rng.h"
 #include "../format/json.h"
-#include "../model/rng.h"
 #include "../format/safetensors.h"
 #include "test.h"
 
@@ -523,7 +523,7 @@ TEST(safetensors_writer_refuses_bad_arguments) {
 // ---------------------------------------------------------------------------------------
 // the JSON parser
 
-#define NO_NODE_LIMIT ((size_t)1 << 40)
+#define NO_NODE_LIMIT SIZE_MAX
 
 static int parse(const char *text, JsonDoc *doc, char err[ERR_LEN]) {
     return json_parse(text, strlen(text), NO_NODE_LIMIT, doc, err);

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../training/step.h"
+#include "../training/schedule.h"
 #include "test.h"
 
 typedef struct {
@@ -102,7 +102,7 @@ TEST(schedule_described_phases_match_every_rate) {
     }
 }
 
-// --min-lr equal to --lr (a task's recipe, training/task_recipe.c): after the warm-up the rate
+// --min-lr equal to --lr (a task's recipe, training/options.c): after the warm-up the rate
 // stays put, and the description says so rather than "decay from 0.001 to 0.001".
 TEST(schedule_constant_when_min_lr_is_lr) {
     TrainOptions o = {0};
@@ -127,4 +127,21 @@ TEST(schedule_fine_tune_warmup_fits_the_run) {
         CHECK(!schedule_warning(&o, 0, steps, warning, sizeof(warning)) || o.warmup == 0,
               "a fine-tune of %ld steps: %s", steps, warning);
     }
+}
+
+// ./train warns when its evaluations will run more of the model than its training: lesson 6's
+// measuring run of 20 steps with the default evaluation (200 batches and the whole split), not
+// the default run, nor that run with 2 batches and no pass, nor a resume with no step left.
+TEST(schedule_evaluation_warning) {
+    char text[512];
+    CHECK(!evaluation_warning(0, 2000, 250, 200, 12, 64, 111539, text, sizeof(text)), "the default run: '%s'", text);
+    CHECK(evaluation_warning(0, 20, 250, 200, 8, 256, 10212, text, sizeof(text)) &&
+              strstr(text, "warning: evaluating will run about 3 times as much of the model as training (20 steps): "
+                           "1 evaluation of 200 batches and a pass over 10212 characters of the validation split; ") &&
+              strstr(text, "--eval-batches") && strstr(text, "--final-val-chars 0"),
+          "lesson 6's measuring run: '%s'", text);
+    CHECK(!evaluation_warning(0, 20, 250, 2, 8, 256, 0, text, sizeof(text)), "2 batches, no pass: '%s'", text);
+    CHECK(!evaluation_warning(2000, 2000, 250, 200, 12, 64, 111539, text, sizeof(text)), "no step left: '%s'", text);
+    CHECK(evaluation_warning(10, 12, 1, 4, 2, 8, 0, text, sizeof(text)) && strstr(text, "2 evaluations of 4 batches;"),
+          "every step evaluated: '%s'", text);
 }

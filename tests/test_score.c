@@ -12,13 +12,14 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../common/rng.h"
+#include "../common/utf8.h"
 #include "../data/batch.h"
 #include "../data/corpus.h"
-#include "../data/utf8.h"
 #include "../data/vocab.h"
 #include "../format/checkpoint.h"
+#include "../generation/score_progress.h"
 #include "../model/gpt.h"
-#include "../model/rng.h"
 #include "test.h"
 
 #define WORK_DIR "tests/tmp/score"
@@ -68,6 +69,7 @@ static long train_count;
 static const char *trained_checkpoint(void) {
     static int state;  // 0 not tried, 1 ready, -1 failed
     if (state == 0) {
+        test_program("train");  // where processes cannot be started (WebAssembly) the test ends here, untried
         state = -1;
         const char *corpus = corpus_path();
         TestRun r = run("train", NULL, (const char *[]){"--data", corpus, "--out", WORK_DIR "/out", "--force",
@@ -322,10 +324,12 @@ TEST(score_windows_and_surprisal_csv) {
 // the progress line
 
 // Checks that `out`, what a terminal showed, has a progress line "TASK: D/TOTAL UNITS ... ETA"
-// from the first unit on and erases it ("\r\033[K") after the last one.
-static void check_progress_shown(const char *out, const char *task, long total, const char *what) {
+// from the first unit on (first "1"; "" for any count: scoring's first line comes after its
+// first forward pass) and erases it ("\r\033[K") after the last one.
+static void check_progress_shown(const char *out, const char *task, const char *first_count, long total,
+                                 const char *what) {
     char first[64], whole[64];
-    snprintf(first, sizeof(first), "%s: 1/%ld characters", task, total);
+    snprintf(first, sizeof(first), "%s: %s", task, first_count);
     snprintf(whole, sizeof(whole), "/%ld characters", total);
     const char *line = strstr(out, first), *last = line;
     for (const char *p = line; p && (p = strstr(p + 1, task)) != NULL;) last = p;
@@ -359,7 +363,7 @@ TEST(score_progress_line_on_terminal) {
     TestEnd end;
     char text[64], *out = test_run_on_terminal(argv, 100, &end);
     if (CHECK(out && end.status == 0, "--score on a terminal: %s", test_end_text(&end, text)) && total > 0)
-        check_progress_shown(out, "scoring", total, "--score");
+        check_progress_shown(out, "scoring", "", total, "--score");
     free(out);
     // generation to a file (a POSIX shell's redirection: where there are pseudo-terminals),
     // stderr on the terminal: the line shows there, never in the file
@@ -369,13 +373,51 @@ TEST(score_progress_line_on_terminal) {
     const char *shell[] = {"/bin/sh", "-c", command, NULL};
     out = test_run_on_terminal(shell, 100, &end);
     if (CHECK(out && end.status == 0, "generation to a file: %s", test_end_text(&end, text)))
-        check_progress_shown(out, "generating", 300, "generation to a file");
+        check_progress_shown(out, "generating", "1/300 characters", 300, "generation to a file");
     free(out);
     size_t file_len;
     char *written = test_read_file(file, &file_len);
     CHECK(written && file_len >= 300 && !memchr(written, '\033', file_len),
           "the generated file: %zu bytes, escape sequences in it", written ? file_len : 0);
     free(written);
+}
+
+// What --score shows while it scores, at given times: nothing for a text that scores in less
+// than SCORE_QUIET_SECONDS when stderr is not a terminal; for a long one, the time of the
+// whole once the pace is known, with the fastest window's, then a line at each tenth.
+TEST(score_progress_says_the_time_then_each_tenth) {
+    ScoreProgress p;
+    char text[512];
+    score_progress_init(&p, 9999, 0, 2, 64, 0.02);
+    for (int i = 1; i <= 10; i++) {  // 5 s in all: quiet
+        score_progress_text(&p, 0.5 * i, 100.0 * i, 1000.0, 1000L * i - 1, "generate", text, sizeof(text));
+        CHECK(text[0] == '\0', "a 5 s scoring showed '%s'", text);
+    }
+    score_progress_init(&p, 9999, 0, 2, 64, 0.02);  // 200 s in all
+    score_progress_text(&p, 0.5, 2.5, 1000.0, 24, "generate", text, sizeof(text));
+    CHECK(text[0] == '\0', "before a second the pace is unknown, yet it showed '%s'", text);
+    score_progress_text(&p, 1.0, 5.0, 1000.0, 49, "generate", text, sizeof(text));
+    CHECK(strstr(text, "generate: scoring 9999 characters takes about 3m20s on 2 threads") == text &&
+              strstr(text, "--stride 64 would take about 0m04s") && !strstr(text, "(10%)"),
+          "after a second: '%s'", text);
+    score_progress_text(&p, 2.0, 10.0, 1000.0, 99, "generate", text, sizeof(text));
+    CHECK(text[0] == '\0', "the time was said twice, or a tenth before 10%%: '%s'", text);
+    score_progress_text(&p, 25.0, 125.0, 1000.0, 1249, "generate", text, sizeof(text));
+    CHECK(strcmp(text, "scoring: 1249/9999 characters (10%), 25 s, about 2m55s left\n") == 0, "at 12.5%%: '%s'", text);
+    score_progress_text(&p, 70.0, 350.0, 1000.0, 3499, "generate", text, sizeof(text));
+    CHECK(strstr(text, "(30%)") && !strstr(text, "(20%)"), "at 35%%, one line for 30%%: '%s'", text);
+    score_progress_text(&p, 200.0, 1000.0, 1000.0, 9999, "generate", text, sizeof(text));
+    CHECK(text[0] == '\0', "at the end (the result follows) it showed '%s'", text);
+    // on a terminal the line shows from the first pass, at most twice a second
+    score_progress_init(&p, 9999, 1, 1, 64, 1.0);
+    score_progress_text(&p, 0.1, 1.0, 1000.0, 9, "generate", text, sizeof(text));
+    CHECK(strncmp(text, "\r\033[Kscoring: 9/9999 characters | 0% | ETA ", 40) == 0, "on a terminal: '%s'", text);
+    score_progress_text(&p, 0.3, 2.0, 1000.0, 19, "generate", text, sizeof(text));
+    CHECK(text[0] == '\0', "rewritten within half a second: '%s'", text);
+    score_progress_text(&p, 1.0, 5.0, 1000.0, 49, "generate", text, sizeof(text));
+    CHECK(strstr(text, "takes about 3m20s on 1 thread (") && !strstr(text, "--stride") &&
+              strstr(text, "\n\r\033[Kscoring: 49/9999"),
+          "on a terminal, the time then the line: '%s'", text);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -435,4 +477,37 @@ TEST(score_bad_texts) {
     r = GENERATE(CKPT, "--score", one, "--surprisal", WORK_DIR "/no_dir/out.csv");
     if (test_exit_status(&r, 1, "--surprisal in a missing directory")) test_output_has(&r, "no_dir", "--surprisal");
     test_run_free(&r);
+}
+
+// --score-task and --timeline's --csv refuse what they cannot do, naming it (exit 2): a model of
+// a text has no task's split; --rows without --score-task, --score-task with a text or sampling
+// options; --csv without --timeline, or over a file that is there without --force.
+TEST(score_task_and_csv_refusals) {
+    if (!trained_checkpoint()) return;
+    static const struct {
+        const char *args[6];
+        const char *says;
+    } cases[] = {
+        {{CKPT, "--score-task", NULL}, "trained on a text, not a --task"},
+        {{CKPT, "--rows", "10", NULL}, "--rows is --score-task's"},
+        {{CKPT, "--score-task", "--score", "x.txt", NULL}, "--score-task scores the task's own rows"},
+        {{CKPT, "--score-task", "-t", "0", NULL}, "--score-task scores the task's own rows"},
+        {{CKPT, "--score-task", "--rows", "0", NULL}, "--rows"},
+        {{CKPT, "--csv", WORK_DIR "/heads.csv", NULL}, "--csv writes a run's head scores: give --timeline"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        TestRun r = test_run_program("generate", NULL, WORK_DIR "/refusal.log", 60, cases[i].args);
+        if (test_exit_status(&r, 2, cases[i].args[1])) test_output_has(&r, cases[i].says, cases[i].args[1]);
+        test_run_free(&r);
+    }
+    const char *csv = WORK_DIR "/heads.csv";
+    test_write_file(csv, "mine\n", 5);
+    TestRun r = test_run_program("generate", NULL, WORK_DIR "/refusal.log", 60,
+                                 (const char *[]){"--timeline", WORK_DIR "/out", "--csv", csv, NULL});
+    if (test_exit_status(&r, 2, "--csv over a file")) test_output_has(&r, "exists: give --force", "--csv over a file");
+    test_run_free(&r);
+    size_t len;
+    char *kept = test_read_file(csv, &len);
+    CHECK(kept && len == 5 && memcmp(kept, "mine\n", 5) == 0, "--csv without --force changed %s", csv);
+    free(kept);
 }

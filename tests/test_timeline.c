@@ -12,8 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../analysis/probe_baselines.h"
 #include "../common/platform.h"
-#include "../data/utf8.h"
+#include "../common/utf8.h"
 #include "../format/probe_file.h"
 #include "test.h"
 
@@ -156,10 +157,39 @@ TEST(timeline_train_writes_probe_samples_and_page) {
     probe_header_free(&h);
 }
 
-// The early probes (training/probe.h): by default at 10, 20, 50, ... below --eval-every, or at
+// The early probes (training/schedule.h): by default at 10, 20, 50, ... below --eval-every, or at
 // --probe-steps's, each a whole record with a sample and every head's importance, the first
 // lines saying when and what probe.bin will hold; a list that cannot be kept, or --probe-steps
 // with --no-probe, exits 2 before --out is made.
+// The heads of the probe file's first record (step 0, an untrained model) get no label: their
+// attention is at chance on every pattern (analysis/head_scores.h).
+static void step_0_unlabelled(const char *probe) {
+    char err[ERR_LEN];
+    FILE *fp = fopen(probe, "rb");
+    ProbeReader r;
+    ProbeRecord rec;
+    if (!CHECK(fp && probe_reader_open(&r, fp, probe, err) == 0, "%s: %s", probe, err)) {
+        if (fp) fclose(fp);
+        return;
+    }
+    float reach[HEAD_PATTERNS], chance[HEAD_PATTERNS];
+    if (CHECK(probe_record_alloc(&rec, &r.header, err) == 0 && probe_reader_next(&r, &rec, err) == 1 &&
+                  probe_baselines(&r.header, reach, chance, err) == 0,
+              "%s", err)) {
+        for (int i = 0; i < r.header.n_layer * r.header.n_head; i++) {
+            const float scores[HEAD_PATTERNS] = {rec.previous_token[i], rec.induction[i], rec.first_character[i],
+                                                 rec.same_character[i], rec.word_start[i], rec.last_space[i]};
+            double strength;
+            int label = head_label(scores, r.header.reach, chance, &strength);
+            CHECK(rec.step == 0 && label == -1, "step %lld, head %d: labelled %s (%.3f)", (long long)rec.step, i,
+                  label >= 0 ? head_pattern_names[label] : "-", strength);
+        }
+        probe_record_free(&rec);
+    }
+    probe_reader_close(&r);
+    fclose(fp);
+}
+
 TEST(timeline_early_probes) {
     char dir[256], run[300], probe[320];
     test_fresh_dir(dir, sizeof(dir), TMP, "early");
@@ -179,6 +209,7 @@ TEST(timeline_early_probes) {
         int finite = h.version == 3;
         for (int i = 0; i < h.n_layer * h.n_head; i++) finite &= isfinite(last.importance[i]);
         CHECK(finite, "the last record's importance is not every head's (version %d)", h.version);
+        step_0_unlabelled(probe);
         probe_record_free(&last);
         probe_header_free(&h);
     }
@@ -229,6 +260,8 @@ TEST(timeline_resume_continues_without_duplicate_or_gap) {
     test_copy_file(ck, ck20);
     r = train(dir, "second.log", (const char *[]){"--resume", ck, "--steps", "40", "--threads", "1", NULL});
     if (!test_exit_status(&r, 0, "resuming to step 40")) return;
+    // the plan names only the probes to come, not step 0 or the early ones it has passed
+    test_output_has(&r, "timeline: probes every 10 from step 30 and the last: 2 probes, ", "the resumed run's plan");
     test_run_free(&r);
     Records got;
     read_records(probe, &got, NULL, NULL);
@@ -497,7 +530,7 @@ TEST(timeline_generate_rebuilds_the_page) {
         test_run_free(&g);
     }
     g = test_run_program("generate", NULL, out, 60, (const char *[]){"--timeline", run, "--seed", "3", NULL});
-    if (test_exit_status(&g, 2, "--timeline with --seed")) test_output_has(&g, "it takes only --force and --max-memory, not '--seed'", "");
+    if (test_exit_status(&g, 2, "--timeline with --seed")) test_output_has(&g, "it takes only --csv, --force and --max-memory, not '--seed'", "");
     test_run_free(&g);
     // an option refused is named as an option, whether its value came with it or after it
     char ck[320], text[320];
@@ -513,4 +546,113 @@ TEST(timeline_generate_rebuilds_the_page) {
                             given[c][0]);
         test_run_free(&g);
     }
+}
+
+// Issue 42, hole 2: ./generate --timeline names the damage of probe.bin as --resume does, and
+// says what the page leaves out (before: "a torn record at the end of probe.bin left out" for a
+// CRC failure in record 2 of 5, and for another model's header, the records after dropped
+// unsaid); refuses a log.csv of another run (the page was made of both); and leaves the page
+// of a run that holds the directory's lock to it (it rewrote it under the running run).
+TEST(timeline_generate_names_damage_and_refuses_another_log) {
+    char dir[256], runs[3][300], probe[320], log[320], page[320], out[320], ck[320];
+    test_fresh_dir(dir, sizeof(dir), TMP, "rebuild_checks");
+    snprintf(out, sizeof(out), "%s/generate.log", dir);
+    static const char *const names[3] = {"run", "seed5", "layers2"};
+    static const char *const extra[3][2] = {{"--seed", "1337"}, {"--seed", "5"}, {"--n-layer=2", NULL}};
+    for (int i = 0; i < 3; i++) {
+        snprintf(runs[i], sizeof(runs[i]), "%s/%s", dir, names[i]);
+        TestRun r = train(dir, "train.log", (const char *[]){"--n-head", "2", "--n-embd", "16", "--block-size", "16",
+                                                             "--batch-size", "4", "--eval-batches", "2", "--threads",
+                                                             "1", "--data", corpus(), "--steps", "40", "--eval-every",
+                                                             "10", "--probe-steps", "none", "--out", runs[i],
+                                                             extra[i][0], extra[i][1], NULL});
+        int ok = test_exit_status(&r, 0, names[i]);
+        test_run_free(&r);
+        if (!ok) return;
+    }
+    snprintf(probe, sizeof(probe), "%s/probe.bin", runs[0]);
+    size_t len;
+    unsigned char *bytes = (unsigned char *)test_read_file(probe, &len);
+    if (!CHECK(bytes != NULL, "no %s", probe)) return;
+    // record 2 of 5 fails its CRC
+    unsigned char *damaged = malloc(len);
+    memcpy(damaged, bytes, len);
+    size_t second = record_offset(bytes, len, 1);
+    damaged[second + 20] ^= 1;
+    test_write_file(probe, damaged, len);
+    char want[200];
+    snprintf(want, sizeof(want), "probe.bin: record 2 (at byte %zu) fails its CRC-32: the page holds the 1 records "
+             "before it", second);
+    TestRun g = test_run_program("generate", NULL, out, 60, (const char *[]){"--timeline", runs[0], "--force", NULL});
+    if (test_exit_status(&g, 0, "--timeline of a probe.bin damaged in record 2")) {
+        test_output_has(&g, want, "the damaged record");
+        CHECK(!strstr(g.output, "torn"), "the damage taken for a torn record:\n%s", g.output);
+    }
+    test_run_free(&g);
+    // another model's header (2 layers) before the run's records
+    size_t other_len, first = record_offset(bytes, len, 0);
+    snprintf(page, sizeof(page), "%s/probe.bin", runs[2]);
+    unsigned char *other = (unsigned char *)test_read_file(page, &other_len);
+    if (CHECK(other != NULL, "no %s", page)) {
+        size_t header = record_offset(other, other_len, 0);
+        memcpy(damaged, other, header);
+        memcpy(damaged + header, bytes + first, len - first);
+        test_write_file(probe, damaged, header + len - first);
+        snprintf(want, sizeof(want), "probe.bin: record 1 (at byte %zu) has a length that fits no record of the "
+                 "file's header", header);
+        g = test_run_program("generate", NULL, out, 60, (const char *[]){"--timeline", runs[0], "--force", NULL});
+        if (test_exit_status(&g, 0, "--timeline of another model's header")) test_output_has(&g, want, "the header");
+        test_run_free(&g);
+    }
+    free(other);
+    free(damaged);
+    test_write_file(probe, bytes, len);
+    free(bytes);
+    // the log.csv of the same options with another seed: refused, the page left as it was
+    snprintf(log, sizeof(log), "%s/log.csv", runs[0]);
+    snprintf(page, sizeof(page), "%s/log.csv", runs[1]);
+    char saved[340];
+    snprintf(saved, sizeof(saved), "%s.own", log);
+    test_copy_file(log, saved);
+    test_copy_file(page, log);
+    snprintf(page, sizeof(page), "%s/timeline.html", runs[0]);
+    char *before = test_read_file(page, &len);
+    g = test_run_program("generate", NULL, out, 60, (const char *[]){"--timeline", runs[0], "--force", NULL});
+    if (test_exit_status(&g, 1, "--timeline with another run's log.csv")) {
+        test_output_has(&g, "log.csv is not the log of the run probe.bin probed: at step 10 its row has", "the log");
+        test_output_has(&g, "move it away to make the page without its loss curves", "the way out");
+    }
+    test_run_free(&g);
+    size_t after_len;
+    char *after = test_read_file(page, &after_len);
+    CHECK(before && after && len == after_len && memcmp(before, after, len) == 0, "the refused rebuild changed %s",
+          page);
+    free(before);
+    free(after);
+    test_copy_file(saved, log);
+    g = test_run_program("generate", NULL, out, 60, (const char *[]){"--timeline", runs[0], "--force", NULL});
+    if (test_exit_status(&g, 0, "--timeline with the run's own log.csv"))
+        test_output_has(&g, "5 probed steps of 5 in full", "the run's own log");
+    test_run_free(&g);
+    // a run holds the directory: its page is its own to rewrite
+    snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", runs[0]);
+    char train_log[320];
+    snprintf(train_log, sizeof(train_log), "%s/running.log", dir);
+    const char *argv[] = {test_program("train"), "--resume", ck, "--steps", "1000000", "--threads", "1", NULL};
+    TestChild c;
+    TestEnd end;
+    if (!CHECK(test_child_start(&c, argv, &(TestSpawn){.out_path = train_log}) == 0, "cannot start ./train")) return;
+    int running = 0;
+    for (int i = 0; i < 4000 && !running && !test_child_wait(&c, 0.005, &end); i++) {
+        char *text = test_read_file(train_log, &len);
+        running = text && strstr(text, "step 50/");
+        free(text);
+    }
+    if (CHECK(running, "the resumed run did not reach step 50")) {
+        g = test_run_program("generate", NULL, out, 60, (const char *[]){"--timeline", runs[0], "--force", NULL});
+        snprintf(want, sizeof(want), "is in use by another run (pid %ld)", c.pid);
+        if (test_exit_status(&g, 2, "--timeline of a running run")) test_output_has(&g, want, "the lock");
+        test_run_free(&g);
+    }
+    test_child_kill(&c, &end);
 }

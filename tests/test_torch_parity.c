@@ -11,6 +11,7 @@
 
 #include "../model/adamw.h"
 #include "../model/gpt.h"
+#include "../model/train_step.h"
 #include "../format/safetensors.h"
 #include "test.h"
 
@@ -279,7 +280,9 @@ TEST(torch_adamw_three_steps) {
             gpt_forward(m, f.tokens, f.targets, f.B, f.t, NULL);
             gpt_zero_grad(m);
             gpt_backward(m);
-            double norm = grad_global_norm(m->grads_memory, m->num_parameters);
+            double norm;  // the step's update, as ./train makes it
+            train_step_update(m, &opt, grad_sum_of_squares(m->grads_memory, m->num_parameters), f.lr, f.grad_clip,
+                              &norm);
             double e_norm = torch_rel_error_scalar(norm, grad_norms[s]);
             double e_loss = torch_rel_error_scalar(m->mean_loss, step_losses[s]);
             CHECK(e_norm <= TORCH_TOL, "%s: step %d gradient norm %.7f, torch %.7f (rel error %.2e)",
@@ -288,8 +291,6 @@ TEST(torch_adamw_three_steps) {
                   f.label, s + 1, m->mean_loss, step_losses[s], e_loss);
             worst_norm = fmax(worst_norm, e_norm);
             worst_loss = fmax(worst_loss, e_loss);
-            grad_clip(m->grads_memory, m->num_parameters, norm, f.grad_clip);
-            adamw_update(&opt, m->params_memory, m->grads_memory, f.lr);
         }
 
         int A = m->config.n_head * m->config.head_size;

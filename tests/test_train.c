@@ -15,11 +15,11 @@
 
 #include "../common/clock.h"
 #include "../common/platform.h"
-#include "../model/adamw.h"
+#include "../common/rng.h"
 #include "../format/checkpoint.h"
-#include "../model/gpt.h"
-#include "../model/rng.h"
 #include "../format/safetensors.h"
+#include "../model/adamw.h"
+#include "../model/gpt.h"
 #include "test.h"
 
 #define LOG_HEADER "step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,clipped,accuracy"
@@ -620,7 +620,11 @@ static int train_into(const char *dir, const char *name, const char *corpus, con
     char *args[MAX_ARGS + 1];
     const char *common[] = {SMALL_MODEL, BLOCK_16, "--data", corpus, "--out", out, "--warmup", "5", NULL};
     int n = 0;
-    for (int i = 0; common[i]; i++) args[n++] = (char *)common[i];
+    for (int i = 0; common[i]; i += 2) {  // flags and their values, but those extra gives (each option once)
+        int given = 0;
+        for (int k = 0; extra[k]; k++) given |= strcmp(extra[k], common[i]) == 0;
+        if (!given) args[n++] = (char *)common[i], args[n++] = (char *)common[i + 1];
+    }
     for (int i = 0; extra[i]; i++) args[n++] = (char *)extra[i];
     args[n] = NULL;
     return exited_with(train_to_end(NULL, log, args), 0, name, log);

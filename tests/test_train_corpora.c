@@ -12,9 +12,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../common/utf8.h"
 #include "../data/batch.h"
 #include "../data/corpus.h"
-#include "../data/utf8.h"
 #include "../format/checkpoint.h"
 #include "test.h"
 

@@ -619,8 +619,10 @@ TEST(runs_stop_signals) {
     snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
     const char *interrupt = platform_signal_name(test_stop_signal(TEST_INTERRUPT));  // SIGINT, Windows's Ctrl-C
     // an evaluation of a billion batches after step 1: SIGINT abandons it at once and saves
-    const char *const long_eval[] = {TINY, "--data", corpus, "--steps", "5", "--eval-every", "1", "--eval-batches",
-                                     "1000000000", "--save-every", "1000", "--out", out, NULL};
+    const char *const long_eval[] = {"--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16",
+                                     "--batch-size", "4", "--threads", "1", "--data", corpus, "--steps", "5",
+                                     "--eval-every", "1", "--eval-batches", "1000000000", "--save-every", "1000",
+                                     "--out", out, NULL};
     TestChild c;
     if (start_until(&c, log, long_eval, "memory:") != 0) return;
     usleep(300000);
@@ -696,16 +698,41 @@ TEST(runs_stop_signals) {
 
 // A stop request (SIGTERM; Windows: Ctrl-C, as Wine sends no Ctrl-Break) while ./train waits
 // for a stalled standard input (a pipe whose writer is silent) stops it at once, before the
-// first step: exit 128 + its signal, and --out holds no run (its lock file alone). Before, the
-// run waited for the writer, then trained a step and saved.
+// first step: exit 128 + its signal, and --out as it was. Before, the run waited for the
+// writer, then trained a step and saved. Issue 42, hole 6: a run stopped (or refused) before
+// its first step creates nothing, so that "nothing was written in --out" is true: before, it
+// had made --out and its lock file.
+
+// Stops c (reading its text: *stop is its stop request) and checks that it ended at once with
+// its status and message; returns its output.
+static char *stopped_before_the_first_step(TestChild *c, TestStop stop, const char *log) {
+    const char *name = platform_signal_name(test_stop_signal(stop));
+    char want[128], ended[64];
+    test_child_stop(c, stop);
+    double seconds = 0;
+    TestEnd end = wait_at_most(c, &seconds);
+    size_t len;
+    char *text = test_read_file(log, &len);
+    CHECK(end.status == 128 + test_stop_signal(stop), "%s while the text stalls: %s (want exit %d within 20 s):\n%s",
+          name, test_end_text(&end, ended), 128 + test_stop_signal(stop), text);
+    snprintf(want, sizeof(want), "stopped by %s before the first step: no run was started, nothing was written in "
+             "--out", name);
+    CHECK(text && strstr(text, want), "no stop message:\n%s", text);
+    printf("    %s while the text stalls: stopped %.3f s after it\n", name, seconds);
+    CHECK(seconds < 5.0, "the stop took %.1f s", seconds);
+    return text;
+}
+
 TEST(runs_stop_while_standard_input_stalls) {
-    char dir[256], log[300], out[300], lock[320], want[128], ended[64];
+    char dir[256], log[300], out[300], lock[320], fresh[300], fifo[300];
     test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "stalled_stdin");
     snprintf(log, sizeof(log), "%s/train.log", dir);
     snprintf(out, sizeof(out), "%s/out", dir);
     snprintf(lock, sizeof(lock), "%s/.train.lock", out);
     TestStop stop = test_system_has(TEST_TERMINATE_REQUESTS) ? TEST_TERMINATE : TEST_INTERRUPT;
-    const char *name = platform_signal_name(test_stop_signal(stop));
+    // --out a directory a run once used (its lock file alone): the run takes the lock, writing
+    // its pid in it, before it reads its text
+    if (!test_make_dir(out) || test_write_file(lock, "", 0) != 0) return;
     const char *argv[MAX_ARGS + 2];
     train_argv(argv, ARGS(TINY, "--data", "-", "--steps", "5", "--out", out));
     int to_child;
@@ -715,27 +742,41 @@ TEST(runs_stop_while_standard_input_stalls) {
         return;
     const char *some = "the king and the queen of the night\n";  // a start, and then nothing
     CHECK(write(to_child, some, strlen(some)) == (long)strlen(some), "write: %s", strerror(errno));
-    for (int i = 0; i < 4000 && access(lock, F_OK) != 0; i++) usleep(5000);
+    size_t len = 0;
+    for (int i = 0; i < 4000 && len == 0; i++) {
+        char *pid = test_read_file(lock, &len);
+        free(pid);
+        if (len == 0) usleep(5000);
+    }
     usleep(300000);  // past the lock: reading standard input
-    test_child_stop(&c, stop);
-    double seconds = 0;
-    TestEnd end = wait_at_most(&c, &seconds);
+    free(stopped_before_the_first_step(&c, stop, log));
     close(to_child);
-    size_t len;
-    char *text = test_read_file(log, &len);
-    CHECK(end.status == 128 + test_stop_signal(stop), "%s while standard input stalls: %s (want exit %d within 20 s):\n%s",
-          name, test_end_text(&end, ended), 128 + test_stop_signal(stop), text);
-    snprintf(want, sizeof(want), "stopped by %s before the first step", name);
-    CHECK(text && strstr(text, want), "no stop message:\n%s", text);
-    free(text);
-    printf("    %s while standard input stalls: stopped %.3f s after it\n", name, seconds);
-    CHECK(seconds < 5.0, "the stop took %.1f s", seconds);
     DIR *d = opendir(out);
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL)
         CHECK(strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || strcmp(e->d_name, ".train.lock") == 0,
               "%s holds %s after a stop before the first step", out, e->d_name);
     if (d) closedir(d);
+    char *pid = test_read_file(lock, &len);
+    CHECK(pid && len == 0, "the lock file holds '%s' after the run", pid ? pid : "(nothing to read)");
+    free(pid);
+    // a new --out, the text from a FIFO, stopped once ./train has read what came
+    if (!test_system_has(TEST_FIFOS)) {
+        printf("    no FIFOs on %s: a stop before the first step into a new --out left out\n", platform_name());
+        return;
+    }
+    snprintf(fresh, sizeof(fresh), "%s/fresh", dir);
+    snprintf(fifo, sizeof(fifo), "%s/text.fifo", dir);
+    if (!CHECK(test_make_fifo(fifo) == 0, "mkfifo: %s", strerror(errno))) return;
+    train_argv(argv, ARGS(TINY, "--data", fifo, "--steps", "5", "--out", fresh));
+    if (!CHECK(test_child_start(&c, argv, &(TestSpawn){.out_path = log}) == 0, "cannot start ./train: %s",
+               strerror(errno)))
+        return;
+    int writer = test_fifo_feed(fifo, some, 20.0);
+    CHECK(writer >= 0, "%s was not read: %s", fifo, strerror(errno));
+    free(stopped_before_the_first_step(&c, stop, log));
+    if (writer >= 0) close(writer);
+    CHECK(!test_file_exists(fresh), "a run stopped before its first step made its --out %s", fresh);
 }
 
 // A FIFO named probe.bin or log.csv in a run's directory (nothing writes into it): --resume
@@ -994,11 +1035,12 @@ TEST(runs_resume_never_replaces_another_run) {
     }
     test_run_free(&r);
     check_unchanged(victim, before, "resuming another run's checkpoint");
-    // a checkpoint from before train.run_id is told apart by its seed (7 against 1337)
+    // a checkpoint from before train.run_id is told apart by its options (--seed 7, --steps 40 against 1337, 10)
     if (test_edit_checkpoint(r0_ck, old, &(CheckpointEdit){.key = "train.run_id", .value = NULL}) != 0) return;
     r = train_in(NULL, log, ARGS("--resume", old, "--steps", "12", "--out", victim));
     if (test_exit_status(&r, 2, "resuming an older checkpoint of r0 into victim"))
-        test_output_has(&r, "has train.seed '7', not '1337'", "resuming an older checkpoint of r0 into victim");
+        test_output_has(&r, "without train.run_id, a run is told by the options",
+                        "resuming an older checkpoint of r0 into victim");
     test_run_free(&r);
     check_unchanged(victim, before, "resuming another run's older checkpoint");
     // ... and resumes in its own directory, as the same run as r0's ckpt.safetensors; it gets an identity
@@ -1021,6 +1063,38 @@ TEST(runs_resume_never_replaces_another_run) {
     test_meta_value(ck, "train.run_id", value, sizeof(value));
     test_meta_value(r0_ck, "train.run_id", theirs, sizeof(theirs));
     CHECK(strcmp(value, theirs) == 0, "victim's checkpoint is of run '%s', not r0's '%s'", value, theirs);
+    free(before);
+}
+
+// Issue 42, hole 1: two checkpoints without train.run_id that differ only in
+// position_encoding (a learned run, a RoPE one) are two runs: resuming the RoPE one into the
+// learned one's --out is refused and leaves it as it was. Before, it replaced that run's
+// checkpoint and appended to its log.csv, exit 0.
+TEST(runs_resume_tells_runs_apart_by_every_option) {
+    char dir[256], corpus[300], log[300], runs[2][300], ck[2][320], best[320];
+    test_fresh_dir(dir, sizeof(dir), RUNS_TMP, "every_option");
+    base_corpus(dir, corpus, sizeof(corpus));
+    snprintf(log, sizeof(log), "%s/train.log", dir);
+    static const char *const pos[2] = {"learned", "rope"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(runs[i], sizeof(runs[i]), "%s/%s", dir, pos[i]);
+        snprintf(ck[i], sizeof(ck[i]), "%s/ckpt.safetensors", runs[i]);
+        snprintf(best, sizeof(best), "%s/best.safetensors", runs[i]);
+        TestRun r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "10", "--pos", pos[i], "--no-probe",
+                                             "--out", runs[i]));
+        int ok = test_exit_status(&r, 0, pos[i]);
+        test_run_free(&r);
+        // checkpoints from before train.run_id: ckpt.safetensors without it, no best.safetensors
+        if (!ok || test_edit_checkpoint(ck[i], best, &(CheckpointEdit){.key = "train.run_id", .value = NULL}) != 0 ||
+            !CHECK(platform_replace_file(best, ck[i]) == 0, "cannot move %s to %s: %s", best, ck[i], strerror(errno)))
+            return;
+    }
+    char *before = dir_snapshot(runs[0]);
+    TestRun r = train_in(NULL, log, ARGS("--resume", ck[1], "--out", runs[0], "--steps", "20", "--no-probe"));
+    if (test_exit_status(&r, 2, "resuming the RoPE run into the learned one's --out"))
+        test_output_has(&r, "has position_encoding 'learned', not 'rope'", "the resume");
+    test_run_free(&r);
+    check_unchanged(runs[0], before, "resuming another run that differs only in position_encoding");
     free(before);
 }
 
@@ -1136,16 +1210,24 @@ TEST(runs_out_locked_by_one_run) {
     r = train_in(NULL, log, ARGS("--resume", ck, "--steps", steps));
     test_exit_status(&r, 0, "resuming after the first run was killed");
     test_run_free(&r);
-    // a directory that holds the lock file alone holds no run
+    // a run refused makes no --out (issue 42, hole 6: it made --out and its lock file)
     snprintf(out, sizeof(out), "%s/refused", dir);
-    r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "3", "--max-memory", "1", "--n-embd", "512",
-                                 "--out", out));
+    r = train_in(NULL, log, ARGS("--data", corpus, "--steps", "3", "--max-memory", "1", "--n-layer", "1",
+                                 "--n-head", "2", "--n-embd", "512", "--out", out));
     test_exit_status(&r, 2, "a run refused by its memory");
     test_run_free(&r);
+    CHECK(!test_file_exists(out), "the refused run made its --out %s", out);
+    char missing[320];
+    snprintf(missing, sizeof(missing), "%s/no such corpus.txt", dir);
+    r = train_in(NULL, log, ARGS(TINY, "--data", missing, "--steps", "3", "--out", out));
+    test_exit_status(&r, 1, "a run on a corpus that is not there");
+    test_run_free(&r);
+    CHECK(!test_file_exists(out), "the run on a corpus that is not there made its --out %s", out);
+    // a directory that holds the lock file alone holds no run
     char found[128] = "";
     snprintf(lock, sizeof(lock), "%s/.train.lock", out);
-    CHECK(test_file_exists(lock) && out_dir_find_run(out, found, sizeof(found)) == 0,
-          "the refused run left no lock file, or out_dir_find_run finds a run (%s) in its --out", found);
+    if (!test_make_dir(out) || test_write_file(lock, "", 0) != 0) return;
+    CHECK(out_dir_find_run(out, found, sizeof(found)) == 0, "out_dir_find_run finds a run (%s) in %s", found, out);
     r = train_in(NULL, log, ARGS(TINY, "--data", corpus, "--steps", "3", "--out", out));
     test_exit_status(&r, 0, "a run where the lock file alone is");
     test_run_free(&r);
@@ -1261,8 +1343,41 @@ TEST(runs_torn_log_row_cut_and_linked_log_refused) {
     test_run_free(&r);
     logged_steps(csv, steps, sizeof(steps));
     CHECK(strcmp(steps, "5,10,15") == 0, "log.csv has the rows of steps %s, want 5,10,15", steps);
-    // damage before the end is no torn row
+    // an unfinished end longer than a row, or of what no row holds, is damage (issue 42, hole 3:
+    // 300 MB of it were cut as "a row that a stopped run left unfinished"): moved aside, and
+    // the whole rows go on in a new log.csv
+    char aside[320], *junk = malloc(4096);
+    if (!CHECK(junk != NULL, "out of memory")) return;
+    for (int i = 0; i < 4096; i++) junk[i] = "0123456789,."[i % 12];  // digits, but longer than any row
+    fp = fopen(csv, "a");
+    if (fp) fwrite(junk, 1, 4096, fp), fclose(fp);
+    free(junk);
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "16"));
+    if (test_exit_status(&r, 0, "a resume after 4096 bytes of no row")) {
+        test_output_has(&r, "log.csv: its last 4096 bytes are no row", "the damaged end");
+        test_output_has(&r, "moved the file to", "the damaged end");
+        CHECK(!strstr(r.output, "left unfinished"), "the damage taken for a torn row:\n%s", r.output);
+    }
+    test_run_free(&r);
+    logged_steps(csv, steps, sizeof(steps));
+    CHECK(strcmp(steps, "5,10,15,16") == 0, "log.csv has the rows of steps %s, want 5,10,15,16", steps);
+    snprintf(aside, sizeof(aside), "%s.damaged", csv);
     size_t len;
+    char *kept = test_read_file(aside, &len);
+    CHECK(kept && len > 4096 && !memchr(kept + len - 4096, '\n', 4096), "%s does not hold the damaged log whole",
+          aside);
+    free(kept);
+    fp = fopen(csv, "a");
+    if (fp) fputs("17,3.9\x1b[2J", fp), fclose(fp);  // short, but with what no row holds
+    r = train_in(NULL, log, ARGS("--resume", ck, "--steps", "17"));
+    if (test_exit_status(&r, 0, "a resume after an escape sequence"))
+        test_output_has(&r, "log.csv: its last 10 bytes are no row", "the escape sequence");
+    test_run_free(&r);
+    snprintf(aside, sizeof(aside), "%s.damaged.2", csv);
+    CHECK(test_file_exists(aside), "no %s", aside);
+    logged_steps(csv, steps, sizeof(steps));
+    CHECK(strcmp(steps, "5,10,15,16,17") == 0, "log.csv has the rows of steps %s, want 5,10,15,16,17", steps);
+    // damage before the end is no torn row
     char *text = test_read_file(csv, &len);
     char *row = text ? strstr(text, "\n10,") : NULL;
     if (!CHECK(row != NULL, "no row of step 10 in %s", csv)) return free(text);
@@ -1409,7 +1524,7 @@ TEST(runs_task_resume_continues_the_stream) {
     free(text);
 }
 
-// The best head's induction score (training/head_scores.h) at each probed step of the run in
+// The best head's induction score (analysis/head_scores.h) at each probed step of the run in
 // dir: steps[i], best[i], at most max of them; returns how many.
 static int best_induction_scores(const char *dir, long *steps, double *best, int max) {
     char path[320], err[ERR_LEN];
@@ -1456,6 +1571,77 @@ static void task_induction_emulated(const char *out, const char *train_log) {
     CHECK(n == 4 && steps[0] == 0 && steps[1] == 10 && steps[2] == 20 && steps[3] == 30,
           "%d probed steps, want 0, 10, 20 and 30", n);
     printf("    emulated CPU: 30 steps of --task induction (the head forms after about 1,000)\n");
+}
+
+// `./generate CKPT --score-task` scores the rows the run's evaluations read: its accuracy is
+// the last evaluation's, its loss on every character the last validation loss (in bits); and
+// knocking out the layer-1 head that copies (the one whose loss on the repeated half rises the
+// most) costs more than a bit a character there, where the other layer-1 head costs less.
+static void check_score_task(const char *out, const char *log, double val_loss, double accuracy) {
+    char ckpt[320];
+    snprintf(ckpt, sizeof(ckpt), "%s/ckpt.safetensors", out);
+    double half[3], right[3], all[3];  // with every head, without layer 1's head 0, head 1
+    const char *ablate[3] = {NULL, "1.0", "1.1"};
+    for (int i = 0; i < 3; i++) {
+        const char *args[] = {ckpt, "--score-task", ablate[i] ? "--ablate" : NULL, ablate[i], NULL};
+        TestRun r = test_run_program("generate", NULL, log, 300, args);
+        int ok = test_exit_status(&r, 0, "--score-task") &&
+                 CHECK(strstr(r.output, "induction task (seed 1337), validation rows 0-127 of 65 characters") &&
+                           sscanf(strstr(r.output, "the repeated half "), "the repeated half %lf bits/char over %*d "
+                                  "characters, %lf%% right; every character %lf", &half[i], &right[i], &all[i]) == 3,
+                       "--score-task printed:\n%s", r.output);
+        test_run_free(&r);
+        if (!ok) return;
+    }
+    printf("    --score-task: the repeated half %.3f bits/char, %.1f%% right; without head 1.0 %.3f, 1.1 %.3f\n",
+           half[0], right[0], half[1], half[2]);
+    CHECK(fabs(right[0] - 100.0 * accuracy) < 0.06, "--score-task's accuracy %.1f%%, the run's last %.2f%%", right[0],
+          100.0 * accuracy);
+    CHECK(fabs(all[0] * M_LN2 - val_loss) < 1e-3, "--score-task's loss %.4f bits/char, the run's %.4f nats", all[0],
+          val_loss);
+    double most = half[1] > half[2] ? half[1] : half[2], least = half[1] > half[2] ? half[2] : half[1];
+    CHECK(most - half[0] > 1.0 && least < most, "knocking layer 1's heads out: %.3f and %.3f bits/char, from %.3f",
+          half[1], half[2], half[0]);
+}
+
+// `./generate --timeline RUN --csv FILE`: a row per head (2 layers of 2) at each of the n probed
+// steps, whose induction scores at the last step hold the probe's best (to the CSV's 6 digits),
+// and whose head with that score matters: knocking it out costs the probe passage more than
+// the other heads of its layer.
+static void check_timeline_csv(const char *out, const char *log, int n, long last_step, double best) {
+    char csv[320];
+    snprintf(csv, sizeof(csv), "%s/heads.csv", out);
+    TestRun r = test_run_program("generate", NULL, log, 300, (const char *[]){"--timeline", out, "--csv", csv, NULL});
+    int ok = test_exit_status(&r, 0, "--timeline --csv");
+    test_run_free(&r);
+    size_t len;
+    char *text = ok ? test_read_file(csv, &len) : NULL;
+    if (!CHECK(text != NULL, "no %s", csv)) return;
+    int rows = 0;
+    double top = -1.0, top_importance = NAN, other_importance = -INFINITY;
+    int top_layer = -1;
+    for (char *line = strchr(text, '\n'); line && line[1]; line = strchr(line + 1, '\n'), rows++) {
+        long step;
+        int layer, head;
+        double score[6], entropy, importance;
+        if (!CHECK(sscanf(line + 1, "%ld,%d,%d,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &step, &layer, &head, &score[0],
+                          &score[1], &score[2], &score[3], &score[4], &score[5], &entropy, &importance) == 11,
+                   "row %d of %s: '%.80s'", rows + 1, csv, line + 1))
+            break;
+        if (step != last_step) continue;
+        if (score[1] > top) {
+            if (layer == top_layer) other_importance = fmax(other_importance, top_importance);
+            top = score[1], top_importance = importance, top_layer = layer;
+        } else if (layer == top_layer) {
+            other_importance = fmax(other_importance, importance);
+        }
+    }
+    free(text);
+    CHECK(rows == n * 4, "%s: %d rows, want %d (4 heads at %d probed steps)", csv, rows, n * 4, n);
+    CHECK(fabs(top - best) < 1e-5, "%s: the best induction score at step %ld is %.6f, the probe's %.6f", csv,
+          last_step, top, best);
+    CHECK(top_importance > other_importance, "%s: the induction head's importance %.3f, its layer's other head %.3f",
+          csv, top_importance, other_importance);
 }
 
 TEST(runs_task_induction_head_forms) {
@@ -1509,4 +1695,6 @@ TEST(runs_task_induction_head_forms) {
     CHECK(fabs(first_val - log(26.0)) < 0.05, "no plateau at chance, ln 26: val loss %.3f at step 250", first_val);
     CHECK(last_val < log(26.0) - 0.5, "no drop: val loss %.3f at the end", last_val);
     CHECK(accuracy >= 0.9, "accuracy on the repeated half %.3f at the end, want 0.9", accuracy);
+    check_score_task(out, train_log, last_val, accuracy);
+    check_timeline_csv(out, train_log, n, steps[n - 1], best[n - 1]);
 }

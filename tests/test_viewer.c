@@ -8,9 +8,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../data/utf8.h"
+#include "../analysis/head_scores.h"
+#include "../common/utf8.h"
 #include "../viewer/attention_export.h"
-#include "../viewer/head_scores.h"
 #include "../viewer/attention_formats.h"
 #include "test.h"
 
@@ -63,7 +63,7 @@ static void synthetic_attention(const uint32_t *chars, int t, int L, int H, floa
 // attention_export of the weights, predictions and lens given (no vectors, no heads).
 static int export_attention(const char *path, const uint32_t *chars, int t, int L, int H, const float *att,
                             const AttentionPrediction *pred, const AttentionLens *lens, int replace, char err[ERR_LEN]) {
-    return attention_export(path, &(Attention){chars, t, L, H, att, pred, lens, NULL, NULL}, replace, err);
+    return attention_export(path, &(Attention){chars, t, L, H, att, pred, lens, NULL, NULL, NULL, NULL}, replace, err);
 }
 
 // A text exercising every escape: quote, backslash, newline, tab, CR, a control character,
@@ -630,7 +630,7 @@ static int pixel_is(const unsigned char *raw, int width, long x, long y, int r, 
 
 // An Attention as attention_export makes it, for the .png layout and raster functions.
 static Attention png_attention(const uint32_t *chars, int t, int L, int H, const float *att) {
-    Attention a = {chars, t, L, H, att, NULL, NULL, NULL, NULL};
+    Attention a = {chars, t, L, H, att, NULL, NULL, NULL, NULL, NULL, NULL};
     return a;
 }
 
@@ -932,10 +932,10 @@ TEST(viewer_large_all_formats) {
     free(att);
 }
 
-// Each head's pattern scores and label (viewer/head_scores.h) on text (t code points), as
+// Each head's pattern scores and label (analysis/head_scores.h) on text (t code points), as
 // ./generate records them.
 typedef struct {
-    float reach[HEAD_PATTERNS], *scores, *strength, *importance;
+    float reach[HEAD_PATTERNS], chance[HEAD_PATTERNS], *scores, *strength, *importance;
     int *label;
 } SampleHeads;
 
@@ -948,17 +948,40 @@ static AttentionHeads sample_heads(SampleHeads *x, const uint32_t *chars, int t,
     x->strength = malloc((size_t)L * H * sizeof(float));
     x->label = malloc((size_t)L * H * sizeof(int));
     x->importance = malloc((size_t)L * H * sizeof(float));
-    for (int p = 0; p < HEAD_PATTERNS; p++) x->reach[p] = (float)head_pattern_reach((HeadPattern)p, &text);
+    for (int p = 0; p < HEAD_PATTERNS; p++) {
+        x->reach[p] = (float)head_pattern_reach((HeadPattern)p, &text);
+        x->chance[p] = (float)head_pattern_chance((HeadPattern)p, &text);
+    }
     for (int index = 0; index < L * H; index++) {
         for (int p = 0; p < HEAD_PATTERNS; p++)
             x->scores[index * HEAD_PATTERNS + p] = (float)head_score((HeadPattern)p, att + (size_t)index * t * t, &text);
         double strength;
-        x->label[index] = head_label(x->scores + index * HEAD_PATTERNS, x->reach, &strength);
+        x->label[index] = head_label(x->scores + index * HEAD_PATTERNS, x->reach, x->chance, &strength);
         x->strength[index] = (float)strength;
         x->importance[index] = 0.05f * (float)(index % 7) - 0.1f;  // a loss change in bits, some below 0
     }
-    return (AttentionHeads){HEAD_PATTERNS, head_pattern_names, x->reach, x->scores, x->label, x->strength,
-                            HEAD_LABEL_CLEAR, x->importance};
+    return (AttentionHeads){HEAD_PATTERNS, head_pattern_names, x->reach, x->chance, x->scores, x->label, x->strength,
+                            HEAD_LABEL_CLEAR, x->importance, NULL, NULL};
+}
+
+// A logit attribution over t positions of a model of L x H heads, as analysis/attribution.h
+// lays it out, with made-up parts (their sums the totals): token i is the text's character i
+// (the vocabulary is the text's code points), each position's target the next one (at the last,
+// the first), its rival the one after.
+static int sample_attribution(LogitAttribution *a, int t, int L, int H) {
+    char err[ERR_LEN];
+    GPTConfig c = {.n_layer = L, .n_head = H, .n_embd = 8};
+    if (!CHECK(logit_attribution_init(a, &c, t, err) == 0, "%s", err)) return -1;
+    for (int i = 0; i < t; i++) {
+        a->target[i] = (i + 1) % t, a->rival[i] = (i + 2) % t, a->next_known[i] = i + 1 < t;
+        a->logit[i] = a->difference[i] = 0.0;
+        for (int k = 0; k < a->parts; k++) {
+            a->logit_parts[i * a->parts + k] = sin(0.7 * i + 1.3 * k);
+            a->difference_parts[i * a->parts + k] = cos(0.4 * i - 0.9 * k);
+            a->logit[i] += a->logit_parts[i * a->parts + k], a->difference[i] += a->difference_parts[i * a->parts + k];
+        }
+    }
+    return 0;
 }
 
 // Writes tests/tmp/viewer_sample.html (and viewer_sample_heatmap.png) from synthetic attention,
@@ -982,8 +1005,23 @@ TEST(viewer_sample_page) {
     AttentionLens lens = {L + 1, cells, chars};
     SampleHeads made;
     AttentionHeads heads = sample_heads(&made, chars, t, L, H, att);
-    Attention sample = {chars, t, L, H, att, pred, &lens, NULL, &heads};
+    // the heads' importance by the mean, the logit attribution and a patching of the text
+    float *by_mean = malloc((size_t)L * H * sizeof(float));
+    double patched[4 * 4 + 5 * 256];
+    int corrupted[256];
+    LogitAttribution split;
+    if (!by_mean || sample_attribution(&split, t, L, H) != 0) return;
+    for (int i = 0; i < L * H; i++) by_mean[i] = 0.03f * (float)(i % 5) - 0.05f;
+    heads.importance_mean = by_mean, heads.mean_over = "a <sample> text";
+    for (int i = 0; i < L * H + (L + 1) * t; i++) patched[i] = sin(0.37 * i);
+    for (int i = 0; i < t; i++) corrupted[i] = i % 9 == 4 ? (i + 3) % t : i;
+    Patching patching = {L, H, t, 1, 2, 3.5, -1.25, patched, patched + L * H, NULL};
+    AttentionAttribution attribution = {&split, chars};
+    AttentionPatching patch = {&patching, corrupted, chars};
+    Attention sample = {chars, t, L, H, att, pred, &lens, NULL, &heads, &attribution, &patch};
     CHECK(attention_export(TMP_DIR "/viewer_sample.html", &sample, 1, err) == 0, "%s", err);
+    logit_attribution_free(&split);
+    free(by_mean);
     free(made.scores), free(made.strength), free(made.label), free(made.importance);
     free(cells);
     CHECK(export_attention(TMP_DIR "/viewer_sample_heatmap.png", chars, t, L, H, att, pred, NULL, 1, err) == 0, "%s", err);

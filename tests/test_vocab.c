@@ -9,11 +9,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../common/rng.h"
 #include "../data/char_counts.h"
 #include "../data/vocab.h"
 #include "../data/vocab_coverage.h"
 #include "../format/checkpoint.h"
-#include "../model/rng.h"
 #include "test.h"
 
 // A text of random code points, a few very common and many rare, over the whole range.

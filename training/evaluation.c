@@ -5,9 +5,11 @@
 #include <string.h>
 
 #include "../common/clock.h"
+#include "../common/platform.h"
 #include "../data/task.h"
 #include "../dist/dist.h"
 #include "run.h"
+#include "stop_signals.h"
 
 // ----------------------------------------------------------------------------
 // the periodic evaluation

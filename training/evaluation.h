@@ -6,8 +6,8 @@
 
 #include "../data/batch.h"
 #include "../model/gpt.h"
+#include "data_parallel.h"
 #include "progress.h"
-#include "step.h"
 
 // ----------------------------------------------------------------------------
 // the periodic evaluation

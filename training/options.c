@@ -10,7 +10,9 @@
 #include "../common/platform.h"
 #include "../dist/dist.h"
 #include "../kernels/kernels.h"
+#include "../kernels/parallel.h"
 #include "run.h"
+#include "schedule.h"
 
 // ----------------------------------------------------------------------------
 // the table and --help
@@ -72,7 +74,7 @@ static void usage_data_and_output(FILE *f, const TrainOptions *d) {
     fprintf(f,
             "usage: %s [options]\n"
             "Trains a character-level GPT on a text corpus: files (plain or gzip), directories of\n"
-            "them, or standard input.\n\n"
+            "them, or standard input. Each option is given once; --data may be given once per path.\n\n"
             "data and output:\n"
             "  --data PATH          what to train on, given once or more: a file (plain text or\n"
             "                       gzip; a pipe too), a directory (every file under it, in the byte\n"
@@ -187,8 +189,9 @@ static void usage_model_and_training(FILE *f, const TrainOptions *d) {
             "                       off); 0 = wait without limit (default %g)\n"
             "the timeline (the run's probe.bin and timeline.html, a page that shows the model learn):\n"
             "  --probe FILE         the passage run through the model at each evaluation, its first\n"
-            "                       block-size + 1 characters (default: that many of the validation\n"
-            "                       split, from the start of its first whole line)\n"
+            "                       block-size + 1 characters, read as the corpus is (--encoding,\n"
+            "                       --keep-cr) (default: that many of the validation split, from the\n"
+            "                       start of its first whole line)\n"
             "  --sample-prompt TEXT the prompt of the samples (default: the passage's first line)\n"
             "  --sample-chars N     characters of each sample, printed under the progress at each\n"
             "                       evaluation and kept for the timeline; 0 = none (default %d)\n"
@@ -417,13 +420,14 @@ static void init_from_options(const Checkpoint *ck, TrainOptions *o, const Given
 // ----------------------------------------------------------------------------
 // the set-up
 
-// Before anything in the output directory is read or written (rank 0): it exists and this run
-// holds its lock (training/out_dir.h); a file system without locks is a warning. A --resume of
-// a checkpoint that does not exist locks nothing (checkpoint_open says why next). Returns 0,
-// or the exit status with err.
+// Before anything in the output directory is read (rank 0): when it and its lock file are
+// there, this run holds the lock (training/out_dir.h: nothing is created until the run is
+// accepted, start_out_dir); a file system without locks is a warning. A --resume of a
+// checkpoint that does not exist locks nothing (checkpoint_open says why next). Returns 0, or
+// the exit status with err.
 static int lock_out_dir(const TrainOptions *o, OutDirLock *lock, char err[ERR_LEN]) {
     if (o->resume[0] && access(o->resume, F_OK) != 0) return 0;
-    int status = out_dir_lock(o->out, lock, err);
+    int status = out_dir_lock_if_there(o->out, lock, err);
     if (status != 0) return status;
     if (err[0]) fprintf(stderr, "%s: warning: %s\n", program_name(), err);
     return 0;
@@ -478,7 +482,7 @@ int set_up_options(Run *r, char err[ERR_LEN]) {
 // batch 32, the learning rate 1e-3 after 100 steps of warm-up and then constant (--min-lr is
 // --lr), no weight decay, an evaluation (with the timeline's probe) every 100 steps of 4
 // batches. What was measured on the way, on the induction task (the best head's score at
-// step 2,000 is the probe's, training/head_scores.h; seeds 1337, 1 and 2):
+// step 2,000 is the probe's, analysis/head_scores.h; seeds 1337, 1 and 2):
 //   - 2 layers: an induction head needs a previous-token head below it, whose output its keys
 //     read. 4 heads of 16 formed one at steps 800-1,200, scoring 0.29-0.33; 2 heads of 32 at
 //     800-1,000, scoring 0.33-0.39; 1 head a layer first (600-800), but its score fell back
@@ -499,7 +503,8 @@ void task_recipe(Task task, TrainOptions *o) {
     snprintf(o->task, sizeof(o->task), "%s", task_name(task));
     snprintf(o->out, sizeof(o->out), "out-%s", task_name(task));
     o->n_layer = 2, o->n_head = 2, o->n_embd = 64, o->block_size = 64, o->batch_size = 32;
-    o->steps = task_steps[task], o->warmup = 100, o->lr = 1e-3f, o->min_lr = 1e-3f, o->weight_decay = 0.0f;
+    o->steps = task_steps[task], o->warmup = LR_DEFAULT_WARMUP;
+    o->lr = 1e-3f, o->min_lr = 1e-3f, o->weight_decay = 0.0f;
     o->eval_every = 100, o->eval_batches = 4, o->save_every = 500, o->log_every = 25;
     // no pass over the whole split at the end: its windows of the block start anywhere in an
     // example, where the evaluations' start at an example, so its loss (2.67 against 2.15 on

@@ -12,8 +12,6 @@
 #include "../common/errors.h"
 #include "run_state.h"
 
-#define THREADS_PER_CORE 4  // --threads may ask for at most this many per core
-
 enum {
     OPT_DATA = 256, OPT_OUT, OPT_RESUME, OPT_N_LAYER, OPT_N_HEAD, OPT_N_EMBD, OPT_HEAD_SIZE,
     OPT_BLOCK_SIZE, OPT_BATCH_SIZE, OPT_DROPOUT, OPT_NO_QKV_BIAS, OPT_POS, OPT_STEPS, OPT_LR, OPT_MIN_LR,

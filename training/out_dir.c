@@ -46,19 +46,22 @@ static long wait_for_holder_pid(int fd) {
     return pid;
 }
 
-enum { LOCK_HELD = 0, LOCK_BUSY = 1, LOCK_UNSUPPORTED = 2, LOCK_FAILED = -1 };
+enum { LOCK_HELD = 0, LOCK_BUSY = 1, LOCK_UNSUPPORTED = 2, LOCK_ABSENT = 3, LOCK_FAILED = -1 };
 
-// Takes the lock of dir (an existing directory). Returns LOCK_HELD; LOCK_BUSY when another
+// Takes the lock of dir, creating its file when `create` (dir exists then). Returns LOCK_HELD;
+// LOCK_ABSENT when not `create` and dir or the file is not there; LOCK_BUSY when another
 // process holds it (err names its pid, read from the file); LOCK_UNSUPPORTED when the file
 // system has no locks (err says so; the lock is not held); LOCK_FAILED when the file cannot
 // be created or opened (err).
-static int take_lock(OutDirLock *lock, const char *dir, char err[ERR_LEN]) {
+static int take_lock(OutDirLock *lock, const char *dir, int create, char err[ERR_LEN]) {
     char path[4200];
     snprintf(path, sizeof(path), "%s/%s", dir, OUT_DIR_LOCK_NAME);
     lock->held = 0;
-    lock->fd = platform_open(path, PLATFORM_READ | PLATFORM_WRITE | PLATFORM_CREATE | PLATFORM_NO_FOLLOW);
+    int how = PLATFORM_READ | PLATFORM_WRITE | PLATFORM_NO_FOLLOW | (create ? PLATFORM_CREATE : 0);
+    lock->fd = platform_open(path, how);
+    if (lock->fd < 0 && !create && (errno == ENOENT || errno == ENOTDIR)) return LOCK_ABSENT;
     if (lock->fd < 0) {
-        snprintf(err, ERR_LEN, "cannot create %s: %s", path, strerror(errno));
+        snprintf(err, ERR_LEN, "cannot %s %s: %s", create ? "create" : "open", path, strerror(errno));
         return LOCK_FAILED;
     }
     int locked = platform_lock(lock->fd);
@@ -119,16 +122,27 @@ static int make_dirs(const char *path, char err[ERR_LEN]) {
     return 0;
 }
 
+// The status of take_lock's answer, with err the message to give or (a file system without
+// locks) the warning to print, once.
+static int lock_status(int locked, const char *dir, OutDirLock *lock, const char *why, char err[ERR_LEN]) {
+    err[0] = '\0';
+    if (locked == LOCK_BUSY) snprintf(err, ERR_LEN, "%s", why);
+    if (locked == LOCK_FAILED) snprintf(err, ERR_LEN, "cannot write into %s: %s", dir, why);
+    if (locked == LOCK_UNSUPPORTED && !lock->lockless)
+        snprintf(err, ERR_LEN, "%s (this file system has no locks: make sure no other run writes into %s)", why, dir);
+    lock->lockless |= locked == LOCK_UNSUPPORTED;
+    return locked == LOCK_BUSY ? EXIT_USAGE : locked == LOCK_FAILED ? EXIT_DATA : 0;
+}
+
+int out_dir_lock_if_there(const char *dir, OutDirLock *lock, char err[ERR_LEN]) {
+    char why[ERR_LEN];
+    return lock_status(take_lock(lock, dir, 0, why), dir, lock, why, err);
+}
+
 int out_dir_lock(const char *dir, OutDirLock *lock, char err[ERR_LEN]) {
     if (make_dirs(dir, err) != 0) return EXIT_DATA;
     char why[ERR_LEN];
-    int locked = take_lock(lock, dir, why);
-    err[0] = '\0';
-    if (locked == LOCK_BUSY) snprintf(err, ERR_LEN, "%s", why);
-    if (locked == LOCK_FAILED) snprintf(err, ERR_LEN, "cannot write into --out %s: %s", dir, why);
-    if (locked == LOCK_UNSUPPORTED)
-        snprintf(err, ERR_LEN, "%s (this file system has no locks: make sure no other run writes into %s)", why, dir);
-    return locked == LOCK_BUSY ? EXIT_USAGE : locked == LOCK_FAILED ? EXIT_DATA : 0;
+    return lock_status(take_lock(lock, dir, 1, why), dir, lock, why, err);
 }
 
 // ----------------------------------------------------------------------------
@@ -282,17 +296,20 @@ static int compare_checkpoints(const char *dir, const RunIdentity *mine, OutDirP
         ckpt_present |= i == 0;
         if (is_source(plan, &info)) continue;
         RunIdentity theirs;
-        if (run_identity_read(path, &theirs, why) != 0)
+        if (run_identity_read(path, &theirs, why) != 0) {
             snprintf(other, other_size, "its %s cannot be read (%.300s)", names[i], why);
-        else if (run_identity_compare(mine, &theirs, why, sizeof(why)) != 0)
+            continue;
+        }
+        if (run_identity_compare(mine, &theirs, why, sizeof(why)) != 0) {
             snprintf(other, other_size, "its %s %.400s", names[i], why);
-        else if (theirs.step > mine->step) {
+        } else if (theirs.step > mine->step) {
             snprintf(dropped->parts[dropped->count++], sizeof(dropped->parts[0]), "%s at step %ld", names[i],
                      theirs.step);
             *removes[i] = 1;
             newest_later |= i == 0 || !ckpt_present;
             if (theirs.step > newest_step) newest_step = theirs.step, strcpy(dropped->newest, path);
         }
+        run_identity_free(&theirs);
     }
     if (!newest_later) dropped->count = plan->remove_ckpt = plan->remove_best = 0;
     return count;
@@ -305,13 +322,13 @@ int out_dir_plan_resume(const char *dir, const char *checkpoint, long step, int 
     RunLogRows after, all;
     Dropped dropped = {.count = 0};
     char log[4200], other[ERR_LEN] = "", found[128], text[80];
-    if (run_identity_read(checkpoint, &mine, err) != 0 || run_log_rows_after(in_dir(log, dir, "log.csv"), step,
-                                                                             &after, err) != 0 ||
-        run_log_rows_after(log, -1, &all, err) != 0)
+    if (run_log_rows_after(in_dir(log, dir, "log.csv"), step, &after, err) != 0 ||
+        run_log_rows_after(log, -1, &all, err) != 0 || run_identity_read(checkpoint, &mine, err) != 0)
         return -1;
     mine.step = step;
     out_dir_find_run(dir, found, sizeof(found));
     int checkpoints = compare_checkpoints(dir, &mine, plan, other, sizeof(other), &dropped);
+    run_identity_free(&mine);
     if (!other[0] && checkpoints == 0 && all.count > 0 && !in_same_dir(checkpoint, dir))
         snprintf(other, sizeof(other), "its log.csv (%s) is of a run that saved no checkpoint", rows_text(&all, text));
     if (other[0]) {
@@ -344,12 +361,50 @@ int out_dir_plan_resume(const char *dir, const char *checkpoint, long step, int 
     return 0;
 }
 
+void out_dir_existing_parent(const char *dir, char *existing, size_t size) {
+    snprintf(existing, size, "%s", dir);
+    struct stat st;
+    while (stat(existing, &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) {
+        char *slash = (char *)platform_path_last_separator(existing);
+        if (!slash) snprintf(existing, size, ".");
+        else if (slash == existing) existing[1] = '\0';  // the root
+        else *slash = '\0';
+    }
+}
+
+// A directory that is not there: whether it can be made, its nearest existing parent a
+// directory that takes new entries. Returns 0, or EXIT_DATA with err.
+static int check_makeable(const char *dir, char err[ERR_LEN]) {
+    char parent[1024];
+    out_dir_existing_parent(dir, parent, sizeof(parent));
+    struct stat st;
+    if (stat(parent, &st) != 0) {
+        snprintf(err, ERR_LEN, "cannot create directory %s: %s: %s", dir, parent, strerror(errno));
+        return EXIT_DATA;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, ERR_LEN, "cannot create directory %s: %s is not a directory", dir, parent);
+        return EXIT_DATA;
+    }
+    if (access(parent, W_OK) != 0) {
+        snprintf(err, ERR_LEN, "cannot create directory %s in %s: %s", dir, parent, strerror(errno));
+        return EXIT_DATA;
+    }
+    return 0;
+}
+
 int out_dir_prepare(const TrainOptions *o, long step, const OutPaths *paths, OutDirPlan *plan, int *removed,
                     char err[ERR_LEN]) {
     *removed = 0;
+    struct stat st;
+    if (stat(o->out, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        snprintf(err, ERR_LEN, "--out %s is not a directory", o->out);
+        return EXIT_DATA;
+    }
     int planned = o->resume[0] ? out_dir_plan_resume(o->out, o->resume, step, o->force, plan, err)
                                : out_dir_plan_new(o->out, o->init_from[0] ? o->init_from : NULL, o->force, plan, err);
     if (planned != 0) return planned == OUT_DIR_REFUSED ? EXIT_USAGE : EXIT_DATA;
+    if (stat(o->out, &st) != 0) return check_makeable(o->out, err);
     const char *const outputs[] = {paths->ckpt, paths->best, paths->log, paths->plot, paths->probe, paths->timeline};
     for (size_t i = 0; i < sizeof(outputs) / sizeof(outputs[0]); i++) {
         int n = atomic_file_remove_stale(outputs[i], err);
@@ -402,13 +457,38 @@ int set_up_out_dir(Run *r, char err[ERR_LEN]) {
     return status;
 }
 
+// Step 3's start: --out made and locked when step 1 found no lock to take, and planned once
+// more, now that no other run can start there. Returns 0, or the exit status with err.
+static int take_out_dir(Run *r, char err[ERR_LEN]) {
+    if (r->lock.held) return 0;
+    int status = out_dir_lock(r->o.out, &r->lock, err);
+    if (status != 0) return status;
+    if (err[0]) fprintf(stderr, "%s: warning: %s\n", program_name(), err);
+    return set_up_out_dir(r, err);
+}
+
+int check_timeline_disk(Run *r, char err[ERR_LEN]) {
+    char there[1024];
+    double free_bytes;
+    out_dir_existing_parent(r->o.out, there, sizeof(there));
+    if (dist_rank() != 0 || platform_free_space(there, &free_bytes) != 0) return 0;  // unknown: no bound
+    return run_probe_check_disk(&r->probe, r->state.step, r->o.steps, r->o.eval_every,
+                                !r->resuming && r->ds.val_len > 0, free_bytes, r->o.out, err) != 0 ? EXIT_USAGE : 0;
+}
+
 int start_out_dir(Run *r, char err[ERR_LEN]) {
     if (dist_rank() == 0) {
+        int status = take_out_dir(r, err);
+        if (status != 0) return status;
         if (out_dir_apply(r->o.out, &r->out_plan, err) != 0) return EXIT_DATA;
         if (r->out_plan.message[0]) printf("%s\n", r->out_plan.message);
         if (run_log_open(&r->log, r->paths.log, !r->out_plan.fresh_log, r->state.step, err) != 0) return EXIT_DATA;
         if (r->log.torn_bytes)
             printf("%s: cut %zu bytes of a row that a stopped run left unfinished\n", r->paths.log, r->log.torn_bytes);
+        if (r->log.damaged_bytes)
+            printf("%s: its last %zu bytes are no row (a row is at most %d bytes of figures, and only the last, cut by "
+                   "a kill, can be unfinished): moved the file to %s; %s keeps its whole rows\n", r->paths.log,
+                   r->log.damaged_bytes, RUN_LOG_ROW_MAX, r->log.aside, r->paths.log);
     }
     char probe_message[2 * ERR_LEN];
     if (run_probe_open(&r->probe, &r->model, r->state.step, probe_message, sizeof(probe_message), err) != 0)

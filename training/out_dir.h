@@ -1,15 +1,20 @@
 // A run's output directory (--out): its files, the lock that keeps one run at a time in it,
 // and whether it already holds a run, so that a new run or a resumed one does not silently
 // replace another's checkpoints and log, nor newer work of its own (train --force does, on
-// purpose). What a run does to it, in the order it does it (rank 0 alone):
-//   1. before anything in it is read or written: the directory is made (with its parents) and
-//      the run takes its lock, so a second run there is refused (out_dir_lock);
+// purpose). Nothing in it is created until the run is accepted. What a run does to it, in the
+// order it does it (rank 0 alone):
+//   1. before anything in it is read: when the directory and its lock file are there, the run
+//      takes the lock, so a second run there is refused (out_dir_lock_if_there); nothing is
+//      created;
 //   2. before any work: what the run will do to it is planned (a run there, or newer work of
 //      the resumed one, is refused unless --force), the temporary files a killed run left
-//      beside its outputs are removed, and it is checked to take new files (out_dir_prepare);
-//   3. once every check of the run has passed: the plan is carried out (out_dir_apply) and
-//      log.csv opened (training/run_log.h).
-// The functions of steps 1 and 2 return 0 or the exit status the program ends with
+//      beside its outputs are removed, and it is checked to take new files, or, when it is
+//      not there, that it can be made (out_dir_prepare);
+//   3. once every check of the run has passed: the directory is made (with its parents) and
+//      locked when step 1 found no lock to take, and then planned once more, now that no other
+//      run can start there (out_dir_lock, out_dir_prepare); the plan is carried out
+//      (out_dir_apply) and log.csv opened (training/run_log.h).
+// The functions of steps 1 to 3 return 0 or the exit status the program ends with
 // (common/errors.h), with a message in err.
 #ifndef CHARGPT_OUT_DIR_H
 #define CHARGPT_OUT_DIR_H
@@ -46,13 +51,18 @@ void out_paths(const char *dir, OutPaths *paths);
 #define OUT_DIR_LOCK_NAME ".train.lock"
 
 typedef struct {
-    int held;  // 0 (as zeroed): not held
+    int held;       // 0 (as zeroed): not held
     int fd;
+    int lockless;   // 1: the file system has no locks (said once): the run goes on unlocked
 } OutDirLock;
 
-// Step 1: makes dir and its parents, and takes its lock. Returns 0 (with err "" or, on a file
-// system without locks, a warning to print: the run goes on unlocked), EXIT_USAGE when
-// another run holds the lock (err names its pid, read from the file), or EXIT_DATA.
+// Step 1: takes the lock of dir when dir and its lock file are there, creating nothing.
+// Returns 0 (lock->held 1 when taken, 0 when there was none to take; err "" or, on a file
+// system without locks, a warning to print: the run goes on unlocked), EXIT_USAGE when another
+// run holds it (err names its pid, read from the file), or EXIT_DATA.
+int out_dir_lock_if_there(const char *dir, OutDirLock *lock, char err[ERR_LEN]);
+// Makes dir and its parents, and takes its lock, creating its file. Returns as
+// out_dir_lock_if_there does (the warning of a file system without locks only once).
 int out_dir_lock(const char *dir, OutDirLock *lock, char err[ERR_LEN]);
 // Empties the lock's file and releases the lock (if held).
 void out_dir_unlock(OutDirLock *lock);
@@ -104,9 +114,14 @@ int out_dir_plan_resume(const char *dir, const char *checkpoint, long step, int 
                         char err[ERR_LEN]);
 // Step 2 for the run of options o, resumed at `step` or new: fills plan (nothing is changed
 // yet) and *removed with the temporary files removed (to say so, also when the directory then
-// takes no files). Returns 0, EXIT_USAGE when the run needs --force, or EXIT_DATA.
+// takes no files). A directory that is not there is checked to be one that can be made (its
+// nearest existing parent a directory that takes new entries). Returns 0, EXIT_USAGE when the
+// run needs --force, or EXIT_DATA.
 int out_dir_prepare(const TrainOptions *o, long step, const OutPaths *paths, OutDirPlan *plan, int *removed,
                     char err[ERR_LEN]);
+// The nearest of dir and its parents that is there (dir itself when it is), into existing:
+// where the disk that will hold dir is asked about before dir is made.
+void out_dir_existing_parent(const char *dir, char *existing, size_t size);
 // Step 3: removes the files the plan names (never its source). Returns 0, or -1 with err.
 int out_dir_apply(const char *dir, const OutDirPlan *plan, char err[ERR_LEN]);
 

@@ -1,22 +1,24 @@
 #include "probe.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../analysis/head_importance.h"
+#include "../analysis/probe_baselines.h"
 #include "../common/clock.h"
 #include "../common/finite.h"
 #include "../common/input_file.h"
 #include "../common/platform.h"
+#include "../common/utf8.h"
 #include "../data/corpus.h"
-#include "../data/utf8.h"
 #include "../dist/dist.h"
 #include "../format/atomic_file.h"
 #include "../generation/decoder.h"
-#include "../viewer/head_importance.h"
 #include "../viewer/timeline.h"
-#include "run.h"
+#include "update_ratios.h"
 
 // ----------------------------------------------------------------------------
 // the probe: what is probed
@@ -42,7 +44,8 @@ static int encode_chars(const Vocab *vocab, const uint32_t *chars, int n, int32_
 static int passage_from_file(ProbeHeader *h, const ProbeSetup *s, const Vocab *vocab, int block_size,
                              uint32_t **chars, char err[ERR_LEN]) {
     Corpus text;
-    int rc = corpus_load(s->probe_path, s->keep_cr, PROBE_FILE_MAX_CHARS, &text, err);
+    TextOptions read_as = {.keep_cr = s->keep_cr, .encoding = s->encoding, .noun = "--probe passage"};
+    int rc = corpus_load_as(s->probe_path, &read_as, PROBE_FILE_MAX_CHARS, &text, err);
     if (rc == -2) snprintf(err, ERR_LEN, "--probe %s: more than %d characters", s->probe_path, PROBE_FILE_MAX_CHARS);
     if (rc != 0) return -1;
     if (text.len < 2) {
@@ -77,36 +80,6 @@ static int default_prompt_len(const ProbeHeader *h, int newline) {
 }
 
 _Static_assert(PROBE_PATTERNS == HEAD_PATTERNS, "the probe file holds a score of every head pattern");
-
-// Where each of the passage's t positions' word starts, and its last space (viewer/head_scores.h), into
-// word_start and last_space (t each). Returns 0, or -1 when memory runs out.
-static int passage_words(const ProbeHeader *h, int *word_start, int *last_space) {
-    uint32_t *chars = malloc((size_t)h->probe_len * sizeof(uint32_t));
-    if (!chars) return -1;
-    for (int i = 0; i < h->probe_len; i++) chars[i] = h->vocab[h->passage[i]];
-    head_word_starts(chars, h->probe_len, word_start, last_space);
-    free(chars);
-    return 0;
-}
-
-// The reach of each pattern on the text the probe scores it on (probe_file.h): the passage, or
-// the repeated sequence for induction and same character. Returns 0, or -1 with err.
-static int set_reach(ProbeHeader *h, char err[ERR_LEN]) {
-    int t = h->probe_len, *word_start = malloc((size_t)t * sizeof(int)), *last_space = malloc((size_t)t * sizeof(int));
-    if (!word_start || !last_space || passage_words(h, word_start, last_space) != 0) {
-        free(word_start), free(last_space);
-        snprintf(err, ERR_LEN, "out of memory for the probe's passage");
-        return -1;
-    }
-    HeadText passage = {h->passage, word_start, last_space, t}, repeated = {h->repeated, NULL, NULL, h->repeat_len};
-    for (int p = 0; p < HEAD_PATTERNS; p++) {
-        int on_repeated = p == HEAD_INDUCTION || p == HEAD_SAME_CHARACTER;
-        h->reach[p] = on_repeated && h->repeat_len == 0 ? 0.0f
-                      : (float)head_pattern_reach((HeadPattern)p, on_repeated ? &repeated : &passage);
-    }
-    free(word_start), free(last_space);
-    return 0;
-}
 
 int probe_header_make(ProbeHeader *h, const ProbeSetup *s, const GPTConfig *c, const Vocab *vocab,
                       const Dataset *ds, char err[ERR_LEN]) {
@@ -201,7 +174,7 @@ int probe_init(Probe *p, GPT *model, const ProbeHeader *header, char err[ERR_LEN
     p->next = malloc((size_t)t * sizeof(int));
     p->word_start = malloc((size_t)t * sizeof(int));
     p->last_space = malloc((size_t)t * sizeof(int));
-    int words = p->word_start && p->last_space && passage_words(header, p->word_start, p->last_space) == 0;
+    int words = p->word_start && p->last_space && probe_passage_words(header, p->word_start, p->last_space) == 0;
     if (!p->next || !words || gpt_alloc_activations(&p->view, 1, err) != 0 ||
         logit_lens_init(&p->lens, &model->config, t, err) != 0) {
         if (!p->next || !words) snprintf(err, ERR_LEN, "out of memory for the probe");
@@ -233,9 +206,8 @@ double probe_memory(const GPTConfig *c, const ProbeHeader *h) {
     // the record being made, the probe file's encoded copy, and the timeline page's reader
     // and encoder (viewer/timeline.h) of one record at a time
     double records = 4.0 * ((double)probe_record_bytes(h) + 64);
-    double knocked_out = (double)c->n_layer * c->n_head;  // head_importance's flags
-    return knocked_out + view.activations + view.scratch + sample.generation + decoder + texts + logit_lens_bytes(c, h->probe_len) +
-           records;
+    return head_importance_memory(0) + view.activations + view.scratch + sample.generation + decoder + texts +
+           logit_lens_bytes(c, h->probe_len) + records;
 }
 
 // One head's lower triangle (t, t), quantized, into out (t(t+1)/2).
@@ -330,76 +302,6 @@ int probe_measure(Probe *p, ProbeRecord *rec, char err[ERR_LEN]) {
     if (head_importance(&p->view, p->header->passage, p->header->probe_len, rec->importance, err) != 0) return -1;
     rec->flags |= PROBE_HAS_PROBE;
     return 0;
-}
-
-// ----------------------------------------------------------------------------
-// when the probe runs
-
-// The default: 1, 2 and 5 times each power of ten from 10 on, below eval_every.
-static void default_schedule(ProbeSchedule *s, long eval_every) {
-    s->n = 0;
-    for (long decade = 10; decade < eval_every && s->n + 3 <= PROBE_MAX_EARLY; decade *= 10)
-        for (int k = 0; k < 3; k++) {
-            long step = decade * (k == 0 ? 1 : k == 1 ? 2 : 5);
-            if (step < eval_every) s->steps[s->n++] = step;
-        }
-}
-
-int probe_schedule_make(ProbeSchedule *s, const char *text, long eval_every, long last_step, char err[ERR_LEN]) {
-    s->n = 0;
-    if (!text || !text[0]) {
-        default_schedule(s, eval_every);
-        return 0;
-    }
-    if (strcmp(text, "none") == 0) return 0;
-    for (const char *item = text;; item++) {
-        size_t len = strcspn(item, ",");
-        char *end = (char *)item;
-        long step = item[0] >= '0' && item[0] <= '9' ? strtol(item, &end, 10) : -1;
-        if (step < 1 || end != item + len || len > 18) {
-            snprintf(err, ERR_LEN, "--probe-steps %s: '%.*s' is not a step: give steps from 1 on separated by "
-                     "commas (e.g. 10,20,50,100), or none", text, (int)(len < 40 ? len : 40), item);
-            return -2;
-        }
-        if (s->n == PROBE_MAX_EARLY) {
-            snprintf(err, ERR_LEN, "--probe-steps: more than %d steps (a probe costs time and room in probe.bin)",
-                     PROBE_MAX_EARLY);
-            return -2;
-        }
-        if (s->n > 0 && step <= s->steps[s->n - 1]) {
-            snprintf(err, ERR_LEN, "--probe-steps %s: step %ld after %ld: give them in increasing order", text, step,
-                     s->steps[s->n - 1]);
-            return -2;
-        }
-        if (step > last_step) {
-            snprintf(err, ERR_LEN, "--probe-steps %s: step %ld is after the run's last, %ld (--steps)", text, step,
-                     last_step);
-            return -2;
-        }
-        s->steps[s->n++] = step;
-        item += len;
-        if (!*item) return 0;
-    }
-}
-
-int probe_schedule_has(const ProbeSchedule *s, long step) {
-    for (int i = 0; i < s->n; i++)
-        if (s->steps[i] == step) return 1;
-    return 0;
-}
-
-long probe_schedule_left(const ProbeSchedule *s, long step, long last_step, long eval_every) {
-    long n = 0;
-    for (int i = 0; i < s->n; i++)
-        n += s->steps[i] > step && s->steps[i] < last_step && s->steps[i] % eval_every != 0;
-    return n;
-}
-
-void probe_schedule_describe(const ProbeSchedule *s, int from_start, long eval_every, char *text, size_t size) {
-    size_t used = (size_t)snprintf(text, size, "%s", from_start ? "0" : "");
-    for (int i = 0; i < s->n && used < size; i++)
-        used += (size_t)snprintf(text + used, size - used, "%s%ld", used ? ", " : "", s->steps[i]);
-    if (used < size) snprintf(text + used, size - used, "%severy %ld", used ? " and " : "", eval_every);
 }
 
 // ----------------------------------------------------------------------------
@@ -522,7 +424,7 @@ int run_probe_prepare(RunProbe *rp, const TrainOptions *o, const GPTConfig *c, c
         return rc;
     }
     ProbeSetup setup = {o->probe[0] ? o->probe : NULL, o->sample_prompt, o->sample_chars, o->seed,
-                        SAMPLE_TEMPERATURE, o->keep_cr};
+                        SAMPLE_TEMPERATURE, o->keep_cr, o->encoding};
     rc = probe_header_make(&rp->header, &setup, c, vocab, ds, err);
     if (rc != 0) {
         rp->active = 0;
@@ -537,17 +439,46 @@ double run_probe_memory(const RunProbe *rp, const GPTConfig *c) {
     return rp->active ? probe_memory(c, &rp->header) : 0.0;
 }
 
+// The probes a run from `step` to last_step makes, and the bytes they (and the samples between
+// them, at most one a --sample-every step) add to the probe file.
+static long planned_probes(const RunProbe *rp, long step, long last_step, long eval_every, int from_start,
+                           double *bytes) {
+    long probes = from_start + events_left(step, last_step, eval_every) +
+                  probe_schedule_left(&rp->schedule, step, last_step, eval_every);
+    long samples = rp->sample_every && rp->header.sample_chars ? events_left(step, last_step, rp->sample_every) : 0;
+    *bytes = (double)probes * (probe_record_bytes(&rp->header) + 8) +
+             (double)samples * (probe_light_bytes(&rp->header) + 8);
+    return probes;
+}
+
 void run_probe_plan(const RunProbe *rp, long step, long last_step, long eval_every, int from_start, char *text,
                     size_t size) {
     text[0] = '\0';
     if (!rp->active) return;
-    long probes = from_start + events_left(step, last_step, eval_every) +
-                  probe_schedule_left(&rp->schedule, step, last_step, eval_every);
-    char when[600], bytes[32];
-    probe_schedule_describe(&rp->schedule, from_start, eval_every, when, sizeof(when));
-    gpt_format_bytes((double)probes * (probe_record_bytes(&rp->header) + 8), bytes, sizeof(bytes));
-    snprintf(text, size, "timeline: probes at steps %s and the last: %ld probe%s, %s of probe.bin%s", when, probes,
-             probes == 1 ? "" : "s", bytes, rp->sample_every ? " (and the samples between them)" : "");
+    double bytes;
+    long probes = planned_probes(rp, step, last_step, eval_every, from_start, &bytes);
+    if (probes == 0) return;  // none to come
+    char when[600], size_text[32];
+    probe_schedule_describe(&rp->schedule, from_start, step, eval_every, when, sizeof(when));
+    format_bytes(bytes, size_text, sizeof(size_text));
+    snprintf(text, size, "timeline: probes %s%s and the last: %ld probe%s, %s of probe.bin%s",
+             isdigit((unsigned char)when[0]) ? "at steps " : "", when, probes, probes == 1 ? "" : "s", size_text,
+             rp->sample_every ? " (and the samples between them)" : "");
+}
+
+int run_probe_check_disk(const RunProbe *rp, long step, long last_step, long eval_every, int from_start,
+                         double free_bytes, const char *dir, char err[ERR_LEN]) {
+    if (!rp->active) return 0;
+    double bytes;
+    long probes = planned_probes(rp, step, last_step, eval_every, from_start, &bytes);
+    if (bytes <= free_bytes) return 0;
+    char need[32], have[32];
+    format_bytes(bytes, need, sizeof(need));
+    format_bytes(free_bytes, have, sizeof(have));
+    snprintf(err, ERR_LEN, "the timeline's %ld probes would add %s to %s/%s, more than the %s free on the disk that "
+             "holds it: probe less often (a larger --eval-every; --probe-steps none), or give --no-probe", probes,
+             need, dir, PROBE_FILE, have);
+    return -2;
 }
 
 // The lines of message saying what run_probe_open found in the file it continues.
@@ -585,7 +516,8 @@ int run_probe_open(RunProbe *rp, GPT *model, long step, char *message, size_t si
         char aside[1100];
         rc = rp->set_aside ? probe_file_set_aside(rp->path, rp->set_aside, aside, sizeof(aside), err) : 0;
         // the reach, quadratic in the block, once the memory plan has been checked
-        if (rc == 0) rc = set_reach(&rp->header, err);
+        float chance[HEAD_PATTERNS];
+        if (rc == 0) rc = probe_baselines(&rp->header, rp->header.reach, chance, err);
         if (rc == 0) rc = probe_file_create(&rp->file, rp->path, &rp->header, err);
         if (rc == 0 && rp->set_aside)
             snprintf(message, size, "%s: moved to %s; the timeline starts anew at step %ld", rp->damage, aside, step);
@@ -675,41 +607,4 @@ void run_probe_free(RunProbe *rp) {
     probe_free(&rp->probe);
     probe_record_free(&rp->record);
     probe_header_free(&rp->header);
-}
-
-// ----------------------------------------------------------------------------
-// the run's timeline
-
-int probe_step(Run *r, int evaluated) {
-    float ratios[PROBE_MAX_GROUPS];
-    int probed = evaluated || probe_schedule_has(&r->probe.schedule, r->state.step);
-    if (probed && (r->dp.zero || dist_rank() == 0)) update_ratios(&r->dp, &r->model, &r->opt, r->lr, ratios);
-    const ProgressReport *p = &r->report;
-    RunProbeStep step = {r->state.step, probed, (float)(p->loss_sum / p->loss_count),
-                         evaluated ? (float)r->state.last_val_loss : NAN, r->lr, r->grad_norm,
-                         (float)grad_clipped(r->grad_norm, r->o.grad_clip), probed ? ratios : NULL};
-    char err[ERR_LEN];
-    double start = now_seconds();
-    if (run_probe_step(&r->probe, &step, err) != 0)
-        fprintf(stderr, "%s%s: warning: %s; the timeline stops here (training goes on)\n", r->tty ? "\n" : "",
-                program_name(), err);
-    if (probed && r->probe.active) progress_report_probed(&r->report, now_seconds() - start);  // for the ETA
-    return probed;
-}
-
-void draw_timeline(Run *r) {
-    char err[ERR_LEN];
-    if (run_probe_page(&r->probe, &r->losses, r->plot_title, err) != 0)
-        fprintf(stderr, "%s%s: warning: %s (training goes on)\n", r->tty ? "\n" : "", program_name(), err);
-}
-
-void start_timeline(Run *r) {
-    if (r->resuming || r->ds.val_len == 0) return;
-    char err[ERR_LEN];
-    RunProbeStep step = {0, 1, NAN, NAN, NAN, NAN, NAN, NULL};
-    double start = now_seconds();
-    if (run_probe_step(&r->probe, &step, err) != 0)
-        fprintf(stderr, "%s: warning: %s; the timeline stops here (training goes on)\n", program_name(), err);
-    if (r->probe.active) progress_report_probed(&r->report, now_seconds() - start);  // for the ETA
-    draw_timeline(r);
 }

@@ -15,21 +15,24 @@
 //                      cut on resume): the probe at an evaluation, the sample at an
 //                      evaluation or every --sample-every steps, appended as one record;
 //   run_probe_page     after the step's report: timeline.html rewritten, atomically.
-// A write that fails is reported once and ends the probing, never the training.
+// A write that fails is reported once and ends the probing, never the training. The run's
+// stages make these calls (training/run_timeline.c; run_probe_open: training/out_dir.c);
+// which steps are probed is training/schedule.h's.
 #ifndef CHARGPT_PROBE_H
 #define CHARGPT_PROBE_H
 
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../analysis/head_scores.h"
+#include "../analysis/logit_lens.h"
 #include "../data/batch.h"
 #include "../data/vocab.h"
 #include "../format/probe_file.h"
 #include "../model/gpt.h"
-#include "../viewer/head_scores.h"
-#include "../viewer/logit_lens.h"
 #include "run_log.h"
 #include "run_state.h"
+#include "schedule.h"
 
 // ----------------------------------------------------------------------------
 // the probe
@@ -38,12 +41,12 @@
 // the model as it is at that step, and what it does with them is recorded (format/probe_file.h):
 //   - every layer and head's attention on both;
 //   - each character of the passage: its surprisal and the five most likely characters;
-//   - the logit lens over the passage (viewer/logit_lens.h);
+//   - the logit lens over the passage (analysis/logit_lens.h);
 //   - each head's previous-token, first-character, word-start and last-space scores and
 //     attention entropy on the passage, and its induction and same-character scores on the
-//     repeated sequence (viewer/head_scores.h);
+//     repeated sequence (analysis/head_scores.h);
 //   - each head's importance: the passage's loss change when that head alone is knocked out
-//     (viewer/head_importance.h: L*H more forwards of the passage);
+//     (analysis/head_importance.h: L*H more forwards of the passage);
 //   - the queries, keys and values of every layer and head over the first positions of both
 //     texts (format/probe_file.h: its vectors), at most PROBE_VECTOR_BYTES a record.
 // It runs on a view of the training model (gpt_view: the same weights, activations of its own,
@@ -71,11 +74,12 @@ typedef struct {
     uint64_t seed;              // the run's: the repeated sequence's and the samples'
     float temperature;          // the samples' (./generate's default)
     int keep_cr;                // --keep-cr: a --probe file's CR characters are kept, as the corpus's
+    TextEncoding encoding;      // --encoding: a --probe file's, as the corpus's
 } ProbeSetup;
 
 // Fills h (allocating its arrays) for a new run of a model of config c on vocab: what is
-// probed, from setup and the dataset, and the parameter groups (training/step.h: update_groups); run_id and
-// grad_clip are left for the caller.
+// probed, from setup and the dataset, and the parameter groups (training/update_ratios.h:
+// update_groups); run_id and grad_clip are left for the caller.
 // Returns 0; -1 with err for bad data (a --probe file that cannot be read, is not UTF-8 or
 // holds fewer than 2 characters); -2 with err for bad usage (a character the vocabulary
 // lacks, a --sample-prompt longer than the block).
@@ -87,7 +91,7 @@ typedef struct {
     GPT view;           // the model's weights, with activations for one sequence
     LogitLens lens;
     int *next;          // (t) the passage's next tokens
-    int *word_start;    // (t) where each position's word starts in the passage (viewer/head_scores.h)
+    int *word_start;    // (t) where each position's word starts in the passage (analysis/head_scores.h)
     int *last_space;    // (t) the last whitespace before each position of the passage
 } Probe;
 
@@ -103,34 +107,6 @@ double probe_memory(const GPTConfig *c, const ProbeHeader *h);
 // rec (its scores and heavy part) and PROBE_HAS_PROBE in its flags. Returns 0, or -1 with err
 // when the model's logits are not finite.
 int probe_measure(Probe *p, ProbeRecord *rec, char err[ERR_LEN]);
-
-// ----------------------------------------------------------------------------
-// when the probe runs
-//
-// At step 0, at every evaluation (every --eval-every steps and the last), and at the early steps
-// of a schedule, where a run changes fastest: by default 10, 20, 50, 100, 200, 500, ... (1, 2
-// and 5 times a power of ten) below --eval-every, at most three a decade. --probe-steps LIST
-// sets them (steps separated by commas, increasing, at most PROBE_MAX_EARLY, none after the
-// run's last); --probe-steps none leaves the evaluations' alone. An early probe is a probe and
-// a sample like an evaluation's, without the validation loss.
-
-#define PROBE_MAX_EARLY 32  // early steps a schedule may hold
-
-typedef struct {
-    long steps[PROBE_MAX_EARLY];  // increasing
-    int n;
-} ProbeSchedule;
-
-// The schedule of --probe-steps's text (NULL or "": the default for eval_every) for a run whose
-// last step is last_step. Returns 0, or -2 with err naming what cannot be kept.
-int probe_schedule_make(ProbeSchedule *s, const char *text, long eval_every, long last_step, char err[ERR_LEN]);
-// 1 when step is one of s's early steps.
-int probe_schedule_has(const ProbeSchedule *s, long step);
-// The early steps after `step`, up to last_step, that no evaluation probes (not a multiple of
-// eval_every, nor the last): the probes the evaluations' count leaves out.
-long probe_schedule_left(const ProbeSchedule *s, long step, long last_step, long eval_every);
-// "0, 10, 20, 50, 100, 200 and every 250" (step 0 only when from_start).
-void probe_schedule_describe(const ProbeSchedule *s, int from_start, long eval_every, char *text, size_t size);
 
 // ----------------------------------------------------------------------------
 // the sample
@@ -187,9 +163,14 @@ int run_probe_prepare(RunProbe *rp, const TrainOptions *o, const GPTConfig *c, c
 double run_probe_memory(const RunProbe *rp, const GPTConfig *c);
 // What the probe will do in a run from `step` to last_step with an evaluation every eval_every
 // steps (and step 0's probe when from_start), for the run's first lines: "probes at steps 0, 10,
-// 20, 50, 100, 200 and every 250: 15 probes, about 12.7 MiB of probe.bin" ("" when inactive).
+// 20, 50, 100, 200 and every 250: 15 probes, about 12.7 MiB of probe.bin" ("" when inactive;
+// with --sample-every, the samples between the probes are in the bytes).
 void run_probe_plan(const RunProbe *rp, long step, long last_step, long eval_every, int from_start, char *text,
                     size_t size);
+// Refuses (-2 with err) a plan whose probes (run_probe_plan's) would add more to the probe file
+// in dir than the free_bytes its disk has; 0 when it fits or the probe is inactive.
+int run_probe_check_disk(const RunProbe *rp, long step, long last_step, long eval_every, int from_start,
+                         double free_bytes, const char *dir, char err[ERR_LEN]);
 // Opens the probe file for a run at `step` of model, writing what it did into message (or "").
 // Returns 0, or -1 with err.
 int run_probe_open(RunProbe *rp, GPT *model, long step, char *message, size_t size, char err[ERR_LEN]);

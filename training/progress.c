@@ -8,8 +8,6 @@
 
 #include "../common/clock.h"
 #include "../common/platform.h"
-#include "../dist/dist.h"
-#include "run.h"
 
 // ----------------------------------------------------------------------------
 // the progress line
@@ -84,11 +82,6 @@ void progress_report_saved(ProgressReport *r, double seconds) {
 void progress_report_probed(ProgressReport *r, double seconds) {
     r->probe_s += seconds;
     r->probes++;
-}
-
-long events_left(long step, long last_step, long every) {
-    if (every <= 0 || step >= last_step) return 0;
-    return last_step / every - step / every + (last_step % every != 0);
 }
 
 // A forward of B * T tokens: measured by the evaluations, else a third of a step.
@@ -202,13 +195,6 @@ void progress_report_summary(const ProgressReport *r, long step, double wall_s, 
                  1000.0 * r->comm_s / (steps_run > 0 ? steps_run : 1), processes);
 }
 
-void format_duration(char *buf, size_t n, double seconds) {
-    if (!isfinite(seconds) || seconds < 0) seconds = 0;
-    long t = (long)(seconds + 0.5);
-    if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
-    else snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
-}
-
 // ----------------------------------------------------------------------------
 // on the terminal
 
@@ -225,85 +211,4 @@ void pass_line_show(void *context, long done, long total) {
         progress_report_final_line(done, total, now - p->start, width, line, sizeof(line));
     printf("\r\033[K%s", line);
     p->flush();
-}
-
-// ----------------------------------------------------------------------------
-// the run's reports
-
-void start_progress(Run *r) {
-    progress_report_init(&r->report, r->state.step, r->o.steps, (long)r->o.batch_size * r->o.block_size);
-    int have_val = r->ds.val_len > 0;
-    progress_report_plan(&r->report, r->o.eval_every, have_val ? r->o.eval_batches : 0, r->o.save_every,
-                         have_val ? validation_pass_chars(r->ds.val_len, r->o.final_val_chars) : 0);
-    r->report.early_probes = &r->probe.schedule;
-    r->run_start = now_seconds(), r->elapsed_before = r->state.elapsed_s;
-}
-
-// After an evaluation (rank 0): loss.svg redrawn; a failure is only a warning.
-static void draw_loss_plot(Run *r) {
-    char err[ERR_LEN];
-    if (loss_plot_write(r->paths.plot, r->losses.points, r->losses.n, r->plot_title, err) != 0)
-        fprintf(stderr, "%s%s: warning: %s (training goes on)\n", r->tty ? "\n" : "", program_name(),
-                err);
-    else
-        r->plot_written = 1;
-}
-
-int report(Run *r, int due, int evaluated, int probed, char err[ERR_LEN]) {
-    const TrainState *s = &r->state;
-    if (r->tty || due)
-        progress_report_line(&r->report, s->step, s->last_val_loss, r->lr, s->elapsed_s,
-                             r->tty ? terminal_width(STDOUT_FILENO) : 100000, r->progress_line,
-                             sizeof(r->progress_line));
-    if (!due) return 0;
-    double grad_norm = r->grad_norm_sum / r->report.loss_count;
-    double mean_loss = progress_report_close(&r->report), val_loss = evaluated ? s->last_val_loss : NAN;
-    double accuracy = evaluated ? r->accuracy : NAN;
-    RunLogRow row = {s->step, mean_loss, val_loss, r->lr, s->tokens_seen, s->elapsed_s, grad_norm, r->clipped_steps,
-                     accuracy};
-    if (dist_rank() == 0 && run_log_row(&r->log, &row, err) != 0) return EXIT_DATA;
-    LossPoint point = {s->step, mean_loss, val_loss, r->lr, grad_norm, r->clipped_steps, accuracy};
-    if (loss_history_add(&r->losses, point, err) != 0) return EXIT_DATA;
-    r->grad_norm_sum = 0.0, r->clipped_steps = 0;
-    if (evaluated && dist_rank() == 0) draw_loss_plot(r);
-    if (probed && dist_rank() == 0) draw_timeline(r);
-    return 0;
-}
-
-void print_report(Run *r, int due, int evaluated) {
-    if (r->tty || due)
-        printf("%s%s%s", r->tty ? "\r\033[K" : "", r->progress_line, r->tty && !evaluated ? "" : "\n");
-    if (evaluated && r->o.task[0])
-        printf("  accuracy on %s (val): %.1f%%\n", task_scored_part(r->task.task), 100.0 * r->accuracy);
-    if (r->probe.sampled) {  // under the progress
-        if (r->tty && !evaluated) printf("\n");
-        run_probe_print_sample(&r->probe, stdout);
-    }
-    if (r->tty || due) r->flush_progress();
-}
-
-int stopped(const Run *r, int signal) {
-    printf("%sstopped by %s after step %ld; saved %s (continue with --resume %s)\n", r->tty ? "\n" : "",
-           platform_signal_name(signal), r->state.step, r->paths.ckpt, r->paths.ckpt);
-    return 128 + signal;
-}
-
-void print_summary(const Run *r) {
-    const TrainState *s = &r->state;
-    double wall = now_seconds() - r->run_start;
-    if (r->tty) printf("\n");
-    char summary[1024];
-    progress_report_summary(&r->report, s->step, wall, s->last_val_loss, s->best_val_loss, dist_size(), summary,
-                            sizeof(summary));
-    int have_best = access(r->paths.best, F_OK) == 0;
-    printf("%s\ncheckpoints: %s%s%s; log: %s%s%s\n", summary, r->paths.ckpt, have_best ? ", " : "",
-           have_best ? r->paths.best : "", r->paths.log, r->plot_written ? "; loss plot: " : "",
-           r->plot_written ? r->paths.plot : "");
-    const RunProbe *p = &r->probe;
-    if (p->probes > 0) {
-        char cost[160];
-        run_probe_describe_cost(p, cost, sizeof(cost));
-        printf("timeline: %s (%ld step%s probed in this run in %.2f s, %.1f%% of the run: %s)\n", r->paths.timeline,
-               p->probes, p->probes == 1 ? "" : "s", p->seconds, 100.0 * p->seconds / wall, cost);
-    }
 }

@@ -3,13 +3,14 @@
 // training steps alone), the ETA of everything left (the steps, the evaluations, the saves and
 // the whole-validation pass at the end), the progress line that shows them, fitted to a
 // terminal's width, the line an evaluation or the final pass shows while it runs, and the
-// end-of-run summary.
+// end-of-run summary. The report records what it is told and composes the lines; the run's
+// stages tell it and print them (training/run_report.c), and ./generate uses its lines too.
 #ifndef CHARGPT_PROGRESS_H
 #define CHARGPT_PROGRESS_H
 
 #include <stddef.h>
 
-#include "probe.h"
+#include "schedule.h"
 
 // ----------------------------------------------------------------------------
 // a pass in progress
@@ -67,15 +68,12 @@ typedef struct {
     long final_chars;               // characters the whole-validation pass scores (0: none)
     double eval_s, save_s;          // seconds spent evaluating and saving
     long evals, saves;              // evaluations and saves done
-    const ProbeSchedule *early_probes;  // the timeline's early probes (training/probe.h), or NULL
+    const ProbeSchedule *early_probes;  // the timeline's early probes (training/schedule.h), or NULL
     double probe_s;                 // seconds the timeline's probes took
     long probes;                    // and how many there were
 } ProgressReport;
 
 void progress_report_init(ProgressReport *r, long start_step, long steps, long tokens_per_step);
-// Of the steps after `step` up to last_step, how many are multiples of every, or the last: the
-// evaluations (or saves) left.
-long events_left(long step, long last_step, long every);
 // What the run does besides its steps, for the ETA (see ProgressReport).
 void progress_report_plan(ProgressReport *r, long eval_every, long eval_batches, long save_every, long final_chars);
 // An evaluation, or a save (of one checkpoint or two), took `seconds`.
@@ -116,8 +114,6 @@ double progress_report_close(ProgressReport *r);
 // processes a second line, "communication: ...".
 void progress_report_summary(const ProgressReport *r, long step, double wall_s, double val_loss, double best_val_loss,
                              int processes, char *text, size_t size);
-// A duration as "1m05s", or "2h03m" from an hour on (negative or not finite: "0m00s").
-void format_duration(char *buf, size_t n, double seconds);
 
 // ----------------------------------------------------------------------------
 // on the terminal

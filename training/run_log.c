@@ -10,6 +10,7 @@
 #include "../common/input_file.h"
 #include "../dist/dist.h"
 #include "../format/atomic_file.h"
+#include "../format/probe_file.h"
 #include "run.h"
 
 // ----------------------------------------------------------------------------
@@ -67,8 +68,8 @@ static void scan_close(LogScan *s) {
 
 // The next line: its first size - 1 bytes in head (NUL-terminated), its offset in *start.
 // Returns 1 for a whole line; 2 for bytes after the last newline (a row a stopped run left
-// unfinished: rows are written whole, so only the last can be torn); 0 at the end of the
-// file; -1 with err on a read error.
+// unfinished, or damage: is_torn_row tells); 0 at the end of the file; -1 with err on a read
+// error.
 static int scan_line(LogScan *s, char *head, size_t size, uint64_t *start, const char *path, char err[ERR_LEN]) {
     size_t kept = 0;
     int got = 0;
@@ -96,17 +97,34 @@ static int scan_line(LogScan *s, char *head, size_t size, uint64_t *start, const
     return got;
 }
 
+// 1 when the n bytes after a log's last newline, at offset `start`, are what a kill can leave
+// of a line being written: the start of a row (RUN_LOG_ROW_MAX) or, as the first line, of the
+// header (whose older versions start as it does).
+static int is_torn_row(const char *bytes, size_t n, uint64_t start) {
+    if (start == 0) return n < strlen(LOG_HEADER) && memcmp(bytes, LOG_HEADER, n) == 0;
+    if (n >= RUN_LOG_ROW_MAX) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!bytes[i] || !strchr("0123456789.,-+eainf", bytes[i])) return 0;
+    return 1;
+}
+
+// What the log's end after its last newline is.
+typedef struct {
+    uint64_t bytes;  // how many, 0 for none
+    int damaged;     // 1: no torn row (is_torn_row)
+} LogEnd;
+
 // What the log holds after its rows up to `step`: the rows after it (rows are in step order:
 // every whole line from the first whose step is past it), where they start (*end: where the
-// log's kept part ends), and the bytes of a row torn at its end (*torn). *old: the header's
-// entry in old_headers, or -1.
-static int scan_log(const char *path, long step, RunLogRows *rows, uint64_t *end, uint64_t *torn, int *old,
+// log's kept part ends), and what follows its last newline (*tail). *old: the header's entry
+// in old_headers, or -1.
+static int scan_log(const char *path, long step, RunLogRows *rows, uint64_t *end, LogEnd *tail, int *old,
                     char err[ERR_LEN]) {
     *rows = (RunLogRows){0, 0, 0};
-    *torn = 0;
+    *tail = (LogEnd){0, 0};
     LogScan s;
     if (scan_open(&s, path, err) != 0) return -1;
-    char head[OLD_HEADER_MAX];
+    char head[RUN_LOG_ROW_MAX + 1];
     uint64_t start;
     int got = scan_line(&s, head, sizeof(head), &start, path, err);  // the header
     *old = got == 1 ? old_header(head) : -1;
@@ -120,7 +138,10 @@ static int scan_log(const char *path, long step, RunLogRows *rows, uint64_t *end
         if (rows->count++ == 0) rows->first = row_step;
         rows->last = row_step;
     }
-    if (got == 2) *torn = s.offset - start;
+    if (got == 2) {
+        tail->bytes = s.offset - start;
+        tail->damaged = tail->bytes >= sizeof(head) || !is_torn_row(head, (size_t)tail->bytes, start);
+    }
     scan_close(&s);
     return got < 0 ? -1 : 0;
 }
@@ -129,9 +150,10 @@ int run_log_rows_after(const char *path, long step, RunLogRows *rows, char err[E
     *rows = (RunLogRows){0, 0, 0};
     PlatformFileInfo info;
     if (platform_path_info(path, 0, &info) != 0 || info.kind != PLATFORM_FILE_REGULAR) return 0;
-    uint64_t end, torn;
+    uint64_t end;
+    LogEnd tail;
     int old;
-    return scan_log(path, step, rows, &end, &torn, &old, err);
+    return scan_log(path, step, rows, &end, &tail, &old, err);
 }
 
 // Copies the log's bytes from the scan's offset up to `end` (whole rows) to out, a chunk at a
@@ -158,17 +180,26 @@ static int copy_rows(LogScan *s, FILE *out, uint64_t end, const char *missing, c
 }
 
 // Rewrites the log without the rows of steps after `step`, when there are any, without a row
-// torn at its end (*torn: its bytes), and with the current header when it has an older one or
-// its header is torn: the rows kept copied as they are read.
-static int update_rows(const char *path, long step, size_t *torn, char err[ERR_LEN]) {
+// torn at its end (log->torn_bytes), and with the current header when it has an older one or
+// its header is torn: the rows kept copied as they are read. A damaged end moves the log
+// aside first (log->damaged_bytes, log->aside), and its rows are copied from there.
+static int update_rows(RunLog *log, long step, char err[ERR_LEN]) {
+    const char *path = log->path, *from = path;
     RunLogRows rows;
-    uint64_t end, torn_bytes;
+    uint64_t end;
+    LogEnd tail;
     int old;
-    if (scan_log(path, step, &rows, &end, &torn_bytes, &old, err) != 0) return -1;
-    *torn = (size_t)torn_bytes;
-    if (!rows.count && old < 0 && !torn_bytes) return 0;
+    if (scan_log(path, step, &rows, &end, &tail, &old, err) != 0) return -1;
+    if (!rows.count && old < 0 && !tail.bytes) return 0;
+    if (tail.damaged) {
+        if (probe_file_set_aside(path, "damaged", log->aside, sizeof(log->aside), err) != 0) return -1;
+        log->damaged_bytes = (size_t)tail.bytes;
+        from = log->aside;
+    } else {
+        log->torn_bytes = (size_t)tail.bytes;
+    }
     LogScan s;
-    if (scan_open(&s, path, err) != 0) return -1;
+    if (scan_open(&s, from, err) != 0) return -1;
     AtomicFile f;
     int rc = atomic_file_open(&f, path, err);
     if (rc == 0) {
@@ -198,7 +229,7 @@ int run_log_open(RunLog *log, const char *path, int resuming, long step, char er
         return -1;
     }
     int append = resuming && exists;
-    if (append && update_rows(path, step, &log->torn_bytes, err) != 0) return -1;
+    if (append && update_rows(log, step, err) != 0) return -1;
     log->fp = no_follow_fopen(path, append ? "a" : "w");
     if (!log->fp) return write_failed(path, err);
     if (!append && (fputs(LOG_HEADER, log->fp) == EOF || fflush(log->fp) != 0)) {
@@ -311,13 +342,21 @@ int loss_history_read(LossHistory *h, const char *log_path, char err[ERR_LEN]) {
     int missing;
     FILE *fp = input_file_fopen(log_path, 0, &missing, err);
     if (!fp) return missing ? 0 : -1;
-    char line[512];
+    char line[RUN_LOG_ROW_MAX + 1];
     long number = 0;
     int rc = 0;
     while (rc == 0 && fgets(line, sizeof(line), fp)) {
-        if (++number == 1) continue;  // the header
+        size_t len = strlen(line);
+        int whole = len > 0 && line[len - 1] == '\n';
+        if (!whole && feof(fp) && is_torn_row(line, len, number == 0 ? 0 : 1)) break;  // a torn row, left out
+        if (++number == 1 && whole) continue;  // the header
         LossPoint p;
-        if (parse_row(line, &p) != 0) {
+        if (!whole) {
+            snprintf(err, ERR_LEN, "%s: line %ld is no row%s (a row is at most %d bytes, and only the last, cut by "
+                     "a kill, can be unfinished)", log_path, number, feof(fp) ? " and ends the file unfinished" : "",
+                     RUN_LOG_ROW_MAX);
+            rc = -1;
+        } else if (parse_row(line, &p) != 0) {
             snprintf(err, ERR_LEN, "%s: line %ld is not a row step,train_loss,val_loss,lr,...", log_path, number);
             rc = -1;
         } else {
@@ -331,6 +370,53 @@ int loss_history_read(LossHistory *h, const char *log_path, char err[ERR_LEN]) {
 void loss_history_free(LossHistory *h) {
     free(h->points);
     memset(h, 0, sizeof(*h));
+}
+
+// The point of `step`, or NULL (points are in step order).
+static const LossPoint *point_of_step(const LossHistory *h, long step) {
+    size_t lo = 0, hi = h->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (h->points[mid].step < step) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < h->n && h->points[lo].step == step ? &h->points[lo] : NULL;
+}
+
+// A record's float and a row's figure, printed with `decimals` decimals (the losses' 6) or 7
+// digits (the learning rate's %.6e: decimals -1): the same, or both unknown.
+static int same_figure(float recorded, double logged, int decimals) {
+    if (isnan(recorded) || isnan(logged)) return isnan(recorded) && isnan(logged);
+    return fabs(recorded - logged) <= (decimals < 0 ? 0.0 : pow(10.0, -decimals)) + 1e-6 * fabs(logged);
+}
+
+int loss_history_check_probe(const LossHistory *h, const char *probe_path, char why[ERR_LEN]) {
+    FILE *fp = input_file_fopen(probe_path, PLATFORM_NO_FOLLOW, NULL, why);
+    if (!fp) return -1;
+    ProbeReader r;
+    ProbeRecord rec;
+    int rc = probe_reader_open(&r, fp, probe_path, why), got = 0;
+    if (rc == 0 && probe_record_alloc(&rec, &r.header, why) != 0) {
+        probe_reader_close(&r);
+        rc = -1;
+    }
+    while (rc == 0 && (got = probe_reader_next(&r, &rec, why)) == 1) {
+        const LossPoint *p = (rec.flags & PROBE_HAS_PROBE) ? point_of_step(h, (long)rec.step) : NULL;
+        if (!p || (same_figure(rec.train_loss, p->train_loss, 6) && same_figure(rec.val_loss, p->val_loss, 6) &&
+                   same_figure(rec.lr, p->lr, -1)))
+            continue;
+        snprintf(why, ERR_LEN, "at step %ld its row has train_loss %.6f, val_loss %.6f and lr %.6e, where %s's "
+                 "record has %.6f, %.6f and %.6e", p->step, p->train_loss, p->val_loss, p->lr, probe_path,
+                 rec.train_loss, rec.val_loss, rec.lr);
+        rc = 1;
+    }
+    if (got < 0) rc = -1;
+    if (r.payload) {
+        probe_record_free(&rec);
+        probe_reader_close(&r);
+    }
+    fclose(fp);
+    return rc;
 }
 
 // ----------------------------------------------------------------------------

@@ -21,18 +21,29 @@
 // ----------------------------------------------------------------------------
 // log.csv
 
+// The longest a row may be, its newline included: a row's nine figures take at most about 200
+// bytes. Rows are written whole, so only the last can be unfinished (cut by a kill during its
+// write): an unterminated end of the log longer than this, or holding what no row holds (a
+// row is digits, '.', ',', '-', '+', 'e', and "nan" or "inf"), is damage, not a torn row.
+#define RUN_LOG_ROW_MAX 512
+
 typedef struct {
     FILE *fp;
     char path[1100];
-    size_t torn_bytes;  // of a row torn at the log's end, cut when a resumed run opened it
+    size_t torn_bytes;     // of a row torn at the log's end, cut when a resumed run opened it
+    size_t damaged_bytes;  // of a damaged end (no row) found when a resumed run opened it:
+    char aside[1100];      //   the log was moved here, its whole rows copied back
 } RunLog;
 
 // Opens the log at path, never through a symbolic link. A new run starts it afresh with its
 // header. A run resuming at `step` appends to it, first dropping the rows of steps after
 // `step` (written by a run that was stopped before saving them), a row torn at its end (by a
 // kill during its write: torn_bytes says how many bytes) and bringing an older header up to
-// date (above); the file is started afresh if it is missing. Returns 0, or -1 with err (also
-// when path exists and is not a regular file, a symbolic link included).
+// date (above); an end that is no torn row is damage: the log is moved aside first (to
+// log.csv.damaged, or .damaged.2, ...: format/probe_file.h's probe_file_set_aside) and its
+// whole rows copied into a new one (damaged_bytes and aside say so). The file is started
+// afresh if it is missing. Returns 0, or -1 with err (also when path exists and is not a
+// regular file, a symbolic link included).
 int run_log_open(RunLog *log, const char *path, int resuming, long step, char err[ERR_LEN]);
 // The rows of the log at path whose step is after `step`: how many, and the first and last of
 // those steps (rows are in step order; a row torn at the end is none). A missing log, or a
@@ -80,12 +91,20 @@ typedef struct {
 
 // Reads the rows of log.csv (step,train_loss,val_loss,lr,tokens_seen,elapsed_s,grad_norm,
 // clipped,accuracy; an empty field, or a missing later column, is NAN) into history, which
-// must be empty, a line at a time. A missing file gives no points; anything but a regular
-// file (a FIFO) is refused. Returns 0, or -1 with err.
+// must be empty, a line at a time; a row torn at its end (above) is left out. A missing file
+// gives no points; anything but a regular file (a FIFO) is refused. Returns 0, or -1 with err
+// (a line that is no row, a damaged end).
 int loss_history_read(LossHistory *history, const char *log_path, char err[ERR_LEN]);
 // Adds a report's point (thinning the history when it is full, see above). Returns 0, or -1
 // with err when memory runs out.
 int loss_history_add(LossHistory *history, LossPoint point, char err[ERR_LEN]);
 void loss_history_free(LossHistory *history);
+// Whether the history (log.csv's rows) is the log of the run whose probe file is at
+// probe_path (format/probe_file.h): a report is due at every probe, so at each probe record's
+// step that has a point (thinning keeps real rows), the record's train loss, validation loss
+// and learning rate are the row's, as log.csv prints them. Returns 0 when they all agree (or
+// no record meets a row); 1 with why naming the first step where they do not; -1 with why
+// when the probe file cannot be read.
+int loss_history_check_probe(const LossHistory *history, const char *probe_path, char why[ERR_LEN]);
 
 #endif

@@ -15,12 +15,12 @@
 
 #include "../common/clock.h"
 #include "../common/platform.h"
+#include "../common/rng.h"
 #include "../dist/dist.h"
 #include "../format/checkpoint.h"
 #include "../format/float_text.h"
 #include "../format/json.h"
 #include "../format/safetensors.h"
-#include "../model/rng.h"
 #include "run.h"
 
 // ----------------------------------------------------------------------------
@@ -42,18 +42,43 @@ int run_id_valid(const char *text) {
     return n == RUN_ID_LEN - 1 && text[n] == '\0';
 }
 
-// The options a run without train.run_id is told by (run_state.h): first those compared
-// whenever both checkpoints have them, then the schedule's, compared when both have the same
-// train.schedule_start (the first key, absent before it existed: 0).
-static const char *const lineage_keys[RUN_LINEAGE_KEYS] = {
-    "train.schedule_start", "vocab_size", "n_layer", "n_head", "head_size", "n_embd", "block_size", "qkv_bias",
-    "dropout", "train.seed", "train.batch_size", "train.val_fraction", "train.lr", "train.min_lr",
-    "train.weight_decay", "train.grad_clip", "train.beta1", "train.beta2", "train.eps", "train.min_char_count",
-    "train.keep_cr", "train.grow_vocab", "train.skip_unknown", "train.init_from", "train.warmup", "train.decay_steps"};
-#define SCHEDULE_KEYS 2  // the last two
+// The metadata one run's checkpoints may hold with other values (run_state.h): compared
+// apart (the identity and the corpus), where the run stands, or what a resume may change.
+static const char *const may_differ[] = {
+    "train.run_id", "train.corpus_fingerprint",           // compared first
+    "crc32", "optimizer.step",                             // the file's checksum; where the run stands, as state.*
+    "format",                                              // chargpt-1 before a newer chargpt resumed it
+    "train.steps", "train.eval_every", "train.save_every", "train.precision",  // --resume may change them,
+    "train.data", "train.separator", "train.encoding",     // and the text's paths: the fingerprint's,
+    "train.schedule_start",                                // and start a new schedule:
+};
+// the schedule's, compared when both checkpoints run it from the same train.schedule_start.
+static const char *const schedule_keys[] = {"train.warmup", "train.decay_steps"};
+// What an entry a checkpoint lacks is read as: keys newer than the first checkpoints.
+static const struct {
+    const char *key, *value;
+} absent_means[] = {
+    {"position_encoding", "learned"}, {"train.schedule_start", "0"}, {"train.keep_cr", "0"},
+    {"train.skip_unknown", "0"},      {"train.min_char_count", "0"}, {"train.grow_vocab", "0"},
+};
+
+static int listed(const char *key, const char *const *keys, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(key, keys[i]) == 0) return 1;
+    return 0;
+}
+
+// The value of key in a checkpoint's metadata, or what its absence is read as (NULL: none).
+static const char *identity_value(const RunIdentity *id, const char *key) {
+    const char *value = safetensors_meta(&id->header, key);
+    for (size_t i = 0; !value && i < sizeof(absent_means) / sizeof(absent_means[0]); i++)
+        if (strcmp(key, absent_means[i].key) == 0) value = absent_means[i].value;
+    return value;
+}
 
 // Fills id from the checkpoint's metadata.
-static int identity_from_meta(const SafeTensors *st, const char *path, RunIdentity *id, char err[ERR_LEN]) {
+static int identity_from_meta(RunIdentity *id, const char *path, char err[ERR_LEN]) {
+    const SafeTensors *st = &id->header;
     const char *step = safetensors_meta(st, "state.step"), *run_id = safetensors_meta(st, "train.run_id");
     char *end;
     errno = 0;
@@ -69,21 +94,33 @@ static int identity_from_meta(const SafeTensors *st, const char *path, RunIdenti
     snprintf(id->run_id, sizeof(id->run_id), "%s", run_id ? run_id : "");
     const char *fingerprint = safetensors_meta(st, "train.corpus_fingerprint");
     snprintf(id->fingerprint, sizeof(id->fingerprint), "%s", fingerprint ? fingerprint : "");
-    for (int i = 0; i < RUN_LINEAGE_KEYS; i++) {
-        const char *value = safetensors_meta(st, lineage_keys[i]);
-        if (!value && i == 0) value = "0";  // train.schedule_start, before it was kept
-        snprintf(id->lineage[i], RUN_LINEAGE_VALUE, "%s", value ? value : "");
-    }
     return 0;
 }
 
 int run_identity_read(const char *path, RunIdentity *id, char err[ERR_LEN]) {
     memset(id, 0, sizeof(*id));
-    SafeTensors st;
-    if (safetensors_read_header(path, &st, err) != 0) return -1;
-    int rc = identity_from_meta(&st, path, id, err);
-    safetensors_free(&st);
-    return rc;
+    if (safetensors_read_header(path, &id->header, err) != 0) return -1;
+    if (identity_from_meta(id, path, err) == 0) return 0;
+    run_identity_free(id);
+    return -1;
+}
+
+void run_identity_free(RunIdentity *id) { safetensors_free(&id->header); }
+
+// 1 when the metadata entry `key` tells b's run from a's, with why.
+static int tells_apart(const RunIdentity *a, const RunIdentity *b, const char *key, int same_start, char *why,
+                       size_t size) {
+    if (strncmp(key, "state.", 6) == 0 || listed(key, may_differ, sizeof(may_differ) / sizeof(may_differ[0])) ||
+        (!same_start && listed(key, schedule_keys, sizeof(schedule_keys) / sizeof(schedule_keys[0]))))
+        return 0;
+    const char *mine = identity_value(a, key), *theirs = identity_value(b, key);
+    if (mine && theirs && strcmp(mine, theirs) == 0) return 0;
+    char have[320] = "none", want[320] = "none";
+    if (theirs) snprintf(have, sizeof(have), "'%.300s'", theirs);
+    if (mine) snprintf(want, sizeof(want), "'%.300s'", mine);
+    snprintf(why, size, "has %s %s, not %s (without train.run_id, a run is told by the options that shape its "
+             "steps)", key, have, want);
+    return 1;
 }
 
 int run_identity_compare(const RunIdentity *a, const RunIdentity *b, char *why, size_t size) {
@@ -100,16 +137,14 @@ int run_identity_compare(const RunIdentity *a, const RunIdentity *b, char *why, 
         return 1;
     }
     if (both_ids) return 0;
-    // the schedule counts when both started it at the same step; train.init_from is there or not
-    int same_start = strcmp(a->lineage[0], b->lineage[0]) == 0;
-    for (int i = 1; i < RUN_LINEAGE_KEYS; i++) {
-        int schedule = i >= RUN_LINEAGE_KEYS - SCHEDULE_KEYS, init_from = !strcmp(lineage_keys[i], "train.init_from");
-        int compared = (schedule ? same_start : 1) && (init_from || (a->lineage[i][0] && b->lineage[i][0]));
-        if (!compared || strcmp(a->lineage[i], b->lineage[i]) == 0) continue;
-        snprintf(why, size, "has %s '%.300s', not '%.300s' (without train.run_id, a run is told by the options that "
-                 "shape its steps)", lineage_keys[i], b->lineage[i], a->lineage[i]);
-        return 1;
-    }
+    // every entry of either, in a's order then b's
+    int same_start = strcmp(identity_value(a, "train.schedule_start"), identity_value(b, "train.schedule_start")) == 0;
+    for (int i = 0; i < a->header.num_meta; i++)
+        if (tells_apart(a, b, a->header.meta[i].key, same_start, why, size)) return 1;
+    for (int i = 0; i < b->header.num_meta; i++)
+        if (!safetensors_meta(&a->header, b->header.meta[i].key) &&
+            tells_apart(a, b, b->header.meta[i].key, same_start, why, size))
+            return 1;
     return 0;
 }
 

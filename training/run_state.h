@@ -8,18 +8,19 @@
 #include <stdint.h>
 
 #include "../common/errors.h"
+#include "../common/rng.h"
 #include "../data/corpus_fingerprint.h"
 #include "../data/encoding.h"
 #include "../data/task.h"
 #include "../data/vocab.h"
 #include "../dist/dist.h"
 #include "../format/checkpoint.h"
+#include "../format/safetensors.h"
 #include "../kernels/kernels.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
-#include "../model/rng.h"
 
-typedef struct DataParallel DataParallel;  // training/step.h
+typedef struct DataParallel DataParallel;  // training/data_parallel.h
 
 // ----------------------------------------------------------------------------
 // the run's identity
@@ -31,25 +32,26 @@ typedef struct DataParallel DataParallel;  // training/step.h
 // kept as `train.run_id` in every checkpoint it saves and by every run that resumes one of
 // them. Checkpoints from before train.run_id have none; a run resumed from one gets a new
 // identity, and two checkpoints of which one lacks it are told apart by the corpus
-// fingerprint (when both have one) and by every option that shapes the run's steps and that
-// a resume cannot change: the model's shape and dropout, the seed, the batch size, the
-// validation split, the optimizer's (lr, min lr, weight decay, grad clip, betas, eps), the
-// vocabulary's (min char count, keep CR, grow vocab, skip unknown) and the checkpoint
-// --init-from started from; and the learning-rate schedule (warm-up, decay steps: --steps's
-// by default) when both run it from the same step (a resume may start a new one there). Two
-// runs that agree on all of those made the same steps, so taking them for one run loses
-// nothing. (same_run_check, below, compares the options of one run's processes, all of them.)
+// fingerprint (when both have one) and by every other entry of their metadata: the model's
+// config and vocabulary, and every train.* option run_meta_write keeps, but for those that
+// one run's checkpoints may hold with other values (run_state.c: may_differ): where the run
+// stands (state.*, optimizer.step, crc32), what a resume may change (--steps, --eval-every,
+// --save-every, --precision, the text's paths, --separator and --encoding, which the
+// fingerprint covers) and the checkpoint's format version; the learning-rate schedule
+// (warm-up, decay steps) is compared when both run it from the same step (a resume may start
+// a new one there). An entry one of them lacks counts as what reading it gives (a key newer
+// than the checkpoint: position_encoding "learned", the optional train.* options 0). Two
+// runs that agree on all of that made the same steps, so taking them for one run loses
+// nothing; an entry a later chargpt adds is compared without a word here. (same_run_check,
+// below, compares the options of one run's processes, all of them.)
 
 #define RUN_ID_LEN 17  // 16 hex digits and the NUL
-
-#define RUN_LINEAGE_KEYS 26  // the metadata keys of the options above
-#define RUN_LINEAGE_VALUE 1024
 
 typedef struct {
     char run_id[RUN_ID_LEN];                   // "" in checkpoints from before train.run_id
     char fingerprint[CORPUS_FINGERPRINT_LEN];  // "" before train.corpus_fingerprint
-    char lineage[RUN_LINEAGE_KEYS][RUN_LINEAGE_VALUE];  // their values ("" where a key is absent)
     long step;          // state.step
+    SafeTensors header;  // the checkpoint's header: its metadata (run_identity_free frees it)
 } RunIdentity;
 
 // A new identity: 8 bytes of the system's random source (common/platform.h; else the clock and
@@ -60,8 +62,9 @@ int run_id_valid(const char *text);
 
 // Reads a checkpoint's identity from its header alone (the metadata; memory in proportion to
 // the header, whatever the tensors weigh). The file must be a regular file. Returns 0, or -1
-// with err.
+// with err (id then holds nothing to free).
 int run_identity_read(const char *path, RunIdentity *id, char err[ERR_LEN]);
+void run_identity_free(RunIdentity *id);
 // 0 when a and b are checkpoints of the same run; else 1, with how b differs from a in why
 // ("has train.run_id 0123456789abcdef, not ...", "was trained on another corpus (...)").
 int run_identity_compare(const RunIdentity *a, const RunIdentity *b, char *why, size_t size);
@@ -118,7 +121,8 @@ typedef struct {
     const char *sample_prompt;  // --sample-prompt TEXT, or NULL: the probe passage's first line
     int sample_chars;    // --sample-chars (0: no samples)
     long sample_every;   // --sample-every N: a sample every N steps too (0: at evaluations only)
-    char probe_steps[256];  // --probe-steps LIST: the early probes (training/probe.h), "" the default
+    char probe_steps[640];  // --probe-steps LIST: the early probes (training/probe.h), "" the default;
+                            // room for the most it takes, PROBE_MAX_EARLY steps of 18 digits
     int no_probe;        // --no-probe: no probe file, samples or timeline
 } TrainOptions;
 
@@ -169,7 +173,8 @@ int run_meta_read(const Checkpoint *ck, TrainOptions *o, TrainState *s, char err
 // that --resume continues it exactly.
 
 // Writes a checkpoint to each of paths[0], paths[1] that is not NULL, from rank 0, with the
-// optimizer's moments gathered from every process first (ZeRO: training/step.h). Collective.
+// optimizer's moments gathered from every process first (ZeRO: training/data_parallel.h).
+// Collective.
 // Returns 0; EXIT_USAGE on every process when rank 0 has no memory to gather the moments;
 // EXIT_DATA on rank 0 when a write fails; with err.
 int run_checkpoint_save(const char *const paths[2], DataParallel *dp, GPT *model, const AdamW *opt,

@@ -5,12 +5,13 @@
 #include <string.h>
 
 #include "../common/platform.h"
+#include "../common/utf8.h"
 #include "../data/char_counts.h"
 #include "../data/corpus_fingerprint.h"
-#include "../data/utf8.h"
 #include "../data/vocab_coverage.h"
 #include "../model/gpt.h"
 #include "run.h"
+#include "stop_signals.h"
 
 int data_paths_split(const char *data, DataPaths *p, char err[ERR_LEN]) {
     snprintf(p->text, sizeof(p->text), "%s", data);
@@ -78,10 +79,10 @@ int run_text_read(const TextSource *source, const TextBudget *budget, Corpus *co
         return loaded == -3 ? EXIT_USAGE : EXIT_DATA;
     }
     char limit_text[32], held_text[64] = "";
-    gpt_format_bytes(limit, limit_text, sizeof(limit_text));
+    format_bytes(limit, limit_text, sizeof(limit_text));
     if (held > 0) {
         strcpy(held_text, " beside the checkpoint's ");
-        gpt_format_bytes(held, held_text + strlen(held_text), sizeof(held_text) - strlen(held_text));
+        format_bytes(held, held_text + strlen(held_text), sizeof(held_text) - strlen(held_text));
     }
     snprintf(err, ERR_LEN, "%s: the text, at 4 bytes a character, needs more than the %s %s%s%s", why, limit_text,
              budget->source, held_text, budget->limit_given ? "" : " (or set --max-memory)");

@@ -51,6 +51,7 @@ void stop_signals_install(int one_of_several) {
 int stop_signals_received(void) { return first_signal; }
 
 int stop_signals_agree(int *signal) {
+    platform_signals_poll();  // where signals arrive only when let (the page's Web Worker)
     DistAgreement a = dist_agree(0, stop_signals_received());
     *signal = a.signal;
     return a.status;

@@ -10,20 +10,13 @@
 #include <zlib.h>
 
 #include "../common/platform.h"
-#include "../data/utf8.h"
+#include "../common/utf8.h"
 #include "../format/atomic_file.h"
 #include "attention_formats.h"
 
 typedef int (*AttentionWriter)(FILE *fp, const Attention *a, char err[ERR_LEN]);
 
-// The extension of the last path component ("" when it has none), without the dot.
-static const char *path_extension(const char *path) {
-    const char *base = platform_path_last_separator(path);
-    base = base ? base + 1 : path;
-    const char *dot = strrchr(base, '.');
-    return dot ? dot + 1 : "";
-}
-
+// The writer of a file extension (without its dot), or NULL.
 static AttentionWriter writer_for_extension(const char *ext) {
     if (strcasecmp(ext, "json") == 0) return attention_write_json;
     if (strcasecmp(ext, "csv") == 0) return attention_write_csv;
@@ -33,24 +26,45 @@ static AttentionWriter writer_for_extension(const char *ext) {
 }
 
 int attention_check_path(const char *path, char err[ERR_LEN]) {
-    if (writer_for_extension(path_extension(path))) return 0;
+    if (writer_for_extension(platform_path_extension(path))) return 0;
     snprintf(err, ERR_LEN, "%s: unknown attention file extension (use .json, .csv, .png or .html)", path);
     return -2;
 }
 
-double attention_export_memory(const char *path, int t, int n_layer, int n_head) {
-    if (writer_for_extension(path_extension(path)) != attention_write_png) return 0.0;
+// The layout of path's .png image for t characters; 1 when path is a .png whose image fits.
+static int png_fits(int t, int n_layer, int n_head, PngLayout *p) {
     Attention a = {.t = t, .n_layer = n_layer, .n_head = n_head};
+    attention_png_layout(&a, p);
+    return p->width <= ATTENTION_PNG_MAX_SIDE && p->height <= ATTENTION_PNG_MAX_SIDE;
+}
+
+int attention_check_size(const char *path, int t, int n_layer, int n_head, char err[ERR_LEN]) {
+    PngLayout p, smaller;
+    if (writer_for_extension(platform_path_extension(path)) != attention_write_png || png_fits(t, n_layer, n_head, &p))
+        return 0;
+    int fits = t - 1;  // the image shrinks with the text (cells grow as panels shrink, but not past 8 pixels)
+    while (fits > 0 && !png_fits(fits, n_layer, n_head, &smaller)) fits--;
+    if (fits > 0)
+        snprintf(err, ERR_LEN, "%s: %d characters over %d layers x %d heads make a %ld x %ld image, past the %d "
+                 "pixels a side it may have: record at most %d characters, or write .html, .json or .csv", path, t,
+                 n_layer, n_head, p.width, p.height, ATTENTION_PNG_MAX_SIDE, fits);
+    else
+        snprintf(err, ERR_LEN, "%s: %d layers x %d heads make an image past the %d pixels a side it may have, "
+                 "whatever the text: write .html, .json or .csv", path, n_layer, n_head, ATTENTION_PNG_MAX_SIDE);
+    return -2;
+}
+
+double attention_export_memory(const char *path, int t, int n_layer, int n_head) {
     PngLayout p;
-    attention_png_layout(&a, &p);
-    if (p.width > ATTENTION_PNG_MAX_SIDE || p.height > ATTENTION_PNG_MAX_SIDE) return 0.0;
+    if (writer_for_extension(platform_path_extension(path)) != attention_write_png || !png_fits(t, n_layer, n_head, &p))
+        return 0.0;
     double pixels = 3.0 * p.width * p.height, rows = pixels + p.height;
     return pixels + rows + (double)compressBound((uLong)rows);
 }
 
 int attention_export(const char *path, const Attention *a, int replace, char err[ERR_LEN]) {
     if (attention_check_path(path, err) != 0) return -2;
-    AttentionWriter writer = writer_for_extension(path_extension(path));
+    AttentionWriter writer = writer_for_extension(platform_path_extension(path));
     if (a->t < 1 || a->n_layer < 1 || a->n_head < 1 || (a->vectors && a->vectors->head_size < 1)) {
         snprintf(err, ERR_LEN, "%s: nothing to export (t=%d, n_layer=%d, n_head=%d%s)", path, a->t, a->n_layer,
                  a->n_head, a->vectors && a->vectors->head_size < 1 ? ", head_size < 1" : "");
@@ -65,6 +79,25 @@ int attention_export(const char *path, const Attention *a, int replace, char err
         return -1;
     }
     return replace ? atomic_file_commit(&f, err) : atomic_file_commit_new(&f, err);
+}
+
+void viewer_write_json_text(FILE *fp, const char *s) {
+    fputc('"', fp);
+    size_t n = strlen(s);
+    for (const unsigned char *p = (const unsigned char *)s, *end = p + n; p < end; p++) {
+        size_t len = utf8_sequence_length(p, (size_t)(end - p));
+        if (len == 0) fputs("\\ufffd", fp);
+        else if (*p == '"' || *p == '\\') fprintf(fp, "\\%c", *p);
+        else if (*p < 0x20 || *p == '<') fprintf(fp, "\\u%04x", *p);
+        else fwrite(p, 1, len, fp);
+        p += len ? len - 1 : 0;
+    }
+    fputc('"', fp);
+}
+
+void viewer_write_number(FILE *fp, double x) {
+    if (isfinite(x)) fprintf(fp, "%.9g", x);
+    else fputs("null", fp);
 }
 
 int viewer_append_utf8(char *out, uint32_t cp) {
@@ -314,6 +347,7 @@ int viewer_write_json(FILE *fp, const Attention *a, const JsonLayout *layout, ch
     if (a->lens) layout->write_lens(fp, a, row);
     if (a->vectors) layout->write_vectors(fp, a);
     if (a->heads) layout->write_heads(fp, a);
+    if (a->attribution || a->patching) layout->write_analysis(fp, a);
     fputs(layout->close, fp);
     free(row);
     return 0;

@@ -18,7 +18,19 @@
 //           (%.9g: the floats the forward made; head_output[l][h][i] = sum_j W[i][j] value[j]).
 //           With the heads: "heads": {"patterns": [P names], "reach": [P], "scores":
 //           [L][H][P], "label": [L][H] (a name, or null), "strength": [L][H], "importance":
-//           [L][H] (bits per character, null where unknown)} (AttentionHeads).
+//           [L][H] (bits per character, null where unknown)} (AttentionHeads). With the logit
+//           attribution (analysis/attribution.h): "logit_attribution": {"target": [t characters:
+//           the next one, at the last position the most likely], "rival": [t: the most likely
+//           other], "next_known": [t booleans], "logit": {"total": [t], "embeddings": [t],
+//           "heads": [L][H][t], "mlps": [L][t], "biases": [t]}, "difference": {the same for
+//           logit(target) - logit(rival)}} (%.9g; the parts sum to the total). With the
+//           heads' importance by the mean, "heads" holds "importance_mean" [L][H] and
+//           "importance_mean_over" (what the means were taken over) too. With activation
+//           patching (analysis/patching.h), the text being the clean one: "patching":
+//           {"corrupted": [t characters], "answer_clean": character, "answer_corrupted":
+//           character, "metric_clean": m, "metric_corrupted": m, "heads": [L][H], "residual":
+//           [L + 1][t] (the stream entering block l, row L the one entering ln_f),
+//           "residual_rows": ["embeddings", "after block 0", ...]}.
 //   .csv   header layer,head,query_pos,key_pos,query_char,key_char,weight, then one row per
 //           (layer, head, query, key <= query) in that order, rows ending in LF, weight
 //           with %.9g. A character field holds the real character (raw UTF-8); a comma,
@@ -52,8 +64,10 @@
 
 #include <stdint.h>
 
+#include "../analysis/attribution.h"
+#include "../analysis/logit_lens.h"
+#include "../analysis/patching.h"
 #include "../model/gpt.h"
-#include "logit_lens.h"
 
 #define ATTENTION_TOP_K 5
 
@@ -76,7 +90,7 @@ void attention_prediction(const float *logits, int V, int next, const uint32_t *
 void attention_predictions(const float *logits, const int *tokens, int t, int V,
                            const uint32_t *vocab_chars, AttentionPrediction *pred);
 
-// The logit lens over the text (viewer/logit_lens.h): rows = n_layer + 1 (the embeddings,
+// The logit lens over the text (analysis/logit_lens.h): rows = n_layer + 1 (the embeddings,
 // then each block) of t cells, their token ids turned into characters by vocab_chars (V).
 typedef struct {
     int rows;
@@ -93,19 +107,38 @@ typedef struct {
     const float *out;   // (L, t, A): each head's sum_j W[i][j] v_j, head h's at h hs
 } AttentionVectors;
 
-// What each head does on the text (viewer/head_scores.h): its score on each pattern, and its
+// What each head does on the text (analysis/head_scores.h): its score on each pattern, and its
 // label, the strongest.
 typedef struct {
     int patterns;               // P
     const char *const *names;   // (P)
     const float *reach;         // (P) the score of a head that follows each pattern perfectly
+    const float *chance;        // (P) the score of a head that attends evenly (untrained)
     const float *scores;        // (L, H, P)
     const int *label;           // (L, H) the strongest pattern, -1 for none
-    const float *strength;      // (L, H) its score / reach
+    const float *strength;      // (L, H) (score - chance) / (reach - chance) of it
     double clear;               // a label is shown as weak below this strength
     const float *importance;    // (L, H) the loss change in bits per character when the head alone
-                                // is knocked out (viewer/head_importance.h); NaN where unknown
+                                // is knocked out (analysis/head_importance.h); NaN where unknown
+    const float *importance_mean;  // (L, H) the same with the head replaced by its mean instead
+                                   // (analysis/head_means.h), or NULL
+    const char *mean_over;      // what the means were taken over (with importance_mean)
 } AttentionHeads;
+
+// The direct logit attribution at each position (analysis/attribution.h), its tokens turned
+// into characters by vocab_chars (V).
+typedef struct {
+    const LogitAttribution *split;
+    const uint32_t *vocab_chars;
+} AttentionAttribution;
+
+// Activation patching (analysis/patching.h) of the text (the clean one) and a corrupted one of
+// the same length, their tokens turned into characters by vocab_chars (V).
+typedef struct {
+    const Patching *result;
+    const int *corrupted;         // (t) its tokens
+    const uint32_t *vocab_chars;  // (V)
+} AttentionPatching;
 
 // Everything recorded over one processed text.
 typedef struct {
@@ -118,15 +151,23 @@ typedef struct {
     const AttentionLens *lens;        // the logit lens over the same t positions, or NULL
     const AttentionVectors *vectors;  // or NULL (.json and .html show them)
     const AttentionHeads *heads;      // or NULL (.json and .html show them)
+    const AttentionAttribution *attribution;  // or NULL (.json and .html show it)
+    const AttentionPatching *patching;        // or NULL (.json and .html show it)
 } Attention;
 
 // Returns 0 when the extension names a format, else -2 with err (checked before any work).
 int attention_check_path(const char *path, char err[ERR_LEN]);
 
+// Returns 0 when the file at path (by its extension) can be written for t characters over
+// n_layer x n_head heads, else -2 with err: a .png whose image would be past
+// ATTENTION_PNG_MAX_SIDE pixels a side (err says its size and the most characters that fit),
+// checked before the model runs.
+int attention_check_size(const char *path, int t, int n_layer, int n_head, char err[ERR_LEN]);
+
 // The memory writing path (by its extension) takes for t characters over n_layer x n_head
 // heads, besides the weights themselves: the .png's image (its pixels, their rows as PNG
 // filters them and the compressed copy), 0 for the formats written as they are made (.json,
-// .csv, .html) and for an image too large to write (refused before anything is allocated).
+// .csv, .html) and for an image too large to write (refused by attention_check_size).
 double attention_export_memory(const char *path, int t, int n_layer, int n_head);
 
 // Writes a to `path` atomically: over a file there when replace is 1, else only while nothing

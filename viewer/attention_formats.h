@@ -54,6 +54,12 @@ int viewer_append_json_char(char *out, uint32_t cp, int html_safe);
 // the same float; 0 for zero), by exact integer arithmetic for 1e-9 <= |x| < 1e9 and by
 // snprintf otherwise. Returns the length (at most 16).
 int viewer_append_float(char *out, float x);
+// Writes a NUL-terminated string as a JSON string: " and \ escaped, control characters as \u00XX
+// and < as \u003c (so that no text can end a page's <script> element), and each byte that is not
+// part of well-formed UTF-8 (a file name's) as U+FFFD.
+void viewer_write_json_text(FILE *fp, const char *s);
+// Writes x as %.9g (a float reads back the same), or null when it is not finite.
+void viewer_write_number(FILE *fp, double x);
 // Appends a non-negative integer in decimal. Returns the length.
 int viewer_append_uint(char *out, uint32_t x);
 // Writes n bytes, or n floats as their little-endian bytes, as a quoted base64 string.
@@ -64,7 +70,7 @@ void viewer_write_base64_floats(FILE *fp, const float *x, size_t n);
 // both are, in a layout of their own (spacing, numbers, what each head holds):
 //   {"tokens": [t strings], <sizes>, "attention": [L][H][<head>]
 //    [, "surprisal": [t numbers], "predictions": [t][k][character, probability]] [, <lens>]
-//    [, <vectors>] [, <heads>]}
+//    [, <vectors>] [, <heads>] [, "logit_attribution": ...] [, "patching": ...]}
 typedef struct {
     int html_safe;             // viewer_append_json_char's
     const char *open;          // "{" and the tokens' key, up to the first string
@@ -86,8 +92,16 @@ typedef struct {
     // write the vectors and the heads (when a has them) with their keys
     void (*write_vectors)(FILE *fp, const Attention *a);
     void (*write_heads)(FILE *fp, const Attention *a);
+    // writes the logit attribution and the patching (a->attribution, a->patching: those there
+    // are) with their keys
+    void (*write_analysis)(FILE *fp, const Attention *a);
     const char *close;         // after everything
 } JsonLayout;
+// Writes ,"logit_attribution": {...} and ,"patching": {...} (attention_export.h) when a has
+// them, characters escaped as viewer_append_json_char escapes them with html_safe: both
+// layouts' write_analysis.
+void viewer_write_analysis(FILE *fp, const Attention *a, int html_safe);
+
 // Writes the document. Returns 0, or -1 with err when memory for a row runs out.
 int viewer_write_json(FILE *fp, const Attention *a, const JsonLayout *layout, char err[ERR_LEN]);
 

@@ -6,9 +6,12 @@
 //    "attention": [L][H][t(t+1)/2 integers]
 //    [, "surprisal": [t numbers, the last null], "predictions": [t][k][character, integer]]
 //    [, "lens": {"rows": R, "cells": [R t of [[k characters], [k integers], integer or null,
-//     rank or null]]}]}
+//     rank or null]]}] [, "head_size", "qkv", "out"] [, "heads": {...}]
+//    [, "logit_attribution": {...}] [, "patching": {...}]}
 // holding each head's lower triangle row by row (row i has keys 0..i) as round(w * scale),
-// the surprisal in bits to 3 decimals and the predicted probabilities as round(p * scale).
+// the surprisal in bits to 3 decimals and the predicted probabilities as round(p * scale);
+// the logit attribution and the patching as the .json has them (attention_export.h), drawn
+// by viewer/analysis_panels.html.
 // Strings escape every < as \u003c, so no text can end the <script> element.
 //
 // When the address's fragment holds "selftest", the page reads back what it drew and sets
@@ -24,8 +27,11 @@
 // data-view), data-math-rows and data-math-query (the rows the attention math drew, its
 // query), and data-math-weight-error and data-math-output-error: the largest difference,
 // over every head and query, between the weights and outputs the page's math computes from
-// the vectors and the model's own (the output's relative to the largest |v|).
-// scripts/check_viewer.sh checks them.
+// the vectors and the model's own (the output's relative to the largest |v|); with the logit
+// attribution, data-attribution-bars (the bars of the chosen position's split) and
+// data-attribution-error (the largest |sum of the parts - the total| over every position);
+// with the patching, data-patch-cells (its heatmaps' cells). scripts/check_viewer.sh checks
+// them.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +40,9 @@
 
 static const char attention_math[] =
 #include "attention_math.inc"
+    ;
+static const char analysis_panels[] =
+#include "analysis_panels.inc"
     ;
 
 // weights are stored as integers in units of 1 / WEIGHT_SCALE
@@ -172,6 +181,18 @@ static const char *const PAGE_AFTER_HEADING[] = {
     "<div id=\"lens-scroll\"><canvas id=\"lens\"></canvas></div>\n",
     "</section>\n",
     "</div>\n",
+    "<div class=\"row\" id=\"attribution-row\" style=\"display: none\">\n",
+    "<section id=\"attribution-panel\">\n",
+    "<h2>Which parts made this prediction?</h2>\n",
+    "<div class=\"analysis-caption\">direct logit attribution: the residual stream the final LayerNorm reads is the sum of what the embeddings, each head and each MLP wrote into it (and the biases); with the LayerNorm's scale frozen at its value there, each part's share of the logit of the next character, or of its margin over the most likely other one, is a bar below. They sum to the model's own number. It shows what writes the answer directly, not what helped an earlier layer find it: activation patching (<code>./generate --patch</code>) measures that. Click a character in the text to see its prediction's split (<code>analysis/attribution.c</code>).</div>\n",
+    "</section>\n",
+    "</div>\n",
+    "<div class=\"row\" id=\"patching-row\" style=\"display: none\">\n",
+    "<section id=\"patching-panel\">\n",
+    "<h2>Activation patching</h2>\n",
+    "<div class=\"analysis-caption\">the corrupted text run again with one part of it taken from this (the clean) text: each head&rsquo;s output at every position (top), or the residual stream entering each block at one position (below; * marks the characters the corruption changed). Each cell is the share of the clean run&rsquo;s logit difference (its answer against the corrupted run&rsquo;s) that comes back: 1 (red) restores it all, 0 nothing (<code>analysis/patching.c</code>).</div>\n",
+    "</section>\n",
+    "</div>\n",
     "<div id=\"tooltip\"></div>\n",
     "<p class=\"note\">Each query row holds the softmax weights over the keys at or before it and sums to 1.\n",
     "\"All heads\" shows the mean of the layer's heads. In the model view a text longer than 96 characters is shown\n",
@@ -241,7 +262,10 @@ static const char *const PAGE_TAIL[] = {
     "  // the loss change on this text when the head alone is knocked out, in bits per character\n",
     "  function importanceText(layer, head) {\n",
     "    var x = heads && heads.importance ? heads.importance[layer * NH + head] : null;\n",
-    "    return x === null || x === undefined ? '' : 'knocked out ' + (x >= 0 ? '+' : '') + x.toFixed(3) + ' bit';\n",
+    "    var y = heads && heads.importance_mean ? heads.importance_mean[layer * NH + head] : null;\n",
+    "    function bits(v) { return (v >= 0 ? '+' : '') + v.toFixed(3) + ' bit'; }\n",
+    "    return (x === null || x === undefined ? '' : 'knocked out ' + bits(x)) +\n",
+    "      (y === null || y === undefined ? '' : '\\nmean ' + bits(y));\n",
     "  }\n",
     "  function captionOf(layer, head) {\n",
     "    var lab = labelOf(layer, head), imp = importanceText(layer, head);\n",
@@ -728,31 +752,32 @@ static const char *const PAGE_TAIL[] = {
     "    ctx.textAlign = 'center';\n",
     "    ctx.fillText('queries', X_QUERY - 10, 12);\n",
     "    ctx.fillText('keys', X_KEY + 10, 12);\n",
-    "    for (var p = 0; p < T; p++) {\n",
-    "      var y = rowY(p);\n",
-    "      var isFocus = focus && focus.p === p;\n",
-    "      if (isFocus) {\n",
-    "        ctx.fillStyle = 'rgba(' + HIGHLIGHT_RGB + ', 0.25)';\n",
-    "        ctx.fillRect(focus.side === 'query' ? X_QUERY - 40 : X_KEY - 12, y - ROW_H / 2 + 1, 52, ROW_H - 2);\n",
-    "      }\n",
-    "      ctx.font = '10px monospace';\n",
-    "      ctx.fillStyle = '#999';\n",
-    "      ctx.textAlign = 'right';\n",
-    "      ctx.fillText(p, X_QUERY - 12, y);\n",
-    "      ctx.textAlign = 'left';\n",
-    "      ctx.fillText(p, X_KEY + 12, y);\n",
-    "      ctx.font = '14px monospace';\n",
-    "      ctx.textAlign = 'center';\n",
+    "    if (focus) {\n",
+    "      ctx.fillStyle = 'rgba(' + HIGHLIGHT_RGB + ', 0.25)';\n",
+    "      ctx.fillRect(focus.side === 'query' ? X_QUERY - 40 : X_KEY - 12, rowY(focus.p) - ROW_H / 2 + 1, 52, ROW_H - 2);\n",
+    "    }\n",
+    "    // the labels a style at a time (setting a canvas's font is slow): the positions, the\n",
+    "    // characters, then the weights of the focused character's lines beside the other column\n",
+    "    ctx.font = '10px monospace';\n",
+    "    ctx.fillStyle = '#999';\n",
+    "    for (var side = 0; side < 2; side++) {\n",
+    "      ctx.textAlign = side ? 'left' : 'right';\n",
+    "      for (var p = 0; p < T; p++) ctx.fillText(p, side ? X_KEY + 12 : X_QUERY - 12, rowY(p));\n",
+    "    }\n",
+    "    ctx.font = '14px monospace';\n",
+    "    ctx.textAlign = 'center';\n",
+    "    for (p = 0; p < T; p++) {\n",
     "      ctx.fillStyle = ghost[p] ? '#999' : '#222';\n",
-    "      ctx.fillText(glyphs[p], X_QUERY, y);\n",
-    "      ctx.fillText(glyphs[p], X_KEY, y);\n",
-    "      // weights of the focused character's lines beside the other column\n",
-    "      if (focus && shown[p] !== undefined && shown[p] >= 0.0005) {\n",
-    "        ctx.font = '10px monospace';\n",
-    "        ctx.fillStyle = '#c2410c';\n",
-    "        if (focus.side === 'query') { ctx.textAlign = 'left'; ctx.fillText(fmt(shown[p]), X_KEY + 44, y); }\n",
-    "        else { ctx.textAlign = 'right'; ctx.fillText(fmt(shown[p]), X_QUERY - 44, y); }\n",
-    "      }\n",
+    "      ctx.fillText(glyphs[p], X_QUERY, rowY(p));\n",
+    "      ctx.fillText(glyphs[p], X_KEY, rowY(p));\n",
+    "    }\n",
+    "    if (focus) {\n",
+    "      ctx.font = '10px monospace';\n",
+    "      ctx.fillStyle = '#c2410c';\n",
+    "      ctx.textAlign = focus.side === 'query' ? 'left' : 'right';\n",
+    "      for (p = 0; p < T; p++)\n",
+    "        if (shown[p] !== undefined && shown[p] >= 0.0005)\n",
+    "          ctx.fillText(fmt(shown[p]), focus.side === 'query' ? X_KEY + 44 : X_QUERY - 44, rowY(p));\n",
     "    }\n",
     "    lines.readout.textContent = linesText(focus);\n",
     "  }\n",
@@ -858,6 +883,7 @@ static const char *const PAGE_TAIL[] = {
     "    drawHeatHover(heat.pos);\n",
     "    scheduleLines();\n",
     "    drawMath();\n",
+    "    drawAttribution();\n",
     "    writeHash();\n",
     "  }\n",
     "\n",
@@ -891,6 +917,7 @@ static const char *const PAGE_TAIL[] = {
     "    drawLines();\n",
     "    markText();\n",
     "    drawMath();\n",
+    "    drawAttribution();\n",
     "  }\n",
     "  // everything the colour scale changes, and the chosen views\n",
     "  function drawColoured() {\n",
@@ -973,6 +1000,18 @@ static const char *const PAGE_TAIL[] = {
     "    return shown;\n",
     "  }\n",
     "\n",
+    "  // ---- what analysis/ measured (viewer/analysis_panels.html): the attribution of the pinned\n",
+    "  // query's prediction (else the last position's), and the patching ----\n",
+    "  var attribution = data.logit_attribution ?\n",
+    "    analysisPanels.attribution(document.getElementById('attribution-panel'), data.logit_attribution, NL, NH, quoted) : null;\n",
+    "  if (attribution) document.getElementById('attribution-row').style.display = 'flex';\n",
+    "  function drawAttribution() {\n",
+    "    if (attribution) attribution.draw(pin && pin.side === 'query' ? pin.p : T - 1);\n",
+    "  }\n",
+    "  var patchCells = data.patching ? analysisPanels.patching(document.getElementById('patching-panel'), data.patching,\n",
+    "    function (i) { return glyphs[i]; }, tokens) : 0;\n",
+    "  if (data.patching) document.getElementById('patching-row').style.display = 'flex';\n",
+    "\n",
     "  // what a test reads back from the page (#selftest in the address): how many cells and\n",
     "  // characters show what the data says, the view chosen, and the layout\n",
     "  function selfTest() {\n",
@@ -1013,6 +1052,10 @@ static const char *const PAGE_TAIL[] = {
     "    d.pageOverflow = Math.max(0, document.documentElement.scrollWidth - window.innerWidth);\n",
     "    d.lensRows = lensData ? lensData.rows : 0;\n",
     "    d.lensCells = lensCellsShown();\n",
+    "    var split = attribution ? attribution.selfTest() : { bars: 0, sumError: 0 };\n",
+    "    d.attributionBars = split.bars;\n",
+    "    d.attributionError = split.sumError.toExponential(2);\n",
+    "    d.patchCells = patchCells;\n",
     "  }\n",
     "\n",
     "  buildText();\n",
@@ -1023,7 +1066,8 @@ static const char *const PAGE_TAIL[] = {
     "  readHash();\n",
     "  drawColoured();\n",
     "  if (/(^#|&)selftest(&|$)/.test(location.hash)) selfTest();\n",
-    "  document.body.dataset.rendered = 'model,text,heatmap,lines' + (lensData ? ',lens' : '') + (mathPanel ? ',math' : '');\n",
+    "  document.body.dataset.rendered = 'model,text,heatmap,lines' + (lensData ? ',lens' : '') + (mathPanel ? ',math' : '') +\n",
+    "    (attribution ? ',attribution' : '') + (data.patching ? ',patching' : '');\n",
     "  // milliseconds from the start of loading the page to every view drawn\n",
     "  document.body.dataset.renderMs = Math.round(performance.now());\n",
     "})();\n",
@@ -1158,6 +1202,8 @@ static void write_heads(FILE *fp, const Attention *a) {
     for (int p = 0; p < x->patterns; p++) fprintf(fp, p ? ",\"%s\"" : "\"%s\"", x->names[p]);
     fprintf(fp, "],\"clear\":%.4f,\"reach\":[", x->clear);
     write_decimals(fp, x->reach, (size_t)x->patterns);
+    fputs("],\"chance\":[", fp);
+    write_decimals(fp, x->chance, (size_t)x->patterns);
     fputs("],\"scores\":[", fp);
     write_decimals(fp, x->scores, heads * x->patterns);
     fputs("],\"label\":[", fp);
@@ -1166,16 +1212,26 @@ static void write_heads(FILE *fp, const Attention *a) {
     write_decimals(fp, x->strength, heads);
     fputs("],\"importance\":[", fp);
     write_decimals(fp, x->importance, heads);
-    fputs("]}", fp);
+    if (x->importance_mean) {
+        fputs("],\"importance_mean\":[", fp);
+        write_decimals(fp, x->importance_mean, heads);
+        fputs("],\"importance_mean_over\":", fp);
+        viewer_write_json_text(fp, x->mean_over);
+        fputs("}", fp);
+    } else {
+        fputs("]}", fp);
+    }
 }
 
 // The embedded JSON described at the top of this file, one head per line.
+static void write_analysis(FILE *fp, const Attention *a) { viewer_write_analysis(fp, a, 1); }
+
 static const JsonLayout html_layout = {
     .html_safe = 1, .open = "{\"tokens\":[", .write_sizes = write_sizes, .row_bytes = row_bytes,
     .write_head = write_head, .head_end = "],\n", .last_layer_end = "]",
     .surprisal_open = ",\n\"surprisal\":[", .predictions_open = "],\n\"predictions\":[", .position_end = "",
     .append_surprisal = append_surprisal, .append_probability = append_probability, .write_lens = write_lens,
-    .write_vectors = write_vectors, .write_heads = write_heads, .close = "}",
+    .write_vectors = write_vectors, .write_heads = write_heads, .write_analysis = write_analysis, .close = "}",
 };
 
 int attention_write_html(FILE *fp, const Attention *a, char err[ERR_LEN]) {
@@ -1187,6 +1243,7 @@ int attention_write_html(FILE *fp, const Attention *a, char err[ERR_LEN]) {
     if (viewer_write_json(fp, a, &html_layout, err) != 0) return -1;
     fputs("</script>\n", fp);
     fputs(attention_math, fp);
+    fputs(analysis_panels, fp);
     write_lines(fp, PAGE_TAIL, PAGE_LINES(PAGE_TAIL));
     return 0;
 }

@@ -2,8 +2,9 @@
 // per line, weights with %.9g (non-finite numbers, which JSON cannot hold, as null); then,
 // when given, the surprisal and top predictions at each position, one position per line, the
 // logit lens, one row of it per line, each head's queries, keys, values and outputs, one
-// vector per line, and each head's pattern scores and label.
+// vector per line, each head's pattern scores and label, and the logit attribution.
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,14 +104,16 @@ static void write_vectors(FILE *fp, const Attention *a) {
     }
 }
 
-// "heads": {"patterns", "reach", "scores" [L][H][P], "label" [L][H] names or null, "strength" [L][H],
-// "importance" [L][H]}
+// "heads": {"patterns", "reach", "chance", "scores" [L][H][P], "label" [L][H] names or null,
+// "strength" [L][H], "importance" [L][H]}
 static void write_heads(FILE *fp, const Attention *a) {
     const AttentionHeads *x = a->heads;
     fputs(",\n\"heads\": {\"patterns\": [", fp);
     for (int p = 0; p < x->patterns; p++) fprintf(fp, p ? ", \"%s\"" : "\"%s\"", x->names[p]);
     fputs("], \"reach\": ", fp);
     write_floats(fp, x->reach, x->patterns);
+    fputs(", \"chance\": ", fp);
+    write_floats(fp, x->chance, x->patterns);
     fputs(",\n\"scores\": [", fp);
     for (int l = 0; l < a->n_layer; l++) {
         fputs(l ? "],\n[" : "[", fp);
@@ -137,7 +140,18 @@ static void write_heads(FILE *fp, const Attention *a) {
         fputs(l ? "," : "", fp);
         write_floats(fp, x->importance + (size_t)l * a->n_head, a->n_head);
     }
-    fputs("]}", fp);
+    if (x->importance_mean) {
+        fputs("],\n\"importance_mean\": [", fp);
+        for (int l = 0; l < a->n_layer; l++) {
+            fputs(l ? "," : "", fp);
+            write_floats(fp, x->importance_mean + (size_t)l * a->n_head, a->n_head);
+        }
+        fputs("],\n\"importance_mean_over\": ", fp);
+        viewer_write_json_text(fp, x->mean_over);
+        fputc('}', fp);
+    } else {
+        fputs("]}", fp);
+    }
 }
 
 // one row: t numbers of at most 16 bytes and a comma each, brackets, comma, newline
@@ -159,12 +173,124 @@ static void write_head(FILE *fp, const float *head, int t, char *row) {
     }
 }
 
+// ---- the logit attribution and the patching (attention_export.h describes them), written the
+// same into the page
+
+
+// "[x,...]": part k of each of t positions' rows of `parts` values
+static void write_part(FILE *fp, const double *rows, int parts, int k, int t) {
+    fputc('[', fp);
+    for (int i = 0; i < t; i++) {
+        if (i) fputc(',', fp);
+        viewer_write_number(fp, rows[(size_t)i * parts + k]);
+    }
+    fputc(']', fp);
+}
+
+// {"total": [t], "embeddings": [t], "heads": [L][H][t], "mlps": [L][t], "biases": [t]}
+static void write_split(FILE *fp, const Attention *a, const double *total, const double *rows) {
+    const LogitAttribution *s = a->attribution->split;
+    const int L = a->n_layer, H = a->n_head;
+    fputs("{\"total\": [", fp);
+    for (int i = 0; i < a->t; i++) {
+        if (i) fputc(',', fp);
+        viewer_write_number(fp, total[i]);
+    }
+    fputs("],\n\"embeddings\": ", fp);
+    write_part(fp, rows, s->parts, 0, a->t);
+    fputs(",\n\"heads\": [", fp);
+    for (int k = 0; k < L * H; k++) {
+        fputs(k == 0 ? "[" : k % H == 0 ? "],\n[" : ",\n", fp);
+        write_part(fp, rows, s->parts, 1 + k, a->t);
+    }
+    fputs("]],\n\"mlps\": [", fp);
+    for (int l = 0; l < L; l++) {
+        if (l) fputs(",\n", fp);
+        write_part(fp, rows, s->parts, 1 + L * H + l, a->t);
+    }
+    fputs("],\n\"biases\": ", fp);
+    write_part(fp, rows, s->parts, s->parts - 1, a->t);
+    fputc('}', fp);
+}
+
+// a token as its character (null for -1)
+static void write_char(FILE *fp, int token, const uint32_t *chars, int html_safe) {
+    char text[JSON_CHAR_MAX];
+    if (token < 0) fputs("null", fp);
+    else fwrite(text, 1, (size_t)viewer_append_json_char(text, chars[token], html_safe), fp);
+}
+
+// t tokens as characters
+static void write_chars(FILE *fp, const int *tokens, int t, const uint32_t *chars, int html_safe) {
+    fputc('[', fp);
+    for (int i = 0; i < t; i++) {
+        if (i) fputc(',', fp);
+        write_char(fp, tokens[i], chars, html_safe);
+    }
+    fputc(']', fp);
+}
+
+// ,"logit_attribution": {...}
+static void write_attribution(FILE *fp, const Attention *a, int html_safe) {
+    const LogitAttribution *s = a->attribution->split;
+    const uint32_t *chars = a->attribution->vocab_chars;
+    fputs(",\n\"logit_attribution\": {\"target\": ", fp);
+    write_chars(fp, s->target, a->t, chars, html_safe);
+    fputs(",\n\"rival\": ", fp);
+    write_chars(fp, s->rival, a->t, chars, html_safe);
+    fputs(",\n\"next_known\": [", fp);
+    for (int i = 0; i < a->t; i++) fputs(i ? (s->next_known[i] ? ",true" : ",false") : s->next_known[i] ? "true" : "false", fp);
+    fputs("],\n\"logit\": ", fp);
+    write_split(fp, a, s->logit, s->logit_parts);
+    fputs(",\n\"difference\": ", fp);
+    write_split(fp, a, s->difference, s->difference_parts);
+    fputc('}', fp);
+}
+
+// ,"patching": {...}
+static void write_patching(FILE *fp, const Attention *a, int html_safe) {
+    const Patching *p = a->patching->result;
+    const uint32_t *chars = a->patching->vocab_chars;
+    const int L = p->n_layer, H = p->n_head;
+    fputs(",\n\"patching\": {\"corrupted\": ", fp);
+    write_chars(fp, a->patching->corrupted, a->t, chars, html_safe);
+    fputs(",\n\"answer_clean\": ", fp);
+    write_char(fp, p->answer_clean, chars, html_safe);
+    fputs(", \"answer_corrupted\": ", fp);
+    write_char(fp, p->answer_corrupted, chars, html_safe);
+    fputs(", \"metric_clean\": ", fp);
+    viewer_write_number(fp, p->metric_clean);
+    fputs(", \"metric_corrupted\": ", fp);
+    viewer_write_number(fp, p->metric_corrupted);
+    fputs(",\n\"heads\": [", fp);
+    for (int l = 0; l < L; l++) {
+        if (l) fputc(',', fp);
+        write_part(fp, p->heads + (size_t)l * H, 1, 0, H);
+    }
+    fputs("],\n\"residual\": [", fp);
+    for (int l = 0; l <= L; l++) {
+        if (l) fputs(",\n", fp);
+        write_part(fp, p->residual + (size_t)l * p->t, 1, 0, p->t);
+    }
+    fputs("],\n\"residual_rows\": [\"embeddings\"", fp);
+    for (int l = 0; l < L; l++) fprintf(fp, ", \"after block %d\"", l);
+    fputs("]}", fp);
+}
+
+void viewer_write_analysis(FILE *fp, const Attention *a, int html_safe) {
+    if (a->attribution) write_attribution(fp, a, html_safe);
+    if (a->patching) write_patching(fp, a, html_safe);
+}
+
+static void write_analysis(FILE *fp, const Attention *a) { viewer_write_analysis(fp, a, 0); }
+
 static const JsonLayout json_layout = {
     .html_safe = 0, .open = "{\"tokens\": [", .write_sizes = write_sizes, .row_bytes = row_bytes,
     .write_head = write_head, .head_end = "],", .last_layer_end = "]\n",
     .surprisal_open = ",\n\"surprisal\": [", .predictions_open = "],\n\"predictions\": [\n", .position_end = "\n",
     .append_surprisal = append_number, .append_probability = append_number, .write_lens = write_lens,
-    .write_vectors = write_vectors, .write_heads = write_heads, .close = "}\n",
+    .write_vectors = write_vectors, .write_heads = write_heads, .write_analysis = write_analysis,
+    .close = "}\n",
 };
 
 int attention_write_json(FILE *fp, const Attention *a, char err[ERR_LEN]) {

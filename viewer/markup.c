@@ -1,6 +1,6 @@
 #include "markup.h"
 
-#include "../data/utf8.h"
+#include "../common/utf8.h"
 
 static const char *entity(char c) {
     switch (c) {

@@ -9,7 +9,7 @@
 // Writes s as XML/HTML character data or attribute value: & < > " ' as entities, and each
 // control character but newline and tab (which XML allows in no form, not even as a
 // character reference) and each byte that is not part of well-formed UTF-8 as the text \xNN
-// (data/utf8.h's utf8_write_shown).
+// (common/utf8.h's utf8_write_shown).
 void markup_write_text(FILE *fp, const char *s);
 
 #endif

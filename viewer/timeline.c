@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../analysis/probe_baselines.h"
 #include "../common/input_file.h"
+#include "../common/utf8.h"
 #include "../format/atomic_file.h"
-#include "../data/utf8.h"
 #include "../format/probe_file.h"
-#include "head_scores.h"
 #include "attention_formats.h"
 #include "markup.h"
 
@@ -26,29 +26,6 @@ static const char attention_math[] =
 
 // ----------------------------------------------------------------------------
 // JSON and base64
-
-// A string as a JSON string: " and \ escaped, control characters as \u00XX and < as \u003c,
-// so that no text can end the page's <script> element, and each byte that is not part of
-// well-formed UTF-8 (a file name's) as U+FFFD, so that the page is UTF-8.
-static void write_json_text(FILE *fp, const char *s) {
-    fputc('"', fp);
-    size_t n = strlen(s);
-    for (const unsigned char *p = (const unsigned char *)s, *end = p + n; p < end; p++) {
-        size_t len = utf8_sequence_length(p, (size_t)(end - p));
-        if (len == 0) fputs("\\ufffd", fp);
-        else if (*p == '"' || *p == '\\') fprintf(fp, "\\%c", *p);
-        else if (*p < 0x20 || *p == '<') fprintf(fp, "\\u%04x", *p);
-        else fwrite(p, 1, len, fp);
-        p += len ? len - 1 : 0;
-    }
-    fputc('"', fp);
-}
-
-// A float as %.9g (it reads back the same), or null when it is not finite.
-static void write_number(FILE *fp, double x) {
-    if (isfinite(x)) fprintf(fp, "%.9g", x);
-    else fputs("null", fp);
-}
 
 static void write_token_ids(FILE *fp, const char *name, const int32_t *tokens, int n) {
     fprintf(fp, ",\"%s\":[", name);
@@ -104,7 +81,8 @@ static void select_records(Selection *s, const uint8_t *whole, const ProbeHeader
 
 // Pass one over the probe file: which records are probes, and the selection. Returns 0, or
 // -1 with err.
-static int plan_page(const char *probe_path, double budget, Selection *s, uint64_t *torn, char err[ERR_LEN]) {
+static int plan_page(const char *probe_path, double budget, Selection *s, TimelineSummary *summary,
+                     char err[ERR_LEN]) {
     memset(s, 0, sizeof(*s));
     FILE *fp = input_file_fopen(probe_path, 0, NULL, err);
     if (!fp) return -1;
@@ -134,7 +112,9 @@ static int plan_page(const char *probe_path, double budget, Selection *s, uint64
     }
     if (got < 0) rc = -1;
     if (rc == 0) {
-        *torn = r.torn_bytes;
+        summary->torn_bytes = r.torn_bytes;
+        summary->damage = r.damage;
+        summary->damaged_at = r.offset;
         s->keep = malloc((size_t)s->records + 1);
         if (s->keep) select_records(s, whole, &r.header, budget);
         else rc = -1, snprintf(err, ERR_LEN, "out of memory for the timeline of %ld records", s->records);
@@ -172,14 +152,14 @@ int timeline_memory(const char *probe_path, double *bytes, char err[ERR_LEN]) {
 
 static void write_header(FILE *fp, const ProbeHeader *h, const char *title) {
     fputs("{\"title\":", fp);
-    write_json_text(fp, title);
+    viewer_write_json_text(fp, title);
     fprintf(fp, ",\"n_layer\":%d,\"n_head\":%d,\"vocab_size\":%d,\"block_size\":%d,\"groups\":%d,\"probe_len\":%d,"
             "\"repeat_len\":%d,\"prompt_len\":%d,\"sample_chars\":%d,\"probe_top\":%d,\"lens_top\":%d,"
             "\"light_bytes\":%zu,\"record_bytes\":%zu,\"seed\":\"%llu\",\"temperature\":", h->n_layer, h->n_head,
             h->vocab_size, h->block_size, h->groups, h->probe_len, h->repeat_len, h->prompt_len, h->sample_chars,
             PROBE_TOP, PROBE_LENS_TOP, probe_light_bytes(h), probe_record_bytes(h),
             (unsigned long long)h->sample_seed);
-    write_number(fp, h->temperature);
+    viewer_write_number(fp, h->temperature);
     fprintf(fp, ",\"version\":%d,\"head_size\":%d,\"vector_len\":%d,\"vector_repeat_len\":%d,\"label_clear\":%g,"
             "\"patterns\":[", h->version, h->head_size, h->vector_len, h->vector_repeat_len,
             HEAD_LABEL_CLEAR);
@@ -187,15 +167,15 @@ static void write_header(FILE *fp, const ProbeHeader *h, const char *title) {
     fputs("],\"reach\":[", fp);
     for (int p = 0; p < PROBE_PATTERNS; p++) {
         if (p) fputc(',', fp);
-        write_number(fp, h->reach[p]);
+        viewer_write_number(fp, h->reach[p]);
     }
     fputc(']', fp);
     fputs(",\"grad_clip\":", fp);
-    write_number(fp, h->grad_clip);
+    viewer_write_number(fp, h->grad_clip);
     fputs(",\"source\":", fp);
-    write_json_text(fp, h->source);
+    viewer_write_json_text(fp, h->source);
     fputs(",\"run_id\":", fp);
-    write_json_text(fp, h->run_id);
+    viewer_write_json_text(fp, h->run_id);
     fputs(",\"vocab\":[", fp);
     for (int v = 0; v < h->vocab_size; v++) {
         char text[JSON_CHAR_MAX + 1];
@@ -210,7 +190,7 @@ static void write_header(FILE *fp, const ProbeHeader *h, const char *title) {
     fputs(",\"group_names\":[", fp);
     for (int g = 0; g < h->groups; g++) {
         if (g) fputc(',', fp);
-        write_json_text(fp, h->group_names[g]);
+        viewer_write_json_text(fp, h->group_names[g]);
     }
     fputc(']', fp);
 }
@@ -261,12 +241,12 @@ static void write_clipping(FILE *fp, const LossPoint *points, size_t n) {
             c.steps, c.clipped, c.first_step, c.last_step);
     for (int b = 0; b < CLIP_BINS; b++) {
         if (b) fputc(',', fp);
-        write_number(fp, c.bin_steps[b] > 0 ? c.bin_clipped[b] / c.bin_steps[b] : NAN);
+        viewer_write_number(fp, c.bin_steps[b] > 0 ? c.bin_clipped[b] / c.bin_steps[b] : NAN);
     }
     fputs("],\"third_loss\":", fp);
-    write_number(fp, c.third_loss);
+    viewer_write_number(fp, c.third_loss);
     fputs(",\"fourth_loss\":", fp);
-    write_number(fp, c.fourth_loss);
+    viewer_write_number(fp, c.fourth_loss);
     fputc('}', fp);
 }
 
@@ -285,19 +265,21 @@ static void write_losses(FILE *fp, const LossPoint *points, size_t n) {
         const double values[5] = {p->train_loss, p->val_loss, p->lr, p->grad_norm, p->clipped};
         for (int k = 0; k < 5; k++) {
             if (k) fputc(',', fp);
-            write_number(fp, values[k]);
+            viewer_write_number(fp, values[k]);
         }
         fputc(']', fp);
     }
     fputc(']', fp);
 }
 
-// Writes what the page holds of a record the selection keeps (keep: 1 its light part, 2 whole).
-typedef void (*RecordWriter)(FILE *fp, const ProbeReader *r, const ProbeRecord *rec, uint8_t keep);
+// Writes what the page holds of a record the selection keeps (keep: 1 its light part, 2 whole),
+// with what the writer keeps across records in context. Returns 0, or -1 with err.
+typedef int (*RecordWriter)(FILE *fp, const ProbeReader *r, const ProbeRecord *rec, uint8_t keep, void *context,
+                            char err[ERR_LEN]);
 
 // A pass over the probe file: "key": [...] with what write writes of each record kept, ",\n" apart.
 static int write_kept(FILE *fp, const char *key, const char *probe_path, const Selection *s, RecordWriter write,
-                      char err[ERR_LEN]) {
+                      void *context, char err[ERR_LEN]) {
     FILE *in = input_file_fopen(probe_path, 0, NULL, err);
     if (!in) return -1;
     ProbeReader r;
@@ -314,7 +296,7 @@ static int write_kept(FILE *fp, const char *key, const char *probe_path, const S
         uint8_t keep = s->keep[i++];
         if (!keep) continue;
         fputs(written++ ? ",\n" : "\n", fp);
-        write(fp, &r, &rec, keep);
+        rc = write(fp, &r, &rec, keep, context, err);
     }
     if (got < 0) rc = -1;
     fputc(']', fp);
@@ -327,13 +309,27 @@ static int write_kept(FILE *fp, const char *key, const char *probe_path, const S
 }
 
 // The payload as the probe file holds it, its light part or whole, in base64.
-static void write_payload(FILE *fp, const ProbeReader *r, const ProbeRecord *rec, uint8_t keep) {
+static int write_payload(FILE *fp, const ProbeReader *r, const ProbeRecord *rec, uint8_t keep, void *context,
+                         char err[ERR_LEN]) {
     viewer_write_base64(fp, r->payload, keep == 2 ? r->payload_len : probe_light_bytes(&r->header));
+    return 0;
 }
 
-// Each head's label (head_scores.h: its strongest pattern, -1 for none) and its strength:
-// [[labels (L H)], [strengths (L H), 4 decimals]].
-static void write_labels(FILE *fp, const ProbeReader *r, const ProbeRecord *rec, uint8_t keep) {
+// The chance of each pattern on the probe's texts (analysis/probe_baselines.h), found at the
+// first record: what the labels subtract.
+typedef struct {
+    int found;
+    float chance[HEAD_PATTERNS];
+} Chances;
+
+// Each head's label (analysis/head_scores.h: its strongest pattern, -1 for none) and its
+// strength: [[labels (L H)], [strengths (L H), 4 decimals]].
+static int write_labels(FILE *fp, const ProbeReader *r, const ProbeRecord *rec, uint8_t keep, void *context,
+                        char err[ERR_LEN]) {
+    Chances *c = context;
+    float reach[HEAD_PATTERNS];  // the header's (0 in version 1: no labels), not found again
+    if (!c->found && probe_baselines(&r->header, reach, c->chance, err) != 0) return -1;
+    c->found = 1;
     const int heads = r->header.n_layer * r->header.n_head;
     for (int pass = 0; pass < 2; pass++) {  // the labels, then their strengths
         fputs(pass ? "],[" : "[[", fp);
@@ -342,7 +338,7 @@ static void write_labels(FILE *fp, const ProbeReader *r, const ProbeRecord *rec,
             const float scores[HEAD_PATTERNS] = {rec->previous_token[i], rec->induction[i], rec->first_character[i],
                                                  rec->same_character[i], rec->word_start[i], rec->last_space[i]};
             double strength;
-            int label = head_label(scores, r->header.reach, &strength);
+            int label = head_label(scores, r->header.reach, c->chance, &strength);
             if (i) fputc(',', fp);
             if (pass) fprintf(fp, "%.4f", strength);
             else fprintf(fp, "%d", label);
@@ -350,6 +346,7 @@ static void write_labels(FILE *fp, const ProbeReader *r, const ProbeRecord *rec,
     }
     fputs("]]", fp);
     (void)keep;
+    return 0;
 }
 
 // Writes the page text up to the next mark (or its end); returns what follows the mark, or
@@ -364,8 +361,7 @@ int timeline_write(const char *path, const char *probe_path, const LossPoint *po
                    double budget, int replace, TimelineSummary *summary, char err[ERR_LEN]) {
     memset(summary, 0, sizeof(*summary));
     Selection s;
-    uint64_t torn = 0;
-    if (plan_page(probe_path, budget, &s, &torn, err) != 0) return -1;
+    if (plan_page(probe_path, budget, &s, summary, err) != 0) return -1;
     FILE *in = input_file_fopen(probe_path, 0, NULL, err);
     ProbeReader r;
     if (!in || probe_reader_open(&r, in, probe_path, err) != 0) {
@@ -391,15 +387,18 @@ int timeline_write(const char *path, const char *probe_path, const LossPoint *po
         write_header(f.fp, &r.header, title);
         write_losses(f.fp, points, n);
         write_clipping(f.fp, points, n);
-        rc = write_kept(f.fp, "records", probe_path, &s, write_payload, err);
-        if (rc == 0) rc = write_kept(f.fp, "labels", probe_path, &s, write_labels, err);
+        Chances chances = {0};
+        rc = write_kept(f.fp, "records", probe_path, &s, write_payload, NULL, err);
+        if (rc == 0) rc = write_kept(f.fp, "labels", probe_path, &s, write_labels, &chances, err);
         fprintf(f.fp, ",\"summary\":{\"records\":%ld,\"whole\":%ld,\"kept\":%ld,\"kept_whole\":%ld,\"torn_bytes\":%llu,"
-                "\"budget\":%.0f}}", s.records, s.whole, s.kept, s.kept_whole, (unsigned long long)torn, budget);
+                "\"budget\":%.0f}}", s.records, s.whole, s.kept, s.kept_whole,
+                (unsigned long long)summary->torn_bytes, budget);
         write_until_mark(f.fp, rest, "@END@");
         if (rc == 0) rc = replace ? atomic_file_commit(&f, err) : atomic_file_commit_new(&f, err);
         else atomic_file_abort(&f);
     }
-    *summary = (TimelineSummary){s.records, s.whole, s.kept, s.kept_whole, torn, s.kept_whole};
+    summary->records = s.records, summary->whole = s.whole, summary->kept = s.kept;
+    summary->kept_whole = summary->steps = s.kept_whole;
     probe_reader_close(&r);
     fclose(in);
     free(s.keep);

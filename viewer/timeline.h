@@ -55,10 +55,12 @@
 
 // What a page holds.
 typedef struct {
-    long records;          // in the probe file
+    long records;          // in the probe file (its whole records before any damage)
     long whole;            // with a probe (attention, predictions, lens)
     long kept, kept_whole; // in the page
-    uint64_t torn_bytes;   // a torn tail of the probe file, left out
+    uint64_t torn_bytes;   // a torn tail of the probe file, or all from a damaged record on, left out
+    const char *damage;    // NULL, or what is wrong with the first damaged record (probe_file.h's
+    uint64_t damaged_at;   //   ProbeReader): record number `records` + 1, at this byte offset
     long steps;            // positions of the slider: the records kept whole
 } TimelineSummary;
 

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../data/utf8.h"
+#include "../../common/utf8.h"
 #include "../../generation/prompt.h"
 #include "fuzz.h"
 

@@ -45,6 +45,15 @@ done
 
 MODEL=(--n-layer 2 --n-head 4 --n-embd 64 --block-size 32 --batch-size 8 --dropout 0.1 --eval-every 10
        --eval-batches 4 --log-every 1 --warmup 5)
+# MODEL without the options named (each with its value) into MODEL_BUT: ./train takes each
+# option once, so a run that gives one of them itself takes MODEL's others
+model_but() {
+    local skip=" $* " i
+    MODEL_BUT=()
+    for ((i = 0; i < ${#MODEL[@]}; i += 2)); do
+        [[ $skip == *" ${MODEL[i]} "* ]] || MODEL_BUT+=("${MODEL[i]}" "${MODEL[i + 1]}")
+    done
+}
 # mpirun -np 2 of the MPI trainer, one thread per rank, @RANK@ in an argument replaced by each
 # rank's number (to give the ranks different files or values); each rank's exit status goes to
 # $out.status.<rank>. orte_abort_on_non_zero_status 0: mpirun lets every rank end by itself
@@ -90,9 +99,10 @@ done
 # 3 ranks (uneven parameter shards: 106304 = 3 x 35434 + 2), --zero 1 and --grad-accum 2:
 # batch 12 as 2 micro-batches of 6, 2 rows a rank
 name="3 ranks x 1 thread, --zero 1 --grad-accum 2 vs 1 process, batch 12"
-./train "${MODEL[@]}" --steps 30 --batch-size 12 --threads 1 --out "$DIR/one12" > "$DIR/one12.log" 2>&1 ||
+model_but --batch-size
+./train "${MODEL_BUT[@]}" --steps 30 --batch-size 12 --threads 1 --out "$DIR/one12" > "$DIR/one12.log" 2>&1 ||
     fail "1-process reference run, batch 12" "$DIR/one12.log"
-if timeout 60 mpirun "${NO_ABORT[@]}" --oversubscribe -np 3 --bind-to none "$MPI_TRAIN" "${MODEL[@]}" --steps 30 \
+if timeout 60 mpirun "${NO_ABORT[@]}" --oversubscribe -np 3 --bind-to none "$MPI_TRAIN" "${MODEL_BUT[@]}" --steps 30 \
        --batch-size 12 --threads 1 --zero 1 --grad-accum 2 --out "$DIR/three" > "$DIR/three.log" 2>&1; then
     d=$(loss_diff "$DIR/three/log.csv" "$DIR/one12/log.csv")
     w=$("$COMPARE" "$DIR/three/ckpt.safetensors" "$DIR/one12/ckpt.safetensors" 1e-5)
@@ -166,7 +176,8 @@ start=$SECONDS
 mpi2 "$DIR/badflag" "${MODEL[@]}" --steps 5 --frobnicate 3 --out "$DIR/badflag" > "$DIR/badflag.log" 2>&1
 expect_failure "a bad flag" 2 "unknown option '--frobnicate'" "$DIR/badflag.log" "$DIR/badflag" $((SECONDS - start))
 start=$SECONDS
-mpi2 "$DIR/indivisible" "${MODEL[@]}" --steps 5 --batch-size 6 --grad-accum 2 --out "$DIR/indivisible" \
+model_but --batch-size
+mpi2 "$DIR/indivisible" "${MODEL_BUT[@]}" --steps 5 --batch-size 6 --grad-accum 2 --out "$DIR/indivisible" \
     > "$DIR/indivisible.log" 2>&1
 expect_failure "--batch-size 6 not divisible by 2 processes x --grad-accum 2" 2 "not divisible by 2 processes" \
     "$DIR/indivisible.log" "$DIR/indivisible" $((SECONDS - start))
@@ -248,8 +259,9 @@ fi
 # ---- a stalled rank: rank 1 stopped (SIGSTOP) while rank 0 goes on to its next collective
 name="rank 1 stopped: rank 0 sleeps while it waits, then ends the job after --mpi-timeout 4, no rank left"
 out=$DIR/stall
+model_but --eval-every
 timeout 60 mpirun --oversubscribe -np 2 --bind-to none sh -c 'echo $$ > "'"$out"'.pid.$OMPI_COMM_WORLD_RANK"; exec "$0" "$@"' \
-    "$MPI_TRAIN" "${MODEL[@]}" --steps 100000 --save-every 100000 --eval-every 100000 --threads 1 --mpi-timeout 4 \
+    "$MPI_TRAIN" "${MODEL_BUT[@]}" --steps 100000 --save-every 100000 --eval-every 100000 --threads 1 --mpi-timeout 4 \
     --out "$out" > "$out.log" 2>&1 &
 launcher=$!
 waited=0
@@ -294,7 +306,9 @@ else fail "$name: want status 1, the message once, under 10% of a core, no rank 
 # report of the step saved may be lost: the checkpoint's step must then be past step 5.
 stop_run() {
     local name=$1 out=$2 sig=$3 target=$4 want=$5
-    local args=("${MODEL[@]}" --steps 100000 --save-every 100000 --eval-every 100000 --threads 1 --zero 1 --out "$out")
+    model_but --eval-every
+    local args=("${MODEL_BUT[@]}" --steps 100000 --save-every 100000 --eval-every 100000 --threads 1 --zero 1
+                --out "$out")
     set -m  # mpirun in its own process group, where SIGINT is not ignored as in a background job
     if [ "$target" = mpirun ]; then
         timeout --foreground 60 mpirun --mca odls_base_sigkill_timeout 5 --oversubscribe -np 2 --bind-to none "$MPI_TRAIN" "${args[@]}" > "$out.log" 2>&1 &
