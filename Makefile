@@ -1,5 +1,5 @@
 # chargpt: `make` builds ./train and ./generate (and their man pages), `make test` builds and
-# runs the tests, `make bench` measures speed beside PyTorch's (4 to 6 minutes; `make
+# runs the tests, `make bench` measures speed beside PyTorch's (about 3 minutes; `make
 # bench-all` adds every other table, 15 to 20), `make install` installs the programs as
 # chargpt-train and chargpt-generate under PREFIX (default /usr/local; DESTDIR is honoured).
 # The kernels' backends (kernels/backend.h) are each compiled with their instruction set's

@@ -171,10 +171,11 @@ struct Backend {
     void (*convert_bf16_rows)(const Backend *b, bf16 *dst, long ldd, const float *src, long ld, int rows, int cols);
 
     // The pointwise kernels (pointwise.inc), kernels.h's gelu_forward, gelu_backward (team
-    // functions) and softmax_row (on the calling thread).
+    // functions), softmax_row and logits_softmax (on the calling thread).
     void (*gelu)(float *out, const float *inp, int n);
     void (*gelu_gradient)(float *dinp, const float *inp, const float *dout, int n);
     void (*row_softmax)(float *row, int n, float scale);
+    float (*softmax_logsum)(float *probs, const float *logits, int n, float *max);
 };
 
 // A backend's bf16_cost: as measured on x86 (docs/precision.md gives the command), or on AArch64, where

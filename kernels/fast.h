@@ -19,6 +19,7 @@ void fast_linear_backward(Kernels *k, float *dinp, float *dweight, float *dbias,
 void fast_gelu_forward(float *out, const float *inp, int n);
 void fast_gelu_backward(float *dinp, const float *inp, const float *dout, int n);
 void fast_softmax_row(float *row, int n, float scale);
+float fast_logits_softmax(float *probs, const float *logits, int n, float *max);
 
 void fast_head_scores(const AttentionHead *h, float *scores);
 void fast_head_values(const AttentionHead *h, float *out, long ldo, const float *w);

@@ -135,7 +135,7 @@ void linear_backward(Kernels *k, float *dinp, float *dweight, float *dbias, cons
 int linear_input_kept(const Kernels *k, const float *weight, int N);
 
 // ---------------------------------------------------------------------------------------
-// pointwise kernels: team functions (parallel.h) but softmax_row, on the calling thread
+// pointwise kernels: team functions (parallel.h) but the softmax of a row, on the calling thread
 
 // GELU, tanh form: out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), n elements.
 void gelu_forward(float *out, const float *inp, int n);
@@ -143,6 +143,10 @@ void gelu_forward(float *out, const float *inp, int n);
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n);
 // row[j] = exp((row[j] - max) * scale) / (the sum of the same over j < n), max = row's largest
 void softmax_row(float *row, int n, float scale);
+// The probabilities of a row of n logits, probs[j] = exp(logits[j] - max) / sum with max the
+// largest logit and sum the sum of exp(logits[j] - max); returns log(sum) and gives max, from
+// which -log probs[j] = log(sum) - (logits[j] - max) without the log of a tiny probability.
+float logits_softmax(float *probs, const float *logits, int n, float *max);
 
 // ---------------------------------------------------------------------------------------
 // attention: the products of one head (hs wide), on the calling thread

@@ -176,7 +176,7 @@ _Static_assert(PACK_GROUP_ROWS >= NR, "a group holds at least a column panel of 
 
 // Team function: packs the B of count products whole into the column panels their tiles
 // read, in their format, and their A into row panels where it is in bf16 or k-major and
-// wide or at an aliasing stride (matmul.inc), in the team's buffer (g->pack, grown as
+// wide or with its steps far apart (matmul.inc), in the team's buffer (g->pack, grown as
 // needed), adds a k-major A's row sums as it packs it (and clears a_row_sums; else the tasks
 // add them), writes A rounded to a_keep where one is given, and points a_panels and b_panels
 // at the panels, so that the tasks neither convert the same floats nor pack the same panel

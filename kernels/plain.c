@@ -143,6 +143,24 @@ void softmax_row(float *row, int n, float scale) {
     for (int j = 0; j < n; j++) row[j] /= sum;
 }
 
+// probs[j] = exp(logits[j] - max) / sum, sum = the sum of exp(logits[j] - max); returns
+// log(sum) and gives max; on the calling thread
+float logits_softmax(float *probs, const float *logits, int n, float *max) {
+    if (kernels_fast(NULL)) return fast_logits_softmax(probs, logits, n, max);
+    float m = -INFINITY;
+    for (int j = 0; j < n; j++)
+        if (logits[j] > m) m = logits[j];
+    float sum = 0.0f;
+    for (int j = 0; j < n; j++) {
+        probs[j] = expf(logits[j] - m);
+        sum += probs[j];
+    }
+    float inv = 1.0f / sum;
+    for (int j = 0; j < n; j++) probs[j] *= inv;
+    *max = m;
+    return logf(sum);
+}
+
 // ---------------------------------------------------------------------------------------
 // attention: the products of one head (head_begin in workspace.c), on the calling thread.
 // Query i is at position n - t + i and sees the keys j <= n - t + i.

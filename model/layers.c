@@ -171,28 +171,11 @@ void dropout_backward(float *dinp, const float *dout, int n, const Dropout *drop
 // ----------------------------------------------------------------------------
 // softmax and cross-entropy
 
-// probs = softmax(logits) for one row; returns log(sum exp(logits - max)) and the max
-static void logits_softmax_row(float *probs, const float *logits, int V, float *maxval, float *logsum) {
-    float m = -INFINITY;
-    for (int v = 0; v < V; v++)
-        if (logits[v] > m) m = logits[v];
-    float sum = 0.0f;
-    for (int v = 0; v < V; v++) {
-        probs[v] = expf(logits[v] - m);
-        sum += probs[v];
-    }
-    float inv = 1.0f / sum;
-    for (int v = 0; v < V; v++) probs[v] *= inv;
-    *maxval = m;
-    *logsum = logf(sum);
-}
-
 void crossentropy_forward(float *losses, float *probs, const float *logits, const int *targets, int N, int V) {
 #pragma omp for schedule(static) nowait
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * V;
-        float m, logsum;
-        logits_softmax_row(probs + (size_t)n * V, z, V, &m, &logsum);
+        float m, logsum = logits_softmax(probs + (size_t)n * V, z, V, &m);  // the kernels' (kernels.h)
         // -log p(target) = log sum exp(z - m) - (z_target - m), without log of a tiny p
         losses[n] = logsum - (z[targets[n]] - m);
     }
@@ -212,8 +195,8 @@ void crossentropy_backward(float *dlogits, const float *probs, const int *target
 void softmax_forward(float *probs, const float *logits, int N, int V) {
 #pragma omp for schedule(static) nowait
     for (int n = 0; n < N; n++) {
-        float m, logsum;
-        logits_softmax_row(probs + (size_t)n * V, logits + (size_t)n * V, V, &m, &logsum);
+        float m;
+        logits_softmax(probs + (size_t)n * V, logits + (size_t)n * V, V, &m);
     }
     team_barrier();
 }

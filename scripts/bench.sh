@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make bench` (scripts/bench.sh): how fast chargpt trains and generates on this machine,
-# beside PyTorch running the same models the same way, in one run of 4 to 6 minutes.
-# `make bench-all` (scripts/bench.sh --all) adds every other table: bf16, --num-samples, each
-# kernels' backend this CPU runs, and MPI when the MPI build exists (15 to 20 minutes).
+# beside PyTorch running the same models the same way, in one run of about 3 minutes.
+# `make bench-all` (scripts/bench.sh --all) adds every other table: generation past the
+# block, bf16, --num-samples, each kernels' backend this CPU runs, and MPI when the MPI build
+# exists (15 to 20 minutes).
 #
 # What it measures (scripts/bench.c and scripts/bench_torch.py say how):
 # - training, fp32, for three models, each as ./train trains it (the options are printed):
@@ -14,9 +15,11 @@
 #   with the key/value cache on the team it picks, with --threads 1, with --no-cache, and
 #   PyTorch's (nanoGPT's generate: the whole window for every character);
 # - the same training and generation beside one busy process that this script starts (as when
-#   a build runs beside training) and stops.
-# chargpt and PyTorch take each model in turn, in BENCH_ROUNDS rounds (default 2), and each
-# figure is the mean over the rounds, so that a shared machine's slow minutes fall on both.
+#   a build runs beside training) and stops;
+# - with --all, the tables the first lines name.
+# chargpt and PyTorch take each model in turn, in BENCH_ROUNDS rounds (default 2; beside the
+# busy process BENCH_BUSY_ROUNDS, default 1, 2 with --all), and each figure is the mean over
+# the rounds, so that a shared machine's slow minutes fall on both.
 # Each ratio is chargpt's speed over PyTorch's in the same run; beside each figure its share
 # of the FMA peak (a loop of independent fused multiply-adds held in registers, on the kernels'
 # instruction set, measured in the same run by each thread's CPU time: the cores' limit, even
@@ -31,7 +34,8 @@
 #
 # Environment: CHARGPT_KERNELS (the backend to measure; default the fastest this CPU runs),
 # OMP_NUM_THREADS (default: all cores; PyTorch gets the same count), BENCH_SECONDS (timed
-# training seconds per model and round, default 4), BENCH_ROUNDS (default 2), BENCH_GEN_CHARS
+# training seconds per model and round, default 3), BENCH_ROUNDS (default 2), BENCH_BUSY_ROUNDS
+# (default 1, with --all 2), BENCH_GEN_CHARS
 # (characters per generation run, default 300), BENCH_GEN_SECONDS (a generation run ends early
 # after this long, default 10), BENCH_LONG_CHARS, BENCH_LONG_SECONDS and
 # BENCH_LONG_TORCH_SECONDS (generation past the block: characters, default 2000, and the
@@ -49,13 +53,16 @@ case "${1:-}" in
     *) echo "bench.sh: unknown argument '$1' (--all runs every table)" >&2; exit 2 ;;
 esac
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(getconf _NPROCESSORS_ONLN)}"
-seconds="${BENCH_SECONDS:-4}"
+seconds="${BENCH_SECONDS:-3}"
 gen_chars="${BENCH_GEN_CHARS:-300}"
 gen_seconds="${BENCH_GEN_SECONDS:-10}"
 rounds="${BENCH_ROUNDS:-2}"
-case "$rounds" in
-    "" | *[!0-9]* | 0*) echo "bench.sh: BENCH_ROUNDS must be a whole number from 1 (it is '$rounds')" >&2; exit 2 ;;
-esac
+busy_rounds="${BENCH_BUSY_ROUNDS:-$((1 + all))}"
+for r in "BENCH_ROUNDS=$rounds" "BENCH_BUSY_ROUNDS=$busy_rounds"; do
+    case "${r#*=}" in
+        "" | *[!0-9]* | 0*) echo "bench.sh: ${r%%=*} must be a whole number from 1 (it is '${r#*=}')" >&2; exit 2 ;;
+    esac
+done
 out="${BENCH_OUT:-build/bench}"
 python=/usr/bin/python3
 configs="lesson tiny small"
@@ -146,9 +153,9 @@ for round in $(seq "$rounds"); do
         fi
     done
 done
-echo "bench: beside a busy process" >&2
+echo "bench: beside a busy process ($((SECONDS - started)) s so far)" >&2
 start_busy
-for round in $(seq "$rounds"); do
+for round in $(seq "$busy_rounds"); do
     for config in $shared_configs; do
         jobs=train
         [ "$config" = tiny ] && jobs=train,generate
@@ -172,24 +179,27 @@ if [ "$all" = 1 ]; then
         if [ "$b" != "$backend" ]; then for config in $configs; do run_torch "torch_$b.txt" "$b" "$config" 0; done; fi
     done
 fi
-# generation past the block (issue 32): BENCH_LONG_CHARS (default 2000) characters after an
-# 8-character prompt with the cache: a learned-position model prefills its whole window for
-# every character past the block, a RoPE model's cache rolls on a position per character;
-# beside PyTorch's full recompute of the window. chargpt's runs make all the characters (the
-# learned small model spends about a minute on them), so that the rates are those of the
-# whole text, its part within the block and its part past it; BENCH_LONG_SECONDS only bounds
-# them. PyTorch's end after BENCH_LONG_TORCH_SECONDS with the characters they made.
+# generation past the block (issue 32), with --all: BENCH_LONG_CHARS (default 2000)
+# characters after an 8-character prompt with the cache: a learned-position model prefills its
+# whole window for every character past the block, a RoPE model's cache rolls on a position
+# per character; beside PyTorch's full recompute of the window. chargpt's runs make all the
+# characters (the learned small model spends about a minute on them), so that the rates are
+# those of the whole text, its part within the block and its part past it;
+# BENCH_LONG_SECONDS only bounds them. PyTorch's end after BENCH_LONG_TORCH_SECONDS with the
+# characters they made.
 long_chars="${BENCH_LONG_CHARS:-2000}"
 long_seconds="${BENCH_LONG_SECONDS:-180}"
 long_torch_seconds="${BENCH_LONG_TORCH_SECONDS:-5}"
-echo "bench: generation past the block" >&2
-for config in tiny small; do
-    for pos in learned rope; do
-        run_chargpt "long_$pos.txt" "$backend" --long-gen --config "$config" --pos "$pos" --gen-chars "$long_chars" \
-            --gen-seconds "$long_seconds"
+if [ "$all" = 1 ]; then
+    echo "bench: generation past the block" >&2
+    for config in tiny small; do
+        for pos in learned rope; do
+            run_chargpt "long_$pos.txt" "$backend" --long-gen --config "$config" --pos "$pos" --gen-chars "$long_chars" \
+                --gen-seconds "$long_seconds"
+        done
+        run_torch long_torch.txt "$backend" "$config" "$long_chars" --steps 1 --warmup 1 --gen-seconds "$long_torch_seconds"
     done
-    run_torch long_torch.txt "$backend" "$config" "$long_chars" --steps 1 --warmup 1 --gen-seconds "$long_torch_seconds"
-done
+fi
 touch "$out/long_torch.txt"
 # the FMA peaks last (scripts/bench.c says why): the loop of each backend and precision measured
 echo "bench: the FMA peaks" >&2
@@ -303,22 +313,24 @@ for config in $gen_configs; do
 done
 echo
 
-echo "Generation past the block: $long_chars characters after an 8-character prompt, characters/s (characters"
-echo "made in brackets; PyTorch's runs end after ${long_torch_seconds} s)"
-echo "| model | learned, cache | RoPE, rolling cache | RoPE / learned | PyTorch, full recompute | RoPE / PyTorch |"
-echo "|---|---|---|---|---|---|"
-for config in tiny small; do
-    learned="$(field "$out/long_learned.txt" generate_long "$config" chars_per_s)"
-    rope="$(field "$out/long_rope.txt" generate_long "$config" chars_per_s)"
-    torch_long="$(field "$out/long_torch.txt" torch_generate "$config" nocache_chars_per_s)"
-    printf "| %s | %s (%s) | %s (%s) | %s | %s (%s) | %s |\n" "$config" \
-        "$(fmt %.0f "$learned")" "$(field "$out/long_learned.txt" generate_long "$config" chars)" \
-        "$(fmt %.0f "$rope")" "$(field "$out/long_rope.txt" generate_long "$config" chars)" \
-        "$(ratio "$rope" "$learned")" "$(fmt %.0f "$torch_long")" \
-        "$(field "$out/long_torch.txt" torch_generate "$config" nocache_chars)" "$(ratio "$rope" "$torch_long")"
-done
-echo "targets (issue 32): small RoPE >= 10x learned and >= 500 characters/s on 2 threads; tiny RoPE >= 3x PyTorch"
-echo
+if [ "$all" = 1 ]; then
+    echo "Generation past the block: $long_chars characters after an 8-character prompt, characters/s (characters"
+    echo "made in brackets; PyTorch's runs end after ${long_torch_seconds} s)"
+    echo "| model | learned, cache | RoPE, rolling cache | RoPE / learned | PyTorch, full recompute | RoPE / PyTorch |"
+    echo "|---|---|---|---|---|---|"
+    for config in tiny small; do
+        learned="$(field "$out/long_learned.txt" generate_long "$config" chars_per_s)"
+        rope="$(field "$out/long_rope.txt" generate_long "$config" chars_per_s)"
+        torch_long="$(field "$out/long_torch.txt" torch_generate "$config" nocache_chars_per_s)"
+        printf "| %s | %s (%s) | %s (%s) | %s | %s (%s) | %s |\n" "$config" \
+            "$(fmt %.0f "$learned")" "$(field "$out/long_learned.txt" generate_long "$config" chars)" \
+            "$(fmt %.0f "$rope")" "$(field "$out/long_rope.txt" generate_long "$config" chars)" \
+            "$(ratio "$rope" "$learned")" "$(fmt %.0f "$torch_long")" \
+            "$(field "$out/long_torch.txt" torch_generate "$config" nocache_chars)" "$(ratio "$rope" "$torch_long")"
+    done
+    echo "targets (issue 32): small RoPE >= 10x learned and >= 500 characters/s on 2 threads; tiny RoPE >= 3x PyTorch"
+    echo
+fi
 
 echo "Beside one busy process (started by this benchmark: a shell loop on one core, as a build would be)"
 echo "| model | chargpt ms/step | tok/s | threads | CPU share | PyTorch ms/step | tok/s | CPU share | chargpt / PyTorch | slowdown beside it |"

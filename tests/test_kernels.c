@@ -21,13 +21,14 @@ typedef struct {
 
 // Sizes that are multiples of no tile or vector width, rows of one, tiny channel counts,
 // more than one k block (a forward's over C, of odd length last; a weight gradient's over N),
-// two model shapes (tiny fcproj, small output head), and a W of over 512 KiB, whose
-// matrix-vector product reads its rows one at a time (matmul.inc).
+// two model shapes (tiny fcproj, small output head), a W of over 512 KiB, whose
+// matrix-vector product reads its rows one at a time, and a weight gradient whose output
+// gradient's rows are 4 KiB or more apart, which it packs (matmul.inc).
 static const Shape awkward_shapes[] = {
     {1, 8, 1},     {1, 7, 13},    {1, 384, 65},   {2, 17, 33},    {3, 8, 5},
     {7, 13, 129},  {13, 129, 17}, {17, 33, 383},  {33, 383, 65},  {65, 1, 7},
     {127, 65, 33}, {129, 127, 1}, {383, 17, 127}, {300, 300, 31}, {14, 32, 32},
-    {768, 512, 128}, {2048, 384, 65}, {3, 383, 449}, {29, 1031, 45},
+    {768, 512, 128}, {2048, 384, 65}, {3, 383, 449}, {29, 1031, 45}, {37, 40, 1100},
 };
 #define NUM_SHAPES ((int)(sizeof(awkward_shapes) / sizeof(awkward_shapes[0])))
 
@@ -450,9 +451,9 @@ TEST(kernels_heads_match_reference) {
            count, worst);
 }
 
-// GELU's forward and backward (which writes dinp, here non-zero before) and a row's softmax
-// on every backend against the double reference, with the values where exp clamps or GELU
-// saturates.
+// GELU's forward and backward (which writes dinp, here non-zero before), a row's softmax and
+// the softmax of a row of logits (its probabilities, its max and the log of its sum) on every
+// backend against the double reference, with the values where exp clamps or GELU saturates.
 TEST(kernels_pointwise_match_reference) {
     enum { n = 1001 };
     static float inp[n], out[n], dout[n], dinp[n], dinp0[n], row[n];
@@ -481,8 +482,21 @@ TEST(kernels_pointwise_match_reference) {
         for (size_t l = 0; l < sizeof(lengths) / sizeof(lengths[0]); l++) {
             int len = lengths[l];
             for (int i = 0; i < len; i++) row[i] = inp[n - len + i] * 4.0f;
-            double scaled[n], want[n];
-            for (int i = 0; i < len; i++) scaled[i] = row[i] * 0.5;
+            double scaled[n], want[n], logits_d[n], max_d = -INFINITY, sum_d = 0.0;
+            for (int i = 0; i < len; i++) {
+                scaled[i] = row[i] * 0.5;
+                logits_d[i] = row[i];
+                if (row[i] > max_d) max_d = row[i];
+            }
+            for (int i = 0; i < len; i++) sum_d += exp(row[i] - max_d);
+            float logits[n], max;
+            memcpy(logits, row, (size_t)len * sizeof(float));
+            float logsum = logits_softmax(out, logits, len, &max);
+            CHECK(max == (float)max_d && fabs(logsum - log(sum_d)) <= 1e-5 * fmax(1.0, log(sum_d)),
+                  "%s: logits_softmax of %d: max %g (want %g), log sum %.9g (want %.9g)", names[bk], len, max,
+                  max_d, logsum, log(sum_d));
+            ref_softmax_forward(want, logits_d, 1, len);
+            es = fmax(es, rel_error_fd(out, want, len));
             ref_softmax_forward(want, scaled, 1, len);
             softmax_row(row, len, 0.5f);
             es = fmax(es, rel_error_fd(row, want, len));
@@ -492,7 +506,7 @@ TEST(kernels_pointwise_match_reference) {
         worst = fmax(worst, fmax(ef, fmax(eb, es)));
     }
     test_restore_backend();
-    printf("    gelu forward and backward, softmax row, %d backends: worst rel error %.2e\n", count, worst);
+    printf("    gelu forward and backward, softmax rows, %d backends: worst rel error %.2e\n", count, worst);
 }
 
 // exp's clamp keeps what float arithmetic gives at the edges, on every backend: GELU of a NaN
