@@ -67,6 +67,8 @@ $(WASM)/web/%_main.o: %.c | $(WASM_ZLIB_SRC)/zlib.h
 
 $(WASM)/chargpt.js: $(WEB_OBJ) $(WASM)/libchargpt.a web/platform_library.js
 	$(EM_ENV) $(EMCC) $(WEB_LDFLAGS) $(filter %.o %.a,$^) -o $@
+# emcc writes the module beside its script (a rule of its own, for make -j to wait for it)
+$(WASM)/chargpt.wasm: $(WASM)/chargpt.js ;
 
 # the page, committed; `make check-web-page` builds it afresh beside the committed one and
 # compares the two (CI)
