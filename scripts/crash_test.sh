@@ -10,8 +10,9 @@
 # the probe file must hold one whole record for step 0 and for each row of log.csv with a
 # validation loss (no duplicate: a reader stops at a record not after the one before it; no
 # gap), and nothing torn. The runs evaluate, probe and sample every 3 steps, so kills land in
-# the middle of appending records too. Works in tests/tmp/crash_test/ with a small model on the
-# default corpus.
+# the middle of appending records too. The killed runs ask for 10,000 steps: some 20 times what
+# 20 kills reach, and a probe.bin of about 190 MB, which ./train checks against the disk's free
+# space before it starts. Works in tests/tmp/crash_test/ with a small model on the default corpus.
 # Needs ./train and ./generate (make). CRASH_SEED sets the random moments (default: the pid).
 # Exit status: 0 all passed, 1 a check failed, 2 bad usage.
 set -euo pipefail
@@ -86,7 +87,7 @@ timelines=0
 refused=0
 took_over=0
 for ((i = 1; i <= kills; i++)); do
-    ./train --resume "$ckpt" --steps 100000000 --save-every 1 > "$work/killed.log" 2>&1 &
+    ./train --resume "$ckpt" --steps 10000 --save-every 1 > "$work/killed.log" 2>&1 &
     pid=$!
     ms=$((50 + RANDOM % 700))
     sleep_ms "$ms"
@@ -94,7 +95,7 @@ for ((i = 1; i <= kills; i++)); do
     # the second run starts up to 8 ms before the kill, or (one time in four) right after it
     after=$((RANDOM % 4 == 0))
     [ "$after" -eq 1 ] && kill -9 "$pid"
-    ./train --resume "$ckpt" --steps 100000000 --save-every 1 > "$work/waiting.log" 2>&1 &
+    ./train --resume "$ckpt" --steps 10000 --save-every 1 > "$work/waiting.log" 2>&1 &
     waiter=$!
     [ "$after" -eq 0 ] && sleep_ms $((RANDOM % 8)) && kill -9 "$pid"
     wait "$pid" 2>/dev/null || true
