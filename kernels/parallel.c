@@ -7,6 +7,7 @@
 #include <omp.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "../common/clock.h"
@@ -51,6 +52,59 @@ static int spin_until_released(unsigned gen) {
 }
 
 int in_team(void) { return omp_get_level() > 0; }
+
+// team_tasks_begin's ranges: for each thread and list, the tasks not yet taken, [first, end),
+// as first << 32 | end in one word, so that the owner (from the front) and the others (from
+// the back) take a task by one compare-and-swap. A thread's words share a cache line that no
+// other thread's do. Threads past TEAM_TASK_OWNERS own no range and only take the others'.
+#define TEAM_TASK_OWNERS 256
+static struct {
+    _Alignas(64) _Atomic uint64_t range[TEAM_TASK_LISTS];
+} task_ranges[TEAM_TASK_OWNERS];
+static int task_lists;  // written by every thread with the same value before the barrier
+
+static int task_owners(void) {
+    int team = omp_get_num_threads();
+    return team < TEAM_TASK_OWNERS ? team : TEAM_TASK_OWNERS;
+}
+
+void team_tasks_begin(const int *counts, int lists) {
+    int owners = task_owners(), me = omp_get_thread_num(), base = 0;
+    for (int l = 0; l < lists; l++) {
+        uint64_t first = (uint64_t)(base + (long)counts[l] * me / owners);
+        uint64_t end = (uint64_t)(base + (long)counts[l] * (me + 1) / owners);
+        if (me < owners) atomic_store_explicit(&task_ranges[me].range[l], first << 32 | end, memory_order_relaxed);
+        base += counts[l];
+    }
+    if (me == 0) task_lists = lists;
+    team_barrier();
+}
+
+// Takes one task of a range, from its front or its back: the task, or -1 when it is empty.
+static int take_task(_Atomic uint64_t *range, int from_back) {
+    uint64_t r = atomic_load_explicit(range, memory_order_relaxed);
+    for (;;) {
+        uint64_t first = r >> 32, end = r & 0xffffffffu;
+        if (first >= end) return -1;
+        uint64_t taken = from_back ? first << 32 | (end - 1) : (first + 1) << 32 | end;
+        if (atomic_compare_exchange_weak_explicit(range, &r, taken, memory_order_relaxed, memory_order_relaxed))
+            return (int)(from_back ? end - 1 : first);
+    }
+}
+
+int team_task_next(void) {
+    int owners = task_owners(), me = omp_get_thread_num(), task;
+    if (me < owners)
+        for (int l = 0; l < task_lists; l++)
+            if ((task = take_task(&task_ranges[me].range[l], 0)) >= 0) return task;
+    for (int d = 1; d <= owners; d++) {  // the next threads' ranges, from the back of their last list
+        int other = (me + d) % owners;
+        if (other == me) continue;
+        for (int l = task_lists - 1; l >= 0; l--)
+            if ((task = take_task(&task_ranges[other].range[l], 1)) >= 0) return task;
+    }
+    return -1;
+}
 
 void *team_share(void *mine) {
     static void *shared;  // one team at a time

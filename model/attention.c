@@ -95,34 +95,33 @@ void attention_forward(Kernels *k, float *out, float *att, const float *qkv, con
     const float scale = 1.0f / sqrtf((float)hs);
     const int use_dropout = drop && drop->p > 0.0f;
     if (kv->k != qkv + A) store_keys_values(kv, qkv, B, t, A);
-#pragma omp for collapse(2) schedule(monotonic: dynamic, 1) nowait
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < H; h++) {
-            const float *q = qkv + (size_t)b * t * 3 * A + h * hs;  // rows of stride 3A
-            const float *keys = kv->k + b * kv->seq + h * hs, *values = kv->v + b * kv->seq + h * hs;
-            float *w = att + ((size_t)b * H + h) * t * n;  // (t, n)
-            float *o = out + (size_t)b * t * A + h * hs;
-            AttentionHead head;
-            if (head_begin(k, &head, q, 3 * A, keys, values, kv->ld, NULL, 0, t, n, hs) != 0) {
-                fill_nan(o, A, t, hs);
-                continue;
-            }
-            // scores = Q K^T, then the softmax of each row's scaled scores over the keys at and
-            // before the query's position pos0 + i
-            head_scores(&head, w);
-            for (int i = 0; i < t; i++) {
-                float *row = w + (size_t)i * n;
-                softmax_row(row, pos0 + i + 1, scale);
-                for (int j = pos0 + i + 1; j < n; j++) row[j] = 0.0f;
-            }
-            // out = dropout(W) V
-            const float *weights = w;
-            if (use_dropout) {
-                dropout_weights(head.work, w, t, drop->first + ((size_t)b * H + h) * t * t, drop);
-                weights = head.work;
-            }
-            head_values(&head, o, A, weights);
+    team_tasks_begin(&(int){B * H}, 1);  // one task per head of each sequence (parallel.h)
+    for (int task; (task = team_task_next()) >= 0;) {
+        int b = task / H, h = task % H;
+        const float *q = qkv + (size_t)b * t * 3 * A + h * hs;  // rows of stride 3A
+        const float *keys = kv->k + b * kv->seq + h * hs, *values = kv->v + b * kv->seq + h * hs;
+        float *w = att + ((size_t)b * H + h) * t * n;  // (t, n)
+        float *o = out + (size_t)b * t * A + h * hs;
+        AttentionHead head;
+        if (head_begin(k, &head, q, 3 * A, keys, values, kv->ld, NULL, 0, t, n, hs) != 0) {
+            fill_nan(o, A, t, hs);
+            continue;
         }
+        // scores = Q K^T, then the softmax of each row's scaled scores over the keys at and
+        // before the query's position pos0 + i
+        head_scores(&head, w);
+        for (int i = 0; i < t; i++) {
+            float *row = w + (size_t)i * n;
+            softmax_row(row, pos0 + i + 1, scale);
+            for (int j = pos0 + i + 1; j < n; j++) row[j] = 0.0f;
+        }
+        // out = dropout(W) V
+        const float *weights = w;
+        if (use_dropout) {
+            dropout_weights(head.work, w, t, drop->first + ((size_t)b * H + h) * t * t, drop);
+            weights = head.work;
+        }
+        head_values(&head, o, A, weights);
     }
     team_barrier();
 }
@@ -137,42 +136,41 @@ void attention_backward(Kernels *k, float *dqkv, const float *dout, const float 
     const float scale = 1.0f / sqrtf((float)hs);
     const int use_dropout = drop && drop->p > 0.0f;
     const float keep_scale = use_dropout ? 1.0f / (1.0f - drop->p) : 1.0f;
-#pragma omp for collapse(2) schedule(monotonic: dynamic, 1) nowait
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < H; h++) {
-            const float *q = qkv + (size_t)b * t * 3 * A + h * hs;
-            float *dq = dqkv + (size_t)b * t * 3 * A + h * hs;
-            const float *g = dout + (size_t)b * t * A + h * hs;  // dO rows of stride A
-            const float *w = att + ((size_t)b * H + h) * t * t;
-            size_t base_index = (use_dropout ? drop->first : 0) + ((size_t)b * H + h) * t * t;
-            AttentionHead head;
-            if (head_begin(k, &head, q, 3 * A, q + A, q + 2 * A, 3 * A, g, A, t, t, hs) != 0) {
-                fill_nan(dq, 3 * A, t, hs);
-                continue;
-            }
-            // dV = W'^T dO, then dW' = dO V^T into the thread's work (where W' was)
-            const float *weights = w;
-            if (use_dropout) {
-                dropout_weights(head.work, w, t, base_index, drop);
-                weights = head.work;
-            }
-            float *dw = head.work;
-            head_values_backward(&head, dq + 2 * A, 3 * A, weights, dw);
-            // through dropout, then softmax backward (scaled for the scores)
-            for (int i = 0; i < t; i++) {
-                const float *wi = w + (size_t)i * t;
-                float *dwi = dw + (size_t)i * t;
-                if (use_dropout)
-                    for (int j = 0; j <= i; j++)
-                        dwi[j] = dropout_keep(drop->key, base_index + (size_t)i * t + j, drop->p) ? dwi[j] * keep_scale : 0.0f;
-                float dot = dot_fixed(wi, dwi, i + 1);
-#pragma omp simd
-                for (int j = 0; j <= i; j++) dwi[j] = wi[j] * (dwi[j] - dot) * scale;
-                for (int j = i + 1; j < t; j++) dwi[j] = 0.0f;
-            }
-            // dQ = dS K,  dK = dS^T Q
-            head_scores_backward(&head, dq, dq + A, 3 * A, dw);
+    team_tasks_begin(&(int){B * H}, 1);
+    for (int task; (task = team_task_next()) >= 0;) {
+        int b = task / H, h = task % H;
+        const float *q = qkv + (size_t)b * t * 3 * A + h * hs;
+        float *dq = dqkv + (size_t)b * t * 3 * A + h * hs;
+        const float *g = dout + (size_t)b * t * A + h * hs;  // dO rows of stride A
+        const float *w = att + ((size_t)b * H + h) * t * t;
+        size_t base_index = (use_dropout ? drop->first : 0) + ((size_t)b * H + h) * t * t;
+        AttentionHead head;
+        if (head_begin(k, &head, q, 3 * A, q + A, q + 2 * A, 3 * A, g, A, t, t, hs) != 0) {
+            fill_nan(dq, 3 * A, t, hs);
+            continue;
         }
+        // dV = W'^T dO, then dW' = dO V^T into the thread's work (where W' was)
+        const float *weights = w;
+        if (use_dropout) {
+            dropout_weights(head.work, w, t, base_index, drop);
+            weights = head.work;
+        }
+        float *dw = head.work;
+        head_values_backward(&head, dq + 2 * A, 3 * A, weights, dw);
+        // through dropout, then softmax backward (scaled for the scores)
+        for (int i = 0; i < t; i++) {
+            const float *wi = w + (size_t)i * t;
+            float *dwi = dw + (size_t)i * t;
+            if (use_dropout)
+                for (int j = 0; j <= i; j++)
+                    dwi[j] = dropout_keep(drop->key, base_index + (size_t)i * t + j, drop->p) ? dwi[j] * keep_scale : 0.0f;
+            float dot = dot_fixed(wi, dwi, i + 1);
+#pragma omp simd
+            for (int j = 0; j <= i; j++) dwi[j] = wi[j] * (dwi[j] - dot) * scale;
+            for (int j = i + 1; j < t; j++) dwi[j] = 0.0f;
+        }
+        // dQ = dS K,  dK = dS^T Q
+        head_scores_backward(&head, dq, dq + A, 3 * A, dw);
     }
     team_barrier();
 }

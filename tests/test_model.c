@@ -809,6 +809,69 @@ TEST(model_thread_tuner) {
            100 * found, wait, 2 * wait, 100 * known_later, wait);
 }
 
+// team_tasks_begin / team_task_next (parallel.h): every task of the lists is taken once, by
+// teams of 1 to 4 threads; a thread takes its own range first, in order; and the tasks of a
+// thread that has not started yet are taken by the others, from the back.
+#define TASKS_TEST_MAX 64
+TEST(model_team_tasks_each_taken_once) {
+    const int counts[TEAM_TASK_LISTS] = {37, 5}, total = 42;
+    _Static_assert(TEAM_TASK_LISTS == 2, "the test's lists");
+    for (int team = 1; team <= 4; team++) {
+        int taken[TASKS_TEST_MAX] = {0}, out_of_order = 0;
+#pragma omp parallel num_threads(team)
+        {
+            team_tasks_begin(counts, 2);
+            int me = omp_get_thread_num(), n = omp_get_num_threads(), task, first_take = 1;
+            int own_first = (int)((long)counts[0] * me / n), own_end = (int)((long)counts[0] * (me + 1) / n);
+            while ((task = team_task_next()) >= 0) {
+                if (task < total) {
+#pragma omp atomic
+                    taken[task]++;
+                }
+                // the owner takes its range from the front: its first task in the range is the first
+                if (first_take && task >= own_first && task < own_end && task != own_first) {
+#pragma omp atomic
+                    out_of_order++;
+                }
+                first_take = 0;
+            }
+            team_barrier();
+        }
+        int wrong = 0;
+        for (int t = 0; t < TASKS_TEST_MAX; t++) wrong += taken[t] != (t < total);
+        CHECK(wrong == 0, "a team of %d: %d of %d tasks not taken exactly once", team, wrong, total);
+        CHECK(out_of_order == 0, "a team of %d: %d threads began their own range past its first task", team,
+              out_of_order);
+    }
+    // thread 1 starts only once thread 0 has found no task left: thread 0 took all, its own
+    // range (list 0's first half, then list 1's) in order, then thread 1's from the back
+    int order[TASKS_TEST_MAX], taken0 = 0, taken1 = 0;
+    volatile int done = 0;
+#pragma omp parallel num_threads(2)
+    {
+        team_tasks_begin(counts, 2);
+        if (omp_get_num_threads() == 2 && omp_get_thread_num() == 1) {
+            while (!done) {
+#pragma omp flush
+            }
+            while (team_task_next() >= 0) taken1++;
+        } else if (omp_get_thread_num() == 0) {
+            int task;
+            while ((task = team_task_next()) >= 0 && taken0 < TASKS_TEST_MAX) order[taken0++] = task;
+#pragma omp flush
+            done = 1;
+#pragma omp flush
+        }
+        team_barrier();
+    }
+    const int want[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 37, 38,      // its own
+                        41, 40, 39, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18};
+    int same = taken0 == total;
+    for (int i = 0; same && i < total; i++) same = order[i] == want[i];
+    CHECK(same && taken1 == 0, "thread 0 took %d tasks (want 42, its own in order, then the rest from the back), "
+          "thread 1 %d (want 0)", taken0, taken1);
+}
+
 // A short pass's trial of a larger team waits while the system says no processor is idle
 // (a /proc/loadavg of the test's own under $CHARGPT_TEST_SYSTEM_ROOT), and takes place, and
 // wins, once one is. Passes not marked short try the team whatever the system says.
