@@ -123,6 +123,10 @@ struct Backend {
     // Without bf16 dot-product instructions: what a bf16 training step costs against an fp32
     // one on these kernels (BF16_COST_*), for kernels_precision_note; NULL with them.
     const char *bf16_cost;
+    // NULL, or whether on this CPU the next backend of the table (the same fp32 kernels,
+    // bf16 products of the same bits without bf16 dot products) is the faster one: the
+    // default choice then passes this one over (dispatch.c).
+    int (*slower_than_next)(void);
 
     // out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias (OC); bias may be NULL. buf (or NULL:
     // the tasks pack as they go) receives the packed operands.
@@ -192,6 +196,10 @@ struct Backend {
 #define AVX512_MR 14  // rows: one broadcast each
 #define AVX512_NR 32  // columns: two 16-float vectors
 extern const Bf16Kernels bf16_avx512_kernels;
+// Whether vdpbf16ps multiplies and adds fewer FLOPs a second than the fp32 multiply-adds on
+// this CPU (BF16_DOT_SLOW_SHARE of them): measured once, in a fraction of a millisecond.
+int bf16_avx512_dots_slow(void);
+#define BF16_DOT_SLOW_SHARE 0.75
 
 // The register tile of the NEON backends (backend_neon.c), which their BFDOT kernels
 // (bf16_neon.c, built with FEAT_BF16's instructions enabled) share: 24 of AArch64's 32

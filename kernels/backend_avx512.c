@@ -169,5 +169,5 @@ const Backend backend_avx512 = {
 
 const Backend backend_avx512_bf16 = {
     .name = "avx512_bf16", .needs = "AVX-512 (F, BW, DQ, VL), FMA and AVX512_BF16", .cpu_runs = cpu_runs_avx512_bf16,
-    .bf16 = &bf16_avx512_kernels, MATMUL_PRODUCTS, POINTWISE_KERNELS,
+    .bf16 = &bf16_avx512_kernels, .slower_than_next = bf16_avx512_dots_slow, MATMUL_PRODUCTS, POINTWISE_KERNELS,
 };

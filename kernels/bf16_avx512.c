@@ -3,7 +3,10 @@
 // into each float lane. Built with the AVX512_BF16 instructions enabled (the Makefile's
 // ISA_FLAGS_*), and used only by the avx512_bf16 backend, on CPUs that have them.
 #include <immintrin.h>
+#include <pthread.h>
 #include <string.h>
+
+#include "../common/clock.h"
 
 #include "backend.h"
 
@@ -143,3 +146,49 @@ static void dot_rows(float *out, const bf16 *x, const bf16 *w, const float *bias
 }
 
 const Bf16Kernels bf16_avx512_kernels = {"vdpbf16ps", tile, convert, pack_pairs, dot_rows, .bfdot_sums = 0};
+
+// ---- whether vdpbf16ps pays on this CPU (bf16_avx512_dots_slow)
+// On AMD Zen 4 and 5 a vdpbf16ps (32 multiply-adds) issues as often as an fp32 FMA (16), so
+// bf16 products can run at twice the FLOPs; on Intel's Xeons with AVX512_BF16 (Sapphire and
+// Emerald Rapids) it issues at a quarter of the FMA's rate, half its FLOPs (scripts/bench
+// --jobs peak: 85 against 171 GFLOP/s a thread), and bf16 training on it took 1.6 times the
+// time of fp32, where widened to fp32 it takes 1.1 times. The loops: DOT_CHAINS independent
+// sums, DOT_STEPS instructions each, the faster of DOT_TRIALS runs taken in turn.
+#define DOT_CHAINS 12
+#define DOT_STEPS 512
+#define DOT_TRIALS 5
+
+static double dot_loop_seconds(int bf16_dots) {
+    __m512 acc[DOT_CHAINS];
+    for (int c = 0; c < DOT_CHAINS; c++) acc[c] = _mm512_set1_ps(0.001f * c);
+    const __m512 x = _mm512_set1_ps(0.999f), y = _mm512_set1_ps(1e-3f);
+    const __m512bh xh = (__m512bh)_mm512_set1_epi32(0x3f803f80), yh = (__m512bh)_mm512_set1_epi32(0x3a833a83);
+    double start = now_seconds();
+    for (int s = 0; s < DOT_STEPS; s++)
+        for (int c = 0; c < DOT_CHAINS; c++)
+            acc[c] = bf16_dots ? _mm512_dpbf16_ps(acc[c], xh, yh) : _mm512_fmadd_ps(x, acc[c], y);
+    double seconds = now_seconds() - start;
+    float sink[16];  // the sums are used, so that the loops are not left out
+    __m512 total = acc[0];
+    for (int c = 1; c < DOT_CHAINS; c++) total = _mm512_add_ps(total, acc[c]);
+    _mm512_storeu_ps(sink, total);
+    return sink[0] == 12345.0f ? seconds + 1.0 : seconds;
+}
+
+static int dots_slow;
+static void measure_dots(void) {
+    double dot = 1e9, fma = 1e9;
+    for (int t = 0; t < DOT_TRIALS; t++) {
+        double d = dot_loop_seconds(1), f = dot_loop_seconds(0);
+        dot = d < dot ? d : dot;
+        fma = f < fma ? f : fma;
+    }
+    // FLOPs a second: 64 a vdpbf16ps, 32 an FMA, over the same count of each
+    dots_slow = 64.0 / dot < BF16_DOT_SLOW_SHARE * 32.0 / fma;
+}
+
+int bf16_avx512_dots_slow(void) {
+    static pthread_once_t measured = PTHREAD_ONCE_INIT;
+    pthread_once(&measured, measure_dots);
+    return dots_slow;
+}

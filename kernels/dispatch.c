@@ -45,18 +45,37 @@ static const Backend *active;  // NULL: the plain loops
 static int from_environment;   // 1: the kernels in use are CHARGPT_KERNELS's
 static pthread_once_t chosen = PTHREAD_ONCE_INIT;
 
+// The first backend of the table this CPU runs, passing over one that is slower here than
+// the next (backend.h: with the same bits).
 static const Backend *fastest(void) {
     for (int i = 0; i < NUM_BACKENDS; i++)
-        if (backends[i]->cpu_runs()) return backends[i];
+        if (backends[i]->cpu_runs() &&
+            !(backends[i]->slower_than_next && i + 1 < NUM_BACKENDS && backends[i + 1]->cpu_runs() &&
+              backends[i]->slower_than_next()))
+            return backends[i];
     return &backend_portable;
 }
 
-// The names of the kernels (only those this CPU runs, when runnable is 1) as one text.
-static void names_text(int runnable, char *text, size_t n) {
+// The backends this CPU runs, the default choice first, then the others in the table's
+// order; returns how many (at most max).
+static int runnable(const Backend **list, int max) {
+    const Backend *first = fastest();
+    int n = 0;
+    if (max > 0) list[n++] = first;
+    for (int i = 0; i < NUM_BACKENDS && n < max; i++)
+        if (backends[i] != first && backends[i]->cpu_runs()) list[n++] = backends[i];
+    return n;
+}
+
+// The names of the kernels (only those this CPU runs, in runnable's order, when only_runnable
+// is 1) as one text.
+static void names_text(int only_runnable, char *text, size_t n) {
+    const Backend *list[NUM_BACKENDS];
+    int count = only_runnable ? runnable(list, NUM_BACKENDS) : NUM_BACKENDS;
     text[0] = '\0';
-    for (int i = 0; i < NUM_BACKENDS; i++)
-        if (!runnable || backends[i]->cpu_runs())
-            snprintf(text + strlen(text), n - strlen(text), "%s%s", text[0] ? ", " : "", backends[i]->name);
+    for (int i = 0; i < count; i++)
+        snprintf(text + strlen(text), n - strlen(text), "%s%s", text[0] ? ", " : "",
+                 (only_runnable ? list[i] : backends[i])->name);
     snprintf(text + strlen(text), n - strlen(text), ", " PLAIN);
 }
 
@@ -125,9 +144,9 @@ const char *kernels_name(void) {
 }
 
 int kernels_available(const char **names, int max) {
-    int n = 0;
-    for (int i = 0; i < NUM_BACKENDS && n < max; i++)
-        if (backends[i]->cpu_runs()) names[n++] = backends[i]->name;
+    const Backend *list[NUM_BACKENDS];
+    int count = runnable(list, NUM_BACKENDS), n = 0;
+    for (int i = 0; i < count && n < max; i++) names[n++] = list[i]->name;
     if (n < max) names[n++] = PLAIN;
     return n;
 }
@@ -146,9 +165,11 @@ int kernels_precision_note(Precision precision, char *text, size_t n) {
     snprintf(text, n,
              "note: %s, so the %s kernels widen bf16 operands to fp32 as they pack them and multiply them on their "
              "fp32 tiles: %s",
-             cpu_has_them ? "this CPU's bf16 dot products (" BF16_DOT_INSTRUCTIONS ") go unused by the kernels "
-                            "CHARGPT_KERNELS chose"
-                          : "this CPU has no bf16 dot-product instructions (" BF16_DOT_INSTRUCTIONS ")",
+             !cpu_has_them ? "this CPU has no bf16 dot-product instructions (" BF16_DOT_INSTRUCTIONS ")"
+             : b == fastest() ? "this CPU's bf16 dot products (" BF16_DOT_INSTRUCTIONS ") run fewer FLOPs a second "
+                                "than its fp32 multiply-adds"
+                              : "this CPU's bf16 dot products (" BF16_DOT_INSTRUCTIONS ") go unused by the kernels "
+                                "CHARGPT_KERNELS chose",
              b->name, b->bf16_cost);
     return 1;
 }

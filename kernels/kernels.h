@@ -50,10 +50,11 @@ int kernels_use(const char *name, char err[ERR_LEN]);
 // The kernels in use: "plain", "portable", on x86-64 "avx2", "avx512" or "avx512_bf16", on
 // AArch64 "neon" or "neon_bf16".
 const char *kernels_name(void);
-// The kernels this CPU runs, fastest first (the plain ones last): how many (at most max),
-// their names in names; and the same as one text, "avx512_bf16, avx512, avx2, portable, plain"
-// on an x86-64 CPU with AVX512_BF16, "neon_bf16, neon, portable, plain" on an AArch64 one with
-// FEAT_BF16.
+// The kernels this CPU runs, the default choice first (the plain ones last): how many (at
+// most max), their names in names; and the same as one text, "avx512_bf16, avx512, avx2,
+// portable, plain" on an x86-64 CPU with AVX512_BF16 ("avx512, avx512_bf16, ..." where its
+// vdpbf16ps is the slower: dispatch.c), "neon_bf16, neon, portable, plain" on an AArch64 one
+// with FEAT_BF16.
 int kernels_available(const char **names, int max);
 void kernels_available_text(char *text, size_t n);
 // The precision and the kernels running it: "fp32, kernels avx512_bf16", "bf16 (vdpbf16ps),
