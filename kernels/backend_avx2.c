@@ -5,29 +5,29 @@
 
 #define MR 6
 #define NR 16  // two 8-float vectors
+#define TILE_VECTORS 2  // 8-column vectors in a row of the tile
 #include "matmul_kernels.h"
 
-// The tile body with the layout of A and the number of 8-column vectors (nv, 1 or 2)
-// fixed at compile time, so that the A addresses become constant offsets from one
-// advancing pointer and the accumulators stay in registers.
+// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A, its rows (always
+// MR here) and the number of 8-column vectors (nv, 1 or 2) fixed at compile time.
 static inline __attribute__((always_inline)) void tile_body(
     int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
-    float *c, long ldc, const float *start_row, const int nv) {
+    float *c, long ldc, const float *start_row, const int rows, const int nv) {
     __m256 acc[MR][2];  // row i of the tile: columns [0,8) and [8,16)
     if (start_row) {
 #pragma GCC unroll 6
-        for (int i = 0; i < MR; i++)
+        for (int i = 0; i < rows; i++)
             for (int v = 0; v < nv; v++) acc[i][v] = _mm256_loadu_ps(start_row + 8 * v);
     } else {
 #pragma GCC unroll 6
-        for (int i = 0; i < MR; i++)
+        for (int i = 0; i < rows; i++)
             for (int v = 0; v < nv; v++) acc[i][v] = _mm256_loadu_ps(c + i * ldc + 8 * v);
     }
     for (int k = 0; k < kc; k++) {
         __m256 bk[2];
         for (int v = 0; v < nv; v++) bk[v] = _mm256_loadu_ps(b + 8 * v);
 #pragma GCC unroll 6
-        for (int i = 0; i < MR; i++) {
+        for (int i = 0; i < rows; i++) {
             __m256 ai = _mm256_broadcast_ss(a_kmajor ? a + i : a + i * lda + k);
             for (int v = 0; v < nv; v++) acc[i][v] = _mm256_fmadd_ps(ai, bk[v], acc[i][v]);
         }
@@ -35,19 +35,8 @@ static inline __attribute__((always_inline)) void tile_body(
         b += ldb;
     }
 #pragma GCC unroll 6
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < rows; i++)
         for (int v = 0; v < nv; v++) _mm256_storeu_ps(c + i * ldc + 8 * v, acc[i][v]);
-}
-
-static void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const float *b, long ldb,
-                        float *c, long ldc, const float *start_row, int rows, int half) {  // all MR rows
-    if (half) {
-        if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row, 1);
-        else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row, 1);
-    } else {
-        if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row, 2);
-        else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row, 2);
-    }
 }
 
 // Transposes the 8x8 block r in registers: afterwards r[k] holds element k of every input row.

@@ -7,12 +7,13 @@
 
 #define MR AVX512_MR
 #define NR AVX512_NR
+#define TILE_VECTORS 2     // 16-column vectors in a row of the tile
+#define TILE_PARTIAL_ROWS  // tiles of 4, 8 and 12 rows for a partial row panel (matmul.inc)
 #include "matmul_kernels.h"
 
-// The tile body with the layout of A, its rows (MR, or fewer for a partial row panel) and
-// the number of 16-column vectors (nv, 1 or 2) fixed at compile time, so that the A addresses
-// become constant offsets from one or two advancing pointers and the accumulators stay in
-// registers.
+// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A, its rows (MR, or
+// 4, 8 or 12 for a partial row panel) and the number of 16-column vectors (nv, 1 or 2) fixed
+// at compile time.
 static inline __attribute__((always_inline)) void tile_body(
     int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
     float *c, long ldc, const float *start_row, const int rows, const int nv) {
@@ -40,31 +41,6 @@ static inline __attribute__((always_inline)) void tile_body(
 #pragma GCC unroll 14
     for (int i = 0; i < rows; i++)
         for (int v = 0; v < nv; v++) _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
-}
-
-static inline __attribute__((always_inline)) void tile_of_rows(
-    int kc, const float *a, long lda, int a_kmajor, const float *b, long ldb,
-    float *c, long ldc, const float *start_row, const int rows, int half) {
-    if (half) {
-        if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row, rows, 1);
-        else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row, rows, 1);
-    } else {
-        if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row, rows, 2);
-        else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row, rows, 2);
-    }
-}
-
-// Not inlined into the driver: there, with the driver's own variables live, GCC 12 kept one of
-// the 28 accumulators in memory and reloaded the row offsets of A at every k step (apart, the
-// linear layers' products of small's step measured 1.00-1.02x as fast, on one thread). A
-// partial row panel runs a tile of 4, 8 or 12 rows, the fewest that hold its rows.
-__attribute__((noinline))
-static void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const float *b, long ldb,
-                        float *c, long ldc, const float *start_row, int rows, int half) {
-    if (rows > 12) tile_of_rows(kc, a, lda, a_kmajor, b, ldb, c, ldc, start_row, MR, half);
-    else if (rows > 8) tile_of_rows(kc, a, lda, a_kmajor, b, ldb, c, ldc, start_row, 12, half);
-    else if (rows > 4) tile_of_rows(kc, a, lda, a_kmajor, b, ldb, c, ldc, start_row, 8, half);
-    else tile_of_rows(kc, a, lda, a_kmajor, b, ldb, c, ldc, start_row, 4, half);
 }
 
 // Transposes the 16x16 block r in registers: afterwards r[k] holds element k of every input row.

@@ -15,20 +15,21 @@
 
 #define MR NEON_MR
 #define NR NEON_NR
+#define TILE_VECTORS 4  // 4-column vectors in a row of the tile
 #include "matmul_kernels.h"
 
 // acc[i][v] += b[v] * lane `lane` of a, for the nv vectors of row i
 #define ROW_BY_LANE(fma, i, a, lane) \
     for (int v = 0; v < nv; v++) acc[i][v] = fma(acc[i][v], bk[v], a, lane)
 
-// The tile body with the layout of A and the number of 4-column vectors (nv, 2 or 4) fixed
-// at compile time. A k-major A gives the step's six values in two loads, used lane by lane
+// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A, its rows (always
+// MR here) and the number of 4-column vectors (nv, 2 or 4) fixed at compile time. A k-major A gives the step's six values in two loads, used lane by lane
 // (fmla by element); a row-major A, one value per row, each broadcast from memory.
 static inline __attribute__((always_inline)) void tile_body(
     int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
-    float *c, long ldc, const float *start_row, const int nv) {
+    float *c, long ldc, const float *start_row, const int rows, const int nv) {
     float32x4_t acc[MR][4];  // row i of the tile: columns [0,4), [4,8), [8,12), [12,16)
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < rows; i++)
         for (int v = 0; v < nv; v++) acc[i][v] = vld1q_f32(start_row ? start_row + 4 * v : c + i * ldc + 4 * v);
     for (int k = 0; k < kc; k++) {
         float32x4_t bk[4];
@@ -45,26 +46,15 @@ static inline __attribute__((always_inline)) void tile_body(
             a += lda;
         } else {
 #pragma GCC unroll 6
-            for (int i = 0; i < MR; i++) {
+            for (int i = 0; i < rows; i++) {
                 float32x4_t ai = vld1q_dup_f32(a + i * lda + k);
                 for (int v = 0; v < nv; v++) acc[i][v] = vfmaq_f32(acc[i][v], bk[v], ai);
             }
         }
         b += ldb;
     }
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < rows; i++)
         for (int v = 0; v < nv; v++) vst1q_f32(c + i * ldc + 4 * v, acc[i][v]);
-}
-
-static void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const float *b, long ldb,
-                        float *c, long ldc, const float *start_row, int rows, int half) {  // all MR rows
-    if (half) {
-        if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row, 2);
-        else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row, 2);
-    } else {
-        if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row, 4);
-        else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row, 4);
-    }
 }
 
 // Transposes the 4x4 block r in registers: afterwards r[k] holds element k of every input row.

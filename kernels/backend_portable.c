@@ -4,16 +4,19 @@
 // baseline instruction set.
 #define MR 4
 #define NR 8
+#define TILE_VECTORS NR  // a row of the tile's "vectors": its columns, one a lane of the simd loops
 #include "matmul_kernels.h"
 
+// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A, its rows (always
+// MR here) and its columns (NR, or NR / 2 for a half tile) fixed at compile time.
 static inline __attribute__((always_inline)) void tile_body(
     int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
-    float *c, long ldc, const float *start_row, const int ncols) {
+    float *c, long ldc, const float *start_row, const int rows, const int ncols) {
     float acc[MR][NR];
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < rows; i++)
         for (int j = 0; j < ncols; j++) acc[i][j] = start_row ? start_row[j] : c[i * ldc + j];
     for (int k = 0; k < kc; k++) {
-        for (int i = 0; i < MR; i++) {
+        for (int i = 0; i < rows; i++) {
             float ai = a_kmajor ? a[i] : a[i * lda + k];
 #pragma omp simd
             for (int j = 0; j < ncols; j++) acc[i][j] += ai * b[j];
@@ -21,19 +24,8 @@ static inline __attribute__((always_inline)) void tile_body(
         if (a_kmajor) a += lda;
         b += ldb;
     }
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < rows; i++)
         for (int j = 0; j < ncols; j++) c[i * ldc + j] = acc[i][j];
-}
-
-static void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const float *b, long ldb,
-                        float *c, long ldc, const float *start_row, int rows, int half) {  // all MR rows
-    if (half) {
-        if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row, NR / 2);
-        else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row, NR / 2);
-    } else {
-        if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row, NR);
-        else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row, NR);
-    }
 }
 
 static void matmul_transpose_panel(float *dst, const float *w, long ldw, int K) {

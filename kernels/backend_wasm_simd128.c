@@ -16,39 +16,30 @@
 // fastest of 2x8 to 6x8 and 2x16 to 2x32, 6x8 a quarter slower.
 #define MR 4
 #define NR 8  // two 4-float vectors
+#define TILE_VECTORS 2  // 4-column vectors in a row of the tile
 #include "matmul_kernels.h"
 
-// The tile body with the layout of A and the number of 4-column vectors (nv, 1 or 2) fixed
-// at compile time, A's value broadcast as it is loaded (load32_splat).
+// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A, its rows (always
+// MR here) and the number of 4-column vectors (nv, 1 or 2) fixed at compile time, A's value
+// broadcast as it is loaded (load32_splat).
 static inline __attribute__((always_inline)) void tile_body(
     int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
-    float *c, long ldc, const float *start_row, const int nv) {
+    float *c, long ldc, const float *start_row, const int rows, const int nv) {
     v128_t acc[MR][2];  // row i of the tile: columns [0,4) and [4,8)
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < rows; i++)
         for (int v = 0; v < nv; v++) acc[i][v] = wasm_v128_load(start_row ? start_row + 4 * v : c + i * ldc + 4 * v);
     for (int k = 0; k < kc; k++) {
         v128_t bk[2];
         for (int v = 0; v < nv; v++) bk[v] = wasm_v128_load(b + 4 * v);
-        for (int i = 0; i < MR; i++) {
+        for (int i = 0; i < rows; i++) {
             v128_t ai = wasm_v128_load32_splat(a_kmajor ? a + i : a + i * lda + k);
             for (int v = 0; v < nv; v++) acc[i][v] = wasm_f32x4_add(acc[i][v], wasm_f32x4_mul(ai, bk[v]));
         }
         if (a_kmajor) a += lda;
         b += ldb;
     }
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < rows; i++)
         for (int v = 0; v < nv; v++) wasm_v128_store(c + i * ldc + 4 * v, acc[i][v]);
-}
-
-static void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const float *b, long ldb,
-                        float *c, long ldc, const float *start_row, int rows, int half) {  // all MR rows
-    if (half) {
-        if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row, 1);
-        else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row, 1);
-    } else {
-        if (a_kmajor) tile_body(kc, a, lda, 1, b, ldb, c, ldc, start_row, 2);
-        else tile_body(kc, a, lda, 0, b, ldb, c, ldc, start_row, 2);
-    }
 }
 
 // Transposes the 4x4 block of r in registers: afterwards r[k] holds element k of every row.
