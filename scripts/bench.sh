@@ -295,6 +295,10 @@ for config in $configs; do
 done
 echo "(threads: the mean team the thread tuner picked; CPU share: CPU time over wall time x threads, well below"
 echo " 100% when other processes took the cores; chargpt / PyTorch: chargpt's speed over PyTorch's, 2.00x = twice as fast)"
+case "$backend" in  # the goals of issue 47, in % of the FMA peak of the kernels' own instruction set
+    avx2) echo "goals on these kernels: tiny >= 55% and small >= 75% of the FMA peak, tiny >= 1.50x PyTorch" ;;
+    avx512*) echo "goals on these kernels: lesson >= 50%, tiny >= 65%, small >= 80% of the FMA peak" ;;
+esac
 echo
 
 gen_configs="lesson tiny"
