@@ -2,6 +2,7 @@
 // past block_size (generation/inference.h), the sampler's filters and draws (generation/sampler.h), and
 // the ./generate program run on a small checkpoint built here: determinism, cache on and
 // off, seeds, the recorded attention in every format, and its errors and exit statuses.
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -106,13 +107,15 @@ static const char *test_checkpoint(void) {
 }
 
 // Runs argv (argv[0] the program, NULL-terminated) with stdin from in_path (NULL: the null
-// device) and stdout and stderr into files. Returns the exit status, -1 if it did not exit.
+// device) and stdout and stderr into files. Returns the exit status, -1 if it did not exit
+// (a failed check when it did not start).
 static int run_program(const char *const *argv, const char *in_path, const char *out_path,
                        const char *err_path) {
     TestChild c;
     TestEnd end = {-1, 0, 0};
     TestSpawn how = {.in_path = in_path, .out_path = err_path, .stdout_path = out_path};
-    if (test_child_start(&c, argv, &how) == 0) test_child_wait(&c, 1e9, &end);
+    if (CHECK(test_child_start(&c, argv, &how) == 0, "cannot start %s: %s", argv[0], strerror(errno)))
+        test_child_wait(&c, 1e9, &end);
     return end.status;
 }
 

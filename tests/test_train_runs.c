@@ -649,12 +649,16 @@ TEST(runs_stop_signals) {
     // two stop signals: the second exits without saving. The first is sent during a step of a
     // model whose steps take a second or more (1.6 s on one thread here), the second once the
     // first is acknowledged: it comes while the run ends the step under way, before the save.
+    // Under an emulated CPU (test_emulated: qemu-aarch64 makes a step some 300 times as long)
+    // the model is smaller (2 layers, n_embd 64, block 64): its step takes as long there (1.7 s
+    // under qemu-aarch64 -cpu max) as the big one's natively, whose would take 8 minutes there.
     snprintf(out, sizeof(out), "%s/twice", dir);
     snprintf(ck, sizeof(ck), "%s/ckpt.safetensors", out);
-    const char *const twice[] = {"--n-layer", "4", "--n-head", "4", "--n-embd", "384", "--block-size", "128",
-                                 "--batch-size", "8", "--threads", "1", "--data", corpus, "--steps", "1000",
-                                 "--log-every", "1", "--eval-every", "1000", "--save-every", "1000", "--no-probe",
-                                 "--out", out, NULL};
+    int emulated = test_emulated();
+    const char *const twice[] = {"--n-layer", emulated ? "2" : "4", "--n-head", "4", "--n-embd",
+                                 emulated ? "64" : "384", "--block-size", emulated ? "64" : "128", "--batch-size", "8",
+                                 "--threads", "1", "--data", corpus, "--steps", "1000", "--log-every", "1",
+                                 "--eval-every", "1000", "--save-every", "1000", "--no-probe", "--out", out, NULL};
     if (start_until(&c, log, twice, "step 1/") != 0) return;
     TestStop other = test_system_has(TEST_TERMINATE_REQUESTS) ? TEST_TERMINATE : TEST_INTERRUPT;
     CHECK(test_child_stop(&c, TEST_INTERRUPT) == 0, "cannot send %s", interrupt);
