@@ -200,10 +200,12 @@ const char *test_device(void);
 // mkfifo (replacing what is at path), symlink, chmod 0555 (read_only) or 0755, rmdir: 0, or -1
 // with errno (ENOTSUP where the system has no such thing).
 int test_make_fifo(const char *path);
-// Writes text into the FIFO at path and waits at most timeout_s seconds for a process to read
-// it: returns the descriptor it wrote through, kept open (a writer the reader waits on until it
-// is closed), or -1 with errno.
-int test_fifo_feed(const char *path, const char *text, double timeout_s);
+// Writes text into the FIFO at path, before any process reads it: returns the descriptor it
+// wrote through, kept open (a writer, which a reader that opens the FIFO then finds, and waits
+// on until it is closed), or -1 with errno. test_fifo_wait_read waits at most timeout_s
+// seconds for a reader to have read all of it: 0, or -1 with errno.
+int test_fifo_feed(const char *path, const char *text);
+int test_fifo_wait_read(int fd, double timeout_s);
 int test_make_symlink(const char *target, const char *path);
 int test_make_read_only(const char *dir, int read_only);
 int test_remove_dir(const char *path);

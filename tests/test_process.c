@@ -167,7 +167,12 @@ int test_make_fifo(const char *path) {
     return -1;
 }
 
-int test_fifo_feed(const char *path, const char *text, double timeout_s) {
+int test_fifo_feed(const char *path, const char *text) {
+    errno = ENOTSUP;
+    return -1;
+}
+
+int test_fifo_wait_read(int fd, double timeout_s) {
     errno = ENOTSUP;
     return -1;
 }
@@ -370,20 +375,23 @@ int test_make_fifo(const char *path) {
 
 // Opened for reading and writing (which Linux and macOS give a FIFO without waiting), the
 // FIFO has a writer from the start; FIONREAD says when its bytes have been read.
-int test_fifo_feed(const char *path, const char *text, double timeout_s) {
-    int fd = open(path, O_RDWR | O_CLOEXEC);
+int test_fifo_feed(const char *path, const char *text) {
+    int fd = open(path, O_RDWR | O_CLOEXEC);  // read and write: open(2) does not wait for a reader
     if (fd < 0) return -1;
     size_t len = strlen(text);
     if (write(fd, text, len) != (long)len) {
         close(fd);
         return -1;
     }
+    return fd;
+}
+
+int test_fifo_wait_read(int fd, double timeout_s) {
     for (double waited = 0; waited < timeout_s; waited += 0.005) {
         int unread = 0;
-        if (ioctl(fd, FIONREAD, &unread) != 0 || unread == 0) return fd;
+        if (ioctl(fd, FIONREAD, &unread) != 0 || unread == 0) return 0;
         usleep(5000);
     }
-    close(fd);
     errno = ETIMEDOUT;
     return -1;
 }
@@ -696,7 +704,12 @@ int test_make_fifo(const char *path) {
     return -1;
 }
 
-int test_fifo_feed(const char *path, const char *text, double timeout_s) {
+int test_fifo_feed(const char *path, const char *text) {
+    errno = ENOTSUP;
+    return -1;
+}
+
+int test_fifo_wait_read(int fd, double timeout_s) {
     errno = ENOTSUP;
     return -1;
 }

@@ -772,14 +772,19 @@ TEST(runs_stop_while_standard_input_stalls) {
     snprintf(fresh, sizeof(fresh), "%s/fresh", dir);
     snprintf(fifo, sizeof(fifo), "%s/text.fifo", dir);
     if (!CHECK(test_make_fifo(fifo) == 0, "mkfifo: %s", strerror(errno))) return;
+    // the writer comes first: a ./train that opened the FIFO before it would (rightly) refuse a
+    // pipe that nothing writes into
+    int writer = test_fifo_feed(fifo, some);
+    if (!CHECK(writer >= 0, "cannot write into %s: %s", fifo, strerror(errno))) return;
     train_argv(argv, ARGS(TINY, "--data", fifo, "--steps", "5", "--out", fresh));
     if (!CHECK(test_child_start(&c, argv, &(TestSpawn){.out_path = log}) == 0, "cannot start ./train: %s",
-               strerror(errno)))
+               strerror(errno))) {
+        close(writer);
         return;
-    int writer = test_fifo_feed(fifo, some, 20.0);
-    CHECK(writer >= 0, "%s was not read: %s", fifo, strerror(errno));
+    }
+    CHECK(test_fifo_wait_read(writer, 20.0) == 0, "%s was not read: %s", fifo, strerror(errno));
     free(stopped_before_the_first_step(&c, stop, log));
-    if (writer >= 0) close(writer);
+    close(writer);
     CHECK(!test_file_exists(fresh), "a run stopped before its first step made its --out %s", fresh);
 }
 
