@@ -151,9 +151,10 @@ const Bf16Kernels bf16_avx512_kernels = {"vdpbf16ps", tile, convert, pack_pairs,
 // On AMD Zen 4 and 5 a vdpbf16ps (32 multiply-adds) issues as often as an fp32 FMA (16), so
 // bf16 products can run at twice the FLOPs; on Intel's Xeons with AVX512_BF16 (Sapphire and
 // Emerald Rapids) it issues at a quarter of the FMA's rate, half its FLOPs (scripts/bench
-// --jobs peak: 85 against 171 GFLOP/s a thread), and bf16 training on it took 1.6 times the
-// time of fp32, where widened to fp32 it takes 1.1 times. The loops: DOT_CHAINS independent
-// sums, DOT_STEPS instructions each, the faster of DOT_TRIALS runs taken in turn.
+// --jobs peak: 85 against 171 GFLOP/s a thread), and a bf16 training step on it took 1.3 to
+// 1.5 times the time of an fp32 one (lesson to small, 2 threads), widened to fp32 1.03 to 1.25
+// times. The loops: DOT_CHAINS independent sums, DOT_STEPS instructions each, the faster of
+// DOT_TRIALS runs taken in turn.
 #define DOT_CHAINS 12
 #define DOT_STEPS 512
 #define DOT_TRIALS 5

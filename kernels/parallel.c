@@ -61,14 +61,23 @@ int in_team(void) { return omp_get_level() > 0; }
 static struct {
     _Alignas(64) _Atomic uint64_t range[TEAM_TASK_LISTS];
 } task_ranges[TEAM_TASK_OWNERS];
-static int task_lists;  // written by every thread with the same value before the barrier
+static int task_lists;  // the lists of the team function under way, written before its barrier
 
 static int task_owners(void) {
     int team = omp_get_num_threads();
     return team < TEAM_TASK_OWNERS ? team : TEAM_TASK_OWNERS;
 }
 
+// A team of one (a layer called from serial code, perhaps on several threads of the program
+// at once) takes its tasks in order from a count of its own thread's.
+static _Thread_local int alone_next, alone_end;
+
 void team_tasks_begin(const int *counts, int lists) {
+    if (omp_get_num_threads() == 1) {
+        alone_next = alone_end = 0;
+        for (int l = 0; l < lists; l++) alone_end += counts[l];
+        return;
+    }
     int owners = task_owners(), me = omp_get_thread_num(), base = 0;
     for (int l = 0; l < lists; l++) {
         uint64_t first = (uint64_t)(base + (long)counts[l] * me / owners);
@@ -93,6 +102,7 @@ static int take_task(_Atomic uint64_t *range, int from_back) {
 }
 
 int team_task_next(void) {
+    if (omp_get_num_threads() == 1) return alone_next < alone_end ? alone_next++ : -1;
     int owners = task_owners(), me = omp_get_thread_num(), task;
     if (me < owners)
         for (int l = 0; l < task_lists; l++)

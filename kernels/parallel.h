@@ -33,13 +33,15 @@ void *team_share(void *mine);
 // part of the data every time, the part the pointwise loops (`omp for schedule(static)`) give
 // them: the rows a thread writes are in its own core's cache when it next reads them, where a
 // shared counter handed tasks out by turns and half of every layer's input came from the other
-// core (the lesson's step, 2 threads on an Intel Xeon with full-width AVX-512: 8% faster with
-// a static split, whose imbalance then cost 3 to 5 times the waiting at barriers). A thread
-// slowed by other work still holds up at most one task: the others take the rest of its range.
+// core (the lesson's step, 2 threads on an Intel Xeon with full-width AVX-512: 1.14-1.17x; a
+// static split without the taking from the back was 8% faster, but waited 2.5 to 5 times as
+// long at barriers). A thread slowed by other work still holds up at most one task: the others
+// take the rest of its range.
 // Which thread runs a task never changes its result.
 #define TEAM_TASK_LISTS 2
 // Team function: starts the lists, counts[l] tasks in list l; tasks are numbered from 0
-// through the lists one after the other. Ends with team_barrier().
+// through the lists one after the other. Ends with team_barrier(). Not nested: a task does
+// not start lists of its own.
 void team_tasks_begin(const int *counts, int lists);
 // The caller's next task, or -1 when none is left (every thread calls it until then).
 int team_task_next(void);
