@@ -22,6 +22,7 @@ static inline float sum_fixed(const float *x, int n) {
     float lanes[SUM_LANES] = {0};
     int i = 0;
     for (; i + SUM_LANES <= n; i += SUM_LANES)
+#pragma omp simd
         for (int l = 0; l < SUM_LANES; l++) lanes[l] += x[i + l];
     for (int l = 0; i + l < n; l++) lanes[l] += x[i + l];
     return sum_lanes(lanes);
@@ -32,6 +33,7 @@ static inline float dot_fixed(const float *x, const float *y, int n) {
     float lanes[SUM_LANES] = {0};
     int i = 0;
     for (; i + SUM_LANES <= n; i += SUM_LANES)
+#pragma omp simd
         for (int l = 0; l < SUM_LANES; l++) lanes[l] += x[i + l] * y[i + l];
     for (int l = 0; i + l < n; l++) lanes[l] += x[i + l] * y[i + l];
     return sum_lanes(lanes);

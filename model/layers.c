@@ -39,9 +39,11 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *to
         for (int n = 0; n < B * t; n++) {
             const float *g = dout + (size_t)n * C;
             float *dwe = dwte + (size_t)tokens[n] * C;
+#pragma omp simd
             for (int i = c0; i < c1; i++) dwe[i] += g[i];
             if (!dwpe) continue;
             float *dpe = dwpe + (size_t)(n % t) * C;
+#pragma omp simd
             for (int i = c0; i < c1; i++) dpe[i] += g[i];
         }
     }
@@ -60,6 +62,7 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
         float lanes[SUM_LANES] = {0};  // the variance's sum, in sum_fixed's order
         int i0 = 0;
         for (; i0 + SUM_LANES <= C; i0 += SUM_LANES)
+#pragma omp simd
             for (int l = 0; l < SUM_LANES; l++) lanes[l] += (x[i0 + l] - m) * (x[i0 + l] - m);
         for (int l = 0; i0 + l < C; l++) lanes[l] += (x[i0 + l] - m) * (x[i0 + l] - m);
         float s = 1.0f / sqrtf(sum_lanes(lanes) / C + LAYERNORM_EPS);
@@ -86,6 +89,7 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
         float g_lanes[SUM_LANES] = {0}, gx_lanes[SUM_LANES] = {0};  // in sum_fixed's order
         int i0 = 0;
         for (; i0 + SUM_LANES <= C; i0 += SUM_LANES)
+#pragma omp simd
             for (int l = 0; l < SUM_LANES; l++) {
                 float g = dy[i0 + l] * weight[i0 + l];
                 g_lanes[l] += g;
