@@ -39,4 +39,19 @@ static inline float dot_fixed(const float *x, const float *y, int n) {
     return sum_lanes(lanes);
 }
 
+// x[0]^2 + ... + x[n - 1]^2 in double, in SUM_LANES / 2 lanes (a vector of doubles as wide as
+// SUM_LANES floats' half) added in the same kind of tree
+static inline double sum_squares_double(const float *x, long n) {
+    enum { LANES = SUM_LANES / 2 };
+    double lanes[LANES] = {0};
+    long i = 0;
+    for (; i + LANES <= n; i += LANES)
+#pragma omp simd
+        for (int l = 0; l < LANES; l++) lanes[l] += (double)x[i + l] * x[i + l];
+    for (int l = 0; i + l < n; l++) lanes[l] += (double)x[i + l] * x[i + l];
+    for (int half = LANES / 2; half >= 1; half /= 2)
+        for (int l = 0; l < half; l++) lanes[l] += lanes[l + half];
+    return lanes[0];
+}
+
 #endif

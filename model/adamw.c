@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/fixed_sum.h"
 #include "../kernels/parallel.h"
 
 int adamw_init(AdamW *opt, const GPT *model, float beta1, float beta2, float eps,
@@ -50,15 +51,13 @@ void adamw_free(AdamW *opt) {
     memset(opt, 0, sizeof(*opt));
 }
 
-// Sum of squares in double over fixed chunks, the chunk sums added in order: the result does
-// not depend on the number of threads.
+// Sum of squares in double over fixed chunks (each in fixed_sum.h's lanes), the chunk sums
+// added in order: the result does not depend on the number of threads.
 #define NORM_CHUNK 4096
 
 static double chunk_sum_of_squares(const float *grads, size_t n, size_t k) {
     size_t end = (k + 1) * NORM_CHUNK < n ? (k + 1) * NORM_CHUNK : n;
-    double sum = 0.0;
-    for (size_t i = k * NORM_CHUNK; i < end; i++) sum += (double)grads[i] * grads[i];
-    return sum;
+    return sum_squares_double(grads + k * NORM_CHUNK, (long)(end - k * NORM_CHUNK));
 }
 
 // Every thread of the team returns the sum of squares. The chunk sums go to a buffer the
