@@ -102,15 +102,15 @@ typedef struct {
     int num_exports;
     const char *logits;       // --logits FILE.json, or NULL
     char other_flag[40];      // the first option given that --timeline and --export do not take, or ""
-} Options;
+} GenerateOptions;
 
-static const Options default_options = {
+static const GenerateOptions default_options = {
     .max_new = 500, .sampler = {0.8f, 0, 1.0f}, .seed = 1337, .stride = 1, .num_samples = 1, .threads = 0,
     .use_cache = 1, .max_memory = 0.0, .precision = PRECISION_FP32, .encoding = ENCODING_UTF8,
 };
 
-static void usage(FILE *f) {
-    const Options *d = &default_options;
+// --help, with the defaults d.
+static void generate_usage(FILE *f, const GenerateOptions *d) {
     fprintf(f,
             "usage: %s CKPT [PROMPT] [options]   (a PROMPT that starts with '-' goes after '--':\n"
             "       %s CKPT [options] -- PROMPT)\n"
@@ -217,46 +217,112 @@ static void usage(FILE *f) {
 }
 
 enum {
-    OPT_NO_CACHE = 256, OPT_ATTENTION, OPT_THREADS, OPT_SKIP_UNKNOWN, OPT_MAX_MEMORY, OPT_STRIDE, OPT_NUM_SAMPLES,
-    OPT_SCORE, OPT_SURPRISAL, OPT_PRECISION, OPT_ENCODING, OPT_TIMELINE, OPT_FORCE, OPT_ABLATE, OPT_SCORE_TASK,
-    OPT_ROWS, OPT_CSV, OPT_CIRCUITS, OPT_ABLATE_MEAN, OPT_MEAN_OVER, OPT_PATCH, OPT_EXPORT, OPT_LOGITS, OPT_COUNT
+    GEN_OPT_NO_CACHE = 256, GEN_OPT_ATTENTION, GEN_OPT_THREADS, GEN_OPT_SKIP_UNKNOWN, GEN_OPT_MAX_MEMORY,
+    GEN_OPT_STRIDE, GEN_OPT_NUM_SAMPLES, GEN_OPT_SCORE, GEN_OPT_SURPRISAL, GEN_OPT_PRECISION, GEN_OPT_ENCODING,
+    GEN_OPT_TIMELINE, GEN_OPT_FORCE, GEN_OPT_ABLATE, GEN_OPT_SCORE_TASK, GEN_OPT_ROWS, GEN_OPT_CSV, GEN_OPT_CIRCUITS,
+    GEN_OPT_ABLATE_MEAN, GEN_OPT_MEAN_OVER, GEN_OPT_PATCH, GEN_OPT_EXPORT, GEN_OPT_LOGITS, GEN_OPT_COUNT
 };
 
 // Options that only generating text uses (--score refuses them).
 static int is_sampling_option(int c) {
     switch (c) {
         case 'n': case 't': case 'k': case 'p': case 's': case 'f':
-        case OPT_NUM_SAMPLES: case OPT_ATTENTION: case OPT_LOGITS: return 1;
+        case GEN_OPT_NUM_SAMPLES: case GEN_OPT_ATTENTION: case GEN_OPT_LOGITS: return 1;
         default: return 0;
     }
 }
 
-static void check_option_combinations(const Options *o);
-
-static const struct option long_options[] = {
+static const struct option generate_long_options[] = {
     {"max-new", required_argument, 0, 'n'},     {"temperature", required_argument, 0, 't'},
     {"top-k", required_argument, 0, 'k'},       {"top-p", required_argument, 0, 'p'},
     {"seed", required_argument, 0, 's'},        {"prompt-file", required_argument, 0, 'f'},
-    {"no-cache", no_argument, 0, OPT_NO_CACHE}, {"attention", required_argument, 0, OPT_ATTENTION},
-    {"threads", required_argument, 0, OPT_THREADS}, {"skip-unknown", no_argument, 0, OPT_SKIP_UNKNOWN},
-    {"max-memory", required_argument, 0, OPT_MAX_MEMORY}, {"stride", required_argument, 0, OPT_STRIDE},
-    {"num-samples", required_argument, 0, OPT_NUM_SAMPLES}, {"score", required_argument, 0, OPT_SCORE},
-    {"surprisal", required_argument, 0, OPT_SURPRISAL}, {"precision", required_argument, 0, OPT_PRECISION},
-    {"encoding", required_argument, 0, OPT_ENCODING},
-    {"timeline", required_argument, 0, OPT_TIMELINE}, {"force", no_argument, 0, OPT_FORCE},
-    {"ablate", required_argument, 0, OPT_ABLATE},
-    {"score-task", no_argument, 0, OPT_SCORE_TASK}, {"rows", required_argument, 0, OPT_ROWS},
-    {"csv", required_argument, 0, OPT_CSV}, {"circuits", required_argument, 0, OPT_CIRCUITS},
-    {"ablate-mean", required_argument, 0, OPT_ABLATE_MEAN}, {"mean-over", required_argument, 0, OPT_MEAN_OVER},
-    {"patch", required_argument, 0, OPT_PATCH},
-    {"export", required_argument, 0, OPT_EXPORT}, {"logits", required_argument, 0, OPT_LOGITS},
+    {"no-cache", no_argument, 0, GEN_OPT_NO_CACHE}, {"attention", required_argument, 0, GEN_OPT_ATTENTION},
+    {"threads", required_argument, 0, GEN_OPT_THREADS}, {"skip-unknown", no_argument, 0, GEN_OPT_SKIP_UNKNOWN},
+    {"max-memory", required_argument, 0, GEN_OPT_MAX_MEMORY}, {"stride", required_argument, 0, GEN_OPT_STRIDE},
+    {"num-samples", required_argument, 0, GEN_OPT_NUM_SAMPLES}, {"score", required_argument, 0, GEN_OPT_SCORE},
+    {"surprisal", required_argument, 0, GEN_OPT_SURPRISAL}, {"precision", required_argument, 0, GEN_OPT_PRECISION},
+    {"encoding", required_argument, 0, GEN_OPT_ENCODING},
+    {"timeline", required_argument, 0, GEN_OPT_TIMELINE}, {"force", no_argument, 0, GEN_OPT_FORCE},
+    {"ablate", required_argument, 0, GEN_OPT_ABLATE},
+    {"score-task", no_argument, 0, GEN_OPT_SCORE_TASK}, {"rows", required_argument, 0, GEN_OPT_ROWS},
+    {"csv", required_argument, 0, GEN_OPT_CSV}, {"circuits", required_argument, 0, GEN_OPT_CIRCUITS},
+    {"ablate-mean", required_argument, 0, GEN_OPT_ABLATE_MEAN}, {"mean-over", required_argument, 0, GEN_OPT_MEAN_OVER},
+    {"patch", required_argument, 0, GEN_OPT_PATCH},
+    {"export", required_argument, 0, GEN_OPT_EXPORT}, {"logits", required_argument, 0, GEN_OPT_LOGITS},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0},
 };
 
+// Option c, given as name, noted as the first given of each kind that a job refuses, for its
+// message: the first that only sampling uses, that only decoding text uses, that --timeline
+// and --export do not take, and that --circuits does not take.
+static void generate_options_note(GenerateOptions *o, int c, const char *name) {
+    if (!o->sampling_flag[0] && is_sampling_option(c))
+        snprintf(o->sampling_flag, sizeof(o->sampling_flag), "%s", name);
+    if (!o->decoding_flag[0] && is_sampling_option(c) && c != GEN_OPT_ATTENTION)
+        snprintf(o->decoding_flag, sizeof(o->decoding_flag), "%s", name);
+    if (!o->other_flag[0] && c != GEN_OPT_TIMELINE && c != GEN_OPT_CSV && c != GEN_OPT_EXPORT && c != GEN_OPT_FORCE &&
+        c != GEN_OPT_MAX_MEMORY &&
+        c != 'h' && c != ':' && c != '?')
+        snprintf(o->other_flag, sizeof(o->other_flag), "%s", name);
+    if (!o->circuits_other[0] && c != GEN_OPT_CIRCUITS && c != 's' && c != GEN_OPT_THREADS &&
+        c != GEN_OPT_MAX_MEMORY && c != GEN_OPT_FORCE && c != 'h' && c != ':' && c != '?')
+        snprintf(o->circuits_other, sizeof(o->circuits_other), "%s", name);
+}
+
+// What the options given allow together, and the formats of the files named. Returns 0, or
+// EXIT_USAGE with err.
+static int generate_options_check(const GenerateOptions *o, char err[ERR_LEN]) {
+    if (o->prompt && o->prompt_file) return error_status(err, EXIT_USAGE, "give a prompt or --prompt-file, not both");
+    if (o->surprisal && !o->score)
+        return error_status(err, EXIT_USAGE, "--surprisal writes what --score computes: give --score FILE too");
+    if (o->score && o->prompt)
+        return error_status(err, EXIT_USAGE, "--score reads its text from FILE: give no prompt ('%s')", o->prompt);
+    if (o->encoding_given && !o->score)
+        return error_status(err, EXIT_USAGE, "--encoding is --score's text's: give --score FILE too");
+    if (o->rows && !o->score_task) return error_status(err, EXIT_USAGE, "--rows is --score-task's: give --score-task too");
+    if (o->score_task && (o->score || o->prompt || o->sampling_flag[0] || o->surprisal || o->stride != 1 ||
+                          !o->use_cache))
+        return error_status(err, EXIT_USAGE, "--score-task scores the task's own rows, one window each: it takes only "
+                            "--rows, --ablate, --ablate-mean, --mean-over, --threads, --precision and --max-memory");
+    if (o->score && o->sampling_flag[0])
+        return error_status(err, EXIT_USAGE, "%s is for generating text; --score only takes --stride, --skip-unknown, "
+                            "--surprisal, --encoding, --no-cache, --ablate, --ablate-mean, --mean-over, --threads, "
+                            "--precision and --max-memory", o->sampling_flag);
+    if (o->circuits && (o->circuits_other[0] || o->prompt))
+        return error_status(err, EXIT_USAGE, "--circuits reads the weights alone: it takes only --seed, --threads, "
+                            "--max-memory and --force, not %s%s%s", o->prompt ? "a prompt ('" : o->circuits_other,
+                            o->prompt ? o->prompt : "", o->prompt ? "')" : "");
+    if (o->patch && !o->prompt)
+        return error_status(err, EXIT_USAGE, "--patch needs two texts of the same length: --patch CLEAN CORRUPTED (the "
+                            "corrupted one after the clean one)");
+    if (o->patch && (o->decoding_flag[0] || o->score || o->circuits || o->score_task))
+        return error_status(err, EXIT_USAGE, "--patch runs two texts through the model and generates nothing: it takes "
+                            "--attention, --ablate, --ablate-mean, --mean-over, --skip-unknown, --threads, --precision, "
+                            "--max-memory and --force, not %s", o->decoding_flag[0] ? o->decoding_flag
+                            : o->score ? "--score" : o->circuits ? "--circuits" : "--score-task");
+    if (o->mean_over && !o->ablate_mean && !o->num_attention)
+        return error_status(err, EXIT_USAGE, "--mean-over gives the text --ablate-mean and the pages' importance take "
+                            "the heads' means over: give --ablate-mean L.H or --attention FILE too");
+    if (o->num_samples > 1 && (o->num_attention || o->logits))
+        return error_status(err, EXIT_USAGE, "%s records one text: it cannot be combined with --num-samples %d",
+                            o->num_attention ? "--attention" : "--logits", o->num_samples);
+    for (int i = 0; i < o->num_attention; i++)
+        if (attention_check_path(o->attention[i], err) != 0) return EXIT_USAGE;
+    if (o->circuits && circuits_check_path(o->circuits, err) != 0) return EXIT_USAGE;
+    if (o->logits && logits_check_path(o->logits, err) != 0) return EXIT_USAGE;
+    ExportFormat format;
+    for (int i = 0; i < o->num_exports; i++)
+        if (export_format(o->exports[i], &format, err) != 0) return EXIT_USAGE;
+    if (o->num_exports && (o->other_flag[0] || o->prompt))
+        return error_status(err, EXIT_USAGE, "--export writes the checkpoint's model: it takes only --force and "
+                            "--max-memory, not '%s'", o->other_flag[0] ? o->other_flag : o->prompt);
+    return 0;
+}
+
 // Sets option c, given as `flag` (argv[optind - 1]), from its value optarg; -h or --help prints
 // the help and exits.
-static void set_option(Options *o, int c, const char *flag, char **argv) {
+static void set_option(GenerateOptions *o, int c, const char *flag, char **argv) {
     switch (c) {
         case 'n': o->max_new = option_long("--max-new", optarg, 0, LONG_AT_MOST(1LL << 40)); break;
         case 't': o->sampler.temperature = (float)option_double("--temperature", optarg, 0.0, 100.0, 1); break;
@@ -269,52 +335,52 @@ static void set_option(Options *o, int c, const char *flag, char **argv) {
         }
         case 's': o->seed = (uint64_t)option_long("--seed", optarg, 0, LONG_MAX); break;
         case 'f': o->prompt_file = optarg; break;
-        case OPT_NO_CACHE: o->use_cache = 0; break;
-        case OPT_ATTENTION:
+        case GEN_OPT_NO_CACHE: o->use_cache = 0; break;
+        case GEN_OPT_ATTENTION:
             if (o->num_attention == MAX_ATTENTION_FILES)
                 die(EXIT_USAGE, "--attention may be given at most %d times", MAX_ATTENTION_FILES);
             o->attention[o->num_attention++] = optarg;
             break;
-        case OPT_THREADS:
+        case GEN_OPT_THREADS:
             o->threads = (int)option_long("--threads", optarg, 0, THREADS_PER_CORE * (long)omp_get_num_procs());
             break;
-        case OPT_SKIP_UNKNOWN: o->skip_unknown = 1; break;
-        case OPT_MAX_MEMORY: o->max_memory = option_double("--max-memory", optarg, 1.0, 1e12, 1) * MIB; break;
-        case OPT_STRIDE: o->stride = (int)option_long("--stride", optarg, 1, 1 << 16); break;
-        case OPT_NUM_SAMPLES: o->num_samples = (int)option_long("--num-samples", optarg, 1, MAX_SAMPLES); break;
-        case OPT_SCORE: o->score = optarg; break;
-        case OPT_SURPRISAL: o->surprisal = optarg; break;
-        case OPT_ABLATE: o->ablate = optarg; break;
-        case OPT_SCORE_TASK: o->score_task = 1; break;
-        case OPT_ROWS: o->rows = option_long("--rows", optarg, 1, TASK_SCORE_MAX_ROWS); break;
-        case OPT_PRECISION:
+        case GEN_OPT_SKIP_UNKNOWN: o->skip_unknown = 1; break;
+        case GEN_OPT_MAX_MEMORY: o->max_memory = option_double("--max-memory", optarg, 1.0, 1e12, 1) * MIB; break;
+        case GEN_OPT_STRIDE: o->stride = (int)option_long("--stride", optarg, 1, 1 << 16); break;
+        case GEN_OPT_NUM_SAMPLES: o->num_samples = (int)option_long("--num-samples", optarg, 1, MAX_SAMPLES); break;
+        case GEN_OPT_SCORE: o->score = optarg; break;
+        case GEN_OPT_SURPRISAL: o->surprisal = optarg; break;
+        case GEN_OPT_ABLATE: o->ablate = optarg; break;
+        case GEN_OPT_SCORE_TASK: o->score_task = 1; break;
+        case GEN_OPT_ROWS: o->rows = option_long("--rows", optarg, 1, TASK_SCORE_MAX_ROWS); break;
+        case GEN_OPT_PRECISION:
             if (precision_parse(optarg, &o->precision) != 0)
                 die(EXIT_USAGE, "--precision must be fp32 or bf16, got '%s'", optarg);
             break;
-        case OPT_ENCODING:
+        case GEN_OPT_ENCODING:
             if (encoding_parse(optarg, &o->encoding) != 0)
                 die(EXIT_USAGE, "--encoding must be utf-8, latin-1 or cp1252, got '%s'", optarg);
             o->encoding_given = 1;
             break;
-        case OPT_TIMELINE: o->timeline = optarg; break;
-        case OPT_CSV: o->csv = optarg; break;
-        case OPT_CIRCUITS: o->circuits = optarg; break;
-        case OPT_ABLATE_MEAN: o->ablate_mean = optarg; break;
-        case OPT_MEAN_OVER: o->mean_over = optarg; break;
-        case OPT_PATCH: o->patch = optarg; break;
-        case OPT_FORCE: o->force = 1; break;
-        case OPT_EXPORT:
+        case GEN_OPT_TIMELINE: o->timeline = optarg; break;
+        case GEN_OPT_CSV: o->csv = optarg; break;
+        case GEN_OPT_CIRCUITS: o->circuits = optarg; break;
+        case GEN_OPT_ABLATE_MEAN: o->ablate_mean = optarg; break;
+        case GEN_OPT_MEAN_OVER: o->mean_over = optarg; break;
+        case GEN_OPT_PATCH: o->patch = optarg; break;
+        case GEN_OPT_FORCE: o->force = 1; break;
+        case GEN_OPT_EXPORT:
             if (o->num_exports == MAX_EXPORT_FILES)
                 die(EXIT_USAGE, "--export may be given at most %d times", MAX_EXPORT_FILES);
             o->exports[o->num_exports++] = optarg;
             break;
-        case OPT_LOGITS: o->logits = optarg; break;
+        case GEN_OPT_LOGITS: o->logits = optarg; break;
         case 'h':
             // "-h" or "--help" (or its abbreviation); "-hi" is a prompt given before "--"
             if (strcmp(flag, "-h") != 0 && strncmp(flag, "--h", 3) != 0)
                 die(EXIT_USAGE, "unknown option '%s' (a prompt that starts with '-' goes after '--': %s CKPT "
                     "-- '%s'; see --help)", argv[optind], program_invocation(), argv[optind]);
-            usage(stdout);
+            generate_usage(stdout, &default_options);
             stdout_flush_or_die();
             exit(0);
         case ':': die(EXIT_USAGE, "option '%s' needs a value (see --help)", flag); break;
@@ -327,36 +393,26 @@ static void set_option(Options *o, int c, const char *flag, char **argv) {
     }
 }
 
-static void parse_options(int argc, char **argv, Options *o) {
+static void parse_options(int argc, char **argv, GenerateOptions *o) {
     *o = default_options;
-    unsigned char given[OPT_COUNT] = {0};  // each option once (but --attention)
-    const char *first_value[OPT_COUNT] = {0};
+    unsigned char given[GEN_OPT_COUNT] = {0};  // each option once (but --attention)
+    const char *first_value[GEN_OPT_COUNT] = {0};
     opterr = 0;
     int c, index = -1;
-    while ((c = getopt_long(argc, argv, ":n:t:k:p:s:f:h", long_options, &index)) != -1) {
+    while ((c = getopt_long(argc, argv, ":n:t:k:p:s:f:h", generate_long_options, &index)) != -1) {
         const char *flag = argv[optind - 1];
         char name[40];  // the option as its name, whether its value came with it or after it
-        if (index >= 0) snprintf(name, sizeof(name), "--%s", long_options[index].name);
+        if (index >= 0) snprintf(name, sizeof(name), "--%s", generate_long_options[index].name);
         else snprintf(name, sizeof(name), "-%c", c);
         index = -1;
-        if (!o->sampling_flag[0] && is_sampling_option(c))
-            snprintf(o->sampling_flag, sizeof(o->sampling_flag), "%s", name);
-        if (!o->decoding_flag[0] && is_sampling_option(c) && c != OPT_ATTENTION)
-            snprintf(o->decoding_flag, sizeof(o->decoding_flag), "%s", name);
-        if (!o->other_flag[0] && c != OPT_TIMELINE && c != OPT_CSV && c != OPT_EXPORT && c != OPT_FORCE &&
-            c != OPT_MAX_MEMORY &&
-            c != 'h' && c != ':' && c != '?')
-            snprintf(o->other_flag, sizeof(o->other_flag), "%s", name);
-        if (!o->circuits_other[0] && c != OPT_CIRCUITS && c != 's' && c != OPT_THREADS && c != OPT_MAX_MEMORY &&
-            c != OPT_FORCE && c != 'h' && c != ':' && c != '?')
-            snprintf(o->circuits_other, sizeof(o->circuits_other), "%s", name);
+        generate_options_note(o, c, name);
         set_option(o, c, flag, argv);
-        if (c == OPT_ABLATE && given[c])
+        if (c == GEN_OPT_ABLATE && given[c])
             die(EXIT_USAGE, "--ablate is given twice ('%s', then '%s'): give it once, with every head in its list "
                 "(--ablate %s,%s)", first_value[c], optarg, first_value[c], optarg);
-        if (c != OPT_ATTENTION && c != OPT_EXPORT && given[c]) {
-            for (int i = 0; long_options[i].name; i++)
-                if (long_options[i].val == c) snprintf(name, sizeof(name), "--%s", long_options[i].name);
+        if (c != GEN_OPT_ATTENTION && c != GEN_OPT_EXPORT && given[c]) {
+            for (int i = 0; generate_long_options[i].name; i++)
+                if (generate_long_options[i].val == c) snprintf(name, sizeof(name), "--%s", generate_long_options[i].name);
             option_given_twice(name, first_value[c], optarg, "--attention and --export may be given once per file");
         }
         given[c] = 1;
@@ -375,60 +431,17 @@ static void parse_options(int argc, char **argv, Options *o) {
     o->checkpoint = argv[optind++];
     if (optind < argc) o->prompt = argv[optind++];
     if (optind < argc) die(EXIT_USAGE, "unexpected argument '%s' (quote a prompt with spaces)", argv[optind]);
-    check_option_combinations(o);
-}
-
-// What the options given allow together, and the --attention files' formats.
-static void check_option_combinations(const Options *o) {
-    if (o->prompt && o->prompt_file) die(EXIT_USAGE, "give a prompt or --prompt-file, not both");
-    if (o->surprisal && !o->score) die(EXIT_USAGE, "--surprisal writes what --score computes: give --score FILE too");
-    if (o->score && o->prompt) die(EXIT_USAGE, "--score reads its text from FILE: give no prompt ('%s')", o->prompt);
-    if (o->encoding_given && !o->score) die(EXIT_USAGE, "--encoding is --score's text's: give --score FILE too");
-    if (o->rows && !o->score_task) die(EXIT_USAGE, "--rows is --score-task's: give --score-task too");
-    if (o->score_task && (o->score || o->prompt || o->sampling_flag[0] || o->surprisal || o->stride != 1 ||
-                          !o->use_cache))
-        die(EXIT_USAGE, "--score-task scores the task's own rows, one window each: it takes only --rows, --ablate, "
-            "--ablate-mean, --mean-over, --threads, --precision and --max-memory");
-    if (o->score && o->sampling_flag[0])
-        die(EXIT_USAGE, "%s is for generating text; --score only takes --stride, --skip-unknown, --surprisal, "
-            "--encoding, --no-cache, --ablate, --ablate-mean, --mean-over, --threads, --precision and --max-memory",
-            o->sampling_flag);
-    if (o->circuits && (o->circuits_other[0] || o->prompt))
-        die(EXIT_USAGE, "--circuits reads the weights alone: it takes only --seed, --threads, --max-memory and --force, "
-            "not %s%s%s", o->prompt ? "a prompt ('" : o->circuits_other, o->prompt ? o->prompt : "", o->prompt ? "')" : "");
-    if (o->patch && !o->prompt)
-        die(EXIT_USAGE, "--patch needs two texts of the same length: --patch CLEAN CORRUPTED (the corrupted one "
-            "after the clean one)");
-    if (o->patch && (o->decoding_flag[0] || o->score || o->circuits || o->score_task))
-        die(EXIT_USAGE, "--patch runs two texts through the model and generates nothing: it takes --attention, "
-            "--ablate, --ablate-mean, --mean-over, --skip-unknown, --threads, --precision, --max-memory and --force, "
-            "not %s", o->decoding_flag[0] ? o->decoding_flag : o->score ? "--score" : o->circuits ? "--circuits"
-                                                                                                   : "--score-task");
-    if (o->mean_over && !o->ablate_mean && !o->num_attention)
-        die(EXIT_USAGE, "--mean-over gives the text --ablate-mean and the pages' importance take the heads' means "
-            "over: give --ablate-mean L.H or --attention FILE too");
-    if (o->num_samples > 1 && (o->num_attention || o->logits))
-        die(EXIT_USAGE, "%s records one text: it cannot be combined with --num-samples %d",
-            o->num_attention ? "--attention" : "--logits", o->num_samples);
     char err[ERR_LEN];
-    for (int i = 0; i < o->num_attention; i++)
-        if (attention_check_path(o->attention[i], err) != 0) die(EXIT_USAGE, "%s", err);
-    if (o->circuits && circuits_check_path(o->circuits, err) != 0) die(EXIT_USAGE, "%s", err);
-    if (o->logits && logits_check_path(o->logits, err) != 0) die(EXIT_USAGE, "%s", err);
-    ExportFormat format;
-    for (int i = 0; i < o->num_exports; i++)
-        if (export_format(o->exports[i], &format, err) != 0) die(EXIT_USAGE, "%s", err);
-    if (o->num_exports && (o->other_flag[0] || o->prompt))
-        die(EXIT_USAGE, "--export writes the checkpoint's model: it takes only --force and --max-memory, not '%s'",
-            o->other_flag[0] ? o->other_flag : o->prompt);
+    if (generate_options_check(o, err) != 0) die(EXIT_USAGE, "%s", err);
 }
 
-// A file that is there already is replaced only with --force (exit 2 without it); what is not a
-// regular file output_prepare refuses.
-static void refuse_existing(const char *flag, const char *path, int force) {
+// A file that is there already is replaced only with --force (EXIT_USAGE with err without it);
+// what is not a regular file output_prepare refuses. Returns 0 or EXIT_USAGE.
+static int refuse_existing(const char *flag, const char *path, int force, char err[ERR_LEN]) {
     struct stat st;
     if (!force && stat(path, &st) == 0 && S_ISREG(st.st_mode))
-        die(EXIT_USAGE, "%s %s exists: give --force to replace it", flag, path);
+        return error_status(err, EXIT_USAGE, "%s %s exists: give --force to replace it", flag, path);
+    return 0;
 }
 
 // 1 when the output paths a and b, whose directories exist, name the same file: the same
@@ -445,9 +458,10 @@ static int same_output(const char *a, const char *b) {
     return strcmp(real[0], real[1]) == 0 && strcmp(names[0], names[1]) == 0;
 }
 
-// Before the model runs: the files the run will write are new (or --force was given) and can
-// be written, and the temporary files that killed runs left beside them are removed.
-static void prepare_outputs(const Options *o) {
+// Before the model runs: the files the job will write are new (or --force was given) and can
+// be written, and the temporary files that killed runs left beside them are removed (a note
+// on stderr says how many). Returns 0; EXIT_USAGE or EXIT_DATA with err.
+static int prepare_outputs(const GenerateOptions *o, char err[ERR_LEN]) {
     const char *paths[MAX_ATTENTION_FILES + MAX_EXPORT_FILES + 3], *flags[MAX_ATTENTION_FILES + MAX_EXPORT_FILES + 3];
     int n = 0, removed = 0;
     for (int i = 0; i < o->num_attention; i++) paths[n] = o->attention[i], flags[n++] = "--attention";
@@ -455,34 +469,33 @@ static void prepare_outputs(const Options *o) {
     if (o->circuits) paths[n] = o->circuits, flags[n++] = "--circuits";
     if (o->logits) paths[n] = o->logits, flags[n++] = "--logits";
     for (int i = 0; i < o->num_exports; i++) paths[n] = o->exports[i], flags[n++] = "--export";
-    char err[ERR_LEN];
-    for (int i = 0; i < n; i++) refuse_existing(flags[i], paths[i], o->force);
+    for (int i = 0; i < n; i++)
+        if (refuse_existing(flags[i], paths[i], o->force, err) != 0) return EXIT_USAGE;
+    char why[ERR_LEN];
     for (int i = 0; i < n; i++) {
         int k;
-        if (output_prepare(paths[i], &k, err) != 0) die(EXIT_DATA, "%s %s", flags[i], err);
+        if (output_prepare(paths[i], &k, why) != 0) return error_status(err, EXIT_DATA, "%s %s", flags[i], why);
         removed += k;
     }
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++)
             if (same_output(paths[i], paths[j]))
-                die(EXIT_USAGE, "%s %s and %s %s are the same file: give each file once", flags[i], paths[i],
-                    flags[j], paths[j]);
+                return error_status(err, EXIT_USAGE, "%s %s and %s %s are the same file: give each file once", flags[i],
+                                    paths[i], flags[j], paths[j]);
     if (removed > 0)
         fprintf(stderr, "%s: removed %d temporary file%s left beside the outputs by a run that was stopped\n",
                 program_name(), removed, removed == 1 ? "" : "s");
+    return 0;
 }
 
-static void write_char(FILE *f, uint32_t cp) {
-    char bytes[4];
-    fwrite(bytes, 1, (size_t)utf8_encode(cp, bytes), f);
-}
-
-// What main allocates, freed by an exit handler whichever way the program ends.
-static struct {
+// A job of ./generate: its options and what main (generate.c) opens, reads and loads for it,
+// freed by the program whichever way it ends.
+typedef struct Job {
+    GenerateOptions o;
     Checkpoint ck;
     Vocab vocab;
     char *prompt_text;
-    Prompt prompt;  // the prompt, or the text to score
+    Prompt prompt;                // the prompt, or the text to score, or --patch's clean text
     GPT model;
     Decoder decoder;
     ActivationEdit *edits;        // (2 L H) the heads --ablate knocks out, then those --ablate-mean replaces
@@ -492,56 +505,222 @@ static struct {
     char reference_name[1200];    // what it is, for messages and the pages; "" when there is none
     float *head_means;            // (L, H, hs) each head's mean output over it, or NULL
     Prompt corrupted;             // --patch's corrupted text
-    OutDirLock lock;              // --timeline: the run directory's, while its page is rewritten
-} run;
+    // lent by the program (generate.c) from common/program.h, which library code does not use:
+    // the memory the job may take, and where that figure comes from (0: unknown, no limit)
+    double (*memory_limit)(const GenerateOptions *o, const char **source);
+    // standard output flushed: 0, or -1 with err when a write to it failed (stdout_flush)
+    int (*flush_stdout)(char err[ERR_LEN]);
+} Job;
 
-static void free_run(void) {
-    atomic_file_remove_open();
-    out_dir_unlock(&run.lock);
-    checkpoint_close(&run.ck);
-    vocab_free(&run.vocab);
-    free(run.prompt_text);
-    prompt_free(&run.prompt);
-    decoder_free(&run.decoder);
-    gpt_free(&run.model);
-    free(run.edits);
-    free(run.mean_ablated);
-    prompt_free(&run.reference);
-    free(run.head_means);
-    prompt_free(&run.corrupted);
+// The threads and the kernels (kernels/kernels.h), and what bf16 costs on them when asked for
+// (a note on stderr). Returns 0, or EXIT_USAGE with err.
+static int start_kernels(const GenerateOptions *o, char err[ERR_LEN]) {
+    if (o->threads > 0) omp_set_num_threads(o->threads);
+    if (kernels_init(err) != 0) return EXIT_USAGE;
+    if (kernels_precision_note(o->precision, err, ERR_LEN)) fprintf(stderr, "%s\n", err);
+    return 0;
 }
 
-// The generation's memory limit (0: unknown, no limit), and its source for messages.
-static double generation_memory_limit(const Options *o, const char **source) {
-    return memory_limit(o->max_memory, 1, source);
-}
-
-// Refuses (exit 2) a plan that needs more memory than the limit; `what` says what for.
-static void check_memory(GPTMemoryPlan *plan, const GPTConfig *c, const Options *o, const char *what) {
+// A plan that needs more memory than the limit: EXIT_USAGE with err; `what` says what for.
+static int check_job_memory(const Job *j, const GPTMemoryPlan *plan, const GPTConfig *c, const char *what,
+                            char err[ERR_LEN]) {
     const char *source;
-    double limit = generation_memory_limit(o, &source);
-    if (limit <= 0 || gpt_memory_total(plan) <= limit) return;
+    double limit = j->memory_limit(&j->o, &source);
+    if (limit <= 0 || gpt_memory_total(plan) <= limit) return 0;
     char needed[512], limit_text[32];
     gpt_memory_describe(plan, needed, sizeof(needed));
     format_bytes(limit, limit_text, sizeof(limit_text));
-    die(EXIT_USAGE, "%s: %s with this checkpoint (block size %d, %d layers, %d heads) needs %s, more than the %s %s",
-        o->checkpoint, what, c->block_size, c->n_layer, c->n_head, needed, limit_text, source);
+    return error_status(err, EXIT_USAGE, "%s: %s with this checkpoint (block size %d, %d layers, %d heads) needs %s, "
+                        "more than the %s %s", j->o.checkpoint, what, c->block_size, c->n_layer, c->n_head, needed,
+                        limit_text, source);
+}
+
+// Prints a warning about the characters prompt_from_chars dropped from `what`.
+static void prompt_warn_dropped(const Prompt *p, const char *what) {
+    if (p->dropped == 0 && p->unknown == 0) return;
+    char shown[5];
+    prompt_printable_char(p->first_dropped, shown);
+    long n = p->dropped ? p->dropped : p->unknown;
+    fprintf(stderr, "%s: %s %ld character%s of %s not in the vocabulary%s, the first '%s' (U+%04" PRIX32
+            ") at position %ld\n", program_name(), p->dropped ? "warning: dropped" : "note:", n,
+            n == 1 ? "" : "s", what, p->dropped ? "" : n == 1 ? " takes its unknown token U+FFFD" :
+            " take its unknown token U+FFFD", shown, p->first_dropped, p->first_dropped_at);
+}
+
+// --ablate LIST and --ablate-mean LIST (flag): into *flags (freed by the caller however this
+// returns), the (L, H) flags of each head of LIST, "L.H" items (layer L's head H, both counted
+// from 0) separated by commas. Returns 0; EXIT_USAGE with err naming the item that is not one
+// of config's heads; EXIT_DATA with err when memory runs out.
+static int parse_heads(const char *flag, const char *list, const GPTConfig *c, unsigned char **flags,
+                       char err[ERR_LEN]) {
+    *flags = calloc((size_t)c->n_layer * c->n_head, 1);
+    if (!*flags) return error_status(err, EXIT_DATA, "out of memory for %s's heads", flag);
+    for (const char *item = list;; item++) {
+        size_t len = strcspn(item, ",");
+        char *end = (char *)item;
+        long layer = -1, head = -1;
+        if (isdigit((unsigned char)item[0])) layer = strtol(item, &end, 10);
+        if (layer >= 0 && *end == '.' && isdigit((unsigned char)end[1])) head = strtol(end + 1, &end, 10);
+        if (head < 0 || end != item + len)
+            return error_status(err, EXIT_USAGE, "%s %s: '%.*s' is not a head: a head is LAYER.HEAD, both counted "
+                                "from 0 (e.g. %s 1.3 or %s 0.0,1.2)", flag, list, (int)len, item, flag, flag);
+        if (layer >= c->n_layer || head >= c->n_head)
+            return error_status(err, EXIT_USAGE, "%s %.*s: the model has no such head (layers 0 to %d, heads 0 to %d)",
+                                flag, (int)len, item, c->n_layer - 1, c->n_head - 1);
+        (*flags)[layer * c->n_head + head] = 1;
+        item += len;
+        if (!*item) break;
+    }
+    return 0;
+}
+
+// --ablate and --ablate-mean: the model's hooks knock out each head --ablate names (each once,
+// however often it is named); --ablate-mean's heads are flagged, their edits added once their
+// means are taken (take_head_means). Returns 0; EXIT_USAGE with err for a head named by both,
+// or as parse_heads.
+static int knock_out_heads(Job *j, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    const GPTConfig *c = &j->ck.config;
+    const int heads = c->n_layer * c->n_head;
+    j->edits = calloc(2 * (size_t)heads, sizeof(ActivationEdit));
+    if (!j->edits) return error_status(err, EXIT_DATA, "out of memory for --ablate's heads");
+    j->hooks = (ForwardHooks){.heads = j->edits};
+    unsigned char *knocked = NULL;
+    int status = o->ablate ? parse_heads("--ablate", o->ablate, c, &knocked, err) : 0;
+    if (status == 0 && o->ablate_mean) status = parse_heads("--ablate-mean", o->ablate_mean, c, &j->mean_ablated, err);
+    for (int i = 0; status == 0 && knocked && i < heads; i++) {
+        if (knocked[i] && j->mean_ablated && j->mean_ablated[i])
+            status = error_status(err, EXIT_USAGE, "head %d.%d is in --ablate and in --ablate-mean: it can be knocked "
+                                  "out or replaced by its mean, not both", i / c->n_head, i % c->n_head);
+        else if (knocked[i])
+            j->edits[j->hooks.n_heads++] = (ActivationEdit){.layer = i / c->n_head, .head = i % c->n_head};
+    }
+    free(knocked);
+    return status;
+}
+
+// The reference text of the heads' means (generation/reference_text.h), read while the
+// checkpoint is open, within what the memory limit leaves beside the model: for --ablate-mean
+// (which fails when there is none: its status with err) and for the pages' importance by the
+// mean (which are left without it, a note saying why).
+static int read_reference(Job *j, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    if (!o->ablate_mean && !o->num_attention) return 0;
+    GPTMemoryPlan plan;
+    gpt_memory_plan(&j->ck.config, 1, GPT_PLAN_FORWARD, &plan);
+    const char *source;
+    double limit = j->memory_limit(o, &source), held = gpt_memory_total(&plan) + (double)j->ck.file.file_len;
+    size_t max_chars = limit > 0 ? corpus_max_chars(limit > held ? limit - held : 0) : CORPUS_NO_LIMIT;
+    char why[ERR_LEN];
+    int rc = reference_text_load(&j->ck, &j->vocab, o->mean_over, max_chars, &j->reference, j->reference_name,
+                                 sizeof(j->reference_name), why);
+    if (rc != 0 && (o->ablate_mean || o->mean_over))
+        return error_status(err, rc, "%s%s", o->ablate_mean ? "--ablate-mean: " : "", why);
+    if (rc != 0) {
+        fprintf(stderr, "%s: note: the pages show no importance by the mean: %s\n", program_name(), why);
+        j->reference_name[0] = '\0';
+    }
+    if (rc == 0 && o->mean_over) prompt_warn_dropped(&j->reference, o->mean_over);
+    return 0;
+}
+
+// Each head's mean over the reference text (analysis/head_means.h), on at most
+// MEANS_MAX_WINDOWS windows of it, and --ablate-mean's edits added to the model's hooks.
+// Returns 0, or EXIT_DATA with err.
+#define MEANS_MAX_WINDOWS 64
+static int take_head_means(Job *j, char err[ERR_LEN]) {
+    if (!j->reference_name[0]) return 0;
+    GPT *model = &j->model;
+    const GPTConfig *c = &model->config;
+    long len = j->reference.len < (long)MEANS_MAX_WINDOWS * c->block_size ? j->reference.len
+                                                                           : (long)MEANS_MAX_WINDOWS * c->block_size;
+    j->head_means = malloc((size_t)c->n_layer * c->n_head * c->head_size * sizeof(float));
+    if (!j->head_means) return error_status(err, EXIT_DATA, "out of memory for the heads' means");
+    if (gpt_alloc_activations(model, 1, err) != 0 || head_means(model, j->reference.tokens, len, j->head_means, err) != 0)
+        return EXIT_DATA;
+    if (!j->mean_ablated) return 0;
+    j->hooks.n_heads += head_means_edits(c, j->head_means, j->mean_ablated, j->edits + j->hooks.n_heads);
+    model->hooks = &j->hooks;
+    return 0;
+}
+
+// The checkpoint, checked whole before anything sized by its config is allocated, its
+// vocabulary, and --ablate's and --ablate-mean's heads. Returns 0; EXIT_USAGE or EXIT_DATA
+// with err.
+static int open_checkpoint(Job *j, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    const char *source;
+    char why[ERR_LEN];
+    int rc = checkpoint_open_within(o->checkpoint, j->memory_limit(o, &source), &j->ck, why);
+    if (rc != 0)
+        return error_status(err, rc == -2 ? EXIT_USAGE : EXIT_DATA, "%s%s%s", why, rc == -2 ? " " : "",
+                            rc == -2 ? source : "");
+    const GPTConfig *c = &j->ck.config;
+    if (checkpoint_vocab(&j->ck, &j->vocab, err) != 0) return EXIT_DATA;
+    if (o->stride > c->block_size)
+        return error_status(err, EXIT_USAGE, "--stride %d is larger than the checkpoint's block size %d", o->stride,
+                            c->block_size);
+    return o->ablate || o->ablate_mean ? knock_out_heads(j, err) : 0;
+}
+
+// The model, in the precision asked for, with --ablate's heads knocked out and --ablate-mean's
+// replaced by their means (the checkpoint is closed once it and the reference text are read).
+// Returns 0; EXIT_USAGE or EXIT_DATA with err.
+static int load_model(Job *j, char err[ERR_LEN]) {
+    if (checkpoint_load_model(&j->ck, &j->model, 0, err) != 0) return EXIT_USAGE;
+    int status = read_reference(j, err);
+    if (status != 0) return status;
+    checkpoint_close(&j->ck);
+    if (gpt_set_precision(&j->model, j->o.precision, err) != 0) return EXIT_USAGE;
+    j->model.hooks = j->hooks.n_heads ? &j->hooks : NULL;
+    return take_head_means(j, err);
+}
+
+static void write_char(FILE *f, uint32_t cp) {
+    char bytes[4];
+    fwrite(bytes, 1, (size_t)utf8_encode(cp, bytes), f);
+}
+
+// The prompt (the command line's, or --prompt-file's): UTF-8 -> tokens, its size in bytes in
+// *bytes. Returns 0; EXIT_USAGE (a character the model does not know) or EXIT_DATA with err.
+static int read_prompt(Job *j, size_t *bytes, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    *bytes = 0;
+    if (o->prompt_file) {
+        if (prompt_read_file(o->prompt_file, PROMPT_MAX_BYTES, &j->prompt_text, bytes, err) != 0) return EXIT_DATA;
+    } else {
+        j->prompt_text = strdup(o->prompt ? o->prompt : "");
+        if (!j->prompt_text) return error_status(err, EXIT_DATA, "out of memory for the prompt");
+        *bytes = strlen(j->prompt_text);
+    }
+    char what[1100];
+    if (o->prompt_file)
+        snprintf(what, sizeof(what), "prompt file %s", strcmp(o->prompt_file, "-") ? o->prompt_file : "stdin");
+    else
+        snprintf(what, sizeof(what), "the prompt");
+    int rc = prompt_encode(&j->prompt, &j->vocab, j->prompt_text, *bytes, o->skip_unknown, what, err);
+    if (rc != 0) return rc == -1 ? EXIT_USAGE : EXIT_DATA;
+    prompt_warn_dropped(&j->prompt, "the prompt");
+    return 0;
 }
 
 // Generation: the model without gradients, its activations for a step of every sample, the
-// key/value cache and logits of every sample, their texts, the prompt (its bytes and tokens)
-// and, with --attention, what attention_record keeps.
-static void check_generation_memory(const GPTConfig *c, const Options *o, long text_len, double prompt_bytes) {
+// key/value cache and logits of every sample, their texts (text_len characters each), the
+// prompt (prompt_bytes: its bytes and tokens) and, with --attention, what attention_record
+// keeps, within the memory limit. Returns 0, or EXIT_USAGE with err.
+static int check_generation_memory(const Job *j, long text_len, double prompt_bytes, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    const GPTConfig *c = &j->ck.config;
     GPTMemoryPlan plan;
     gpt_memory_plan(c, o->num_samples, GPT_PLAN_GENERATION, &plan);
     gpt_memory_plan_precision(&plan, c, o->num_samples, GPT_PLAN_GENERATION, o->precision);
     plan.generation += (double)o->num_samples * text_len * sizeof(int);
     plan.text = prompt_bytes;
     int t = text_len < c->block_size ? (int)text_len : c->block_size;  // the window recorded
-    char err[ERR_LEN];
+    char why[ERR_LEN];
     for (int i = 0; i < o->num_attention; i++)  // an image too large to write, before the model runs
-        if (attention_check_size(o->attention[i], t, c->n_layer, c->n_head, err) != 0)
-            die(EXIT_USAGE, "--attention %s", err);
+        if (attention_check_size(o->attention[i], t, c->n_layer, c->n_head, why) != 0)
+            return error_status(err, EXIT_USAGE, "--attention %s", why);
     if (o->num_attention)  // the copy of the attention, its vectors and head scores, and the logit lens
         plan.generation += attention_record_memory(c, t);
     double files = 0.0;  // written one after another: the largest (a .png's image) at a time
@@ -553,47 +732,527 @@ static void check_generation_memory(const GPTConfig *c, const Options *o, long t
     char what[128];
     if (o->num_samples == 1) snprintf(what, sizeof(what), "generating %ld characters", o->max_new);
     else snprintf(what, sizeof(what), "generating %d samples of %ld characters", o->num_samples, o->max_new);
-    check_memory(&plan, c, o, what);
+    return check_job_memory(j, &plan, c, what, err);
+}
+
+// The decoder (generation/decoder.h) set up for every sample from the start text (start_len
+// tokens), and the prompt printed. Returns 0; EXIT_USAGE or EXIT_DATA with err.
+static int start_samples(Job *j, const int *start, long start_len, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    DecoderConfig config = {o->num_samples, o->stride, o->use_cache, o->sampler, o->seed};
+    if (decoder_init(&j->decoder, &j->model, start, start_len, o->max_new, &config, err) != 0) return EXIT_USAGE;
+    for (long i = 0; i < j->prompt.len; i++) write_char(stdout, j->vocab.chars[j->prompt.tokens[i]]);
+    return j->flush_stdout(err) != 0 ? EXIT_DATA : 0;
+}
+
+// Decodes o->max_new characters of every sample, the first streaming to stdout as it is made;
+// show(context, done, total) after each character. Returns 0, or EXIT_DATA with err.
+static int decode_samples(Job *j, void (*show)(void *context, long done, long total), void *context,
+                          char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    char why[ERR_LEN];
+    for (long n = 0; n < o->max_new; n++) {
+        const int *next = decoder_step(&j->decoder, why);
+        if (!next) return error_status(err, EXIT_DATA, "%s: %s", o->checkpoint, why);
+        write_char(stdout, j->vocab.chars[next[0]]);
+        if (j->flush_stdout(err) != 0) return EXIT_DATA;
+        show(context, n + 1, o->max_new);
+    }
+    return 0;
+}
+
+// After the first sample, each of the others, with its prompt. Returns 0, or EXIT_DATA with
+// err.
+static int print_other_samples(const Job *j, long start_len, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    const Prompt *prompt = &j->prompt;
+    const Decoder *d = &j->decoder;
+    if (prompt->len > 0 || o->max_new > 0) printf("\n");
+    for (int s = 1; s < o->num_samples; s++) {
+        printf("--- sample %d of %d (seed %" PRIu64 ") ---\n", s + 1, o->num_samples, o->seed + (uint64_t)s);
+        for (long i = 0; i < prompt->len; i++) write_char(stdout, j->vocab.chars[prompt->tokens[i]]);
+        const int *text = decoder_text(d, s);
+        for (long i = start_len; i < d->len; i++) write_char(stdout, j->vocab.chars[text[i]]);
+        printf("\n");
+    }
+    return j->flush_stdout(err) != 0 ? EXIT_DATA : 0;  // the text ends before the messages on stderr
+}
+
+// "generated 500 characters in 0.412 s (1214 chars/s, precision fp32)" on stderr.
+static void report_speed(const GenerateOptions *o, double secs) {
+    if (o->max_new == 0) return;
+    long chars = o->max_new * o->num_samples;
+    char precision[96] = ", precision ";
+    precision_describe(o->precision, precision + strlen(precision), sizeof(precision) - strlen(precision));
+    fprintf(stderr, "generated %ld characters%s in %.3f s (%.0f chars/s%s%s)\n", chars,
+            o->num_samples > 1 ? " in all samples" : "", secs, secs > 0 ? chars / secs : 0.0,
+            o->use_cache ? "" : ", without the cache", precision);
 }
 
 // --attention: the weights of every layer and head over the text's last window, written to
-// each file (generation/attention_record.h).
+// each file (generation/attention_record.h), a line on stderr for each.
 // With --patch, the patching beside the clean text (patching NULL otherwise); the heads'
-// importance by the mean when their means were taken.
-static void record_attention(GPT *model, const int *text, long len, const Patching *patching, const Options *o) {
-    char err[ERR_LEN];
-    AttentionExtras extras = {.head_means = run.head_means, .means_over = run.reference_name, .patching = patching,
-                             .corrupted = run.corrupted.tokens};
-    int written, status = attention_record(model, &run.vocab, text, len, &extras, o->attention, o->num_attention,
+// importance by the mean when their means were taken. Returns 0; EXIT_USAGE or EXIT_DATA
+// with err.
+static int record_attention(Job *j, const int *text, long len, const Patching *patching, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    AttentionExtras extras = {.head_means = j->head_means, .means_over = j->reference_name, .patching = patching,
+                             .corrupted = j->corrupted.tokens};
+    int written, status = attention_record(&j->model, &j->vocab, text, len, &extras, o->attention, o->num_attention,
                                            o->force, &written, err);
-    const GPTConfig *c = &model->config;
+    const GPTConfig *c = &j->model.config;
     int t = len < c->block_size ? (int)len : c->block_size;
     for (int i = 0; i < written; i++)
         fprintf(stderr, "attention of %d layers x %d heads over %d characters written to %s\n", c->n_layer, c->n_head,
                 t, o->attention[i]);
-    if (status != 0) die(status, "%s", err);
+    return status;
 }
 
-// --logits: the logits over the text's last window (generation/logits_record.h).
-static void record_logits(GPT *model, const int *text, long len, const Options *o) {
-    char err[ERR_LEN];
-    int status = logits_record(model, &run.vocab, text, len, o->logits, o->force, err);
-    if (status != 0) die(status, "%s", err);
-    const GPTConfig *c = &model->config;
+// --logits: the logits over the text's last window (generation/logits_record.h), and a line on
+// stderr. Returns 0; EXIT_USAGE or EXIT_DATA with err.
+static int record_logits(Job *j, const int *text, long len, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    int status = logits_record(&j->model, &j->vocab, text, len, o->logits, o->force, err);
+    if (status != 0) return status;
+    const GPTConfig *c = &j->model.config;
     fprintf(stderr, "logits of %ld characters written to %s\n", len < c->block_size ? len : (long)c->block_size,
             o->logits);
+    return 0;
 }
 
-// Prints a warning about the characters prompt_from_chars dropped from `what`.
-static void warn_dropped(const Prompt *p, const char *what) {
-    if (p->dropped == 0 && p->unknown == 0) return;
-    char shown[5];
-    prompt_printable_char(p->first_dropped, shown);
-    long n = p->dropped ? p->dropped : p->unknown;
-    fprintf(stderr, "%s: %s %ld character%s of %s not in the vocabulary%s, the first '%s' (U+%04" PRIX32
-            ") at position %ld\n", program_name(), p->dropped ? "warning: dropped" : "note:", n,
-            n == 1 ? "" : "s", what, p->dropped ? "" : n == 1 ? " takes its unknown token U+FFFD" :
-            " take its unknown token U+FFFD", shown, p->first_dropped, p->first_dropped_at);
+// --score: what each scored character does besides counting, its CSV row; and what the
+// scoring shows on stderr as it goes (generation/score_progress.h).
+typedef struct {
+    SurprisalCsv *csv;  // or NULL
+    long scored;        // characters scored so far
+    double start;
+    ScoreProgress progress;
+} ScoreOutput;
+
+static int on_scored(void *context, long position, int token, float loss, const float *logits, char err[ERR_LEN]) {
+    ScoreOutput *out = context;
+    out->scored++;
+    return out->csv ? surprisal_csv_row(out->csv, position, token, loss, logits, err) : 0;
+}
+
+static void on_score_progress(void *context, double done, double total) {
+    ScoreOutput *out = context;
+    char text[512];
+    score_progress_text(&out->progress, now_seconds() - out->start, done, total, out->scored, program_name(), text,
+                        sizeof(text));
+    fputs(text, stderr);
+}
+
+// The scored text's name for messages: its path, or standard input's name.
+static const char *scored_text_name(const GenerateOptions *o) {
+    return strcmp(o->score, "-") == 0 ? TEXT_STDIN_NAME : o->score;
+}
+
+// --score FILE: the text read, within what the memory limit leaves beside the model's scoring,
+// into j->prompt as tokens (at least 2). Returns 0; EXIT_USAGE or EXIT_DATA with err.
+static int read_text_to_score(Job *j, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    const GPTConfig *c = &j->ck.config;
+    const char *name = scored_text_name(o);
+
+    // the model's forward over SCORE_BATCH windows and their inputs and targets must fit; the
+    // text may take what is left beside them and the checkpoint being read, 4 bytes a character
+    // (its code points, then its tokens in their place), and is refused while it is read when
+    // it holds more
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, SCORE_BATCH, GPT_PLAN_FORWARD, &plan);
+    gpt_memory_plan_precision(&plan, c, SCORE_BATCH, GPT_PLAN_FORWARD, o->precision);
+    plan.scratch += 2.0 * SCORE_BATCH * c->block_size * sizeof(int);
+    if (score_rolls(c, o->stride, o->use_cache)) plan.generation = gpt_generation_floats(c, 1) * sizeof(float);
+    int status = check_job_memory(j, &plan, c, "scoring a text", err);
+    if (status != 0) return status;
+    const char *source;
+    double limit = j->memory_limit(o, &source);
+    double held = gpt_memory_total(&plan) + (double)j->ck.file.file_len;
+    size_t max_chars = limit > 0 ? corpus_max_chars(limit - held) : CORPUS_NO_LIMIT;
+    Corpus scored;
+    char pipe_into[1100], why[ERR_LEN];
+    snprintf(pipe_into, sizeof(pipe_into), "%s %s --score -", program_invocation(), o->checkpoint);
+    TextOptions read_as = {0, o->encoding, "scored text", pipe_into, NULL};
+    int rc = strcmp(o->score, "-") == 0 ? corpus_read_as(stdin, name, &read_as, max_chars, &scored, why)
+                                        : corpus_load_as(o->score, &read_as, max_chars, &scored, why);
+    if (rc == -2) {
+        char limit_text[32], model_text[32];
+        format_bytes(limit, limit_text, sizeof(limit_text));
+        format_bytes(held, model_text, sizeof(model_text));
+        return error_status(err, EXIT_USAGE, "%s: scoring it, at 4 bytes a character, needs more than the %s %s (the "
+                            "model and its checkpoint take %s of it)", why, limit_text, source, model_text);
+    }
+    if (rc != 0) return error_status(err, EXIT_DATA, "%s", why);
+    // the text's memory becomes the prompt's tokens
+    rc = prompt_from_chars(&j->prompt, &j->vocab, scored.text, (long)scored.len, o->skip_unknown, name, err);
+    if (rc != 0) return EXIT_USAGE;
+    prompt_warn_dropped(&j->prompt, name);
+    const Prompt *text = &j->prompt;
+    if (text->len < 2)
+        return error_status(err, EXIT_DATA, "%s: %ld character%s to read: scoring needs at least 2 (the first is "
+                            "context only)", name, text->len, text->len == 1 ? "" : "s");
+    return 0;
+}
+
+// --score: the text scored with the model, its progress on stderr, --surprisal's CSV written,
+// and the mean loss printed. Returns 0; EXIT_USAGE or EXIT_DATA with err.
+static int score_read_text(Job *j, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    GPT *model = &j->model;
+    const GPTConfig *c = &model->config;
+    const Prompt *text = &j->prompt;
+    const char *name = scored_text_name(o);
+    SurprisalCsv csv;
+    ScoreOutput out = {.csv = o->surprisal ? &csv : NULL, .start = now_seconds()};
+    double fastest = score_work(c, text->len, c->block_size, 0) / score_work(c, text->len, o->stride, o->use_cache);
+    int terminal = platform_is_terminal(STDERR_FILENO);
+    score_progress_init(&out.progress, text->len - 1, terminal, omp_get_max_threads(), c->block_size, fastest);
+    const ScoreReport report = {on_scored, on_score_progress, &out};
+    if (o->surprisal && surprisal_csv_open(&csv, o->surprisal, j->vocab.chars, c->vocab_size, err) != 0)
+        return EXIT_DATA;
+    Score score;
+    char why[ERR_LEN];
+    int rc = score_tokens(model, text->tokens, text->len, o->stride, o->use_cache, &report, &score, why);
+    if (terminal && out.progress.line_seconds >= 0.0) fprintf(stderr, "\r\033[K");
+    if (rc != 0) return error_status(err, EXIT_DATA, "%s: %s", name, why);
+    if (o->surprisal && (rc = surprisal_csv_commit(&csv, o->force, err)) != 0)
+        return rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA;
+    double nats = score.sum_nats / score.scored;
+    printf("%s: %ld characters scored (block size %d, stride %d%s%s%s%s%s): %.6f nats/char, %.6f bits/char, perplexity "
+           "%.4f\n", name, score.scored, c->block_size, o->stride,
+           score_rolls(c, o->stride, o->use_cache) ? ", rolling cache" : "", o->ablate ? ", heads knocked out " : "",
+           o->ablate ? o->ablate : "", o->ablate_mean ? ", heads replaced by their mean " : "",
+           o->ablate_mean ? o->ablate_mean : "", nats, nats / M_LN2, exp(nats));
+    if (j->flush_stdout(err) != 0) return EXIT_DATA;
+    if (o->surprisal) fprintf(stderr, "surprisal of %ld characters written to %s\n", score.scored, o->surprisal);
+    return 0;
+}
+
+// The validation split of the task a checkpoint's run trained on, as --score-task scores it.
+typedef struct {
+    const char *name;  // the task's name; "" for a run on a text
+    Task task;         // set by check_scored_task
+    uint64_t seed;     // the run's seed, which made the split
+    long rows;         // the rows scored
+} ScoredTask;
+
+// --score-task: the checkpoint's run trained on a task, whose vocabulary is the model's, and
+// the scoring's memory within the limit. Returns 0; EXIT_USAGE or EXIT_DATA with err.
+static int check_scored_task(const Job *j, ScoredTask *st, char err[ERR_LEN]) {
+    const char *checkpoint = j->o.checkpoint;
+    if (!st->name[0])
+        return error_status(err, EXIT_USAGE, "%s was trained on a text, not a --task: --score FILE scores a text",
+                            checkpoint);
+    st->task = (Task)task_find(st->name);
+    const char *alphabet = task_alphabet(st->task);
+    const Vocab *vocab = &j->vocab;
+    int same = vocab->size == (int)strlen(alphabet) && !vocab->unknown;
+    for (int i = 0; same && i < vocab->size; i++) same = vocab->chars[i] == (uint32_t)(unsigned char)alphabet[i];
+    if (!same)
+        return error_status(err, EXIT_DATA, "%s: its vocabulary is not the %s task's %zu characters (a checkpoint of "
+                            "another version of chargpt?)", checkpoint, st->name, strlen(alphabet));
+    const GPTConfig *c = &j->ck.config;
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, SCORE_BATCH, GPT_PLAN_FORWARD, &plan);
+    gpt_memory_plan_precision(&plan, c, SCORE_BATCH, GPT_PLAN_FORWARD, j->o.precision);
+    plan.text = task_score_memory(c->block_size, st->rows);
+    return check_job_memory(j, &plan, c, "scoring the task's validation split", err);
+}
+
+// --score-task: the split's rows scored with the model, as the run's evaluations read them,
+// and printed. Returns 0, or EXIT_DATA with err.
+static int score_task_rows(Job *j, const ScoredTask *st, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    const GPTConfig *c = &j->model.config;
+    TaskScore s;
+    char why[ERR_LEN];
+    if (task_score(&j->model, st->task, st->seed, st->rows, &s, why) != 0)
+        return error_status(err, EXIT_DATA, "%s: %s", o->checkpoint, why);
+    if (s.scored.scored == 0)  // a block too short to hold an example's predictable part
+        return error_status(err, EXIT_DATA, "%s: the %ld rows of %d characters hold no %s to score", o->checkpoint,
+                            st->rows, c->block_size + 1, task_scored_part(st->task));
+    printf("%s task (seed %" PRIu64 "), validation rows 0-%ld of %d characters%s%s%s%s: %s %.4f bits/char over %ld "
+           "characters, %.1f%% right; every character %.4f bits/char\n", st->name, st->seed, st->rows - 1,
+           c->block_size + 1, o->ablate ? ", heads knocked out " : "", o->ablate ? o->ablate : "",
+           o->ablate_mean ? ", heads replaced by their mean " : "", o->ablate_mean ? o->ablate_mean : "",
+           task_scored_part(st->task), s.scored.sum_nats / s.scored.scored / M_LN2, s.scored.scored,
+           100.0 * s.correct / s.scored.scored, s.all.sum_nats / s.all.scored / M_LN2);
+    return j->flush_stdout(err) != 0 ? EXIT_DATA : 0;
+}
+
+// What --export reads from the checkpoint before it is closed, and the memory it needs.
+typedef struct {
+    char name[256];           // the model's name in the files (export_model_name)
+    int has_optimizer;        // the checkpoint holds AdamW's moments
+    double checkpoint_bytes;  // the checkpoint's size
+    double parameters;        // the model's parameters' bytes
+} ExportPlan;
+
+// --export: every file's format carries the checkpoint's model, and the parameters fit in
+// memory beside the checkpoint and the largest file's own lists; *plan what writing them
+// needs from the checkpoint. Returns 0; EXIT_USAGE or EXIT_DATA with err.
+static int plan_exports(const Job *j, ExportPlan *plan, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    const GPTConfig *c = &j->ck.config;
+    char why[ERR_LEN];
+    for (int i = 0; i < o->num_exports; i++)
+        if (export_check(o->exports[i], c, why) != 0) return error_status(err, EXIT_DATA, "%s: %s", o->checkpoint, why);
+    // the parameters, the checkpoint they are read from, and the largest file's own lists
+    GPTMemoryPlan memory;
+    gpt_memory_plan(c, 1, GPT_PLAN_FORWARD, &memory);
+    plan->parameters = memory.parameters;
+    plan->checkpoint_bytes = (double)j->ck.file.file_len;
+    double file_bytes = 0.0;
+    for (int i = 0; i < o->num_exports; i++) file_bytes = fmax(file_bytes, export_memory(o->exports[i], c));
+    const char *source;
+    double limit = j->memory_limit(o, &source), need = plan->parameters + plan->checkpoint_bytes + file_bytes;
+    if (limit > 0 && need > limit) {
+        char text[4][32];
+        double parts[4] = {need, plan->parameters, plan->checkpoint_bytes, limit};
+        for (int i = 0; i < 4; i++) format_bytes(parts[i], text[i], sizeof(text[i]));
+        return error_status(err, EXIT_USAGE, "%s: exporting the model needs %s (its parameters %s beside the "
+                            "checkpoint's %s), more than the %s %s", o->checkpoint, text[0], text[1], text[2], text[3],
+                            source);
+    }
+    export_model_name(&j->ck, plan->name, sizeof(plan->name));
+    plan->has_optimizer = j->ck.has_optimizer;
+    return 0;
+}
+
+// --export: the model written to each file (generation/export.h), a line on stdout for each,
+// and the checkpoint's size beside theirs. Returns 0; EXIT_USAGE or EXIT_DATA with err.
+static int write_exports(const Job *j, const ExportPlan *plan, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    char written[ERR_LEN];
+    for (int i = 0; i < o->num_exports; i++) {
+        int rc = export_model(o->exports[i], &j->model, &j->vocab, plan->name, o->force, written, err);
+        if (rc != 0) return rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA;
+        printf("%s\n", written);
+    }
+    char size[32], params[32];
+    format_bytes(plan->checkpoint_bytes, size, sizeof(size));
+    format_bytes(plan->parameters, params, sizeof(params));
+    printf("from %s: %s, its parameters %s%s\n", o->checkpoint, size, params,
+           plan->has_optimizer ? " (the rest: AdamW's moments and the header)" : "");
+    return j->flush_stdout(err) != 0 ? EXIT_DATA : 0;
+}
+
+// --circuits: what computing the weights' circuits takes, within the memory limit. Returns 0,
+// or EXIT_USAGE with err.
+static int check_circuits_memory(const Job *j, char err[ERR_LEN]) {
+    const GPTConfig *c = &j->ck.config;
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, 1, GPT_PLAN_FORWARD, &plan);
+    plan.generation = circuits_bytes(c);
+    return check_job_memory(j, &plan, c, "computing its circuits", err);
+}
+
+// --circuits: the weights' circuits written and summed up (circuits_report), and a line on
+// stderr. Returns 0; EXIT_USAGE or EXIT_DATA with err.
+static int write_circuits(const Job *j, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    int rc = circuits_report(&j->model, j->vocab.chars, o->seed, o->circuits, o->force, o->checkpoint, stdout, err);
+    if (rc != 0) return rc;
+    if (j->flush_stdout(err) != 0) return EXIT_DATA;
+    fprintf(stderr, "circuits of %d layers x %d heads written to %s\n", j->model.config.n_layer, j->model.config.n_head,
+            o->circuits);
+    return 0;
+}
+
+// --patch CLEAN CORRUPTED: both texts as tokens (the clean one in j->prompt, the corrupted one
+// in j->corrupted), of the same length within the block, and the memory patching them takes
+// (with --attention, recording the clean one too) within the limit. Returns 0; EXIT_USAGE or
+// EXIT_DATA with err.
+static int read_patch_texts(Job *j, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    char why[ERR_LEN];
+    int rc = prompt_encode(&j->prompt, &j->vocab, o->patch, strlen(o->patch), o->skip_unknown, "the clean text", why);
+    if (rc == 0)
+        rc = prompt_encode(&j->corrupted, &j->vocab, o->prompt, strlen(o->prompt), o->skip_unknown, "the corrupted text",
+                           why);
+    if (rc != 0) return error_status(err, rc == -1 ? EXIT_USAGE : EXIT_DATA, "--patch: %s", why);
+    const GPTConfig *c = &j->ck.config;
+    long t = j->prompt.len;
+    if (t != j->corrupted.len)
+        return error_status(err, EXIT_USAGE, "--patch: the clean text has %ld characters and the corrupted one %ld: "
+                            "patching replaces a position's activations by the other text's, so both need the same "
+                            "length", t, j->corrupted.len);
+    if (t < 1 || t > c->block_size)
+        return error_status(err, EXIT_USAGE, "--patch: the texts have %ld characters: give 1 to %d (the block size)", t,
+                            c->block_size);
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, 1, GPT_PLAN_FORWARD, &plan);
+    plan.generation = patching_bytes(c, (int)t) + (o->num_attention ? attention_record_memory(c, (int)t) : 0.0);
+    return check_job_memory(j, &plan, c, "patching two texts", err);
+}
+
+// The patching runs of the two texts: each head's output, then the residual stream at each
+// position, taken from the clean run.
+static long patching_runs(const Job *j) {
+    const GPTConfig *c = &j->model.config;
+    return (long)c->n_layer * c->n_head + (c->n_layer + 1) * j->prompt.len;
+}
+
+// --patch: the model's activations for one text, and the corrupted text run with each of the
+// clean run's activations in turn (analysis/patching.h); show(context, done, total) as they go.
+// Returns 0; EXIT_USAGE (the two texts' answers are the same) or EXIT_DATA with err.
+static int patch_texts(Job *j, Patching *patching, PatchingProgress show, void *context, char err[ERR_LEN]) {
+    char why[ERR_LEN];
+    if (gpt_alloc_activations(&j->model, 1, err) != 0) return EXIT_DATA;
+    int rc = patching_run(patching, &j->model, j->prompt.tokens, j->corrupted.tokens, (int)j->prompt.len, show, context,
+                          why);
+    if (rc != 0) return error_status(err, rc == -2 ? EXIT_USAGE : EXIT_DATA, "--patch: %s", why);
+    return 0;
+}
+
+// --patch: the patching's table (generation/patch_report.h) on stdout. Returns 0, or EXIT_DATA
+// with err.
+static int print_patching(const Job *j, const Patching *patching, char err[ERR_LEN]) {
+    patch_report_print(stdout, patching, j->vocab.chars, j->prompt.tokens, j->corrupted.tokens);
+    return j->flush_stdout(err) != 0 ? EXIT_DATA : 0;
+}
+
+// --timeline: the page's memory (viewer/timeline.h) and the loss history's (at most
+// LOSS_HISTORY_MAX_POINTS points, training/run_log.h) within the memory limit. Returns 0;
+// EXIT_USAGE or EXIT_DATA with err.
+static int check_timeline_memory(const Job *j, const char *probe, char err[ERR_LEN]) {
+    char why[ERR_LEN];
+    double bytes;
+    if (timeline_memory(probe, &bytes, why) != 0) return error_status(err, EXIT_DATA, "--timeline %s", why);
+    bytes += LOSS_HISTORY_MAX_POINTS * sizeof(LossPoint);
+    const char *source;
+    double limit = j->memory_limit(&j->o, &source);
+    if (limit <= 0 || bytes <= limit) return 0;
+    char needed[32], limit_text[32];
+    format_bytes(bytes, needed, sizeof(needed));
+    format_bytes(limit, limit_text, sizeof(limit_text));
+    return error_status(err, EXIT_USAGE, "--timeline %s: making its page needs %s of memory (a record of %s at a time, "
+                        "and its loss history), more than the %s %s", j->o.timeline, needed, probe, limit_text, source);
+}
+
+// --timeline RUN_DIR's probe.bin, in probe (n bytes), when the directory holds one (else
+// EXIT_DATA with err).
+static int timeline_probe_path(const GenerateOptions *o, char *probe, size_t n, char err[ERR_LEN]) {
+    snprintf(probe, n, "%s/probe.bin", o->timeline);
+    struct stat st;
+    if (stat(o->timeline, &st) != 0 || !S_ISDIR(st.st_mode))
+        return error_status(err, EXIT_DATA, "--timeline %s: %s", o->timeline,
+                            errno == ENOENT ? "no such directory" : "not a directory");
+    if (access(probe, F_OK) != 0)
+        return error_status(err, EXIT_DATA, "--timeline %s: it holds no probe.bin (a run from before the timeline, or "
+                            "with --no-probe)", o->timeline);
+    return 0;
+}
+
+// --timeline's summary: what the page holds, and what it left out of probe.bin, named as
+// --resume names it. Returns 0, or EXIT_DATA with err when stdout cannot be written.
+static int say_what_the_page_holds(const Job *j, const char *page, const char *probe, const TimelineSummary *s,
+                                   char err[ERR_LEN]) {
+    printf("%s: %ld probed step%s of %ld in full, %ld of %ld records%s\n", page, s->kept_whole,
+           s->kept_whole == 1 ? "" : "s", s->whole, s->kept, s->records,
+           s->torn_bytes && !s->damage ? "; a torn record at the end of probe.bin left out" : "");
+    if (j->flush_stdout(err) != 0) return EXIT_DATA;
+    if (s->damage)
+        fprintf(stderr, "%s: warning: %s: record %ld (at byte %llu) %s: the page holds the %ld records before it and "
+                "leaves out the %llu bytes from there (./train --resume moves such a file aside)\n", program_name(),
+                probe, s->records + 1, (unsigned long long)s->damaged_at, s->damage, s->records,
+                (unsigned long long)s->torn_bytes);
+    return 0;
+}
+
+// --timeline RUN_DIR: the run's timeline.html made anew from its probe.bin and log.csv, as
+// ./train writes it at each evaluation (viewer/timeline.h), while no run holds the directory's
+// lock (training/out_dir.h; it is held meanwhile, in *lock), with a log.csv of the same run
+// (the figures of its rows at the probed steps: training/run_log.h); an existing page needs
+// --force. Returns 0; EXIT_USAGE or EXIT_DATA with err.
+static int rebuild_timeline(const Job *j, OutDirLock *lock, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    char probe[4200], log[4200], page[4200], why[ERR_LEN], title[4300];
+    int status = timeline_probe_path(o, probe, sizeof(probe), err);
+    if (status != 0) return status;
+    snprintf(log, sizeof(log), "%s/log.csv", o->timeline);
+    snprintf(page, sizeof(page), "%s/%s", o->timeline, TIMELINE_FILE);
+    status = out_dir_lock_if_there(o->timeline, lock, why);
+    if (status != 0)
+        return error_status(err, status, "--timeline %s%s", why,
+                            status == EXIT_USAGE ? " (the run rewrites its timeline.html itself)" : "");
+    if (why[0]) fprintf(stderr, "%s: warning: %s\n", program_name(), why);
+    if (refuse_existing("--timeline", page, o->force, err) != 0) return EXIT_USAGE;
+    status = check_timeline_memory(j, probe, err);
+    if (status != 0) return status;
+    int removed;
+    if (output_prepare(page, &removed, why) != 0) return error_status(err, EXIT_DATA, "--timeline %s", why);
+    LossHistory losses = {0};
+    if (loss_history_read(&losses, log, err) != 0) {
+        loss_history_free(&losses);
+        return EXIT_DATA;
+    }
+    int rc = loss_history_check_probe(&losses, probe, why);
+    if (rc != 0) {
+        loss_history_free(&losses);
+        if (rc < 0) return error_status(err, EXIT_DATA, "%s", why);
+        return error_status(err, EXIT_DATA, "--timeline %s: %s is not the log of the run probe.bin probed: %s (a "
+                            "log.csv of another run?); move it away to make the page without its loss curves",
+                            o->timeline, log, why);
+    }
+    snprintf(title, sizeof(title), "chargpt: %s", o->timeline);
+    TimelineSummary s;
+    rc = timeline_write(page, probe, losses.points, losses.n, title, TIMELINE_MAX_RECORD_BYTES, o->force, &s, err);
+    loss_history_free(&losses);
+    if (rc != 0) return rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA;
+    return say_what_the_page_holds(j, page, probe, &s, err);
+}
+
+// --timeline RUN_DIR --csv FILE: the heads' scores and importance at every probed step of the
+// run's probe.bin (format/probe_csv.h); an existing FILE needs --force. Returns 0; EXIT_USAGE
+// or EXIT_DATA with err.
+static int timeline_csv(const Job *j, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    char probe[4200], why[ERR_LEN];
+    int status = timeline_probe_path(o, probe, sizeof(probe), err);
+    if (status != 0) return status;
+    if (refuse_existing("--csv", o->csv, o->force, err) != 0) return EXIT_USAGE;
+    long rows;
+    int torn;
+    int rc = probe_csv_write(probe, o->csv, o->force, &rows, &torn, why);
+    if (rc != 0) return error_status(err, rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "--timeline %s", why);
+    printf("%s: %ld rows, a head each at every probed step of %s%s\n", o->csv, rows, probe,
+           torn ? " (up to a torn or damaged record)" : "");
+    return j->flush_stdout(err) != 0 ? EXIT_DATA : 0;
+}
+
+// ----------------------------------------------------------------------------
+// the program
+
+// What main opens, reads and loads, freed by an exit handler whichever way the program ends.
+static Job job;
+static OutDirLock timeline_lock;  // --timeline: the run directory's, while its page is rewritten
+
+static void free_job(void) {
+    atomic_file_remove_open();
+    out_dir_unlock(&timeline_lock);
+    checkpoint_close(&job.ck);
+    vocab_free(&job.vocab);
+    free(job.prompt_text);
+    prompt_free(&job.prompt);
+    decoder_free(&job.decoder);
+    gpt_free(&job.model);
+    free(job.edits);
+    free(job.mean_ablated);
+    prompt_free(&job.reference);
+    free(job.head_means);
+    prompt_free(&job.corrupted);
+}
+
+// A stage that failed ends the program with its status and message.
+static void or_die(int status, const char *err) {
+    if (status != 0) die(status, "%s", err);
+}
+
+// The job's memory limit (0: unknown, no limit), and its source for messages.
+static double generation_memory_limit(const GenerateOptions *o, const char **source) {
+    return memory_limit(o->max_memory, 1, source);
 }
 
 // The progress line of generating to a file, on stderr when it is a terminal, as ./train's:
@@ -626,563 +1285,132 @@ static void progress_end(const ProgressLine *p) {
     if (p->shown) fprintf(stderr, "\r\033[K");
 }
 
-// --score: what each scored character does besides counting, its CSV row; and what the
-// scoring shows on stderr as it goes (generation/score_progress.h).
-typedef struct {
-    SurprisalCsv *csv;  // or NULL
-    long scored;        // characters scored so far
-    double start;
-    ScoreProgress progress;
-} ScoreOutput;
-
-static int on_scored(void *context, long position, int token, float loss, const float *logits, char err[ERR_LEN]) {
-    ScoreOutput *out = context;
-    out->scored++;
-    return out->csv ? surprisal_csv_row(out->csv, position, token, loss, logits, err) : 0;
-}
-
-static void on_score_progress(void *context, double done, double total) {
-    ScoreOutput *out = context;
-    char text[512];
-    score_progress_text(&out->progress, now_seconds() - out->start, done, total, out->scored, program_name(), text,
-                        sizeof(text));
-    fputs(text, stderr);
-}
-
-// The reference text of the heads' means (generation/reference_text.h), read while the
-// checkpoint is open, within what the memory limit leaves beside the model: for --ablate-mean
-// (which exits when there is none) and for the pages' importance by the mean (which are left
-// without it, saying why).
-static void read_reference(const Options *o) {
-    if (!o->ablate_mean && !o->num_attention) return;
-    GPTMemoryPlan plan;
-    gpt_memory_plan(&run.ck.config, 1, GPT_PLAN_FORWARD, &plan);
-    const char *source;
-    double limit = generation_memory_limit(o, &source), held = gpt_memory_total(&plan) + (double)run.ck.file.file_len;
-    size_t max_chars = limit > 0 ? corpus_max_chars(limit > held ? limit - held : 0) : CORPUS_NO_LIMIT;
-    char err[ERR_LEN];
-    int rc = reference_text_load(&run.ck, &run.vocab, o->mean_over, max_chars, &run.reference, run.reference_name,
-                                 sizeof(run.reference_name), err);
-    if (rc != 0 && (o->ablate_mean || o->mean_over)) die(rc, "%s%s", o->ablate_mean ? "--ablate-mean: " : "", err);
-    if (rc != 0) {
-        fprintf(stderr, "%s: note: the pages show no importance by the mean: %s\n", program_name(), err);
-        run.reference_name[0] = '\0';
-    }
-    if (rc == 0 && o->mean_over) warn_dropped(&run.reference, o->mean_over);
-}
-
-// Each head's mean over the reference text (analysis/head_means.h), on at most
-// MEANS_MAX_WINDOWS windows of it, and --ablate-mean's edits added to the model's hooks.
-#define MEANS_MAX_WINDOWS 64
-static void take_head_means(GPT *model) {
-    if (!run.reference_name[0]) return;
-    const GPTConfig *c = &model->config;
-    char err[ERR_LEN];
-    long len = run.reference.len < (long)MEANS_MAX_WINDOWS * c->block_size ? run.reference.len
-                                                                             : (long)MEANS_MAX_WINDOWS * c->block_size;
-    run.head_means = malloc((size_t)c->n_layer * c->n_head * c->head_size * sizeof(float));
-    if (!run.head_means) die(EXIT_DATA, "out of memory for the heads' means");
-    if (gpt_alloc_activations(model, 1, err) != 0 || head_means(model, run.reference.tokens, len, run.head_means, err) != 0)
-        die(EXIT_DATA, "%s", err);
-    if (!run.mean_ablated) return;
-    run.hooks.n_heads += head_means_edits(c, run.head_means, run.mean_ablated, run.edits + run.hooks.n_heads);
-    model->hooks = &run.hooks;
-}
-
-// The model, in the precision asked for, with --ablate's heads knocked out and --ablate-mean's
-// replaced by their means (the checkpoint is closed once it and the reference text are read).
-static GPT *load_model(const Options *o) {
-    char err[ERR_LEN];
-    if (checkpoint_load_model(&run.ck, &run.model, 0, err) != 0) die(EXIT_USAGE, "%s", err);
-    read_reference(o);
-    checkpoint_close(&run.ck);
-    if (gpt_set_precision(&run.model, o->precision, err) != 0) die(EXIT_USAGE, "%s", err);
-    run.model.hooks = run.hooks.n_heads ? &run.hooks : NULL;
-    take_head_means(&run.model);
-    return &run.model;
-}
-
-// --export: the checkpoint's model written to each file (generation/export.h), once every
-// file's format was found to carry it and the parameters to fit in memory beside the
-// checkpoint; a line on stdout for each, and the checkpoint's size beside theirs.
-static void export_models(const Options *o) {
-    char err[ERR_LEN], name[256], written[ERR_LEN];
-    const GPTConfig *c = &run.ck.config;
-    for (int i = 0; i < o->num_exports; i++)
-        if (export_check(o->exports[i], c, err) != 0) die(EXIT_DATA, "%s: %s", o->checkpoint, err);
-    // the parameters, the checkpoint they are read from, and the largest file's own lists
-    GPTMemoryPlan plan;
-    gpt_memory_plan(c, 1, GPT_PLAN_FORWARD, &plan);
-    double checkpoint_bytes = (double)run.ck.file.file_len, file_bytes = 0.0;
-    for (int i = 0; i < o->num_exports; i++) file_bytes = fmax(file_bytes, export_memory(o->exports[i], c));
-    const char *source;
-    double limit = generation_memory_limit(o, &source), need = plan.parameters + checkpoint_bytes + file_bytes;
-    if (limit > 0 && need > limit) {
-        char text[4][32];
-        double parts[4] = {need, plan.parameters, checkpoint_bytes, limit};
-        for (int i = 0; i < 4; i++) format_bytes(parts[i], text[i], sizeof(text[i]));
-        die(EXIT_USAGE, "%s: exporting the model needs %s (its parameters %s beside the checkpoint's %s), more than "
-            "the %s %s", o->checkpoint, text[0], text[1], text[2], text[3], source);
-    }
-    export_model_name(&run.ck, name, sizeof(name));
-    int has_optimizer = run.ck.has_optimizer;
-    GPT *model = load_model(o);  // the checkpoint closed
-    for (int i = 0; i < o->num_exports; i++) {
-        int rc = export_model(o->exports[i], model, &run.vocab, name, o->force, written, err);
-        if (rc != 0) die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "%s", err);
-        printf("%s\n", written);
-    }
-    char size[32], params[32];
-    format_bytes(checkpoint_bytes, size, sizeof(size));
-    format_bytes(plan.parameters, params, sizeof(params));
-    printf("from %s: %s, its parameters %s%s\n", o->checkpoint, size, params,
-           has_optimizer ? " (the rest: AdamW's moments and the header)" : "");
-    stdout_flush_or_die();
-}
-
-// --score: reads the text, scores it with the model and prints the mean loss.
-static void score_text(const Options *o) {
-    char err[ERR_LEN];
-    const GPTConfig *c = &run.ck.config;
-    const char *name = strcmp(o->score, "-") == 0 ? TEXT_STDIN_NAME : o->score;
-
-    // the model's forward over SCORE_BATCH windows and their inputs and targets must fit; the
-    // text may take what is left beside them and the checkpoint being read, 4 bytes a character
-    // (its code points, then its tokens in their place), and is refused while it is read when
-    // it holds more
-    GPTMemoryPlan plan;
-    gpt_memory_plan(c, SCORE_BATCH, GPT_PLAN_FORWARD, &plan);
-    gpt_memory_plan_precision(&plan, c, SCORE_BATCH, GPT_PLAN_FORWARD, o->precision);
-    plan.scratch += 2.0 * SCORE_BATCH * c->block_size * sizeof(int);
-    if (score_rolls(c, o->stride, o->use_cache)) plan.generation = gpt_generation_floats(c, 1) * sizeof(float);
-    check_memory(&plan, c, o, "scoring a text");
-    const char *source;
-    double limit = generation_memory_limit(o, &source);
-    double held = gpt_memory_total(&plan) + (double)run.ck.file.file_len;
-    size_t max_chars = limit > 0 ? corpus_max_chars(limit - held) : CORPUS_NO_LIMIT;
-    Corpus scored;
-    char pipe_into[1100];
-    snprintf(pipe_into, sizeof(pipe_into), "%s %s --score -", program_invocation(), o->checkpoint);
-    TextOptions read_as = {0, o->encoding, "scored text", pipe_into, NULL};
-    int rc = strcmp(o->score, "-") == 0 ? corpus_read_as(stdin, name, &read_as, max_chars, &scored, err)
-                                        : corpus_load_as(o->score, &read_as, max_chars, &scored, err);
-    if (rc == -2) {
-        char limit_text[32], model_text[32];
-        format_bytes(limit, limit_text, sizeof(limit_text));
-        format_bytes(held, model_text, sizeof(model_text));
-        die(EXIT_USAGE, "%s: scoring it, at 4 bytes a character, needs more than the %s %s (the model and its "
-            "checkpoint take %s of it)", err, limit_text, source, model_text);
-    }
-    if (rc != 0) die(EXIT_DATA, "%s", err);
-    // the text's memory becomes the prompt's tokens
-    rc = prompt_from_chars(&run.prompt, &run.vocab, scored.text, (long)scored.len, o->skip_unknown, name, err);
-    if (rc != 0) die(EXIT_USAGE, "%s", err);
-    warn_dropped(&run.prompt, name);
-    const Prompt *text = &run.prompt;
-    if (text->len < 2)
-        die(EXIT_DATA, "%s: %ld character%s to read: scoring needs at least 2 (the first is context only)", name,
-            text->len, text->len == 1 ? "" : "s");
-    GPT *model = load_model(o);
-    c = &model->config;
-
-    SurprisalCsv csv;
-    ScoreOutput out = {.csv = o->surprisal ? &csv : NULL, .start = now_seconds()};
-    double fastest = score_work(c, text->len, c->block_size, 0) / score_work(c, text->len, o->stride, o->use_cache);
-    int terminal = platform_is_terminal(STDERR_FILENO);
-    score_progress_init(&out.progress, text->len - 1, terminal, omp_get_max_threads(), c->block_size, fastest);
-    const ScoreReport report = {on_scored, on_score_progress, &out};
-    if (o->surprisal && surprisal_csv_open(&csv, o->surprisal, run.vocab.chars, c->vocab_size, err) != 0)
-        die(EXIT_DATA, "%s", err);
-    Score score;
-    rc = score_tokens(model, text->tokens, text->len, o->stride, o->use_cache, &report, &score, err);
-    if (terminal && out.progress.line_seconds >= 0.0) fprintf(stderr, "\r\033[K");
-    if (rc != 0) die(EXIT_DATA, "%s: %s", name, err);
-    if (o->surprisal && (rc = surprisal_csv_commit(&csv, o->force, err)) != 0)
-        die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "%s", err);
-    double nats = score.sum_nats / score.scored;
-    printf("%s: %ld characters scored (block size %d, stride %d%s%s%s%s%s): %.6f nats/char, %.6f bits/char, perplexity "
-           "%.4f\n", name, score.scored, c->block_size, o->stride,
-           score_rolls(c, o->stride, o->use_cache) ? ", rolling cache" : "", o->ablate ? ", heads knocked out " : "",
-           o->ablate ? o->ablate : "", o->ablate_mean ? ", heads replaced by their mean " : "",
-           o->ablate_mean ? o->ablate_mean : "", nats, nats / M_LN2, exp(nats));
-    stdout_flush_or_die();
-    if (o->surprisal) fprintf(stderr, "surprisal of %ld characters written to %s\n", score.scored, o->surprisal);
-}
-
-// --score-task: the validation split of the task the checkpoint was trained on (its options
-// say which, and the seed that makes it), scored as its evaluations read it.
-static void score_task_split(const Options *o) {
-    char err[ERR_LEN];
-    TrainOptions train;
-    TrainState state;
-    if (run_meta_read(&run.ck, &train, &state, err) != 0) die(EXIT_DATA, "%s", err);
-    if (!train.task[0])
-        die(EXIT_USAGE, "%s was trained on a text, not a --task: --score FILE scores a text", o->checkpoint);
-    Task task = (Task)task_find(train.task);
-    const char *alphabet = task_alphabet(task);
-    int same = run.vocab.size == (int)strlen(alphabet) && !run.vocab.unknown;
-    for (int i = 0; same && i < run.vocab.size; i++) same = run.vocab.chars[i] == (uint32_t)(unsigned char)alphabet[i];
-    if (!same)
-        die(EXIT_DATA, "%s: its vocabulary is not the %s task's %zu characters (a checkpoint of another version of "
-            "chargpt?)", o->checkpoint, train.task, strlen(alphabet));
-    const GPTConfig *c = &run.ck.config;
-    long rows = o->rows ? o->rows : train.eval_batches * (long)train.batch_size;
-    GPTMemoryPlan plan;
-    gpt_memory_plan(c, SCORE_BATCH, GPT_PLAN_FORWARD, &plan);
-    gpt_memory_plan_precision(&plan, c, SCORE_BATCH, GPT_PLAN_FORWARD, o->precision);
-    plan.text = task_score_memory(c->block_size, rows);
-    check_memory(&plan, c, o, "scoring the task's validation split");
-    GPT *model = load_model(o);
-    c = &model->config;  // the checkpoint is closed
-    TaskScore s;
-    if (task_score(model, task, train.seed, rows, &s, err) != 0) die(EXIT_DATA, "%s: %s", o->checkpoint, err);
-    if (s.scored.scored == 0)  // a block too short to hold an example's predictable part
-        die(EXIT_DATA, "%s: the %ld rows of %d characters hold no %s to score", o->checkpoint, rows, c->block_size + 1,
-            task_scored_part(task));
-    printf("%s task (seed %" PRIu64 "), validation rows 0-%ld of %d characters%s%s%s%s: %s %.4f bits/char over %ld "
-           "characters, %.1f%% right; every character %.4f bits/char\n", train.task, train.seed, rows - 1,
-           c->block_size + 1, o->ablate ? ", heads knocked out " : "", o->ablate ? o->ablate : "",
-           o->ablate_mean ? ", heads replaced by their mean " : "", o->ablate_mean ? o->ablate_mean : "",
-           task_scored_part(task), s.scored.sum_nats / s.scored.scored / M_LN2, s.scored.scored,
-           100.0 * s.correct / s.scored.scored, s.all.sum_nats / s.all.scored / M_LN2);
-    stdout_flush_or_die();
-}
-
-// --circuits: the weights' circuits (generation/circuits_report.h), within the memory limit.
-static void write_circuits(const Options *o) {
-    const GPTConfig *c = &run.ck.config;
-    GPTMemoryPlan plan;
-    gpt_memory_plan(c, 1, GPT_PLAN_FORWARD, &plan);
-    plan.generation = circuits_bytes(c);
-    check_memory(&plan, c, o, "computing its circuits");
-    GPT *model = load_model(o);
-    char err[ERR_LEN];
-    int rc = circuits_report(model, run.vocab.chars, o->seed, o->circuits, o->force, o->checkpoint, stdout, err);
-    if (rc != 0) die(rc, "%s", err);
-    stdout_flush_or_die();
-    fprintf(stderr, "circuits of %d layers x %d heads written to %s\n", model->config.n_layer, model->config.n_head,
-            o->circuits);
-}
-
-static void show_patching(void *context, long done, long total) {
+// A stage's progress (done of total) on a ProgressLine, the context.
+static void show_progress(void *context, long done, long total) {
     (void)total;
     progress_show(context, done);
 }
 
-// --patch CLEAN CORRUPTED: both texts as tokens (the clean one in run.prompt), of the same
-// length within the block, patched (generation/patch_report.h), and with --attention the clean
-// text recorded beside the patching.
-static void patch_texts(const Options *o) {
+// ----------------------------------------------------------------------------
+// the jobs
+
+// Decodes o->max_new characters of every sample from the start text: the first sample streams
+// to stdout as it is made, the others follow it; when stdout is not a terminal (a file), the
+// progress line shows on stderr's. Returns the seconds the characters took.
+static double generate_samples(Job *j, const int *start, long start_len) {
     char err[ERR_LEN];
-    int rc = prompt_encode(&run.prompt, &run.vocab, o->patch, strlen(o->patch), o->skip_unknown, "the clean text", err);
-    if (rc == 0)
-        rc = prompt_encode(&run.corrupted, &run.vocab, o->prompt, strlen(o->prompt), o->skip_unknown, "the corrupted text",
-                           err);
-    if (rc != 0) die(rc == -1 ? EXIT_USAGE : EXIT_DATA, "--patch: %s", err);
-    const GPTConfig *c = &run.ck.config;
-    long t = run.prompt.len;
-    if (t != run.corrupted.len)
-        die(EXIT_USAGE, "--patch: the clean text has %ld characters and the corrupted one %ld: patching replaces a "
-            "position's activations by the other text's, so both need the same length", t, run.corrupted.len);
-    if (t < 1 || t > c->block_size)
-        die(EXIT_USAGE, "--patch: the texts have %ld characters: give 1 to %d (the block size)", t, c->block_size);
-    GPTMemoryPlan plan;
-    gpt_memory_plan(c, 1, GPT_PLAN_FORWARD, &plan);
-    plan.generation = patching_bytes(c, (int)t) + (o->num_attention ? attention_record_memory(c, (int)t) : 0.0);
-    check_memory(&plan, c, o, "patching two texts");
-    GPT *model = load_model(o);
-    if (gpt_alloc_activations(model, 1, err) != 0) die(EXIT_DATA, "%s", err);
-    Patching patching;
-    const GPTConfig *mc = &model->config;
-    ProgressLine progress = progress_start("patching", "runs", (long)mc->n_layer * mc->n_head + (mc->n_layer + 1) * t);
-    rc = patching_run(&patching, model, run.prompt.tokens, run.corrupted.tokens, (int)t, show_patching, &progress, err);
-    progress_end(&progress);
-    if (rc != 0) die(rc == -2 ? EXIT_USAGE : EXIT_DATA, "--patch: %s", err);
-    patch_report_print(stdout, &patching, run.vocab.chars, run.prompt.tokens, run.corrupted.tokens);
-    stdout_flush_or_die();
-    if (o->num_attention) record_attention(model, run.prompt.tokens, t, &patching, o);
-    patching_free(&patching);
-}
-
-// The threads and the kernels (kernels/kernels.h), and what bf16 costs on them when asked for.
-static void start_kernels(const Options *o) {
-    if (o->threads > 0) omp_set_num_threads(o->threads);
-    char err[ERR_LEN];
-    if (kernels_init(err) != 0) die(EXIT_USAGE, "%s", err);
-    if (kernels_precision_note(o->precision, err, sizeof(err))) fprintf(stderr, "%s\n", err);
-}
-
-// --ablate LIST and --ablate-mean LIST (flag): (L, H) flags of each head of LIST, "L.H" items
-// (layer L's head H, both counted from 0) separated by commas, or exit 2 naming the item that is
-// not one of config's heads.
-static unsigned char *parse_heads(const char *flag, const char *list, const GPTConfig *c) {
-    unsigned char *flags = calloc((size_t)c->n_layer * c->n_head, 1);
-    if (!flags) die(EXIT_DATA, "out of memory for %s's heads", flag);
-    for (const char *item = list;; item++) {
-        size_t len = strcspn(item, ",");
-        char *end = (char *)item;
-        long layer = -1, head = -1;
-        if (isdigit((unsigned char)item[0])) layer = strtol(item, &end, 10);
-        if (layer >= 0 && *end == '.' && isdigit((unsigned char)end[1])) head = strtol(end + 1, &end, 10);
-        if (head < 0 || end != item + len)
-            die(EXIT_USAGE, "%s %s: '%.*s' is not a head: a head is LAYER.HEAD, both counted from 0 (e.g. "
-                "%s 1.3 or %s 0.0,1.2)", flag, list, (int)len, item, flag, flag);
-        if (layer >= c->n_layer || head >= c->n_head)
-            die(EXIT_USAGE, "%s %.*s: the model has no such head (layers 0 to %d, heads 0 to %d)", flag, (int)len,
-                item, c->n_layer - 1, c->n_head - 1);
-        flags[layer * c->n_head + head] = 1;
-        item += len;
-        if (!*item) break;
-    }
-    return flags;
-}
-
-// --ablate and --ablate-mean: the model's hooks knock out each head --ablate names (each once,
-// however often it is named); --ablate-mean's heads are flagged, their edits added once their
-// means are taken (take_head_means). Exit 2 for a head named by both.
-static void knock_out_heads(const Options *o, const GPTConfig *c) {
-    const int heads = c->n_layer * c->n_head;
-    run.edits = calloc(2 * (size_t)heads, sizeof(ActivationEdit));
-    if (!run.edits) die(EXIT_DATA, "out of memory for --ablate's heads");
-    run.hooks = (ForwardHooks){.heads = run.edits};
-    unsigned char *knocked = o->ablate ? parse_heads("--ablate", o->ablate, c) : NULL;
-    if (o->ablate_mean) run.mean_ablated = parse_heads("--ablate-mean", o->ablate_mean, c);
-    for (int i = 0; knocked && i < heads; i++) {
-        if (knocked[i] && run.mean_ablated && run.mean_ablated[i])
-            die(EXIT_USAGE, "head %d.%d is in --ablate and in --ablate-mean: it can be knocked out or replaced by its "
-                "mean, not both", i / c->n_head, i % c->n_head);
-        if (knocked[i]) run.edits[run.hooks.n_heads++] = (ActivationEdit){.layer = i / c->n_head, .head = i % c->n_head};
-    }
-    free(knocked);
-}
-
-// The checkpoint, checked whole before anything sized by its config is allocated, and its
-// vocabulary.
-static void open_checkpoint(const Options *o) {
-    char err[ERR_LEN];
-    const char *source;
-    int rc = checkpoint_open_within(o->checkpoint, generation_memory_limit(o, &source), &run.ck, err);
-    if (rc != 0) die(rc == -2 ? EXIT_USAGE : EXIT_DATA, "%s%s%s", err, rc == -2 ? " " : "", rc == -2 ? source : "");
-    const GPTConfig *c = &run.ck.config;
-    if (checkpoint_vocab(&run.ck, &run.vocab, err) != 0) die(EXIT_DATA, "%s", err);
-    if (o->stride > c->block_size)
-        die(EXIT_USAGE, "--stride %d is larger than the checkpoint's block size %d", o->stride, c->block_size);
-    if (o->ablate || o->ablate_mean) knock_out_heads(o, c);
-}
-
-// The prompt (the command line's, or --prompt-file's): UTF-8 -> tokens. Returns its size in
-// bytes.
-static size_t read_prompt(const Options *o) {
-    char err[ERR_LEN];
-    size_t bytes = 0;
-    if (o->prompt_file) {
-        if (prompt_read_file(o->prompt_file, PROMPT_MAX_BYTES, &run.prompt_text, &bytes, err) != 0)
-            die(EXIT_DATA, "%s", err);
-    } else {
-        run.prompt_text = strdup(o->prompt ? o->prompt : "");
-        if (!run.prompt_text) die(EXIT_DATA, "out of memory for the prompt");
-        bytes = strlen(run.prompt_text);
-    }
-    char what[1100];
-    if (o->prompt_file)
-        snprintf(what, sizeof(what), "prompt file %s", strcmp(o->prompt_file, "-") ? o->prompt_file : "stdin");
-    else
-        snprintf(what, sizeof(what), "the prompt");
-    int rc = prompt_encode(&run.prompt, &run.vocab, run.prompt_text, bytes, o->skip_unknown, what, err);
-    if (rc != 0) die(rc == -1 ? EXIT_USAGE : EXIT_DATA, "%s", err);
-    warn_dropped(&run.prompt, "the prompt");
-    return bytes;
-}
-
-// Decodes o->max_new characters of every sample (generation/decoder.h) from the start text:
-// the first sample streams to stdout as it is made, the others follow it; when stdout is not a
-// terminal (a file), the progress line shows on stderr's. Returns the seconds the characters
-// took.
-static double generate_samples(GPT *model, const int *start, long start_len, const Options *o) {
-    char err[ERR_LEN];
-    DecoderConfig config = {o->num_samples, o->stride, o->use_cache, o->sampler, o->seed};
-    if (decoder_init(&run.decoder, model, start, start_len, o->max_new, &config, err) != 0) die(EXIT_USAGE, "%s", err);
-    const Prompt *prompt = &run.prompt;
-    Decoder *d = &run.decoder;
-    for (long i = 0; i < prompt->len; i++) write_char(stdout, run.vocab.chars[prompt->tokens[i]]);
-    stdout_flush_or_die();
+    or_die(start_samples(j, start, start_len, err), err);  // the decoder set up, the prompt printed
     double t0 = now_seconds();
-    ProgressLine progress = progress_start("generating", "characters", o->max_new);
+    ProgressLine progress = progress_start("generating", "characters", j->o.max_new);
     progress.shown &= !platform_is_terminal(STDOUT_FILENO);
-    for (long n = 0; n < o->max_new; n++) {
-        const int *next = decoder_step(d, err);
-        if (!next) die(EXIT_DATA, "%s: %s", o->checkpoint, err);
-        write_char(stdout, run.vocab.chars[next[0]]);
-        stdout_flush_or_die();
-        progress_show(&progress, n + 1);
-    }
+    or_die(decode_samples(j, show_progress, &progress, err), err);
     progress_end(&progress);
     double secs = now_seconds() - t0;
-    if (prompt->len > 0 || o->max_new > 0) printf("\n");
-    for (int s = 1; s < o->num_samples; s++) {
-        printf("--- sample %d of %d (seed %" PRIu64 ") ---\n", s + 1, o->num_samples, o->seed + (uint64_t)s);
-        for (long i = 0; i < prompt->len; i++) write_char(stdout, run.vocab.chars[prompt->tokens[i]]);
-        const int *text = decoder_text(d, s);
-        for (long i = start_len; i < d->len; i++) write_char(stdout, run.vocab.chars[text[i]]);
-        printf("\n");
-    }
-    stdout_flush_or_die();  // the text ends before the messages on stderr
+    or_die(print_other_samples(j, start_len, err), err);
     return secs;
 }
 
-// "generated 500 characters in 0.412 s (1214 chars/s, precision fp32)" on stderr.
-static void report_speed(const Options *o, double secs) {
-    if (o->max_new == 0) return;
-    long chars = o->max_new * o->num_samples;
-    char precision[96] = ", precision ";
-    precision_describe(o->precision, precision + strlen(precision), sizeof(precision) - strlen(precision));
-    fprintf(stderr, "generated %ld characters%s in %.3f s (%.0f chars/s%s%s)\n", chars,
-            o->num_samples > 1 ? " in all samples" : "", secs, secs > 0 ? chars / secs : 0.0,
-            o->use_cache ? "" : ", without the cache", precision);
-}
-
-// --timeline: the page's memory (viewer/timeline.h) and the loss history's (at most
-// LOSS_HISTORY_MAX_POINTS points, training/run_log.h) within the memory limit, or exit 2.
-static void check_timeline_memory(const Options *o, const char *probe) {
+// Sampling: the prompt read, the model loaded once its memory was found to fit, the samples
+// generated, and what --attention and --logits record of the first.
+static void sample_text(Job *j) {
     char err[ERR_LEN];
-    double bytes;
-    if (timeline_memory(probe, &bytes, err) != 0) die(EXIT_DATA, "--timeline %s", err);
-    bytes += LOSS_HISTORY_MAX_POINTS * sizeof(LossPoint);
-    const char *source;
-    double limit = generation_memory_limit(o, &source);
-    if (limit <= 0 || bytes <= limit) return;
-    char needed[32], limit_text[32];
-    format_bytes(bytes, needed, sizeof(needed));
-    format_bytes(limit, limit_text, sizeof(limit_text));
-    die(EXIT_USAGE, "--timeline %s: making its page needs %s of memory (a record of %s at a time, and its loss "
-        "history), more than the %s %s", o->timeline, needed, probe, limit_text, source);
+    const GenerateOptions *o = &j->o;
+    size_t prompt_bytes;
+    or_die(read_prompt(j, &prompt_bytes, err), err);
+    const Prompt *prompt = &j->prompt;
+    if (prompt->len == 0 && o->max_new == 0 && !o->num_attention && !o->logits) return;  // nothing to do
+
+    // the model, after its memory was found to fit; an empty prompt starts from a newline
+    long start_len = prompt->len > 0 ? prompt->len : 1;
+    or_die(check_generation_memory(j, start_len + o->max_new, (double)prompt_bytes + (double)prompt->len * sizeof(int),
+                                   err), err);
+    or_die(load_model(j, err), err);
+    int newline = vocab_index(&j->vocab, '\n');
+    int start_token = newline >= 0 ? newline : 0;
+    double secs = generate_samples(j, prompt->len > 0 ? prompt->tokens : &start_token, start_len);
+    report_speed(o, secs);
+    const int *text = decoder_text(&j->decoder, 0);
+    if (o->num_attention) or_die(record_attention(j, text, j->decoder.len, NULL, err), err);
+    if (o->logits) or_die(record_logits(j, text, j->decoder.len, err), err);
 }
 
-// --timeline RUN_DIR's probe.bin, in probe (n bytes), when the directory holds one (else exit 1).
-static void timeline_probe_path(const Options *o, char *probe, size_t n) {
-    snprintf(probe, n, "%s/probe.bin", o->timeline);
-    struct stat st;
-    if (stat(o->timeline, &st) != 0 || !S_ISDIR(st.st_mode))
-        die(EXIT_DATA, "--timeline %s: %s", o->timeline, errno == ENOENT ? "no such directory" : "not a directory");
-    if (access(probe, F_OK) != 0)
-        die(EXIT_DATA, "--timeline %s: it holds no probe.bin (a run from before the timeline, or with --no-probe)",
-            o->timeline);
+// --score FILE: the text read and scored, its mean loss printed.
+static void score_text(Job *j) {
+    char err[ERR_LEN];
+    or_die(read_text_to_score(j, err), err);  // within the memory the model's scoring leaves
+    or_die(load_model(j, err), err);
+    or_die(score_read_text(j, err), err);
 }
 
-// --timeline's summary: what the page holds, and what it left out of probe.bin, named as
-// --resume names it.
-static void say_what_the_page_holds(const char *page, const char *probe, const TimelineSummary *s) {
-    printf("%s: %ld probed step%s of %ld in full, %ld of %ld records%s\n", page, s->kept_whole,
-           s->kept_whole == 1 ? "" : "s", s->whole, s->kept, s->records,
-           s->torn_bytes && !s->damage ? "; a torn record at the end of probe.bin left out" : "");
-    stdout_flush_or_die();
-    if (s->damage)
-        fprintf(stderr, "%s: warning: %s: record %ld (at byte %llu) %s: the page holds the %ld records before it and "
-                "leaves out the %llu bytes from there (./train --resume moves such a file aside)\n", program_name(),
-                probe, s->records + 1, (unsigned long long)s->damaged_at, s->damage, s->records,
-                (unsigned long long)s->torn_bytes);
+// --score-task: the validation split of the task the checkpoint was trained on (its options
+// say which, and the seed that makes it), scored as its evaluations read it.
+static void score_task_split(Job *j) {
+    char err[ERR_LEN];
+    TrainOptions train;
+    TrainState state;
+    if (run_meta_read(&j->ck, &train, &state, err) != 0) die(EXIT_DATA, "%s", err);
+    ScoredTask st = {train.task, 0, train.seed, j->o.rows ? j->o.rows : train.eval_batches * (long)train.batch_size};
+    or_die(check_scored_task(j, &st, err), err);  // a task's checkpoint, and the memory its scoring takes
+    or_die(load_model(j, err), err);
+    or_die(score_task_rows(j, &st, err), err);
 }
 
-// --timeline RUN_DIR: the run's timeline.html made anew from its probe.bin and log.csv, as
-// ./train writes it at each evaluation (viewer/timeline.h), while no run holds the directory's
-// lock (training/out_dir.h; it is held meanwhile), with a log.csv of the same run (the figures
-// of its rows at the probed steps: training/run_log.h); an existing page needs --force.
-static void rebuild_timeline(const Options *o) {
-    char probe[4200], log[4200], page[4200], err[ERR_LEN], title[4300];
-    timeline_probe_path(o, probe, sizeof(probe));
-    snprintf(log, sizeof(log), "%s/log.csv", o->timeline);
-    snprintf(page, sizeof(page), "%s/%s", o->timeline, TIMELINE_FILE);
-    int status = out_dir_lock_if_there(o->timeline, &run.lock, err);
-    if (status != 0)
-        die(status, "--timeline %s%s", err, status == EXIT_USAGE ? " (the run rewrites its timeline.html itself)" : "");
-    if (err[0]) fprintf(stderr, "%s: warning: %s\n", program_name(), err);
-    refuse_existing("--timeline", page, o->force);
-    check_timeline_memory(o, probe);
-    int removed;
-    if (output_prepare(page, &removed, err) != 0) die(EXIT_DATA, "--timeline %s", err);
-    LossHistory losses = {0};
-    if (loss_history_read(&losses, log, err) != 0) die(EXIT_DATA, "%s", err);
-    char why[ERR_LEN];
-    int rc = loss_history_check_probe(&losses, probe, why);
-    if (rc != 0) {
-        loss_history_free(&losses);
-        if (rc < 0) die(EXIT_DATA, "%s", why);
-        die(EXIT_DATA, "--timeline %s: %s is not the log of the run probe.bin probed: %s (a log.csv of another run?); "
-            "move it away to make the page without its loss curves", o->timeline, log, why);
-    }
-    snprintf(title, sizeof(title), "chargpt: %s", o->timeline);
-    TimelineSummary s;
-    rc = timeline_write(page, probe, losses.points, losses.n, title, TIMELINE_MAX_RECORD_BYTES, o->force, &s, err);
-    loss_history_free(&losses);
-    if (rc != 0) die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "%s", err);
-    say_what_the_page_holds(page, probe, &s);
+// --export: the checkpoint's model written to each file, once every file's format was found to
+// carry it and the parameters to fit in memory beside the checkpoint.
+static void export_models(Job *j) {
+    char err[ERR_LEN];
+    ExportPlan plan;
+    or_die(plan_exports(j, &plan, err), err);
+    or_die(load_model(j, err), err);  // the checkpoint closed
+    or_die(write_exports(j, &plan, err), err);
 }
 
-// --timeline RUN_DIR --csv FILE: the heads' scores and importance at every probed step of the
-// run's probe.bin (format/probe_csv.h); an existing FILE needs --force.
-static void timeline_csv(const Options *o) {
-    char probe[4200], err[ERR_LEN];
-    timeline_probe_path(o, probe, sizeof(probe));
-    refuse_existing("--csv", o->csv, o->force);
-    long rows;
-    int torn;
-    int rc = probe_csv_write(probe, o->csv, o->force, &rows, &torn, err);
-    if (rc != 0) die(rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA, "--timeline %s", err);
-    printf("%s: %ld rows, a head each at every probed step of %s%s\n", o->csv, rows, probe,
-           torn ? " (up to a torn or damaged record)" : "");
-    stdout_flush_or_die();
+// --circuits: the weights' circuits, within the memory limit.
+static void compute_circuits(Job *j) {
+    char err[ERR_LEN];
+    or_die(check_circuits_memory(j, err), err);
+    or_die(load_model(j, err), err);
+    or_die(write_circuits(j, err), err);
+}
+
+// --patch CLEAN CORRUPTED: both texts read, patched, the table printed, and with --attention
+// the clean text recorded beside the patching.
+static void patch_two_texts(Job *j) {
+    char err[ERR_LEN];
+    or_die(read_patch_texts(j, err), err);  // of the same length within the block, and the memory
+    or_die(load_model(j, err), err);
+    Patching patching;
+    ProgressLine progress = progress_start("patching", "runs", patching_runs(j));
+    int status = patch_texts(j, &patching, show_progress, &progress, err);
+    progress_end(&progress);
+    or_die(status, err);
+    or_die(print_patching(j, &patching, err), err);
+    if (j->o.num_attention) or_die(record_attention(j, j->prompt.tokens, j->prompt.len, &patching, err), err);
+    patching_free(&patching);
 }
 
 int main(int argc, char **argv) {
     platform_init(argc, argv);
-    Options o;
-    parse_options(argc, argv, &o);
-    atexit(free_run);
-    if (o.timeline) {
+    Job *j = &job;
+    const GenerateOptions *o = &j->o;
+    char err[ERR_LEN];
+    parse_options(argc, argv, &j->o);
+    j->memory_limit = generation_memory_limit, j->flush_stdout = stdout_flush;
+    atexit(free_job);
+    if (o->timeline) {  // a training run's page rebuilt, or its heads' scores written
         fatal_signals_install(atomic_file_remove_open, 0);  // a killed run leaves no temporary file
-        if (o.csv) timeline_csv(&o);
-        else rebuild_timeline(&o);
+        or_die(o->csv ? timeline_csv(j, err) : rebuild_timeline(j, &timeline_lock, err), err);
         return 0;
     }
-    prepare_outputs(&o);  // the files it will write can be written
+    or_die(prepare_outputs(o, err), err);  // the files it will write can be written
     fatal_signals_install(atomic_file_remove_open, 0);  // a killed run leaves no temporary file
-    start_kernels(&o);
-    open_checkpoint(&o);
-    if (o.num_exports) {
-        export_models(&o);
-        return 0;
-    }
-    if (o.score) {
-        score_text(&o);
-        return 0;
-    }
-    if (o.score_task) {
-        score_task_split(&o);
-        return 0;
-    }
-    if (o.circuits) {
-        write_circuits(&o);
-        return 0;
-    }
-    if (o.patch) {
-        patch_texts(&o);
-        return 0;
-    }
-
-    size_t prompt_bytes = read_prompt(&o);
-    const Prompt *prompt = &run.prompt;
-    if (prompt->len == 0 && o.max_new == 0 && !o.num_attention && !o.logits) return 0;  // nothing to do
-
-    // the model, after its memory was found to fit; an empty prompt starts from a newline
-    long start_len = prompt->len > 0 ? prompt->len : 1;
-    check_generation_memory(&run.ck.config, &o, start_len + o.max_new,
-                            (double)prompt_bytes + (double)prompt->len * sizeof(int));
-    GPT *model = load_model(&o);
-    int newline = vocab_index(&run.vocab, '\n');
-    int start_token = newline >= 0 ? newline : 0;
-    double secs = generate_samples(model, prompt->len > 0 ? prompt->tokens : &start_token, start_len, &o);
-    report_speed(&o, secs);
-    if (o.num_attention) record_attention(model, decoder_text(&run.decoder, 0), run.decoder.len, NULL, &o);
-    if (o.logits) record_logits(model, decoder_text(&run.decoder, 0), run.decoder.len, &o);
+    or_die(start_kernels(o, err), err);
+    or_die(open_checkpoint(j, err), err);  // checked whole; its vocabulary; the heads --ablate names
+    if (o->num_exports) export_models(j);
+    else if (o->score) score_text(j);
+    else if (o->score_task) score_task_split(j);
+    else if (o->circuits) compute_circuits(j);
+    else if (o->patch) patch_two_texts(j);
+    else sample_text(j);
     return 0;
 }
