@@ -5,69 +5,41 @@
 // Exit status: 0 done, 1 bad checkpoint, text or I/O, 2 bad usage, prompt or text characters,
 // or a checkpoint too large for the memory.
 //
-// main is the outline: the options and the files it will write checked, the checkpoint
-// opened, then either a text scored (score_text) or a prompt read, the model loaded, the
-// samples generated (generation/decoder.h) and the attention recorded.
-#include <ctype.h>
-#include <errno.h>
+// This file holds the options and main, the outline of each job: the options and the files it
+// will write checked, the checkpoint opened, then one job's stages: sampling (a prompt read,
+// the model loaded, the samples generated and the attention recorded), --score, --score-task,
+// --export, --circuits or --patch; or --timeline, a training run's page rebuilt. The stages
+// are in generation/, each in the file of its job (generation/job.h lists them), and
+// --timeline's in training/timeline_rebuild.h.
 #include <getopt.h>
-#include <inttypes.h>
 #include <limits.h>
-#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/stat.h>
 
-#include "analysis/circuits.h"
-#include "analysis/head_means.h"
-#include "analysis/patching.h"
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/platform.h"
 #include "common/program.h"
-#include "data/corpus.h"
-#include "data/encoding.h"
-#include "common/utf8.h"
-#include "data/vocab.h"
 #include "format/atomic_file.h"
-#include "format/checkpoint.h"
-#include "format/onnx.h"
-#include "format/output.h"
-#include "format/probe_csv.h"
-#include "generation/attention_record.h"
-#include "generation/circuits_report.h"
-#include "generation/decoder.h"
-#include "generation/export.h"
 #include "generation/job.h"
-#include "generation/logits_record.h"
 #include "generation/options.h"
 #include "generation/outputs.h"
-#include "generation/patch_report.h"
-#include "generation/prompt.h"
-#include "generation/reference_text.h"
-#include "generation/score.h"
-#include "generation/score_progress.h"
-#include "generation/surprisal_csv.h"
-#include "generation/task_score.h"
-#include "kernels/kernels.h"
 #include "kernels/parallel.h"
-#include "model/gpt.h"
 #include "training/out_dir.h"
 #include "training/progress.h"
-#include "training/run_log.h"
 #include "training/run_state.h"
 #include "training/timeline_rebuild.h"
-#include "viewer/attention_export.h"
-#include "viewer/circuits_export.h"
-#include "viewer/timeline.h"
 
 static const GenerateOptions default_options = {
     .max_new = 500, .sampler = {0.8f, 0, 1.0f}, .seed = 1337, .stride = 1, .num_samples = 1, .threads = 0,
     .use_cache = 1, .max_memory = 0.0, .precision = PRECISION_FP32, .encoding = ENCODING_UTF8,
 };
+
+// ----------------------------------------------------------------------------
+// the options
 
 // Sets option c, given as `flag` (argv[optind - 1]), from its value optarg; -h or --help prints
 // the help and exits.
@@ -256,7 +228,7 @@ static void show_progress(void *context, long done, long total) {
 // ----------------------------------------------------------------------------
 // the jobs
 
-// Decodes o->max_new characters of every sample from the start text: the first sample streams
+// Decodes --max-new characters of every sample from the start text: the first sample streams
 // to stdout as it is made, the others follow it; when stdout is not a terminal (a file), the
 // progress line shows on stderr's. Returns the seconds the characters took.
 static double generate_samples(Job *j, const int *start, long start_len) {
