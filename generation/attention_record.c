@@ -10,6 +10,7 @@
 #include "../analysis/head_scores.h"
 #include "../common/finite.h"
 #include "../viewer/attention_export.h"
+#include "job.h"
 
 // What is recorded over a window of t characters, in one allocation.
 typedef struct {
@@ -151,4 +152,21 @@ int attention_record(GPT *model, const Vocab *vocab, const int *text, long len, 
     logit_lens_free(&lens);
     logit_attribution_free(&split);
     return rc == 0 ? 0 : rc == -2 ? EXIT_USAGE : EXIT_DATA;
+}
+
+// ----------------------------------------------------------------------------
+// ./generate --attention: the job's stage (generation/job.h)
+
+int record_attention(Job *j, const int *text, long len, const Patching *patching, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    AttentionExtras extras = {.head_means = j->head_means, .means_over = j->reference_name, .patching = patching,
+                             .corrupted = j->corrupted.tokens};
+    int written, status = attention_record(&j->model, &j->vocab, text, len, &extras, o->attention, o->num_attention,
+                                           o->force, &written, err);
+    const GPTConfig *c = &j->model.config;
+    int t = len < c->block_size ? (int)len : c->block_size;
+    for (int i = 0; i < written; i++)
+        fprintf(stderr, "attention of %d layers x %d heads over %d characters written to %s\n", c->n_layer, c->n_head,
+                t, o->attention[i]);
+    return status;
 }

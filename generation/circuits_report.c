@@ -5,6 +5,7 @@
 
 #include "../analysis/circuits.h"
 #include "../viewer/circuits_export.h"
+#include "job.h"
 
 // "  1.0  copying  0.996 (raw -0.995)  diagonal 1.00 (raw 0.00)" for each head
 static void print_heads(FILE *out, const Circuits *c) {
@@ -56,4 +57,25 @@ int circuits_report(const GPT *model, const uint32_t *vocab_chars, uint64_t seed
     }
     circuits_free(&c);
     return rc == 0 ? 0 : rc == -2 ? EXIT_USAGE : EXIT_DATA;
+}
+
+// ----------------------------------------------------------------------------
+// ./generate --circuits FILE: the job's stages (generation/job.h)
+
+int check_circuits_memory(const Job *j, char err[ERR_LEN]) {
+    const GPTConfig *c = &j->ck.config;
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, 1, GPT_PLAN_FORWARD, &plan);
+    plan.generation = circuits_bytes(c);
+    return check_job_memory(j, &plan, c, "computing its circuits", err);
+}
+
+int write_circuits(const Job *j, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    int rc = circuits_report(&j->model, j->vocab.chars, o->seed, o->circuits, o->force, o->checkpoint, stdout, err);
+    if (rc != 0) return rc;
+    if (j->flush_stdout(err) != 0) return EXIT_DATA;
+    fprintf(stderr, "circuits of %d layers x %d heads written to %s\n", j->model.config.n_layer, j->model.config.n_head,
+            o->circuits);
+    return 0;
 }

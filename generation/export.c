@@ -1,12 +1,15 @@
 #include "export.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include "../common/platform.h"
+#include "../format/atomic_file.h"
 #include "../format/gguf.h"
 #include "../format/onnx.h"
+#include "job.h"
 
 int export_format(const char *path, ExportFormat *format, char err[ERR_LEN]) {
     const char *ext = platform_path_extension(path);
@@ -70,4 +73,51 @@ int export_model(const char *path, const GPT *model, const Vocab *vocab, const c
     snprintf(written, ERR_LEN, "%s: ONNX IR version %d, opset %d, input_ids [batch, sequence <= %d] -> logits [batch, "
              "sequence, %d], F32, %s", path, ONNX_IR_VERSION, ONNX_OPSET, c->block_size, c->vocab_size, size);
     return 0;
+}
+
+// ----------------------------------------------------------------------------
+// ./generate --export FILE: the job's stages (generation/job.h)
+
+int plan_exports(const Job *j, ExportPlan *plan, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    const GPTConfig *c = &j->ck.config;
+    char why[ERR_LEN];
+    for (int i = 0; i < o->num_exports; i++)
+        if (export_check(o->exports[i], c, why) != 0) return error_status(err, EXIT_DATA, "%s: %s", o->checkpoint, why);
+    // the parameters, the checkpoint they are read from, and the largest file's own lists
+    GPTMemoryPlan memory;
+    gpt_memory_plan(c, 1, GPT_PLAN_FORWARD, &memory);
+    plan->parameters = memory.parameters;
+    plan->checkpoint_bytes = (double)j->ck.file.file_len;
+    double file_bytes = 0.0;
+    for (int i = 0; i < o->num_exports; i++) file_bytes = fmax(file_bytes, export_memory(o->exports[i], c));
+    const char *source;
+    double limit = j->memory_limit(o, &source), need = plan->parameters + plan->checkpoint_bytes + file_bytes;
+    if (limit > 0 && need > limit) {
+        char text[4][32];
+        double parts[4] = {need, plan->parameters, plan->checkpoint_bytes, limit};
+        for (int i = 0; i < 4; i++) format_bytes(parts[i], text[i], sizeof(text[i]));
+        return error_status(err, EXIT_USAGE, "%s: exporting the model needs %s (its parameters %s beside the "
+                            "checkpoint's %s), more than the %s %s", o->checkpoint, text[0], text[1], text[2], text[3],
+                            source);
+    }
+    export_model_name(&j->ck, plan->name, sizeof(plan->name));
+    plan->has_optimizer = j->ck.has_optimizer;
+    return 0;
+}
+
+int write_exports(const Job *j, const ExportPlan *plan, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    char written[ERR_LEN];
+    for (int i = 0; i < o->num_exports; i++) {
+        int rc = export_model(o->exports[i], &j->model, &j->vocab, plan->name, o->force, written, err);
+        if (rc != 0) return rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA;
+        printf("%s\n", written);
+    }
+    char size[32], params[32];
+    format_bytes(plan->checkpoint_bytes, size, sizeof(size));
+    format_bytes(plan->parameters, params, sizeof(params));
+    printf("from %s: %s, its parameters %s%s\n", o->checkpoint, size, params,
+           plan->has_optimizer ? " (the rest: AdamW's moments and the header)" : "");
+    return j->flush_stdout(err) != 0 ? EXIT_DATA : 0;
 }

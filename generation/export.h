@@ -25,4 +25,12 @@ void export_model_name(const Checkpoint *ck, char *name, size_t n);
 int export_model(const char *path, const GPT *model, const Vocab *vocab, const char *name, int replace,
                  char written[ERR_LEN], char err[ERR_LEN]);
 
+// What --export reads from the checkpoint before it is closed, and the memory it needs.
+typedef struct {
+    char name[256];           // the model's name in the files (export_model_name)
+    int has_optimizer;        // the checkpoint holds AdamW's moments
+    double checkpoint_bytes;  // the checkpoint's size
+    double parameters;        // the model's parameters' bytes
+} ExportPlan;
+
 #endif

@@ -7,6 +7,7 @@
 #include "../common/platform.h"
 #include "../format/atomic_file.h"
 #include "../viewer/attention_formats.h"
+#include "job.h"
 
 int logits_check_path(const char *path, char err[ERR_LEN]) {
     if (strcasecmp(platform_path_extension(path), "json") == 0) return 0;
@@ -50,4 +51,17 @@ int logits_record(GPT *model, const Vocab *vocab, const int *text, long len, con
     write_json(f.fp, logits, window, t, vocab);
     int rc = replace ? atomic_file_commit(&f, err) : atomic_file_commit_new(&f, err);
     return rc == 0 ? 0 : rc == ATOMIC_FILE_EXISTS ? EXIT_USAGE : EXIT_DATA;
+}
+
+// ----------------------------------------------------------------------------
+// ./generate --logits: the job's stage (generation/job.h)
+
+int record_logits(Job *j, const int *text, long len, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    int status = logits_record(&j->model, &j->vocab, text, len, o->logits, o->force, err);
+    if (status != 0) return status;
+    const GPTConfig *c = &j->model.config;
+    fprintf(stderr, "logits of %ld characters written to %s\n", len < c->block_size ? len : (long)c->block_size,
+            o->logits);
+    return 0;
 }

@@ -1,7 +1,10 @@
 #include "patch_report.h"
 
 #include <stdlib.h>
+#include <string.h>
 
+#include "attention_record.h"
+#include "job.h"
 #include "prompt.h"
 
 // cp as a table shows it in a column of `width`: printable characters themselves, a space as
@@ -67,4 +70,49 @@ void patch_report_print(FILE *out, const Patching *p, const uint32_t *chars, con
             "share of 1 restores the clean run's, 0 changes nothing\n", p->metric_clean, p->metric_corrupted);
     print_heads(out, p);
     print_residual(out, p, chars, clean, corrupted);
+}
+
+// ----------------------------------------------------------------------------
+// ./generate --patch CLEAN CORRUPTED: the job's stages (generation/job.h)
+
+int read_patch_texts(Job *j, char err[ERR_LEN]) {
+    const GenerateOptions *o = &j->o;
+    char why[ERR_LEN];
+    int rc = prompt_encode(&j->prompt, &j->vocab, o->patch, strlen(o->patch), o->skip_unknown, "the clean text", why);
+    if (rc == 0)
+        rc = prompt_encode(&j->corrupted, &j->vocab, o->prompt, strlen(o->prompt), o->skip_unknown, "the corrupted text",
+                           why);
+    if (rc != 0) return error_status(err, rc == -1 ? EXIT_USAGE : EXIT_DATA, "--patch: %s", why);
+    const GPTConfig *c = &j->ck.config;
+    long t = j->prompt.len;
+    if (t != j->corrupted.len)
+        return error_status(err, EXIT_USAGE, "--patch: the clean text has %ld characters and the corrupted one %ld: "
+                            "patching replaces a position's activations by the other text's, so both need the same "
+                            "length", t, j->corrupted.len);
+    if (t < 1 || t > c->block_size)
+        return error_status(err, EXIT_USAGE, "--patch: the texts have %ld characters: give 1 to %d (the block size)", t,
+                            c->block_size);
+    GPTMemoryPlan plan;
+    gpt_memory_plan(c, 1, GPT_PLAN_FORWARD, &plan);
+    plan.generation = patching_bytes(c, (int)t) + (o->num_attention ? attention_record_memory(c, (int)t) : 0.0);
+    return check_job_memory(j, &plan, c, "patching two texts", err);
+}
+
+long patching_runs(const Job *j) {
+    const GPTConfig *c = &j->model.config;
+    return (long)c->n_layer * c->n_head + (c->n_layer + 1) * j->prompt.len;
+}
+
+int patch_texts(Job *j, Patching *patching, PatchingProgress show, void *context, char err[ERR_LEN]) {
+    char why[ERR_LEN];
+    if (gpt_alloc_activations(&j->model, 1, err) != 0) return EXIT_DATA;
+    int rc = patching_run(patching, &j->model, j->prompt.tokens, j->corrupted.tokens, (int)j->prompt.len, show, context,
+                          why);
+    if (rc != 0) return error_status(err, rc == -2 ? EXIT_USAGE : EXIT_DATA, "--patch: %s", why);
+    return 0;
+}
+
+int print_patching(const Job *j, const Patching *patching, char err[ERR_LEN]) {
+    patch_report_print(stdout, patching, j->vocab.chars, j->prompt.tokens, j->corrupted.tokens);
+    return j->flush_stdout(err) != 0 ? EXIT_DATA : 0;
 }

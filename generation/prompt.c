@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "../common/input_file.h"
+#include "../common/platform.h"
 #include "../common/utf8.h"
 #include "../data/vocab_coverage.h"
 
@@ -134,4 +135,15 @@ int prompt_read_file(const char *path, size_t max_bytes, char **bytes, size_t *l
     *bytes = buf;
     *len = n;
     return 0;
+}
+
+void prompt_warn_dropped(const Prompt *p, const char *what) {
+    if (p->dropped == 0 && p->unknown == 0) return;
+    char shown[5];
+    prompt_printable_char(p->first_dropped, shown);
+    long n = p->dropped ? p->dropped : p->unknown;
+    fprintf(stderr, "%s: %s %ld character%s of %s not in the vocabulary%s, the first '%s' (U+%04" PRIX32
+            ") at position %ld\n", program_name(), p->dropped ? "warning: dropped" : "note:", n,
+            n == 1 ? "" : "s", what, p->dropped ? "" : n == 1 ? " takes its unknown token U+FFFD" :
+            " take its unknown token U+FFFD", shown, p->first_dropped, p->first_dropped_at);
 }

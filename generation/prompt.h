@@ -35,6 +35,8 @@ int prompt_encode(Prompt *p, const Vocab *vocab, const char *bytes, size_t n, in
 int prompt_read_file(const char *path, size_t max_bytes, char **bytes, size_t *len, char err[ERR_LEN]);
 // Writes cp for a message: its UTF-8 when printable, else nothing.
 void prompt_printable_char(uint32_t cp, char out[5]);
+// Prints a warning on stderr about the characters prompt_from_chars dropped from `what`.
+void prompt_warn_dropped(const Prompt *p, const char *what);
 void prompt_free(Prompt *p);
 
 #endif

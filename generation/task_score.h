@@ -27,4 +27,12 @@ double task_score_memory(int block_size, long rows);
 // -1 with err when memory runs out or a loss is not finite.
 int task_score(GPT *model, Task task, uint64_t seed, long rows, TaskScore *out, char err[ERR_LEN]);
 
+// The validation split of the task a checkpoint's run trained on, as --score-task scores it.
+typedef struct {
+    const char *name;  // the task's name; "" for a run on a text
+    Task task;         // set by check_scored_task
+    uint64_t seed;     // the run's seed, which made the split
+    long rows;         // the rows scored
+} ScoredTask;
+
 #endif
