@@ -136,8 +136,8 @@ void linear_backward(Kernels *k, float *dinp, float *dweight, float *dbias, cons
 int linear_input_kept(const Kernels *k, const float *weight, int N);
 
 // ---------------------------------------------------------------------------------------
-// LayerNorm: team functions (parallel.h), the same bits on every kernels (each sum over a row
-// in fixed_sum.h's order)
+// LayerNorm: team functions (parallel.h), the same bits whichever kernels run them (each sum
+// over a row in fixed_sum.h's order)
 
 #define LAYERNORM_EPS 1e-5f
 

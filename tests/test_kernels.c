@@ -583,7 +583,7 @@ static void layernorm_problem_free(LayerNormProblem *p) {
     free(p->inp), free(p->weight), free(p->bias), free(p->dout), free(p->start);
 }
 
-// LayerNorm gives the same bits on every kernels this CPU runs, the plain loops' (its sums are
+// LayerNorm gives the same bits on all the kernels this CPU runs, the plain loops' (its sums are
 // fixed_sum.h's everywhere), for any number of threads: channels that are multiples of no
 // vector width or fewer than a sum's lanes, rows that end a block of the fast kernels' short or
 // are fewer than one, a row of variance 0 and one far from 0, and a backward that adds to
