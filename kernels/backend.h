@@ -5,9 +5,9 @@
 // flags (the Makefile's ISA_FLAGS_*): it defines its register tile MR x NR and the tile
 // kernels (matmul_kernels.h says what each must do), then includes the one source of the
 // products' driver (matmul.inc, matmul_bf16.inc: blocking, packing, tasks over the threads),
-// of the portable bf16 kernels (bf16_portable.inc) and of the pointwise kernels
-// (pointwise.inc), so that these are compiled once per instruction set, and fills a
-// Backend. Adding a backend is adding such a file, its flags, and a line in dispatch.c.
+// of the portable bf16 kernels (bf16_portable.inc), of the pointwise kernels (pointwise.inc)
+// and of LayerNorm (layernorm.inc), so that these are compiled once per instruction set, and
+// fills a Backend. Adding a backend is adding such a file, its flags, and a line in dispatch.c.
 //
 // The products are matrix multiplies for linear layers, PyTorch's layout: weight (OC, C),
 // out = inp @ weight^T + bias. Cache-blocked and register-tiled. The team functions among
@@ -174,6 +174,12 @@ struct Backend {
     // apart, on the calling thread.
     void (*convert_bf16_rows)(const Backend *b, bf16 *dst, long ldd, const float *src, long ld, int rows, int cols);
 
+    // LayerNorm (layernorm.inc), kernels.h's layernorm_forward and layernorm_backward (team
+    // functions).
+    void (*layernorm)(float *out, float *mean, float *rstd, const float *inp, const float *weight, const float *bias,
+                      int N, int C);
+    void (*layernorm_gradient)(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                               const float *weight, const float *mean, const float *rstd, int N, int C);
     // The pointwise kernels (pointwise.inc), kernels.h's gelu_forward, gelu_backward (team
     // functions), softmax_row and logits_softmax (on the calling thread).
     void (*gelu)(float *out, const float *inp, int n);

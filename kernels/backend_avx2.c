@@ -1,6 +1,6 @@
 // The AVX2 backend (backend.h): a 6x16 register tile (12 of the 16 ymm registers hold
 // accumulators, two hold the row of B, one the broadcast A value), the products' driver, the
-// portable bf16 kernels and the pointwise kernels compiled for AVX2 with FMA.
+// portable bf16 kernels and the pointwise and LayerNorm kernels compiled for AVX2 with FMA.
 #include <immintrin.h>
 
 #define MR 6
@@ -130,10 +130,11 @@ static void matmul_dot_rows(float *out, const float *x, const float *w, const fl
 #include "matmul.inc"
 #include "matmul_bf16.inc"
 #include "pointwise.inc"
+#include "layernorm.inc"
 
 static int cpu_runs_avx2(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 
 const Backend backend_avx2 = {
     .name = "avx2", .needs = "AVX2 and FMA", .cpu_runs = cpu_runs_avx2, .bf16 = &bf16_portable_kernels,
-    .bf16_cost = BF16_COST_MEASURED("about 1.1 times"), MATMUL_PRODUCTS, POINTWISE_KERNELS,
+    .bf16_cost = BF16_COST_MEASURED("about 1.1 times"), MATMUL_PRODUCTS, POINTWISE_KERNELS, LAYERNORM_KERNELS,
 };

@@ -1,8 +1,8 @@
 // The AVX-512 backends (backend.h): a 14x32 register tile (28 of the 32 zmm registers hold
 // accumulators, two hold the row of B, one the broadcast A value), the products' driver, the
-// portable bf16 kernels and the pointwise kernels compiled for AVX-512 (F, BW, DQ, VL) with
-// FMA. Two backends share them: "avx512", whose bf16 products widen their operands to fp32, and
-// "avx512_bf16", whose run vdpbf16ps (bf16_avx512.c).
+// portable bf16 kernels and the pointwise and LayerNorm kernels compiled for AVX-512 (F, BW,
+// DQ, VL) with FMA. Two backends share them: "avx512", whose bf16 products widen their operands
+// to fp32, and "avx512_bf16", whose run vdpbf16ps (bf16_avx512.c).
 #include <immintrin.h>
 
 #define MR AVX512_MR
@@ -130,6 +130,7 @@ static void matmul_dot_rows(float *out, const float *x, const float *w, const fl
 #include "matmul.inc"
 #include "matmul_bf16.inc"
 #include "pointwise.inc"
+#include "layernorm.inc"
 
 static int cpu_runs_avx512(void) {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -140,10 +141,10 @@ static int cpu_runs_avx512_bf16(void) { return cpu_runs_avx512() && __builtin_cp
 
 const Backend backend_avx512 = {
     .name = "avx512", .needs = "AVX-512 (F, BW, DQ, VL) and FMA", .cpu_runs = cpu_runs_avx512,
-    .bf16 = &bf16_portable_kernels, .bf16_cost = BF16_COST_MEASURED("about 1.1 times"), MATMUL_PRODUCTS, POINTWISE_KERNELS,
+    .bf16 = &bf16_portable_kernels, .bf16_cost = BF16_COST_MEASURED("about 1.1 times"), MATMUL_PRODUCTS, POINTWISE_KERNELS, LAYERNORM_KERNELS,
 };
 
 const Backend backend_avx512_bf16 = {
     .name = "avx512_bf16", .needs = "AVX-512 (F, BW, DQ, VL), FMA and AVX512_BF16", .cpu_runs = cpu_runs_avx512_bf16,
-    .bf16 = &bf16_avx512_kernels, .slower_than_next = bf16_avx512_dots_slow, MATMUL_PRODUCTS, POINTWISE_KERNELS,
+    .bf16 = &bf16_avx512_kernels, .slower_than_next = bf16_avx512_dots_slow, MATMUL_PRODUCTS, POINTWISE_KERNELS, LAYERNORM_KERNELS,
 };

@@ -1,9 +1,9 @@
 // The NEON backends (backend.h), for AArch64's Advanced SIMD, which every AArch64 CPU that
 // Linux or macOS runs on has: a 6x16 register tile (24 of the 32 vector registers hold
 // accumulators, four hold the row of B, two the column of A), the products' driver, the
-// portable bf16 kernels and the pointwise kernels compiled for AArch64. Two backends share
-// them: "neon", whose bf16 products widen their operands to fp32 and run on this tile, and
-// "neon_bf16", whose run BFDOT (bf16_neon.c) on CPUs with FEAT_BF16.
+// portable bf16 kernels and the pointwise and LayerNorm kernels compiled for AArch64. Two
+// backends share them: "neon", whose bf16 products widen their operands to fp32 and run on this
+// tile, and "neon_bf16", whose run BFDOT (bf16_neon.c) on CPUs with FEAT_BF16.
 //
 // The tile's figures. Each k step loads 6 values of A and 16 of B (88 bytes) and does
 // 6 x 16 multiply-adds (192 FLOPs): 2.2 FLOPs per byte loaded, against 0.5 for one vector
@@ -123,6 +123,7 @@ static void matmul_dot_rows(float *out, const float *x, const float *w, const fl
 #include "matmul.inc"
 #include "matmul_bf16.inc"
 #include "pointwise.inc"
+#include "layernorm.inc"
 
 // The BFDOT tiles, packing and matrix-vector rows, with the portable conversion (which needs
 // no bf16 instructions) compiled for NEON here.
@@ -133,10 +134,10 @@ static int cpu_runs_neon(void) { return 1; }
 
 const Backend backend_neon = {
     .name = "neon", .needs = "Advanced SIMD (NEON)", .cpu_runs = cpu_runs_neon, .bf16 = &bf16_portable_kernels,
-    .bf16_cost = BF16_COST_UNMEASURED, MATMUL_PRODUCTS, POINTWISE_KERNELS,
+    .bf16_cost = BF16_COST_UNMEASURED, MATMUL_PRODUCTS, POINTWISE_KERNELS, LAYERNORM_KERNELS,
 };
 
 const Backend backend_neon_bf16 = {
     .name = "neon_bf16", .needs = "Advanced SIMD and FEAT_BF16 (BFDOT)", .cpu_runs = platform_cpu_has_arm_bf16,
-    .bf16 = &bf16_bfdot_kernels, MATMUL_PRODUCTS, POINTWISE_KERNELS,
+    .bf16 = &bf16_bfdot_kernels, MATMUL_PRODUCTS, POINTWISE_KERNELS, LAYERNORM_KERNELS,
 };

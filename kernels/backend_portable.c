@@ -1,7 +1,7 @@
 // The portable backend (backend.h), for any CPU: a 4x8 register tile in local arrays, whose
 // `omp simd` column loops the compiler keeps in vector registers, the products' driver, the
-// portable bf16 kernels and the pointwise kernels, all in plain C compiled for the build's
-// baseline instruction set.
+// portable bf16 kernels and the pointwise and LayerNorm kernels, all in plain C compiled for the
+// build's baseline instruction set.
 #define MR 4
 #define NR 8
 #define TILE_VECTORS NR  // a row of the tile's "vectors": its columns, one a lane of the simd loops
@@ -53,6 +53,7 @@ static void matmul_dot_rows(float *out, const float *x, const float *w, const fl
 #include "matmul.inc"
 #include "matmul_bf16.inc"
 #include "pointwise.inc"
+#include "layernorm.inc"
 
 static int cpu_runs_portable(void) { return 1; }
 
@@ -64,5 +65,5 @@ static int cpu_runs_portable(void) { return 1; }
 
 const Backend backend_portable = {
     .name = "portable", .needs = "nothing beyond the build's baseline", .cpu_runs = cpu_runs_portable,
-    .bf16 = &bf16_portable_kernels, .bf16_cost = PORTABLE_BF16_COST, MATMUL_PRODUCTS, POINTWISE_KERNELS,
+    .bf16 = &bf16_portable_kernels, .bf16_cost = PORTABLE_BF16_COST, MATMUL_PRODUCTS, POINTWISE_KERNELS, LAYERNORM_KERNELS,
 };

@@ -1,6 +1,6 @@
 // The WebAssembly SIMD backend (backend.h), for the page and the other builds for
 // WebAssembly (web/): a 4x8 register tile of 128-bit vectors, the products' driver, the
-// portable bf16 kernels and the pointwise kernels, compiled with -msimd128.
+// portable bf16 kernels and the pointwise and LayerNorm kernels, compiled with -msimd128.
 //
 // WebAssembly's SIMD has no fused multiply-add (relaxed SIMD's is not in every engine, and
 // not exact), so each step of a chain is a multiply, then an add, as in the portable
@@ -89,6 +89,7 @@ static void matmul_dot_rows(float *out, const float *x, const float *w, const fl
 #include "matmul.inc"
 #include "matmul_bf16.inc"
 #include "pointwise.inc"
+#include "layernorm.inc"
 
 // WebAssembly has no bf16 dot products: bf16 operands are widened to fp32 as they are packed
 #define WASM_BF16_COST                                                                                   \
@@ -100,5 +101,5 @@ static int cpu_runs_wasm_simd128(void) { return 1; }
 
 const Backend backend_wasm_simd128 = {
     .name = "wasm_simd128", .needs = "WebAssembly SIMD (128-bit)", .cpu_runs = cpu_runs_wasm_simd128,
-    .bf16 = &bf16_portable_kernels, .bf16_cost = WASM_BF16_COST, MATMUL_PRODUCTS, POINTWISE_KERNELS,
+    .bf16 = &bf16_portable_kernels, .bf16_cost = WASM_BF16_COST, MATMUL_PRODUCTS, POINTWISE_KERNELS, LAYERNORM_KERNELS,
 };

@@ -1,6 +1,6 @@
 // Which kernels run: a backend (backend.h) from the table of those this build has, fastest
 // first, that the CPU runs, or the plain loops (plain.c), as CHARGPT_KERNELS says; and the
-// fast pointwise kernels (fast.h), the backend's.
+// fast LayerNorm and pointwise kernels (fast.h), the backend's.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,6 +181,16 @@ void precision_describe(Precision precision, char *text, size_t n) {
         snprintf(products, sizeof(products), " (%s)", b ? b->bf16->name : "rounded in the loops");
     snprintf(text, n, "%s%s, kernels %s%s", precision_name(precision), products, kernels_name(),
              from_environment ? " (CHARGPT_KERNELS)" : "");
+}
+
+void fast_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                            const float *bias, int N, int C) {
+    kernels_backend()->layernorm(out, mean, rstd, inp, weight, bias, N, C);
+}
+
+void fast_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                             const float *weight, const float *mean, const float *rstd, int N, int C) {
+    kernels_backend()->layernorm_gradient(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 
 void fast_gelu_forward(float *out, const float *inp, int n) { kernels_backend()->gelu(out, inp, n); }

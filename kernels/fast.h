@@ -1,7 +1,8 @@
 // The fast kernels behind kernels.h's calls: every function of kernels/plain.c starts with
 // one branch, which hands the call to its fast_ version here when a backend (backend.h) runs
 // it rather than the plain loops. Private to kernels/: workspace.c holds the fast linear
-// layers and attention heads, dispatch.c the pointwise kernels and which backend runs.
+// layers and attention heads, dispatch.c LayerNorm, the pointwise kernels and which backend
+// runs.
 #ifndef CHARGPT_FAST_H
 #define CHARGPT_FAST_H
 
@@ -16,6 +17,10 @@ void fast_linear_forward(Kernels *k, float *out, const float *inp, const float *
 void fast_linear_backward(Kernels *k, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                           const float *weight, int N, int C, int OC);
 
+void fast_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                            const float *bias, int N, int C);
+void fast_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                             const float *weight, const float *mean, const float *rstd, int N, int C);
 void fast_gelu_forward(float *out, const float *inp, int n);
 void fast_gelu_backward(float *dinp, const float *inp, const float *dout, int n);
 void fast_softmax_row(float *row, int n, float scale);

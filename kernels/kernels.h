@@ -1,11 +1,11 @@
-// The kernels: the matrix products of the linear layers and of attention's heads, GELU and
-// softmax, behind the one interface the model (model/) uses, with parallel.h for its threads.
+// The kernels: the matrix products of the linear layers and of attention's heads, LayerNorm,
+// GELU and softmax, behind the one interface the model (model/) uses, with parallel.h for its threads.
 // The model hands over fp32 tensors and their shapes, and the workspace it owns (Kernels)
 // holds the run's precision and whatever the kernels keep.
 //
 // Two kinds of kernels run these calls. The plain kernels (kernels/plain.c,
-// CHARGPT_KERNELS=plain) are the textbook loops: the matrix product as three loops, GELU and
-// softmax as their formulas; a learner reads and steps through them. The fast ones are the
+// CHARGPT_KERNELS=plain) are the textbook loops: the matrix product as three loops, LayerNorm,
+// GELU and softmax as their formulas; a learner reads and steps through them. The fast ones are the
 // backends (backend.h: portable C; on x86-64 AVX2, AVX-512 and AVX-512 with AVX512_BF16; on
 // AArch64 NEON and NEON with FEAT_BF16; their packing, register tiles and copies of the
 // weights), one per instruction set, chosen at run time: each function of
@@ -134,6 +134,22 @@ void linear_backward(Kernels *k, float *dinp, float *dweight, float *dbias, cons
 // input for the backward (in bf16, rounded), so that the caller need not keep the input or
 // make it again; else 0.
 int linear_input_kept(const Kernels *k, const float *weight, int N);
+
+// ---------------------------------------------------------------------------------------
+// LayerNorm: team functions (parallel.h), the same bits whichever kernels run them (each sum
+// over a row in fixed_sum.h's order)
+
+#define LAYERNORM_EPS 1e-5f
+
+// y = (x - mean) * rstd * weight + bias for each row x, rstd = 1/sqrt(var + LAYERNORM_EPS),
+// var the biased variance: out, inp (N, C); mean, rstd (N) written; weight, bias (C)
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight, const float *bias,
+                       int N, int C);
+// With xhat = (x - mean) * rstd and g = dout * weight, ACCUMULATES (+=)
+//   dinp += rstd * (g - mean(g) - xhat * mean(g * xhat)),  dweight += dout * xhat,  dbias += dout
+// (the means over a row's C channels, the parameters' sums over the N rows); mean and rstd the forward's
+void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                        const float *weight, const float *mean, const float *rstd, int N, int C);
 
 // ---------------------------------------------------------------------------------------
 // pointwise kernels: team functions (parallel.h) but the softmax of a row, on the calling thread

@@ -15,6 +15,7 @@
 
 #include "bf16.h"
 #include "fast.h"
+#include "fixed_sum.h"
 #include "kernels.h"
 #include "parallel.h"
 
@@ -90,6 +91,81 @@ void linear_backward(Kernels *k, float *dinp, float *dweight, float *dbias, cons
     }
     team_barrier();
 }
+
+// ---------------------------------------------------------------------------------------
+// LayerNorm. Each sum over a row is in fixed_sum.h's order: term i into lane i % SUM_LANES,
+// then the lanes' tree (sum_lanes); the fast kernels keep that order, and give these loops'
+// bits. (clang would fuse a multiply and an add into one rounding: told not to.)
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+// For each row x: its mean m and biased variance v over the C channels, then
+// y = (x - m) * rstd * weight + bias, rstd = 1 / sqrt(v + eps)
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight, const float *bias,
+                       int N, int C) {
+    if (kernels_fast(NULL)) {
+        fast_layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+        return;
+    }
+#pragma omp for schedule(static) nowait
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C;
+        float m = sum_fixed(x, C) / C;
+        float squares[SUM_LANES] = {0};  // the sum of (x - m)^2
+        for (int i = 0; i < C; i++) squares[i % SUM_LANES] += (x[i] - m) * (x[i] - m);
+        float s = 1.0f / sqrtf(sum_lanes(squares) / C + LAYERNORM_EPS);
+        float *y = out + (size_t)n * C;
+        for (int i = 0; i < C; i++) y[i] = (x[i] - m) * s * weight[i] + bias[i];
+        mean[n] = m;
+        rstd[n] = s;
+    }
+    team_barrier();
+}
+
+// With xhat = (x - mean) * rstd and g = dout * weight, for each row
+//   dinp += rstd * (g - mean(g) - xhat * mean(g * xhat)),
+// and for each channel, over the rows: dweight += dout * xhat, dbias += dout
+void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                        const float *weight, const float *mean, const float *rstd, int N, int C) {
+    if (kernels_fast(NULL)) {
+        fast_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+        return;
+    }
+#pragma omp for schedule(static) nowait
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+        float *dx = dinp + (size_t)n * C, m = mean[n], s = rstd[n];
+        float g_sum[SUM_LANES] = {0}, gx_sum[SUM_LANES] = {0};  // the sums of g and g * xhat
+        for (int i = 0; i < C; i++) {
+            float g = dy[i] * weight[i];
+            g_sum[i % SUM_LANES] += g;
+            gx_sum[i % SUM_LANES] += g * (x[i] - m) * s;
+        }
+        float g_mean = sum_lanes(g_sum) / C, gx_mean = sum_lanes(gx_sum) / C;
+        for (int i = 0; i < C; i++) {
+            float xhat = (x[i] - m) * s;
+            dx[i] += s * (dy[i] * weight[i] - g_mean - xhat * gx_mean);
+        }
+    }
+    // the parameters' gradients, sums over the rows in order: a channel is one thread's
+#pragma omp for schedule(static) nowait
+    for (int c = 0; c < C; c++) {
+        float dw = 0.0f, db = 0.0f;
+        for (int n = 0; n < N; n++) {
+            float dy = dout[(size_t)n * C + c];
+            dw += dy * (inp[(size_t)n * C + c] - mean[n]) * rstd[n];
+            db += dy;
+        }
+        dweight[c] += dw;
+        dbias[c] += db;
+    }
+    team_barrier();
+}
+
+#ifdef __clang__
+#pragma STDC FP_CONTRACT DEFAULT
+#endif
 
 // ---------------------------------------------------------------------------------------
 // GELU (tanh form) and softmax

@@ -1,14 +1,11 @@
-// Forward and backward of each layer except the linear layers (the kernels') and attention
-// (attention.c).
+// Forward and backward of each layer except the linear layers, LayerNorm and GELU (the
+// kernels') and attention (attention.c).
 // Each is a team function (parallel.h): loops over rows are split over the threads of the
-// calling team; reductions inside a row are sums of a fixed order (kernels/fixed_sum.h), giving
-// the same bits on every run, for any thread count and from any compiler.
+// calling team, and every sum has an order of its own, the same for any thread count.
 #include "layers.h"
 
-#include <math.h>
 #include <string.h>
 
-#include "../kernels/fixed_sum.h"
 #include "../kernels/parallel.h"
 
 // ----------------------------------------------------------------------------
@@ -45,85 +42,6 @@ void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *to
             float *dpe = dwpe + (size_t)(n % t) * C;
 #pragma omp simd
             for (int i = c0; i < c1; i++) dpe[i] += g[i];
-        }
-    }
-    team_barrier();
-}
-
-// ----------------------------------------------------------------------------
-// LayerNorm
-
-void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                       const float *weight, const float *bias, int N, int C) {
-#pragma omp for schedule(static) nowait
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C;
-        float m = sum_fixed(x, C) / C;
-        float lanes[SUM_LANES] = {0};  // the variance's sum, in sum_fixed's order
-        int i0 = 0;
-        for (; i0 + SUM_LANES <= C; i0 += SUM_LANES)
-#pragma omp simd
-            for (int l = 0; l < SUM_LANES; l++) lanes[l] += (x[i0 + l] - m) * (x[i0 + l] - m);
-        for (int l = 0; i0 + l < C; l++) lanes[l] += (x[i0 + l] - m) * (x[i0 + l] - m);
-        float s = 1.0f / sqrtf(sum_lanes(lanes) / C + LAYERNORM_EPS);
-        float *y = out + (size_t)n * C;
-#pragma omp simd
-        for (int i = 0; i < C; i++) y[i] = (x[i] - m) * s * weight[i] + bias[i];
-        mean[n] = m;
-        rstd[n] = s;
-    }
-    team_barrier();
-}
-
-// With xhat = (x - mean) * rstd and g = dout * weight:
-//   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),  dweight += dout * xhat,  dbias += dout
-void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                        const float *inp, const float *weight, const float *mean,
-                        const float *rstd, int N, int C) {
-#pragma omp for schedule(static) nowait
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C;
-        const float *dy = dout + (size_t)n * C;
-        float *dx = dinp + (size_t)n * C;
-        float m = mean[n], s = rstd[n];
-        float g_lanes[SUM_LANES] = {0}, gx_lanes[SUM_LANES] = {0};  // in sum_fixed's order
-        int i0 = 0;
-        for (; i0 + SUM_LANES <= C; i0 += SUM_LANES)
-#pragma omp simd
-            for (int l = 0; l < SUM_LANES; l++) {
-                float g = dy[i0 + l] * weight[i0 + l];
-                g_lanes[l] += g;
-                gx_lanes[l] += g * (x[i0 + l] - m) * s;
-            }
-        for (int l = 0; i0 + l < C; l++) {
-            float g = dy[i0 + l] * weight[i0 + l];
-            g_lanes[l] += g;
-            gx_lanes[l] += g * (x[i0 + l] - m) * s;
-        }
-        float g_mean = sum_lanes(g_lanes) / C, gx_mean = sum_lanes(gx_lanes) / C;
-#pragma omp simd
-        for (int i = 0; i < C; i++) {
-            float xhat = (x[i] - m) * s;
-            dx[i] += s * (dy[i] * weight[i] - g_mean - xhat * gx_mean);
-        }
-    }
-    // parameter gradients: sum over rows, threads own channel slices
-#pragma omp for schedule(static) nowait
-    for (int c0 = 0; c0 < C; c0 += 16) {
-        int c1 = c0 + 16 < C ? c0 + 16 : C;
-        float dw[16] = {0}, db[16] = {0};
-        for (int n = 0; n < N; n++) {
-            const float *x = inp + (size_t)n * C;
-            const float *dy = dout + (size_t)n * C;
-            float m = mean[n], s = rstd[n];
-            for (int i = c0; i < c1; i++) {
-                dw[i - c0] += dy[i] * (x[i] - m) * s;
-                db[i - c0] += dy[i];
-            }
-        }
-        for (int i = c0; i < c1; i++) {
-            dweight[i] += dw[i - c0];
-            dbias[i] += db[i - c0];
         }
     }
     team_barrier();

@@ -16,8 +16,6 @@
 #include "../common/rng.h"
 #include "../kernels/kernels.h"
 
-#define LAYERNORM_EPS 1e-5f
-
 // Dropout: element i of a tensor is kept when the hash of first + i under `key` clears p;
 // kept values are scaled by 1/(1-p). p == 0 (or key unused) means identity. `first` places
 // the tensor in a larger one (a part of a batch): its element i is element first + i there.
@@ -44,13 +42,8 @@ static inline int dropout_keep(uint64_t key, uint64_t index, float p) {
 void encoder_forward(float *out, const int *tokens, const float *wte, const float *wpe, int B, int t, int C);
 void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *tokens, int B, int t, int C);
 
-// y = (x - mean) * rstd * weight + bias, rstd = 1/sqrt(var + 1e-5), biased variance.
-// out, inp (N, C); mean, rstd (N); weight, bias (C)
-void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                       const float *weight, const float *bias, int N, int C);
-void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                        const float *inp, const float *weight, const float *mean,
-                        const float *rstd, int N, int C);
+// LayerNorm is the kernels' (kernels.h: layernorm_forward, layernorm_backward), compiled for
+// each instruction set, as GELU is.
 
 // Where attention finds the keys and values of one layer: those of sequence b's position j
 // at k + b*seq + j*ld and v + b*seq + j*ld, A floats each (head h's from h*hs). In training

@@ -3,7 +3,8 @@
 // awkward and model shapes, what they add to and what they write, NULL gradients, rows
 // computed alone, bit-identical results for any thread count, attention's heads (queries at
 // the start of a sequence or further on) and the backends' small products with each of their
-// flags; the pointwise kernels against the double reference; and how the kernels are chosen.
+// flags; the pointwise kernels against the double reference; LayerNorm's bits the same on
+// every backend; and how the kernels are chosen.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -532,6 +533,88 @@ TEST(kernels_pointwise_nonfinite) {
               "%s: softmax(-inf, 0, 0) = %g %g %g", names[bk], with_inf[0], with_inf[1], with_inf[2]);
     }
     test_restore_backend();
+}
+
+// LayerNorm's forward and backward outputs for one shape (layernorm_run), from fresh copies of
+// the starting gradients: out, mean, rstd, dinp, dweight, dbias one after the other.
+typedef struct {
+    int N, C;
+    float *inp, *weight, *bias, *dout, *start;  // start: dinp, dweight, dbias before the backward
+} LayerNormProblem;
+
+static size_t layernorm_results(const LayerNormProblem *p) {
+    return 2 * (size_t)p->N * p->C + 2 * (size_t)p->N + 2 * (size_t)p->C;
+}
+
+// Rows of random values in [-1.5, 2.5), row 0 constant (its variance 0), row 1 near 300 (a
+// spread of 1 far from 0).
+static LayerNormProblem layernorm_problem(int N, int C, unsigned seed) {
+    LayerNormProblem p = {N, C, malloc((size_t)N * C * sizeof(float)), malloc((size_t)C * sizeof(float)),
+                          malloc((size_t)C * sizeof(float)), malloc((size_t)N * C * sizeof(float)),
+                          malloc(((size_t)N * C + 2 * (size_t)C) * sizeof(float))};
+    fill_uniform(p.inp, (size_t)N * C, seed);
+    for (size_t i = 0; i < (size_t)N * C; i++) p.inp[i] = p.inp[i] * 2.0f + 0.5f;
+    for (int i = 0; i < C; i++) p.inp[i] = 0.75f;
+    for (int i = 0; N > 1 && i < C; i++) p.inp[C + i] += 300.0f;
+    fill_uniform(p.weight, (size_t)C, seed + 1);
+    for (int i = 0; i < C; i++) p.weight[i] += 1.5f;
+    fill_uniform(p.bias, (size_t)C, seed + 2);
+    fill_uniform(p.dout, (size_t)N * C, seed + 3);
+    fill_uniform(p.start, (size_t)N * C + 2 * (size_t)C, seed + 4);
+    return p;
+}
+
+// Forward then backward on a team of `threads` (the results: layernorm_results floats)
+static float *layernorm_run(const LayerNormProblem *p, int threads) {
+    const int N = p->N, C = p->C;
+    float *r = malloc(layernorm_results(p) * sizeof(float));
+    float *out = r, *mean = out + (size_t)N * C, *rstd = mean + N, *dinp = rstd + N, *dweight = dinp + (size_t)N * C,
+          *dbias = dweight + C;
+    memcpy(dinp, p->start, ((size_t)N * C + 2 * (size_t)C) * sizeof(float));
+#pragma omp parallel num_threads(threads)
+    {
+        layernorm_forward(out, mean, rstd, p->inp, p->weight, p->bias, N, C);
+        layernorm_backward(dinp, dweight, dbias, p->dout, p->inp, p->weight, mean, rstd, N, C);
+    }
+    return r;
+}
+
+static void layernorm_problem_free(LayerNormProblem *p) {
+    free(p->inp), free(p->weight), free(p->bias), free(p->dout), free(p->start);
+}
+
+// LayerNorm gives the same bits on all the kernels this CPU runs, the plain loops' (its sums are
+// fixed_sum.h's everywhere), for any number of threads: channels that are multiples of no
+// vector width or fewer than a sum's lanes, rows that end a block of the fast kernels' short or
+// are fewer than one, a row of variance 0 and one far from 0, and a backward that adds to
+// gradients that are not zero.
+TEST(kernels_layernorm_same_bits_on_every_backend) {
+    static const struct { int N, C; } shapes[] = {{1, 1}, {3, 5}, {2, 8}, {17, 16}, {33, 67}, {16, 64}, {40, 128},
+                                                  {2048, 64}, {5, 383}, {19, 768}};
+    int compared = 0;
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+        LayerNormProblem p = layernorm_problem(shapes[s].N, shapes[s].C, 700 + (unsigned)s);
+        float *first = NULL;
+        const char *first_name = NULL;
+        EACH_BACKEND(bk, names, count)
+        for (int threads = 1; threads <= 3; threads++) {
+            float *r = layernorm_run(&p, threads);
+            if (!first) {
+                first = r;
+                first_name = names[bk];
+                continue;
+            }
+            CHECK(memcmp(r, first, layernorm_results(&p) * sizeof(float)) == 0,
+                  "N=%d C=%d: %s on %d threads gives other bits than %s on 1", p.N, p.C, names[bk], threads,
+                  first_name);
+            compared++;
+            free(r);
+        }
+        free(first);
+        layernorm_problem_free(&p);
+    }
+    test_restore_backend();
+    printf("    LayerNorm forward and backward: %d runs (kernels, threads) with the bits of the first\n", compared);
 }
 
 // The kernels in use are the ones asked for, unknown ones are refused naming those the build

@@ -375,9 +375,11 @@ TEST(ops_encoder_kernel) {
     report("encoder kernel backward (accumulating)", worst_b);
 }
 
+// LayerNorm on every backend this CPU runs and the plain loops (kernels.h)
 TEST(ops_layernorm_kernel) {
-    const struct { int N, C; } cases[] = {{21, 8}, {1, 8}, {37, 67}, {5, 256}, {16, 48}};
+    const struct { int N, C; } cases[] = {{21, 8}, {1, 8}, {37, 67}, {5, 256}, {16, 48}, {40, 128}, {3, 5}};
     double worst_f = 0.0, worst_b = 0.0;
+    EACH_BACKEND(bk, backends, num_backends)
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         Rng rng;
         rng_seed(&rng, 200 + k);
@@ -405,13 +407,14 @@ TEST(ops_layernorm_kernel) {
                          max2(rel_error_fd(dweight, dweight_d, C), rel_error_fd(dbias, dbias_d, C)));
         worst_f = max2(worst_f, ef);
         worst_b = max2(worst_b, eb);
-        CHECK(ef <= KERNEL_TOL && eb <= KERNEL_TOL, "layernorm N=%d C=%d: fwd %.3g bwd %.3g", N,
+        CHECK(ef <= KERNEL_TOL && eb <= KERNEL_TOL, "%s layernorm N=%d C=%d: fwd %.3g bwd %.3g", backends[bk], N,
               C, ef, eb);
         free(inp); free(weight); free(bias); free(out); free(mean); free(rstd); free(dout);
         free(dinp); free(dweight); free(dbias); free(inp_d); free(weight_d); free(bias_d);
         free(dout_d); free(out_d); free(mean_d); free(rstd_d); free(dinp_d); free(dweight_d);
         free(dbias_d);
     }
+    test_restore_backend();
     report("layernorm kernel forward (out, mean, rstd)", worst_f);
     report("layernorm kernel backward (accumulating)", worst_b);
 }
