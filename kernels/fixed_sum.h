@@ -43,8 +43,8 @@ static inline float dot_fixed(const float *x, const float *y, int n) {
     return sum_lanes(lanes);
 }
 
-// x[0]^2 + ... + x[n - 1]^2 in double, in SUM_LANES / 2 lanes (a vector of doubles as wide as
-// SUM_LANES floats' half) added in the same kind of tree
+// x[0]^2 + ... + x[n - 1]^2 in double: SUM_LANES / 2 lanes of doubles (the bytes of SUM_LANES
+// floats), lane l taking the terms l, l + SUM_LANES / 2, ..., then the lanes added in a tree
 static inline double sum_squares_double(const float *x, long n) {
     enum { LANES = SUM_LANES / 2 };
     double lanes[LANES] = {0};
