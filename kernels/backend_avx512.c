@@ -16,7 +16,7 @@
 // at compile time.
 static inline __attribute__((always_inline)) void tile_body(
     int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
-    float *c, long ldc, const float *start_row, const int rows, const int nv) {
+    float *c, long ldc, const float *start_row, const int rows, const int nv, const int prefetch) {
     __m512 acc[MR][2];  // row i of the tile: columns [0,16) and [16,32)
     if (start_row) {
 #pragma GCC unroll 14
@@ -29,6 +29,7 @@ static inline __attribute__((always_inline)) void tile_body(
     }
     for (int k = 0; k < kc; k++) {
         __m512 bk[2];
+        if (prefetch) tile_prefetch_step(a, lda, rows, b, ldb, 16 * nv);
         for (int v = 0; v < nv; v++) bk[v] = _mm512_loadu_ps(b + 16 * v);
 #pragma GCC unroll 14
         for (int i = 0; i < rows; i++) {

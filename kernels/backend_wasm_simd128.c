@@ -24,12 +24,13 @@
 // broadcast as it is loaded (load32_splat).
 static inline __attribute__((always_inline)) void tile_body(
     int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
-    float *c, long ldc, const float *start_row, const int rows, const int nv) {
+    float *c, long ldc, const float *start_row, const int rows, const int nv, const int prefetch) {
     v128_t acc[MR][2];  // row i of the tile: columns [0,4) and [4,8)
     for (int i = 0; i < rows; i++)
         for (int v = 0; v < nv; v++) acc[i][v] = wasm_v128_load(start_row ? start_row + 4 * v : c + i * ldc + 4 * v);
     for (int k = 0; k < kc; k++) {
         v128_t bk[2];
+        if (prefetch) tile_prefetch_step(a, lda, rows, b, ldb, 4 * nv);
         for (int v = 0; v < nv; v++) bk[v] = wasm_v128_load(b + 4 * v);
         for (int i = 0; i < rows; i++) {
             v128_t ai = wasm_v128_load32_splat(a_kmajor ? a + i : a + i * lda + k);

@@ -7,6 +7,7 @@
 #define CHARGPT_MATMUL_KERNELS_H
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "backend.h"
@@ -31,6 +32,8 @@ _Static_assert(MR + 1 <= MATMUL_TRIANGLE_BAND, "a triangle's band holds a tile's
 //   A(i, k) = a[i*lda + k] when a_kmajor is 0 (rows of A contiguous in k),
 //   A(i, k) = a[k*lda + i] when a_kmajor is 1 (the MR values of one k contiguous),
 //   B(k, j) = b[k*ldb + j],
+// A k-major A read in place, its steps further apart than a packed panel's MR floats, has
+// the tile ask for its steps and B's ahead (tile_prefetch_step).
 //   start is c's own values when start_row is NULL, else start_row (NR) on every row.
 // With half set only columns [0, NR/2) are computed, read and written. Only rows [0, rows)
 // are wanted (1 <= rows <= MR): a backend may compute, read and write fewer of the others,
@@ -40,6 +43,22 @@ _Static_assert(MR + 1 <= MATMUL_TRIANGLE_BAND, "a triangle's band holds a tile's
 // and rows, and whether half is set.
 static void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const float *b, long ldb,
                         float *c, long ldc, const float *start_row, int rows, int half);
+
+// The tile's k step TILE_PREFETCH_STEPS ahead, A's `rows` values (k-major) and B's `columns`,
+// asked for before the tile needs them. A weight gradient's A, dout^T read in place, gives a
+// tile each step of A from a row of dout of its own: a stride of a few hundred bytes across
+// pages, which the hardware prefetcher does not follow far enough ahead. The addresses are
+// formed as integers: past the end of A or B they are hints for lines never read.
+#define TILE_PREFETCH_STEPS 16
+static inline __attribute__((always_inline)) void tile_prefetch_step(const float *a, long lda, int rows,
+                                                                   const float *b, long ldb, int columns) {
+    uintptr_t a_ahead = (uintptr_t)a + (uintptr_t)(TILE_PREFETCH_STEPS * lda) * sizeof(float);
+    uintptr_t b_ahead = (uintptr_t)b + (uintptr_t)(TILE_PREFETCH_STEPS * ldb) * sizeof(float);
+    __builtin_prefetch((const void *)a_ahead);
+    __builtin_prefetch((const void *)(a_ahead + (uintptr_t)(rows - 1) * sizeof(float)));
+    __builtin_prefetch((const void *)b_ahead);
+    __builtin_prefetch((const void *)(b_ahead + (uintptr_t)(columns - 1) * sizeof(float)));
+}
 
 // A full column panel of B = W^T for matmul_tile: dst (K, NR) with dst[k*NR + j] = w[j*ldw + k],
 // for the NR rows of W starting at w.
