@@ -8,8 +8,9 @@
 #define TILE_VECTORS 2  // 8-column vectors in a row of the tile
 #include "matmul_kernels.h"
 
-// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A, its rows (always
-// MR here) and the number of 8-column vectors (nv, 1 or 2) fixed at compile time.
+// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A, whether it prefetches
+// (matmul_kernels.h's tile_prefetch_step), its rows (always MR here) and the number of 8-column
+// vectors (nv, 1 or 2) fixed at compile time.
 static inline __attribute__((always_inline)) void tile_body(
     int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
     float *c, long ldc, const float *start_row, const int rows, const int nv, const int prefetch) {

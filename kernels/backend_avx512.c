@@ -11,9 +11,9 @@
 #define TILE_PARTIAL_ROWS  // tiles of 4, 8 and 12 rows for a partial row panel (matmul.inc)
 #include "matmul_kernels.h"
 
-// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A, its rows (MR, or
-// 4, 8 or 12 for a partial row panel) and the number of 16-column vectors (nv, 1 or 2) fixed
-// at compile time.
+// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A, whether it prefetches
+// (matmul_kernels.h's tile_prefetch_step), its rows (MR, or 4, 8 or 12 for a partial row panel) and
+// the number of 16-column vectors (nv, 1 or 2) fixed at compile time.
 static inline __attribute__((always_inline)) void tile_body(
     int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
     float *c, long ldc, const float *start_row, const int rows, const int nv, const int prefetch) {

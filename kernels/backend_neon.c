@@ -22,9 +22,11 @@
 #define ROW_BY_LANE(fma, i, a, lane) \
     for (int v = 0; v < nv; v++) acc[i][v] = fma(acc[i][v], bk[v], a, lane)
 
-// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A, its rows (always
-// MR here) and the number of 4-column vectors (nv, 2 or 4) fixed at compile time. A k-major A gives the step's six values in two loads, used lane by lane
-// (fmla by element); a row-major A, one value per row, each broadcast from memory.
+// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A, whether it prefetches
+// (matmul_kernels.h's tile_prefetch_step), its rows (always MR here) and the number of 4-column
+// vectors (nv, 2 or 4) fixed at compile time. A k-major A gives the step's six values in two loads,
+// used lane by lane (fmla by element); a row-major A, one value per row, each broadcast from
+// memory.
 static inline __attribute__((always_inline)) void tile_body(
     int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
     float *c, long ldc, const float *start_row, const int rows, const int nv, const int prefetch) {

@@ -32,15 +32,14 @@ _Static_assert(MR + 1 <= MATMUL_TRIANGLE_BAND, "a triangle's band holds a tile's
 //   A(i, k) = a[i*lda + k] when a_kmajor is 0 (rows of A contiguous in k),
 //   A(i, k) = a[k*lda + i] when a_kmajor is 1 (the MR values of one k contiguous),
 //   B(k, j) = b[k*ldb + j],
-// A k-major A read in place, its steps further apart than a packed panel's MR floats, has
-// the tile ask for its steps and B's ahead (tile_prefetch_step).
 //   start is c's own values when start_row is NULL, else start_row (NR) on every row.
 // With half set only columns [0, NR/2) are computed, read and written. Only rows [0, rows)
 // are wanted (1 <= rows <= MR): a backend may compute, read and write fewer of the others,
 // which then hold what they held (the driver passes fewer than MR only for a tile of its own).
 // Every c[i][j] is one chain start + A(i,0)B(0,j) + A(i,1)B(1,j) + ... in k order
 // (fused multiply-adds where the instruction set has them), whatever the tile's position
-// and rows, and whether half is set.
+// and rows, and whether half is set. A k-major A read in place (its steps further apart than
+// a packed panel's MR floats) has the tile ask for its steps and B's ahead (tile_prefetch_step).
 static void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const float *b, long ldb,
                         float *c, long ldc, const float *start_row, int rows, int half);
 
