@@ -1,7 +1,9 @@
 # chargpt: `make` builds ./train and ./generate (and their man pages), `make test` builds and
 # runs the tests, `make bench` measures speed beside PyTorch's (about 3 minutes; `make
-# bench-all` adds every other table, 15 to 20), `make install` installs the programs as
-# chargpt-train and chargpt-generate under PREFIX (default /usr/local; DESTDIR is honoured).
+# bench-all` adds every other table, 15 to 20; `make bench-turns OLD=dir` times this tree's
+# training step against another tree's, runs taken in turn), `make install` installs the
+# programs as chargpt-train and chargpt-generate under PREFIX (default /usr/local; DESTDIR is
+# honoured).
 # The kernels' backends (kernels/backend.h) are each compiled with their instruction set's
 # flags (ISA_FLAGS_* below), and the program picks the fastest the CPU runs when it starts
 # (CHARGPT_KERNELS=portable|avx2|avx512|avx512_bf16 on x86-64, portable|neon|neon_bf16 on
@@ -152,7 +154,7 @@ BENCH_SRC := $(wildcard scripts/*.c)
 PROGRAMS := train generate
 MAN_PAGES := $(if $(WINDOWS),,$(PROGRAMS:%=$(BUILD)/man/chargpt-%.1))
 
-.PHONY: all test test-backends test-arm64 bench bench-all clean install uninstall sanitize fuzz mpi test-mpi windows test-windows \
+.PHONY: all test test-backends test-arm64 bench bench-all bench-turns clean install uninstall sanitize fuzz mpi test-mpi windows test-windows \
 	debug exercises exercise exercise-train test-exercises
 
 all: $(PROGRAMS:%=$(BIN)/%$(EXE)) $(MAN_PAGES)
@@ -266,6 +268,11 @@ bench: all scripts/bench
 
 bench-all: all scripts/bench
 	./scripts/bench.sh --all
+
+# this tree's training step against another tree's build (OLD=dir), runs taken in turn
+bench-turns: scripts/bench
+	@test -n "$(OLD)" || { echo "make bench-turns OLD=dir: dir is a chargpt tree with scripts/bench built" >&2; exit 2; }
+	./scripts/bench_turns.sh "$(OLD)" .
 
 scripts/bench: build/scripts/bench.o build/libchargpt.a
 	$(CC) $^ -o $@ $(LDLIBS)

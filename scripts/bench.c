@@ -19,7 +19,13 @@
 //   generate: characters per second as ./generate makes them, with the key/value cache and
 //             with --no-cache (the whole window recomputed for every character), on the
 //             team the tuner picks, and on one thread (--threads 1), runs of the two in turn;
-//   samples:  the same with --num-samples 1, 8 and 32.
+//   samples:  the same with --num-samples 1, 8 and 32;
+//   products: each linear layer's products alone, on the shapes of the config's step (its
+//             N = batch x block rows): the forward and the backward (input gradient, weight
+//             and bias gradients) as kernels.h runs them, in a workspace holding the weight,
+//             called over and over by one team of every OpenMP thread, as inside the step
+//             (PRODUCT_SECONDS each); the median call's GFLOP/s, which beside the step's own
+//             says how much of the step the products are not (not in `make bench`'s tables).
 // Both in fp32 or, with --precision bf16, with bf16 matrix products (kernels/kernels.h).
 // With --paired: an fp32 and a bf16 model of each config in one process, their training steps
 // taken in turn (fp32, bf16, fp32, ...), then their generated characters (with the cache), so
@@ -80,6 +86,7 @@
 #include "../generation/decoder.h"
 #include "../generation/sampler.h"
 #include "../kernels/kernels.h"
+#include "../kernels/parallel.h"
 #include "../model/adamw.h"
 #include "../model/gpt.h"
 #include "../model/train_step.h"
@@ -91,6 +98,8 @@
 #define PROMPT_LEN 8
 #define MIN_TIMED_STEPS 3
 #define PEAK_RUNS 5
+#define PRODUCT_SECONDS 0.5
+#define PRODUCT_MIN_CALLS 5
 #define SEED 1337
 
 typedef struct {
@@ -106,9 +115,9 @@ static const BenchConfig configs[] = {
 #define NUM_CONFIGS ((int)(sizeof(configs) / sizeof(configs[0])))
 
 // The jobs (the top comment), as bits of Options.jobs.
-enum { JOB_PEAK = 1, JOB_TRAIN = 2, JOB_GENERATE = 4, JOB_SAMPLES = 8 };
-static const char *const job_names[] = {"peak", "train", "generate", "samples"};
-#define NUM_JOBS 4
+enum { JOB_PEAK = 1, JOB_TRAIN = 2, JOB_GENERATE = 4, JOB_SAMPLES = 8, JOB_PRODUCTS = 16 };
+static const char *const job_names[] = {"peak", "train", "generate", "samples", "products"};
+#define NUM_JOBS 5
 
 typedef struct {
     int config_mask;      // bit i: configs[i]
@@ -694,6 +703,79 @@ static void run_generate_long(const BenchConfig *bc, const Options *o) {
     gpt_free(&model);
 }
 
+// --jobs products: a linear layer's operands, on the step's shapes, in a workspace of its weight.
+typedef struct {
+    Kernels *k;
+    float *inp, *weight, *bias, *out, *dout, *dinp, *dweight, *dbias;
+    int N, C, OC;
+} ProductRun;
+
+// The median seconds of a call of the forward (backward 0) or backward (1) of p's layer, a
+// team function called by one team until PRODUCT_SECONDS and PRODUCT_MIN_CALLS have passed,
+// after two untimed calls; the team waits at a barrier before each call, which returns when
+// every thread has done its share.
+static double product_seconds(const ProductRun *p, int backward) {
+    long calls = 0, capacity = 64;
+    double *secs = malloc((size_t)capacity * sizeof(double)), total = 0.0;
+    if (!secs) die(EXIT_DATA, "out of memory");
+    int done = 0;  // thread 0's, read by all after the barrier that follows its writing
+#pragma omp parallel
+    for (int i = -2; !done; i++) {
+        team_barrier();
+        double t0 = now_seconds();
+        if (backward)
+            linear_backward(p->k, p->dinp, p->dweight, p->dbias, p->dout, p->inp, p->weight, p->N, p->C, p->OC);
+        else
+            linear_forward(p->k, p->out, p->inp, p->weight, p->bias, p->N, p->C, p->OC);
+        if (omp_get_thread_num() == 0 && i >= 0) {
+            if (calls == capacity && !(secs = realloc(secs, (size_t)(capacity *= 2) * sizeof(double))))
+                die(EXIT_DATA, "out of memory");
+            secs[calls] = now_seconds() - t0;
+            total += secs[calls++];
+            done = calls >= PRODUCT_MIN_CALLS && total >= PRODUCT_SECONDS;
+        }
+        team_barrier();
+    }
+    double median = median_of(secs, calls);
+    free(secs);
+    return median;
+}
+
+static void run_products(const BenchConfig *bc, const Options *o) {
+    const int N = bc->batch_size * bc->block_size, C = bc->n_embd;
+    const struct {
+        const char *name;
+        int C, OC;
+    } layers[] = {{"c_attn", C, 3 * C}, {"attn_proj", C, C}, {"c_fc", C, 4 * C}, {"mlp_proj", 4 * C, C},
+                  {"head", C, bc->vocab_size}};
+    Rng rng;
+    rng_seed(&rng, SEED);
+    fprintf(stderr, "bench: %s: the linear layers' products\n", bc->name);
+    for (size_t l = 0; l < sizeof(layers) / sizeof(layers[0]); l++) {
+        ProductRun p = {.N = N, .C = layers[l].C, .OC = layers[l].OC};
+        size_t in = (size_t)N * p.C, w = (size_t)p.OC * p.C, out = (size_t)N * p.OC;
+        size_t floats = 2 * (in + w + out + (size_t)p.OC);  // each operand and its gradient
+        float *all = malloc(floats * sizeof(float));
+        if (!all) die(EXIT_DATA, "out of memory");
+        p.inp = all, p.dinp = p.inp + in, p.weight = p.dinp + in, p.dweight = p.weight + w;
+        p.out = p.dweight + w, p.dout = p.out + out, p.bias = p.dout + out, p.dbias = p.bias + p.OC;
+        for (size_t i = 0; i < floats; i++) all[i] = rng_uniform(&rng) - 0.5f;
+        char err[ERR_LEN];
+        LinearWeights weight = {p.weight, 1, p.OC, p.C};
+        KernelsShape shape = {N, 0, 0, 0, 1};
+        if (!(p.k = kernels_new(o->precision, &weight, 1, &shape, err))) die(EXIT_DATA, "%s: %s", bc->name, err);
+        double forward = product_seconds(&p, 0), backward = product_seconds(&p, 1);
+        double flops = 2.0 * N * p.C * p.OC;  // the forward's; the backward's two products twice that
+        printf("products config=%s precision=%s threads=%d kernel=%s layer=%s N=%d C=%d OC=%d forward_ms=%.4f "
+               "backward_ms=%.4f forward_gflops=%.2f backward_gflops=%.2f\n",
+               bc->name, precision_word(o->precision), omp_get_max_threads(), kernels_name(), layers[l].name, N, p.C,
+               p.OC, 1000.0 * forward, 1000.0 * backward, flops / forward / 1e9, 2.0 * flops / backward / 1e9);
+        fflush(stdout);
+        kernels_free(p.k);
+        free(all);
+    }
+}
+
 // The peak of the run's loop (fma_loop_of_run), on one thread and on every OpenMP thread.
 static void run_peak(const Options *o) {
     const FmaLoop *f = &fma_loops[fma_loop_of_run(o->precision)];
@@ -707,7 +789,8 @@ static void run_peak(const Options *o) {
 // children: GNU OpenMP's thread pool does not survive fork, so the parent itself never
 // enters a parallel region; every job runs in a child of its own.
 
-enum { CHILD_PEAK, CHILD_TRAIN, CHILD_TRAIN_PAIRED, CHILD_GENERATE, CHILD_GENERATE_PAIRED, CHILD_GENERATE_LONG };
+enum { CHILD_PEAK, CHILD_TRAIN, CHILD_TRAIN_PAIRED, CHILD_GENERATE, CHILD_GENERATE_PAIRED, CHILD_GENERATE_LONG,
+       CHILD_PRODUCTS };
 
 static int run_child(int child, const BenchConfig *bc, const Options *o) {
     fflush(stdout);
@@ -720,6 +803,7 @@ static int run_child(int child, const BenchConfig *bc, const Options *o) {
         else if (child == CHILD_TRAIN_PAIRED) run_train_paired(bc, o);
         else if (child == CHILD_GENERATE_PAIRED) run_generate_paired(bc, o);
         else if (child == CHILD_GENERATE_LONG) run_generate_long(bc, o);
+        else if (child == CHILD_PRODUCTS) run_products(bc, o);
         else run_generate(bc, o);
         exit(0);
     }
@@ -743,8 +827,9 @@ static void usage(FILE *f) {
             "                     lesson = ./train --n-layer 2 --n-embd 64 --batch-size 32,\n"
             "                     tiny = ./train's default model, small = ./train --n-layer 6\n"
             "                     --n-head 6 --n-embd 384 --block-size 256 --batch-size 8\n"
-            "  --jobs LIST        peak, train, generate, samples, with commas (default\n"
-            "                     peak,train,generate); samples (--num-samples 1, 8, 32) needs generate\n"
+            "  --jobs LIST        peak, train, generate, samples, products, with commas (default\n"
+            "                     peak,train,generate); samples (--num-samples 1, 8, 32) needs generate;\n"
+            "                     products: each linear layer's forward and backward alone (GFLOP/s)\n"
             "  --seconds S        time training steps for at least S seconds, and at least %d\n"
             "                     steps, per config (default 4)\n"
             "  --steps N          exactly N timed training steps instead\n"
@@ -754,8 +839,8 @@ static void usage(FILE *f) {
             "  --precision P      fp32 or bf16: the matrix products' precision (default fp32)\n"
             "  --paired           fp32 and bf16 in turn in one process: training steps (--seconds\n"
             "                     and --steps then count pairs), then generated characters with the\n"
-            "                     cache, as --jobs asks for train and generate (no peak or samples:\n"
-            "                     a --jobs that names them is refused)\n"
+            "                     cache, as --jobs asks for train and generate (no peak, samples or\n"
+            "                     products: a --jobs that names them is refused)\n"
             "  --pos P            learned or rope: the models' positions (default learned)\n"
             "  --long-gen         only --gen-chars characters with the cache, past the block\n"
             "                     (row generate_long), instead of the jobs (no --jobs, --paired)\n"
@@ -841,8 +926,9 @@ static void parse_options(int argc, char **argv, Options *o) {
     // --paired and --long-gen run instead of the jobs: a job they do not run is not asked for
     if (o->paired && o->long_gen) die(EXIT_USAGE, "--paired and --long-gen each replace the jobs: give one of them");
     if (o->long_gen && jobs_given) die(EXIT_USAGE, "--long-gen runs instead of the jobs: give no --jobs with it");
-    if (o->paired && jobs_given && (o->jobs & (JOB_PEAK | JOB_SAMPLES)))
-        die(EXIT_USAGE, "--jobs %s with --paired: --paired times train and generate alone (no peak, no samples)",
+    if (o->paired && jobs_given && (o->jobs & (JOB_PEAK | JOB_SAMPLES | JOB_PRODUCTS)))
+        die(EXIT_USAGE,
+            "--jobs %s with --paired: --paired times train and generate alone (no peak, samples or products)",
             jobs_given);
 }
 
@@ -863,6 +949,8 @@ int main(int argc, char **argv) {
                                                                                       : CHILD_GENERATE;
         if ((o.jobs & JOB_TRAIN) && (rc = run_child(train, &configs[i], &o)) != 0) return rc;
         if ((o.jobs & JOB_GENERATE) && (rc = run_child(generate, &configs[i], &o)) != 0) return rc;
+        if (!o.paired && (o.jobs & JOB_PRODUCTS) && (rc = run_child(CHILD_PRODUCTS, &configs[i], &o)) != 0)
+            return rc;
     }
     if (!o.paired && !o.long_gen && (o.jobs & JOB_PEAK) && (rc = run_child(CHILD_PEAK, NULL, &o)) != 0) return rc;
     return 0;
