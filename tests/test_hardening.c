@@ -1107,7 +1107,8 @@ TEST(hardening_15_options_given_twice) {
 // status of its kind (1 bad data, 2 bad usage): the same --attention file twice ("another
 // process wrote it"), a FIFO for --probe ("the corpus must be a file"), block_size 2147483647
 // in a checkpoint ("missing or not a whole number"), a --probe-steps list too long (no limit
-// said), scripts/bench --paired --jobs peak (did nothing, exit 0).
+// said), scripts/bench --paired --jobs peak (did nothing, exit 0); and scripts/bench_turns.sh's
+// usage, each mistake named.
 
 TEST(hardening_16_messages_say_what_is_wrong) {
     const char *base = base_checkpoint();
@@ -1169,6 +1170,21 @@ TEST(hardening_16_messages_say_what_is_wrong) {
     for (int i = 0; i < (int)(sizeof(bench) / sizeof(bench[0])); i++) {
         r = test_run(bench[i], NULL, LOG, 0, TIMEOUT_S);
         if (test_exit_status(&r, 2, bench[i][1])) CHECK(r.seconds < 5, "%s took %.1f s", bench[i][1], r.seconds);
+        test_run_free(&r);
+    }
+    // scripts/bench_turns.sh (make bench-turns): what it is missing, said before any run
+    static const char *const turns[][7] = {
+        {"scripts/bench_turns.sh", ".", NULL},
+        {"scripts/bench_turns.sh", "tests/tmp/no-such-tree", ".", NULL},
+        {"scripts/bench_turns.sh", ".", ".", "lesson", "0", NULL},
+        {"scripts/bench_turns.sh", ".", ".", "lesson", "2", "x", NULL},
+    };
+    static const char *const said[] = {"two chargpt trees to compare", "no-such-tree/scripts/bench is not there",
+                                       "ROUNDS must be a whole number of at least 1, not '0'",
+                                       "SECONDS must be a whole number of at least 1, not 'x'"};
+    for (int i = 0; i < (int)(sizeof(turns) / sizeof(turns[0])); i++) {
+        r = test_run(turns[i], NULL, LOG, 0, TIMEOUT_S);
+        if (test_exit_status(&r, 2, said[i])) test_output_has(&r, said[i], said[i]);
         test_run_free(&r);
     }
 }
