@@ -22,10 +22,11 @@
 //   samples:  the same with --num-samples 1, 8 and 32;
 //   products: each linear layer's products alone, on the shapes of the config's step (its
 //             N = batch x block rows): the forward and the backward (input gradient, weight
-//             and bias gradients) as kernels.h runs them, in a workspace holding the weight,
-//             called over and over by one team of every OpenMP thread, as inside the step
-//             (PRODUCT_SECONDS each); the median call's GFLOP/s, which beside the step's own
-//             says how much of the step the products are not (not in `make bench`'s tables).
+//             and bias gradients; the head, tied to wte, has no bias) as kernels.h runs them,
+//             in a workspace holding the weight, called over and over by one team of every
+//             OpenMP thread, as inside the step (PRODUCT_SECONDS each); the median call's
+//             GFLOP/s, which beside the step's own says how much of the step the products are
+//             not (not in `make bench`'s tables).
 // Both in fp32 or, with --precision bf16, with bf16 matrix products (kernels/kernels.h).
 // With --paired: an fp32 and a bf16 model of each config in one process, their training steps
 // taken in turn (fp32, bf16, fp32, ...), then their generated characters (with the cache), so
@@ -745,9 +746,9 @@ static void run_products(const BenchConfig *bc, const Options *o) {
     const int N = bc->batch_size * bc->block_size, C = bc->n_embd;
     const struct {
         const char *name;
-        int C, OC;
-    } layers[] = {{"c_attn", C, 3 * C}, {"attn_proj", C, C}, {"c_fc", C, 4 * C}, {"mlp_proj", 4 * C, C},
-                  {"head", C, bc->vocab_size}};
+        int C, OC, has_bias;  // the head is tied to wte and has none
+    } layers[] = {{"c_attn", C, 3 * C, 1}, {"attn_proj", C, C, 1}, {"c_fc", C, 4 * C, 1}, {"mlp_proj", 4 * C, C, 1},
+                  {"head", C, bc->vocab_size, 0}};
     Rng rng;
     rng_seed(&rng, SEED);
     fprintf(stderr, "bench: %s: the linear layers' products\n", bc->name);
@@ -760,6 +761,7 @@ static void run_products(const BenchConfig *bc, const Options *o) {
         p.inp = all, p.dinp = p.inp + in, p.weight = p.dinp + in, p.dweight = p.weight + w;
         p.out = p.dweight + w, p.dout = p.out + out, p.bias = p.dout + out, p.dbias = p.bias + p.OC;
         for (size_t i = 0; i < floats; i++) all[i] = rng_uniform(&rng) - 0.5f;
+        if (!layers[l].has_bias) p.bias = p.dbias = NULL;
         char err[ERR_LEN];
         LinearWeights weight = {p.weight, 1, p.OC, p.C};
         KernelsShape shape = {N, 0, 0, 0, 1};

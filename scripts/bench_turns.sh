@@ -22,8 +22,13 @@ old=$1 new=$2 configs=${3:-lesson,tiny} rounds=${4:-6} seconds=${5:-4}
 for tree in "$old" "$new"; do
     [ -x "$tree/scripts/bench" ] || usage "$tree/scripts/bench is not there: run 'make scripts/bench' in $tree"
 done
-case $rounds in '' | *[!0-9]* | 0) usage "ROUNDS must be a whole number of at least 1, not '$rounds'" ;; esac
-case $seconds in '' | *[!0-9]* | 0) usage "SECONDS must be a whole number of at least 1, not '$seconds'" ;; esac
+# $2 is a whole number of at least 1 (digits only, one of them not 0), or usage names $1
+at_least_one() {
+    case $2 in '' | *[!0-9]*) usage "$1 must be a whole number of at least 1, not '$2'" ;; esac
+    case $2 in *[1-9]*) ;; *) usage "$1 must be a whole number of at least 1, not '$2'" ;; esac
+}
+at_least_one ROUNDS "$rounds"
+at_least_one SECONDS "$seconds"
 
 results=$(mktemp) errors=$(mktemp)
 trap 'rm -f "$results" "$errors"' EXIT

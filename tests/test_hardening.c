@@ -1177,11 +1177,15 @@ TEST(hardening_16_messages_say_what_is_wrong) {
         {"scripts/bench_turns.sh", ".", NULL},
         {"scripts/bench_turns.sh", "tests/tmp/no-such-tree", ".", NULL},
         {"scripts/bench_turns.sh", ".", ".", "lesson", "0", NULL},
+        {"scripts/bench_turns.sh", ".", ".", "lesson", "00", NULL},
         {"scripts/bench_turns.sh", ".", ".", "lesson", "2", "x", NULL},
+        {"scripts/bench_turns.sh", ".", ".", "lesson", "2", "-1", NULL},
     };
     static const char *const said[] = {"two chargpt trees to compare", "no-such-tree/scripts/bench is not there",
                                        "ROUNDS must be a whole number of at least 1, not '0'",
-                                       "SECONDS must be a whole number of at least 1, not 'x'"};
+                                       "ROUNDS must be a whole number of at least 1, not '00'",
+                                       "SECONDS must be a whole number of at least 1, not 'x'",
+                                       "SECONDS must be a whole number of at least 1, not '-1'"};
     for (int i = 0; i < (int)(sizeof(turns) / sizeof(turns[0])); i++) {
         r = test_run(turns[i], NULL, LOG, 0, TIMEOUT_S);
         if (test_exit_status(&r, 2, said[i])) test_output_has(&r, said[i], said[i]);
