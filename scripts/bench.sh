@@ -16,7 +16,11 @@
 #   PyTorch's (nanoGPT's generate: the whole window for every character);
 # - the same training and generation beside one busy process that this script starts (as when
 #   a build runs beside training) and stops;
-# - with --all, the tables the first lines name.
+# - with --all, the tables the first lines name, and two that say where the FMA peak goes:
+#   the training step on one thread beside the team's (a step's share of the peak without the
+#   team's costs, the share a perfect team would keep), and each linear layer's products alone
+#   (scripts/bench --jobs products) beside OpenBLAS's sgemm on the same shapes
+#   (scripts/bench_blas.py: the library behind PyTorch's fp32 products).
 # chargpt and PyTorch take each model in turn, in BENCH_ROUNDS rounds (default 2; beside the
 # busy process BENCH_BUSY_ROUNDS, default 1, 2 with --all), and each figure is the mean over
 # the rounds, so that a shared machine's slow minutes fall on both.
@@ -178,7 +182,16 @@ if [ "$all" = 1 ]; then
         done
         if [ "$b" != "$backend" ]; then for config in $configs; do run_torch "torch_$b.txt" "$b" "$config" 0; done; fi
     done
+    echo "bench: one thread, and the products alone" >&2
+    OMP_NUM_THREADS=1 run_chargpt one_thread.txt "$backend" --jobs train,peak
+    run_chargpt products.txt "$backend" --jobs products
+    if [ "$have_torch" = 1 ] && ! env $(torch_isa "$backend") "$python" scripts/bench_blas.py --threads "$OMP_NUM_THREADS" \
+        >>"$out/blas.txt"; then
+        echo "bench.sh: scripts/bench_blas.py failed" >&2
+        failed=1
+    fi
 fi
+touch "$out/one_thread.txt" "$out/products.txt" "$out/blas.txt"
 # generation past the block (issue 32), with --all: BENCH_LONG_CHARS (default 2000)
 # characters after an 8-character prompt with the cache: a learned-position model prefills its
 # whole window for every character past the block, a RoPE model's cache rolls on a position
@@ -421,6 +434,47 @@ if [ "$all" = 1 ]; then
                 "$(fmt %.0f "$(field "$f16" train "$config" tok_per_s)")" \
                 "$(share "$(field "$f16" train "$config" gflop_per_step)" "$ms16" "$(peak "$(field "$f16" train "$config" peak_path)")")" \
                 "$(ratio "$ms" "$ms16")"
+        done
+    done
+    echo
+
+    one="$out/one_thread.txt"
+    one_peak="$(field "$one" peak - gflops_1t)"
+    echo "Where the FMA peak goes, $backend kernels. The step on one thread (OMP_NUM_THREADS=1), % of the one-thread"
+    echo "peak ($(fmt %.1f "$one_peak") GFLOP/s in that run): the share a team of $OMP_NUM_THREADS without any cost of its own would keep"
+    echo "| model | 1 thread ms/step | % of 1-thread peak | $OMP_NUM_THREADS threads ms/step | % of peak | speed-up |"
+    echo "|---|---|---|---|---|---|"
+    for config in $configs; do
+        ms1="$(field "$one" train "$config" ms_per_step)" ms="$(field "$out/main.txt" train "$config" ms_per_step)"
+        gflop="$(field "$one" train "$config" gflop_per_step)"
+        printf "| %s | %s | %s | %s | %s | %s |\n" "$config" "$(fmt %.1f "$ms1")" "$(share "$gflop" "$ms1" "$one_peak")" \
+            "$(fmt %.1f "$ms")" "$(share "$gflop" "$ms" "$peak")" "$(ratio "$ms1" "$ms")"
+    done
+    echo
+    # products FILE KIND CONFIG LAYER KEY: KEY of the line "KIND config=CONFIG ... layer=LAYER ..."
+    products() {
+        awk -v kind="$2" -v config="$3" -v layer="$4" -v key="$5" '$1 == kind {
+                delete f
+                for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+                if (f["config"] == config && f["layer"] == layer) { print f[key]; exit }
+            }' "$1"
+    }
+    pct() { if [ -n "$1" ]; then awk -v g="$1" -v p="$peak" 'BEGIN { printf "%.0f (%.0f%%)", g, 100 * g / p }'; else printf -- "-"; fi; }
+    echo "The linear layers' products alone, GFLOP/s (% of the FMA peak) on $OMP_NUM_THREADS threads: chargpt's"
+    echo "(scripts/bench --jobs products: forward, and backward = input and weight gradients) beside OpenBLAS's"
+    echo "sgemm on the same shapes, held to the same instruction set (scripts/bench_blas.py)"
+    echo "| model | layer | rows x in x out | forward | OpenBLAS | backward | OpenBLAS |"
+    echo "|---|---|---|---|---|---|---|"
+    for config in $configs; do
+        for layer in c_attn attn_proj c_fc mlp_proj head; do
+            p="$out/products.txt" o="$out/blas.txt"
+            printf "| %s | %s | %s x %s x %s | %s | %s | %s | %s |\n" "$config" "$layer" \
+                "$(products "$p" products "$config" "$layer" N)" "$(products "$p" products "$config" "$layer" C)" \
+                "$(products "$p" products "$config" "$layer" OC)" \
+                "$(pct "$(products "$p" products "$config" "$layer" forward_gflops)")" \
+                "$(pct "$(products "$o" blas_products "$config" "$layer" forward_gflops)")" \
+                "$(pct "$(products "$p" products "$config" "$layer" backward_gflops)")" \
+                "$(pct "$(products "$o" blas_products "$config" "$layer" backward_gflops)")"
         done
     done
     echo

@@ -1,0 +1,104 @@
+#!/usr/bin/python3
+"""OpenBLAS peer of `scripts/bench --jobs products`: its sgemm on the linear layers' shapes.
+
+OpenBLAS is the library behind the fp32 matrix products of Debian's PyTorch (BLAS_INFO=generic,
+libblas.so.3), so this says how fast the peer of `make bench` multiplies the very matrices
+chargpt's products job times. For each config (its N = batch x block rows) and layer:
+    forward:  out (N, OC) = inp (N, C) @ weight (OC, C)^T
+    backward: dinp (N, C) = dout (N, OC) @ weight,  dweight (OC, C) += dout^T @ inp
+(the biases' sums are left out: a few adds per output). The median call of calls repeated for
+--seconds, after one untimed call. Set OPENBLAS_CORETYPE to hold OpenBLAS to the instruction
+set of chargpt's kernels (scripts/bench.sh's mapping: SkylakeX for avx512, Haswell for avx2).
+Output: one line per layer, "blas_products key=value ...", the keys of the products job's.
+
+Usage:
+    OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 scripts/bench_blas.py --config lesson,tiny [--threads 2]
+"""
+import argparse
+import ctypes
+import os
+import signal
+import statistics
+import sys
+import time
+
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+import numpy as np
+
+from bench_torch import CONFIGS
+
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
+
+
+def load_openblas(threads):
+    try:
+        lib = ctypes.CDLL("libopenblas.so.0")
+    except OSError as e:
+        sys.exit(f"bench_blas.py: OpenBLAS is not there ({e}): apt-get install libopenblas0-pthread")
+    i, f, p = ctypes.c_int, ctypes.c_float, ctypes.c_void_p
+    lib.cblas_sgemm.argtypes = [i, i, i, i, i, i, f, p, i, p, i, f, p, i]
+    lib.openblas_set_num_threads.argtypes = [i]
+    lib.openblas_set_num_threads(threads)
+    return lib
+
+
+def median_seconds(call, seconds):
+    call()
+    times, start = [], time.perf_counter()
+    while not times or time.perf_counter() - start < seconds:
+        t0 = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def layer_products(lib, N, C, OC, seconds):
+    rng = np.random.default_rng(1337)
+    inp, weight, dout = (rng.random(shape, dtype=np.float32) - 0.5 for shape in ((N, C), (OC, C), (N, OC)))
+    out, dinp, dweight = np.zeros((N, OC), np.float32), np.zeros((N, C), np.float32), np.zeros((OC, C), np.float32)
+
+    def sgemm(ta, tb, M, Nn, K, a, lda, b, ldb, beta, c, ldc):
+        lib.cblas_sgemm(ROW_MAJOR, ta, tb, M, Nn, K, 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, beta,
+                        c.ctypes.data, ldc)
+
+    def forward():
+        sgemm(NO_TRANS, TRANS, N, OC, C, inp, C, weight, C, 0.0, out, OC)
+
+    def backward():
+        sgemm(NO_TRANS, NO_TRANS, N, C, OC, dout, OC, weight, C, 0.0, dinp, C)
+        sgemm(TRANS, NO_TRANS, OC, C, N, dout, OC, inp, C, 1.0, dweight, C)
+
+    fwd, bwd = median_seconds(forward, seconds), median_seconds(backward, seconds)
+    flops = 2.0 * N * C * OC
+    return (f"N={N} C={C} OC={OC} forward_ms={1e3 * fwd:.4f} backward_ms={1e3 * bwd:.4f} "
+            f"forward_gflops={flops / fwd / 1e9:.2f} backward_gflops={2 * flops / bwd / 1e9:.2f}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", default="lesson,tiny,small", help="configs, with commas (default all three)")
+    ap.add_argument("--threads", type=int, default=2, help="OpenBLAS threads (default 2)")
+    ap.add_argument("--seconds", type=float, default=1.0, help="time each product this long (default 1)")
+    args = ap.parse_args()
+    names = args.config.split(",")
+    for name in names:
+        if name not in CONFIGS:
+            ap.error(f"--config: no config '{name}' (lesson, tiny, small)")
+    if args.threads < 1 or not args.seconds > 0:
+        ap.error("--threads and --seconds must be positive")
+    lib = load_openblas(args.threads)
+    coretype = os.environ.get("OPENBLAS_CORETYPE", "its own choice")
+    for name in names:
+        cfg = CONFIGS[name]
+        N, C = cfg["batch_size"] * cfg["block_size"], cfg["n_embd"]
+        layers = [("c_attn", C, 3 * C), ("attn_proj", C, C), ("c_fc", C, 4 * C), ("mlp_proj", 4 * C, C),
+                  ("head", C, cfg["vocab_size"])]
+        for layer, c, oc in layers:
+            line = layer_products(lib, N, c, oc, args.seconds)
+            print(f"blas_products config={name} threads={args.threads} coretype={coretype.replace(' ', '_')} "
+                  f"layer={layer} {line}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
