@@ -2,8 +2,8 @@
 # `make bench` (scripts/bench.sh): how fast chargpt trains and generates on this machine,
 # beside PyTorch running the same models the same way, in one run of about 3 minutes.
 # `make bench-all` (scripts/bench.sh --all) adds every other table: generation past the
-# block, bf16, --num-samples, each kernels' backend this CPU runs, and MPI when the MPI build
-# exists (15 to 20 minutes).
+# block, bf16, --num-samples, each kernels' backend this CPU runs, the step on one thread and
+# the products beside OpenBLAS's, and MPI when the MPI build exists (15 to 20 minutes).
 #
 # What it measures (scripts/bench.c and scripts/bench_torch.py say how):
 # - training, fp32, for three models, each as ./train trains it (the options are printed):
@@ -451,8 +451,8 @@ if [ "$all" = 1 ]; then
             "$(fmt %.1f "$ms")" "$(share "$gflop" "$ms" "$peak")" "$(ratio "$ms1" "$ms")"
     done
     echo
-    # products FILE KIND CONFIG LAYER KEY: KEY of the line "KIND config=CONFIG ... layer=LAYER ..."
-    products() {
+    # layer_field FILE KIND CONFIG LAYER KEY: KEY of the line "KIND config=CONFIG ... layer=LAYER ..."
+    layer_field() {
         awk -v kind="$2" -v config="$3" -v layer="$4" -v key="$5" '$1 == kind {
                 delete f
                 for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
@@ -469,12 +469,12 @@ if [ "$all" = 1 ]; then
         for layer in c_attn attn_proj c_fc mlp_proj head; do
             p="$out/products.txt" o="$out/blas.txt"
             printf "| %s | %s | %s x %s x %s | %s | %s | %s | %s |\n" "$config" "$layer" \
-                "$(products "$p" products "$config" "$layer" N)" "$(products "$p" products "$config" "$layer" C)" \
-                "$(products "$p" products "$config" "$layer" OC)" \
-                "$(pct "$(products "$p" products "$config" "$layer" forward_gflops)")" \
-                "$(pct "$(products "$o" blas_products "$config" "$layer" forward_gflops)")" \
-                "$(pct "$(products "$p" products "$config" "$layer" backward_gflops)")" \
-                "$(pct "$(products "$o" blas_products "$config" "$layer" backward_gflops)")"
+                "$(layer_field "$p" products "$config" "$layer" N)" "$(layer_field "$p" products "$config" "$layer" C)" \
+                "$(layer_field "$p" products "$config" "$layer" OC)" \
+                "$(pct "$(layer_field "$p" products "$config" "$layer" forward_gflops)")" \
+                "$(pct "$(layer_field "$o" blas_products "$config" "$layer" forward_gflops)")" \
+                "$(pct "$(layer_field "$p" products "$config" "$layer" backward_gflops)")" \
+                "$(pct "$(layer_field "$o" blas_products "$config" "$layer" backward_gflops)")"
         done
     done
     echo
