@@ -1,6 +1,6 @@
 # chargpt: `make` builds ./train and ./generate (and their man pages), `make test` builds and
 # runs the tests, `make bench` measures speed beside PyTorch's (about 3 minutes; `make
-# bench-all` adds every other table, 15 to 20; `make bench-turns OLD=dir` times this tree's
+# bench-all` adds every other table, 15 to 25; `make bench-turns OLD=dir` times this tree's
 # training step against another tree's, runs taken in turn), `make install` installs the
 # programs as chargpt-train and chargpt-generate under PREFIX (default /usr/local; DESTDIR is
 # honoured).

@@ -3,7 +3,7 @@
 # beside PyTorch running the same models the same way, in one run of about 3 minutes.
 # `make bench-all` (scripts/bench.sh --all) adds every other table: generation past the
 # block, bf16, --num-samples, each kernels' backend this CPU runs, the step on one thread and
-# the products beside OpenBLAS's, and MPI when the MPI build exists (15 to 20 minutes).
+# the products beside OpenBLAS's, and MPI when the MPI build exists (15 to 25 minutes).
 #
 # What it measures (scripts/bench.c and scripts/bench_torch.py say how):
 # - training, fp32, for three models, each as ./train trains it (the options are printed):
