@@ -227,16 +227,18 @@ touch "$out/torch.txt" "$out/shared_torch.txt" "$out/torch_bf16.txt"
 # ---------------------------------------------------------------------------------------
 # the tables
 
-# field FILE KIND CONFIG KEY: the value of KEY on FILE's lines "KIND config=CONFIG ..."
-# (CONFIG - for a line without a config, such as a peak): a number's mean over the lines (the
-# rounds), else the first line's
+# field FILE KIND CONFIG KEY [NAME=VALUE]: the value of KEY on FILE's lines "KIND
+# config=CONFIG ..." (CONFIG - for a line without a config, such as a peak), and NAME=VALUE
+# when given (say layer=c_fc, samples=8): a number's mean over the lines (the rounds), else the
+# first line's
 field() {
     [ -f "$1" ] || return 0
-    awk -v kind="$2" -v config="$3" -v key="$4" 'BEGIN { OFMT = "%.10g" }
+    awk -v kind="$2" -v config="$3" -v key="$4" -v also="${5:-}" 'BEGIN { OFMT = "%.10g"; split(also, want, "=") }
         $1 == kind {
             delete f
             for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
             if ((config != "-" && f["config"] != config) || !(key in f)) next
+            if (also != "" && f[want[1]] != want[2]) next
             if (f[key] !~ /^-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$/) { print f[key]; exit }
             sum += f[key]; n++
         }
@@ -398,20 +400,14 @@ if [ "$all" = 1 ]; then
     echo "N samples together), and $gen_chars characters (past the block a prefill per sample and character)"
     echo "| model | N | within the block | vs N = 1 | $gen_chars characters | vs N = 1 |"
     echo "|---|---|---|---|---|---|"
-    # samples CONFIG N KEY: the value of KEY on the line "generate_samples config=CONFIG samples=N ..."
-    samples() {
-        awk -v config="$1" -v n="$2" -v key="$3" '$1 == "generate_samples" {
-                delete f
-                for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-                if (f["config"] == config && f["samples"] == n) print f[key]
-            }' "$out/main.txt"
-    }
+    m="$out/main.txt"
     for config in $configs; do
         for n in 1 8 32; do
-            block="$(samples "$config" "$n" in_block_chars_per_s)" full="$(samples "$config" "$n" chars_per_s)"
+            block="$(field "$m" generate_samples "$config" in_block_chars_per_s "samples=$n")"
+            full="$(field "$m" generate_samples "$config" chars_per_s "samples=$n")"
             printf "| %s | %s | %s | %s | %s | %s |\n" "$config" "$n" "$(fmt %.0f "$block")" \
-                "$(ratio "$block" "$(samples "$config" 1 in_block_chars_per_s)")" "$(fmt %.0f "$full")" \
-                "$(ratio "$full" "$(samples "$config" 1 chars_per_s)")"
+                "$(ratio "$block" "$(field "$m" generate_samples "$config" in_block_chars_per_s samples=1)")" \
+                "$(fmt %.0f "$full")" "$(ratio "$full" "$(field "$m" generate_samples "$config" chars_per_s samples=1)")"
         done
     done
     echo
@@ -451,30 +447,22 @@ if [ "$all" = 1 ]; then
             "$(fmt %.1f "$ms")" "$(share "$gflop" "$ms" "$peak")" "$(ratio "$ms1" "$ms")"
     done
     echo
-    # layer_field FILE KIND CONFIG LAYER KEY: KEY of the line "KIND config=CONFIG ... layer=LAYER ..."
-    layer_field() {
-        awk -v kind="$2" -v config="$3" -v layer="$4" -v key="$5" '$1 == kind {
-                delete f
-                for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-                if (f["config"] == config && f["layer"] == layer) { print f[key]; exit }
-            }' "$1"
-    }
     pct() { if [ -n "$1" ]; then awk -v g="$1" -v p="$peak" 'BEGIN { printf "%.0f (%.0f%%)", g, 100 * g / p }'; else printf -- "-"; fi; }
     echo "The linear layers' products alone, GFLOP/s (% of the FMA peak) on $OMP_NUM_THREADS threads: chargpt's"
     echo "(scripts/bench --jobs products: forward, and backward = input and weight gradients) beside OpenBLAS's"
     echo "sgemm on the same shapes, held to the same instruction set (scripts/bench_blas.py)"
     echo "| model | layer | rows x in x out | forward | OpenBLAS | backward | OpenBLAS |"
     echo "|---|---|---|---|---|---|---|"
+    p="$out/products.txt" o="$out/blas.txt"
     for config in $configs; do
         for layer in c_attn attn_proj c_fc mlp_proj head; do
-            p="$out/products.txt" o="$out/blas.txt"
             printf "| %s | %s | %s x %s x %s | %s | %s | %s | %s |\n" "$config" "$layer" \
-                "$(layer_field "$p" products "$config" "$layer" N)" "$(layer_field "$p" products "$config" "$layer" C)" \
-                "$(layer_field "$p" products "$config" "$layer" OC)" \
-                "$(pct "$(layer_field "$p" products "$config" "$layer" forward_gflops)")" \
-                "$(pct "$(layer_field "$o" blas_products "$config" "$layer" forward_gflops)")" \
-                "$(pct "$(layer_field "$p" products "$config" "$layer" backward_gflops)")" \
-                "$(pct "$(layer_field "$o" blas_products "$config" "$layer" backward_gflops)")"
+                "$(field "$p" products "$config" N "layer=$layer")" "$(field "$p" products "$config" C "layer=$layer")" \
+                "$(field "$p" products "$config" OC "layer=$layer")" \
+                "$(pct "$(field "$p" products "$config" forward_gflops "layer=$layer")")" \
+                "$(pct "$(field "$o" blas_products "$config" forward_gflops "layer=$layer")")" \
+                "$(pct "$(field "$p" products "$config" backward_gflops "layer=$layer")")" \
+                "$(pct "$(field "$o" blas_products "$config" backward_gflops "layer=$layer")")"
         done
     done
     echo
