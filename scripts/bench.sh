@@ -19,8 +19,8 @@
 # - with --all, the tables the first lines name, and two that say where the FMA peak goes:
 #   the training step on one thread beside the team's (a step's share of the peak without the
 #   team's costs, the share a perfect team would keep), and each linear layer's products alone
-#   (scripts/bench --jobs products) beside OpenBLAS's sgemm on the same shapes
-#   (scripts/bench_blas.py: the library behind PyTorch's fp32 products).
+#   (scripts/bench --jobs products) beside OpenBLAS's sgemm on the same shapes, the two in turn
+#   config by config (scripts/bench_blas.py: the library behind PyTorch's fp32 products).
 # chargpt and PyTorch take each model in turn, in BENCH_ROUNDS rounds (default 2; beside the
 # busy process BENCH_BUSY_ROUNDS, default 1, 2 with --all), and each figure is the mean over
 # the rounds, so that a shared machine's slow minutes fall on both.
@@ -184,12 +184,21 @@ if [ "$all" = 1 ]; then
     done
     echo "bench: one thread, and the products alone" >&2
     OMP_NUM_THREADS=1 run_chargpt one_thread.txt "$backend" --jobs train,peak
-    run_chargpt products.txt "$backend" --jobs products
-    if [ "$have_torch" = 1 ] && ! env $(torch_isa "$backend") "$python" scripts/bench_blas.py --threads "$OMP_NUM_THREADS" \
-        >>"$out/blas.txt"; then
-        echo "bench.sh: scripts/bench_blas.py failed" >&2
-        failed=1
-    fi
+    # chargpt's products and OpenBLAS's on the shapes chargpt's job printed, config by config in
+    # turn in each round, so that a busy spell of the machine falls on both
+    for round in $(seq "$rounds"); do
+        for config in $configs; do
+            : >"$out/products_last.txt"
+            run_chargpt products_last.txt "$backend" --jobs products --config "$config"
+            cat "$out/products_last.txt" >>"$out/products.txt"
+            if [ "$have_torch" = 1 ] && ! env $(torch_isa "$backend") "$python" scripts/bench_blas.py \
+                "$out/products_last.txt" --threads "$OMP_NUM_THREADS" >>"$out/blas.txt"; then
+                echo "bench.sh: scripts/bench_blas.py failed" >&2
+                failed=1
+            fi
+        done
+    done
+    rm -f "$out/products_last.txt"
 fi
 touch "$out/one_thread.txt" "$out/products.txt" "$out/blas.txt"
 # generation past the block (issue 32), with --all: BENCH_LONG_CHARS (default 2000)
@@ -450,7 +459,7 @@ if [ "$all" = 1 ]; then
     pct() { if [ -n "$1" ]; then awk -v g="$1" -v p="$peak" 'BEGIN { printf "%.0f (%.0f%%)", g, 100 * g / p }'; else printf -- "-"; fi; }
     echo "The linear layers' products alone, GFLOP/s (% of the FMA peak) on $OMP_NUM_THREADS threads: chargpt's"
     echo "(scripts/bench --jobs products: forward, and backward = input and weight gradients) beside OpenBLAS's"
-    echo "sgemm on the same shapes, held to the same instruction set (scripts/bench_blas.py)"
+    echo "sgemm on the same shapes, held to the same instruction set (scripts/bench_blas.py), the two in turn"
     echo "| model | layer | rows x in x out | forward | OpenBLAS | backward | OpenBLAS |"
     echo "|---|---|---|---|---|---|---|"
     p="$out/products.txt" o="$out/blas.txt"

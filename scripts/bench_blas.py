@@ -1,18 +1,21 @@
 #!/usr/bin/python3
-"""OpenBLAS peer of `scripts/bench --jobs products`: its sgemm on the linear layers' shapes.
+"""OpenBLAS peer of `scripts/bench --jobs products`: its sgemm on the shapes that job printed.
 
 OpenBLAS is the library behind the fp32 matrix products of Debian's PyTorch (BLAS_INFO=generic,
 libblas.so.3), so this says how fast the peer of `make bench` multiplies the very matrices
-chargpt's products job times. For each config (its N = batch x block rows) and layer:
+chargpt's products job times. It reads that job's output (its "products" lines: config, layer,
+N rows, C inputs, OC outputs; a layer met again in a later round is timed once) and for each
+layer times
     forward:  out (N, OC) = inp (N, C) @ weight (OC, C)^T
     backward: dinp (N, C) = dout (N, OC) @ weight,  dweight (OC, C) += dout^T @ inp
-(the biases' sums are left out: a few adds per output). The median call of calls repeated for
+(the biases' sums are left out: a few adds per output): the median call of calls repeated for
 --seconds, after one untimed call. Set OPENBLAS_CORETYPE to hold OpenBLAS to the instruction
 set of chargpt's kernels (scripts/bench.sh's mapping: SkylakeX for avx512, Haswell for avx2).
 Output: one line per layer, "blas_products key=value ...", the keys of the products job's.
 
 Usage:
-    OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 scripts/bench_blas.py --config lesson,tiny [--threads 2]
+    ./scripts/bench --jobs products --config lesson > products.txt
+    OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 scripts/bench_blas.py products.txt [--threads 2]
 """
 import argparse
 import ctypes
@@ -25,8 +28,6 @@ import time
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 import numpy as np
-
-from bench_torch import CONFIGS
 
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
 
@@ -75,29 +76,45 @@ def layer_products(lib, N, C, OC, seconds):
             f"forward_gflops={flops / fwd / 1e9:.2f} backward_gflops={2 * flops / bwd / 1e9:.2f}")
 
 
+def read_shapes(path):
+    """(config, layer, N, C, OC) of each products line of the products job's output, once each."""
+    shapes, seen = [], set()
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                words = line.split()
+                if not words or words[0] != "products":
+                    continue
+                kv = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+                try:
+                    shape = (kv["config"], kv["layer"], int(kv["N"]), int(kv["C"]), int(kv["OC"]))
+                except (KeyError, ValueError):
+                    sys.exit(f"bench_blas.py: {path}: a products line without config, layer, N, C and OC: {line.strip()}")
+                if shape[:2] not in seen:
+                    seen.add(shape[:2])
+                    shapes.append(shape)
+    except OSError as e:
+        sys.exit(f"bench_blas.py: cannot read {path}: {e.strerror}")
+    if not shapes:
+        sys.exit(f"bench_blas.py: {path} has no products lines (the output of scripts/bench --jobs products)")
+    return shapes
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--config", default="lesson,tiny,small", help="configs, with commas (default all three)")
+    ap.add_argument("products", help="the output of scripts/bench --jobs products, whose shapes are timed")
     ap.add_argument("--threads", type=int, default=2, help="OpenBLAS threads (default 2)")
     ap.add_argument("--seconds", type=float, default=1.0, help="time each product this long (default 1)")
     args = ap.parse_args()
-    names = args.config.split(",")
-    for name in names:
-        if name not in CONFIGS:
-            ap.error(f"--config: no config '{name}' (lesson, tiny, small)")
     if args.threads < 1 or not args.seconds > 0:
         ap.error("--threads and --seconds must be positive")
+    shapes = read_shapes(args.products)
     lib = load_openblas(args.threads)
     coretype = os.environ.get("OPENBLAS_CORETYPE", "its own choice")
-    for name in names:
-        cfg = CONFIGS[name]
-        N, C = cfg["batch_size"] * cfg["block_size"], cfg["n_embd"]
-        layers = [("c_attn", C, 3 * C), ("attn_proj", C, C), ("c_fc", C, 4 * C), ("mlp_proj", 4 * C, C),
-                  ("head", C, cfg["vocab_size"])]
-        for layer, c, oc in layers:
-            line = layer_products(lib, N, c, oc, args.seconds)
-            print(f"blas_products config={name} threads={args.threads} coretype={coretype.replace(' ', '_')} "
-                  f"layer={layer} {line}", flush=True)
+    for name, layer, N, C, OC in shapes:
+        line = layer_products(lib, N, C, OC, args.seconds)
+        print(f"blas_products config={name} threads={args.threads} coretype={coretype.replace(' ', '_')} "
+              f"layer={layer} {line}", flush=True)
 
 
 if __name__ == "__main__":
