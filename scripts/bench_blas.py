@@ -26,6 +26,8 @@ import sys
 import time
 
 signal.signal(signal.SIGINT, signal.SIG_DFL)
+if hasattr(signal, "SIGPIPE"):  # output piped into head: stop quietly, as a C program would
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
 import numpy as np
 
@@ -76,25 +78,39 @@ def layer_products(lib, N, C, OC, seconds):
             f"forward_gflops={flops / fwd / 1e9:.2f} backward_gflops={2 * flops / bwd / 1e9:.2f}")
 
 
+MAX_FILE_CHARS = 1 << 20  # the products job prints a few hundred characters a layer
+MAX_OPERAND_BYTES = 1 << 30  # a layer's six operands (inputs, outputs, gradients), as float32
+
+
 def read_shapes(path):
     """(config, layer, N, C, OC) of each products line of the products job's output, once each."""
     shapes, seen = [], set()
     try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                words = line.split()
-                if not words or words[0] != "products":
-                    continue
-                kv = dict(w.split("=", 1) for w in words[1:] if "=" in w)
-                try:
-                    shape = (kv["config"], kv["layer"], int(kv["N"]), int(kv["C"]), int(kv["OC"]))
-                except (KeyError, ValueError):
-                    sys.exit(f"bench_blas.py: {path}: a products line without config, layer, N, C and OC: {line.strip()}")
-                if shape[:2] not in seen:
-                    seen.add(shape[:2])
-                    shapes.append(shape)
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read(MAX_FILE_CHARS + 1)
     except OSError as e:
         sys.exit(f"bench_blas.py: cannot read {path}: {e.strerror}")
+    if len(text) > MAX_FILE_CHARS:
+        sys.exit(f"bench_blas.py: {path} is longer than the products job's output can be "
+                 f"({MAX_FILE_CHARS >> 20} MiB read)")
+    for line in text.splitlines():
+        words = line.split()
+        if not words or words[0] != "products":
+            continue
+        kv = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+        try:
+            shape = (kv["config"], kv["layer"], int(kv["N"]), int(kv["C"]), int(kv["OC"]))
+        except (KeyError, ValueError):
+            sys.exit(f"bench_blas.py: {path}: a products line without config, layer, N, C and OC: "
+                     f"{ascii(line.strip()[:120])}")
+        N, C, OC = shape[2:]
+        if min(N, C, OC) < 1 or 4 * 2 * (N * C + OC * C + N * OC) > MAX_OPERAND_BYTES:
+            sys.exit(f"bench_blas.py: {path}: a layer of {N} x {C} x {OC} is not one to time "
+                     f"(each size from 1, its operands at most {MAX_OPERAND_BYTES >> 20} MiB): "
+                     f"{ascii(line.strip()[:120])}")
+        if shape[:2] not in seen:
+            seen.add(shape[:2])
+            shapes.append(shape)
     if not shapes:
         sys.exit(f"bench_blas.py: {path} has no products lines (the output of scripts/bench --jobs products)")
     return shapes
