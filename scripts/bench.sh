@@ -45,8 +45,8 @@
 # BENCH_LONG_TORCH_SECONDS (generation past the block: characters, default 2000, and the
 # seconds a chargpt run may take, default 180, and a PyTorch run, default 5), BENCH_OUT (where
 # the raw results go, emptied first: default build/bench, with --all build/bench-all, so that
-# one does not empty the other's; a directory of yours only when it is empty or a run of this
-# script made it). Exit status: 0 done, else the status of the step
+# one does not empty the other's; a directory of yours only when it is empty or a run of these
+# scripts made it: scripts/work_dir.sh). Exit status: 0 done, else the status of the step
 # that failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -76,20 +76,11 @@ python=/usr/bin/python3
 configs="lesson tiny small"
 shared_configs="tiny small"
 
-# a BENCH_OUT of the user's is emptied only when a run of this script made it (its mark file)
-# or it is empty: a directory of other files is theirs
-if [ -e "$out" ] && [ ! -d "$out" ]; then
-    echo "bench.sh: $out is a file, not a directory for the results; name a new or empty directory (BENCH_OUT)" >&2
-    exit 2
-fi
-if [ -n "${BENCH_OUT:-}" ] && [ -d "$out" ] && [ ! -e "$out/.chargpt-bench" ] && [ -n "$(ls -A "$out")" ]; then
-    echo "bench.sh: BENCH_OUT=$out holds files this benchmark did not write; name a new or empty directory" >&2
-    exit 2
-fi
+. scripts/work_dir.sh
+given_out=0
+[ -n "${BENCH_OUT:-}" ] && given_out=1
+work_dir_fresh "$out" "$given_out" || exit $?
 make --no-print-directory -s all scripts/bench
-rm -rf "$out"
-mkdir -p "$out"
-touch "$out/.chargpt-bench"
 started=$SECONDS
 
 busy_pid=

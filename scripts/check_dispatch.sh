@@ -6,8 +6,10 @@
 # bf16 training must say, before it starts, that the CPU has no bf16 dot-product instructions;
 # and a backend the emulated CPU lacks, forced with CHARGPT_KERNELS, must be refused with exit
 # status 2 and a message naming what it lacks.
-# Usage: scripts/check_dispatch.sh [WORK_DIR] (default tests/tmp/dispatch). Exit status 0 when
-# every check holds, else 1.
+# Usage: scripts/check_dispatch.sh [WORK_DIR] (default tests/tmp/dispatch;
+# emptied first, and refused when it holds files no run of these scripts made:
+# scripts/work_dir.sh). Exit status 0 when every check holds, 2 when the directory is refused,
+# else 1.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 work="${1:-tests/tmp/dispatch}"
@@ -20,8 +22,8 @@ if [ ! -x ./train ] || [ ! -x ./generate ]; then
     echo "check_dispatch: build the programs first (make)" >&2
     exit 1
 fi
-rm -rf "$work"
-mkdir -p "$work"
+. scripts/work_dir.sh
+work_dir_fresh "$work" "$(($# > 0))" || exit $?
 # a short corpus: under emulation every character read and every validation window costs
 gzip -dc data/tinyshakespeare.txt.gz | head -c 20000 > "$work/corpus.txt"
 failed=0

@@ -21,14 +21,16 @@
 #    batches of 3 prompts of 1, 24 and block_size characters.
 # Each step's time is printed, and their sum at the end.
 #
-# usage: scripts/check_exports.sh [WORK_DIR]   (default tests/tmp/exports; emptied first)
-# Exit status: 0 every check that ran passed (some may say SKIPPED), 1 a check failed.
+# usage: scripts/check_exports.sh [WORK_DIR]   (default tests/tmp/exports; emptied first, and
+# refused when it holds files no run of these scripts made: scripts/work_dir.sh)
+# Exit status: 0 every check that ran passed (some may say SKIPPED), 1 a check failed, 2 the
+# directory refused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=${1:-tests/tmp/exports}
 packages=scripts/export_check
-rm -rf "$work"
-mkdir -p "$work"
+. scripts/work_dir.sh
+work_dir_fresh "$work" "$(($# > 0))" || exit $?
 start=$SECONDS
 step_start=$SECONDS
 step_done() {  # prints how long the step took

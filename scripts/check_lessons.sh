@@ -16,11 +16,13 @@
 # those two runs are longer: 1,200 steps (the induction heads form by then) and the default
 # run whole. Each command's output is in WORK/logs/. About five minutes on 2 cores.
 #
-# usage: scripts/check_lessons.sh [WORK]
+# usage: scripts/check_lessons.sh [WORK]   (default tests/tmp/lessons; emptied first, and refused
+# when it holds files no run of these scripts made: scripts/work_dir.sh)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-$root/tests/tmp/lessons}
-rm -rf "$work"
+. "$root/scripts/work_dir.sh"
+work_dir_fresh "$work" "$(($# > 0))" || exit $?
 
 # lesson FILE OPTIONS...: runs FILE's commands in WORK, OPTIONS added to each ./train
 lesson() {

@@ -8,8 +8,9 @@
 # (the loss, AdamW's bias correction, the schedule) differ in a last bit now and then, so the
 # weights part in their last bits as training goes on, and the final train losses must agree
 # within 0.001.
-# Usage: scripts/check_windows_checkpoint.sh [WORK_DIR] (default build-windows/checkpoint). Exit
-# status 0 when all hold, else 1.
+# Usage: scripts/check_windows_checkpoint.sh [WORK_DIR] (default build-windows/checkpoint;
+# emptied first, and refused when it holds files no run of these scripts made:
+# scripts/work_dir.sh). Exit status 0 when all hold, 2 when the directory is refused, else 1.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/checkpoint_readers.sh
@@ -21,7 +22,8 @@ if [ ! -x ./train ] || [ ! -x ./generate ] || [ ! -x build-windows/bin/train.exe
     readers_fail "build both first (make test-windows)"
     exit 1
 fi
-rm -rf "$work"
+. scripts/work_dir.sh
+work_dir_fresh "$work" "$(($# > 0))" || exit $?
 mkdir -p "$work/linux" "$work/windows"
 args=(--steps 300 --n-layer 2 --n-head 4 --n-embd 64 --block-size 64 --batch-size 16 --lr 3e-3
     --eval-every 300 --eval-batches 4 --threads 2)

@@ -1107,8 +1107,35 @@ TEST(hardening_15_options_given_twice) {
 // status of its kind (1 bad data, 2 bad usage): the same --attention file twice ("another
 // process wrote it"), a FIFO for --probe ("the corpus must be a file"), block_size 2147483647
 // in a checkpoint ("missing or not a whole number"), a --probe-steps list too long (no limit
-// said), scripts/bench --paired --jobs peak (did nothing, exit 0); and scripts/bench_turns.sh's
-// usage, each mistake named.
+// said), scripts/bench --paired --jobs peak (did nothing, exit 0); scripts/bench_turns.sh's
+// usage, each mistake named; and the scripts that empty a directory, given a person's.
+
+// The scripts that empty a directory for their run's files (scripts/work_dir.sh) given one of
+// a person's files, or a file: refused with status 2 before any work, the files kept (bench.sh
+// deleted a BENCH_OUT of any kind, the checks their WORK_DIR).
+static void scripts_keep_a_persons_files(const char *dir) {
+    char mine[300], kept[340], file[300], out[340];
+    snprintf(mine, sizeof(mine), "%s/mine", dir);
+    snprintf(kept, sizeof(kept), "%s/notes.txt", mine);
+    snprintf(file, sizeof(file), "%s/notes.txt", dir);
+    snprintf(out, sizeof(out), "BENCH_OUT=%s", mine);
+    if (!test_make_dir(mine) || test_write_file(kept, "mine\n", 5) != 0 || test_write_file(file, "mine\n", 5) != 0)
+        return;  // each helper recorded its failure
+    const char *const runs[][4] = {
+        {"scripts/check_exports.sh", mine, NULL}, {"scripts/check_lessons.sh", mine, NULL},
+        {"/usr/bin/env", out, "scripts/bench.sh", NULL}, {"scripts/check_exports.sh", file, NULL},
+    };
+    for (int i = 0; i < (int)(sizeof(runs) / sizeof(runs[0])); i++) {
+        TestRun r = test_run(runs[i], NULL, LOG, 0, TIMEOUT_S);
+        const char *words = i < 3 ? "holds files that no run of these scripts made" : "is a file, not a directory";
+        if (test_exit_status(&r, 2, runs[i][0])) {
+            test_output_has(&r, words, runs[i][0]);
+            CHECK(r.seconds < 5, "%s took %.1f s to refuse", runs[i][0], r.seconds);
+        }
+        test_run_free(&r);
+    }
+    CHECK(test_file_exists(kept) && test_file_exists(file), "a refused script deleted %s or %s", kept, file);
+}
 
 TEST(hardening_16_messages_say_what_is_wrong) {
     const char *base = base_checkpoint();
@@ -1191,6 +1218,7 @@ TEST(hardening_16_messages_say_what_is_wrong) {
         if (test_exit_status(&r, 2, said[i])) test_output_has(&r, said[i], said[i]);
         test_run_free(&r);
     }
+    scripts_keep_a_persons_files(dir);
 }
 
 // ---------------------------------------------------------------------------------------
