@@ -1128,10 +1128,7 @@ static void scripts_keep_a_persons_files(const char *dir) {
     for (int i = 0; i < (int)(sizeof(runs) / sizeof(runs[0])); i++) {
         TestRun r = test_run(runs[i], NULL, LOG, 0, TIMEOUT_S);
         const char *words = i < 3 ? "holds files that no run of these scripts made" : "is a file, not a directory";
-        if (test_exit_status(&r, 2, runs[i][0])) {
-            test_output_has(&r, words, runs[i][0]);
-            CHECK(r.seconds < 5, "%s took %.1f s to refuse", runs[i][0], r.seconds);
-        }
+        if (test_exit_status(&r, 2, runs[i][0])) test_output_has(&r, words, runs[i][0]);
         test_run_free(&r);
     }
     CHECK(test_file_exists(kept) && test_file_exists(file), "a refused script deleted %s or %s", kept, file);
