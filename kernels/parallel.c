@@ -117,7 +117,8 @@ int team_task_next(void) {
 }
 
 void *team_share(void *mine) {
-    static void *shared;  // one team at a time
+    static void *shared;  // one team of several threads at a time
+    if (omp_get_num_threads() == 1) return mine;  // teams of one may run side by side
     if (omp_get_thread_num() == 0) shared = mine;
     team_barrier();
     void *value = shared;

@@ -19,7 +19,9 @@
 #define THREADS_PER_CORE 4
 
 // Returns once every thread of the current team has called it; at once for a team of one.
-// One team at a time: parallel regions that call it must not be nested or concurrent.
+// One team of several threads at a time: parallel regions that call it must not be nested or
+// concurrent, but for teams of one (a thread's own nested region of one thread), which may run
+// side by side.
 void team_barrier(void);
 
 // The first thread's `mine`, returned to every thread of the team once all have called it

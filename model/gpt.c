@@ -408,9 +408,60 @@ void gpt_memory_describe(const GPTMemoryPlan *p, char *text, size_t n) {
     if (used < n) snprintf(text + used, n - used, ")");
 }
 
+void gpt_view_gradients(GPT *view, float *memory) {
+    view->grads_memory = memory;
+    point_tensors((float **)&view->grads, memory, view->param_sizes, NUM_PARAMETER_TENSORS);
+    if (!has_tensor(&view->config, WPE)) view->grads.wpe = NULL;
+}
+
+static void free_micro_batches(MicroBatches *micro) {
+    if (!micro) return;
+    for (int j = 0; j < micro->threads; j++) gpt_free(&micro->views[j]);
+    free(micro->views);
+    platform_aligned_free(micro->gradients);
+    free(micro->loss_sums);
+    free(micro);
+}
+
+int gpt_alloc_micro_batches(GPT *model, int B, int sequences, char err[ERR_LEN]) {
+    free_micro_batches(model->micro);
+    model->micro = NULL;
+    MicroBatches *micro = calloc(1, sizeof(*micro));
+    if (!micro) return error_status(err, -1, "out of memory for the micro-batches of a step");
+    micro->count = B / sequences;
+    micro->sequences = sequences;
+    micro->threads = omp_get_max_threads() < micro->count ? omp_get_max_threads() : micro->count;
+    micro->views = calloc((size_t)micro->threads, sizeof(GPT));
+    micro->gradients = alloc_floats((size_t)micro->count * model->num_parameters);
+    micro->loss_sums = calloc((size_t)micro->count, sizeof(double));
+    int failed = !micro->views || !micro->gradients || !micro->loss_sums;
+    for (int j = 0; j < micro->threads && !failed; j++) {
+        gpt_view(&micro->views[j], model);
+        gpt_view_gradients(&micro->views[j], micro->gradients);  // before its workspace: a training one
+        failed = gpt_alloc_activations(&micro->views[j], sequences, err) != 0;
+    }
+    if (failed) {
+        free_micro_batches(micro);
+        return error_status(err, -1, "out of memory for %d micro-batches of %d sequences", B / sequences, sequences);
+    }
+    model->micro = micro;
+    return 0;
+}
+
+void gpt_memory_plan_micro_batches(GPTMemoryPlan *plan, const GPTConfig *config, int B, int sequences) {
+    int count = B / sequences, threads = omp_get_max_threads() < count ? omp_get_max_threads() : count;
+    GPTMemoryPlan view;
+    gpt_memory_plan(config, sequences, GPT_PLAN_FORWARD, &view);
+    gpt_memory_plan_precision(&view, config, sequences, GPT_PLAN_TRAINING, PRECISION_FP32);
+    plan->gradients += count * view.parameters;
+    plan->activations += threads * view.activations;
+    plan->scratch += threads * view.scratch;
+}
+
 void gpt_free(GPT *model) {
     if (!model->borrowed) platform_aligned_free(model->params_memory);
-    platform_aligned_free(model->grads_memory);
+    if (!model->borrowed) platform_aligned_free(model->grads_memory);
+    free_micro_batches(model->micro);
     free_activations(model);
     kernels_free(model->kernels);
     memset(model, 0, sizeof(*model));

@@ -149,7 +149,7 @@ typedef struct {
     int n_residual;
 } ForwardHooks;
 
-typedef struct {
+typedef struct GPT {
     GPTConfig config;
     ParameterTensors params;
     float *params_memory;
@@ -178,6 +178,8 @@ typedef struct {
     // and of train_step's steps, chosen from their times (parallel.h); the latest step's
     ThreadTuner forward_tuner, step_tuner;
     int step_threads;
+    // NULL, or the micro-batches train_step cuts its steps into (gpt_alloc_micro_batches)
+    struct MicroBatches *micro;
     // the precision of the products, and the kernels' workspace for it (kernels.h): made
     // with the activations, for their rows
     Precision precision;
@@ -187,6 +189,19 @@ typedef struct {
     // NULL for learned positions.
     float *rope;
 } GPT;
+
+// A training step cut into micro-batches that the threads run each alone (model/train_step.h):
+// a view of the model for each thread (gpt_view), with activations for one micro-batch, and
+// each micro-batch's gradients and loss, which the step then adds up in micro-batch order.
+typedef struct MicroBatches {
+    int count;          // micro-batches in a step
+    int sequences;      // sequences in each
+    int threads;        // views, one for each thread that runs micro-batches
+    GPT *views;         // (threads)
+    float *gradients;   // (count, num_parameters): micro-batch m's from m * num_parameters
+    double *loss_sums;  // (count) each micro-batch's sum of its token losses
+    int next;           // during a step: the next micro-batch a thread takes
+} MicroBatches;
 
 // Allocates parameters (zeroed) for a config, and their gradients when with_gradients is 1
 // (training; generation needs none: grads_memory stays NULL). Returns 0 or -1 with err.
@@ -200,6 +215,14 @@ void gpt_free(GPT *model);
 // probe and samples) with activations of its own (gpt_alloc_activations) that leave the
 // training's untouched. It reads the parameters as they are at each call.
 void gpt_view(GPT *view, const GPT *model);
+// Points a view's gradients (its grads, the layout of model's) at memory (num_parameters
+// floats), which stays the caller's: a view's gpt_free never frees it.
+void gpt_view_gradients(GPT *view, float *memory);
+// Cuts model's training steps of B sequences into B / sequences micro-batches
+// (train_step.h): a view with activations for `sequences` on each of up to
+// omp_get_max_threads() threads, and room for each micro-batch's gradients, freed by
+// gpt_free(model). Returns 0 or -1 with err.
+int gpt_alloc_micro_batches(GPT *model, int B, int sequences, char err[ERR_LEN]);
 
 // Sets the precision of the model's products (fp32 when built). A model with activations gets
 // a new workspace for it (kernels.h). Returns 0 or -1 with err.
@@ -236,6 +259,10 @@ void gpt_memory_plan(const GPTConfig *config, int B, GPTPlanKind kind, GPTMemory
 // thread's room for attention's heads.
 void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int B, GPTPlanKind kind,
                                Precision precision);
+// Adds to a training plan for B sequences (gpt_memory_plan and gpt_memory_plan_precision,
+// fp32) what gpt_alloc_micro_batches(B, sequences) allocates: each micro-batch's gradients,
+// and each thread's activations and scratch for one micro-batch.
+void gpt_memory_plan_micro_batches(GPTMemoryPlan *plan, const GPTConfig *config, int B, int sequences);
 double gpt_memory_total(const GPTMemoryPlan *plan);
 // "40.5 MiB (parameters 832 KiB, gradients 832 KiB, ...)", naming the parts that are not 0.
 void gpt_memory_describe(const GPTMemoryPlan *plan, char *text, size_t n);

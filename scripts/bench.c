@@ -422,12 +422,19 @@ static double median_of(double *v, long n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// The micro-batches ./train cuts this model's steps into (model/train_step.h), if any.
+static int alloc_micro_batches(GPT *model, int B, char err[ERR_LEN]) {
+    int sequences = train_step_micro_sequences(&model->config, model->precision, B);
+    return sequences < B ? gpt_alloc_micro_batches(model, B, sequences, err) : 0;
+}
+
 static void run_train(const BenchConfig *bc, const Options *o) {
     const int B = bc->batch_size, T = bc->block_size;
     GPT model;
     build_model(&model, bc, o->precision, o->position);
     char err[ERR_LEN];
-    if (gpt_alloc_activations(&model, B, err) != 0) die(EXIT_DATA, "%s: %s", bc->name, err);
+    if (gpt_alloc_activations(&model, B, err) != 0 || alloc_micro_batches(&model, B, err) != 0)
+        die(EXIT_DATA, "%s: %s", bc->name, err);
     AdamW opt;
     if (adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.1f, err) != 0) die(EXIT_DATA, "%s: %s", bc->name, err);
     int *inputs = malloc((size_t)B * T * sizeof(int)), *targets = malloc((size_t)B * T * sizeof(int));
@@ -494,7 +501,7 @@ static void run_train_paired(const BenchConfig *bc, const Options *o) {
     char err[ERR_LEN];
     for (int p = 0; p < 2; p++) {
         build_model(&models[p], bc, p ? PRECISION_BF16 : PRECISION_FP32, o->position);
-        if (gpt_alloc_activations(&models[p], B, err) != 0 ||
+        if (gpt_alloc_activations(&models[p], B, err) != 0 || alloc_micro_batches(&models[p], B, err) != 0 ||
             adamw_init(&opts[p], &models[p], 0.9f, 0.99f, 1e-8f, 0.1f, err) != 0)
             die(EXIT_DATA, "%s: %s", bc->name, err);
         rng_seed(&rngs[p], SEED);

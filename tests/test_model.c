@@ -731,6 +731,75 @@ TEST(model_train_step_same_bits) {
     free(calls); free(one); free(two); free(three);
 }
 
+// `steps` training steps with dropout by train_step on `threads` threads, of a model whose
+// steps are cut into micro-batches (micro 1: as train_step_micro_sequences says) or run whole;
+// returns the parameters, and in *grads (allocated) the last step's gradients.
+static float *train_micro_steps(int steps, int threads, int micro, size_t *n, float **grads) {
+    GPTConfig c = {13, 16, 2, 2, 16, 8, 1, 0.1f, POSITION_LEARNED};
+    int B = 16, t = 16, inputs[256], targets[256];
+    Rng rng;
+    rng_seed(&rng, 80);
+    GPT model;
+    char err[ERR_LEN];
+    if (build_model(&model, &c, B) != 0) return NULL;
+    gpt_init_weights(&model, 6);
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    int sequences = train_step_micro_sequences(&c, PRECISION_FP32, B);
+    AdamW opt;
+    if (!CHECK(sequences == 4, "16 sequences of 16 rows at n_embd 16: micro-batches of %d sequences, not 4",
+               sequences) ||
+        !CHECK(!micro || gpt_alloc_micro_batches(&model, B, sequences, err) == 0, "micro-batches: %s", err) ||
+        !CHECK(adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0, "adamw_init: %s", err)) {
+        omp_set_num_threads(saved);
+        gpt_free(&model);
+        return NULL;
+    }
+    for (int step = 0; step < steps; step++) {
+        random_tokens(inputs, B * t, c.vocab_size, &rng);
+        random_tokens(targets, B * t, c.vocab_size, &rng);
+        train_step(&model, &opt, inputs, targets, B, t, 400 + step, 1e-2f, 1e9f);
+    }
+    omp_set_num_threads(saved);
+    // not vacuous: each view that ran took a micro-batch of 4 sequences
+    if (micro) CHECK(model.micro && model.micro->views[0].cur_B == 4, "the micro-batches did not run");
+    *n = model.num_parameters;
+    float *params = malloc(*n * sizeof(float));
+    *grads = malloc(*n * sizeof(float));
+    memcpy(params, model.params_memory, *n * sizeof(float));
+    memcpy(*grads, model.grads_memory, *n * sizeof(float));
+    adamw_free(&opt);
+    gpt_free(&model);
+    return params;
+}
+
+// A step cut into micro-batches: the same bits on 1, 2 and 3 threads, and gradients within
+// rounding of the whole batch's (another order of sums, so not its bits); where the cut is made
+TEST(model_train_step_micro_batches) {
+    GPTConfig lesson = {65, 64, 2, 4, 64, 16, 1, 0.0f, POSITION_LEARNED}, tiny = lesson, small = lesson;
+    tiny.n_embd = 128, tiny.head_size = 32;
+    small.block_size = 256, small.n_layer = 6, small.n_head = 6, small.n_embd = 384, small.head_size = 64;
+    CHECK(train_step_micro_sequences(&lesson, PRECISION_FP32, 32) == 4, "the lesson's 32 sequences: not 8 x 4");
+    CHECK(train_step_micro_sequences(&lesson, PRECISION_BF16, 32) == 32, "bf16: cut into micro-batches");
+    CHECK(train_step_micro_sequences(&tiny, PRECISION_FP32, 12) == 12, "tiny's 12 sequences: cut");
+    CHECK(train_step_micro_sequences(&small, PRECISION_FP32, 8) == 8, "small's 8 sequences: cut");
+    size_t n = 0;
+    float *g[5] = {0};
+    float *one = train_micro_steps(4, 1, 1, &n, &g[0]), *two = train_micro_steps(4, 2, 1, &n, &g[1]);
+    float *three = train_micro_steps(4, 3, 1, &n, &g[2]);
+    float *first = train_micro_steps(1, 2, 1, &n, &g[3]), *first_whole = train_micro_steps(1, 2, 0, &n, &g[4]);
+    if (one && two && three && first && first_whole) {
+        CHECK(memcmp(one, two, n * sizeof(float)) == 0, "micro-batches: 1 and 2 threads differ");
+        CHECK(memcmp(one, three, n * sizeof(float)) == 0, "micro-batches: 1 and 3 threads differ");
+        double e = rel_error_ff(g[3], g[4], n);
+        printf("    4 micro-batches of 4 sequences, %zu parameters: 1, 2, 3 threads bit-identical; one step's "
+               "gradients rel err %.2e from the whole batch's\n", n, e);
+        CHECK(e <= 1e-5, "micro-batches' gradients differ from the whole batch's by %.3e (relative)", e);
+    }
+    free(one), free(two), free(three), free(first), free(first_whole);
+    for (int i = 0; i < 5; i++) free(g[i]);
+}
+
 // The tuner against made-up sample times: it keeps the fastest count, tries the others only
 // now and then, and follows a change of conditions. Returns the share of the samples taken on
 // `want` threads; *time_share gets the share of the time they took.

@@ -49,6 +49,15 @@ int data_parallel_init(DataParallel *dp, const GPT *model, AdamW *opt, float bet
 
 void data_parallel_free(DataParallel *dp) { data_parallel_release_optimizer(dp); }
 
+// data_parallel_step's whole-batch case, train_step's
+static int whole_batch(const DataParallel *dp) { return dist_size() == 1 && dp->grad_accum == 1; }
+
+int data_parallel_micro_sequences(const DataParallel *dp, const GPTConfig *config, Precision precision) {
+    if (!whole_batch(dp)) return 0;
+    int sequences = train_step_micro_sequences(config, precision, dp->B);
+    return sequences < dp->B ? sequences : 0;
+}
+
 // Forward and backward of this process's rows of every micro-batch, in one parallel region;
 // returns the sum of their token losses.
 static double local_gradients(DataParallel *dp, GPT *model, const int *inputs, const int *targets,
@@ -72,7 +81,7 @@ static double local_gradients(DataParallel *dp, GPT *model, const int *inputs, c
 
 double data_parallel_step(DataParallel *dp, GPT *model, AdamW *opt, const int *inputs, const int *targets,
                           uint64_t dropout_seed, float lr, float max_norm) {
-    if (dist_size() == 1 && dp->grad_accum == 1)  // the whole batch in one pass: as it always was
+    if (whole_batch(dp))  // the whole batch in one step (perhaps in micro-batches: train_step.h)
         return train_step(model, opt, inputs, targets, dp->B, dp->T, dropout_seed, lr, max_norm);
 
     size_t P = model->num_parameters;

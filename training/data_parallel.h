@@ -44,6 +44,9 @@ int data_parallel_plan(DataParallel *dp, int B, int T, int grad_accum, int zero,
 int data_parallel_init(DataParallel *dp, const GPT *model, AdamW *opt, float beta1, float beta2, float eps,
                        float weight_decay, char err[ERR_LEN]);
 void data_parallel_free(DataParallel *dp);
+// The sequences of the micro-batches that train_step cuts this run's steps into, one process's
+// whole batch at once (model/train_step.h), or 0 when the steps run whole.
+int data_parallel_micro_sequences(const DataParallel *dp, const GPTConfig *config, Precision precision);
 
 // One optimizer step on the global batch inputs, targets (B, T) with learning rate lr,
 // clipping to max_norm; dropout masks keyed by dropout_seed. Sets model->mean_loss to the batch's mean loss and returns the

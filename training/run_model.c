@@ -27,6 +27,8 @@ void plan_memory(const Run *r, GPTMemoryPlan *plan) {
     const DataParallel *dp = &r->dp;
     gpt_memory_plan(&r->config, dp->rows, GPT_PLAN_TRAINING, plan);
     gpt_memory_plan_precision(plan, &r->config, dp->rows, GPT_PLAN_TRAINING, r->o.precision);
+    int micro = data_parallel_micro_sequences(dp, &r->config, r->o.precision);
+    if (micro) gpt_memory_plan_micro_batches(plan, &r->config, dp->rows, micro);
     plan->optimizer *= (double)dp->shard_n / (double)dp->num_parameters;  // the moments of this process's shard
     plan->text = r->text_bytes;
     plan->probe = run_probe_memory(&r->probe, &r->config);
@@ -48,6 +50,8 @@ int set_up_model(Run *r, char err[ERR_LEN]) {
     }
     if (gpt_set_precision(&r->model, o->precision, err) != 0) return EXIT_USAGE;
     if (gpt_alloc_activations(&r->model, r->dp.rows, err) != 0) return EXIT_USAGE;
+    int micro = data_parallel_micro_sequences(&r->dp, &r->model.config, o->precision);
+    if (micro && gpt_alloc_micro_batches(&r->model, r->dp.rows, micro, err) != 0) return EXIT_USAGE;
     if (data_parallel_init(&r->dp, &r->model, &r->opt, o->beta1, o->beta2, o->eps, o->weight_decay, err) != 0)
         return EXIT_USAGE;
     if (r->resuming) {
