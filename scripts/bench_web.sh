@@ -35,6 +35,8 @@ echo "bench-web: $(nproc) processors, load average $(cut -d' ' -f1-3 /proc/loada
 page_train() {  # the page's wall seconds, and the browser's CPU seconds (all its processes, its start included)
     node scripts/headless_page.js "$page#task=induction&seed=1337${steps:+&steps=$steps}&log-every=25&selftest" 3600 \
         > "$work/page.json" || { echo "bench-web: the page did not train" >&2; exit 1; }
+    [ "$(result status < "$work/page.json")" = 0 ] ||
+        { echo "bench-web: the page's ./train failed: $(result error < "$work/page.json")" >&2; exit 1; }
     printf "%.1f %.1f" "$(result seconds < "$work/page.json")" \
         "$(node -e 'console.log(JSON.parse(require("fs").readFileSync(0, "utf8")).browser_cpu_seconds)' < "$work/page.json")"
 }

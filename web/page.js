@@ -5,7 +5,7 @@
 // pages in the frames are the C's own, which escape it, in sandboxed frames.
 //
 // Hooks in the address (tests, scripts/check_web.sh):
-//   #task=NAME&seed=S&steps=N&selftest  trains (with --log-every 1; any other key=value is
+//   #task=NAME&seed=S&steps=N&selftest  trains (with --log-every 1 unless it gives one; any other key=value is
 //       given to ./train after it as --key value, a key alone as --key, kernels=K sets
 //       CHARGPT_KERNELS), then sets on <body>
 //       data-rendered="trained" and data-result: {"train_loss": [each step's], "val_loss",
@@ -495,7 +495,8 @@
   if (hash.task) {
     document.querySelector('input[name=source][value=task]').checked = true;
     $('task').value = hash.task;
-    var extra = selftest ? ['--log-every', '1'] : [], env = {};  // the address's own options after it
+    // the address's own options after it (./train takes each once: a log-every of its own replaces the 1)
+    var extra = selftest && !('log-every' in hash) ? ['--log-every', '1'] : [], env = {};
     Object.keys(hash).forEach(function (key) {
       if (key === 'task' || key === 'selftest') return;
       if (key === 'kernels') { env.CHARGPT_KERNELS = hash[key]; return; }
