@@ -30,7 +30,8 @@ double train_step(GPT *model, AdamW *opt, const int *inputs, const int *targets,
 // and writes their gradients once per micro-batch, 12 C^2 floats a layer, which pays where the
 // rows are many times C. Steps in turn on an Intel Xeon with full-width AVX-512, 2 threads
 // (docs/benchmarks.md, eighth round): the lesson's in micro-batches of 4 sequences (256 rows at
-// C 64) 1.04-1.17x the whole batch's speed; tiny's (C 128) of 2 sequences 0.95x, small's 0.87-0.95x.
+// C 64) 1.17x the whole batch's speed; in a patch, tiny's (C 128) of 2 sequences 0.95x and
+// small's of 1 to 4 0.87-0.95x.
 #define MICRO_BATCH_ROWS_PER_CHANNEL 4
 #define MICRO_BATCHES_MIN 4
 int train_step_micro_sequences(const GPTConfig *config, Precision precision, int B);
