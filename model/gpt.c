@@ -414,6 +414,9 @@ void gpt_view_gradients(GPT *view, float *memory) {
     if (!has_tensor(&view->config, WPE)) view->grads.wpe = NULL;
 }
 
+// The views a step cut into `count` micro-batches needs: one for each thread that runs them.
+static int micro_batch_views(int count) { return omp_get_max_threads() < count ? omp_get_max_threads() : count; }
+
 static void free_micro_batches(MicroBatches *micro) {
     if (!micro) return;
     for (int j = 0; j < micro->threads; j++) gpt_free(&micro->views[j]);
@@ -430,7 +433,7 @@ int gpt_alloc_micro_batches(GPT *model, int B, int sequences, char err[ERR_LEN])
     if (!micro) return error_status(err, -1, "out of memory for the micro-batches of a step");
     micro->count = B / sequences;
     micro->sequences = sequences;
-    micro->threads = omp_get_max_threads() < micro->count ? omp_get_max_threads() : micro->count;
+    micro->threads = micro_batch_views(micro->count);
     micro->views = calloc((size_t)micro->threads, sizeof(GPT));
     micro->gradients = alloc_floats((size_t)micro->count * model->num_parameters);
     micro->loss_sums = calloc((size_t)micro->count, sizeof(double));
@@ -449,7 +452,7 @@ int gpt_alloc_micro_batches(GPT *model, int B, int sequences, char err[ERR_LEN])
 }
 
 void gpt_memory_plan_micro_batches(GPTMemoryPlan *plan, const GPTConfig *config, int B, int sequences) {
-    int count = B / sequences, threads = omp_get_max_threads() < count ? omp_get_max_threads() : count;
+    int count = B / sequences, threads = micro_batch_views(count);
     GPTMemoryPlan view;
     gpt_memory_plan(config, sequences, GPT_PLAN_FORWARD, &view);
     gpt_memory_plan_precision(&view, config, sequences, GPT_PLAN_TRAINING, PRECISION_FP32);
