@@ -617,52 +617,86 @@ TEST(model_learns_string) {
 // ---------------------------------------------------------------------------------------
 // (d) determinism
 
-// Trains a small model for `steps` with dropout from an init seed and a dropout seed base,
-// on `threads` threads; returns the parameters (caller frees).
-static float *train_steps(uint64_t init_seed, uint64_t dropout_base, int steps, int threads, size_t *n) {
-    GPTConfig c = {13, 8, 2, 2, 16, 8, 1, 0.1f, POSITION_LEARNED};
-    int B = 3, t = 8, inputs[24], targets[24];
+// How train_steps runs a step: the separate calls (forward, zero, backward, update), or
+// train_step on the whole batch, or train_step cut into micro-batches where
+// train_step_micro_sequences says so.
+enum { BY_CALLS, BY_TRAIN_STEP, BY_MICRO_BATCHES };
+
+typedef struct {
+    GPTConfig config;
+    int B, t;                          // sequences of t tokens a step (B * t <= 256)
+    uint64_t tokens_seed;              // the random tokens
+    uint64_t weights_seed;             // gpt_init_weights
+    uint64_t dropout_seed;             // the first step's; each step after it one more
+    float clip;                        // the gradients' largest norm
+} TrainCase;
+
+// `steps` training steps with dropout of tc's model on `threads` threads, run as `how` says;
+// returns the parameters (allocated; NULL when the set-up failed), their count in *n, and in
+// *grads (allocated) the last step's gradients when grads is not NULL.
+static float *train_steps(const TrainCase *tc, int steps, int threads, int how, size_t *n, float **grads) {
+    const GPTConfig *c = &tc->config;
+    int B = tc->B, t = tc->t, inputs[256], targets[256];
     Rng rng;
-    rng_seed(&rng, 77);
-    random_tokens(inputs, B * t, c.vocab_size, &rng);
-    random_tokens(targets, B * t, c.vocab_size, &rng);
+    rng_seed(&rng, tc->tokens_seed);
     GPT model;
-    if (build_model(&model, &c, B) != 0) return NULL;
-    gpt_init_weights(&model, init_seed);
-    AdamW opt;
     char err[ERR_LEN];
-    if (!CHECK(adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0, "adamw_init: %s", err)) {
+    if (build_model(&model, c, B) != 0) return NULL;
+    gpt_init_weights(&model, tc->weights_seed);
+    int sequences = train_step_micro_sequences(c, PRECISION_FP32, B);
+    AdamW opt;
+    if (!CHECK(how != BY_MICRO_BATCHES || gpt_alloc_micro_batches(&model, B, sequences, err) == 0,
+               "micro-batches: %s", err) ||
+        !CHECK(adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0, "adamw_init: %s", err)) {
         gpt_free(&model);
         return NULL;
     }
     int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
     for (int step = 0; step < steps; step++) {
-        const ForwardPass pass = {.training = 1, .dropout_seed = dropout_base + step};
+        random_tokens(inputs, B * t, c->vocab_size, &rng);
+        random_tokens(targets, B * t, c->vocab_size, &rng);
+        const ForwardPass pass = {.training = 1, .dropout_seed = tc->dropout_seed + step};
+        if (how != BY_CALLS) {
+            train_step(&model, &opt, inputs, targets, B, t, pass.dropout_seed, 1e-2f, tc->clip);
+            continue;
+        }
         gpt_forward(&model, inputs, targets, B, t, &pass);
         gpt_zero_grad(&model);
         gpt_backward(&model);
         double norm;
-        train_step_update(&model, &opt, grad_sum_of_squares(model.grads_memory, model.num_parameters), 1e-2f, 1.0f,
-                          &norm);
+        train_step_update(&model, &opt, grad_sum_of_squares(model.grads_memory, model.num_parameters), 1e-2f,
+                          tc->clip, &norm);
     }
     omp_set_num_threads(saved);
+    // not vacuous: each view that ran took a micro-batch of `sequences`
+    if (how == BY_MICRO_BATCHES)
+        CHECK(model.micro && model.micro->views[0].cur_B == sequences, "the micro-batches did not run");
     *n = model.num_parameters;
     float *params = malloc(*n * sizeof(float));
     memcpy(params, model.params_memory, *n * sizeof(float));
+    if (grads) {
+        *grads = malloc(*n * sizeof(float));
+        memcpy(*grads, model.grads_memory, *n * sizeof(float));
+    }
     adamw_free(&opt);
     gpt_free(&model);
     return params;
 }
 
+// a model of 3 sequences of 8 tokens, whole batches
+static const TrainCase determinism_case = {{13, 8, 2, 2, 16, 8, 1, 0.1f, POSITION_LEARNED}, 3, 8, 77, 1, 100, 1.0f};
+
 TEST(model_determinism) {
     size_t n = 0;
-    float *a = train_steps(1, 100, 5, 2, &n);
-    float *b = train_steps(1, 100, 5, 2, &n);
-    float *other_init = train_steps(2, 100, 5, 2, &n);
-    float *other_dropout = train_steps(1, 200, 5, 2, &n);
+    TrainCase init2 = determinism_case, dropout2 = determinism_case;
+    init2.weights_seed = 2, dropout2.dropout_seed = 200;
+    float *a = train_steps(&determinism_case, 5, 2, BY_CALLS, &n, NULL);
+    float *b = train_steps(&determinism_case, 5, 2, BY_CALLS, &n, NULL);
+    float *other_init = train_steps(&init2, 5, 2, BY_CALLS, &n, NULL);
+    float *other_dropout = train_steps(&dropout2, 5, 2, BY_CALLS, &n, NULL);
     // kernels.h and layers.c promise the same bits for any thread count
-    float *one_thread = train_steps(1, 100, 5, 1, &n);
+    float *one_thread = train_steps(&determinism_case, 5, 1, BY_CALLS, &n, NULL);
     if (!a || !b || !other_init || !other_dropout || !one_thread) return;
     CHECK(memcmp(a, b, n * sizeof(float)) == 0, "two runs with the same seeds differ");
     CHECK(memcmp(a, other_init, n * sizeof(float)) != 0, "another init seed gives the same weights");
@@ -672,57 +706,18 @@ TEST(model_determinism) {
     free(a); free(b); free(other_init); free(other_dropout); free(one_thread);
 }
 
-// A model large enough that its passes, matrix products and optimizer run in parallel
-// (scale 1), or twice as wide: `steps` training steps with dropout, by train_step
-// (by_train_step 1) or by the separate calls, on `threads` threads; returns the parameters.
-static float *train_team_steps(int steps, int threads, int by_train_step, size_t *n) {
-    GPTConfig c = {13, 16, 2, 2, 64, 32, 1, 0.1f, POSITION_LEARNED};
-    int B = 4, t = 16, inputs[64], targets[64];
-    Rng rng;
-    rng_seed(&rng, 78);
-    GPT model;
-    if (build_model(&model, &c, B) != 0) return NULL;
-    gpt_init_weights(&model, 5);
-    AdamW opt;
-    char err[ERR_LEN];
-    if (!CHECK(adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0, "adamw_init: %s", err)) {
-        gpt_free(&model);
-        return NULL;
-    }
-    int saved = omp_get_max_threads();
-    omp_set_num_threads(threads);
-    for (int step = 0; step < steps; step++) {
-        random_tokens(inputs, B * t, c.vocab_size, &rng);
-        random_tokens(targets, B * t, c.vocab_size, &rng);
-        const ForwardPass pass = {.training = 1, .dropout_seed = 300 + step};
-        if (by_train_step) {
-            train_step(&model, &opt, inputs, targets, B, t, pass.dropout_seed, 1e-2f, 1.0f);
-        } else {
-            gpt_forward(&model, inputs, targets, B, t, &pass);
-            gpt_zero_grad(&model);
-            gpt_backward(&model);
-            double norm;
-            train_step_update(&model, &opt, grad_sum_of_squares(model.grads_memory, model.num_parameters), 1e-2f,
-                              1.0f, &norm);
-        }
-    }
-    omp_set_num_threads(saved);
-    *n = model.num_parameters;
-    float *params = malloc(*n * sizeof(float));
-    memcpy(params, model.params_memory, *n * sizeof(float));
-    adamw_free(&opt);
-    gpt_free(&model);
-    return params;
-}
+// A model large enough that its passes, matrix products and optimizer run in parallel: 4
+// sequences of 16 tokens a step (too few to cut into micro-batches)
+static const TrainCase team_case = {{13, 16, 2, 2, 64, 32, 1, 0.1f, POSITION_LEARNED}, 4, 16, 78, 5, 300, 1.0f};
 
 // train_step (one parallel region a step, its team size chosen by the tuner) gives the
 // same bits as the separate calls, on 1, 2 and 3 threads
 TEST(model_train_step_same_bits) {
     size_t n = 0;
-    float *calls = train_team_steps(12, 2, 0, &n);
-    float *one = train_team_steps(12, 1, 1, &n);
-    float *two = train_team_steps(12, 2, 1, &n);
-    float *three = train_team_steps(12, 3, 1, &n);
+    float *calls = train_steps(&team_case, 12, 2, BY_CALLS, &n, NULL);
+    float *one = train_steps(&team_case, 12, 1, BY_TRAIN_STEP, &n, NULL);
+    float *two = train_steps(&team_case, 12, 2, BY_TRAIN_STEP, &n, NULL);
+    float *three = train_steps(&team_case, 12, 3, BY_TRAIN_STEP, &n, NULL);
     if (!calls || !one || !two || !three) return;
     CHECK(memcmp(calls, two, n * sizeof(float)) == 0, "train_step differs from the separate calls");
     CHECK(memcmp(one, two, n * sizeof(float)) == 0, "train_step: 1 and 2 threads differ");
@@ -731,47 +726,9 @@ TEST(model_train_step_same_bits) {
     free(calls); free(one); free(two); free(three);
 }
 
-// `steps` training steps with dropout by train_step on `threads` threads, of a model whose
-// steps are cut into micro-batches (micro 1: as train_step_micro_sequences says) or run whole;
-// returns the parameters, and in *grads (allocated) the last step's gradients.
-static float *train_micro_steps(int steps, int threads, int micro, size_t *n, float **grads) {
-    GPTConfig c = {13, 16, 2, 2, 16, 8, 1, 0.1f, POSITION_LEARNED};
-    int B = 16, t = 16, inputs[256], targets[256];
-    Rng rng;
-    rng_seed(&rng, 80);
-    GPT model;
-    char err[ERR_LEN];
-    if (build_model(&model, &c, B) != 0) return NULL;
-    gpt_init_weights(&model, 6);
-    int saved = omp_get_max_threads();
-    omp_set_num_threads(threads);
-    int sequences = train_step_micro_sequences(&c, PRECISION_FP32, B);
-    AdamW opt;
-    if (!CHECK(sequences == 4, "16 sequences of 16 rows at n_embd 16: micro-batches of %d sequences, not 4",
-               sequences) ||
-        !CHECK(!micro || gpt_alloc_micro_batches(&model, B, sequences, err) == 0, "micro-batches: %s", err) ||
-        !CHECK(adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0, "adamw_init: %s", err)) {
-        omp_set_num_threads(saved);
-        gpt_free(&model);
-        return NULL;
-    }
-    for (int step = 0; step < steps; step++) {
-        random_tokens(inputs, B * t, c.vocab_size, &rng);
-        random_tokens(targets, B * t, c.vocab_size, &rng);
-        train_step(&model, &opt, inputs, targets, B, t, 400 + step, 1e-2f, 1e9f);
-    }
-    omp_set_num_threads(saved);
-    // not vacuous: each view that ran took a micro-batch of 4 sequences
-    if (micro) CHECK(model.micro && model.micro->views[0].cur_B == 4, "the micro-batches did not run");
-    *n = model.num_parameters;
-    float *params = malloc(*n * sizeof(float));
-    *grads = malloc(*n * sizeof(float));
-    memcpy(params, model.params_memory, *n * sizeof(float));
-    memcpy(*grads, model.grads_memory, *n * sizeof(float));
-    adamw_free(&opt);
-    gpt_free(&model);
-    return params;
-}
+// 16 sequences of 16 rows at n_embd 16: micro-batches of 4 sequences (the fewest giving 4C
+// rows), no clipping
+static const TrainCase micro_case = {{13, 16, 2, 2, 16, 8, 1, 0.1f, POSITION_LEARNED}, 16, 16, 80, 6, 400, 1e9f};
 
 // A step cut into micro-batches: the same bits on 1, 2 and 3 threads, and gradients within
 // rounding of the whole batch's (another order of sums, so not its bits); where the cut is made
@@ -783,11 +740,15 @@ TEST(model_train_step_micro_batches) {
     CHECK(train_step_micro_sequences(&lesson, PRECISION_BF16, 32) == 32, "bf16: cut into micro-batches");
     CHECK(train_step_micro_sequences(&tiny, PRECISION_FP32, 12) == 12, "tiny's 12 sequences: cut");
     CHECK(train_step_micro_sequences(&small, PRECISION_FP32, 8) == 8, "small's 8 sequences: cut");
+    CHECK(train_step_micro_sequences(&micro_case.config, PRECISION_FP32, micro_case.B) == 4,
+          "the test's 16 sequences of 16 rows at n_embd 16: not micro-batches of 4");
     size_t n = 0;
     float *g[5] = {0};
-    float *one = train_micro_steps(4, 1, 1, &n, &g[0]), *two = train_micro_steps(4, 2, 1, &n, &g[1]);
-    float *three = train_micro_steps(4, 3, 1, &n, &g[2]);
-    float *first = train_micro_steps(1, 2, 1, &n, &g[3]), *first_whole = train_micro_steps(1, 2, 0, &n, &g[4]);
+    float *one = train_steps(&micro_case, 4, 1, BY_MICRO_BATCHES, &n, &g[0]);
+    float *two = train_steps(&micro_case, 4, 2, BY_MICRO_BATCHES, &n, &g[1]);
+    float *three = train_steps(&micro_case, 4, 3, BY_MICRO_BATCHES, &n, &g[2]);
+    float *first = train_steps(&micro_case, 1, 2, BY_MICRO_BATCHES, &n, &g[3]);
+    float *first_whole = train_steps(&micro_case, 1, 2, BY_TRAIN_STEP, &n, &g[4]);
     if (one && two && three && first && first_whole) {
         CHECK(memcmp(one, two, n * sizeof(float)) == 0, "micro-batches: 1 and 2 threads differ");
         CHECK(memcmp(one, three, n * sizeof(float)) == 0, "micro-batches: 1 and 3 threads differ");
