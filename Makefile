@@ -172,9 +172,12 @@ $(GEN)/%.inc: viewer/%.html
 	@mkdir -p $(dir $@)
 	sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/?/\\?/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@.tmp
 	mv $@.tmp $@
-$(BUILD)/viewer/timeline.o: $(GEN)/timeline_page.inc $(GEN)/attention_math.inc
-$(BUILD)/viewer/attention_html.o: $(GEN)/attention_math.inc $(GEN)/analysis_panels.inc
-$(BUILD)/viewer/circuits_export.o: $(GEN)/circuits_page.inc
+# the pages each viewer object embeds, for every build of it (here, and the page's in web/web.mk)
+PAGES_timeline := $(GEN)/timeline_page.inc $(GEN)/attention_math.inc
+PAGES_attention_html := $(GEN)/attention_math.inc $(GEN)/analysis_panels.inc
+PAGES_circuits_export := $(GEN)/circuits_page.inc
+embed_pages = $(foreach o,timeline attention_html circuits_export,$(eval $(1)/viewer/$(o).o: $(PAGES_$(o))))
+$(call embed_pages,$(BUILD))
 
 # where the shipped corpus is installed, for a system that does not say where the program is
 # (data/corpus.c; `make clean` when changing PREFIX for such a system)

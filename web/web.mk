@@ -46,8 +46,7 @@ WEB_OBJ := $(WASM)/web/programs.o $(WASM)/web/inspect.o $(WASM)/web/train_main.o
 $(WASM)/%.o: %.c | $(WASM_ZLIB_SRC)/zlib.h
 	@mkdir -p $(dir $@)
 	$(EM_ENV) $(EMCC) $(WASM_CFLAGS) $(ISA_FLAGS_$(notdir $*)) -c $< -o $@
-$(WASM)/viewer/timeline.o: $(GEN)/timeline_page.inc $(GEN)/attention_math.inc
-$(WASM)/viewer/attention_html.o: $(GEN)/attention_math.inc
+$(call embed_pages,$(WASM))
 $(WASM)/data/corpus.o: override WASM_CFLAGS += -DCHARGPT_PREFIX='"$(PREFIX)"'
 
 $(WASM_ZLIB_SRC)/zlib.h:
