@@ -6,7 +6,7 @@
 # honoured).
 # The kernels' backends (kernels/backend.h) are each compiled with their instruction set's
 # flags (ISA_FLAGS_* below), and the program picks the fastest the CPU runs when it starts
-# (CHARGPT_KERNELS=portable|avx2|avx512|avx512_bf16 on x86-64, portable|neon|neon_bf16 on
+# (CHARGPT_KERNELS=portable|avx2|avx512|avx512_bf16|avx512_amx on x86-64, portable|neon|neon_bf16 on
 # AArch64, forces one; CHARGPT_KERNELS=plain the textbook loops of kernels/plain.c). Everything
 # else is compiled with MARCH, by default the architecture's baseline (x86-64), so that the
 # programs run on any CPU of it; `make MARCH=-march=native` builds for this machine alone (use
@@ -67,7 +67,7 @@ ifneq ($(findstring x86_64,$(TARGET_MACHINE)),)
 MARCH ?= -march=x86-64
 ISA_FLAGS_backend_avx2 := -mavx2 -mfma
 ISA_FLAGS_backend_avx512 := -mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma
-ISA_FLAGS_bf16_avx512 := $(ISA_FLAGS_backend_avx512) -mavx512bf16
+ISA_FLAGS_bf16_avx512 := $(ISA_FLAGS_backend_avx512) -mavx512bf16 -mamx-tile -mamx-bf16
 OTHER_ARCH_KERNELS := $(ARM_KERNELS)
 else ifneq ($(filter aarch64% arm64%,$(TARGET_MACHINE)),)
 MARCH ?=

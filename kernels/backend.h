@@ -81,7 +81,7 @@ typedef struct Bf16Kernels Bf16Kernels;
 // to zero; the fp32 tiles and the portable C keep denormals, which is the only difference
 // between them (operands are never denormal: bf16_from_float makes denormals zero).
 //
-// Kernels with bfdot_sums set add each pair as Arm's BFDOT (and BFMMLA) do instead, in
+// Kernels with sums BF16_SUMS_BFDOT add each pair as Arm's BFDOT (and BFMMLA) do instead, in
 // their standard behaviour (without FEAT_EBF16's FPCR.EBF, which no one sets here):
 //   c = odd(c + odd(A(i, 2p) B(2p, j) + A(i, 2p+1) B(2p+1, j))),
 // odd() rounding to odd (an inexact result keeps the truncated value with its last bit
@@ -110,12 +110,15 @@ struct Bf16Kernels {
     // s[l] += s[l + h] for l < h, h = 8, 4, 2, 1, gives the sum s[0].
     void (*dot_rows)(float *out, const bf16 *x, const bf16 *w, const float *bias, int C, int o0,
                      int o1);
-    int bfdot_sums;  // 1: every addition of a pair above is BFDOT's, not vdpbf16ps's
+    int sums;  // BF16_SUMS_*: how the tile adds each pair
 };
+// How a Bf16Kernels' tile adds the pairs: as vdpbf16ps (above), as BFDOT (above), or as AMX's
+// TDPBF16PS adds 16 at a time (bf16_avx512.c): its own bits, within the bound of the first.
+enum { BF16_SUMS_VDPBF16PS = 0, BF16_SUMS_BFDOT = 1, BF16_SUMS_AMX = 2 };
 
 typedef struct Backend Backend;
 struct Backend {
-    const char *name;        // as CHARGPT_KERNELS names it: "portable", "avx2", "avx512", "avx512_bf16",
+    const char *name;        // as CHARGPT_KERNELS names it: "portable", "avx2", "avx512", "avx512_bf16", "avx512_amx",
                              // "neon" or "neon_bf16"
     const char *needs;       // the instructions it needs, for messages
     int (*cpu_runs)(void);   // whether this CPU (and its operating system) runs them
@@ -202,6 +205,10 @@ struct Backend {
 #define AVX512_MR 14  // rows: one broadcast each
 #define AVX512_NR 32  // columns: two 16-float vectors
 extern const Bf16Kernels bf16_avx512_kernels;
+// The same tiles on AMX's tile registers (bf16_avx512.c, Linux only), and whether this CPU has
+// them and the operating system lets this process use them (asked for once).
+extern const Bf16Kernels bf16_amx_kernels;
+int bf16_amx_usable(void);
 // Whether vdpbf16ps multiplies and adds fewer FLOPs a second than the fp32 multiply-adds on
 // this CPU (BF16_DOT_SLOW_SHARE of them): measured once, in a fraction of a millisecond.
 int bf16_avx512_dots_slow(void);

@@ -1,8 +1,9 @@
 // The AVX-512 backends (backend.h): a 14x32 register tile (28 of the 32 zmm registers hold
 // accumulators, two hold the row of B, one the broadcast A value), the products' driver, the
 // portable bf16 kernels and the pointwise and LayerNorm kernels compiled for AVX-512 (F, BW,
-// DQ, VL) with FMA. Two backends share them: "avx512", whose bf16 products widen their operands
-// to fp32, and "avx512_bf16", whose run vdpbf16ps (bf16_avx512.c).
+// DQ, VL) with FMA. Three backends share them: "avx512", whose bf16 products widen their
+// operands to fp32, "avx512_bf16", whose run vdpbf16ps, and "avx512_amx", whose run AMX's
+// tiles (both bf16_avx512.c); their fp32 products are the same.
 #include <immintrin.h>
 
 #define MR AVX512_MR
@@ -140,10 +141,21 @@ static int cpu_runs_avx512(void) {
 
 static int cpu_runs_avx512_bf16(void) { return cpu_runs_avx512() && __builtin_cpu_supports("avx512bf16"); }
 
+#if defined(__linux__)
+static int cpu_runs_avx512_amx(void) { return cpu_runs_avx512_bf16() && bf16_amx_usable(); }
+#endif
+
 const Backend backend_avx512 = {
     .name = "avx512", .needs = "AVX-512 (F, BW, DQ, VL) and FMA", .cpu_runs = cpu_runs_avx512,
     .bf16 = &bf16_portable_kernels, .bf16_cost = BF16_COST_MEASURED("about 1.1 times"), MATMUL_PRODUCTS, POINTWISE_KERNELS, LAYERNORM_KERNELS,
 };
+
+#if defined(__linux__)
+const Backend backend_avx512_amx = {
+    .name = "avx512_amx", .needs = "AVX-512 (F, BW, DQ, VL), FMA, AVX512_BF16 and AMX (AMX-TILE, AMX-BF16)",
+    .cpu_runs = cpu_runs_avx512_amx, .bf16 = &bf16_amx_kernels, MATMUL_PRODUCTS, POINTWISE_KERNELS, LAYERNORM_KERNELS,
+};
+#endif
 
 const Backend backend_avx512_bf16 = {
     .name = "avx512_bf16", .needs = "AVX-512 (F, BW, DQ, VL), FMA and AVX512_BF16", .cpu_runs = cpu_runs_avx512_bf16,

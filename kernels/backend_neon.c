@@ -131,7 +131,7 @@ static void matmul_dot_rows(float *out, const float *x, const float *w, const fl
 // The BFDOT tiles, packing and matrix-vector rows, with the portable conversion (which needs
 // no bf16 instructions) compiled for NEON here.
 static const Bf16Kernels bf16_bfdot_kernels = {"bfdot", bfdot_tile, c_pairs_convert, bfdot_pack_pairs, bfdot_dot_rows,
-                                               .bfdot_sums = 1};
+                                               .sums = BF16_SUMS_BFDOT};
 
 static int cpu_runs_neon(void) { return 1; }
 

@@ -1,9 +1,11 @@
 // The bf16 kernels with AVX512_BF16 (matmul_kernels.h): the 14x32 register tile of
 // backend_avx512.c, fed pairs of bf16 to vdpbf16ps, which adds the two products of a pair
-// into each float lane. Built with the AVX512_BF16 instructions enabled (the Makefile's
-// ISA_FLAGS_*), and used only by the avx512_bf16 backend, on CPUs that have them.
+// into each float lane; and the same tile on AMX's tile registers (below). Built with the
+// AVX512_BF16 and AMX instructions enabled (the Makefile's ISA_FLAGS_*), and used only by the
+// avx512_bf16 and avx512_amx backends, on CPUs that have them.
 #include <immintrin.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "../common/clock.h"
@@ -145,7 +147,103 @@ static void dot_rows(float *out, const bf16 *x, const bf16 *w, const float *bias
     for (; o < o1; o++) dot_rows_body(out + o, x, w + (long)o * C, bias ? bias + o : NULL, C, 1);
 }
 
-const Bf16Kernels bf16_avx512_kernels = {"vdpbf16ps", tile, convert, pack_pairs, dot_rows, .bfdot_sums = 0};
+const Bf16Kernels bf16_avx512_kernels = {"vdpbf16ps", tile, convert, pack_pairs, dot_rows, .sums = BF16_SUMS_VDPBF16PS};
+
+// ---- the same tile on AMX (Advanced Matrix Extensions: Sapphire Rapids and later)
+// TDPBF16PS multiplies a tile of A, rows of AMX_PAIRS pairs, by a tile of B, AMX_PAIRS pairs
+// of 16 columns each, into a tile of floats: 16 pairs of each element's sum in one instruction,
+// eight times the multiply-adds of an fp32 FMA's issue on these cores. The tile here takes
+// the pair panels of the vdpbf16ps tile as they are: a block of AMX_PAIRS pairs of B's panel is
+// already a B tile (the pairs of 16 columns 128 bytes apart); A's block has the MR rows of each
+// pair together, so it is transposed in registers (transpose_16x16) into a tile of MR rows.
+// Each element gets c, then each block of 16 pairs as TDPBF16PS adds it (one pair: c + the
+// pair's sum, each rounded to nearest; more: not in vdpbf16ps's order, its own bits, within
+// the same bound), blocks from the tile's first pair on: the same for any thread count.
+// Linux only: elsewhere no backend asks for the tiles (and GCC's AMX intrinsics give a 64-bit
+// Windows target a 32-bit stride, which it cannot assemble).
+#if defined(__linux__)
+#define AMX_PAIRS 16
+// the tile registers used (literal numbers: the intrinsics paste them into register names)
+#define AMX_C0 0
+#define AMX_C1 1
+#define AMX_A 2
+#define AMX_B0 3
+#define AMX_B1 4
+
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t bytes_per_row[16];
+    uint8_t rows[16];
+} AmxConfig;
+
+// Each thread loads the tiles' shapes (LDTILECFG) once, before its first tile.
+static _Thread_local int amx_configured;
+static void amx_configure(void) {
+    AmxConfig cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.palette = 1;
+    const int rows[] = {[AMX_C0] = MR, [AMX_C1] = MR, [AMX_A] = MR, [AMX_B0] = AMX_PAIRS, [AMX_B1] = AMX_PAIRS};
+    for (int t = AMX_C0; t <= AMX_B1; t++) cfg.rows[t] = (uint8_t)rows[t], cfg.bytes_per_row[t] = 64;
+    _tile_loadconfig(&cfg);
+    amx_configured = 1;
+}
+
+static void amx_tile(int kp, const bf16 *a, const bf16 *b, float *c, long ldc, const float *start_row, int half) {
+    uint32_t a_rows[MR * AMX_PAIRS] __attribute__((aligned(64)));  // A's block: row i's pairs at 16i
+    uint32_t b_last[AMX_PAIRS * NR] __attribute__((aligned(64)));  // B's last block, zeros past kp
+    if (!amx_configured) amx_configure();
+    // C's rows, or start_row on every row (a stride of 0)
+    const float *from = start_row ? start_row : c;
+    long stride = start_row ? 0 : ldc * (long)sizeof(float);
+    _tile_loadd(AMX_C0, from, stride);
+    if (!half) _tile_loadd(AMX_C1, from + 16, stride);
+    const __mmask16 a_row = (__mmask16)((1u << MR) - 1);
+    for (int p0 = 0; p0 < kp; p0 += AMX_PAIRS) {
+        int n = kp - p0 < AMX_PAIRS ? kp - p0 : AMX_PAIRS;
+        __m512i v[16];  // v[p]: pair p0 + p of the MR rows; transposed, v[i]: row i's pairs
+        for (int p = 0; p < 16; p++)
+            v[p] = p < n ? _mm512_maskz_loadu_epi32(a_row, a + (long)(p0 + p) * MR * 2) : _mm512_setzero_si512();
+        transpose_16x16(v);
+        for (int i = 0; i < MR; i++) _mm512_store_si512(a_rows + i * AMX_PAIRS, v[i]);
+        const bf16 *bk = b + (long)p0 * NR * 2;
+        if (n < AMX_PAIRS) {  // a short block: its pairs, then zeros (never the memory past the panel)
+            memcpy(b_last, bk, (size_t)n * NR * sizeof(uint32_t));
+            memset(b_last + n * NR, 0, (size_t)(AMX_PAIRS - n) * NR * sizeof(uint32_t));
+            bk = (const bf16 *)b_last;
+        }
+        _tile_loadd(AMX_A, a_rows, AMX_PAIRS * sizeof(uint32_t));
+        _tile_loadd(AMX_B0, bk, NR * sizeof(uint32_t));
+        _tile_dpbf16ps(AMX_C0, AMX_A, AMX_B0);
+        if (!half) {
+            _tile_loadd(AMX_B1, bk + 32, NR * sizeof(uint32_t));
+            _tile_dpbf16ps(AMX_C1, AMX_A, AMX_B1);
+        }
+    }
+    _tile_stored(AMX_C0, c, ldc * (long)sizeof(float));
+    if (!half) _tile_stored(AMX_C1, c + 16, ldc * (long)sizeof(float));
+}
+
+const Bf16Kernels bf16_amx_kernels = {"AMX tiles", amx_tile, convert, pack_pairs, dot_rows, .sums = BF16_SUMS_AMX};
+
+// Whether this CPU has AMX's bf16 tiles and the operating system lets this process use them
+// (Linux gives a process the tiles' state only when it asks, ARCH_REQ_XCOMP_PERM).
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+static int amx_usable;
+static void ask_for_amx(void) {
+    unsigned eax, ebx, ecx, edx;  // CPUID leaf 7: EDX bit 22 AMX-BF16, bit 24 AMX-TILE
+    int has = __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx >> 22 & 1) && (edx >> 24 & 1);
+    amx_usable = has && syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+int bf16_amx_usable(void) {
+    static pthread_once_t asked = PTHREAD_ONCE_INIT;
+    pthread_once(&asked, ask_for_amx);
+    return amx_usable;
+}
+#endif
 
 // ---- whether vdpbf16ps pays on this CPU (bf16_avx512_dots_slow)
 // On AMD Zen 4 and 5 a vdpbf16ps (32 multiply-adds) issues as often as an fp32 FMA (16), so

@@ -4,7 +4,7 @@
 // FEAT_BF16's instructions enabled (the Makefile's ISA_FLAGS_*), and used only by the
 // neon_bf16 backend, on CPUs that have them.
 //
-// BFDOT rounds each pair's sum and then c to odd (Bf16Kernels.bfdot_sums), so these sums
+// BFDOT rounds each pair's sum and then c to odd (Bf16Kernels.sums, BF16_SUMS_BFDOT), so these sums
 // are not the other backends' bits. BFMMLA, which multiplies a 2x4 block of A by a 4x2 one
 // of B, adds each element's two pairs as two BFDOTs in turn (the same bits); it would need
 // the panels laid out in 2x4 blocks (or zipped in registers), and whether it beats BFDOT

@@ -13,6 +13,9 @@
 extern const Backend backend_portable;
 #if defined(__x86_64__)
 extern const Backend backend_avx2, backend_avx512, backend_avx512_bf16;
+#if defined(__linux__)
+extern const Backend backend_avx512_amx;  // AMX's tiles: Linux only (bf16_avx512.c)
+#endif
 #define BF16_DOT_BACKEND backend_avx512_bf16
 #define BF16_DOT_INSTRUCTIONS "AVX512_BF16's vdpbf16ps"
 #elif defined(__aarch64__)
@@ -26,6 +29,9 @@ extern const Backend backend_wasm_simd128;
 // Fastest first; a new backend is a line here (and its file, backend.h).
 static const Backend *const backends[] = {
 #if defined(__x86_64__)
+#if defined(__linux__)
+    &backend_avx512_amx,
+#endif
     &backend_avx512_bf16,
     &backend_avx512,
     &backend_avx2,

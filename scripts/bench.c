@@ -296,7 +296,8 @@ static const FmaLoop fma_loops[] = {
 #define NUM_FMA_LOOPS ((int)(sizeof(fma_loops) / sizeof(fma_loops[0])))
 
 // The loop of a run's products: vdpbf16ps for bf16 on the avx512_bf16 kernels, else the FMA
-// loop of the backend in use (bf16 without bf16 dot products runs on its fp32 tiles).
+// loop of the backend in use (bf16 without bf16 dot products runs on its fp32 tiles; bf16 on
+// avx512_amx's tiles is measured against the FMA loop too, for no loop here runs AMX).
 static int fma_loop_of_run(Precision precision) {
     const char *name = precision == PRECISION_BF16 && strcmp(kernels_name(), "avx512_bf16") == 0 ? "vdpbf16ps"
                                                                                                 : kernels_name();

@@ -101,6 +101,7 @@ backend="${CHARGPT_KERNELS:-$(echo "$backends" | head -n 1)}"
 # torch_isa BACKEND: the environment that holds PyTorch to BACKEND's instruction set
 torch_isa() {
     case "$1" in
+        avx512_amx) echo "ATEN_CPU_CAPABILITY=avx512 OPENBLAS_CORETYPE=Cooperlake ONEDNN_MAX_CPU_ISA=AVX512_CORE_AMX" ;;
         avx512_bf16) echo "ATEN_CPU_CAPABILITY=avx512 OPENBLAS_CORETYPE=Cooperlake ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16" ;;
         avx512) echo "ATEN_CPU_CAPABILITY=avx512 OPENBLAS_CORETYPE=SkylakeX ONEDNN_MAX_CPU_ISA=AVX512_CORE" ;;
         avx2) echo "ATEN_CPU_CAPABILITY=avx2 OPENBLAS_CORETYPE=Haswell ONEDNN_MAX_CPU_ISA=AVX2" ;;

@@ -46,16 +46,19 @@
 #define U32 (1.0 / 16777216.0)    // float unit roundoff, 2^-24
 #define FLUSHED 0x1p-126          // float's smallest normal: what a flush to zero may lose
 
-// How the bf16 sums of the kernels in use round: 0 to nearest in vdpbf16ps's order of pairs
-// (the backends without BFDOT), 1 BFDOT's to odd, 2 to nearest in the plain loops' order.
+// How the bf16 sums of the kernels in use round: a backend's BF16_SUMS_* (to nearest in
+// vdpbf16ps's order of pairs, BFDOT's to odd, AMX's 16 pairs at a time), or SUMS_PLAIN, to
+// nearest in the plain loops' order.
+#define SUMS_PLAIN 3
+#define SUMS_KINDS 4
 static int sums_kind(void) {
     const Backend *b = kernels_backend();
-    return !b ? 2 : b->bf16->bfdot_sums;
+    return !b ? SUMS_PLAIN : b->bf16->sums;
 }
 
-// The unit of the bf16 sums of the kernels in use: 2^-24 rounding to nearest, 2^-23 BFDOT's
-// rounding to odd.
-static double sum_unit(void) { return sums_kind() == 1 ? 2 * U32 : U32; }
+// The unit of the bf16 sums of the kernels in use: 2^-24 rounding to nearest (AMX's within
+// it too), 2^-23 BFDOT's rounding to odd.
+static double sum_unit(void) { return sums_kind() == BF16_SUMS_BFDOT ? 2 * U32 : U32; }
 
 typedef struct {
     int N, C, OC;
@@ -272,7 +275,7 @@ static void run_small(int M, int N, int K, int flags, unsigned seed, Errors *wor
     int differ = 0;
     for (int i = 0; i < M; i++)
         differ += memcmp(c + (size_t)i * ldc, c2 + (size_t)i * ldc, (size_t)(flags & MATMUL_LOWER ? i + 1 : N) * 4) != 0;
-    if (backend->bf16->bfdot_sums) {  // BFDOT's sums round otherwise: the fp32 tiles' are held to the bound alone
+    if (backend->bf16->sums != BF16_SUMS_VDPBF16PS) {  // BFDOT's and AMX's sums round otherwise: the fp32 tiles' are held to the bound alone
         Errors e2 = check_product(c2, ldc, a, sa, ta, b, sb, tb, flags & MATMUL_ADD ? c0 : NULL, ldc, 1, M, N, K,
                                   (flags & MATMUL_LOWER) != 0);
         CHECK(within(e2), "%s small product M=%d N=%d K=%d flags %d rounded as packed: error / bound %.2f (rounded)",
@@ -315,7 +318,7 @@ TEST(bf16_attention_products_match_reference) {
         for (int f = 0; f < NUM_FLAGS; f++) {
             int M = small_shapes[s].N, N = small_shapes[s].C, K = small_shapes[s].OC, flags = small_flags[f];
             if (!flags_fit(flags, M, N, K)) continue;
-            float *first[2] = {NULL, NULL};  // by bfdot_sums
+            float *first[SUMS_KINDS] = {NULL};  // by sums_kind
             for (int bk = 0; bk < count; bk++) {
                 float *c;
                 if (test_plain(names[bk]) || !test_use_backend(names[bk])) continue;  // no small products of its own
@@ -331,7 +334,7 @@ TEST(bf16_attention_products_match_reference) {
                 free(c);
             }
             compared++;
-            free(first[0]), free(first[1]);
+            for (int kind = 0; kind < SUMS_KINDS; kind++) free(first[kind]);
         }
     test_restore_backend();
     CHECK(mismatches == 0, "the backends' small bf16 products differ in %d rows", mismatches);
@@ -343,14 +346,14 @@ TEST(bf16_attention_products_match_reference) {
 }
 
 // Every backend's linear layers give the bits of the first whose sums round alike (portable
-// C pairs and vdpbf16ps; BFDOT on its own; the plain loops on their own), and every
+// C pairs and vdpbf16ps; BFDOT on its own; AMX on its own; the plain loops on their own), and every
 // backend's conversions round every float class as bf16_from_float does.
 TEST(bf16_same_bits_on_every_backend) {
     const char *names[TEST_MAX_BACKENDS];
     int count = test_backends(names);
     for (int i = 0; i < NUM_SHAPES; i++) {
-        LayerResults first[3] = {{0}, {0}, {0}};  // by sums_kind
-        const char *first_name[3] = {NULL, NULL, NULL};
+        LayerResults first[SUMS_KINDS] = {{0}};  // by sums_kind
+        const char *first_name[SUMS_KINDS] = {NULL};
         for (int bk = 0; bk < count; bk++) {
             if (!test_use_backend(names[bk])) continue;
             int kind = sums_kind();
@@ -366,7 +369,7 @@ TEST(bf16_same_bits_on_every_backend) {
                   shapes[i].C, shapes[i].OC, names[bk], first_name[kind]);
             results_free(&r);
         }
-        for (int kind = 0; kind < 3; kind++)
+        for (int kind = 0; kind < SUMS_KINDS; kind++)
             if (first_name[kind]) results_free(&first[kind]);
     }
     // conversion: every float class, rounding ties both ways
@@ -482,7 +485,7 @@ TEST(bf16_bfdot_sums_are_the_instructions_model) {
                                   {65, 1, 7}, {17, 33, 383}, {11, 513, 97}, {129, 127, 1}};
     int checked = 0;
     EACH_BACKEND(bk, names, count) {
-        if (sums_kind() != 1) continue;
+        if (sums_kind() != BF16_SUMS_BFDOT) continue;
         for (int i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
             Shape sh = cases[i];
             int N = sh.N, C = sh.C, OC = sh.OC;
