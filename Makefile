@@ -6,11 +6,11 @@
 # honoured).
 # The kernels' backends (kernels/backend.h) are each compiled with their instruction set's
 # flags (ISA_FLAGS_* below), and the program picks the fastest the CPU runs when it starts
-# (CHARGPT_KERNELS=portable|avx2|avx512|avx512_bf16|avx512_amx on x86-64, portable|neon|neon_bf16 on
-# AArch64, forces one; CHARGPT_KERNELS=plain the textbook loops of kernels/plain.c). Everything
-# else is compiled with MARCH, by default the architecture's baseline (x86-64), so that the
-# programs run on any CPU of it; `make MARCH=-march=native` builds for this machine alone (use
-# `make clean` when changing it).
+# (CHARGPT_KERNELS=portable|avx2|avx512|avx512_bf16|avx512_amx on x86-64,
+# portable|neon|neon_bf16 on AArch64, forces one; CHARGPT_KERNELS=plain the textbook loops of
+# kernels/plain.c). Everything else is compiled with MARCH, by default the architecture's
+# baseline (x86-64), so that the programs run on any CPU of it; `make MARCH=-march=native`
+# builds for this machine alone (use `make clean` when changing it).
 #
 # `make sanitize` builds everything with AddressSanitizer (and LeakSanitizer) and
 # UndefinedBehaviorSanitizer into build-sanitize/ and runs the whole test suite there; the

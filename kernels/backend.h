@@ -118,8 +118,8 @@ enum { BF16_SUMS_VDPBF16PS = 0, BF16_SUMS_BFDOT = 1, BF16_SUMS_AMX = 2 };
 
 typedef struct Backend Backend;
 struct Backend {
-    const char *name;        // as CHARGPT_KERNELS names it: "portable", "avx2", "avx512", "avx512_bf16", "avx512_amx",
-                             // "neon" or "neon_bf16"
+    const char *name;        // as CHARGPT_KERNELS names it: "portable", "avx2", "avx512", "avx512_bf16",
+                             // "avx512_amx", "neon" or "neon_bf16"
     const char *needs;       // the instructions it needs, for messages
     int (*cpu_runs)(void);   // whether this CPU (and its operating system) runs them
     const Bf16Kernels *bf16;  // the bf16 tiles and conversions its bf16 products use

@@ -151,8 +151,9 @@ const Bf16Kernels bf16_avx512_kernels = {"vdpbf16ps", tile, convert, pack_pairs,
 
 // ---- the same tile on AMX (Advanced Matrix Extensions: Sapphire Rapids and later)
 // TDPBF16PS multiplies a tile of A, rows of AMX_PAIRS pairs, by a tile of B, AMX_PAIRS pairs
-// of 16 columns each, into a tile of floats: 16 pairs of each element's sum in one instruction,
-// eight times the multiply-adds of an fp32 FMA's issue on these cores. The tile here takes
+// of 16 columns each, into a tile of floats: 16 pairs of each element's sum in one instruction
+// (a plain AMX product of small's c_fc shape ran 7.3 times the fp32 FMA peak of an Emerald
+// Rapids core: docs/benchmarks.md). The tile here takes
 // the pair panels of the vdpbf16ps tile as they are: a block of AMX_PAIRS pairs of B's panel is
 // already a B tile (the pairs of 16 columns 128 bytes apart); A's block has the MR rows of each
 // pair together, so it is transposed in registers (transpose_16x16) into a tile of MR rows.

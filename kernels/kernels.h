@@ -47,8 +47,8 @@ int kernels_init(char err[ERR_LEN]);
 // Call it outside parallel regions; workspaces made before keep the kernels they were made
 // for: make them again.
 int kernels_use(const char *name, char err[ERR_LEN]);
-// The kernels in use: "plain", "portable", on x86-64 "avx2", "avx512", "avx512_bf16" or "avx512_amx", on
-// AArch64 "neon" or "neon_bf16".
+// The kernels in use: "plain", "portable", on x86-64 "avx2", "avx512", "avx512_bf16" or
+// "avx512_amx", on AArch64 "neon" or "neon_bf16".
 const char *kernels_name(void);
 // The kernels this CPU runs, the default choice first (the plain ones last): how many (at
 // most max), their names in names; and the same as one text, "avx512_bf16, avx512, avx2,
@@ -58,9 +58,8 @@ const char *kernels_name(void);
 int kernels_available(const char **names, int max);
 void kernels_available_text(char *text, size_t n);
 // The precision and the kernels running it: "fp32, kernels avx512_bf16", "bf16 (vdpbf16ps),
-// kernels avx512_bf16", "bf16 (AMX tiles), kernels avx512_amx", "bf16 (widened to fp32), kernels
-// avx2 (CHARGPT_KERNELS)",
-// "bf16 (rounded in the loops), kernels plain (CHARGPT_KERNELS)".
+// kernels avx512_bf16", "bf16 (AMX tiles), kernels avx512_amx", "bf16 (widened to fp32),
+// kernels avx2 (CHARGPT_KERNELS)", "bf16 (rounded in the loops), kernels plain (CHARGPT_KERNELS)".
 void precision_describe(Precision precision, char *text, size_t n);
 // For bf16 on kernels without bf16 dot-product instructions: a note for the user, what the
 // CPU lacks and what bf16 costs there, and 1; else 0 (nothing to say).

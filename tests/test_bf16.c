@@ -275,7 +275,8 @@ static void run_small(int M, int N, int K, int flags, unsigned seed, Errors *wor
     int differ = 0;
     for (int i = 0; i < M; i++)
         differ += memcmp(c + (size_t)i * ldc, c2 + (size_t)i * ldc, (size_t)(flags & MATMUL_LOWER ? i + 1 : N) * 4) != 0;
-    if (backend->bf16->sums != BF16_SUMS_VDPBF16PS) {  // BFDOT's and AMX's sums round otherwise: the fp32 tiles' are held to the bound alone
+    // BFDOT's and AMX's sums round otherwise: the fp32 tiles' are held to the bound alone
+    if (backend->bf16->sums != BF16_SUMS_VDPBF16PS) {
         Errors e2 = check_product(c2, ldc, a, sa, ta, b, sb, tb, flags & MATMUL_ADD ? c0 : NULL, ldc, 1, M, N, K,
                                   (flags & MATMUL_LOWER) != 0);
         CHECK(within(e2), "%s small product M=%d N=%d K=%d flags %d rounded as packed: error / bound %.2f (rounded)",
@@ -346,8 +347,8 @@ TEST(bf16_attention_products_match_reference) {
 }
 
 // Every backend's linear layers give the bits of the first whose sums round alike (portable
-// C pairs and vdpbf16ps; BFDOT on its own; AMX on its own; the plain loops on their own), and every
-// backend's conversions round every float class as bf16_from_float does.
+// C pairs and vdpbf16ps; BFDOT on its own; AMX on its own; the plain loops on their own), and
+// every backend's conversions round every float class as bf16_from_float does.
 TEST(bf16_same_bits_on_every_backend) {
     const char *names[TEST_MAX_BACKENDS];
     int count = test_backends(names);
