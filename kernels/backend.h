@@ -89,8 +89,12 @@ typedef struct Bf16Kernels Bf16Kernels;
 // nearest errs by half of one), denormal inputs and results flushed to zero. No sequence
 // of these instructions rounds to nearest, so such sums differ from the others' in their
 // last bits; the tests bound them with BFDOT's unit 2^-23.
+//
+// Kernels with sums BF16_SUMS_AMX add the pairs 16 at a time as AMX's TDPBF16PS does
+// (bf16_avx512.c): one pair as c + (the pair's sum rounded), rounded; more in an order of its
+// own. Their sums differ from the others' in their last bits, within the bound of unit 2^-24.
 struct Bf16Kernels {
-    const char *name;  // how the products run: "vdpbf16ps", "bfdot", "widened to fp32"
+    const char *name;  // how the products run: "vdpbf16ps", "bfdot", "AMX tiles", "widened to fp32"
     // One register tile (MR, NR as for matmul_tile) over kp pairs of packed operands:
     //   A(i, 2p + e) = a[(p*MR + i)*2 + e]   (pair p of the MR rows together)
     //   B(2p + e, j) = b[(p*NR + j)*2 + e]   (pair p of the NR columns together)
