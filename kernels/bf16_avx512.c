@@ -177,15 +177,20 @@ typedef struct {
     uint8_t rows[16];
 } AmxConfig;
 
-// Each thread loads the tiles' shapes (LDTILECFG) once, before its first tile.
+// The tiles' shapes, LDTILECFG's 64 bytes, whole at compile time: GCC 12's _tile_loadconfig
+// tells the compiler that it reads 8 bytes of them, so stores to a configuration on the stack
+// may be dropped as dead (a build of this tile at -march=native dropped the rows, and its
+// first tile load faulted).
+static const AmxConfig amx_config = {
+    .palette = 1,
+    .bytes_per_row = {[AMX_C0] = 64, [AMX_C1] = 64, [AMX_A] = 64, [AMX_B0] = 64, [AMX_B1] = 64},
+    .rows = {[AMX_C0] = MR, [AMX_C1] = MR, [AMX_A] = MR, [AMX_B0] = AMX_PAIRS, [AMX_B1] = AMX_PAIRS},
+};
+
+// Each thread loads the shapes once, before its first tile.
 static _Thread_local int amx_configured;
 static void amx_configure(void) {
-    AmxConfig cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.palette = 1;
-    const int rows[] = {[AMX_C0] = MR, [AMX_C1] = MR, [AMX_A] = MR, [AMX_B0] = AMX_PAIRS, [AMX_B1] = AMX_PAIRS};
-    for (int t = AMX_C0; t <= AMX_B1; t++) cfg.rows[t] = (uint8_t)rows[t], cfg.bytes_per_row[t] = 64;
-    _tile_loadconfig(&cfg);
+    _tile_loadconfig(&amx_config);
     amx_configured = 1;
 }
 
