@@ -115,6 +115,12 @@ struct Bf16Kernels {
     void (*dot_rows)(float *out, const bf16 *x, const bf16 *w, const float *bias, int C, int o0,
                      int o1);
     int sums;  // BF16_SUMS_*: how the tile adds each pair
+    // NULL, or a layout of A of the tile's own (AMX's: each block of 16 pairs as 16 pairs of
+    // row 0, then of row 1, ...): lay_out_a turns the full blocks of a packed row panel of kp
+    // pairs into it in place, and tile_laid_out is tile on such a panel (the same bits).
+    void (*lay_out_a)(bf16 *a, int kp);
+    void (*tile_laid_out)(int kp, const bf16 *a, const bf16 *b, float *c, long ldc, const float *start_row,
+                          int half);
 };
 // How a Bf16Kernels' tile adds the pairs: as vdpbf16ps (above), as BFDOT (above), or as AMX's
 // TDPBF16PS adds 16 at a time (bf16_avx512.c): its own bits, within the bound of the first.

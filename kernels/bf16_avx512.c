@@ -156,7 +156,9 @@ const Bf16Kernels bf16_avx512_kernels = {"vdpbf16ps", tile, convert, pack_pairs,
 // Rapids core: docs/benchmarks.md). The tile here takes
 // the pair panels of the vdpbf16ps tile as they are: a block of AMX_PAIRS pairs of B's panel is
 // already a B tile (the pairs of 16 columns 128 bytes apart); A's block has the MR rows of each
-// pair together, so it is transposed in registers (transpose_16x16) into a tile of MR rows.
+// pair together, so it is transposed in registers (transpose_16x16) into a tile of MR rows:
+// once per product for A packed whole (the linear layers: lay_out_a, with which small's bf16
+// products ran 1.2x to 1.8x as fast, docs/benchmarks.md), else by each tile.
 // Each element gets c, then each block of 16 pairs as TDPBF16PS adds it (one pair: c + the
 // pair's sum, each rounded to nearest; more: not in vdpbf16ps's order, its own bits, within
 // the same bound), blocks from the tile's first pair on: the same for any thread count.
@@ -194,7 +196,27 @@ static void amx_configure(void) {
     amx_configured = 1;
 }
 
-static void amx_tile(int kp, const bf16 *a, const bf16 *b, float *c, long ldc, const float *start_row, int half) {
+// Block p0 (n pairs) of a packed row panel as a tile's rows: row i's pairs at rows[16i], zeros
+// past n.
+static inline __attribute__((always_inline)) void amx_a_block(uint32_t *rows, const bf16 *a, int p0, int n) {
+    const __mmask16 a_row = (__mmask16)((1u << MR) - 1);
+    __m512i v[16];  // v[p]: pair p0 + p of the MR rows; transposed, v[i]: row i's pairs
+    for (int p = 0; p < 16; p++)
+        v[p] = p < n ? _mm512_maskz_loadu_epi32(a_row, a + (long)(p0 + p) * MR * 2) : _mm512_setzero_si512();
+    transpose_16x16(v);
+    for (int i = 0; i < MR; i++) _mm512_storeu_si512(rows + i * AMX_PAIRS, v[i]);
+}
+
+// Bf16Kernels.lay_out_a: each full block of AMX_PAIRS pairs (MR * AMX_PAIRS words) in place
+// as the tile's rows; a short last block stays as packed.
+static void amx_lay_out_a(bf16 *a, int kp) {
+    for (int p0 = 0; p0 + AMX_PAIRS <= kp; p0 += AMX_PAIRS)
+        amx_a_block((uint32_t *)(a + (long)p0 * MR * 2), a, p0, AMX_PAIRS);
+}
+
+static inline __attribute__((always_inline)) void amx_tile_body(int kp, const bf16 *a, const bf16 *b, float *c,
+                                                                long ldc, const float *start_row, int half,
+                                                                const int laid_out) {
     uint32_t a_rows[MR * AMX_PAIRS] __attribute__((aligned(64)));  // A's block: row i's pairs at 16i
     uint32_t b_last[AMX_PAIRS * NR] __attribute__((aligned(64)));  // B's last block, zeros past kp
     if (!amx_configured) amx_configure();
@@ -203,21 +225,20 @@ static void amx_tile(int kp, const bf16 *a, const bf16 *b, float *c, long ldc, c
     long stride = start_row ? 0 : ldc * (long)sizeof(float);
     _tile_loadd(AMX_C0, from, stride);
     if (!half) _tile_loadd(AMX_C1, from + 16, stride);
-    const __mmask16 a_row = (__mmask16)((1u << MR) - 1);
     for (int p0 = 0; p0 < kp; p0 += AMX_PAIRS) {
         int n = kp - p0 < AMX_PAIRS ? kp - p0 : AMX_PAIRS;
-        __m512i v[16];  // v[p]: pair p0 + p of the MR rows; transposed, v[i]: row i's pairs
-        for (int p = 0; p < 16; p++)
-            v[p] = p < n ? _mm512_maskz_loadu_epi32(a_row, a + (long)(p0 + p) * MR * 2) : _mm512_setzero_si512();
-        transpose_16x16(v);
-        for (int i = 0; i < MR; i++) _mm512_store_si512(a_rows + i * AMX_PAIRS, v[i]);
         const bf16 *bk = b + (long)p0 * NR * 2;
         if (n < AMX_PAIRS) {  // a short block: its pairs, then zeros (never the memory past the panel)
             memcpy(b_last, bk, (size_t)n * NR * sizeof(uint32_t));
             memset(b_last + n * NR, 0, (size_t)(AMX_PAIRS - n) * NR * sizeof(uint32_t));
             bk = (const bf16 *)b_last;
         }
-        _tile_loadd(AMX_A, a_rows, AMX_PAIRS * sizeof(uint32_t));
+        if (laid_out && n == AMX_PAIRS) {
+            _tile_loadd(AMX_A, a + (long)p0 * MR * 2, AMX_PAIRS * sizeof(uint32_t));
+        } else {
+            amx_a_block(a_rows, a, p0, n);
+            _tile_loadd(AMX_A, a_rows, AMX_PAIRS * sizeof(uint32_t));
+        }
         _tile_loadd(AMX_B0, bk, NR * sizeof(uint32_t));
         _tile_dpbf16ps(AMX_C0, AMX_A, AMX_B0);
         if (!half) {
@@ -229,7 +250,17 @@ static void amx_tile(int kp, const bf16 *a, const bf16 *b, float *c, long ldc, c
     if (!half) _tile_stored(AMX_C1, c + 16, ldc * (long)sizeof(float));
 }
 
-const Bf16Kernels bf16_amx_kernels = {"AMX tiles", amx_tile, convert, pack_pairs, dot_rows, .sums = BF16_SUMS_AMX};
+static void amx_tile(int kp, const bf16 *a, const bf16 *b, float *c, long ldc, const float *start_row, int half) {
+    amx_tile_body(kp, a, b, c, ldc, start_row, half, 0);
+}
+
+static void amx_tile_laid_out(int kp, const bf16 *a, const bf16 *b, float *c, long ldc, const float *start_row,
+                              int half) {
+    amx_tile_body(kp, a, b, c, ldc, start_row, half, 1);
+}
+
+const Bf16Kernels bf16_amx_kernels = {"AMX tiles", amx_tile, convert, pack_pairs, dot_rows, .sums = BF16_SUMS_AMX,
+                                      .lay_out_a = amx_lay_out_a, .tile_laid_out = amx_tile_laid_out};
 
 // Whether this CPU has AMX's bf16 tiles and the operating system lets this process use them
 // (Linux gives a process the tiles' state only when it asks, ARCH_REQ_XCOMP_PERM).

@@ -589,6 +589,46 @@ TEST(bf16_products_same_bits_any_thread_count) {
     test_restore_backend();
 }
 
+// A backend's own layout of A (backend.h: lay_out_a, tile_laid_out) against its tile on the
+// panel as packed: the same bits, from C's rows and from a bias row, for pair counts short
+// of, equal to and past a block of 16 (AMX's), on both halves. The kernels with one are
+// AVX-512's (14 x 32).
+TEST(bf16_tile_on_its_own_layout_same_bits) {
+    enum { MR = AVX512_MR, NR = AVX512_NR, MAX_PAIRS = 40 };
+    static const int pair_counts[] = {1, 15, 16, 17, 32, MAX_PAIRS};
+    static bf16 a[MAX_PAIRS * MR * 2], laid[MAX_PAIRS * MR * 2], b[MAX_PAIRS * NR * 2];
+    static float c_laid[MR * NR], c_packed[MR * NR], start[NR];
+    Rng rng;
+    rng_seed(&rng, 31);
+    for (int i = 0; i < MAX_PAIRS * MR * 2; i++) a[i] = bf16_from_float((float)rng_normal(&rng));
+    for (int i = 0; i < MAX_PAIRS * NR * 2; i++) b[i] = bf16_from_float((float)rng_normal(&rng));
+    for (int j = 0; j < NR; j++) start[j] = (float)rng_normal(&rng);
+    int tested = 0;
+    EACH_FAST_BACKEND(bk, names, count) {
+        const Bf16Kernels *kern = kernels_backend()->bf16;
+        if (!kern->lay_out_a) continue;
+        tested++;
+        for (int n = 0; n < (int)(sizeof(pair_counts) / sizeof(pair_counts[0])); n++) {
+            int kp = pair_counts[n];
+            memcpy(laid, a, sizeof(a));
+            kern->lay_out_a(laid, kp);
+            CHECK(kp < 16 ? memcmp(laid, a, sizeof(a)) == 0 : memcmp(laid, a, sizeof(a)) != 0,
+                  "%s: lay_out_a over %d pairs %s", names[bk], kp, kp < 16 ? "changed a short block" : "changed nothing");
+            for (int from_bias = 0; from_bias < 2; from_bias++)
+                for (int half = 0; half < 2; half++) {
+                    for (int i = 0; i < MR * NR; i++) c_laid[i] = c_packed[i] = (float)rng_normal(&rng);
+                    const float *start_row = from_bias ? start : NULL;
+                    kern->tile_laid_out(kp, laid, b, c_laid, NR, start_row, half);
+                    kern->tile(kp, a, b, c_packed, NR, start_row, half);
+                    CHECK(same_floats(c_laid, c_packed, MR * NR), "%s: tile over %d pairs laid out (%s, half %d) differs",
+                          names[bk], kp, from_bias ? "from a bias row" : "from C", half);
+                }
+        }
+    }
+    test_restore_backend();
+    printf("    %d backend%s with a layout of their own\n", tested, tested == 1 ? "" : "s");
+}
+
 // ----------------------------------------------------------------------------
 // the model in bf16
 
