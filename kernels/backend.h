@@ -71,6 +71,9 @@ enum {
 };
 
 typedef struct Bf16Kernels Bf16Kernels;
+// A tile of the bf16 kernels (Bf16Kernels.tile, below).
+typedef void Bf16Tile(int kp, const bf16 *a, const bf16 *b, float *c, long ldc, const float *start_row, int half);
+
 // The bf16 kernels of one instruction set. With bf16 dot-product instructions, tile and
 // pack_pairs run its products on pairs of bf16 (FORMAT_PAIRS); without them both are NULL
 // and the products run on the backend's fp32 tile (FORMAT_ROUNDED). Every c[i][j] below
@@ -99,8 +102,7 @@ struct Bf16Kernels {
     //   A(i, 2p + e) = a[(p*MR + i)*2 + e]   (pair p of the MR rows together)
     //   B(2p + e, j) = b[(p*NR + j)*2 + e]   (pair p of the NR columns together)
     // c (MR, NR) = start + the pairs; start_row and half as for matmul_tile.
-    void (*tile)(int kp, const bf16 *a, const bf16 *b, float *c, long ldc, const float *start_row,
-                 int half);
+    Bf16Tile *tile;
     // dst[i] = bf16_from_float(src[i]) for i < n
     void (*convert)(bf16 *dst, const float *src, long n);
     // The pair-interleaved panel of `width` rows whose pairs are contiguous in memory: for
@@ -119,8 +121,7 @@ struct Bf16Kernels {
     // row 0, then of row 1, ...): lay_out_a turns the full blocks of a packed row panel of kp
     // pairs into it in place, and tile_laid_out is tile on such a panel (the same bits).
     void (*lay_out_a)(bf16 *a, int kp);
-    void (*tile_laid_out)(int kp, const bf16 *a, const bf16 *b, float *c, long ldc, const float *start_row,
-                          int half);
+    Bf16Tile *tile_laid_out;
 };
 // How a Bf16Kernels' tile adds the pairs: as vdpbf16ps (above), as BFDOT (above), or as AMX's
 // TDPBF16PS adds 16 at a time (bf16_avx512.c): its own bits, within the bound of the first.
