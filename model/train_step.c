@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <string.h>
 
 #include "../kernels/parallel.h"
 
@@ -33,16 +34,25 @@ static void micro_batch_gradients(GPT *view, MicroBatches *micro, int m, const i
 }
 
 // The micro-batches' gradients added up in micro-batch order into the model's (a team
-// function), and their losses into its mean loss.
+// function), and their losses into its mean loss. A block of SUM_BLOCK parameters at a time,
+// one micro-batch after another into the block's sums while they stay in the cache: each
+// pass is a loop the compiler vectorises (the loop over micro-batches inside the loop over
+// parameters ran one float at a time, 2.7% of the lesson's step).
+#define SUM_BLOCK 1024
 static void add_micro_batches(GPT *model, const MicroBatches *micro, int B, int t) {
     const size_t P = model->num_parameters;
     const float *g = micro->gradients;
     float *sum = model->grads_memory;
-#pragma omp for simd schedule(static) nowait
-    for (size_t i = 0; i < P; i++) {
-        float s = g[i];
-        for (int m = 1; m < micro->count; m++) s += g[(size_t)m * P + i];
-        sum[i] = s;
+#pragma omp for schedule(static) nowait
+    for (size_t i0 = 0; i0 < P; i0 += SUM_BLOCK) {
+        size_t n = P - i0 < SUM_BLOCK ? P - i0 : SUM_BLOCK;
+        memcpy(sum + i0, g + i0, n * sizeof(float));
+        for (int m = 1; m < micro->count; m++) {
+            const float *gm = g + (size_t)m * P + i0;
+            float *s = sum + i0;
+#pragma omp simd
+            for (size_t i = 0; i < n; i++) s[i] += gm[i];
+        }
     }
     if (omp_get_thread_num() == 0) {
         double loss_sum = 0.0;
