@@ -207,6 +207,10 @@ void fast_gelu_backward(float *dinp, const float *inp, const float *dout, int n)
 
 void fast_softmax_row(float *row, int n, float scale) { kernels_backend()->row_softmax(row, n, scale); }
 
+void fast_softmax_row_backward(float *dw, const float *w, int n, float scale) {
+    kernels_backend()->row_softmax_gradient(dw, w, n, scale);
+}
+
 float fast_logits_softmax(float *probs, const float *logits, int n, float *max) {
     return kernels_backend()->softmax_logsum(probs, logits, n, max);
 }

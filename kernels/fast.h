@@ -24,6 +24,7 @@ void fast_layernorm_backward(float *dinp, float *dweight, float *dbias, const fl
 void fast_gelu_forward(float *out, const float *inp, int n);
 void fast_gelu_backward(float *dinp, const float *inp, const float *dout, int n);
 void fast_softmax_row(float *row, int n, float scale);
+void fast_softmax_row_backward(float *dw, const float *w, int n, float scale);
 float fast_logits_softmax(float *probs, const float *logits, int n, float *max);
 
 void fast_head_scores(const AttentionHead *h, float *scores);

@@ -160,6 +160,9 @@ void gelu_forward(float *out, const float *inp, int n);
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n);
 // row[j] = exp((row[j] - max) * scale) / (the sum of the same over j < n), max = row's largest
 void softmax_row(float *row, int n, float scale);
+// softmax_row's backward: from the weights w of a row of n and their gradients dw (in place),
+// the gradients of the row's scores, dw[j] = w[j] (dw[j] - the sum over k of w[k] dw[k]) scale
+void softmax_row_backward(float *dw, const float *w, int n, float scale);
 // The probabilities of a row of n logits, probs[j] = exp(logits[j] - max) / sum with max the
 // largest logit and sum the sum of exp(logits[j] - max); returns log(sum) and gives max, from
 // which -log probs[j] = log(sum) - (logits[j] - max) without the log of a tiny probability.

@@ -219,6 +219,17 @@ void softmax_row(float *row, int n, float scale) {
     for (int j = 0; j < n; j++) row[j] /= sum;
 }
 
+// dw[j] = w[j] (dw[j] - dot) scale, dot = the sum of w[k] dw[k] (in fixed_sum.h's order, which
+// the fast kernels keep); on the calling thread
+void softmax_row_backward(float *dw, const float *w, int n, float scale) {
+    if (kernels_fast(NULL)) {
+        fast_softmax_row_backward(dw, w, n, scale);
+        return;
+    }
+    float dot = dot_fixed(w, dw, n);
+    for (int j = 0; j < n; j++) dw[j] = w[j] * (dw[j] - dot) * scale;
+}
+
 // probs[j] = exp(logits[j] - max) / sum, sum = the sum of exp(logits[j] - max); returns
 // log(sum) and gives max; on the calling thread
 float logits_softmax(float *probs, const float *logits, int n, float *max) {

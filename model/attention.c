@@ -3,13 +3,12 @@
 // Team functions (parallel.h): each (batch, head) pair is independent and runs on one
 // thread. Within it, the products S = Q K^T, O = W V and their gradients are the kernels'
 // (kernels.h: head_scores, head_values and their backwards), which skip what the causal
-// mask zeroes. Every output element is summed in a fixed order, so results do not depend on
+// mask zeroes, and so are the softmax of a row and its backward. Every output element is summed in a fixed order, so results do not depend on
 // the thread count.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/fixed_sum.h"
 #include "../kernels/kernels.h"
 #include "../kernels/parallel.h"
 #include "layers.h"
@@ -164,9 +163,7 @@ void attention_backward(Kernels *k, float *dqkv, const float *dout, const float 
             if (use_dropout)
                 for (int j = 0; j <= i; j++)
                     dwi[j] = dropout_keep(drop->key, base_index + (size_t)i * t + j, drop->p) ? dwi[j] * keep_scale : 0.0f;
-            float dot = dot_fixed(wi, dwi, i + 1);
-#pragma omp simd
-            for (int j = 0; j <= i; j++) dwi[j] = wi[j] * (dwi[j] - dot) * scale;
+            softmax_row_backward(dwi, wi, i + 1, scale);
             for (int j = i + 1; j < t; j++) dwi[j] = 0.0f;
         }
         // dQ = dS K,  dK = dS^T Q

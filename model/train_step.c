@@ -46,10 +46,10 @@ static void add_micro_batches(GPT *model, const MicroBatches *micro, int B, int 
 #pragma omp for schedule(static) nowait
     for (size_t i0 = 0; i0 < P; i0 += SUM_BLOCK) {
         size_t n = P - i0 < SUM_BLOCK ? P - i0 : SUM_BLOCK;
-        memcpy(sum + i0, g + i0, n * sizeof(float));
+        float *s = sum + i0;
+        memcpy(s, g + i0, n * sizeof(float));
         for (int m = 1; m < micro->count; m++) {
             const float *gm = g + (size_t)m * P + i0;
-            float *s = sum + i0;
 #pragma omp simd
             for (size_t i = 0; i < n; i++) s[i] += gm[i];
         }

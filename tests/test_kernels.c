@@ -453,7 +453,7 @@ TEST(kernels_heads_match_reference) {
 }
 
 // GELU's forward and backward (which writes dinp, here non-zero before), a row's softmax and
-// the softmax of a row of logits (its probabilities, its max and the log of its sum) on every
+// its backward, and the softmax of a row of logits (its probabilities, its max and the log of its sum) on every
 // backend against the double reference, with the values where exp clamps or GELU saturates.
 TEST(kernels_pointwise_match_reference) {
     enum { n = 1001 };
@@ -479,7 +479,7 @@ TEST(kernels_pointwise_match_reference) {
         // 16 (a row's last n % 16 values are padded) and in one of all n values, whose spread
         // reaches exp's clamp at -87
         static const int lengths[] = {1, 2, 15, 16, 17, 31, 33, 64, 100, n};
-        double es = 0.0;
+        double es = 0.0, esb = 0.0;
         for (size_t l = 0; l < sizeof(lengths) / sizeof(lengths[0]); l++) {
             int len = lengths[l];
             for (int i = 0; i < len; i++) row[i] = inp[n - len + i] * 4.0f;
@@ -501,13 +501,24 @@ TEST(kernels_pointwise_match_reference) {
             ref_softmax_forward(want, scaled, 1, len);
             softmax_row(row, len, 0.5f);
             es = fmax(es, rel_error_fd(row, want, len));
+            // its backward from these weights: ds[j] = w[j] (dw[j] - sum_k w[k] dw[k]) scale;
+            // the error relative to the terms' size, w's largest times dw's times the scale
+            // (where one weight is near 1, ds's values are the differences of near-equal terms)
+            float ds[n];
+            double dot = 0.0, size = 0.0, e = 0.0;
+            for (int i = 0; i < len; i++) ds[i] = dout[i], dot += (double)row[i] * dout[i];
+            for (int i = 0; i < len; i++) size = fmax(size, fabs(row[i] * 0.5) * fmax(fabs(dot), fabs(dout[i])));
+            softmax_row_backward(ds, row, len, 0.5f);
+            for (int i = 0; i < len; i++) e = fmax(e, fabs(ds[i] - row[i] * (dout[i] - dot) * 0.5));
+            esb = fmax(esb, e != e ? INFINITY : e / size);
         }
-        CHECK(ef <= 1e-5 && eb <= 1e-5 && es <= 1e-5, "%s: gelu forward %.3g backward %.3g, softmax %.3g", names[bk],
-              ef, eb, es);
-        worst = fmax(worst, fmax(ef, fmax(eb, es)));
+        CHECK(ef <= 1e-5 && eb <= 1e-5 && es <= 1e-5 && esb <= 1e-5,
+              "%s: gelu forward %.3g backward %.3g, softmax %.3g, its backward %.3g", names[bk], ef, eb, es, esb);
+        worst = fmax(worst, fmax(fmax(ef, esb), fmax(eb, es)));
     }
     test_restore_backend();
-    printf("    gelu forward and backward, softmax rows, %d backends: worst rel error %.2e\n", count, worst);
+    printf("    gelu forward and backward, softmax rows and their backward, %d backends: worst rel error %.2e\n",
+           count, worst);
 }
 
 // exp's clamp keeps what float arithmetic gives at the edges, on every backend: GELU of a NaN
