@@ -3,8 +3,9 @@
 // Team functions (parallel.h): each (batch, head) pair is independent and runs on one
 // thread. Within it, the products S = Q K^T, O = W V and their gradients are the kernels'
 // (kernels.h: head_scores, head_values and their backwards), which skip what the causal
-// mask zeroes, and so are the softmax of a row and its backward. Every output element is summed in a fixed order, so results do not depend on
-// the thread count.
+// mask zeroes, and so are a row's softmax and its backward (softmax_row and
+// softmax_row_backward). Every output element is summed in a fixed order, so results do not
+// depend on the thread count.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
