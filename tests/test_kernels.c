@@ -503,7 +503,7 @@ TEST(kernels_pointwise_match_reference) {
             softmax_row(row, len, 0.5f);
             es = fmax(es, rel_error_fd(row, want, len));
             // its backward from these weights: ds[j] = w[j] (dw[j] - sum_k w[k] dw[k]) scale;
-            // the error relative to the terms' size, w's largest times dw's times the scale
+            // the error relative to the terms' size, the largest of w[j] max(|dw[j]|, |dot|) scale
             // (where one weight is near 1, ds's values are the differences of near-equal terms)
             float ds[n];
             double dot = 0.0, size = 0.0, e = 0.0;
