@@ -143,17 +143,18 @@ struct Backend {
     int (*slower_than_next)(void);
 
     // out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias (OC); bias may be NULL. buf (or NULL:
-    // the tasks pack as they go) receives the packed operands.
-    void (*forward)(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC,
-                    PackBuffer *buf);
+    // the tasks pack as they go) receives the packed operands; weight_panels, when not NULL,
+    // is weight packed by pack_weight_fp32, so that the product does not pack it again.
+    void (*forward)(float *out, const float *inp, const float *weight, const void *weight_panels, const float *bias,
+                    int N, int C, int OC, PackBuffer *buf);
     // The same as one matrix-vector product per row of inp: each row of out has the bits that
     // a one-row forward gives it, whatever N is.
     void (*forward_rows)(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
     // Backward of forward, as kernels.h's linear_backward: dinp (N, C) = dout (N, OC) @ weight
     // (OC, C), written; dweight (OC, C) += dout^T @ inp, dbias (OC) += the sum of dout's rows;
-    // dinp and dbias may be NULL (not wanted).
+    // dinp and dbias may be NULL (not wanted); weight_panels as for forward.
     void (*backward)(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                     const float *weight, int N, int C, int OC, PackBuffer *buf);
+                     const float *weight, const void *weight_panels, int N, int C, int OC, PackBuffer *buf);
     void (*small)(float *c, long ldc, const float *a, long lda, const float *b, long ldb, int M, int N, int K,
                   int flags);
     // small in bf16 on fp32 operands, each rounded to bf16 as the product packs it, on the fp32
@@ -182,6 +183,11 @@ struct Backend {
     size_t (*weight_panels_bytes)(const Backend *b, int C, int OC);
     void (*pack_weight_bf16)(const Backend *b, void *weight_panels, const float *weight, const bf16 *weight16, int C,
                              int OC);
+    // Bytes of a packed (OC, C) fp32 weight, and the packing (a team function): the column
+    // panels of weight^T that forward's product reads, then those of weight that the input
+    // gradient's product (dinp = dout @ weight) reads, each as the product would pack it.
+    size_t (*fp32_weight_panels_bytes)(int C, int OC);
+    void (*pack_weight_fp32)(void *weight_panels, const float *weight, int C, int OC);
     // dst[i] = bf16_from_float(src[i]) for i < n; a team function.
     void (*convert_bf16)(const Backend *b, bf16 *dst, const float *src, size_t n);
     // dst (rows, cols), rows ldd bf16 apart, = bf16_from_float of the rows of src, ld floats

@@ -79,8 +79,11 @@ typedef struct {
 // The passes a workspace serves: up to `rows` rows, attention heads of up to t positions of
 // hs, on threads numbered below `threads` (0: below as many as a team may have here, 4 per
 // core or omp_get_max_threads() if more); with `training` 1 backwards follow the forwards.
+// With `pack_weights` 1 a backend keeps the weights packed in fp32 too, as both products of
+// a linear layer read them, for passes that run many times on the same weights (a step's
+// micro-batches): call kernels_weights_changed before the passes of new weights.
 typedef struct {
-    int rows, t, hs, threads, training;
+    int rows, t, hs, threads, training, pack_weights;
 } KernelsShape;
 
 // What kernels keep for a model: made for a precision, the model's groups of linear weights
@@ -94,7 +97,7 @@ Kernels *kernels_new(Precision precision, const LinearWeights *groups, int count
 void kernels_free(Kernels *k);
 Precision kernels_precision(const Kernels *k);
 // The weights changed (an optimizer step): refreshes their rounded and packed copies (in
-// fp32 nothing). A team function (parallel.h).
+// fp32 without pack_weights nothing). A team function (parallel.h).
 void kernels_weights_changed(Kernels *k);
 // With `alone` 1, linear_forward gives each row of its output the bits that a one-row
 // linear_forward gives it, whatever N is, until it is called with 0 (generation decodes

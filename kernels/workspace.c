@@ -34,7 +34,9 @@ struct Kernels {
     KernelsShape shape;
     // bf16: every weight rounded (weights16) and packed for its forward (panels, in the
     // backend's bf16 format), and the input its latest forward rounded (inputs16: rows x cols
-    // each, from the pointer `read` with `read_rows` rows; read_rows 0 while it holds none)
+    // each, from the pointer `read` with `read_rows` rows; read_rows 0 while it holds none).
+    // fp32 with shape.pack_weights: every weight packed for its two products (panels,
+    // pack_weight_fp32), nothing else.
     bf16 *weights16, *inputs16;
     unsigned char *panels;
     struct {
@@ -66,6 +68,18 @@ static size_t room_floats(Precision precision, const Backend *b, int t, int hs) 
 
 static size_t matrix_floats(const LinearWeights *w) { return (size_t)w->rows * w->cols; }
 
+// Whether a workspace on backend b keeps the weights packed: in bf16, and in fp32 where its
+// shape asks for it.
+static int keeps_panels(Precision precision, const Backend *b, const KernelsShape *shape) {
+    return b && (precision == PRECISION_BF16 || shape->pack_weights);
+}
+
+// Bytes of one weight of w packed: for the bf16 forward, or for both fp32 products.
+static size_t panels_bytes(Precision precision, const Backend *b, const LinearWeights *w) {
+    return precision == PRECISION_BF16 ? b->weight_panels_bytes(b, w->cols, w->rows)
+                                       : b->fp32_weight_panels_bytes(w->cols, w->rows);
+}
+
 KernelsMemory kernels_memory(Precision precision, const LinearWeights *groups, int count, const KernelsShape *shape) {
     int rows = shape->rows, training = shape->training;
     const Backend *b = kernels_backend();
@@ -78,9 +92,9 @@ KernelsMemory kernels_memory(Precision precision, const LinearWeights *groups, i
     for (int g = 0; g < count; g++) {
         const LinearWeights *w = &groups[g];
         double OC = w->rows, C = w->cols;
+        if (keeps_panels(precision, b, shape)) m.weights += (double)w->count * panels_bytes(precision, b, w);
         if (bf16) {
             m.weights += (double)w->count * matrix_floats(w) * sizeof(bf16);
-            m.weights += (double)w->count * b->weight_panels_bytes(b, w->cols, w->rows);
             if (training) m.inputs += (double)w->count * rows * C * sizeof(bf16);
         }
         // rows and columns padded to panels of at most 32 and k to an even number: a forward
@@ -133,17 +147,19 @@ Kernels *kernels_new(Precision precision, const LinearWeights *groups, int count
         k->groups[g] = *w;
         k->matrices += w->count;
         weights += w->count * matrix_floats(w);
-        if (precision == PRECISION_BF16 && k->backend)
-            panel_bytes += w->count * k->backend->weight_panels_bytes(k->backend, w->cols, w->rows);
+        if (keeps_panels(precision, k->backend, shape)) panel_bytes += w->count * panels_bytes(precision, k->backend, w);
         inputs += w->count * rows * w->cols;
     }
     int ok = (k->room = calloc((size_t)k->shape.threads, sizeof(ThreadRoom))) != NULL;
+    if (ok && keeps_panels(precision, k->backend, shape)) {
+        k->panels = platform_aligned_alloc(64, (panel_bytes + 64) / 64 * 64);
+        ok = k->panels != NULL;
+    }
     if (ok && precision == PRECISION_BF16 && k->backend) {
         k->weights16 = malloc(weights * sizeof(bf16) + 64);
-        k->panels = platform_aligned_alloc(64, (panel_bytes + 64) / 64 * 64);
         k->inputs16 = malloc(inputs * sizeof(bf16) + 64);
         k->kept = calloc((size_t)k->matrices + 1, sizeof(*k->kept));
-        ok = k->weights16 && k->panels && k->inputs16 && k->kept;
+        ok = k->weights16 && k->inputs16 && k->kept;
     }
     if (!ok) {
         snprintf(err, ERR_LEN, "out of memory for the kernels' workspace (%s, %d rows)", precision_name(precision),
@@ -162,8 +178,18 @@ int kernels_fast(const Kernels *k) { return (k ? k->backend : kernels_backend())
 void kernels_rows_alone(Kernels *k, int alone) { k->rows_alone = alone; }
 
 void kernels_weights_changed(Kernels *k) {
-    if (k->precision != PRECISION_BF16 || !k->backend) return;
+    if (!k->panels) return;
     const Backend *b = k->backend;
+    if (k->precision == PRECISION_FP32) {
+        unsigned char *panels = k->panels;
+        for (int g = 0; g < k->count; g++) {
+            const LinearWeights *w = &k->groups[g];
+            size_t n = matrix_floats(w), per = panels_bytes(k->precision, b, w);
+            for (int l = 0; l < w->count; l++) b->pack_weight_fp32(panels + l * per, w->first + l * n, w->cols, w->rows);
+            panels += w->count * per;
+        }
+        return;
+    }
     bf16 *copy = k->weights16;
     unsigned char *panels = k->panels;
     for (int g = 0; g < k->count; g++) {
@@ -178,8 +204,9 @@ void kernels_weights_changed(Kernels *k) {
 }
 
 // The index of weight among the workspace's, its shape, its rounded copy, packed panels and
-// kept input; index -1 when it is none of them (or the workspace keeps no copies: fp32, or
-// the plain loops).
+// kept input; in fp32 (pack_weights) only the panels, copy NULL; index -1 and every pointer
+// NULL when it is none of them (or the workspace keeps no copies: fp32 without pack_weights,
+// or the plain loops). A NULL copy: the weight's products run in fp32.
 typedef struct {
     int index, rows, cols;
     const bf16 *copy;
@@ -190,27 +217,24 @@ typedef struct {
 static const WeightCopies no_copies = {-1, 0, 0, NULL, NULL, NULL};
 
 static WeightCopies weight_copies(const Kernels *k, const float *weight) {
-    if (!k || k->precision != PRECISION_BF16 || !k->backend) return no_copies;
-    WeightCopies c = {-1, 0, 0, k->weights16, k->panels, k->inputs16};
+    if (!k || !k->panels) return no_copies;
     int index = 0;
+    size_t copy_at = 0, panels_at = 0, input_at = 0;  // where group g's start
     for (int g = 0; g < k->count; g++) {
         const LinearWeights *w = &k->groups[g];
-        size_t n = matrix_floats(w), per = k->backend->weight_panels_bytes(k->backend, w->cols, w->rows);
+        size_t n = matrix_floats(w), per = panels_bytes(k->precision, k->backend, w);
         size_t input = (size_t)k->shape.rows * w->cols;
         if (weight >= w->first && weight < w->first + w->count * n && (size_t)(weight - w->first) % n == 0) {
             size_t l = (size_t)(weight - w->first) / n;
-            c.index = index + (int)l;
-            c.rows = w->rows;
-            c.cols = w->cols;
-            c.copy += l * n;
-            c.panels += l * per;
-            c.input += l * input;
+            WeightCopies c = {index + (int)l, w->rows, w->cols, NULL, k->panels + panels_at + l * per, NULL};
+            if (k->weights16) c.copy = k->weights16 + copy_at + l * n;
+            if (k->inputs16) c.input = k->inputs16 + input_at + l * input;
             return c;
         }
         index += w->count;
-        c.copy += w->count * n;
-        c.panels += w->count * per;
-        c.input += w->count * input;
+        copy_at += w->count * n;
+        panels_at += w->count * per;
+        input_at += w->count * input;
     }
     return no_copies;
 }
@@ -224,12 +248,12 @@ void fast_linear_forward(Kernels *k, float *out, const float *inp, const float *
     if (w.cols != C || w.rows != OC) w = no_copies;  // another shape: not the weight it seemed
     const Backend *b = k ? k->backend : kernels_backend();
     if (k && k->rows_alone) {  // each row as one matrix-vector product
-        if (w.index < 0) b->forward_rows(out, inp, weight, bias, N, C, OC);
+        if (!w.copy) b->forward_rows(out, inp, weight, bias, N, C, OC);
         else b->forward_rows_bf16(b, out, inp, w.copy, bias, N, C, OC);
         return;
     }
-    if (w.index < 0) {
-        b->forward(out, inp, weight, bias, N, C, OC, k ? &k->pack : NULL);
+    if (!w.copy) {  // in fp32, with its panels where the workspace keeps them
+        b->forward(out, inp, weight, w.panels, bias, N, C, OC, k ? &k->pack : NULL);
         return;
     }
     bf16 *keep = N <= k->shape.rows ? w.input : NULL;
@@ -245,8 +269,8 @@ void fast_linear_backward(Kernels *k, float *dinp, float *dweight, float *dbias,
     WeightCopies w = weight_copies(k, weight);
     if (w.cols != C || w.rows != OC) w = no_copies;  // another shape: not the weight it seemed
     const Backend *b = k ? k->backend : kernels_backend();
-    if (w.index < 0) {
-        b->backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC, k ? &k->pack : NULL);
+    if (!w.copy) {
+        b->backward(dinp, dweight, dbias, dout, inp, weight, w.panels, N, C, OC, k ? &k->pack : NULL);
         return;
     }
     int kept = k->kept[w.index].read_rows == N && (!inp || k->kept[w.index].read == inp);
@@ -256,7 +280,7 @@ void fast_linear_backward(Kernels *k, float *dinp, float *dweight, float *dbias,
 
 int linear_input_kept(const Kernels *k, const float *weight, int N) {
     WeightCopies w = weight_copies(k, weight);
-    return w.index >= 0 && k->kept[w.index].read_rows == N;
+    return w.copy && k->kept[w.index].read_rows == N;
 }
 
 // ---------------------------------------------------------------------------------------

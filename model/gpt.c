@@ -254,7 +254,8 @@ static int make_kernels(GPT *model, char err[ERR_LEN]) {
     const GPTConfig *c = &model->config;
     LinearWeights weights[KERNELS_MAX_GROUPS];
     int count = gpt_linear_weights(c, &model->params, weights);
-    KernelsShape shape = {model->batch_size * c->block_size, c->block_size, c->head_size, 0, model->grads_memory != NULL};
+    KernelsShape shape = {model->batch_size * c->block_size, c->block_size, c->head_size, 0, model->grads_memory != NULL,
+                          model->pack_weights};
     kernels_free(model->kernels);
     model->kernels = kernels_new(model->precision, weights, count, &shape, err);
     return model->kernels ? 0 : -1;
@@ -370,14 +371,20 @@ void gpt_memory_plan(const GPTConfig *c, int B, GPTPlanKind kind, GPTMemoryPlan 
     }
 }
 
-void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int B, GPTPlanKind kind,
-                               Precision precision) {
+// The kernels' workspace (kernels.h) of a model on `sequences` sequences.
+static KernelsMemory plan_kernels(const GPTConfig *config, int sequences, GPTPlanKind kind, Precision precision,
+                                  int pack_weights) {
     LinearWeights weights[KERNELS_MAX_GROUPS];
     int count = gpt_linear_weights(config, NULL, weights);
-    int sequences = kind == GPT_PLAN_GENERATION ? gpt_generation_batch(config, B) : B;
     KernelsShape shape = {sequences * config->block_size, config->block_size, config->head_size,
-                          omp_get_max_threads(), kind == GPT_PLAN_TRAINING};
-    KernelsMemory m = kernels_memory(precision, weights, count, &shape);
+                          omp_get_max_threads(), kind == GPT_PLAN_TRAINING, pack_weights};
+    return kernels_memory(precision, weights, count, &shape);
+}
+
+void gpt_memory_plan_precision(GPTMemoryPlan *plan, const GPTConfig *config, int B, GPTPlanKind kind,
+                               Precision precision) {
+    int sequences = kind == GPT_PLAN_GENERATION ? gpt_generation_batch(config, B) : B;
+    KernelsMemory m = plan_kernels(config, sequences, kind, precision, 0);
     plan->weight_copies = m.weights;
     plan->activations += m.inputs;
     plan->scratch += m.work;
@@ -441,6 +448,7 @@ int gpt_alloc_micro_batches(GPT *model, int B, int sequences, char err[ERR_LEN])
     for (int j = 0; j < micro->threads && !failed; j++) {
         gpt_view(&micro->views[j], model);
         gpt_view_gradients(&micro->views[j], micro->gradients);  // before its workspace: a training one
+        micro->views[j].pack_weights = 1;
         failed = gpt_alloc_activations(&micro->views[j], sequences, err) != 0;
     }
     if (failed) {
@@ -455,10 +463,11 @@ void gpt_memory_plan_micro_batches(GPTMemoryPlan *plan, const GPTConfig *config,
     int count = B / sequences, threads = micro_batch_views(count);
     GPTMemoryPlan view;
     gpt_memory_plan(config, sequences, GPT_PLAN_FORWARD, &view);
-    gpt_memory_plan_precision(&view, config, sequences, GPT_PLAN_TRAINING, PRECISION_FP32);
+    KernelsMemory kernels = plan_kernels(config, sequences, GPT_PLAN_TRAINING, PRECISION_FP32, 1);
     plan->gradients += count * view.parameters;
-    plan->activations += threads * view.activations;
-    plan->scratch += threads * view.scratch;
+    plan->weight_copies += threads * kernels.weights;
+    plan->activations += threads * (view.activations + kernels.inputs);
+    plan->scratch += threads * (view.scratch + kernels.work);
 }
 
 void gpt_free(GPT *model) {

@@ -181,8 +181,11 @@ typedef struct GPT {
     // NULL, or the micro-batches train_step cuts its steps into (gpt_alloc_micro_batches)
     struct MicroBatches *micro;
     // the precision of the products, and the kernels' workspace for it (kernels.h): made
-    // with the activations, for their rows
+    // with the activations, for their rows; with pack_weights 1 it keeps the weights packed
+    // in fp32 too (a micro-batch view's, whose weights stay the same over a step's
+    // micro-batches: train_step packs them once a step)
     Precision precision;
+    int pack_weights;
     Kernels *kernels;
     // RoPE's cos and sin (rope_angles) of positions [0, T), (T, hs); then room for one
     // position past the block, (hs), a rolling cache's step. Made with the activations;
@@ -240,7 +243,7 @@ typedef struct {
     double activations;  // kept for backward, for B sequences of block_size tokens
     double scratch;      // per-call temporaries, inputs and targets
     double generation;   // generation: the key/value cache and one position's buffers per sample
-    double weight_copies;  // the kernels' copies of the weights (rounded and packed)
+    double weight_copies;  // the kernels' copies of the weights (rounded, packed)
     double probe;        // training: the probe and samples of each evaluation (training/probe.h)
     double text;         // the corpus, scored text or prompt the program holds (its caller counts it)
 } GPTMemoryPlan;

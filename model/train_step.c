@@ -69,6 +69,10 @@ static void add_micro_batches(GPT *model, const MicroBatches *micro, int B, int 
 static void micro_batches_gradients(GPT *model, MicroBatches *micro, const int *inputs, const int *targets, int B,
                                     int t, uint64_t dropout_seed) {
     GPT *view = &micro->views[omp_get_thread_num()];
+    // the view's packed weights (its kernels' pack_weights) packed from this step's weights,
+    // once for all the micro-batches this thread takes
+#pragma omp parallel num_threads(1)
+    gpt_params_changed(view);
     if (omp_get_thread_num() == 0) micro->next = 0;
     team_barrier();
     for (;;) {

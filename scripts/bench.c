@@ -772,7 +772,7 @@ static void run_products(const BenchConfig *bc, const Options *o) {
         if (!layers[l].has_bias) p.bias = p.dbias = NULL;
         char err[ERR_LEN];
         LinearWeights weight = {p.weight, 1, p.OC, p.C};
-        KernelsShape shape = {N, 0, 0, 0, 1};
+        KernelsShape shape = {N, 0, 0, 0, 1, 0};
         if (!(p.k = kernels_new(o->precision, &weight, 1, &shape, err))) die(EXIT_DATA, "%s: %s", bc->name, err);
         double forward = product_seconds(&p, 0), backward = product_seconds(&p, 1);
         double flops = 2.0 * N * p.C * p.OC;  // the forward's; the backward's two products twice that

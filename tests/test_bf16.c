@@ -142,7 +142,7 @@ static Layer layer_new(Shape s, unsigned seed) {
     }
     char err[ERR_LEN];
     LinearWeights weight = {l.w, 1, s.OC, s.C};
-    KernelsShape shape = {s.N, 0, 0, 0, 1};
+    KernelsShape shape = {s.N, 0, 0, 0, 1, 0};
     l.k = kernels_new(PRECISION_BF16, &weight, 1, &shape, err);
     CHECK(l.k != NULL, "%s", err);
     return l;
@@ -556,7 +556,7 @@ TEST(bf16_backward_same_bits_from_the_kept_input) {
     Layer l = layer_new(shapes[NUM_SHAPES - 1], 11);
     char err[ERR_LEN];
     LinearWeights weight = {l.w, 1, l.s.OC, l.s.C};
-    KernelsShape shape = {l.s.N, 0, 0, 0, 1};
+    KernelsShape shape = {l.s.N, 0, 0, 0, 1, 0};
     Kernels *fp32 = kernels_new(PRECISION_FP32, &weight, 1, &shape, err);
     if (CHECK(fp32, "%s", err)) {
         float *out = malloc((size_t)l.s.N * l.s.OC * sizeof(float));

@@ -83,11 +83,11 @@ static Problem problem_new(Shape s, unsigned seed) {
 }
 
 // An fp32 workspace holding p's weight, through which the products pack their operands
-// whole (without one, each task packs its own).
-static Kernels *workspace_for(const Problem *p) {
+// whole (without one, each task packs its own); with pack_weights it keeps the weight packed.
+static Kernels *workspace_for(const Problem *p, int pack_weights) {
     char err[ERR_LEN];
     LinearWeights weight = {p->w, 1, p->OC, p->C};
-    KernelsShape shape = {p->N, 0, 0, 0, 1};
+    KernelsShape shape = {p->N, 0, 0, 0, 1, pack_weights};
     Kernels *k = kernels_new(PRECISION_FP32, &weight, 1, &shape, err);
     CHECK(k != NULL, "%s", err);
     return k;
@@ -110,7 +110,7 @@ TEST(kernels_linear_forward_matches_reference) {
     for (int s = 0; s < NUM_SHAPES; s++) {
         Shape sh = awkward_shapes[s];
         Problem p = problem_new(sh, 10 + s);
-        Kernels *k = workspace_for(&p);
+        Kernels *k = workspace_for(&p, 0);
         size_t no = (size_t)sh.N * sh.OC;
         float *out = malloc(no * sizeof(float));
         double *want = malloc(no * sizeof(double));
@@ -148,7 +148,7 @@ TEST(kernels_linear_backward_like_reference) {
         double *want_dbias = to_double(p.dbias, (size_t)sh.OC);
         ref_backward(want_dinp, want_dweight, want_dbias, p.dout, p.inp, p.w, sh.N, sh.C, sh.OC);
         for (int packed = 0; packed <= 1; packed++) {  // without and with a workspace
-            Kernels *k = packed ? workspace_for(&p) : NULL;
+            Kernels *k = packed ? workspace_for(&p, 0) : NULL;
             float *dinp = malloc(nc * sizeof(float)), *dweight = malloc(oc * sizeof(float));
             float *dbias = malloc((size_t)sh.OC * sizeof(float));
             memcpy(dinp, p.dinp, nc * sizeof(float));
@@ -245,7 +245,8 @@ static void results_free(Results *r) {
 }
 
 // 1, 2 and 3 threads and a repeated call give the same bits, and so do products that pack
-// their operands whole in a workspace, on shapes that take the matrix-vector path, partial
+// their operands whole in a workspace, and products whose workspace keeps the weight packed
+// (packed again after the weight changed), on shapes that take the matrix-vector path, partial
 // tiles, several k blocks, B packed whole or by the tasks and enough work to run in parallel.
 TEST(kernels_linear_same_bits_for_any_thread_count) {
     static const Shape shapes[] = {{1, 1536, 384}, {2, 300, 700}, {129, 383, 65}, {768, 128, 512},
@@ -265,12 +266,31 @@ TEST(kernels_linear_same_bits_for_any_thread_count) {
         CHECK(same_bits(&two, &again, &p), "%s N=%d C=%d OC=%d: repeated call differs", names[bk], p.N, p.C, p.OC);
         CHECK(same_bits(&one, &three, &p), "%s N=%d C=%d OC=%d: 1 and 3 threads differ", names[bk], p.N, p.C, p.OC);
         // operands packed whole in a workspace: each sum in the same order, the same bits
-        Kernels *k = workspace_for(&p);
+        Kernels *k = workspace_for(&p, 0);
         Results packed = run_all_in(&p, k);
         omp_set_num_threads(1);
         Results packed_one = run_all_in(&p, k);
         CHECK(same_bits(&two, &packed, &p) && same_bits(&two, &packed_one, &p),
               "%s N=%d C=%d OC=%d: operands packed whole give other bits", names[bk], p.N, p.C, p.OC);
+        // the weight packed once in the workspace, then again after it changed
+        Kernels *kept = workspace_for(&p, 1);
+        LinearWeights weight = {p.w, 1, p.OC, p.C};
+        KernelsShape shape = {p.N, 0, 0, 0, 1, 1};
+        CHECK(kernels_memory(PRECISION_FP32, &weight, 1, &shape).weights > 0 || strcmp(names[bk], "plain") == 0,
+              "%s: a workspace asked to keep the weights packed keeps nothing", names[bk]);
+        Results weight_packed = run_all_in(&p, kept);
+        CHECK(same_bits(&one, &weight_packed, &p), "%s N=%d C=%d OC=%d: the weight packed once gives other bits",
+              names[bk], p.N, p.C, p.OC);
+        for (size_t i = 0; i < (size_t)p.OC * p.C; i++) p.w[i] = 0.5f - p.w[i];
+        kernels_weights_changed(kept);
+        Results changed = run_all(&p), repacked = run_all_in(&p, kept);
+        CHECK(same_bits(&changed, &repacked, &p) && !same_bits(&one, &changed, &p),
+              "%s N=%d C=%d OC=%d: the weight packed again after a change gives other bits", names[bk], p.N, p.C,
+              p.OC);
+        results_free(&weight_packed);
+        results_free(&changed);
+        results_free(&repacked);
+        kernels_free(kept);
         results_free(&packed);
         results_free(&packed_one);
         kernels_free(k);
@@ -399,7 +419,7 @@ TEST(kernels_heads_match_reference) {
         int t = cases[c].t, n = cases[c].n, hs = cases[c].hs, first = n - t;
         long ld = 3 * hs + 1, ldo = hs + 2;  // qkv's rows (n of them; the queries are the last t)
         char err[ERR_LEN];
-        KernelsShape shape = {0, 64, 32, 0, 1};
+        KernelsShape shape = {0, 64, 32, 0, 1, 0};
         Kernels *k = kernels_new(PRECISION_FP32, NULL, 0, &shape, err);
         if (!CHECK(k != NULL, "%s", err)) break;
         float *qkv = malloc((size_t)n * ld * sizeof(float)), *dqkv = malloc((size_t)n * ld * sizeof(float));

@@ -619,8 +619,9 @@ TEST(model_learns_string) {
 
 // How train_steps runs a step: the separate calls (forward, zero, backward, update), or
 // train_step on the whole batch, or train_step cut into micro-batches where
-// train_step_micro_sequences says so.
-enum { BY_CALLS, BY_TRAIN_STEP, BY_MICRO_BATCHES };
+// train_step_micro_sequences says so, their views keeping the weights packed (as they do)
+// or not.
+enum { BY_CALLS, BY_TRAIN_STEP, BY_MICRO_BATCHES, BY_MICRO_BATCHES_UNPACKED };
 
 typedef struct {
     GPTConfig config;
@@ -645,11 +646,15 @@ static float *train_steps(const TrainCase *tc, int steps, int threads, int how, 
     gpt_init_weights(&model, tc->weights_seed);
     int sequences = train_step_micro_sequences(c, PRECISION_FP32, B);
     AdamW opt;
-    if (!CHECK(how != BY_MICRO_BATCHES || gpt_alloc_micro_batches(&model, B, sequences, err) == 0,
-               "micro-batches: %s", err) ||
+    int micro = how == BY_MICRO_BATCHES || how == BY_MICRO_BATCHES_UNPACKED;
+    if (!CHECK(!micro || gpt_alloc_micro_batches(&model, B, sequences, err) == 0, "micro-batches: %s", err) ||
         !CHECK(adamw_init(&opt, &model, 0.9f, 0.99f, 1e-8f, 0.1f, err) == 0, "adamw_init: %s", err)) {
         gpt_free(&model);
         return NULL;
+    }
+    for (int j = 0; how == BY_MICRO_BATCHES_UNPACKED && j < model.micro->threads; j++) {
+        model.micro->views[j].pack_weights = 0;
+        CHECK(gpt_set_precision(&model.micro->views[j], PRECISION_FP32, err) == 0, "a view's workspace: %s", err);
     }
     int saved = omp_get_max_threads();
     omp_set_num_threads(threads);
@@ -670,8 +675,7 @@ static float *train_steps(const TrainCase *tc, int steps, int threads, int how, 
     }
     omp_set_num_threads(saved);
     // not vacuous: each view that ran took a micro-batch of `sequences`
-    if (how == BY_MICRO_BATCHES)
-        CHECK(model.micro && model.micro->views[0].cur_B == sequences, "the micro-batches did not run");
+    if (micro) CHECK(model.micro && model.micro->views[0].cur_B == sequences, "the micro-batches did not run");
     *n = model.num_parameters;
     float *params = malloc(*n * sizeof(float));
     memcpy(params, model.params_memory, *n * sizeof(float));
@@ -730,8 +734,9 @@ TEST(model_train_step_same_bits) {
 // rows), no clipping
 static const TrainCase micro_case = {{13, 16, 2, 2, 16, 8, 1, 0.1f, POSITION_LEARNED}, 16, 16, 80, 6, 400, 1e9f};
 
-// A step cut into micro-batches: the same bits on 1, 2 and 3 threads, and gradients within
-// rounding of the whole batch's (another order of sums, so not its bits); where the cut is made
+// A step cut into micro-batches: the same bits on 1, 2 and 3 threads and with the views'
+// weights packed by each product (not once a step), and gradients within rounding of the
+// whole batch's (another order of sums, so not its bits); where the cut is made
 TEST(model_train_step_micro_batches) {
     GPTConfig lesson = {65, 64, 2, 4, 64, 16, 1, 0.0f, POSITION_LEARNED}, tiny = lesson, small = lesson;
     tiny.n_embd = 128, tiny.head_size = 32;
@@ -749,15 +754,18 @@ TEST(model_train_step_micro_batches) {
     float *three = train_steps(&micro_case, 4, 3, BY_MICRO_BATCHES, &n, &g[2]);
     float *first = train_steps(&micro_case, 1, 2, BY_MICRO_BATCHES, &n, &g[3]);
     float *first_whole = train_steps(&micro_case, 1, 2, BY_TRAIN_STEP, &n, &g[4]);
-    if (one && two && three && first && first_whole) {
+    float *unpacked = train_steps(&micro_case, 4, 2, BY_MICRO_BATCHES_UNPACKED, &n, NULL);
+    if (one && two && three && first && first_whole && unpacked) {
         CHECK(memcmp(one, two, n * sizeof(float)) == 0, "micro-batches: 1 and 2 threads differ");
         CHECK(memcmp(one, three, n * sizeof(float)) == 0, "micro-batches: 1 and 3 threads differ");
+        // the views' packed weights, packed again at each step: the bits of products that pack them
+        CHECK(memcmp(two, unpacked, n * sizeof(float)) == 0, "micro-batches: the views' packed weights change the bits");
         double e = rel_error_ff(g[3], g[4], n);
-        printf("    4 micro-batches of 4 sequences, %zu parameters: 1, 2, 3 threads bit-identical; one step's "
+        printf("    4 micro-batches of 4 sequences, %zu parameters: 1, 2, 3 threads and views without packed weights bit-identical; one step's "
                "gradients rel err %.2e from the whole batch's\n", n, e);
         CHECK(e <= 1e-5, "micro-batches' gradients differ from the whole batch's by %.3e (relative)", e);
     }
-    free(one), free(two), free(three), free(first), free(first_whole);
+    free(one), free(two), free(three), free(first), free(first_whole), free(unpacked);
     for (int i = 0; i < 5; i++) free(g[i]);
 }
 

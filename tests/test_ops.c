@@ -557,7 +557,7 @@ TEST(ops_attention_kernel) {
         double *dqkv_d = doubles_of(dqkv, nqkv);
 
         char err[ERR_LEN];
-        KernelsShape shape = {0, t, hs, 0, 1};
+        KernelsShape shape = {0, t, hs, 0, 1, 0};
         Kernels *kern = kernels_new(PRECISION_FP32, NULL, 0, &shape, err);
         if (!CHECK(kern, "%s", err)) return;
         KVRows own = {qkv + A, qkv + 2 * A, 3 * A, (long)t * 3 * A, 0};  // the keys and values of qkv's rows
@@ -606,7 +606,7 @@ TEST(ops_attention_cached_positions) {
     KVRows kv = {cache, cache + A, 2 * A, (long)T * 2 * A, 0};
     EACH_BACKEND(bk, names, count) {
         char err[ERR_LEN];
-        KernelsShape shape = {0, T, hs, 0, 0};
+        KernelsShape shape = {0, T, hs, 0, 0, 0};
         Kernels *kern = kernels_new(PRECISION_FP32, NULL, 0, &shape, err);
         if (!CHECK(kern, "%s", err)) break;
         memset(cache, 0xff, (size_t)B * T * 2 * A * sizeof(float));  // NaN: what a pass does not write

@@ -16,7 +16,7 @@ static const char *const ATT_NAMES[] = {"sequence", "head", "query", "key"};
 // The kernels' workspace the project's attention needs (the learner's may ignore it).
 static Kernels *workspace(int t, int hs) {
     char err[ERR_LEN];
-    KernelsShape shape = {0, t, hs, 0, 1};
+    KernelsShape shape = {0, t, hs, 0, 1, 0};
     Kernels *k = kernels_new(PRECISION_FP32, NULL, 0, &shape, err);
     if (!k) check_fail("the checker could not make the kernels' workspace: %s", err);
     return k;
