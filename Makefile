@@ -392,6 +392,18 @@ $(EX)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(EX_CFLAGS) -c $< -o $@
 
+# The exercises whose function the model's training reaches through others of the project's,
+# and the file of tests/exercises/through/ that takes those others' place in the exercise's
+# ./train, passing the calls on to the exercise's function: GELU's forward and backward, which
+# the model trains through gelu_forward_slope and gelu_backward_slope (kernels.h).
+EX_THROUGH_gelu := gelu
+EX_THROUGH_gelu_backward := gelu
+$(EX)/through/%.o: tests/exercises/through/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+# objcopy's -W for each function object $(1) defines: weak in the library's copy, in its favour
+ex_weaken = $$($(NM) -g --defined-only $(1) | awk '{printf " -W %s", $$3}')
+
 # the checker on the project's own functions: the solutions; it also lists the exercises
 $(EX)/check: $(EX_OBJ) $(BUILD)/tests/reference.o $(BUILD)/libchargpt.a
 	$(CC) $(EX_SAN) $^ -o $@ $(LDLIBS)
@@ -407,13 +419,14 @@ ifdef NAME
 EX_FILE := $(or $(FILE),exercises/$(NAME).c)
 EX_DIR := $(EX)/$(NAME)$(if $(FILE),-$(basename $(notdir $(FILE))))
 EX_FUNCTION = $$($(EX)/check --function $(NAME))
+EX_THROUGH := $(if $(EX_THROUGH_$(NAME)),$(EX)/through/$(EX_THROUGH_$(NAME)).o)
 # the library with the exercise's function weak, and the learner's file: checked (with the
 # sanitizers) and for the training run (optimised as the project is); its object must define
 # the function. (-Iexercises: a file elsewhere includes "../model/layers.h" as those in
 # exercises/ do.)
-$(EX_DIR)/libchargpt.a: $(BUILD)/libchargpt.a $(EX)/check
+$(EX_DIR)/libchargpt.a: $(BUILD)/libchargpt.a $(EX)/check $(EX_THROUGH)
 	@mkdir -p $(dir $@)
-	$(OBJCOPY) -W $(EX_FUNCTION) $< $@
+	$(OBJCOPY) -W $(EX_FUNCTION) $(foreach o,$(EX_THROUGH),$(call ex_weaken,$(o))) $< $@
 $(EX_DIR)/mine-checked.o: $(EX_FILE) $(EX)/check
 	@mkdir -p $(dir $@)
 	$(CC) $(EX_CFLAGS) -Iexercises -c $< -o $@
@@ -423,7 +436,7 @@ $(EX_DIR)/mine.o: $(EX_FILE) $(EX_DIR)/mine-checked.o
 	$(CC) $(CFLAGS) -Iexercises -w -c $< -o $@  # (its warnings were the checked copy's)
 $(EX_DIR)/check: $(EX_OBJ) $(EX_DIR)/mine-checked.o $(BUILD)/tests/reference.o $(EX_DIR)/libchargpt.a
 	$(CC) $(EX_SAN) $^ -o $@ $(LDLIBS)
-$(EX_DIR)/train: $(BUILD)/train.o $(EX_DIR)/mine.o $(EX_DIR)/libchargpt.a
+$(EX_DIR)/train: $(BUILD)/train.o $(EX_DIR)/mine.o $(EX_THROUGH) $(EX_DIR)/libchargpt.a
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 ifeq ($(SOLUTION),1)
 EX_RUN = $(EX)/check $(NAME) --train $(BIN)/train$(EXE) --run-dir $(EX)/$(NAME)-solution
@@ -447,11 +460,14 @@ exercise: $(EX)/check
 # ./train with every exercise of exercises/ that has passed in place of the project's function
 # (the project's for the others): $(EX)/yours/train
 EX_PASSED = $(patsubst $(EX)/%/passed,%,$(wildcard $(EX)/*/passed))
-exercise-train: $(EX)/check $(BUILD)/train.o $(BUILD)/libchargpt.a
+EX_PASSED_THROUGH = $(sort $(foreach n,$(EX_PASSED),$(if $(EX_THROUGH_$(n)),$(EX)/through/$(EX_THROUGH_$(n)).o)))
+exercise-train: $(EX)/check $(BUILD)/train.o $(BUILD)/libchargpt.a $(EX_PASSED_THROUGH)
 	@[ -n "$(EX_PASSED)" ] || { echo "no exercise has passed yet: make exercise NAME=... first" >&2; exit 2; }
 	@mkdir -p $(EX)/yours
-	$(OBJCOPY) $(foreach n,$(EX_PASSED),-W $$($(EX)/check --function $(n))) $(BUILD)/libchargpt.a $(EX)/yours/libchargpt.a
-	$(CC) $(LDFLAGS) $(BUILD)/train.o $(EX_PASSED:%=$(EX)/%/mine.o) $(EX)/yours/libchargpt.a -o $(EX)/yours/train $(LDLIBS)
+	$(OBJCOPY) $(foreach n,$(EX_PASSED),-W $$($(EX)/check --function $(n))) \
+		$(foreach o,$(EX_PASSED_THROUGH),$(call ex_weaken,$(o))) $(BUILD)/libchargpt.a $(EX)/yours/libchargpt.a
+	$(CC) $(LDFLAGS) $(BUILD)/train.o $(EX_PASSED:%=$(EX)/%/mine.o) $(EX_PASSED_THROUGH) $(EX)/yours/libchargpt.a \
+		-o $(EX)/yours/train $(LDLIBS)
 	@echo "$(EX)/yours/train: ./train with your $(EX_PASSED); run it with --threads 1 --sample-chars 0 (docs/exercises.md)"
 
 test-exercises: $(EX)/check

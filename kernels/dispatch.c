@@ -199,7 +199,9 @@ void fast_layernorm_backward(float *dinp, float *dweight, float *dbias, const fl
     kernels_backend()->layernorm_gradient(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 
-void fast_gelu_forward(float *out, const float *inp, int n) { kernels_backend()->gelu(out, inp, n); }
+void fast_gelu_forward(float *out, float *slope, const float *inp, int n) {
+    kernels_backend()->gelu(out, slope, inp, n);
+}
 
 void fast_gelu_backward(float *dinp, const float *inp, const float *dout, int n) {
     kernels_backend()->gelu_gradient(dinp, inp, dout, n);

@@ -21,7 +21,7 @@ void fast_layernorm_forward(float *out, float *mean, float *rstd, const float *i
                             const float *bias, int N, int C);
 void fast_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                              const float *weight, const float *mean, const float *rstd, int N, int C);
-void fast_gelu_forward(float *out, const float *inp, int n);
+void fast_gelu_forward(float *out, float *slope, const float *inp, int n);
 void fast_gelu_backward(float *dinp, const float *inp, const float *dout, int n);
 void fast_softmax_row(float *row, int n, float scale);
 void fast_softmax_row_backward(float *dw, const float *w, int n, float scale);

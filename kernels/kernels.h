@@ -159,8 +159,13 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
 
 // GELU, tanh form: out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), n elements.
 void gelu_forward(float *out, const float *inp, int n);
+// The same, and GELU'(inp) into slope (which may be inp: in place), with the bits by which
+// gelu_backward multiplies dout, so that the backward is gelu_backward_slope's one product.
+void gelu_forward_slope(float *out, float *slope, const float *inp, int n);
 // dinp = GELU'(inp) * dout; dinp may be dout (in place)
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n);
+// dinp = slope * dout, slope from gelu_forward_slope: gelu_backward's bits; dinp may be dout
+void gelu_backward_slope(float *dinp, const float *slope, const float *dout, int n);
 // row[j] = exp((row[j] - max) * scale) / (the sum of the same over j < n), max = row's largest
 void softmax_row(float *row, int n, float scale);
 // softmax_row's backward: from the weights w of a row of n and their gradients dw (in place),

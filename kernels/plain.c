@@ -172,33 +172,55 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
 
 #define GELU_SCALE 0.7978845608028654f  // sqrt(2/pi)
 
-// out = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)
+// GELU(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)
+static float gelu_of(float x) { return 0.5f * x * (1.0f + tanhf(GELU_SCALE * (x + 0.044715f * x * x * x))); }
+
+// its derivative, GELU'(x) = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx,
+// du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+static float gelu_slope_of(float x) {
+    float th = tanhf(GELU_SCALE * (x + 0.044715f * x * x * x));
+    float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+    return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
+}
+
 void gelu_forward(float *out, const float *inp, int n) {
     if (kernels_fast(NULL)) {
-        fast_gelu_forward(out, inp, n);
+        fast_gelu_forward(out, NULL, inp, n);
+        return;
+    }
+#pragma omp for schedule(static) nowait
+    for (int i = 0; i < n; i++) out[i] = gelu_of(inp[i]);
+    team_barrier();
+}
+
+void gelu_forward_slope(float *out, float *slope, const float *inp, int n) {
+    if (kernels_fast(NULL)) {
+        fast_gelu_forward(out, slope, inp, n);
         return;
     }
 #pragma omp for schedule(static) nowait
     for (int i = 0; i < n; i++) {
         float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + tanhf(GELU_SCALE * (x + 0.044715f * x * x * x)));
+        out[i] = gelu_of(x);
+        slope[i] = gelu_slope_of(x);
     }
     team_barrier();
 }
 
-// d/dx of the above: 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx, du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2)
 void gelu_backward(float *dinp, const float *inp, const float *dout, int n) {
     if (kernels_fast(NULL)) {
         fast_gelu_backward(dinp, inp, dout, n);
         return;
     }
 #pragma omp for schedule(static) nowait
-    for (int i = 0; i < n; i++) {
-        float x = inp[i];
-        float th = tanhf(GELU_SCALE * (x + 0.044715f * x * x * x));
-        float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] = (0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du) * dout[i];
-    }
+    for (int i = 0; i < n; i++) dinp[i] = gelu_slope_of(inp[i]) * dout[i];
+    team_barrier();
+}
+
+// one product per element, the same on every backend
+void gelu_backward_slope(float *dinp, const float *slope, const float *dout, int n) {
+#pragma omp for simd schedule(static) nowait
+    for (int i = 0; i < n; i++) dinp[i] = slope[i] * dout[i];
     team_barrier();
 }
 

@@ -717,7 +717,11 @@ static void block_forward(GPT *model, int l, const float *x, int B, int t, const
     // x + mlp(ln_2(x))
     layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.residual2, p.ln2w, p.ln2b, N, C);
     linear_forward(k, la.fch, la.ln2, p.fcw, p.fcb, N, C, 4 * C);
-    gelu_forward(la.gelu, la.fch, N * 4 * C);
+    // with gradients to come, GELU's slope in place of fch, all of fch that its backward needs
+    // (in place: the GELU exercises' ./train leaves fch as it was, for their gelu_backward:
+    // tests/exercises/through/gelu.c)
+    if (model->grads_memory) gelu_forward_slope(la.gelu, la.fch, la.fch, N * 4 * C);
+    else gelu_forward(la.gelu, la.fch, N * 4 * C);
     linear_forward(k, branch, la.gelu, p.fcprojw, p.fcprojb, N, 4 * C, C);
     dropout_forward(branch, branch, N * C, &drop_res2);
     residual_forward(la.residual3, la.residual2, branch, N * C);
@@ -830,7 +834,7 @@ static void block_backward(GPT *model, int l) {
     const float *gelu = linear_input_kept(k, p.fcprojw, N) ? NULL : la.gelu;
     // the kernels' backwards write their input's gradient (kernels.h): nothing to zero first
     linear_backward(k, s->dfch, dp.fcprojw, dp.fcprojb, dbranch, gelu, p.fcprojw, N, 4 * C, C);
-    gelu_backward(s->dfch, la.fch, s->dfch, N * 4 * C);  // in place: d(GELU out) -> d(fch)
+    gelu_backward_slope(s->dfch, la.fch, s->dfch, N * 4 * C);  // in place: d(GELU out) -> d(fch)
     linear_backward(k, s->dln, dp.fcw, dp.fcb, s->dfch, la.ln2, p.fcw, N, C, 4 * C);
     layernorm_backward(s->dres, dp.ln2w, dp.ln2b, s->dln, la.residual2, p.ln2w, la.ln2_mean, la.ln2_rstd, N, C);
 

@@ -70,7 +70,8 @@ typedef struct {
     float *ln2;       // ln_2's output, and each row's mean and 1/std
     float *ln2_mean;
     float *ln2_rstd;
-    float *fch;       // c_fc's output, before GELU
+    float *fch;       // c_fc's output, before GELU; in a model with gradients, GELU's slope
+                      // there once GELU has read it (gelu_forward_slope), for the backward
     float *gelu;      // GELU(fch): c_proj's input, which its backward reads
     float *residual3; // residual2 + dropout(the MLP's c_proj): the stream entering the next block
     float *lnf;       // the final LayerNorm's output, and each row's mean and 1/std

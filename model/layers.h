@@ -88,8 +88,8 @@ void rope_backward(float *dqkv, const float *cs, int B, int t, int H, int hs);
 void attention_backward(Kernels *k, float *dqkv, const float *dout, const float *qkv, const float *att, int B, int t,
                         int H, int hs, const Dropout *drop);
 
-// GELU is the kernels' (kernels.h: gelu_forward, gelu_backward): its exp is the costliest
-// elementwise work of a step, and it is compiled for each instruction set.
+// GELU is the kernels' (kernels.h: gelu_forward_slope, gelu_backward_slope): its exp is the
+// costliest elementwise work of a step, and it is compiled for each instruction set.
 
 // out = a + b
 void residual_forward(float *out, const float *a, const float *b, int n);

@@ -5,8 +5,9 @@
 # so that neither can go stale; a function that loops, one that crashes and one that writes
 # past an array must each end in a message naming that, under the time limit; a deliberately
 # wrong attention (tests/exercises/wrong/attention_no_scale.c) must be named for its missing
-# 1/sqrt(hs); a GELU right on the checks' small arrays and wrong on the model's must be caught
-# by the training run (which shows the run has the learner's function in its loop); each
+# 1/sqrt(hs); a GELU, and a GELU backward, right on the checks' small arrays and wrong on the
+# model's must be caught by the training run (which shows the run has the learner's function
+# in its loop); each
 # solution the checker names must be defined where it says; and docs/exercises.md must list the
 # exercises in the checker's order with its minutes. Each run's output is in
 # build/exercises/ci/. Prints what the checker says of the attention, and the time taken;
@@ -52,6 +53,8 @@ expect loop fail "did not return within 3 seconds" NAME=gelu FILE=tests/exercise
 expect crash fail "your linear_forward crashed" NAME=linear FILE=tests/exercises/wrong/crash.c
 expect out-of-bounds fail "wrote out\[28\], past the end of out" NAME=layernorm FILE=tests/exercises/wrong/out_of_bounds.c
 expect large-arrays fail "parts from the project's at step 1 of" NAME=gelu FILE=tests/exercises/wrong/gelu_large_arrays.c
+expect backward-large-arrays fail "parts from the project's at step 1 of" NAME=gelu_backward \
+    FILE=tests/exercises/wrong/gelu_backward_large_arrays.c
 expect attention-no-scale fail "not divided by sqrt\(hs\)" NAME=attention FILE=tests/exercises/wrong/attention_no_scale.c
 echo "what the checker says of an attention without the 1/sqrt(hs):"
 sed 's/^/     /' "$logs/attention-no-scale.log"

@@ -472,10 +472,10 @@ TEST(kernels_heads_match_reference) {
            count, worst);
 }
 
-// GELU's forward and backward (which writes dinp, here non-zero before), a row's softmax and
-// its backward, and the softmax of a row of logits (its probabilities, its max and the log of
-// its sum) on every backend against the double reference, with the values where exp clamps or
-// GELU saturates.
+// GELU's forward and backward (which writes dinp, here non-zero before), and the same through
+// the slope the forward keeps, a row's softmax and its backward, and the softmax of a row of
+// logits (its probabilities, its max and the log of its sum) on every backend against the
+// double reference, with the values where exp clamps or GELU saturates.
 TEST(kernels_pointwise_match_reference) {
     enum { n = 1001 };
     static float inp[n], out[n], dout[n], dinp[n], dinp0[n], row[n];
@@ -496,6 +496,15 @@ TEST(kernels_pointwise_match_reference) {
         gelu_forward(out, inp, n);
         gelu_backward(dinp, inp, dout, n);
         double ef = rel_error_fd(out, out_d, n), eb = rel_error_fd(dinp, dinp_d, n);
+        // the slope kept by the forward in place of its input, as the model keeps it: the
+        // forward's bits, and times dout the backward's
+        static float slope[n], out_kept[n], dinp_kept[n];
+        memcpy(slope, inp, sizeof(slope));
+        memcpy(dinp_kept, dinp0, sizeof(dinp_kept));
+        gelu_forward_slope(out_kept, slope, slope, n);
+        gelu_backward_slope(dinp_kept, slope, dout, n);
+        CHECK(memcmp(out_kept, out, sizeof(out)) == 0 && memcmp(dinp_kept, dinp, sizeof(dinp)) == 0,
+              "%s: gelu with its slope kept: other bits than gelu_forward and gelu_backward", names[bk]);
         // softmax of scaled scores, in rows of lengths on both sides of the kernels' blocks of
         // 16 (a row's last n % 16 values are padded) and in one of all n values, whose spread
         // reaches exp's clamp at -87
