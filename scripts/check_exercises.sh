@@ -7,11 +7,10 @@
 # wrong attention (tests/exercises/wrong/attention_no_scale.c) must be named for its missing
 # 1/sqrt(hs); a GELU, and a GELU backward, right on the checks' small arrays and wrong on the
 # model's must be caught by the training run (which shows the run has the learner's function
-# in its loop); each
-# solution the checker names must be defined where it says; and docs/exercises.md must list the
-# exercises in the checker's order with its minutes. Each run's output is in
-# build/exercises/ci/. Prints what the checker says of the attention, and the time taken;
-# exits 1 when any check failed.
+# in its loop); each solution the checker names must be defined where it says; and
+# docs/exercises.md must list the exercises in the checker's order with its minutes. Each
+# run's output is in build/exercises/ci/. Prints what the checker says of the attention, and
+# the time taken; exits 1 when any check failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
