@@ -201,10 +201,11 @@ struct Backend {
     void (*layernorm_gradient)(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, const float *mean, const float *rstd, int N, int C);
     // The pointwise kernels (pointwise.inc), kernels.h's gelu_forward (slope NULL) and
-    // gelu_forward_slope, gelu_backward (team functions), softmax_row, softmax_row_backward and
-    // logits_softmax (on the calling thread).
+    // gelu_forward_slope, gelu_backward, gelu_backward_slope (team functions), softmax_row,
+    // softmax_row_backward and logits_softmax (on the calling thread).
     void (*gelu)(float *out, float *slope, const float *inp, int n);
     void (*gelu_gradient)(float *dinp, const float *inp, const float *dout, int n);
+    void (*gelu_slope_gradient)(float *dinp, const float *slope, const float *dout, int n);
     void (*row_softmax)(float *row, int n, float scale);
     void (*row_softmax_gradient)(float *dw, const float *w, int n, float scale);
     float (*softmax_logsum)(float *probs, const float *logits, int n, float *max);

@@ -207,6 +207,10 @@ void fast_gelu_backward(float *dinp, const float *inp, const float *dout, int n)
     kernels_backend()->gelu_gradient(dinp, inp, dout, n);
 }
 
+void fast_gelu_backward_slope(float *dinp, const float *slope, const float *dout, int n) {
+    kernels_backend()->gelu_slope_gradient(dinp, slope, dout, n);
+}
+
 void fast_softmax_row(float *row, int n, float scale) { kernels_backend()->row_softmax(row, n, scale); }
 
 void fast_softmax_row_backward(float *dw, const float *w, int n, float scale) {

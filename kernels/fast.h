@@ -23,6 +23,7 @@ void fast_layernorm_backward(float *dinp, float *dweight, float *dbias, const fl
                              const float *weight, const float *mean, const float *rstd, int N, int C);
 void fast_gelu_forward(float *out, float *slope, const float *inp, int n);
 void fast_gelu_backward(float *dinp, const float *inp, const float *dout, int n);
+void fast_gelu_backward_slope(float *dinp, const float *slope, const float *dout, int n);
 void fast_softmax_row(float *row, int n, float scale);
 void fast_softmax_row_backward(float *dw, const float *w, int n, float scale);
 float fast_logits_softmax(float *probs, const float *logits, int n, float *max);

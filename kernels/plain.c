@@ -217,9 +217,12 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, int n) {
     team_barrier();
 }
 
-// one product per element, the same on every backend
 void gelu_backward_slope(float *dinp, const float *slope, const float *dout, int n) {
-#pragma omp for simd schedule(static) nowait
+    if (kernels_fast(NULL)) {
+        fast_gelu_backward_slope(dinp, slope, dout, n);
+        return;
+    }
+#pragma omp for schedule(static) nowait
     for (int i = 0; i < n; i++) dinp[i] = slope[i] * dout[i];
     team_barrier();
 }
