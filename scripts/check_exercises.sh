@@ -7,10 +7,11 @@
 # wrong attention (tests/exercises/wrong/attention_no_scale.c) must be named for its missing
 # 1/sqrt(hs); a GELU, and a GELU backward, right on the checks' small arrays and wrong on the
 # model's must be caught by the training run (which shows the run has the learner's function
-# in its loop); each solution the checker names must be defined where it says; and
-# docs/exercises.md must list the exercises in the checker's order with its minutes. Each
-# run's output is in build/exercises/ci/. Prints what the checker says of the attention, and
-# the time taken; exits 1 when any check failed.
+# in its loop), and right ones (tests/exercises/right/) must pass it, through the exercise
+# build's tests/exercises/through/gelu.c; each solution the checker names must be defined
+# where it says; and docs/exercises.md must list the exercises in the checker's order with its
+# minutes. Each run's output is in build/exercises/ci/. Prints what the checker says of the
+# attention, and the time taken; exits 1 when any check failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,6 +52,8 @@ done
 expect loop fail "did not return within 3 seconds" NAME=gelu FILE=tests/exercises/wrong/loop.c TIME_LIMIT=3
 expect crash fail "your linear_forward crashed" NAME=linear FILE=tests/exercises/wrong/crash.c
 expect out-of-bounds fail "wrote out\[28\], past the end of out" NAME=layernorm FILE=tests/exercises/wrong/out_of_bounds.c
+expect through-gelu pass "^gelu: passed" NAME=gelu FILE=tests/exercises/right/gelu.c
+expect through-gelu-backward pass "^gelu_backward: passed" NAME=gelu_backward FILE=tests/exercises/right/gelu_backward.c
 expect large-arrays fail "parts from the project's at step 1 of" NAME=gelu FILE=tests/exercises/wrong/gelu_large_arrays.c
 expect backward-large-arrays fail "parts from the project's at step 1 of" NAME=gelu_backward \
     FILE=tests/exercises/wrong/gelu_backward_large_arrays.c

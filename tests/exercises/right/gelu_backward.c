@@ -1,0 +1,16 @@
+// A right exercises/gelu_backward.c for CI (scripts/check_exercises.sh), written as a learner
+// would: it must pass the checks and the training run in the exercise's own ./train, whose
+// model reaches it through tests/exercises/through/gelu.c (SOLUTION=1 runs the project's
+// ./train, which does not).
+#include <math.h>
+
+#include "../../../kernels/kernels.h"
+
+void gelu_backward(float *dinp, const float *inp, const float *dout, int n) {
+    for (int i = 0; i < n; i++) {
+        float x = inp[i];
+        float th = tanhf(0.7978845608f * (x + 0.044715f * x * x * x));
+        float du = 0.7978845608f * (1.0f + 3.0f * 0.044715f * x * x);
+        dinp[i] = (0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du) * dout[i];
+    }
+}
