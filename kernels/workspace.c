@@ -180,25 +180,18 @@ void kernels_rows_alone(Kernels *k, int alone) { k->rows_alone = alone; }
 void kernels_weights_changed(Kernels *k) {
     if (!k->panels) return;
     const Backend *b = k->backend;
-    if (k->precision == PRECISION_FP32) {
-        unsigned char *panels = k->panels;
-        for (int g = 0; g < k->count; g++) {
-            const LinearWeights *w = &k->groups[g];
-            size_t n = matrix_floats(w), per = panels_bytes(k->precision, b, w);
-            for (int l = 0; l < w->count; l++) b->pack_weight_fp32(panels + l * per, w->first + l * n, w->cols, w->rows);
-            panels += w->count * per;
-        }
-        return;
-    }
-    bf16 *copy = k->weights16;
+    int in_bf16 = k->precision == PRECISION_BF16;
+    bf16 *copy = k->weights16;  // bf16 only: the rounded copy, which the bf16 panels are packed from
     unsigned char *panels = k->panels;
     for (int g = 0; g < k->count; g++) {
         const LinearWeights *w = &k->groups[g];
-        size_t n = matrix_floats(w), per = b->weight_panels_bytes(b, w->cols, w->rows);
-        b->convert_bf16(b, copy, w->first, w->count * n);
-        for (int l = 0; l < w->count; l++)
-            b->pack_weight_bf16(b, panels + l * per, w->first + l * n, copy + l * n, w->cols, w->rows);
-        copy += w->count * n;
+        size_t n = matrix_floats(w), per = panels_bytes(k->precision, b, w);
+        if (in_bf16) b->convert_bf16(b, copy, w->first, w->count * n);
+        for (int l = 0; l < w->count; l++) {
+            if (in_bf16) b->pack_weight_bf16(b, panels + l * per, w->first + l * n, copy + l * n, w->cols, w->rows);
+            else b->pack_weight_fp32(panels + l * per, w->first + l * n, w->cols, w->rows);
+        }
+        if (in_bf16) copy += w->count * n;
         panels += w->count * per;
     }
 }

@@ -761,8 +761,9 @@ TEST(model_train_step_micro_batches) {
         // the views' packed weights, packed again at each step: the bits of products that pack them
         CHECK(memcmp(two, unpacked, n * sizeof(float)) == 0, "micro-batches: the views' packed weights change the bits");
         double e = rel_error_ff(g[3], g[4], n);
-        printf("    4 micro-batches of 4 sequences, %zu parameters: 1, 2, 3 threads and views without packed weights bit-identical; one step's "
-               "gradients rel err %.2e from the whole batch's\n", n, e);
+        printf("    4 micro-batches of 4 sequences, %zu parameters: 1, 2, 3 threads and views without packed weights "
+               "bit-identical; one step's gradients rel err %.2e from the whole batch's\n",
+               n, e);
         CHECK(e <= 1e-5, "micro-batches' gradients differ from the whole batch's by %.3e (relative)", e);
     }
     free(one), free(two), free(three), free(first), free(first_whole), free(unpacked);
