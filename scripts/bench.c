@@ -65,6 +65,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <omp.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -429,6 +430,40 @@ static int alloc_micro_batches(GPT *model, int B, char err[ERR_LEN]) {
     return sequences < B ? gpt_alloc_micro_batches(model, B, sequences, err) : 0;
 }
 
+// The time a cache line takes from OpenMP thread 0 to thread 1 and back, in ns (0 without a
+// second thread): a counter the two advance in turn, ROUND_TRIPS times or until
+// ROUND_TRIP_SECONDS have passed (beside a busy process the two may share a processor, and
+// each turn then waits for a time slice). On a virtual machine it says where the host put the
+// two virtual processors, which changes within minutes and which the step on two threads
+// follows: every line of data one thread writes and the other reads makes this trip. On an
+// AMD EPYC (Zen 5) it read 97-123 ns while they shared a cache and 413-836 ns while they did
+// not, and tiny's step took 12.9-13.5 against 15.9-16.5 ms (docs/benchmarks.md).
+#define ROUND_TRIPS 200000
+#define ROUND_TRIP_SECONDS 0.05
+static double core_round_trip_ns(void) {
+    if (omp_get_max_threads() < 2) return 0.0;
+    static _Alignas(64) _Atomic long turn;  // odd: thread 1's; even: thread 0's; -1: stop
+    atomic_store(&turn, 0);
+    long trips = 0;
+    double secs = 0.0;
+#pragma omp parallel num_threads(2)
+    if (omp_get_num_threads() == 2) {  // a team of one has no partner to wait for
+        if (omp_get_thread_num() == 0) {
+            double t0 = now_seconds();
+            for (; trips < ROUND_TRIPS && (trips % 8 || now_seconds() - t0 < ROUND_TRIP_SECONDS); trips++) {
+                atomic_store_explicit(&turn, 2 * trips + 1, memory_order_release);
+                while (atomic_load_explicit(&turn, memory_order_acquire) != 2 * trips + 2) {}
+            }
+            secs = now_seconds() - t0;
+            atomic_store(&turn, -1);
+        } else {
+            for (long seen; (seen = atomic_load_explicit(&turn, memory_order_acquire)) != -1;)
+                if (seen % 2 == 1) atomic_store_explicit(&turn, seen + 1, memory_order_release);
+        }
+    }
+    return trips ? 1e9 * secs / trips : 0.0;
+}
+
 static void run_train(const BenchConfig *bc, const Options *o) {
     const int B = bc->batch_size, T = bc->block_size;
     GPT model;
@@ -454,6 +489,7 @@ static void run_train(const BenchConfig *bc, const Options *o) {
     if (!step_secs) die(EXIT_DATA, "out of memory");
     float loss = NAN;
     long thread_steps = 0;  // sum over the timed steps of the threads each ran on
+    double trip_before = core_round_trip_ns();
     double start = now_seconds(), cpu_start = cpu_seconds(), total = 0.0;
     while (o->steps ? steps < o->steps : (steps < MIN_TIMED_STEPS || total < o->seconds)) {
         if (steps == capacity) {
@@ -468,6 +504,7 @@ static void run_train(const BenchConfig *bc, const Options *o) {
     }
     double cpu = cpu_seconds() - cpu_start;
     long rss = peak_rss_kb();
+    double trip_after = core_round_trip_ns();
 
     // ms/step as ./train counts it: the timed steps' wall time over their count (the
     // tok/s of its summary line); the median and the fastest step beside it
@@ -481,9 +518,10 @@ static void run_train(const BenchConfig *bc, const Options *o) {
            bc->name, precision_word(o->precision), omp_get_max_threads(), kernels_name(), bc->n_layer, bc->n_head,
            bc->n_embd, T, B, bc->vocab_size, model.num_parameters, o->warmup, steps, 1000.0 * mean, 1000.0 * median,
            1000.0 * step_secs[0], B * T / mean, flops / 1e9, flops_estimate(bc, model.num_parameters) / 1e9, gflops);
-    printf("peak_path=%s rss_kb=%ld cpu_pct=%.0f cpu_ms_per_step=%.3f threads_mean=%.2f first_loss=%.4f last_loss=%.4f\n",
+    printf("peak_path=%s rss_kb=%ld cpu_pct=%.0f cpu_ms_per_step=%.3f threads_mean=%.2f first_loss=%.4f last_loss=%.4f "
+           "round_trip_ns_before=%.0f round_trip_ns_after=%.0f\n",
            fma_loops[fma_loop_of_run(o->precision)].name, rss, 100.0 * cpu / (total * omp_get_max_threads()),
-           1000.0 * cpu / steps, (double)thread_steps / steps, first_loss, loss);
+           1000.0 * cpu / steps, (double)thread_steps / steps, first_loss, loss, trip_before, trip_after);
     fflush(stdout);
     free(step_secs);
     free(inputs);

@@ -260,6 +260,17 @@ field() {
         }
         END { if (n > 0) print (n == 1 ? sum : sum / n) }' "$1"
 }
+# round_trips FILE CONFIG: each train line's core-to-core round trips (scripts/bench.c), "before/after"
+# its steps in ns, the runs' joined by ", "
+round_trips() {
+    awk -v config="$2" '$1 == "train" {
+            delete f
+            for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+            if (f["config"] != config || !("round_trip_ns_before" in f)) next
+            out = out (out == "" ? "" : ", ") f["round_trip_ns_before"] "/" f["round_trip_ns_after"]
+        }
+        END { print out == "" ? "-" : out }' "$1"
+}
 # fmt FORMAT VALUE: VALUE formatted, or "-" when there is none
 fmt() { if [ -n "$2" ]; then awk -v v="$2" -v f="$1" 'BEGIN { printf f, v }'; else printf -- "-"; fi; }
 mib() { if [ -n "$1" ]; then awk -v v="$1" 'BEGIN { printf "%.0f MiB", v / 1024 }'; else printf -- "-"; fi; }
@@ -322,10 +333,13 @@ for config in $configs; do
 done
 for config in $configs; do
     echo "$config: ./train $(train_options "$config"); $(field "$out/main.txt" train "$config" gflop_per_step)" \
-         "GFLOP a step; median step $(fmt %.1f "$(field "$out/main.txt" train "$config" ms_median)") ms"
+         "GFLOP a step; median step $(fmt %.1f "$(field "$out/main.txt" train "$config" ms_median)") ms;" \
+         "core-to-core round trip before/after the steps $(round_trips "$out/main.txt" "$config") ns"
 done
 echo "(threads: the mean team the thread tuner picked; CPU share: CPU time over wall time x threads, well below"
-echo " 100% when other processes took the cores; chargpt / PyTorch: chargpt's speed over PyTorch's, 2.00x = twice as fast)"
+echo " 100% when other processes took the cores; chargpt / PyTorch: chargpt's speed over PyTorch's, 2.00x = twice as fast;"
+echo " core-to-core round trip: a cache line from thread 0 to thread 1 and back, each run's before and after its steps:"
+echo " on a virtual machine the host may move the two processors apart, which slows the step on 2 threads)"
 case "$backend" in  # the goals of issue 47, in % of the FMA peak of the kernels' own instruction set
     avx2) echo "goals on these kernels: tiny >= 55% and small >= 75% of the FMA peak, tiny >= 1.50x PyTorch" ;;
     avx512*) echo "goals on these kernels: lesson >= 50%, tiny >= 65%, small >= 80% of the FMA peak" ;;
