@@ -15,7 +15,8 @@
 //             thread tuner picking the team), a few warm-up steps, then timed steps. ms/step
 //             is the timed steps' wall time over their count, as ./train's progress line and
 //             summary count it, so that the two agree on the same machine; the median and
-//             fastest steps are printed too;
+//             fastest steps are printed too, and the core-to-core round trip before and
+//             after them (core_round_trip_ns: where a VM's host put its processors);
 //   generate: characters per second as ./generate makes them, with the key/value cache and
 //             with --no-cache (the whole window recomputed for every character), on the
 //             team the tuner picks, and on one thread (--threads 1), runs of the two in turn;
