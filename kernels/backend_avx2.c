@@ -8,12 +8,12 @@
 #define TILE_VECTORS 2  // 8-column vectors in a row of the tile
 #include "matmul_kernels.h"
 
-// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A, whether it prefetches
-// (matmul_kernels.h's tile_prefetch_step), its rows (always MR here) and the number of 8-column
-// vectors (nv, 1 or 2) fixed at compile time.
+// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A (a k-major A's steps
+// prefetched: matmul_kernels.h's tile_prefetch_step), its rows (always MR here) and the number of
+// 8-column vectors (nv, 1 or 2) fixed at compile time.
 static inline __attribute__((always_inline)) void tile_body(
     int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
-    float *c, long ldc, const float *start_row, const int rows, const int nv, const int prefetch) {
+    float *c, long ldc, const float *start_row, const int rows, const int nv) {
     __m256 acc[MR][2];  // row i of the tile: columns [0,8) and [8,16)
     if (start_row) {
 #pragma GCC unroll 6
@@ -26,7 +26,7 @@ static inline __attribute__((always_inline)) void tile_body(
     }
     for (int k = 0; k < kc; k++) {
         __m256 bk[2];
-        if (prefetch) tile_prefetch_step(a, lda, rows, b, ldb, 8 * nv);
+        if (a_kmajor) tile_prefetch_step(a, lda, rows, b, ldb, 8 * nv);
         for (int v = 0; v < nv; v++) bk[v] = _mm256_loadu_ps(b + 8 * v);
 #pragma GCC unroll 6
         for (int i = 0; i < rows; i++) {

@@ -12,12 +12,12 @@
 #define TILE_PARTIAL_ROWS  // tiles of 4, 8 and 12 rows for a partial row panel (matmul.inc)
 #include "matmul_kernels.h"
 
-// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A, whether it prefetches
-// (matmul_kernels.h's tile_prefetch_step), its rows (MR, or 4, 8 or 12 for a partial row panel) and
-// the number of 16-column vectors (nv, 1 or 2) fixed at compile time.
+// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A (a k-major A's steps
+// prefetched: matmul_kernels.h's tile_prefetch_step), its rows (MR, or 4, 8 or 12 for a partial
+// row panel) and the number of 16-column vectors (nv, 1 or 2) fixed at compile time.
 static inline __attribute__((always_inline)) void tile_body(
     int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
-    float *c, long ldc, const float *start_row, const int rows, const int nv, const int prefetch) {
+    float *c, long ldc, const float *start_row, const int rows, const int nv) {
     __m512 acc[MR][2];  // row i of the tile: columns [0,16) and [16,32)
     if (start_row) {
 #pragma GCC unroll 14
@@ -30,7 +30,7 @@ static inline __attribute__((always_inline)) void tile_body(
     }
     for (int k = 0; k < kc; k++) {
         __m512 bk[2];
-        if (prefetch) tile_prefetch_step(a, lda, rows, b, ldb, 16 * nv);
+        if (a_kmajor) tile_prefetch_step(a, lda, rows, b, ldb, 16 * nv);
         for (int v = 0; v < nv; v++) bk[v] = _mm512_loadu_ps(b + 16 * v);
 #pragma GCC unroll 14
         for (int i = 0; i < rows; i++) {

@@ -22,20 +22,20 @@
 #define ROW_BY_LANE(fma, i, a, lane) \
     for (int v = 0; v < nv; v++) acc[i][v] = fma(acc[i][v], bk[v], a, lane)
 
-// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A, whether it prefetches
-// (matmul_kernels.h's tile_prefetch_step), its rows (always MR here) and the number of 4-column
-// vectors (nv, 2 or 4) fixed at compile time. A k-major A gives the step's six values in two loads,
-// used lane by lane (fmla by element); a row-major A, one value per row, each broadcast from
-// memory.
+// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A (a k-major A's steps
+// prefetched: matmul_kernels.h's tile_prefetch_step), its rows (always MR here) and the number of
+// 4-column vectors (nv, 2 or 4) fixed at compile time. A k-major A gives the step's six values in
+// two loads, used lane by lane (fmla by element); a row-major A, one value per row, each broadcast
+// from memory.
 static inline __attribute__((always_inline)) void tile_body(
     int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
-    float *c, long ldc, const float *start_row, const int rows, const int nv, const int prefetch) {
+    float *c, long ldc, const float *start_row, const int rows, const int nv) {
     float32x4_t acc[MR][4];  // row i of the tile: columns [0,4), [4,8), [8,12), [12,16)
     for (int i = 0; i < rows; i++)
         for (int v = 0; v < nv; v++) acc[i][v] = vld1q_f32(start_row ? start_row + 4 * v : c + i * ldc + 4 * v);
     for (int k = 0; k < kc; k++) {
         float32x4_t bk[4];
-        if (prefetch) tile_prefetch_step(a, lda, rows, b, ldb, 4 * nv);
+        if (a_kmajor) tile_prefetch_step(a, lda, rows, b, ldb, 4 * nv);
         for (int v = 0; v < nv; v++) bk[v] = vld1q_f32(b + 4 * v);
         if (a_kmajor) {
             float32x4_t a0 = vld1q_f32(a);     // rows 0-3

@@ -7,17 +7,17 @@
 #define TILE_VECTORS NR  // a row of the tile's "vectors": its columns, one a lane of the simd loops
 #include "matmul_kernels.h"
 
-// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A, whether it prefetches
-// (matmul_kernels.h's tile_prefetch_step), its rows (always MR here) and its columns (NR, or NR / 2
-// for a half tile) fixed at compile time.
+// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A (a k-major A's steps
+// prefetched: matmul_kernels.h's tile_prefetch_step), its rows (always MR here) and its columns
+// (NR, or NR / 2 for a half tile) fixed at compile time.
 static inline __attribute__((always_inline)) void tile_body(
     int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
-    float *c, long ldc, const float *start_row, const int rows, const int ncols, const int prefetch) {
+    float *c, long ldc, const float *start_row, const int rows, const int ncols) {
     float acc[MR][NR];
     for (int i = 0; i < rows; i++)
         for (int j = 0; j < ncols; j++) acc[i][j] = start_row ? start_row[j] : c[i * ldc + j];
     for (int k = 0; k < kc; k++) {
-        if (prefetch) tile_prefetch_step(a, lda, rows, b, ldb, ncols);
+        if (a_kmajor) tile_prefetch_step(a, lda, rows, b, ldb, ncols);
         for (int i = 0; i < rows; i++) {
             float ai = a_kmajor ? a[i] : a[i * lda + k];
 #pragma omp simd

@@ -19,18 +19,19 @@
 #define TILE_VECTORS 2  // 4-column vectors in a row of the tile
 #include "matmul_kernels.h"
 
-// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A, whether it prefetches
-// (matmul_kernels.h's tile_prefetch_step), its rows (always MR here) and the number of 4-column
-// vectors (nv, 1 or 2) fixed at compile time, A's value broadcast as it is loaded (load32_splat).
+// The tile body (matmul.inc's tile_of_rows calls it) with the layout of A (a k-major A's steps
+// prefetched: matmul_kernels.h's tile_prefetch_step), its rows (always MR here) and the number of
+// 4-column vectors (nv, 1 or 2) fixed at compile time, A's value broadcast as it is loaded
+// (load32_splat).
 static inline __attribute__((always_inline)) void tile_body(
     int kc, const float *a, long lda, const int a_kmajor, const float *b, long ldb,
-    float *c, long ldc, const float *start_row, const int rows, const int nv, const int prefetch) {
+    float *c, long ldc, const float *start_row, const int rows, const int nv) {
     v128_t acc[MR][2];  // row i of the tile: columns [0,4) and [4,8)
     for (int i = 0; i < rows; i++)
         for (int v = 0; v < nv; v++) acc[i][v] = wasm_v128_load(start_row ? start_row + 4 * v : c + i * ldc + 4 * v);
     for (int k = 0; k < kc; k++) {
         v128_t bk[2];
-        if (prefetch) tile_prefetch_step(a, lda, rows, b, ldb, 4 * nv);
+        if (a_kmajor) tile_prefetch_step(a, lda, rows, b, ldb, 4 * nv);
         for (int v = 0; v < nv; v++) bk[v] = wasm_v128_load(b + 4 * v);
         for (int i = 0; i < rows; i++) {
             v128_t ai = wasm_v128_load32_splat(a_kmajor ? a + i : a + i * lda + k);
