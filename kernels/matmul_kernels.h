@@ -45,9 +45,10 @@ static void matmul_tile(int kc, const float *a, long lda, int a_kmajor, const fl
 
 // The tile's k step TILE_PREFETCH_STEPS ahead, A's `rows` values (k-major) and B's `columns`,
 // asked for before the tile needs them. A weight gradient's A, dout^T read in place, gives a
-// tile each step of A from a row of dout of its own: a stride of a few hundred bytes across
-// pages, which the hardware prefetcher does not follow far enough ahead. Packed (small's
-// c_attn and c_fc: dout's rows 4.5 and 6 KiB apart), its panels and B's run over k blocks of
+// tile each step of A from a row of dout of its own: a stride of a few hundred bytes to a few
+// KiB, across pages, which the hardware prefetcher does not follow far enough ahead. Packed
+// (as small's c_attn and c_fc were, dout's rows 4.5 and 6 KiB apart, until the prefetch made
+// reading them in place faster: matmul.inc's top), its panels and B's run over k blocks of
 // 512 steps that outgrow L1; asked for ahead, those weight gradients ran 1.08x and 1.07x as
 // fast on one thread of an AMD EPYC (Zen 5), the median of 5 runs each (AVX2's 1.00x). The
 // addresses are formed as integers: past the end of A or B they are hints for lines never read.
