@@ -23,13 +23,15 @@ typedef struct {
 // Sizes that are multiples of no tile or vector width, rows of one, tiny channel counts,
 // more than one k block (a forward's over C, of odd length last; a weight gradient's over N),
 // two model shapes (tiny fcproj, small output head), a W of over 512 KiB, whose
-// matrix-vector product reads its rows one at a time, and a weight gradient whose output
-// gradient's rows are 4 KiB or more apart, which it packs (matmul.inc).
+// matrix-vector product reads its rows one at a time, and weight gradients whose output
+// gradient's rows lie over 4 KiB apart, which one reads in place, and exactly 4 KiB apart,
+// which one packs (matmul.inc).
 static const Shape awkward_shapes[] = {
     {1, 8, 1},     {1, 7, 13},    {1, 384, 65},   {2, 17, 33},    {3, 8, 5},
     {7, 13, 129},  {13, 129, 17}, {17, 33, 383},  {33, 383, 65},  {65, 1, 7},
     {127, 65, 33}, {129, 127, 1}, {383, 17, 127}, {300, 300, 31}, {14, 32, 32},
     {768, 512, 128}, {2048, 384, 65}, {3, 383, 449}, {29, 1031, 45}, {37, 40, 1100},
+    {37, 40, 1024},
 };
 #define NUM_SHAPES ((int)(sizeof(awkward_shapes) / sizeof(awkward_shapes[0])))
 
