@@ -73,6 +73,9 @@ enum {
 typedef struct Bf16Kernels Bf16Kernels;
 // A tile of the bf16 kernels (Bf16Kernels.tile, below).
 typedef void Bf16Tile(int kp, const bf16 *a, const bf16 *b, float *c, long ldc, const float *start_row, int half);
+// The same tile with A's MR rows read where they lie, lda bf16 apart (Bf16Kernels.tile_rows).
+typedef void Bf16RowsTile(int kp, const bf16 *a, long lda, const bf16 *b, float *c, long ldc, const float *start_row,
+                          int half);
 
 // The bf16 kernels of one instruction set. With bf16 dot-product instructions, tile and
 // pack_pairs run its products on pairs of bf16 (FORMAT_PAIRS); without them both are NULL
@@ -122,6 +125,9 @@ struct Bf16Kernels {
     // pairs into it in place, and tile_laid_out is tile on such a panel (the same bits).
     void (*lay_out_a)(bf16 *a, int kp);
     Bf16Tile *tile_laid_out;
+    // NULL, or tile on an A of bf16 rows as they lie, the pairs of a row its 32-bit words:
+    // A(i, 2p + e) = a[i*lda + 2p + e] (the same bits as tile on those rows packed).
+    Bf16RowsTile *tile_rows;
 };
 // How a Bf16Kernels' tile adds the pairs: as vdpbf16ps (above), as BFDOT (above), or as AMX's
 // TDPBF16PS adds 16 at a time (bf16_avx512.c): its own bits, within the bound of the first.

@@ -15,9 +15,12 @@
 #define MR AVX512_MR
 #define NR AVX512_NR
 
-// The tile with the number of 16-column vectors (nv, 1 or 2) fixed at compile time.
+// The tile with the number of 16-column vectors (nv, 1 or 2) fixed at compile time, and A's
+// layout: row i's pair p at a + i*a_row + p*a_step (packed: a_row 2, a_step 2*MR; rows as
+// they lie: a_row lda, a_step 2).
 static inline __attribute__((always_inline)) void tile_body(
-    int kp, const bf16 *a, const bf16 *b, float *c, long ldc, const float *start_row, const int nv) {
+    int kp, const bf16 *a, long a_row, const long a_step, const bf16 *b, float *c, long ldc, const float *start_row,
+    const int nv) {
     __m512 acc[MR][2];
 #pragma GCC unroll 14
     for (int i = 0; i < MR; i++)
@@ -29,11 +32,11 @@ static inline __attribute__((always_inline)) void tile_body(
 #pragma GCC unroll 14
         for (int i = 0; i < MR; i++) {
             int pair;  // A(i, 2p) and A(i, 2p + 1), broadcast to every lane
-            memcpy(&pair, a + 2 * i, sizeof(pair));
+            memcpy(&pair, a + i * a_row, sizeof(pair));
             __m512bh ai = (__m512bh)_mm512_set1_epi32(pair);
             for (int v = 0; v < nv; v++) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], ai, bk[v]);
         }
-        a += 2 * MR;
+        a += a_step;
         b += 2 * NR;
     }
 #pragma GCC unroll 14
@@ -41,10 +44,15 @@ static inline __attribute__((always_inline)) void tile_body(
         for (int v = 0; v < nv; v++) _mm512_storeu_ps(c + i * ldc + 16 * v, acc[i][v]);
 }
 
-static void tile(int kp, const bf16 *a, const bf16 *b, float *c, long ldc,
-                             const float *start_row, int half) {
-    if (half) tile_body(kp, a, b, c, ldc, start_row, 1);
-    else tile_body(kp, a, b, c, ldc, start_row, 2);
+static void tile(int kp, const bf16 *a, const bf16 *b, float *c, long ldc, const float *start_row, int half) {
+    if (half) tile_body(kp, a, 2, 2 * MR, b, c, ldc, start_row, 1);
+    else tile_body(kp, a, 2, 2 * MR, b, c, ldc, start_row, 2);
+}
+
+static void tile_rows(int kp, const bf16 *a, long lda, const bf16 *b, float *c, long ldc, const float *start_row,
+                      int half) {
+    if (half) tile_body(kp, a, lda, 2, b, c, ldc, start_row, 1);
+    else tile_body(kp, a, lda, 2, b, c, ldc, start_row, 2);
 }
 
 static void convert(bf16 *dst, const float *src, long n) {
@@ -147,7 +155,8 @@ static void dot_rows(float *out, const bf16 *x, const bf16 *w, const float *bias
     for (; o < o1; o++) dot_rows_body(out + o, x, w + (long)o * C, bias ? bias + o : NULL, C, 1);
 }
 
-const Bf16Kernels bf16_avx512_kernels = {"vdpbf16ps", tile, convert, pack_pairs, dot_rows, .sums = BF16_SUMS_VDPBF16PS};
+const Bf16Kernels bf16_avx512_kernels = {"vdpbf16ps", tile, convert, pack_pairs, dot_rows, .sums = BF16_SUMS_VDPBF16PS,
+                                         .tile_rows = tile_rows};
 
 // ---- the same tile on AMX (Advanced Matrix Extensions: Sapphire Rapids and later)
 // TDPBF16PS multiplies a tile of A, rows of AMX_PAIRS pairs, by a tile of B, AMX_PAIRS pairs

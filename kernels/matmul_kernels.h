@@ -214,9 +214,10 @@ static int matmul_pack_operands(Gemm *g, int count);
 static void matmul_bf16_task(const Gemm *g, int i0, int i1, int j0, int j1);
 
 // Row panels [q0, q1) of A, or column panels [q0, q1) of B, over all K steps in FORMAT_PAIRS,
-// into dst (the first panel), with A's row sums and kept rows as matmul_pack_operands says.
-static void pairs_pack_a_panels(bf16 *dst, const Gemm *g, int q0, int q1);
-static void pairs_pack_b_panels(bf16 *dst, const Gemm *g, int q0, int q1);
+// into their places among all the panels, with A's row sums and kept rows as
+// matmul_pack_operands says; or A's rows [q0*MR, q1*MR) in bf16 where a_in_rows.
+static void pairs_pack_a_panels(bf16 *panels, const Gemm *g, int q0, int q1);
+static void pairs_pack_b_panels(bf16 *panels, const Gemm *g, int q0, int q1);
 
 // k steps in a block of a bf16 product; even, so that no pair straddles two blocks. A block
 // of a column panel of B (384 x 32 bf16, 24 KiB) stays in L1 while the tiles of a group use it.

@@ -65,12 +65,14 @@ typedef struct {
 } Shape;
 
 // Sizes that are multiples of no tile (14 x 32), vector (16, 32) or pair width, single
-// rows (the matrix-vector path), more than one k block of BF16_KC = 384 (C 385 and 513,
-// N 768), and two model shapes.
+// rows (the matrix-vector path), more than one k block of BF16_KC = 384 (C 385, 513 and 770,
+// N 768), and two model shapes. Where K is even and the rows are not a whole number of tiles
+// (N 768 and 45), the avx512_bf16 tiles read A's rows as they lie and a last, partial panel
+// packed (Bf16Kernels.tile_rows).
 static const Shape shapes[] = {
     {1, 8, 1},    {1, 7, 13},     {1, 385, 65},  {2, 17, 33},   {3, 9, 5},     {7, 13, 129},
     {13, 129, 17}, {17, 33, 383}, {33, 383, 65}, {65, 1, 7},    {127, 65, 33}, {129, 127, 1},
-    {300, 301, 31}, {15, 31, 47}, {14, 32, 32},  {11, 513, 97}, {768, 128, 384},
+    {300, 301, 31}, {15, 31, 47}, {14, 32, 32},  {11, 513, 97}, {768, 128, 384}, {45, 770, 98},
 };
 #define NUM_SHAPES ((int)(sizeof(shapes) / sizeof(shapes[0])))
 
