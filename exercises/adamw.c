@@ -9,7 +9,8 @@
 // the W of AdamW).
 //   params, grads (opt->n); opt holds beta1, beta2, eps, weight_decay, m, v, decay, step (model/adamw.h)
 //
-// The project's solution, if you want to compare afterwards: model/adamw.c, adamw_update.
+// The project's solution, if you want to compare afterwards: model/adamw.c, adamw_update, and
+// the loop it hands each update to: kernels/adamw_step.inc, adamw_step_team.
 #include "../model/adamw.h"
 
 void adamw_update(AdamW *opt, float *params, const float *grads, float lr) {

@@ -38,6 +38,7 @@
 #include <stddef.h>
 
 #include "bf16.h"
+#include "kernels.h"
 
 // A buffer for a team's packed operands, grown as products need it (one team at a time).
 typedef struct {
@@ -215,6 +216,9 @@ struct Backend {
     void (*row_softmax)(float *row, int n, float scale);
     void (*row_softmax_gradient)(float *dw, const float *w, int n, float scale);
     float (*softmax_logsum)(float *probs, const float *logits, int n, float *max);
+    // kernels.h's adamw_step (adamw_step.inc; a team function).
+    void (*adamw)(float *params, const float *grads, float *m, float *v, const unsigned char *decay, size_t n,
+                  const AdamWStep *s);
 };
 
 // A backend's bf16_cost: as measured on x86 (docs/precision.md gives the command), or on AArch64, where

@@ -220,3 +220,8 @@ void fast_softmax_row_backward(float *dw, const float *w, int n, float scale) {
 float fast_logits_softmax(float *probs, const float *logits, int n, float *max) {
     return kernels_backend()->softmax_logsum(probs, logits, n, max);
 }
+
+void fast_adamw_step(float *params, const float *grads, float *m, float *v, const unsigned char *decay, size_t n,
+                     const AdamWStep *s) {
+    kernels_backend()->adamw(params, grads, m, v, decay, n, s);
+}

@@ -27,6 +27,8 @@ void fast_gelu_backward_slope(float *dinp, const float *slope, const float *dout
 void fast_softmax_row(float *row, int n, float scale);
 void fast_softmax_row_backward(float *dw, const float *w, int n, float scale);
 float fast_logits_softmax(float *probs, const float *logits, int n, float *max);
+void fast_adamw_step(float *params, const float *grads, float *m, float *v, const unsigned char *decay, size_t n,
+                     const AdamWStep *s);
 
 void fast_head_scores(const AttentionHead *h, float *scores);
 void fast_head_values(const AttentionHead *h, float *out, long ldo, const float *w);

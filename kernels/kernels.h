@@ -177,6 +177,20 @@ void softmax_row_backward(float *dw, const float *w, int n, float scale);
 float logits_softmax(float *probs, const float *logits, int n, float *max);
 
 // ---------------------------------------------------------------------------------------
+// the optimizer's update: a team function
+
+// One AdamW update's numbers: the learning rate, the moments' decay rates, eps, the weight
+// decay, and update k's bias corrections, bias1 = 1 - beta1^k and bias2 = 1 - beta2^k.
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay, bias1, bias2;
+} AdamWStep;
+// For each i < n, g = grads[i], wd the weight decay where decay[i] is 1, else 0:
+//   m[i] = beta1 m[i] + (1 - beta1) g;  v[i] = beta2 v[i] + (1 - beta2) g^2
+//   params[i] -= lr ((m[i] / bias1) / (sqrt(v[i] / bias2) + eps) + wd params[i])
+void adamw_step(float *params, const float *grads, float *m, float *v, const unsigned char *decay, size_t n,
+                const AdamWStep *s);
+
+// ---------------------------------------------------------------------------------------
 // attention: the products of one head (hs wide), on the calling thread
 
 // A head's operands: t queries (rows ldq apart) at the positions [n - t, n) of a sequence,

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "adamw_step.inc"
 #include "bf16.h"
 #include "fast.h"
 #include "fixed_sum.h"
@@ -271,6 +272,18 @@ float logits_softmax(float *probs, const float *logits, int n, float *max) {
     for (int j = 0; j < n; j++) probs[j] *= inv;
     *max = m;
     return logf(sum);
+}
+
+// ---------------------------------------------------------------------------------------
+// AdamW's update: adamw_step.inc's loop, which the backends compile with their vector width
+
+void adamw_step(float *params, const float *grads, float *m, float *v, const unsigned char *decay, size_t n,
+                const AdamWStep *s) {
+    if (kernels_fast(NULL)) {
+        fast_adamw_step(params, grads, m, v, decay, n, s);
+        return;
+    }
+    adamw_step_team(params, grads, m, v, decay, n, s);
 }
 
 // ---------------------------------------------------------------------------------------

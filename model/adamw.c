@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/platform.h"
 #include "../kernels/fixed_sum.h"
 #include "../kernels/parallel.h"
 
@@ -24,8 +25,8 @@ int adamw_init_range(AdamW *opt, const GPT *model, size_t first, size_t n, float
     opt->weight_decay = weight_decay;
     opt->first = first;
     opt->n = n;
-    opt->m = calloc(n ? n : 1, sizeof(float));
-    opt->v = calloc(n ? n : 1, sizeof(float));
+    opt->m = gpt_alloc_floats(n);  // aligned as the parameters: whole vectors for the kernels
+    opt->v = gpt_alloc_floats(n);
     opt->decay = calloc(n ? n : 1, 1);
     if (!opt->m || !opt->v || !opt->decay) {
         snprintf(err, ERR_LEN, "out of memory for the optimizer state of %zu parameters", n);
@@ -45,8 +46,8 @@ int adamw_init_range(AdamW *opt, const GPT *model, size_t first, size_t n, float
 }
 
 void adamw_free(AdamW *opt) {
-    free(opt->m);
-    free(opt->v);
+    platform_aligned_free(opt->m);
+    platform_aligned_free(opt->v);
     free(opt->decay);
     memset(opt, 0, sizeof(*opt));
 }
@@ -107,23 +108,12 @@ void grad_clip(float *grads, size_t n, double norm, float max_norm) {
     clip_team(grads, n, scale);
 }
 
+// The update k = step over the team (the per-parameter loop: kernels.h's adamw_step).
 static void update_team(const AdamW *opt, float *params, const float *grads, float lr, long step) {
-    const float b1 = opt->beta1, b2 = opt->beta2, eps = opt->eps, wd = opt->weight_decay;
-    const float bias1 = 1.0f - powf(b1, (float)step);
-    const float bias2 = 1.0f - powf(b2, (float)step);
-    float *m = opt->m, *v = opt->v;
-    const unsigned char *decay = opt->decay;
-#pragma omp for simd schedule(static) nowait
-    for (size_t i = 0; i < opt->n; i++) {
-        float g = grads[i];
-        m[i] = b1 * m[i] + (1.0f - b1) * g;
-        v[i] = b2 * v[i] + (1.0f - b2) * g * g;
-        float mhat = m[i] / bias1;
-        float vhat = v[i] / bias2;
-        float p = params[i];
-        params[i] = p - lr * (mhat / (sqrtf(vhat) + eps) + p * (decay[i] ? wd : 0.0f));
-    }
-    team_barrier();
+    AdamWStep s = {.lr = lr, .beta1 = opt->beta1, .beta2 = opt->beta2, .eps = opt->eps,
+                   .weight_decay = opt->weight_decay, .bias1 = 1.0f - powf(opt->beta1, (float)step),
+                   .bias2 = 1.0f - powf(opt->beta2, (float)step)};
+    adamw_step(params, grads, opt->m, opt->v, opt->decay, opt->n, &s);
 }
 
 void adamw_update(AdamW *opt, float *params, const float *grads, float lr) {

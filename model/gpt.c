@@ -18,7 +18,7 @@
 
 #define ALIGNMENT 64
 
-static float *alloc_floats(size_t n) {
+float *gpt_alloc_floats(size_t n) {
     size_t bytes = (n * sizeof(float) + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
     float *p = platform_aligned_alloc(ALIGNMENT, bytes ? bytes : ALIGNMENT);
     if (p) memset(p, 0, bytes);
@@ -165,8 +165,8 @@ int gpt_build(GPT *model, const GPTConfig *config, int with_gradients, char err[
         return -1;
     }
     model->num_parameters = total;
-    model->params_memory = alloc_floats(total);
-    if (with_gradients) model->grads_memory = alloc_floats(total);
+    model->params_memory = gpt_alloc_floats(total);
+    if (with_gradients) model->grads_memory = gpt_alloc_floats(total);
     if (!model->params_memory || (with_gradients && !model->grads_memory)) {
         snprintf(err, ERR_LEN, "out of memory for %zu parameters", total);
         gpt_free(model);
@@ -301,11 +301,11 @@ int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]) {
     size_t act_sizes[NUM_ACTIVATION_TENSORS], scratch_sizes[NUM_SCRATCH_TENSORS], num_acts = 0, num_scratch = 0;
     for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) num_acts += act_sizes[i] = (size_t)act_floats[i];
     for (int i = 0; i < NUM_SCRATCH_TENSORS; i++) num_scratch += scratch_sizes[i] = (size_t)scratch_floats[i];
-    model->acts_memory = alloc_floats(num_acts);
-    model->scratch_memory = alloc_floats(num_scratch);
+    model->acts_memory = gpt_alloc_floats(num_acts);
+    model->scratch_memory = gpt_alloc_floats(num_scratch);
     model->inputs = malloc(N * sizeof(int));
     model->targets = malloc(N * sizeof(int));
-    if (c->position == POSITION_ROPE && (model->rope = alloc_floats((T + 1) * c->head_size)))
+    if (c->position == POSITION_ROPE && (model->rope = gpt_alloc_floats((T + 1) * c->head_size)))
         rope_angles(model->rope, 0, (int)T, c->head_size);
     if (!model->acts_memory || !model->scratch_memory || !model->inputs || !model->targets ||
         (c->position == POSITION_ROPE && !model->rope)) {
@@ -442,7 +442,7 @@ int gpt_alloc_micro_batches(GPT *model, int B, int sequences, char err[ERR_LEN])
     micro->sequences = sequences;
     micro->threads = micro_batch_views(micro->count);
     micro->views = calloc((size_t)micro->threads, sizeof(GPT));
-    micro->gradients = alloc_floats((size_t)micro->count * model->num_parameters);
+    micro->gradients = gpt_alloc_floats((size_t)micro->count * model->num_parameters);
     micro->loss_sums = calloc((size_t)micro->count, sizeof(double));
     int failed = !micro->views || !micro->gradients || !micro->loss_sums;
     for (int j = 0; j < micro->threads && !failed; j++) {

@@ -214,6 +214,9 @@ int gpt_build(GPT *model, const GPTConfig *config, int with_gradients, char err[
 // kernels' workspace for them in the model's precision.
 int gpt_alloc_activations(GPT *model, int B, char err[ERR_LEN]);
 void gpt_free(GPT *model);
+// n floats, zeroed, aligned to 64 bytes (the widest vector the kernels load); NULL when the
+// memory is not there. platform_aligned_free frees them.
+float *gpt_alloc_floats(size_t n);
 // Makes view a model on model's parameters (the same memory, read only; never freed by
 // gpt_free(view)), without gradients and in fp32: forward passes beside a training run (its
 // probe and samples) with activations of its own (gpt_alloc_activations) that leave the

@@ -557,6 +557,61 @@ TEST(kernels_pointwise_match_reference) {
            count, worst);
 }
 
+// AdamW's update (kernels.h's adamw_step) on every backend against the double reference:
+// parameters and both moments over three updates, half the parameters decayed, n odd (a
+// vector loop's tail); and on every backend the plain loops' bits, as the loop is one
+// (adamw_step.inc) with one rounding per operation.
+TEST(kernels_adamw_match_reference) {
+    enum { n = 1001, updates = 3 };
+    const float lr = 0.01f, b1 = 0.9f, b2 = 0.99f, eps = 1e-8f, wd = 0.1f;
+    static float params[n], m[n], v[n], grads[updates][n], plain[3][n];
+    static double params_d[n], m_d[n], v_d[n], grads_d[n];
+    static unsigned char decay[n];
+    for (int i = 0; i < n; i++) decay[i] = i % 2;
+    for (int u = 0; u < updates; u++) fill_uniform(grads[u], n, 60 + u);
+    double worst = 0.0;
+    int compared = 0;
+    EACH_BACKEND(bk, names, count) {
+        fill_uniform(params, n, 59);
+        memset(m, 0, sizeof(m));
+        memset(v, 0, sizeof(v));
+        for (int i = 0; i < n; i++) params_d[i] = params[i], m_d[i] = v_d[i] = 0.0;
+        double e = 0.0;
+        for (int k = 1; k <= updates; k++) {
+            AdamWStep s = {lr, b1, b2, eps, wd, 1.0f - powf(b1, (float)k), 1.0f - powf(b2, (float)k)};
+            adamw_step(params, grads[k - 1], m, v, decay, n, &s);
+            for (int i = 0; i < n; i++) grads_d[i] = grads[k - 1][i];
+            ref_adamw_update(params_d, m_d, v_d, grads_d, decay, n, k, lr, b1, b2, eps, wd);
+            e = fmax(e, fmax(rel_error_fd(params, params_d, n), fmax(rel_error_fd(m, m_d, n), rel_error_fd(v, v_d, n))));
+        }
+        CHECK(e <= 1e-5, "%s: AdamW's update: error %.3g", names[bk], e);
+        worst = fmax(worst, e);
+        if (test_plain(names[bk])) {
+            memcpy(plain[0], params, sizeof(params));
+            memcpy(plain[1], m, sizeof(m));
+            memcpy(plain[2], v, sizeof(v));
+            compared = 1;
+        }
+    }
+    test_restore_backend();
+    CHECK(compared, "the plain loops were not among the backends");
+    EACH_FAST_BACKEND(bk, fast_names, fast_count) {
+        fill_uniform(params, n, 59);
+        memset(m, 0, sizeof(m));
+        memset(v, 0, sizeof(v));
+        for (int k = 1; k <= updates; k++) {
+            AdamWStep s = {lr, b1, b2, eps, wd, 1.0f - powf(b1, (float)k), 1.0f - powf(b2, (float)k)};
+            adamw_step(params, grads[k - 1], m, v, decay, n, &s);
+        }
+        CHECK(memcmp(params, plain[0], sizeof(params)) == 0 && memcmp(m, plain[1], sizeof(m)) == 0 &&
+                  memcmp(v, plain[2], sizeof(v)) == 0,
+              "%s: AdamW's update: other bits than the plain loops'", fast_names[bk]);
+    }
+    test_restore_backend();
+    printf("    AdamW's update, 3 updates, %d backends: worst rel error %.2e, the plain loops' bits on each\n", count,
+           worst);
+}
+
 // exp's clamp keeps what float arithmetic gives at the edges, on every backend: GELU of a NaN
 // is a NaN, of +inf +inf and of -inf -inf (the plain loops' formula, 0.5 x (1 + tanh u),
 // gives -inf times 0 there: a NaN); a softmax row holding a NaN is all NaN; one holding -inf
