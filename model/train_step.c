@@ -10,12 +10,9 @@ int train_step_threads(const GPT *model) { return model->step_threads; }
 
 int train_step_micro_sequences(const GPTConfig *config, Precision precision, int B) {
     if (precision != PRECISION_FP32) return B;
-    const long T = config->block_size, C = config->n_embd;
     for (int s = 1; s <= B / MICRO_BATCHES_MIN; s++)
-        if (B % s == 0 && s * T >= MICRO_BATCH_ROWS_PER_CHANNEL * C) return s;
-    if (12L * config->n_layer * C * C <= MICRO_BATCH_MAX_WEIGHTS)
-        for (int s = B / MICRO_BATCHES_MIN; s >= 1; s--)
-            if (B % s == 0 && s * T >= C) return s;
+        if (B % s == 0 && (long)s * config->block_size >= (long)MICRO_BATCH_ROWS_PER_CHANNEL * config->n_embd)
+            return s;
     return B;
 }
 

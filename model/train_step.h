@@ -21,27 +21,19 @@
 double train_step(GPT *model, AdamW *opt, const int *inputs, const int *targets, int B, int t,
                   uint64_t dropout_seed, float lr, float max_norm);
 
-// The sequences of each micro-batch a step of B sequences is best cut into, or B; fp32 only,
-// and at least MICRO_BATCHES_MIN micro-batches. A step of a small model keeps more
+// The sequences of each micro-batch a step of B sequences is best cut into, or B: the fewest
+// that give at least MICRO_BATCH_ROWS_PER_CHANNEL rows (positions) per channel of n_embd,
+// and at least MICRO_BATCHES_MIN micro-batches; fp32 only. A step of a small model keeps more
 // activations than a core's cache holds (the lesson's, 2 layers of 64 channels on 32 sequences
 // of 64: 22 MiB and 10 MiB of scratch), and each layer reads what the last one wrote from
 // memory; one of a few sequences keeps them in the cache, but its thread then reads the weights
 // and writes their gradients once per micro-batch, 12 C^2 floats a layer, which pays where the
-// rows are many times C: the fewest sequences that give at least MICRO_BATCH_ROWS_PER_CHANNEL
-// rows (positions) per channel of n_embd. Steps in turn on an Intel Xeon with full-width
-// AVX-512, 2 threads (docs/benchmarks.md, eighth round): the lesson's in micro-batches of 4
-// sequences (256 rows at C 64) 1.17x the whole batch's speed.
-// Failing that, a model whose blocks' weights (12 L C^2 floats) are at most
-// MICRO_BATCH_MAX_WEIGHTS is cut into micro-batches of the most sequences that give
-// MICRO_BATCHES_MIN of them, if those hold at least C rows: a team of threads sharing such a
-// model's small products waits at each product's barriers and reads rows the other threads
-// wrote, which a thread alone on its micro-batch never does. On an AMD EPYC Zen 5, 2 threads
-// on separate caches (docs/benchmarks.md, eighteenth round): tiny's step (0.79 M such
-// weights) in 4 micro-batches of 3 sequences 1.17x the whole batch's speed, in 0.85x the CPU
-// time; small's (10.6 M) in 4 of 2, 0.96x.
+// rows are many times C. Steps in turn on an Intel Xeon with full-width AVX-512, 2 threads
+// (docs/benchmarks.md, eighth round): the lesson's in micro-batches of 4 sequences (256 rows at
+// C 64) 1.17x the whole batch's speed; in a patch, tiny's (C 128) of 2 sequences 0.95x and
+// small's of 1 to 4 0.87-0.95x.
 #define MICRO_BATCH_ROWS_PER_CHANNEL 4
 #define MICRO_BATCHES_MIN 4
-#define MICRO_BATCH_MAX_WEIGHTS (2L << 20)
 int train_step_micro_sequences(const GPTConfig *config, Precision precision, int B);
 
 // What every training step does once its gradients are in model->grads_memory (train_step's,
